@@ -1,0 +1,2 @@
+// Placeholder replaced by the control-plane harness.
+export default function setup(): void {}

@@ -1,0 +1,30 @@
+import { defineConfig } from "vitest/config";
+
+// Two projects: `unit` needs nothing but Node (pure functions, the client against the
+// emulator over loopback HTTP, the conformance probe); `integration` starts one real
+// kube-apiserver + etcd per run (test/controlplane/global-setup.ts) and one namespace per test.
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: "unit",
+          include: ["test/unit/**/*.test.ts", "test/emulator/**/*.test.ts", "test/conformance/**/*.test.ts"],
+          testTimeout: 30_000,
+        },
+      },
+      {
+        test: {
+          name: "integration",
+          include: ["test/integration/**/*.test.ts"],
+          globalSetup: ["test/controlplane/global-setup.ts"],
+          testTimeout: 120_000,
+          hookTimeout: 900_000,
+          // The control plane is shared; files run in parallel against it, one namespace each.
+          fileParallelism: true,
+          maxWorkers: 2,
+        },
+      },
+    ],
+  },
+});
