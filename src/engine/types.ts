@@ -1,0 +1,81 @@
+// Contracts shared by the engine (generic) and the kinds (src/resources). Plain data only.
+
+export const GROUP = "keyward.dev";
+export const VERSION = "v1alpha1";
+export const API_VERSION = `${GROUP}/${VERSION}`;
+
+export interface ObjectKey {
+  namespace: string;
+  name: string;
+}
+
+export interface ObjectMeta {
+  name: string;
+  namespace: string;
+  uid?: string;
+  generation?: number;
+  resourceVersion?: string;
+  creationTimestamp?: string;
+  deletionTimestamp?: string;
+  annotations?: Record<string, string>;
+  labels?: Record<string, string>;
+  finalizers?: string[];
+  ownerReferences?: OwnerReference[];
+}
+
+export interface OwnerReference {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  uid: string;
+  controller?: boolean;
+  blockOwnerDeletion?: boolean;
+}
+
+export type ConditionStatus = "True" | "False" | "Unknown";
+
+/** metav1.Condition */
+export interface Condition {
+  type: string;
+  status: ConditionStatus;
+  reason: string;
+  message: string;
+  observedGeneration: number;
+  lastTransitionTime: string;
+}
+
+export interface CommonStatus {
+  observedGeneration?: number;
+  conditions?: Condition[];
+}
+
+export interface KubeObject<Spec = Record<string, unknown>, Status = Record<string, unknown>> {
+  apiVersion: string;
+  kind: string;
+  metadata: ObjectMeta;
+  spec: Spec;
+  status?: Status & CommonStatus;
+}
+
+/**
+ * What a reconcile asks of the work queue next (ACK's requeue intent, typed).
+ * - done: steady state; the periodic resync still applies.
+ * - requeueAfter: come back after a delay without counting as a failure (a job still running).
+ * - retryable: failed, try again with per-key exponential backoff (or after retryAfterMs when the
+ *   service said so).
+ * - terminal: failed in a way retrying cannot fix; wait for the object to change (or resync).
+ */
+export type Outcome =
+  | { type: "done" }
+  | { type: "requeueAfter"; afterMs: number }
+  | { type: "retryable"; error: Error; retryAfterMs?: number }
+  | { type: "terminal"; error: Error };
+
+export const done = (): Outcome => ({ type: "done" });
+export const requeueAfter = (afterMs: number): Outcome => ({ type: "requeueAfter", afterMs });
+export const retryable = (error: Error, retryAfterMs?: number): Outcome =>
+  retryAfterMs === undefined ? { type: "retryable", error } : { type: "retryable", error, retryAfterMs };
+export const terminal = (error: Error): Outcome => ({ type: "terminal", error });
+
+/** One reconcile of one key. The engine's controller calls it; it never throws on purpose. */
+export type ReconcileFn = (key: ObjectKey, signal: AbortSignal) => Promise<Outcome>;
