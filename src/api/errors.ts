@@ -1,0 +1,189 @@
+// The errors the client throws. Every one is an Error (instanceof holds) with a `retryable`
+// flag the engine reads. None carries a token: messages are built from the service's error
+// fields and our own words, with every token the call used cut out (redact), and no error
+// keeps a request's headers or a response body.
+import type { z } from "zod";
+
+export const REDACTED = "[REDACTED]";
+
+/** Replaces every occurrence of each secret in `text` (secrets shorter than 4 chars are ignored). */
+export function redact(text: string, secrets: readonly (string | undefined)[]): string {
+  let out = text;
+  for (const secret of secrets) {
+    if (secret !== undefined && secret.length >= 4) out = out.split(secret).join(REDACTED);
+  }
+  return out;
+}
+
+/** Status codes the client retries by itself (idempotent calls, or provably never processed). */
+export const RETRIED_STATUSES: ReadonlySet<number> = new Set([429, 502, 503, 504]);
+
+export interface ApiErrorInit {
+  operation: string;
+  status: number;
+  error: string;
+  message: string;
+  reqId?: string;
+  retryAfterMs?: number;
+}
+
+/** The service answered with a non-2xx status. */
+export class ApiError extends Error {
+  override readonly name = "ApiError";
+  readonly operation: string;
+  readonly status: number;
+  /** The service's `error` field, e.g. "ValidationFailure", "RateLimitExceeded", "NotFound". */
+  readonly error: string;
+  /** The service's `message` (422 issue lists rendered as "path: message; ..."). */
+  readonly serviceMessage: string;
+  readonly reqId: string | undefined;
+  /** 429 and 5xx: trying again later may succeed. */
+  readonly retryable: boolean;
+  /** A 5xx may come after the change was applied; a 4xx never does. */
+  readonly mayHaveLanded: boolean;
+  readonly retryAfterMs: number | undefined;
+
+  constructor(init: ApiErrorInit) {
+    const suffix = init.reqId ? ` (reqId ${init.reqId})` : "";
+    super(`${init.operation}: ${init.status} ${init.error}: ${init.message}${suffix}`);
+    this.operation = init.operation;
+    this.status = init.status;
+    this.error = init.error;
+    this.serviceMessage = init.message;
+    this.reqId = init.reqId;
+    this.retryable = init.status === 429 || init.status >= 500;
+    this.mayHaveLanded = init.status >= 500;
+    this.retryAfterMs = init.retryAfterMs;
+  }
+}
+
+export type TransportErrorKind =
+  | "timeout"
+  | "connection-refused"
+  | "connection-reset"
+  | "dropped-response"
+  | "dns"
+  | "tls"
+  | "aborted"
+  | "other";
+
+export interface TransportErrorInit {
+  operation: string;
+  kind: TransportErrorKind;
+  detail: string;
+  code?: string;
+  retryable: boolean;
+  mayHaveLanded: boolean;
+}
+
+/** No HTTP answer: timeout, refused or reset connection, a response that never came. */
+export class TransportError extends Error {
+  override readonly name = "TransportError";
+  readonly operation: string;
+  readonly kind: TransportErrorKind;
+  /** The system or undici error code, e.g. ECONNREFUSED, UND_ERR_SOCKET. */
+  readonly code: string | undefined;
+  readonly retryable: boolean;
+  /** False only when the request provably never reached the service (no connection was made). */
+  readonly mayHaveLanded: boolean;
+
+  constructor(init: TransportErrorInit) {
+    super(`${init.operation}: ${init.kind}: ${init.detail}`);
+    this.operation = init.operation;
+    this.kind = init.kind;
+    this.code = init.code;
+    this.retryable = init.retryable;
+    this.mayHaveLanded = init.mayHaveLanded;
+  }
+}
+
+/** One field that failed a schema: where, and what kind of failure — never the value. */
+export interface FieldIssue {
+  path: string;
+  problem: string;
+}
+
+/** A 2xx body that does not match the operation's response schema. Not retryable. */
+export class ResponseValidationError extends Error {
+  override readonly name = "ResponseValidationError";
+  readonly operation: string;
+  readonly issues: readonly FieldIssue[];
+  readonly retryable = false;
+  readonly mayHaveLanded = true;
+
+  constructor(operation: string, issues: readonly FieldIssue[]) {
+    super(`${operation}: the service's response does not match the expected shape at ${formatIssues(issues)}`);
+    this.operation = operation;
+    this.issues = issues;
+  }
+}
+
+/** The caller's request breaks a limit of interface.md; nothing was sent. Not retryable. */
+export class RequestValidationError extends Error {
+  override readonly name = "RequestValidationError";
+  readonly operation: string;
+  readonly issues: readonly FieldIssue[];
+  readonly retryable = false;
+  readonly mayHaveLanded = false;
+
+  constructor(operation: string, issues: readonly FieldIssue[]) {
+    super(`${operation}: invalid request: ${formatIssues(issues)}`);
+    this.operation = operation;
+    this.issues = issues;
+  }
+}
+
+export type ClientError = ApiError | TransportError | ResponseValidationError | RequestValidationError;
+
+export const isApiError = (e: unknown): e is ApiError => e instanceof ApiError;
+export const isTransportError = (e: unknown): e is TransportError => e instanceof TransportError;
+export const isResponseValidationError = (e: unknown): e is ResponseValidationError => e instanceof ResponseValidationError;
+export const isRequestValidationError = (e: unknown): e is RequestValidationError => e instanceof RequestValidationError;
+export const isNotFound = (e: unknown): boolean => isApiError(e) && e.status === 404;
+
+export function formatIssues(issues: readonly FieldIssue[]): string {
+  return issues.map((i) => `${i.path}: ${i.problem}`).join("; ");
+}
+
+export function formatPath(path: readonly PropertyKey[]): string {
+  if (path.length === 0) return "(root)";
+  return path
+    .map((p, i) => (typeof p === "number" ? `[${p}]` : `${i === 0 ? "" : "."}${String(p)}`))
+    .join("");
+}
+
+/**
+ * Response issues name the field and the kind of failure only. zod's own messages are not
+ * used: a refinement's message, or a future zod's, could quote the value, and a response may
+ * hold a secret (an access token, an EST passphrase).
+ */
+export function responseIssues(issues: readonly z.core.$ZodIssue[]): FieldIssue[] {
+  return issues.map((issue) => {
+    const expected = "expected" in issue && typeof issue.expected === "string" ? ` (expected ${issue.expected})` : "";
+    return { path: formatPath(issue.path), problem: `${issue.code}${expected}` };
+  });
+}
+
+/** Request issues keep zod's message (the caller's own input; zod does not quote values). */
+export function requestIssues(issues: readonly z.core.$ZodIssue[]): FieldIssue[] {
+  return issues.map((issue) => ({ path: formatPath(issue.path), problem: issue.message }));
+}
+
+/**
+ * The service's `message`: a string, or for 422 the zod issue list, rendered as
+ * "path: message; path: message".
+ */
+export function serviceMessage(message: unknown): string {
+  if (typeof message === "string") return message;
+  if (Array.isArray(message)) return message.map(renderServiceIssue).join("; ");
+  if (message === undefined || message === null) return "";
+  return JSON.stringify(message);
+}
+
+function renderServiceIssue(issue: unknown): string {
+  if (typeof issue !== "object" || issue === null) return String(issue);
+  const { path, message } = issue as { path?: unknown; message?: unknown };
+  const where = Array.isArray(path) ? formatPath(path as PropertyKey[]) : undefined;
+  const what = typeof message === "string" ? message : JSON.stringify(issue);
+  return where ? `${where}: ${what}` : what;
+}

@@ -1,0 +1,94 @@
+// When to try a request again, and after how long. Pure: the clock and the random source are
+// parameters so tests can pin them.
+import { ApiError, RETRIED_STATUSES, TransportError } from "./errors.ts";
+
+export interface RetryPolicy {
+  /** Attempts in all, the first included. 1 = never retry. */
+  maxAttempts: number;
+  baseDelayMs: number;
+  /** Cap of one backoff; a Retry-After longer than this is not waited for in the client. */
+  maxDelayMs: number;
+}
+
+export const defaultRetryPolicy: RetryPolicy = { maxAttempts: 3, baseDelayMs: 200, maxDelayMs: 10_000 };
+
+export function retryPolicy(partial: Partial<RetryPolicy> | undefined): RetryPolicy {
+  const merged = { ...defaultRetryPolicy, ...partial };
+  return {
+    maxAttempts: Math.max(1, Math.floor(merged.maxAttempts)),
+    baseDelayMs: Math.max(0, merged.baseDelayMs),
+    maxDelayMs: Math.max(0, merged.baseDelayMs, merged.maxDelayMs),
+  };
+}
+
+/**
+ * How a repeat of the operation behaves:
+ * - idempotent: reads and updates/deletes that converge; safe to send again.
+ * - non-idempotent: creates and triggers; a repeat makes a second object or job. Sent again
+ *   only when the first provably never landed.
+ */
+export type Idempotency = "idempotent" | "non-idempotent";
+
+/**
+ * Equal-jitter exponential backoff before retry `retry` (1 = the first retry): the ceiling is
+ * min(maxDelayMs, baseDelayMs * 2^(retry-1)); the delay is uniform in [ceiling/2, ceiling].
+ */
+export function backoffDelay(retry: number, policy: RetryPolicy, random: () => number = Math.random): number {
+  const exponent = Math.min(Math.max(0, Math.floor(retry) - 1), 52);
+  const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** exponent);
+  const r = Math.min(Math.max(random(), 0), 1);
+  return Math.round(ceiling / 2 + (ceiling / 2) * r);
+}
+
+/**
+ * Retry-After (RFC 9110 §10.2.3): delay-seconds or an HTTP-date. Returns milliseconds from
+ * `nowMs` (never negative), or undefined when absent or unreadable.
+ */
+export function parseRetryAfter(value: string | undefined, nowMs: number = Date.now()): number | undefined {
+  if (value === undefined) return undefined;
+  const trimmed = value.trim();
+  if (trimmed === "") return undefined;
+  if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000;
+  // Only the date forms: Date.parse would also read "5" or "1.5" as dates.
+  if (!/[a-z]/i.test(trimmed)) return undefined;
+  const at = Date.parse(trimmed);
+  if (Number.isNaN(at)) return undefined;
+  return Math.max(0, at - nowMs);
+}
+
+export type RetryDecision = { retry: true; delayMs: number } | { retry: false };
+
+/**
+ * Whether to send the request again after `error` on attempt `attempt` (1-based).
+ * - idempotent calls: 429, 502, 503, 504 and retryable transport failures (timeouts included).
+ * - non-idempotent calls: only 429 (refused before processing) and a connection that was
+ *   never established; after a timeout or a lost response the first may have landed, so the
+ *   error goes to the caller, who looks the object up.
+ * - a Retry-After above maxDelayMs is not waited for here: the caller requeues with it.
+ */
+export function retryDecision(
+  error: unknown,
+  attempt: number,
+  idempotency: Idempotency,
+  policy: RetryPolicy,
+  random: () => number = Math.random,
+): RetryDecision {
+  if (attempt >= policy.maxAttempts || !mayRetry(error, idempotency)) return { retry: false };
+  const backoff = backoffDelay(attempt, policy, random);
+  const retryAfterMs = error instanceof ApiError ? error.retryAfterMs : undefined;
+  if (retryAfterMs === undefined) return { retry: true, delayMs: backoff };
+  if (retryAfterMs > policy.maxDelayMs) return { retry: false };
+  return { retry: true, delayMs: Math.max(retryAfterMs, backoff) };
+}
+
+function mayRetry(error: unknown, idempotency: Idempotency): boolean {
+  if (error instanceof ApiError) {
+    if (!RETRIED_STATUSES.has(error.status)) return false;
+    return idempotency === "idempotent" || error.status === 429;
+  }
+  if (error instanceof TransportError) {
+    if (!error.retryable) return false;
+    return idempotency === "idempotent" || !error.mayHaveLanded;
+  }
+  return false;
+}

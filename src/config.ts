@@ -1,0 +1,99 @@
+// keyward's configuration: flags override environment variables; both are validated with zod
+// and a bad value stops the process with a message naming the setting.
+import { parseArgs } from "node:util";
+import { z } from "zod";
+
+const durationPattern = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/;
+const unitMs = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const;
+
+/** "500ms", "30s", "10m", "1h" → milliseconds. */
+export function parseDuration(text: string): number {
+  const m = durationPattern.exec(text.trim());
+  if (!m?.[1] || !m[2]) throw new Error(`"${text}" is not a duration like 30s, 10m or 1h`);
+  return Math.round(Number(m[1]) * unitMs[m[2] as keyof typeof unitMs]);
+}
+
+const duration = z.string().transform((s, ctx) => {
+  try {
+    return parseDuration(s);
+  } catch (err) {
+    ctx.addIssue({ code: "custom", message: (err as Error).message });
+    return z.NEVER;
+  }
+});
+
+const bool = z.enum(["true", "false", "1", "0", "yes", "no"]).transform((s) => s === "true" || s === "1" || s === "yes");
+
+export const configSchema = z.object({
+  kubeconfig: z.string().optional(),
+  namespaces: z
+    .string()
+    .default("")
+    .transform((s) => s.split(",").map((x) => x.trim()).filter(Boolean)),
+  concurrency: z.coerce.number().int().min(1).max(256).default(4),
+  resyncInterval: duration.pipe(z.number().min(1000)).default(600_000),
+  metricsPort: z.coerce.number().int().min(0).max(65535).default(8080),
+  healthPort: z.coerce.number().int().min(0).max(65535).default(8081),
+  bindAddress: z.string().default("0.0.0.0"),
+  logLevel: z.enum(["trace", "debug", "info", "warn", "error", "fatal"]).default("info"),
+  leaderElect: bool.default(false),
+  leaderElectionNamespace: z.string().optional(),
+  leaderElectionId: z.string().min(1).default("keyward-leader"),
+  leaseDuration: duration.default(15_000),
+  renewDeadline: duration.default(10_000),
+  retryPeriod: duration.default(2_000),
+  identity: z.string().optional(),
+  shutdownTimeout: duration.default(30_000),
+});
+export type Config = z.infer<typeof configSchema>;
+
+const settings = {
+  kubeconfig: "KUBECONFIG",
+  namespaces: "WATCH_NAMESPACES",
+  concurrency: "CONCURRENCY",
+  resyncInterval: "RESYNC_INTERVAL",
+  metricsPort: "METRICS_PORT",
+  healthPort: "HEALTH_PORT",
+  bindAddress: "BIND_ADDRESS",
+  logLevel: "LOG_LEVEL",
+  leaderElect: "LEADER_ELECT",
+  leaderElectionNamespace: "LEADER_ELECTION_NAMESPACE",
+  leaderElectionId: "LEADER_ELECTION_ID",
+  leaseDuration: "LEASE_DURATION",
+  renewDeadline: "RENEW_DEADLINE",
+  retryPeriod: "RETRY_PERIOD",
+  identity: "POD_NAME",
+  shutdownTimeout: "SHUTDOWN_TIMEOUT",
+} as const satisfies Record<keyof Config, string>;
+
+const flagName = (key: string): string => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+
+export const usage = `keyward — Kubernetes operator for the secrets service
+
+Every setting is a flag or an environment variable (the flag wins):
+${Object.entries(settings)
+  .map(([k, env]) => `  --${flagName(k).padEnd(28)} ${env}`)
+  .join("\n")}
+Durations: 500ms, 30s, 10m, 1h. Booleans: true/false.`;
+
+/** Reads the configuration; throws an Error whose message names every bad setting. */
+export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
+  const options = Object.fromEntries(Object.keys(settings).map((k) => [flagName(k), { type: "string" as const }]));
+  const { values } = parseArgs({ args: argv, options, strict: true, allowPositionals: false });
+  const raw: Record<string, string | undefined> = {};
+  for (const [key, envName] of Object.entries(settings)) {
+    const fromFlag = values[flagName(key)];
+    const value = typeof fromFlag === "string" ? fromFlag : env[envName];
+    if (value !== undefined && value !== "") raw[key] = value;
+  }
+  const parsed = configSchema.safeParse(raw);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => {
+      const key = String(i.path[0] ?? "");
+      const name = key in settings ? `--${flagName(key)} / ${settings[key as keyof Config]}` : key;
+      return `  ${name}: ${i.message}`;
+    });
+    throw new Error(`invalid configuration:\n${lines.join("\n")}`);
+  }
+  return parsed.data;
+}

@@ -1,0 +1,45 @@
+// Exponential backoff with jitter (AWS architecture blog's "full" and "equal" jitter).
+// Pure: the random source is a parameter so tests can pin it.
+
+export type Jitter = "none" | "full" | "equal";
+
+export interface BackoffPolicy {
+  baseMs: number;
+  maxMs: number;
+  jitter?: Jitter;
+}
+
+/** The un-jittered ceiling for the given attempt (0-based): min(maxMs, baseMs * 2^attempt). */
+export function backoffCeiling(attempt: number, policy: BackoffPolicy): number {
+  const base = Math.max(0, policy.baseMs);
+  const max = Math.max(base, policy.maxMs);
+  // 2^attempt overflows to Infinity long before it matters; clamp the exponent so the
+  // arithmetic stays finite and the result is max.
+  const exponent = Math.min(Math.max(0, Math.floor(attempt)), 52);
+  return Math.min(max, base * 2 ** exponent);
+}
+
+/**
+ * Delay before retry number `attempt` (0-based).
+ * - none:  the ceiling itself
+ * - full:  uniform in [0, ceiling]
+ * - equal: ceiling/2 + uniform in [0, ceiling/2] (never less than half the ceiling)
+ */
+export function backoffDelay(attempt: number, policy: BackoffPolicy, random: () => number = Math.random): number {
+  const ceiling = backoffCeiling(attempt, policy);
+  const r = Math.min(Math.max(random(), 0), 1);
+  switch (policy.jitter ?? "equal") {
+    case "none":
+      return ceiling;
+    case "full":
+      return Math.round(ceiling * r);
+    case "equal":
+      return Math.round(ceiling / 2 + (ceiling / 2) * r);
+  }
+}
+
+/** Spread a fixed interval by ±fraction so periodic work started together drifts apart. */
+export function jitterInterval(intervalMs: number, fraction: number, random: () => number = Math.random): number {
+  const f = Math.min(Math.max(fraction, 0), 1);
+  return Math.max(0, Math.round(intervalMs * (1 - f + 2 * f * random())));
+}

@@ -1,0 +1,384 @@
+// The generic managed-resource reconciler (crossplane-runtime's managed.Reconciler, in small):
+// read the object, resolve its connection, observe the service, then create, update or delete
+// the difference, and write what was seen into status. Kinds supply only observe / create /
+// update / delete; everything about finalizers, create-pending guards, conditions, events and
+// requeue intent lives here, once.
+import type { Logger } from "../log.ts";
+import type { Kube, KindRef } from "../kube/client.ts";
+import { getObject, patchMetadata, patchStatus } from "../kube/objects.ts";
+import type { EventRecorder } from "../kube/events.ts";
+import { setCondition, statusEqual } from "./conditions.ts";
+import {
+  done,
+  requeueAfter,
+  retryable,
+  terminal,
+  type Condition,
+  type KubeObject,
+  type ObjectKey,
+  type Outcome,
+  type ReconcileFn,
+} from "./types.ts";
+
+export const FINALIZER = "keyward.dev/finalizer";
+export const ANNOTATION_PAUSED = "keyward.dev/paused";
+export const ANNOTATION_CREATE_PENDING = "keyward.dev/create-pending";
+export const ANNOTATION_CREATE_SUCCEEDED = "keyward.dev/create-succeeded";
+
+/** How long to wait before looking again at an object that was just created or is changing. */
+const SETTLE_REQUEUE_MS = 1_000;
+
+export interface Readiness {
+  ready: boolean;
+  reason: string;
+  message: string;
+}
+
+export interface Observation<Status> {
+  /** The external object exists (or, for a read-only kind, was found). */
+  exists: boolean;
+  /** The external object matches the spec; ignored when it does not exist. */
+  upToDate: boolean;
+  /** Fields to record in status (merged over the previous status). */
+  status: Partial<Status>;
+  /** Names of the fields that differ, for the Updated event and logs. */
+  diff?: string[];
+  /** Readiness when the object exists; default: ready. */
+  readiness?: Readiness;
+  /** When the object does not exist: whether create may run (default: the kind has create). */
+  canCreate?: boolean;
+  /** Why the object is absent and cannot be created (Ready=False with this reason). */
+  absent?: { reason: string; message: string };
+  /** Come back sooner than the resync, e.g. while a job at the service is running. */
+  requeueAfterMs?: number;
+}
+
+export type DeleteResult =
+  | { done: true }
+  | { done: false; reason: string; message: string; requeueAfterMs: number };
+
+export interface ManagedContext<Spec, Status, Conn> {
+  key: ObjectKey;
+  obj: KubeObject<unknown, Partial<Status>>;
+  spec: Spec;
+  /** The kind-specific part of the current status. */
+  status: Partial<Status>;
+  conn: Conn;
+  kube: Kube;
+  log: Logger;
+  /** A create was recorded as pending and never confirmed: an object found by its natural key is ours. */
+  createPending: boolean;
+  observeOnly: boolean;
+  event(type: "Normal" | "Warning", reason: string, message: string): void;
+}
+
+export interface ManagedModule<Spec, Status, Conn> {
+  ref: KindRef;
+  /** zod parse of spec; a thrown error becomes Synced=False InvalidSpec. */
+  parseSpec(raw: unknown): Spec;
+  /** Deleting this object calls the service, so it needs a finalizer. */
+  needsFinalizer(spec: Spec): boolean;
+  /** Whether the service assigns the id on create, so a create-pending mark must precede it. */
+  guardCreate: boolean;
+  connect(input: { kube: Kube; namespace: string; spec: Spec; log: Logger }): Promise<Conn>;
+  observe(c: ManagedContext<Spec, Status, Conn>): Promise<Observation<Status>>;
+  create?: (c: ManagedContext<Spec, Status, Conn>) => Promise<Partial<Status>>;
+  update?: (c: ManagedContext<Spec, Status, Conn>, obs: Observation<Status>) => Promise<Partial<Status>>;
+  /** Actions requested on the object (annotations), run once the object exists and is up to date. */
+  act?: (c: ManagedContext<Spec, Status, Conn>, obs: Observation<Status>) => Promise<Partial<Status>>;
+  /** Called for an object being deleted whose external object exists. Absent: Retain. */
+  delete?: (c: ManagedContext<Spec, Status, Conn>, obs: Observation<Status>) => Promise<DeleteResult>;
+  /** spec.managementPolicy === "ObserveOnly" */
+  observeOnly?: (spec: Spec) => boolean;
+}
+
+/**
+ * An error that knows how the engine should treat it. The service client's errors carry the
+ * same `retryable` / `retryAfterMs` fields; anything else unknown is retryable.
+ */
+export class ReconcileError extends Error {
+  readonly reason: string;
+  readonly retryable: boolean;
+  readonly retryAfterMs: number | undefined;
+  constructor(reason: string, message: string, opts: { retryable: boolean; retryAfterMs?: number; cause?: unknown }) {
+    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.name = "ReconcileError";
+    this.reason = reason;
+    this.retryable = opts.retryable;
+    this.retryAfterMs = opts.retryAfterMs;
+  }
+}
+
+export interface ErrorClass {
+  reason: string;
+  message: string;
+  retryable: boolean;
+  retryAfterMs?: number;
+}
+
+const statusReasons: Record<number, string> = {
+  400: "BadRequest",
+  401: "Unauthorized",
+  403: "Forbidden",
+  404: "NotFound",
+  409: "Conflict",
+  422: "ValidationFailed",
+  429: "RateLimited",
+};
+
+/** Map any thrown value to a condition reason, a message and a requeue intent. */
+export function classifyError(err: unknown): ErrorClass {
+  if (err instanceof ReconcileError) {
+    return withRetryAfter({ reason: err.reason, message: err.message, retryable: err.retryable }, err.retryAfterMs);
+  }
+  if (err instanceof Error) {
+    const e = err as Error & { status?: unknown; code?: unknown; retryable?: unknown; retryAfterMs?: unknown };
+    const status = typeof e.status === "number" ? e.status : typeof e.code === "number" ? e.code : undefined;
+    const isRetryable = typeof e.retryable === "boolean" ? e.retryable : status === undefined || status >= 500 || status === 409 || status === 429;
+    const reason = status === undefined ? (isRetryable ? "ServiceUnavailable" : "ReconcileError") : (statusReasons[status] ?? (status >= 500 ? "ServiceUnavailable" : "ServiceError"));
+    const retryAfter = typeof e.retryAfterMs === "number" ? e.retryAfterMs : undefined;
+    return withRetryAfter({ reason, message: e.message, retryable: isRetryable }, retryAfter);
+  }
+  return { reason: "ReconcileError", message: String(err), retryable: true };
+}
+
+function withRetryAfter(c: ErrorClass, retryAfterMs: number | undefined): ErrorClass {
+  return retryAfterMs === undefined ? c : { ...c, retryAfterMs };
+}
+
+function outcomeFor(c: ErrorClass): Outcome {
+  const err = new Error(`${c.reason}: ${c.message}`);
+  return c.retryable ? retryable(err, c.retryAfterMs) : terminal(err);
+}
+
+export interface ManagedDeps {
+  kube: Kube;
+  events: EventRecorder;
+  log: Logger;
+  now?: () => Date;
+}
+
+/** Builds the ReconcileFn a controller runs for one kind. */
+export function managedReconciler<Spec, Status, Conn>(module: ManagedModule<Spec, Status, Conn>, deps: ManagedDeps): ReconcileFn {
+  return async (key) => {
+    const obj = (await getObject(deps.kube, module.ref, key)) as KubeObject<unknown, Partial<Status>> | undefined;
+    if (!obj) return done();
+    const run = new Run(module, deps, key, obj);
+    return run.reconcile();
+  };
+}
+
+type Conditions = { ready?: Omit<Condition, "lastTransitionTime" | "observedGeneration">; synced?: Omit<Condition, "lastTransitionTime" | "observedGeneration"> };
+
+// One pass over one object. A small class keeps the per-pass state (the object, the pending
+// status) together; it is created and dropped within a single reconcile.
+class Run<Spec, Status, Conn> {
+  private readonly module: ManagedModule<Spec, Status, Conn>;
+  private readonly deps: ManagedDeps;
+  private readonly key: ObjectKey;
+  private obj: KubeObject<unknown, Partial<Status>>;
+  private readonly log: Logger;
+  private kindStatus: Partial<Status>;
+
+  constructor(module: ManagedModule<Spec, Status, Conn>, deps: ManagedDeps, key: ObjectKey, obj: KubeObject<unknown, Partial<Status>>) {
+    this.module = module;
+    this.deps = deps;
+    this.key = key;
+    this.obj = obj;
+    this.log = deps.log.child({ kind: module.ref.kind, namespace: key.namespace, name: key.name });
+    this.kindStatus = kindFields(obj.status ?? {}) as Partial<Status>;
+  }
+
+  async reconcile(): Promise<Outcome> {
+    const meta = this.obj.metadata;
+    const deleting = meta.deletionTimestamp !== undefined;
+    const hasFinalizer = (meta.finalizers ?? []).includes(FINALIZER);
+    if (deleting && !hasFinalizer) return done();
+    if (meta.annotations?.[ANNOTATION_PAUSED] === "true") {
+      await this.writeStatus({ synced: { type: "Synced", status: "False", reason: "ReconcilePaused", message: `reconciling is paused by the ${ANNOTATION_PAUSED} annotation` } });
+      return done();
+    }
+    let spec: Spec;
+    try {
+      spec = this.module.parseSpec(this.obj.spec);
+    } catch (err) {
+      return this.fail({ reason: "InvalidSpec", message: specErrorMessage(err), retryable: false });
+    }
+    try {
+      return deleting ? await this.finalize(spec) : await this.sync(spec, hasFinalizer);
+    } catch (err) {
+      return this.fail(classifyError(err));
+    }
+  }
+
+  private async context(spec: Spec): Promise<ManagedContext<Spec, Status, Conn>> {
+    const conn = await this.module.connect({ kube: this.deps.kube, namespace: this.key.namespace, spec, log: this.log });
+    const annotations = this.obj.metadata.annotations ?? {};
+    return {
+      key: this.key,
+      obj: this.obj,
+      spec,
+      status: this.kindStatus,
+      conn,
+      kube: this.deps.kube,
+      log: this.log,
+      createPending: annotations[ANNOTATION_CREATE_PENDING] !== undefined && annotations[ANNOTATION_CREATE_SUCCEEDED] === undefined,
+      observeOnly: this.module.observeOnly?.(spec) ?? false,
+      event: (type, reason, message) => this.deps.events.record(this.obj, type, reason, message),
+    };
+  }
+
+  private async sync(spec: Spec, hasFinalizer: boolean): Promise<Outcome> {
+    const needsFinalizer = this.module.needsFinalizer(spec);
+    if (needsFinalizer && !hasFinalizer) await this.patchMeta({ finalizers: { add: FINALIZER } });
+    if (!needsFinalizer && hasFinalizer) await this.patchMeta({ finalizers: { remove: FINALIZER } });
+    const c = await this.context(spec);
+    let obs = await this.module.observe(c);
+    this.mergeStatus(obs.status);
+    if (!obs.exists) return this.whenAbsent(c, obs);
+    if (!obs.upToDate && !c.observeOnly && this.module.update) {
+      const updated = await this.module.update(c, obs);
+      this.mergeStatus(updated);
+      c.event("Normal", "Updated", `updated ${obs.diff?.length ? obs.diff.join(", ") : "the external object"} to match the spec`);
+      obs = { ...obs, upToDate: true };
+    }
+    if (!c.observeOnly && this.module.act) this.mergeStatus(await this.module.act({ ...c, status: this.kindStatus }, obs));
+    const readiness = obs.readiness ?? { ready: true, reason: "Available", message: "the external object is available" };
+    await this.writeStatus({
+      ready: { type: "Ready", status: readiness.ready ? "True" : "False", reason: readiness.reason, message: readiness.message },
+      synced: syncedCondition(obs, c.observeOnly),
+    });
+    return obs.requeueAfterMs === undefined ? done() : requeueAfter(obs.requeueAfterMs);
+  }
+
+  private async whenAbsent(c: ManagedContext<Spec, Status, Conn>, obs: Observation<Status>): Promise<Outcome> {
+    const canCreate = !c.observeOnly && this.module.create !== undefined && (obs.canCreate ?? true);
+    if (!canCreate) {
+      const absent = obs.absent ?? { reason: "NotFound", message: "the external object does not exist" };
+      await this.writeStatus({
+        ready: { type: "Ready", status: "False", reason: absent.reason, message: absent.message },
+        synced: { type: "Synced", status: c.observeOnly ? "True" : "False", reason: c.observeOnly ? "ObserveOnly" : absent.reason, message: absent.message },
+      });
+      return obs.requeueAfterMs === undefined ? done() : requeueAfter(obs.requeueAfterMs);
+    }
+    return this.create(c);
+  }
+
+  private async create(c: ManagedContext<Spec, Status, Conn>): Promise<Outcome> {
+    const create = this.module.create;
+    if (!create) return done();
+    if (this.module.guardCreate) {
+      // Recorded before the call: if keyward dies after the service accepted the create but
+      // before the id reached status, the next pass finds the object by its natural key.
+      await this.patchMeta({ annotations: { [ANNOTATION_CREATE_PENDING]: this.now().toISOString(), [ANNOTATION_CREATE_SUCCEEDED]: null } });
+    }
+    let created: Partial<Status>;
+    try {
+      created = await create(c);
+    } catch (err) {
+      const mayHaveLanded = (err as { mayHaveLanded?: unknown }).mayHaveLanded === true;
+      if (this.module.guardCreate && !mayHaveLanded) await this.patchMeta({ annotations: { [ANNOTATION_CREATE_PENDING]: null } });
+      c.event("Warning", "CreateFailed", classifyError(err).message);
+      throw err;
+    }
+    this.mergeStatus(created);
+    await this.writeStatus({
+      ready: { type: "Ready", status: "False", reason: "Creating", message: "created at the service; waiting to observe it" },
+      synced: { type: "Synced", status: "True", reason: "ReconcileSuccess", message: "created" },
+    });
+    if (this.module.guardCreate) await this.patchMeta({ annotations: { [ANNOTATION_CREATE_SUCCEEDED]: this.now().toISOString(), [ANNOTATION_CREATE_PENDING]: null } });
+    c.event("Normal", "Created", "created the external object");
+    return requeueAfter(SETTLE_REQUEUE_MS);
+  }
+
+  private async finalize(spec: Spec): Promise<Outcome> {
+    const c = await this.context(spec);
+    const obs = await this.module.observe(c);
+    this.mergeStatus(obs.status);
+    if (obs.exists && !c.observeOnly && this.module.delete && this.module.needsFinalizer(spec)) {
+      const result = await this.module.delete(c, obs);
+      if (!result.done) {
+        await this.writeStatus({ ready: { type: "Ready", status: "False", reason: result.reason, message: result.message } });
+        return requeueAfter(result.requeueAfterMs);
+      }
+      c.event("Normal", "Deleted", "deleted the external object");
+    }
+    await this.patchMeta({ finalizers: { remove: FINALIZER } });
+    return done();
+  }
+
+  private async fail(c: ErrorClass): Promise<Outcome> {
+    this.log.warn({ reason: c.reason, retryable: c.retryable }, c.message);
+    const wasSynced = this.obj.status?.conditions?.find((x) => x.type === "Synced");
+    if (wasSynced?.reason !== c.reason || wasSynced.message !== c.message) {
+      this.deps.events.record(this.obj, "Warning", c.reason, c.message);
+    }
+    try {
+      await this.writeStatus({ synced: { type: "Synced", status: "False", reason: c.reason, message: c.message } });
+    } catch (err) {
+      this.log.warn({ err: String(err) }, "could not record the failure in status");
+    }
+    return outcomeFor(c);
+  }
+
+  private mergeStatus(next: Partial<Status>): void {
+    this.kindStatus = { ...this.kindStatus, ...dropUndefined(next) };
+  }
+
+  private async writeStatus(conds: Conditions): Promise<void> {
+    const old = this.obj.status ?? {};
+    const generation = this.obj.metadata.generation ?? 0;
+    const now = this.now().toISOString();
+    let conditions: Condition[] = old.conditions ?? [];
+    for (const cond of [conds.ready, conds.synced]) {
+      if (cond) conditions = setCondition(conditions, { ...cond, observedGeneration: generation, lastTransitionTime: now }, now);
+    }
+    const next = { ...this.kindStatus, observedGeneration: generation, conditions };
+    if (statusEqual(old, next)) return;
+    this.recordTransitions(old.conditions ?? [], conditions);
+    this.obj = (await patchStatus(this.deps.kube, this.module.ref, this.obj, next)) as KubeObject<unknown, Partial<Status>>;
+  }
+
+  private recordTransitions(before: Condition[], after: Condition[]): void {
+    const ready = after.find((x) => x.type === "Ready");
+    const was = before.find((x) => x.type === "Ready");
+    if (ready && (ready.status !== was?.status || ready.reason !== was.reason)) {
+      this.deps.events.record(this.obj, ready.status === "True" ? "Normal" : "Warning", ready.reason, ready.message);
+    }
+  }
+
+  private async patchMeta(change: { annotations?: Record<string, string | null>; finalizers?: { add?: string; remove?: string } }): Promise<void> {
+    const patched = await patchMetadata(this.deps.kube, this.module.ref, this.key, change);
+    if (patched) this.obj = patched as KubeObject<unknown, Partial<Status>>;
+  }
+
+  private now(): Date {
+    return this.deps.now?.() ?? new Date();
+  }
+}
+
+function syncedCondition(obs: Observation<unknown>, observeOnly: boolean): Conditions["synced"] {
+  if (observeOnly) {
+    return obs.upToDate
+      ? { type: "Synced", status: "True", reason: "ObserveOnly", message: "observed; the external object matches the spec" }
+      : { type: "Synced", status: "False", reason: "ObserveOnly", message: `observed; differs from the spec in ${obs.diff?.join(", ") ?? "some fields"} (managementPolicy ObserveOnly: not changed)` };
+  }
+  return { type: "Synced", status: "True", reason: "ReconcileSuccess", message: "the external object matches the spec" };
+}
+
+function kindFields(status: Record<string, unknown>): Record<string, unknown> {
+  const { conditions: _c, observedGeneration: _g, ...rest } = status;
+  return rest;
+}
+
+function dropUndefined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+function specErrorMessage(err: unknown): string {
+  const issues = (err as { issues?: Array<{ path: PropertyKey[]; message: string }> }).issues;
+  if (Array.isArray(issues)) {
+    return issues.map((i) => `spec.${i.path.map(String).join(".")}: ${i.message}`).join("; ");
+  }
+  return err instanceof Error ? err.message : String(err);
+}

@@ -1,0 +1,63 @@
+// How keyward reaches the apiserver: the kubeconfig it loads and the typed API clients.
+import { existsSync } from "node:fs";
+import { CoordinationV1Api, CoreV1Api, CustomObjectsApi, EventsV1Api, KubeConfig } from "@kubernetes/client-node";
+
+/** Names a resource type: group "" is the core group (Secrets, ConfigMaps, ...). */
+export interface KindRef {
+  group: string;
+  version: string;
+  plural: string;
+  kind: string;
+}
+
+export interface Kube {
+  kc: KubeConfig;
+  custom: CustomObjectsApi;
+  core: CoreV1Api;
+  coordination: CoordinationV1Api;
+  events: EventsV1Api;
+}
+
+const serviceAccountTokenPath = "/var/run/secrets/kubernetes.io/serviceaccount/token";
+
+/** An explicit path, else $KUBECONFIG, else the in-cluster service account, else ~/.kube/config. */
+export function loadKubeConfig(opts: { kubeconfigPath?: string } = {}): KubeConfig {
+  const kc = new KubeConfig();
+  if (opts.kubeconfigPath) {
+    kc.loadFromFile(opts.kubeconfigPath);
+  } else if (process.env["KUBECONFIG"]) {
+    // loadFromDefault merges a path list in $KUBECONFIG the way kubectl does.
+    kc.loadFromDefault();
+  } else if (process.env["KUBERNETES_SERVICE_HOST"] && existsSync(serviceAccountTokenPath)) {
+    kc.loadFromCluster();
+  } else {
+    kc.loadFromDefault();
+  }
+  return kc;
+}
+
+export function createKube(kc: KubeConfig): Kube {
+  return {
+    kc,
+    custom: kc.makeApiClient(CustomObjectsApi),
+    core: kc.makeApiClient(CoreV1Api),
+    coordination: kc.makeApiClient(CoordinationV1Api),
+    events: kc.makeApiClient(EventsV1Api),
+  };
+}
+
+export function apiVersionOf(kind: KindRef): string {
+  return kind.group === "" ? kind.version : `${kind.group}/${kind.version}`;
+}
+
+/**
+ * The REST path of a kind's collection (optionally in one namespace) or of one object and
+ * one of its subresources: /api/v1/namespaces/ns/secrets/x, /apis/g/v/namespaces/ns/plural/x/status.
+ */
+export function resourcePath(kind: KindRef, namespace?: string, name?: string, subresource?: string): string {
+  const root = kind.group === "" ? `/api/${kind.version}` : `/apis/${kind.group}/${kind.version}`;
+  const ns = namespace ? `/namespaces/${encodeURIComponent(namespace)}` : "";
+  const object = name ? `/${encodeURIComponent(name)}` : "";
+  const sub = name && subresource ? `/${subresource}` : "";
+  return `${root}${ns}/${kind.plural}${object}${sub}`;
+}

@@ -1,0 +1,136 @@
+// keyward's process: configuration, logger, health and metrics endpoints, leader election,
+// start, and graceful shutdown on SIGTERM (stop taking work, finish in-flight reconciles, exit).
+import { createServer, type Server } from "node:http";
+import { once } from "node:events";
+import { loadConfig, usage, type Config } from "./config.ts";
+import { createLogger, type Logger } from "./log.ts";
+import { loadKubeConfig, createKube } from "./kube/client.ts";
+import { runLeaderElection } from "./kube/lease.ts";
+import { createOperator, type Operator } from "./operator.ts";
+import type { Registry } from "prom-client";
+import { readFileSync, existsSync } from "node:fs";
+import { hostname } from "node:os";
+
+interface Health {
+  ready: boolean;
+}
+
+function startHttp(port: number, host: string, handler: (path: string) => { status: number; body: string; type?: string } | Promise<{ status: number; body: string; type?: string }>): Server {
+  const server = createServer((req, res) => {
+    const path = (req.url ?? "/").split("?")[0] ?? "/";
+    Promise.resolve(handler(path))
+      .then((r) => {
+        res.writeHead(r.status, { "content-type": r.type ?? "text/plain; charset=utf-8" });
+        res.end(r.body);
+      })
+      .catch((err: unknown) => {
+        res.writeHead(500);
+        res.end(String(err));
+      });
+  });
+  server.listen(port, host);
+  return server;
+}
+
+function startEndpoints(config: Config, registry: Registry, health: Health): Server[] {
+  const probes = (path: string): { status: number; body: string } => {
+    if (path === "/healthz" || path === "/livez") return { status: 200, body: "ok" };
+    if (path === "/readyz") return health.ready ? { status: 200, body: "ok" } : { status: 503, body: "not ready" };
+    return { status: 404, body: "not found" };
+  };
+  const metrics = async (path: string): Promise<{ status: number; body: string; type?: string }> => {
+    if (path === "/metrics") return { status: 200, body: await registry.metrics(), type: registry.contentType };
+    return probes(path);
+  };
+  if (config.metricsPort === config.healthPort) return [startHttp(config.metricsPort, config.bindAddress, metrics)];
+  return [startHttp(config.metricsPort, config.bindAddress, metrics), startHttp(config.healthPort, config.bindAddress, probes)];
+}
+
+function podNamespace(): string {
+  const path = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
+  return existsSync(path) ? readFileSync(path, "utf8").trim() : "default";
+}
+
+async function run(config: Config, log: Logger): Promise<void> {
+  const kc = loadKubeConfig(config.kubeconfig ? { kubeconfigPath: config.kubeconfig } : {});
+  const operator: Operator = createOperator({
+    kc,
+    log,
+    namespaces: config.namespaces,
+    concurrency: config.concurrency,
+    resyncIntervalMs: config.resyncInterval,
+  });
+  const health: Health = { ready: false };
+  const servers = startEndpoints(config, operator.metrics.registry, health);
+  let election: { stop(): Promise<void> } | undefined;
+  let started = false;
+  const startOperator = async (): Promise<void> => {
+    await operator.start();
+    started = true;
+    health.ready = true;
+  };
+
+  if (config.leaderElect) {
+    election = runLeaderElection({
+      kube: createKube(kc),
+      namespace: config.leaderElectionNamespace ?? podNamespace(),
+      name: config.leaderElectionId,
+      identity: config.identity ?? hostname(),
+      leaseDurationMs: config.leaseDuration,
+      renewDeadlineMs: config.renewDeadline,
+      retryPeriodMs: config.retryPeriod,
+      logger: log,
+      onStartedLeading: () => {
+        startOperator().catch((err: unknown) => {
+          log.fatal({ err }, "could not start");
+          process.exit(1);
+        });
+      },
+      onStoppedLeading: () => {
+        // A replica that lost its lease must not keep reconciling next to the new leader.
+        log.warn("lost leadership; exiting");
+        process.exit(1);
+      },
+    });
+    health.ready = true; // a standby replica is healthy and ready; it just does not reconcile
+  } else {
+    await startOperator();
+  }
+
+  const signal = await Promise.race([once(process, "SIGTERM").then(() => "SIGTERM"), once(process, "SIGINT").then(() => "SIGINT")]);
+  log.info({ signal }, "shutting down: no new work, finishing in-flight reconciles");
+  health.ready = false;
+  const timer = setTimeout(() => {
+    log.error("shutdown timed out; exiting");
+    process.exit(1);
+  }, config.shutdownTimeout);
+  timer.unref();
+  if (started) await operator.stop();
+  if (election) await election.stop();
+  await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
+  log.info("bye");
+}
+
+export async function main(argv: string[]): Promise<void> {
+  if (argv.includes("--help") || argv.includes("-h")) {
+    process.stdout.write(`${usage}\n`);
+    return;
+  }
+  let config: Config;
+  try {
+    config = loadConfig(argv, process.env);
+  } catch (err) {
+    process.stderr.write(`${(err as Error).message}\n\n${usage}\n`);
+    process.exitCode = 2;
+    return;
+  }
+  const log = createLogger({ level: config.logLevel });
+  await run(config, log);
+}
+
+if (import.meta.url === `file://${process.argv[1] ?? ""}` || process.argv[1]?.endsWith("main.ts") || process.argv[1]?.endsWith("main.js")) {
+  main(process.argv.slice(2)).catch((err: unknown) => {
+    process.stderr.write(`keyward: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  });
+}

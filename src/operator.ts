@@ -1,0 +1,102 @@
+// Wires the kinds into controllers: one controller per kind, one reconcile per object key.
+// Used by main.ts and, in-process, by the integration tests.
+import { Counter, Histogram } from "prom-client";
+import type { Logger } from "./log.ts";
+import { createKube, type Kube } from "./kube/client.ts";
+import { createEventRecorder } from "./kube/events.ts";
+import { createController } from "./engine/controller.ts";
+import { managedReconciler } from "./engine/managed.ts";
+import { createMetrics, type Metrics } from "./engine/metrics.ts";
+import type { ReconcileFn } from "./engine/types.ts";
+import type { KubeConfig } from "@kubernetes/client-node";
+import * as providerConfig from "./resources/providerconfig.ts";
+import * as project from "./resources/project.ts";
+
+export interface OperatorOptions {
+  kc: KubeConfig;
+  log: Logger;
+  namespaces: string[];
+  concurrency: number;
+  resyncIntervalMs: number;
+  metrics?: Metrics;
+}
+
+export interface Operator {
+  metrics: Metrics;
+  kube: Kube;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+interface ControllerSpec {
+  name: string;
+  kind: typeof project.ref;
+  reconcile: ReconcileFn;
+  watches?: Parameters<typeof createController>[0]["watches"];
+}
+
+function apiMetrics(metrics: Metrics): (info: { operation: string; status: number | "error"; durationMs: number }) => void {
+  const requests = new Counter({
+    name: "keyward_api_requests_total",
+    help: "Requests to the service by operation and HTTP status (error: no response)",
+    labelNames: ["operation", "status"],
+    registers: [metrics.registry],
+  });
+  const duration = new Histogram({
+    name: "keyward_api_request_duration_seconds",
+    help: "Duration of requests to the service by operation",
+    labelNames: ["operation"],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [metrics.registry],
+  });
+  return (info) => {
+    requests.inc({ operation: info.operation, status: String(info.status) });
+    duration.observe({ operation: info.operation }, info.durationMs / 1000);
+  };
+}
+
+export function createOperator(opts: OperatorOptions): Operator {
+  const kube = createKube(opts.kc);
+  const metrics = opts.metrics ?? createMetrics();
+  const log = opts.log;
+  const events = createEventRecorder(kube, { component: "keyward", logger: log });
+  const providers = providerConfig.createProviderResolver({ kube, log, onRequest: apiMetrics(metrics) });
+  const deps = { kube, events, log };
+
+  const specs: ControllerSpec[] = [
+    {
+      name: "providerconfig",
+      kind: providerConfig.ref,
+      reconcile: providerConfig.providerConfigReconciler({ kube, providers, events, log, recheckMs: opts.resyncIntervalMs }),
+    },
+    { name: "project", kind: project.ref, reconcile: managedReconciler(project.projectModule({ providers }), deps) },
+  ];
+
+  const controllers = specs.map((s) =>
+    createController({
+      name: s.name,
+      kube,
+      kind: s.kind,
+      reconcile: s.reconcile,
+      concurrency: opts.concurrency,
+      resyncIntervalMs: opts.resyncIntervalMs,
+      namespaces: opts.namespaces,
+      logger: log.child({ controller: s.name }),
+      metrics,
+      ...(s.watches ? { watches: s.watches } : {}),
+    }),
+  );
+
+  return {
+    metrics,
+    kube,
+    async start() {
+      await Promise.all(controllers.map((c) => c.start()));
+      log.info({ controllers: specs.map((s) => s.name), namespaces: opts.namespaces }, "keyward started");
+    },
+    async stop() {
+      await Promise.all(controllers.map((c) => c.stop()));
+      log.info("keyward stopped");
+    },
+  };
+}

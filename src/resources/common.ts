@@ -1,0 +1,62 @@
+// Spec and status pieces every kind shares, and the helpers that turn them into CRD sources.
+import { z } from "zod";
+import { GROUP, VERSION } from "../engine/types.ts";
+import type { KindRef } from "../kube/client.ts";
+
+export const providerConfigRef = z
+  .object({
+    name: z.string().min(1).max(253).describe("Name of a ProviderConfig in the same namespace."),
+  })
+  .describe("The ProviderConfig to use; default: the one named `default` in the same namespace.");
+
+export const projectRef = z
+  .object({
+    name: z.string().min(1).max(253).describe("Name of a Project resource in the same namespace."),
+  })
+  .describe("A Project resource in the same namespace whose project this refers to.");
+
+export const projectId = z.string().min(1).max(128).describe("The id of a project keyward does not manage.");
+
+export const managementPolicy = z
+  .enum(["Default", "ObserveOnly"])
+  .describe("ObserveOnly reads the service and reports into status but never writes to it. Default: Default.");
+
+export const condition = z.object({
+  type: z.string().max(316),
+  status: z.enum(["True", "False", "Unknown"]),
+  reason: z.string().max(1024),
+  message: z.string().max(32768),
+  observedGeneration: z.number().int().optional(),
+  lastTransitionTime: z.string(),
+});
+
+export const commonStatus = {
+  observedGeneration: z.number().int().optional().describe("The generation of the spec the status describes."),
+  conditions: z.array(condition).optional().describe("Ready and Synced, in the metav1.Condition shape."),
+};
+
+export function kindRef(kind: string, plural: string): KindRef {
+  return { group: GROUP, version: VERSION, plural, kind };
+}
+
+export const readyColumns = [
+  { name: "Ready", type: "string" as const, jsonPath: `.status.conditions[?(@.type=="Ready")].status` },
+  { name: "Synced", type: "string" as const, jsonPath: `.status.conditions[?(@.type=="Synced")].status` },
+];
+export const ageColumn = { name: "Age", type: "date" as const, jsonPath: ".metadata.creationTimestamp" };
+
+/** The ProviderConfig name a spec refers to. */
+export function providerConfigName(spec: { providerConfigRef?: { name: string } | undefined }): string {
+  return spec.providerConfigRef?.name ?? "default";
+}
+
+/** Sorted copy, for order-insensitive comparison of string lists. */
+export function sorted(values: readonly string[] | null | undefined): string[] {
+  return [...(values ?? [])].sort();
+}
+
+export function sameStrings(a: readonly string[] | null | undefined, b: readonly string[] | null | undefined): boolean {
+  const x = sorted(a);
+  const y = sorted(b);
+  return x.length === y.length && x.every((v, i) => v === y[i]);
+}

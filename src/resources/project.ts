@@ -1,0 +1,230 @@
+// Project: a project at the service, created, adopted by slug, kept as the spec says, and
+// deleted only when deletionPolicy is Delete and the project is not delete-protected.
+import { createHash } from "node:crypto";
+import { z } from "zod";
+import type { ApiClient, Project, UpdateProjectBody } from "../api/index.ts";
+import type { CrdSource } from "../kube/crd.ts";
+import { ReconcileError, type DeleteResult, type ManagedContext, type ManagedModule, type Observation } from "../engine/managed.ts";
+import type { ObjectMeta } from "../engine/types.ts";
+import { ageColumn, commonStatus, kindRef, managementPolicy, providerConfigName, providerConfigRef, readyColumns, sameStrings } from "./common.ts";
+import type { ProviderResolver } from "./providerconfig.ts";
+
+export const ref = kindRef("Project", "projects");
+
+export const projectTypes = ["secret-manager", "cert-manager", "kms", "ssh", "secret-scanning", "pam"] as const;
+const slugPattern = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
+
+export const specSchema = z
+  .object({
+    providerConfigRef: providerConfigRef.optional(),
+    name: z.string().min(1).max(64).optional().describe("Display name of the project. Default: metadata.name."),
+    slug: z
+      .string()
+      .min(5)
+      .max(36)
+      .regex(slugPattern)
+      .optional()
+      .describe("Slug of the project (5 to 36 lowercase letters, digits and hyphens); changing it renames the project. Default: derived from metadata.name."),
+    description: z.string().max(256).optional().describe("Description of the project."),
+    type: z
+      .enum(projectTypes)
+      .optional()
+      .describe("Product type, fixed at creation. Default: secret-manager.")
+      .meta({ "x-kubernetes-validations": [{ rule: "self == oldSelf", message: "type is immutable" }] }),
+    template: z.string().min(1).max(64).optional().describe("Project template used at creation. Default: default."),
+    kmsKeyId: z.string().min(1).max(256).optional().describe("KMS key used at creation."),
+    shouldCreateDefaultEnvs: z.boolean().optional().describe("Create the default environments at creation. Default: true."),
+    hasDeleteProtection: z.boolean().optional().describe("Delete protection: a protected project is never deleted."),
+    autoCapitalization: z.boolean().optional(),
+    secretSharing: z.boolean().optional(),
+    showSnapshotsLegacy: z.boolean().optional(),
+    secretDetectionIgnoreValues: z.array(z.string().max(1024)).max(1000).optional(),
+    pitVersionLimit: z.number().int().min(1).max(100).optional().describe("Point-in-time versions kept, 1 to 100."),
+    creationPolicy: z
+      .enum(["Create", "Adopt", "CreateOrAdopt"])
+      .optional()
+      .describe("Create (default): create the project, fail if the slug is taken. Adopt: only manage an existing project with the slug. CreateOrAdopt: either."),
+    deletionPolicy: z
+      .enum(["Retain", "Delete"])
+      .optional()
+      .describe("Retain (default): deleting the resource leaves the project. Delete: delete the project and every secret in it."),
+    managementPolicy: managementPolicy.optional(),
+  })
+  .strict();
+export type ProjectSpec = z.infer<typeof specSchema>;
+
+export const statusSchema = z.object({
+  ...commonStatus,
+  projectId: z.string().optional().describe("The project's id at the service."),
+  slug: z.string().optional(),
+  name: z.string().optional(),
+  type: z.string().optional(),
+  orgId: z.string().optional(),
+  version: z.number().optional(),
+  hasDeleteProtection: z.boolean().optional(),
+  environments: z
+    .array(z.object({ name: z.string(), slug: z.string(), id: z.string() }))
+    .optional()
+    .describe("The project's environments."),
+});
+export type ProjectStatus = z.infer<typeof statusSchema>;
+
+export const crdSource: CrdSource = {
+  group: ref.group,
+  version: ref.version,
+  kind: ref.kind,
+  plural: ref.plural,
+  singular: "project",
+  shortNames: ["kwproj"],
+  categories: ["keyward"],
+  description: "A project at the service: created or adopted by slug, kept as the spec says, deleted only with deletionPolicy Delete.",
+  spec: specSchema,
+  status: statusSchema,
+  printerColumns: [
+    { name: "Slug", type: "string", jsonPath: ".status.slug" },
+    { name: "Project-ID", type: "string", jsonPath: ".status.projectId" },
+    ...readyColumns,
+    ageColumn,
+  ],
+};
+
+/** The slug keyward creates with. Deterministic, so a crash between create and status write can find it. */
+export function desiredSlug(spec: ProjectSpec, meta: Pick<ObjectMeta, "name">): string {
+  if (spec.slug) return spec.slug;
+  const base = meta.name.toLowerCase().replace(/[^a-z0-9-]+/g, "-").replace(/^-+|-+$/g, "");
+  if (base.length >= 5 && base.length <= 36) return base;
+  if (base.length < 5) return `${base}-project`.replace(/^-/, "");
+  const h = createHash("sha256").update(base).digest("hex").slice(0, 8);
+  return `${base.slice(0, 27).replace(/-+$/, "")}-${h}`;
+}
+
+type Ctx = ManagedContext<ProjectSpec, ProjectStatus, ApiClient>;
+
+export function statusFrom(p: Project): Partial<ProjectStatus> {
+  return {
+    projectId: p.id,
+    slug: p.slug,
+    name: p.name,
+    type: p.type,
+    orgId: p.orgId,
+    version: p.version,
+    hasDeleteProtection: p.hasDeleteProtection ?? false,
+    environments: (p.environments ?? []).map((e) => ({ name: e.name, slug: e.slug, id: e.id })),
+  };
+}
+
+/** The update body that makes `p` match the spec: only the fields the spec sets and that differ. */
+export function projectDiff(spec: ProjectSpec, p: Project): UpdateProjectBody {
+  const body: UpdateProjectBody = {};
+  if (spec.name !== undefined && spec.name !== p.name) body.name = spec.name;
+  if (spec.slug !== undefined && spec.slug !== p.slug) body.slug = spec.slug;
+  if (spec.description !== undefined && spec.description !== (p.description ?? "")) body.description = spec.description;
+  if (spec.hasDeleteProtection !== undefined && spec.hasDeleteProtection !== (p.hasDeleteProtection ?? false)) body.hasDeleteProtection = spec.hasDeleteProtection;
+  if (spec.autoCapitalization !== undefined && spec.autoCapitalization !== (p.autoCapitalization ?? false)) body.autoCapitalization = spec.autoCapitalization;
+  if (spec.secretSharing !== undefined && spec.secretSharing !== (p.secretSharing ?? true)) body.secretSharing = spec.secretSharing;
+  if (spec.showSnapshotsLegacy !== undefined && spec.showSnapshotsLegacy !== (p.showSnapshotsLegacy ?? false)) body.showSnapshotsLegacy = spec.showSnapshotsLegacy;
+  if (spec.pitVersionLimit !== undefined && spec.pitVersionLimit !== (p.pitVersionLimit ?? 10)) body.pitVersionLimit = spec.pitVersionLimit;
+  if (spec.secretDetectionIgnoreValues !== undefined && !sameStrings(spec.secretDetectionIgnoreValues, p.secretDetectionIgnoreValues)) {
+    body.secretDetectionIgnoreValues = spec.secretDetectionIgnoreValues;
+  }
+  return body;
+}
+
+async function findProject(c: Ctx): Promise<{ project: Project; adopted: boolean } | undefined> {
+  const api = c.conn;
+  if (c.status.projectId) {
+    const byId = await api.getProject(c.status.projectId).catch(notFoundAsUndefined);
+    if (byId) return { project: byId, adopted: false };
+  }
+  const slug = desiredSlug(c.spec, c.obj.metadata);
+  const bySlug = await api.getProjectBySlug(slug).catch(notFoundAsUndefined);
+  if (!bySlug) return undefined;
+  const policy = c.spec.creationPolicy ?? "Create";
+  if (c.createPending || c.status.projectId === bySlug.id) return { project: bySlug, adopted: false };
+  if (policy === "Create") {
+    throw new ReconcileError("AlreadyExists", `a project with slug ${slug} already exists and was not created by this resource; set creationPolicy to Adopt or CreateOrAdopt to manage it`, { retryable: false });
+  }
+  return { project: bySlug, adopted: true };
+}
+
+export function notFoundAsUndefined(err: unknown): undefined {
+  if ((err as { status?: number }).status === 404) return undefined;
+  throw err;
+}
+
+async function observe(c: Ctx): Promise<Observation<ProjectStatus>> {
+  const found = await findProject(c);
+  if (!found) {
+    const adoptOnly = (c.spec.creationPolicy ?? "Create") === "Adopt";
+    return {
+      exists: false,
+      upToDate: false,
+      status: {},
+      canCreate: !adoptOnly,
+      absent: { reason: "NotFound", message: `no project with slug ${desiredSlug(c.spec, c.obj.metadata)} exists${adoptOnly ? " to adopt (creationPolicy Adopt)" : ""}` },
+    };
+  }
+  if (found.adopted) c.event("Normal", "Adopted", `adopted the existing project with slug ${found.project.slug}`);
+  const diff = Object.keys(projectDiff(c.spec, found.project));
+  return { exists: true, upToDate: diff.length === 0, diff, status: statusFrom(found.project) };
+}
+
+async function create(c: Ctx): Promise<Partial<ProjectStatus>> {
+  const s = c.spec;
+  const project = await c.conn.createProject({
+    projectName: s.name ?? c.obj.metadata.name,
+    slug: desiredSlug(s, c.obj.metadata),
+    ...(s.description !== undefined ? { projectDescription: s.description } : {}),
+    ...(s.kmsKeyId !== undefined ? { kmsKeyId: s.kmsKeyId } : {}),
+    ...(s.template !== undefined ? { template: s.template } : {}),
+    ...(s.type !== undefined ? { type: s.type } : {}),
+    ...(s.shouldCreateDefaultEnvs !== undefined ? { shouldCreateDefaultEnvs: s.shouldCreateDefaultEnvs } : {}),
+    ...(s.hasDeleteProtection !== undefined ? { hasDeleteProtection: s.hasDeleteProtection } : {}),
+  });
+  // Settings that only the update operation takes follow on the next pass, as drift.
+  return statusFrom(project);
+}
+
+async function update(c: Ctx, obs: Observation<ProjectStatus>): Promise<Partial<ProjectStatus>> {
+  const id = obs.status.projectId;
+  if (!id) throw new ReconcileError("NotFound", "project id unknown", { retryable: true });
+  const current = await c.conn.getProject(id);
+  const body = projectDiff(c.spec, current);
+  if (Object.keys(body).length === 0) return statusFrom(current);
+  return statusFrom(await c.conn.updateProject(id, body));
+}
+
+const protectedMessage = (slug: string | undefined): string =>
+  `project ${slug ?? ""} has delete protection: it is not deleted while protected; set spec.hasDeleteProtection to false, or deletionPolicy to Retain to release the resource without deleting the project`;
+
+async function remove(c: Ctx, obs: Observation<ProjectStatus>): Promise<DeleteResult> {
+  const id = obs.status.projectId;
+  if (!id) return { done: true };
+  if (obs.status.hasDeleteProtection) {
+    return { done: false, reason: "DeleteProtected", message: protectedMessage(obs.status.slug), requeueAfterMs: 30_000 };
+  }
+  try {
+    await c.conn.deleteProject(id);
+  } catch (err) {
+    const status = (err as { status?: number }).status;
+    if (status === 404) return { done: true };
+    if (status === 403) return { done: false, reason: "DeleteProtected", message: protectedMessage(obs.status.slug), requeueAfterMs: 30_000 };
+    throw err;
+  }
+  return { done: true };
+}
+
+export function projectModule(deps: { providers: ProviderResolver }): ManagedModule<ProjectSpec, ProjectStatus, ApiClient> {
+  return {
+    ref,
+    parseSpec: (raw) => specSchema.parse(raw),
+    needsFinalizer: (spec) => spec.deletionPolicy === "Delete" && spec.managementPolicy !== "ObserveOnly",
+    guardCreate: true,
+    connect: ({ namespace, spec }) => deps.providers.connect(namespace, providerConfigName(spec)),
+    observe,
+    create,
+    update,
+    delete: remove,
+    observeOnly: (spec) => spec.managementPolicy === "ObserveOnly",
+  };
+}

@@ -1,0 +1,219 @@
+// kube-apiserver, etcd, kube-controller-manager and kubectl for the local control plane:
+// taken from KUBEBUILDER_ASSETS when it holds them, otherwise built once from Go modules
+// (hack/controlplane-go) into a cache outside the clone, shared by every clone and run.
+import { spawn } from "node:child_process";
+import { createHash } from "node:crypto";
+import { existsSync } from "node:fs";
+import { mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { homedir, hostname } from "node:os";
+import { join, resolve } from "node:path";
+import { requiredVersion } from "./gomod.ts";
+import { isAlive, sleep } from "./processes.ts";
+
+export interface Binaries {
+  binDir: string;
+  kubeApiserver: string;
+  etcd: string;
+  /** Undefined only when KUBEBUILDER_ASSETS has none. */
+  kubeControllerManager: string | undefined;
+  kubectl: string | undefined;
+  /** The Kubernetes version, e.g. v1.36.3 (undefined for KUBEBUILDER_ASSETS). */
+  version: string | undefined;
+  source: "KUBEBUILDER_ASSETS" | "cache" | "built";
+}
+
+export const repoRoot = resolve(import.meta.dirname, "..", "..");
+export const goModulesDir = join(repoRoot, "hack", "controlplane-go");
+
+const buildInputs = ["kube/go.mod", "kube/go.sum", "etcd/go.mod", "etcd/go.sum", "etcd/main.go"];
+
+export function cacheRoot(): string {
+  return process.env.KEYWARD_CACHE_DIR ?? join(homedir(), ".cache", "keyward");
+}
+
+/** The Kubernetes release hack/controlplane-go/kube/go.mod builds. */
+export async function kubernetesVersion(): Promise<string> {
+  const goMod = await readFile(join(goModulesDir, "kube", "go.mod"), "utf8");
+  const version = requiredVersion(goMod, "k8s.io/kubernetes");
+  if (version === undefined) throw new Error("hack/controlplane-go/kube/go.mod does not require k8s.io/kubernetes");
+  return version;
+}
+
+export function binariesIn(binDir: string, version: string | undefined, source: Binaries["source"]): Binaries {
+  const optional = (name: string) => (existsSync(join(binDir, name)) ? join(binDir, name) : undefined);
+  return {
+    binDir,
+    kubeApiserver: join(binDir, "kube-apiserver"),
+    etcd: join(binDir, "etcd"),
+    kubeControllerManager: optional("kube-controller-manager"),
+    kubectl: optional("kubectl"),
+    version,
+    source,
+  };
+}
+
+export interface EnsureOptions {
+  /** Where build progress goes; the default is stderr. */
+  log?: (line: string) => void;
+}
+
+export async function ensureBinaries(options: EnsureOptions = {}): Promise<Binaries> {
+  const log = options.log ?? ((line: string) => process.stderr.write(`[control-plane] ${line}\n`));
+  const assets = process.env.KUBEBUILDER_ASSETS;
+  if (assets !== undefined && assets !== "") {
+    if (existsSync(join(assets, "kube-apiserver")) && existsSync(join(assets, "etcd"))) {
+      return binariesIn(assets, undefined, "KUBEBUILDER_ASSETS");
+    }
+    log(`KUBEBUILDER_ASSETS=${assets} has no kube-apiserver and etcd; using the build cache instead`);
+  }
+  const version = await kubernetesVersion();
+  const versionDir = join(cacheRoot(), "controlplane", `k8s-${version}`);
+  const stamp = await inputsHash(version);
+  if (await isBuilt(versionDir, stamp)) return binariesIn(join(versionDir, "bin"), version, "cache");
+  return withLock(`${versionDir}.lock`, log, async () => {
+    // Another run may have finished the build while this one waited for the lock.
+    if (await isBuilt(versionDir, stamp)) return binariesIn(join(versionDir, "bin"), version, "cache");
+    await build(version, versionDir, stamp, log);
+    return binariesIn(join(versionDir, "bin"), version, "built");
+  });
+}
+
+interface BuildStamp {
+  inputs: string;
+  goVersion: string;
+  builtAt: string;
+  seconds: number;
+}
+
+async function inputsHash(version: string): Promise<string> {
+  const hash = createHash("sha256").update(version).update(ldflags(version));
+  for (const input of buildInputs) hash.update(input).update(await readFile(join(goModulesDir, input)));
+  return hash.digest("hex");
+}
+
+async function isBuilt(versionDir: string, inputs: string): Promise<boolean> {
+  try {
+    const stamp = JSON.parse(await readFile(join(versionDir, "build.json"), "utf8")) as Partial<BuildStamp>;
+    return stamp.inputs === inputs;
+  } catch {
+    return false;
+  }
+}
+
+function ldflags(version: string): string {
+  const [major, minor] = version.replace(/^v/, "").split(".");
+  const vars: Record<string, string> = {
+    gitVersion: version,
+    gitMajor: major ?? "",
+    gitMinor: minor ?? "",
+    gitTreeState: "clean",
+  };
+  const flags = ["-s", "-w"];
+  for (const pkg of ["k8s.io/component-base/version", "k8s.io/client-go/pkg/version"]) {
+    for (const [name, value] of Object.entries(vars)) flags.push(`-X ${pkg}.${name}=${value}`);
+  }
+  return flags.join(" ");
+}
+
+async function build(version: string, versionDir: string, inputs: string, log: (line: string) => void): Promise<void> {
+  const started = Date.now();
+  const goVersion = (await run("go", ["env", "GOVERSION"], goModulesDir)).trim();
+  const tmpDir = `${versionDir}.tmp-${process.pid}`;
+  await rm(tmpDir, { recursive: true, force: true });
+  const binDir = join(tmpDir, "bin");
+  await mkdir(binDir, { recursive: true });
+  log(`building Kubernetes ${version} (kube-apiserver, kube-controller-manager, kubectl) and etcd with ${goVersion} into ${versionDir}`);
+  log("a cold build takes tens of minutes on 2 cores; later runs reuse the cache");
+  await goBuild(join(goModulesDir, "kube"), ["-ldflags", ldflags(version), "-o", `${binDir}/`, ...kubeToolPackages], log);
+  await goBuild(join(goModulesDir, "etcd"), ["-ldflags", "-s -w", "-o", join(binDir, "etcd"), "."], log);
+  const seconds = Math.round((Date.now() - started) / 1000);
+  const stamp: BuildStamp = { inputs, goVersion, builtAt: new Date().toISOString(), seconds };
+  await writeFile(join(tmpDir, "build.json"), `${JSON.stringify(stamp, null, 2)}\n`);
+  // Swap the finished tree in with renames so no reader ever sees a half-built bin/.
+  const oldDir = `${versionDir}.old-${process.pid}`;
+  if (existsSync(versionDir)) await rename(versionDir, oldDir);
+  await rename(tmpDir, versionDir);
+  await rm(oldDir, { recursive: true, force: true });
+  log(`built in ${seconds}s`);
+}
+
+const kubeToolPackages = [
+  "k8s.io/kubernetes/cmd/kube-apiserver",
+  "k8s.io/kubernetes/cmd/kube-controller-manager",
+  "k8s.io/kubernetes/cmd/kubectl",
+];
+
+async function goBuild(moduleDir: string, args: string[], log: (line: string) => void): Promise<void> {
+  await run("go", ["build", "-trimpath", "-buildvcs=false", ...args], moduleDir, log);
+}
+
+/** Runs a command to completion; stderr lines go to `log`, a failure carries the output's tail. */
+function run(command: string, args: string[], cwd: string, log?: (line: string) => void): Promise<string> {
+  return new Promise((resolvePromise, reject) => {
+    const env = { ...process.env, CGO_ENABLED: "0", GOWORK: "off" };
+    const child = spawn(command, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderrTail = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+      stderrTail = (stderrTail + chunk).slice(-8000);
+      if (log) for (const line of chunk.split("\n")) if (line.trim() !== "") log(line);
+    });
+    child.on("error", (error: NodeJS.ErrnoException) => {
+      if (error.code === "ENOENT") {
+        reject(new Error(`${command} is not installed: install Go (see hack/controlplane-go) or set KUBEBUILDER_ASSETS to a directory holding kube-apiserver and etcd`));
+      } else reject(error);
+    });
+    child.on("close", (code) => {
+      if (code === 0) resolvePromise(stdout);
+      else reject(new Error(`${command} ${args.join(" ")} (in ${cwd}) exited with ${code}:\n${stderrTail}`));
+    });
+  });
+}
+
+interface LockOwner {
+  pid: number;
+  host: string;
+}
+
+/**
+ * Runs `fn` holding a lock directory (mkdir is atomic). A lock whose owner process is gone
+ * (same host) is taken over, so a killed build never blocks later runs.
+ */
+async function withLock<T>(lockDir: string, log: (line: string) => void, fn: () => Promise<T>): Promise<T> {
+  await mkdir(join(lockDir, ".."), { recursive: true });
+  let waitingSaid = false;
+  for (;;) {
+    try {
+      await mkdir(lockDir);
+      break;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+    }
+    if (await isStaleLock(lockDir)) {
+      await rm(lockDir, { recursive: true, force: true });
+      continue;
+    }
+    if (!waitingSaid) log(`waiting for another build holding ${lockDir}`);
+    waitingSaid = true;
+    await sleep(2000);
+  }
+  const owner: LockOwner = { pid: process.pid, host: hostname() };
+  await writeFile(join(lockDir, "owner.json"), JSON.stringify(owner));
+  try {
+    return await fn();
+  } finally {
+    await rm(lockDir, { recursive: true, force: true });
+  }
+}
+
+async function isStaleLock(lockDir: string): Promise<boolean> {
+  try {
+    const owner = JSON.parse(await readFile(join(lockDir, "owner.json"), "utf8")) as LockOwner;
+    return owner.host === hostname() && !isAlive(owner.pid);
+  } catch {
+    // The owner file is written right after mkdir; give a fresh lock a moment before calling it abandoned.
+    const created = await stat(lockDir).then((s) => s.mtimeMs, () => Date.now());
+    return Date.now() - created > 60_000;
+  }
+}

@@ -1,0 +1,300 @@
+// A real control plane on 127.0.0.1, as controller-runtime's envtest runs one: etcd,
+// kube-apiserver (RBAC, client-certificate or token admin in system:masters, service-account
+// keys) and, by default, kube-controller-manager for garbage collection and namespace
+// deletion. No kubelet, no nodes, no containers.
+import { mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { ensureBinaries, type Binaries } from "./binaries.ts";
+import { httpsGet, writeKubeconfig } from "./kubeconfig.ts";
+import { adminUser, choosePkiMode, createPki, type Pki, type PkiMode } from "./pki.ts";
+import {
+  isAlive,
+  killNow,
+  reapStale,
+  readRecord,
+  sleep,
+  startProcess,
+  startWatchdog,
+  terminate,
+  writeRecord,
+  type ControlPlaneRecord,
+  type StartedProcess,
+} from "./processes.ts";
+
+export interface ControlPlaneOptions {
+  /** Where data, logs, certificates and the kubeconfig go; default: a new temp directory. */
+  dir?: string;
+  apiserverPort?: number;
+  etcdPort?: number;
+  /** Garbage collection, namespace deletion, service accounts, cluster-role aggregation. Default true. */
+  withControllerManager?: boolean;
+  /** Default: ensureBinaries(). */
+  binaries?: Binaries;
+  /** Children outlive this process (the CLI's `up`): no watchdog, no exit handler. */
+  detached?: boolean;
+  /** stop() leaves `dir` in place (logs, data). */
+  keepDir?: boolean;
+  /** Default: openssl when the CLI exists. */
+  pki?: PkiMode;
+  /** Progress lines; default: none. */
+  log?: (line: string) => void;
+}
+
+export interface ControlPlane {
+  kubeconfigPath: string;
+  /** https://127.0.0.1:<port> */
+  server: string;
+  dir: string;
+  binaries: Binaries;
+  pki: PkiMode;
+  stop(): Promise<void>;
+}
+
+/** Control planes started without a `dir` live here, so a later start can reap abandoned ones. */
+export const runsRoot = join(tmpdir(), "keyward-controlplane");
+
+const readyTimeoutMs = 180_000;
+
+export async function startControlPlane(options: ControlPlaneOptions = {}): Promise<ControlPlane> {
+  await reapStale(runsRoot);
+  const binaries = options.binaries ?? (await ensureBinaries());
+  const portsGiven = options.apiserverPort !== undefined || options.etcdPort !== undefined;
+  // Free ports are found by binding port 0 and closing it; another process can take one in
+  // between, so a start that lost that race is tried again on new ports.
+  for (let attempt = 1; ; attempt++) {
+    const dir = options.dir !== undefined ? resolve(options.dir) : await newRunDir();
+    try {
+      return await startIn(dir, binaries, options);
+    } catch (error) {
+      const retry = !portsGiven && attempt < 3 && error instanceof StartError && error.portConflict;
+      if (!retry) throw error;
+      options.log?.(`port conflict, retrying: ${error.message.split("\n")[0] ?? ""}`);
+    }
+  }
+}
+
+async function newRunDir(): Promise<string> {
+  await mkdir(runsRoot, { recursive: true });
+  return mkdtemp(join(runsRoot, "run-"));
+}
+
+class StartError extends Error {
+  readonly portConflict: boolean;
+  constructor(message: string, portConflict: boolean) {
+    super(message);
+    this.portConflict = portConflict;
+  }
+}
+
+interface Ports {
+  etcd: number;
+  etcdPeer: number;
+  apiserver: number;
+  controllerManager: number;
+}
+
+async function choosePorts(options: ControlPlaneOptions): Promise<Ports> {
+  return {
+    etcd: options.etcdPort ?? (await freePort()),
+    etcdPeer: await freePort(),
+    apiserver: options.apiserverPort ?? (await freePort()),
+    controllerManager: await freePort(),
+  };
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.on("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address !== null ? address.port : 0;
+      server.close(() => resolvePort(port));
+    });
+  });
+}
+
+interface Launch {
+  dir: string;
+  binaries: Binaries;
+  options: ControlPlaneOptions;
+  ports: Ports;
+  started: StartedProcess[];
+  record: ControlPlaneRecord;
+}
+
+async function startIn(dir: string, binaries: Binaries, options: ControlPlaneOptions): Promise<ControlPlane> {
+  await mkdir(join(dir, "logs"), { recursive: true });
+  const ports = await choosePorts(options);
+  const server = `https://127.0.0.1:${ports.apiserver}`;
+  const kubeconfigPath = join(dir, "kubeconfig");
+  const record: ControlPlaneRecord = {
+    ownerPid: options.detached === true ? null : process.pid,
+    watchdogPid: null,
+    server,
+    kubeconfigPath,
+    dir,
+    binDir: binaries.binDir,
+    processes: [],
+  };
+  const launch: Launch = { dir, binaries, options, ports, started: [], record };
+  const onExit = () => killNow(record.processes);
+  if (options.detached !== true) process.on("exit", onExit);
+  try {
+    const pki = await createPki(join(dir, "pki"), options.pki ?? (await choosePkiMode()));
+    await startEtcd(launch);
+    await startApiserver(launch, pki);
+    await writeKubeconfig(kubeconfigPath, server, await pki.caPem(), adminUser, pki.admin);
+    if (options.withControllerManager !== false) await startControllerManager(launch, pki);
+    if (options.detached !== true) {
+      const removeDir = options.keepDir === true ? undefined : dir;
+      record.watchdogPid = startWatchdog(process.pid, record.processes.map((p) => p.pid), removeDir);
+      await writeRecord(record);
+    }
+  } catch (error) {
+    process.off("exit", onExit);
+    await terminate(record.processes, 5000);
+    if (options.keepDir !== true) await rm(dir, { recursive: true, force: true });
+    throw error;
+  }
+  options.log?.(`control plane ready at ${server} (kubeconfig ${kubeconfigPath})`);
+  return {
+    kubeconfigPath,
+    server,
+    dir,
+    binaries,
+    pki: options.pki ?? (await choosePkiMode()),
+    stop: async () => {
+      process.off("exit", onExit);
+      await stopRecord(record, options.keepDir === true);
+    },
+  };
+}
+
+/** Stops what a record names (used by stop() and by the CLI's `down`). */
+export async function stopRecord(record: ControlPlaneRecord, keepDir: boolean): Promise<void> {
+  if (record.watchdogPid !== null && isAlive(record.watchdogPid)) {
+    try {
+      process.kill(record.watchdogPid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  }
+  // Reverse start order: the controller manager and apiserver before the etcd they use.
+  await terminate([...record.processes].reverse());
+  if (!keepDir) await rm(record.dir, { recursive: true, force: true });
+}
+
+/** Stops the control plane recorded in `dir`, if any; true when there was one. */
+export async function stopControlPlaneIn(dir: string, keepDir = false): Promise<boolean> {
+  const record = await readRecord(dir);
+  if (record === undefined) return false;
+  await stopRecord(record, keepDir);
+  return true;
+}
+
+async function launchProcess(launch: Launch, name: string, exe: string | undefined, args: string[]): Promise<StartedProcess> {
+  if (exe === undefined) throw new Error(`no ${name} binary in ${launch.binaries.binDir}`);
+  const started = startProcess(name, exe, args, join(launch.dir, "logs", `${name}.log`), launch.options.detached === true);
+  launch.started.push(started);
+  launch.record.processes.push({ name, pid: started.pid, exe });
+  await writeRecord(launch.record);
+  return started;
+}
+
+async function startEtcd(launch: Launch): Promise<void> {
+  const { ports } = launch;
+  const peer = `http://127.0.0.1:${ports.etcdPeer}`;
+  const client = `http://127.0.0.1:${ports.etcd}`;
+  const etcd = await launchProcess(launch, "etcd", launch.binaries.etcd, [
+    "--name=keyward",
+    `--data-dir=${join(launch.dir, "etcd")}`,
+    `--listen-client-urls=${client}`,
+    `--advertise-client-urls=${client}`,
+    `--listen-peer-urls=${peer}`,
+    `--initial-advertise-peer-urls=${peer}`,
+    `--initial-cluster=keyward=${peer}`,
+    // A test cluster: losing data on a power cut is fine, waiting on fsync is not.
+    "--unsafe-no-fsync=true",
+    "--log-level=warn",
+  ]);
+  await waitReady(etcd, "etcd /health", async () => {
+    const res = await fetch(`${client}/health`);
+    const body = (await res.json()) as { health?: string };
+    return res.ok && body.health === "true";
+  });
+}
+
+function apiserverArgs(launch: Launch, pki: Pki): string[] {
+  const { ports } = launch;
+  const args = [
+    `--etcd-servers=http://127.0.0.1:${ports.etcd}`,
+    `--secure-port=${ports.apiserver}`,
+    "--bind-address=127.0.0.1",
+    // There is no default route here, so the apiserver cannot pick an address by itself.
+    "--advertise-address=127.0.0.1",
+    "--service-cluster-ip-range=10.0.0.0/24",
+    "--authorization-mode=RBAC",
+    "--allow-privileged=true",
+    "--profiling=false",
+    ...pki.apiserverFlags,
+  ];
+  // Without the controller manager nothing creates `default` service accounts.
+  if (launch.options.withControllerManager === false) args.push("--disable-admission-plugins=ServiceAccount");
+  return args;
+}
+
+async function startApiserver(launch: Launch, pki: Pki): Promise<void> {
+  const apiserver = await launchProcess(launch, "kube-apiserver", launch.binaries.kubeApiserver, apiserverArgs(launch, pki));
+  const base = `https://127.0.0.1:${launch.ports.apiserver}`;
+  await waitReady(apiserver, "kube-apiserver /readyz and /livez", async () => {
+    const tls = { caPem: await pki.caPem(), credential: pki.admin };
+    const ready = await httpsGet(`${base}/readyz`, tls);
+    if (ready.status !== 200) return false;
+    return (await httpsGet(`${base}/livez`, tls)).status === 200;
+  });
+}
+
+async function startControllerManager(launch: Launch, pki: Pki): Promise<void> {
+  const kubeconfig = join(launch.dir, "pki", "controller-manager.kubeconfig");
+  const server = `https://127.0.0.1:${launch.ports.apiserver}`;
+  await writeKubeconfig(kubeconfig, server, await pki.caPem(), "system:kube-controller-manager", pki.controllerManager);
+  const kcm = await launchProcess(launch, "kube-controller-manager", launch.binaries.kubeControllerManager, [
+    `--kubeconfig=${kubeconfig}`,
+    `--authentication-kubeconfig=${kubeconfig}`,
+    `--authorization-kubeconfig=${kubeconfig}`,
+    "--bind-address=127.0.0.1",
+    `--secure-port=${launch.ports.controllerManager}`,
+    `--cert-dir=${join(launch.dir, "pki", "controller-manager")}`,
+    "--leader-elect=false",
+    "--use-service-account-credentials=false",
+    // The controllers that need no nodes and matter to an operator's tests.
+    "--controllers=garbagecollector,namespace,serviceaccount,clusterrole-aggregation",
+  ]);
+  await waitReady(kcm, "kube-controller-manager /healthz", async () => {
+    const res = await httpsGet(`https://127.0.0.1:${launch.ports.controllerManager}/healthz`, { caPem: undefined });
+    return res.status === 200;
+  });
+}
+
+/** Polls `check` until it returns true; fails fast, with the log's tail, if the process exits. */
+async function waitReady(proc: StartedProcess, what: string, check: () => Promise<boolean>): Promise<void> {
+  let exitedWith: string | undefined;
+  void proc.exited.then((how) => (exitedWith = how));
+  const deadline = Date.now() + readyTimeoutMs;
+  while (Date.now() < deadline) {
+    if (exitedWith !== undefined) throw await startFailure(proc, `${proc.name} exited (${exitedWith}) before ${what} answered`);
+    if (await check().catch(() => false)) return;
+    await sleep(200);
+  }
+  throw await startFailure(proc, `${what} not ready after ${readyTimeoutMs / 1000}s`);
+}
+
+async function startFailure(proc: StartedProcess, message: string): Promise<StartError> {
+  const log = await readFile(proc.logPath, "utf8").catch(() => "");
+  const tail = log.split("\n").slice(-30).join("\n");
+  const portConflict = /address already in use/i.test(log);
+  return new StartError(`${message}; last lines of ${proc.logPath}:\n${tail}`, portConflict);
+}

@@ -1,0 +1,98 @@
+// The emulator's public contract (see README.md). server.ts re-exports these.
+
+export interface EmulatorOptions {
+  host?: string;
+  port?: number;
+  tokens: string[];
+  seed?: Seed;
+  persistPath?: string;
+  jobDelayMs?: number;
+  rateLimit?: RateLimitOptions | false;
+  orgId?: string;
+}
+
+export interface RateLimitOptions {
+  readsPerMinute: number;
+  writesPerMinute: number;
+  projectCreatesPerMinute: number;
+}
+
+export interface Emulator {
+  url: string;
+  close(): Promise<void>;
+  requests(): RecordedRequest[];
+  clearRequests(): void;
+  setFaults(f: Faults): void;
+  seed(s: Seed): void;
+  setJobOutcome(o: JobOutcome): void;
+  addMember(m: MemberSeed): void;
+  removeMember(m: MemberSelector): void;
+}
+
+export type JobAction = "sync" | "import" | "remove";
+
+export interface JobOutcome {
+  syncId: string;
+  action: JobAction;
+  outcome: "succeeded" | "failed";
+  message?: string;
+  /** How many upcoming jobs of that sync and action this outcome applies to (default 1). */
+  times?: number;
+}
+
+export interface MemberSelector {
+  projectId: string;
+  username?: string;
+  groupId?: string;
+}
+
+export interface RecordedRequest {
+  seq: number;
+  at: string;
+  method: string;
+  path: string;
+  query: Record<string, string>;
+  body: unknown;
+  status: number;
+  operation: string;
+  auth: "none" | "valid" | "invalid";
+  reqId: string;
+  /** Set when an injected fault shaped the answer (an extension of the contract). */
+  fault?: "error" | "rateLimit" | "drop-before-handling" | "drop-after-handling";
+}
+
+export interface Faults {
+  match?: { method?: string; pathPattern?: string };
+  latencyMs?: number;
+  errorRate?: number;
+  errorStatus?: number;
+  rateLimit?: { count: number; retryAfterSeconds: number };
+  drop?: { count: number; when: "before-handling" | "after-handling" };
+}
+
+export interface Seed {
+  users?: { id?: string; username: string; email?: string; firstName?: string; lastName?: string }[];
+  groups?: { id?: string; name: string; slug: string }[];
+  identities?: { id: string; name?: string; accessTokenTTL?: number; accessTokenMaxTTL?: number }[];
+  connections?: { id: string; name: string; app: string }[];
+  projects?: { id?: string; name: string; slug: string; type?: string; hasDeleteProtection?: boolean }[];
+  certificateProfiles?: (Record<string, unknown> & { projectId: string; slug: string; enrollmentType: "api" | "est" | "acme" })[];
+  memberships?: MemberSeed[];
+  /** Extension: named custom project roles. Unseeded custom slugs are also accepted (README). */
+  customRoles?: { id?: string; projectId?: string; projectSlug?: string; slug: string; name?: string }[];
+}
+
+export interface MemberSeed {
+  projectId?: string;
+  projectSlug?: string;
+  username?: string;
+  groupId?: string;
+  groupSlug?: string;
+  roles: {
+    role: string;
+    isTemporary?: boolean;
+    temporaryMode?: string;
+    temporaryRange?: string;
+    temporaryAccessStartTime?: string;
+  }[];
+}
