@@ -16,6 +16,7 @@ import type { Logger } from "../log.ts";
 import type { ObjectMeta } from "../engine/types.ts";
 import type { Kube } from "./client.ts";
 import { isNotFound, mergePatchOptions } from "./objects.ts";
+import { errorSummary } from "./rest.ts";
 
 export type EventType = "Normal" | "Warning";
 
@@ -162,9 +163,4 @@ function eventName(objectName: string, now: Date): string {
   const nanos = BigInt(now.getTime()) * 1_000_000n + BigInt(Math.floor(Math.random() * 1_000_000));
   const suffix = nanos.toString(16);
   return `${objectName.slice(0, 253 - suffix.length - 1)}.${suffix}`;
-}
-
-function errorSummary(err: unknown): string {
-  if (err instanceof Error) return err.message.split("\n")[0] ?? err.name;
-  return String(err);
 }

@@ -61,3 +61,22 @@ function headersOf(response: Response): Record<string, string> {
   });
   return out;
 }
+
+/**
+ * One line describing an error for logs and restart reasons: "HTTP 404: <apiserver message>"
+ * for API errors (client-node's ApiException message spans lines and embeds headers).
+ */
+export function errorSummary(err: unknown): string {
+  if (err instanceof ApiException) {
+    const body: unknown = err.body;
+    const message =
+      typeof body === "string"
+        ? statusMessage(body)
+        : typeof body === "object" && body !== null && typeof (body as { message?: unknown }).message === "string"
+          ? (body as { message: string }).message
+          : undefined;
+    return message ? `HTTP ${err.code}: ${message}` : `HTTP ${err.code}`;
+  }
+  if (err instanceof Error) return err.message.split("\n")[0] ?? err.name;
+  return String(err);
+}

@@ -34,7 +34,7 @@ export interface MemberToAdd {
 }
 
 export interface ProbeHelpers {
-  addMember?(m: MemberToAdd): Promise<void>;
+  addMember?: (m: MemberToAdd) => Promise<void>;
 }
 
 export interface ProbeContext {

@@ -27,15 +27,17 @@ export async function memberProject(ctx: ProbeContext, ownProjectId: string | un
   return ctx.fixtures.memberProjectId;
 }
 
-export async function probeMemberships(ctx: ProbeContext, projectId: string | undefined): Promise<void> {
+// Returns the fixture user's membership id, for the auth checks of the update operation.
+export async function probeMemberships(ctx: ProbeContext, projectId: string | undefined): Promise<string | undefined> {
   if (projectId === undefined) {
     ctx.record("membership.prerequisite", "a project with the fixture user and group as members", ["no project: the probe project was not created and no memberProjectId fixture was given"]);
-    return;
+    return undefined;
   }
   const membershipId = await probeUserMemberships(ctx, projectId);
   await probeDetails(ctx, projectId);
   await probeUpdateUserRoles(ctx, projectId, membershipId);
   await probeGroups(ctx, projectId);
+  return membershipId;
 }
 
 function findMembership(body: unknown, username: string): unknown {

@@ -237,7 +237,7 @@ export const createTokenSpec: Spec = {
 };
 
 // Certificate profile scalars. The three config ids are listed as uuid without saying which
-// are set; a profile only has the config of its enrollment type, so each may be null.
+// are set; a profile only has the config of its enrollment type, so the others may be null.
 export const certificateProfileScalarSpec: Spec = {
   id: uuid,
   projectId: str,
@@ -246,9 +246,9 @@ export const certificateProfileScalarSpec: Spec = {
   slug: str,
   description: str,
   enrollmentType: oneOf(["api", "est", "acme"]),
-  estConfigId: optional(nullable(uuid)),
-  apiConfigId: optional(nullable(uuid)),
-  acmeConfigId: optional(nullable(uuid)),
+  estConfigId: nullable(uuid),
+  apiConfigId: nullable(uuid),
+  acmeConfigId: nullable(uuid),
   createdAt: dateTime,
   updatedAt: dateTime,
 };

@@ -4,10 +4,10 @@
 import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
-import { mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { homedir, hostname } from "node:os";
-import { join, resolve } from "node:path";
-import { requiredVersion } from "./gomod.ts";
+import { basename, dirname, join, resolve } from "node:path";
+import { kubeTools, requiredVersion } from "./gomod.ts";
 import { isAlive, sleep } from "./processes.ts";
 
 export interface Binaries {
@@ -94,7 +94,8 @@ async function inputsHash(version: string): Promise<string> {
 async function isBuilt(versionDir: string, inputs: string): Promise<boolean> {
   try {
     const stamp = JSON.parse(await readFile(join(versionDir, "build.json"), "utf8")) as Partial<BuildStamp>;
-    return stamp.inputs === inputs;
+    const complete = ["kube-apiserver", "etcd", "kube-controller-manager", "kubectl"].every((name) => existsSync(join(versionDir, "bin", name)));
+    return stamp.inputs === inputs && complete;
   } catch {
     return false;
   }
@@ -118,14 +119,20 @@ function ldflags(version: string): string {
 async function build(version: string, versionDir: string, inputs: string, log: (line: string) => void): Promise<void> {
   const started = Date.now();
   const goVersion = (await run("go", ["env", "GOVERSION"], goModulesDir)).trim();
+  await removeAbandonedBuilds(versionDir);
   const tmpDir = `${versionDir}.tmp-${process.pid}`;
-  await rm(tmpDir, { recursive: true, force: true });
   const binDir = join(tmpDir, "bin");
   await mkdir(binDir, { recursive: true });
   log(`building Kubernetes ${version} (kube-apiserver, kube-controller-manager, kubectl) and etcd with ${goVersion} into ${versionDir}`);
-  log("a cold build takes tens of minutes on 2 cores; later runs reuse the cache");
-  await goBuild(join(goModulesDir, "kube"), ["-ldflags", ldflags(version), "-o", `${binDir}/`, ...kubeToolPackages], log);
-  await goBuild(join(goModulesDir, "etcd"), ["-ldflags", "-s -w", "-o", join(binDir, "etcd"), "."], log);
+  log("only the first run builds (about 5 minutes on 2 cores, plus module downloads); later runs reuse the cache");
+  // go build is silent while it compiles: show it is alive.
+  const heartbeat = setInterval(() => log(`still building (${Math.round((Date.now() - started) / 60_000)} min)`), 60_000);
+  try {
+    await goBuild(join(goModulesDir, "kube"), ["-ldflags", ldflags(version), "-o", `${binDir}/`, ...kubeTools], log);
+    await goBuild(join(goModulesDir, "etcd"), ["-ldflags", "-s -w", "-o", join(binDir, "etcd"), "."], log);
+  } finally {
+    clearInterval(heartbeat);
+  }
   const seconds = Math.round((Date.now() - started) / 1000);
   const stamp: BuildStamp = { inputs, goVersion, builtAt: new Date().toISOString(), seconds };
   await writeFile(join(tmpDir, "build.json"), `${JSON.stringify(stamp, null, 2)}\n`);
@@ -137,11 +144,16 @@ async function build(version: string, versionDir: string, inputs: string, log: (
   log(`built in ${seconds}s`);
 }
 
-const kubeToolPackages = [
-  "k8s.io/kubernetes/cmd/kube-apiserver",
-  "k8s.io/kubernetes/cmd/kube-controller-manager",
-  "k8s.io/kubernetes/cmd/kubectl",
-];
+/** Half-built trees of killed builds (the lock is held, so nobody else is writing them). */
+async function removeAbandonedBuilds(versionDir: string): Promise<void> {
+  const parent = dirname(versionDir);
+  const prefix = basename(versionDir);
+  for (const entry of await readdir(parent)) {
+    if (entry.startsWith(`${prefix}.tmp-`) || entry.startsWith(`${prefix}.old-`)) {
+      await rm(join(parent, entry), { recursive: true, force: true });
+    }
+  }
+}
 
 async function goBuild(moduleDir: string, args: string[], log: (line: string) => void): Promise<void> {
   await run("go", ["build", "-trimpath", "-buildvcs=false", ...args], moduleDir, log);
@@ -154,10 +166,16 @@ function run(command: string, args: string[], cwd: string, log?: (line: string) 
     const child = spawn(command, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
     let stderrTail = "";
+    // `go: downloading` comes once per module (hundreds): say it every 50 so CI logs stay readable.
+    let downloads = 0;
+    const logQuietly = (line: string) => {
+      if (!line.startsWith("go: downloading")) return log?.(line);
+      if (downloads++ % 50 === 0) log?.(`downloading Go modules (${downloads} so far): ${line.slice(16)}`);
+    };
     child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
     child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
       stderrTail = (stderrTail + chunk).slice(-8000);
-      if (log) for (const line of chunk.split("\n")) if (line.trim() !== "") log(line);
+      if (log) for (const line of chunk.split("\n")) if (line.trim() !== "") logQuietly(line);
     });
     child.on("error", (error: NodeJS.ErrnoException) => {
       if (error.code === "ENOENT") {
@@ -171,6 +189,8 @@ function run(command: string, args: string[], cwd: string, log?: (line: string) 
   });
 }
 
+const lockWaitMs = 60 * 60_000;
+
 interface LockOwner {
   pid: number;
   host: string;
@@ -183,6 +203,7 @@ interface LockOwner {
 async function withLock<T>(lockDir: string, log: (line: string) => void, fn: () => Promise<T>): Promise<T> {
   await mkdir(join(lockDir, ".."), { recursive: true });
   let waitingSaid = false;
+  const giveUpAt = Date.now() + lockWaitMs;
   for (;;) {
     try {
       await mkdir(lockDir);
@@ -194,6 +215,7 @@ async function withLock<T>(lockDir: string, log: (line: string) => void, fn: () 
       await rm(lockDir, { recursive: true, force: true });
       continue;
     }
+    if (Date.now() > giveUpAt) throw new Error(`gave up after ${lockWaitMs / 60_000} minutes waiting for the build lock ${lockDir}`);
     if (!waitingSaid) log(`waiting for another build holding ${lockDir}`);
     waitingSaid = true;
     await sleep(2000);

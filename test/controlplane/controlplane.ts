@@ -49,7 +49,7 @@ export interface ControlPlane {
   dir: string;
   binaries: Binaries;
   pki: PkiMode;
-  stop(): Promise<void>;
+  stop: () => Promise<void>;
 }
 
 /** Control planes started without a `dir` live here, so a later start can reap abandoned ones. */
@@ -142,8 +142,9 @@ async function startIn(dir: string, binaries: Binaries, options: ControlPlaneOpt
   const launch: Launch = { dir, binaries, options, ports, started: [], record };
   const onExit = () => killNow(record.processes);
   if (options.detached !== true) process.on("exit", onExit);
+  const pkiMode = options.pki ?? (await choosePkiMode());
   try {
-    const pki = await createPki(join(dir, "pki"), options.pki ?? (await choosePkiMode()));
+    const pki = await createPki(join(dir, "pki"), pkiMode);
     await startEtcd(launch);
     await startApiserver(launch, pki);
     await writeKubeconfig(kubeconfigPath, server, await pki.caPem(), adminUser, pki.admin);
@@ -165,7 +166,7 @@ async function startIn(dir: string, binaries: Binaries, options: ControlPlaneOpt
     server,
     dir,
     binaries,
-    pki: options.pki ?? (await choosePkiMode()),
+    pki: pkiMode,
     stop: async () => {
       process.off("exit", onExit);
       await stopRecord(record, options.keepDir === true);
@@ -239,6 +240,8 @@ function apiserverArgs(launch: Launch, pki: Pki): string[] {
     "--authorization-mode=RBAC",
     "--allow-privileged=true",
     "--profiling=false",
+    // The loopback address is not a valid endpoint of the `kubernetes` Service; nothing here needs one.
+    "--endpoint-reconciler-type=none",
     ...pki.apiserverFlags,
   ];
   // Without the controller manager nothing creates `default` service accounts.
@@ -265,6 +268,8 @@ async function startControllerManager(launch: Launch, pki: Pki): Promise<void> {
     `--kubeconfig=${kubeconfig}`,
     `--authentication-kubeconfig=${kubeconfig}`,
     `--authorization-kubeconfig=${kubeconfig}`,
+    // No front proxy here: do not look up (and keep logging about) its request-header CA.
+    "--authentication-skip-lookup=true",
     "--bind-address=127.0.0.1",
     `--secure-port=${launch.ports.controllerManager}`,
     `--cert-dir=${join(launch.dir, "pki", "controller-manager")}`,

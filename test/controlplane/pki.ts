@@ -89,7 +89,7 @@ async function openssl(args: string[]): Promise<void> {
     await execFileAsync("openssl", args);
   } catch (error) {
     const stderr = (error as { stderr?: string }).stderr ?? "";
-    throw new Error(`openssl ${args[0] ?? ""} failed: ${stderr.trim()}`);
+    throw new Error(`openssl ${args[0] ?? ""} failed: ${stderr.trim()}`, { cause: error });
   }
 }
 

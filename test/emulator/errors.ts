@@ -18,6 +18,9 @@ export class ServiceError extends Error {
 export const badRequest = (message: string): ServiceError => new ServiceError(400, "BadRequest", message);
 export const notFound = (message: string): ServiceError => new ServiceError(404, "NotFound", message);
 export const forbidden = (message: string): ServiceError => new ServiceError(403, "PermissionDenied", message);
+/** Fastify's answer for a path no route serves. */
+export const routeNotFound = (method: string, path: string): ServiceError =>
+  new ServiceError(404, "Not Found", `Route ${method}:${path} not found`);
 export const tokenMissing = (): ServiceError => new ServiceError(401, "UnauthorizedError", "Token missing");
 export const tokenInvalid = (message: string): ServiceError => new ServiceError(403, "TokenError", message);
 

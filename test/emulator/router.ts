@@ -6,6 +6,8 @@ export type LimitClass = "read" | "write" | "projectCreate";
 
 export interface HandlerContext {
   core: Core;
+  method: string;
+  path: string;
   params: Record<string, string>;
   query: Record<string, string>;
   body: unknown;
@@ -58,9 +60,4 @@ function safeDecode(segment: string): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-/** Whether any route has this path for some method (for an honest 404 vs. method mismatch). */
-export function routeExists(routes: readonly Route[], path: string): boolean {
-  return routes.some((route) => matchSegments(route.path.split("/").slice(1), path.split("/").slice(1)) !== undefined);
 }

@@ -59,14 +59,16 @@ export const getCertificateProfileResponseSchema = z.looseObject({ certificatePr
 
 /**
  * List query. interface.md leaves the names out; the real service's are `projectId`,
- * `offset` (default 0), `limit` (default 20) and `enrollmentType` (it also takes `search`,
- * `issuerType` and `caId`, which interface.md does not list and keyward does not use).
+ * `offset` (default 0), `limit` (default 20) and `enrollmentType`. `search` (a slug filter)
+ * is the real service's too, beyond interface.md's four; `issuerType` and `caId` are not used.
  */
 export const listCertificateProfilesQuerySchema = z.object({
   projectId: z.string().min(limits.profileProjectIdMin),
   offset: z.number().int().min(limits.profileOffsetMin).optional(),
   limit: z.number().int().min(limits.profilePageSize.min).max(limits.profilePageSize.max).optional(),
   enrollmentType: z.enum(enrollmentTypes).optional(),
+  /** Beyond interface.md: the real service's slug filter. */
+  search: z.string().optional(),
 });
 export type ListCertificateProfilesQuery = z.input<typeof listCertificateProfilesQuerySchema>;
 

@@ -96,12 +96,12 @@ export const updateProjectBodySchema = z.object({
 export type UpdateProjectBody = z.input<typeof updateProjectBodySchema>;
 
 /**
- * List-projects query. interface.md does not name the parameters; the real service's are
- * `includeRoles` (boolean, default false) and `type` (a project type). See LIST_PROJECTS_SECOND_FLAG.
+ * List-projects query. interface.md names none of its parameters and speaks of two booleans
+ * and a project type; the real service's route takes `includeRoles` (boolean, default false)
+ * and `type` only; it has no second boolean, so none is sent (the emulator agrees).
  */
 export const listProjectsQuerySchema = z.object({
   includeRoles: z.boolean().optional(),
-  PLACEHOLDER_SECOND_FLAG: z.boolean().optional(),
   type: z.enum(projectTypes).optional(),
 });
 export type ListProjectsQuery = z.input<typeof listProjectsQuerySchema>;

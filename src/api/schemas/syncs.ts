@@ -47,8 +47,9 @@ export const keySchemaSchema = z
   .string()
   .refine((value) => value.includes(SECRET_KEY_PLACEHOLDER), { message: "keySchema must contain {{secretKey}}" });
 
+/** interface.md does not mark initialSyncBehavior required; the service defaults it to overwrite-destination. */
 export const syncOptionsSchema = z.object({
-  initialSyncBehavior: z.enum(initialSyncBehaviors),
+  initialSyncBehavior: z.enum(initialSyncBehaviors).optional(),
   keySchema: keySchemaSchema.optional(),
   disableSecretDeletion: z.boolean().optional(),
 });
@@ -62,17 +63,17 @@ export const cloudSyncOptionsSchema = syncOptionsSchema.extend({
 export type CloudSyncOptions = z.input<typeof cloudSyncOptionsSchema>;
 
 // ---- destination configs ---------------------------------------------------------------
-// interface.md lists the fields but not which are required. Choice: the fields that identify
-// the destination are required, display names (and git-host's environmentId, code-host's
-// selectedRepositoryIds) are optional — as the real service does for the same destinations.
+// interface.md lists each destination's fields without marking any optional: all are required
+// here (as in the emulator), except code-host's selectedRepositoryIds, which only makes sense
+// for a selection.
 
 export const workflowEngineConfigSchema = z.object({ scope: z.string(), clusterUUID: z.string() });
 export const dataPlatformConfigSchema = z.object({ scope: z.string() });
 export const monitoringConfigSchema = z.object({
   accountId: z.string(),
-  accountName: z.string().optional(),
-  groupId: z.string().optional(),
-  groupName: z.string().optional(),
+  accountName: z.string(),
+  groupId: z.string(),
+  groupName: z.string(),
 });
 export const codeHostConfigSchema = z.object({
   scope: z.literal("organization"),
@@ -84,30 +85,33 @@ export const cloudSecretsManagerConfigSchema = z.object({
   mappingBehavior: z.literal("one-to-one"),
   region: z.string(),
 });
-export const appPlatformConfigSchema = z.object({ appId: z.string(), appName: z.string().optional() });
+export const appPlatformConfigSchema = z.object({ appId: z.string(), appName: z.string() });
 export const gitHostConfigSchema = z.object({
   repositorySlug: z.string(),
-  environmentId: z.string().optional(),
+  environmentId: z.string(),
   workspaceSlug: z.string(),
 });
 
 /**
- * The alternative update shapes interface.md mentions but does not describe. Documented choice:
- * - code-host (three): the full organization shape without repository ids; the full shape
- *   with `selectedRepositoryIds`; or a partial (any subset of the fields), for a patch that
- *   changes one field. The first two are listed separately because a repository list is the
- *   one part whose presence changes meaning (a selection, not all repositories).
- * - cloud-secrets-manager (two): the full `{mappingBehavior, region}` or a partial.
- * A partial is the last alternative so a full shape always matches first.
+ * The alternative update shapes interface.md counts but does not describe. Documented choice,
+ * after the real service (whose code-host config is a union over three scopes, and whose
+ * cloud-secrets-manager config a union over two mapping behaviours), and as the emulator accepts:
+ * - code-host (three): the organization shape for all repositories (no ids); the organization
+ *   shape with `selectedRepositoryIds`; or a config of another scope the document does not
+ *   name (`{scope, ...that scope's fields}`, e.g. the real service's repository scopes).
+ * - cloud-secrets-manager (two): the one-to-one shape; or another mapping behaviour
+ *   (`{mappingBehavior, region, ...its fields}`, e.g. the real service's many-to-one + secretName).
+ * The undescribed alternatives are checked only for their discriminator; their other fields
+ * are the service's to judge.
  */
 export const codeHostUpdateConfigSchema = z.union([
-  codeHostConfigSchema.omit({ selectedRepositoryIds: true }).strict(),
-  codeHostConfigSchema.extend({ selectedRepositoryIds: z.array(z.number()) }).strict(),
-  codeHostConfigSchema.partial(),
+  codeHostConfigSchema.omit({ selectedRepositoryIds: true }),
+  codeHostConfigSchema.extend({ selectedRepositoryIds: z.array(z.number()) }),
+  z.looseObject({ scope: z.string().min(1) }),
 ]);
 export const cloudSecretsManagerUpdateConfigSchema = z.union([
-  cloudSecretsManagerConfigSchema.strict(),
-  cloudSecretsManagerConfigSchema.partial(),
+  cloudSecretsManagerConfigSchema,
+  z.looseObject({ mappingBehavior: z.string().min(1), region: z.string() }),
 ]);
 
 // ---- create / update bodies ------------------------------------------------------------

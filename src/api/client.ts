@@ -1,0 +1,288 @@
+// keyward's typed client of the service: one function per operation (see operations.ts),
+// requests checked against interface.md's limits before sending, responses checked against
+// their schemas, retries with backoff where a repeat is safe, a shared per-base-URL rate limit
+// and keep-alive connections (undici). Tokens go into the Authorization header and nowhere else.
+import { performance } from "node:perf_hooks";
+import { setTimeout as sleepFor } from "node:timers/promises";
+import type { z } from "zod";
+import type { Logger } from "../log.ts";
+import {
+  ApiError,
+  RequestValidationError,
+  ResponseValidationError,
+  TransportError,
+  isApiError,
+  redact,
+  requestIssues,
+  responseIssues,
+  serviceMessage,
+} from "./errors.ts";
+import { sendRequest, type HttpResponse } from "./http.ts";
+import { fillPath, operationByName, type OperationInfo, type OperationName } from "./operations.ts";
+import { sharedBucket, validateRateLimit, type RateLimit, type TokenBucket } from "./ratelimit.ts";
+import { parseRetryAfter, retryDecision, retryPolicy, type RetryPolicy } from "./retry.ts";
+import { errorBodySchema } from "./schemas/common.ts";
+import { buildMethods, type ApiClient } from "./methods.ts";
+
+export interface RequestInfo {
+  operation: string;
+  method: string;
+  status: number | "error";
+  durationMs: number;
+  attempt: number;
+}
+
+export interface ClientOptions {
+  /** e.g. https://secrets.example.com; the /api/... paths are appended to its path. */
+  baseUrl: string;
+  /** Bearer token of every call; a call's own `token` option overrides it. */
+  token?: string;
+  /** Limit of one attempt: connecting, sending and reading the whole response. Default 10 000. */
+  timeoutMs?: number;
+  /** Client-side limit, shared by every client of the same base URL. */
+  rateLimit?: RateLimit;
+  /** PEM bundle to trust for an https base URL with a private CA. */
+  caBundle?: string;
+  retry?: Partial<RetryPolicy>;
+  /** Called after every attempt (metrics). */
+  onRequest?: (info: RequestInfo) => void;
+  logger?: Logger;
+  /** Default true. False sends requests unchecked, so the service's own 422 is observable. */
+  validateRequests?: boolean;
+}
+
+export interface CallOptions {
+  /** Overrides the client's token for this call. */
+  token?: string;
+  /** Cancels the call, its rate-limit wait and its retries. */
+  signal?: AbortSignal;
+}
+
+export type QueryValue = string | number | boolean | undefined;
+
+/** One call of one operation, as the method functions describe it. */
+export interface Call<S extends z.ZodType> {
+  op: OperationName;
+  params?: Record<string, string>;
+  query?: Record<string, QueryValue>;
+  /** undefined: no body and no content-type (the triggers define none). */
+  body?: unknown;
+  response: S;
+}
+
+/** What the method functions use: check a request, send a call. */
+export interface Caller {
+  check(op: OperationName, schema: z.ZodType, value: unknown): void;
+  call<S extends z.ZodType>(c: Call<S>, opts?: CallOptions): Promise<z.output<S>>;
+}
+
+interface Settings {
+  baseUrl: string;
+  token: string | undefined;
+  timeoutMs: number;
+  caBundle: string | undefined;
+  retry: RetryPolicy;
+  bucket: TokenBucket | undefined;
+  onRequest: ClientOptions["onRequest"];
+  logger: Logger | undefined;
+  validateRequests: boolean;
+}
+
+export const DEFAULT_TIMEOUT_MS = 10_000;
+
+export function createApiClient(options: ClientOptions): ApiClient {
+  return buildMethods(createCaller(options));
+}
+
+function settingsFrom(options: ClientOptions): Settings {
+  const url = new URL(options.baseUrl);
+  if (url.protocol !== "http:" && url.protocol !== "https:") throw new TypeError("baseUrl must be an http or https URL");
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  if (!(timeoutMs > 0)) throw new RangeError("timeoutMs must be positive");
+  return {
+    baseUrl: options.baseUrl,
+    token: options.token,
+    timeoutMs,
+    caBundle: options.caBundle,
+    retry: retryPolicy(options.retry),
+    bucket: options.rateLimit ? sharedBucket(options.baseUrl, validateRateLimit(options.rateLimit)) : undefined,
+    onRequest: options.onRequest,
+    logger: options.logger,
+    validateRequests: options.validateRequests ?? true,
+  };
+}
+
+export function createCaller(options: ClientOptions): Caller {
+  const s = settingsFrom(options);
+  return {
+    check(op, schema, value) {
+      if (!s.validateRequests) return;
+      const result = schema.safeParse(value);
+      if (!result.success) throw new RequestValidationError(op, requestIssues(result.error.issues));
+    },
+    call: (c, opts) => execute(s, c, opts ?? {}),
+  };
+}
+
+interface Prepared {
+  op: OperationInfo;
+  path: string;
+  headers: Record<string, string>;
+  body: string | undefined;
+  tokens: (string | undefined)[];
+  signal: AbortSignal | undefined;
+}
+
+function prepare<S extends z.ZodType>(s: Settings, c: Call<S>, opts: CallOptions): Prepared {
+  const op = operationByName[c.op];
+  const token = opts.token ?? s.token;
+  const headers: Record<string, string> = { accept: "application/json" };
+  if (token !== undefined) headers["authorization"] = `Bearer ${token}`;
+  if (c.body !== undefined) headers["content-type"] = "application/json";
+  return {
+    op,
+    path: fillPath(op.path, c.params ?? {}) + queryString(c.query),
+    headers,
+    body: c.body === undefined ? undefined : JSON.stringify(c.body),
+    tokens: [token, s.token],
+    signal: opts.signal,
+  };
+}
+
+export function queryString(query: Record<string, QueryValue> | undefined): string {
+  if (!query) return "";
+  const params = new URLSearchParams();
+  for (const [key, value] of Object.entries(query)) {
+    if (value !== undefined) params.append(key, String(value));
+  }
+  const text = params.toString();
+  return text === "" ? "" : `?${text}`;
+}
+
+async function execute<S extends z.ZodType>(s: Settings, c: Call<S>, opts: CallOptions): Promise<z.output<S>> {
+  const p = prepare(s, c, opts);
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await attemptOnce(s, p, c.response, attempt);
+    } catch (err) {
+      const decision = retryDecision(err, attempt, p.op.idempotency, s.retry);
+      if (!decision.retry) throw err;
+      s.logger?.info({ operation: p.op.name, attempt, delayMs: decision.delayMs, cause: describeError(err) }, "retrying service request");
+      await pause(decision.delayMs, p);
+    }
+  }
+}
+
+async function attemptOnce<S extends z.ZodType>(s: Settings, p: Prepared, schema: S, attempt: number): Promise<z.output<S>> {
+  await pause(s.bucket?.reserve() ?? 0, p);
+  const started = performance.now();
+  let res: HttpResponse;
+  try {
+    const request = {
+      baseUrl: s.baseUrl,
+      method: p.op.method,
+      path: p.path,
+      headers: p.headers,
+      timeoutMs: s.timeoutMs,
+      ...(p.body !== undefined ? { body: p.body } : {}),
+      ...(s.caBundle !== undefined ? { caBundle: s.caBundle } : {}),
+      ...(p.signal ? { signal: p.signal } : {}),
+    };
+    res = await sendRequest(request, p.op.name);
+  } catch (err) {
+    report(s, p.op, { status: "error", started, attempt, cause: describeError(err) });
+    throw err;
+  }
+  const reqId = readReqId(res.text);
+  report(s, p.op, { status: res.status, started, attempt, ...(reqId ? { reqId } : {}) });
+  if (res.status >= 200 && res.status < 300) return parseResponse(p.op.name, schema, res.text);
+  throw apiErrorFrom(p.op.name, res, p.tokens);
+}
+
+/** Waits (rate limit, backoff); an abort ends the call with a non-retryable TransportError. */
+async function pause(ms: number, p: Prepared): Promise<void> {
+  if (p.signal?.aborted) throw abortedError(p.op.name);
+  if (ms <= 0) return;
+  try {
+    await sleepFor(ms, undefined, p.signal ? { signal: p.signal } : {});
+  } catch {
+    throw abortedError(p.op.name);
+  }
+}
+
+function abortedError(operation: string): TransportError {
+  return new TransportError({ operation, kind: "aborted", detail: "aborted by the caller", retryable: false, mayHaveLanded: true });
+}
+
+interface Report {
+  status: number | "error";
+  started: number;
+  attempt: number;
+  reqId?: string;
+  cause?: string;
+}
+
+/** Metrics hook and a debug line per attempt: operation, template path, status — no bodies, no headers. */
+function report(s: Settings, op: OperationInfo, r: Report): void {
+  const durationMs = Math.round((performance.now() - r.started) * 1000) / 1000;
+  s.logger?.debug(
+    { operation: op.name, method: op.method, path: op.path, status: r.status, durationMs, attempt: r.attempt, reqId: r.reqId, cause: r.cause },
+    "service request",
+  );
+  try {
+    s.onRequest?.({ operation: op.name, method: op.method, status: r.status, durationMs, attempt: r.attempt });
+  } catch (err) {
+    s.logger?.warn({ operation: op.name, error: describeError(err) }, "onRequest hook threw");
+  }
+}
+
+function parseJson(text: string): { ok: true; value: unknown } | { ok: false } {
+  try {
+    return { ok: true, value: JSON.parse(text) as unknown };
+  } catch {
+    return { ok: false };
+  }
+}
+
+function parseResponse<S extends z.ZodType>(operation: string, schema: S, text: string): z.output<S> {
+  const json = parseJson(text);
+  if (!json.ok) throw new ResponseValidationError(operation, [{ path: "(root)", problem: "not JSON" }]);
+  const parsed = schema.safeParse(json.value);
+  if (!parsed.success) throw new ResponseValidationError(operation, responseIssues(parsed.error.issues));
+  return parsed.data;
+}
+
+/** The reqId of an error body (for logs); success bodies are not looked into. */
+function readReqId(text: string): string | undefined {
+  if (!text.includes("reqId")) return undefined;
+  const json = parseJson(text);
+  if (!json.ok || typeof json.value !== "object" || json.value === null) return undefined;
+  const reqId = (json.value as { reqId?: unknown }).reqId;
+  return typeof reqId === "string" ? reqId : undefined;
+}
+
+function header(res: HttpResponse, name: string): string | undefined {
+  const value = res.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function apiErrorFrom(operation: string, res: HttpResponse, tokens: (string | undefined)[]): ApiError {
+  const json = parseJson(res.text);
+  const parsed = json.ok ? errorBodySchema.safeParse(json.value) : undefined;
+  const body = parsed?.success ? parsed.data : {};
+  const retryAfterMs = parseRetryAfter(header(res, "retry-after"));
+  return new ApiError({
+    operation,
+    status: res.status,
+    error: redact(body.error ?? `HTTP ${res.status}`, tokens),
+    message: redact(serviceMessage(body.message), tokens),
+    ...(body.reqId !== undefined ? { reqId: redact(body.reqId, tokens) } : {}),
+    ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+  });
+}
+
+function describeError(err: unknown): string {
+  if (isApiError(err)) return `${err.status} ${err.error}`;
+  if (err instanceof TransportError) return `${err.kind}${err.code ? ` ${err.code}` : ""}`;
+  return err instanceof Error ? err.name : "unknown";
+}

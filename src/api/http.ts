@@ -1,0 +1,169 @@
+// One keep-alive connection pool per base URL (and CA bundle), reused by every client of it,
+// and the mapping of transport failures to TransportError.
+import { createHash, randomUUID } from "node:crypto";
+import diagnosticsChannel from "node:diagnostics_channel";
+import { Pool, request } from "undici";
+import { TransportError, type TransportErrorKind } from "./errors.ts";
+
+export interface HttpRequest {
+  baseUrl: string;
+  method: string;
+  /** Path and query, starting with "/" (appended to the base URL's own path). */
+  path: string;
+  headers: Record<string, string>;
+  body?: string;
+  timeoutMs: number;
+  caBundle?: string;
+  signal?: AbortSignal;
+}
+
+export interface HttpResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  text: string;
+}
+
+const pools = new Map<string, Pool>();
+
+function poolFor(origin: string, timeoutMs: number, caBundle: string | undefined): Pool {
+  const caKey = caBundle ? createHash("sha256").update(caBundle).digest("hex").slice(0, 16) : "";
+  const key = `${origin}|${caKey}|${timeoutMs}`;
+  let pool = pools.get(key);
+  if (!pool) {
+    pool = new Pool(origin, {
+      connections: 16,
+      // A connection that is never made fails with UND_ERR_CONNECT_TIMEOUT: provably not landed.
+      connect: { timeout: timeoutMs, ...(caBundle ? { ca: caBundle } : {}) },
+      keepAliveTimeout: 4_000,
+    });
+    pools.set(key, pool);
+  }
+  return pool;
+}
+
+/** Closes every pooled connection (graceful shutdown; tests). Later requests open new pools. */
+export async function closeConnections(): Promise<void> {
+  const all = [...pools.values()];
+  pools.clear();
+  await Promise.all(all.map((p) => p.close()));
+}
+
+export function joinUrl(baseUrl: string, path: string): URL {
+  const base = new URL(baseUrl);
+  const prefix = base.pathname.replace(/\/+$/, "");
+  return new URL(`${base.origin}${prefix}${path}`);
+}
+
+// Whether a request's bytes went out: undici publishes `undici:client:sendHeaders` just before
+// it writes a request to a connected socket. Each attempt carries a random id header; an id
+// seen here means the request may have reached the service, an id never seen means it
+// provably did not (no connection, or failed before writing) and may be sent again.
+const ATTEMPT_HEADER = "x-keyward-attempt";
+const sentAttempts = new Set<string>();
+
+function onSendHeaders(message: unknown): void {
+  const headers = (message as { request?: { headers?: unknown } }).request?.headers;
+  if (!Array.isArray(headers)) return;
+  for (let i = 0; i + 1 < headers.length; i += 2) {
+    if (headers[i] === ATTEMPT_HEADER) {
+      sentAttempts.add(String(headers[i + 1]));
+      return;
+    }
+  }
+}
+diagnosticsChannel.subscribe("undici:client:sendHeaders", onSendHeaders);
+
+/**
+ * Sends one request and reads the whole body within timeoutMs (connect, send, headers and
+ * body together; a precise timer — undici's own timeouts are coarse below a second and only
+ * back this one up). Failures come back as a classified TransportError.
+ */
+export async function sendRequest(req: HttpRequest, operation: string): Promise<HttpResponse> {
+  const url = joinUrl(req.baseUrl, req.path);
+  const attemptId = randomUUID();
+  const deadline = new AbortController();
+  const timer = setTimeout(() => deadline.abort(new Error("deadline")), req.timeoutMs);
+  const signal = req.signal ? AbortSignal.any([deadline.signal, req.signal]) : deadline.signal;
+  try {
+    const res = await request(url, {
+      dispatcher: poolFor(url.origin, req.timeoutMs, req.caBundle),
+      method: req.method as "GET",
+      headers: { ...req.headers, [ATTEMPT_HEADER]: attemptId },
+      body: req.body ?? null,
+      headersTimeout: req.timeoutMs,
+      bodyTimeout: req.timeoutMs,
+      signal,
+    });
+    const text = await res.body.text();
+    return { status: res.statusCode, headers: res.headers, text };
+  } catch (err) {
+    const progress = { sent: sentAttempts.has(attemptId), timedOut: deadline.signal.aborted, aborted: req.signal?.aborted === true };
+    throw toTransportError(err, operation, url.host, progress);
+  } finally {
+    clearTimeout(timer);
+    sentAttempts.delete(attemptId);
+  }
+}
+
+interface Classified {
+  kind: TransportErrorKind;
+  retryable: boolean;
+  detail: string;
+}
+
+const byCode: Record<string, Classified> = {
+  ECONNREFUSED: { kind: "connection-refused", retryable: true, detail: "connection refused" },
+  EHOSTUNREACH: { kind: "connection-refused", retryable: true, detail: "host unreachable" },
+  ENETUNREACH: { kind: "connection-refused", retryable: true, detail: "network unreachable" },
+  EHOSTDOWN: { kind: "connection-refused", retryable: true, detail: "host down" },
+  UND_ERR_CONNECT_TIMEOUT: { kind: "timeout", retryable: true, detail: "timed out connecting" },
+  ENOTFOUND: { kind: "dns", retryable: true, detail: "host name not found" },
+  EAI_AGAIN: { kind: "dns", retryable: true, detail: "host name lookup failed" },
+  UND_ERR_HEADERS_TIMEOUT: { kind: "timeout", retryable: true, detail: "timed out waiting for the response" },
+  UND_ERR_BODY_TIMEOUT: { kind: "timeout", retryable: true, detail: "timed out reading the response" },
+  UND_ERR_SOCKET: { kind: "dropped-response", retryable: true, detail: "connection closed before a response" },
+  ECONNRESET: { kind: "connection-reset", retryable: true, detail: "connection reset" },
+  EPIPE: { kind: "connection-reset", retryable: true, detail: "connection broken while sending" },
+};
+
+function isTlsCode(code: string): boolean {
+  return /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_|HOSTNAME_MISMATCH)/.test(code);
+}
+
+export interface AttemptProgress {
+  /** The request was written (or being written) to a connected socket. */
+  sent: boolean;
+  /** The attempt's deadline (timeoutMs) ran out. */
+  timedOut: boolean;
+  /** The caller's signal aborted. */
+  aborted: boolean;
+}
+
+function classify(code: string | undefined, p: AttemptProgress): Classified {
+  if (p.aborted) return { kind: "aborted", retryable: false, detail: "aborted by the caller" };
+  if (p.timedOut) return { kind: "timeout", retryable: true, detail: p.sent ? "timed out waiting for the response" : "timed out connecting" };
+  const known = code === undefined ? undefined : byCode[code];
+  if (known) return known;
+  if (code !== undefined && isTlsCode(code)) return { kind: "tls", retryable: false, detail: "TLS handshake failed" };
+  return { kind: "other", retryable: false, detail: "request failed" };
+}
+
+function errorCode(err: unknown): string | undefined {
+  if (typeof err !== "object" || err === null) return undefined;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === "string") return code;
+  const cause = (err as { cause?: unknown }).cause;
+  return cause === err ? undefined : errorCode(cause);
+}
+
+/**
+ * Maps an undici/system error to a TransportError. mayHaveLanded is whether the request was
+ * written to a socket at all. The message is our own words plus the code and the host, never
+ * the original message (nothing from the request can leak).
+ */
+export function toTransportError(err: unknown, operation: string, host: string, progress: AttemptProgress): TransportError {
+  const code = errorCode(err);
+  const c = classify(code, progress);
+  const detail = `${c.detail} (${host}${code ? `, ${code}` : ""})`;
+  return new TransportError({ operation, kind: c.kind, detail, retryable: c.retryable, mayHaveLanded: progress.sent, ...(code ? { code } : {}) });
+}

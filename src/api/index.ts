@@ -1,0 +1,22 @@
+// Public entry of keyward's client of the service. See README.md next to this file.
+export { createApiClient, DEFAULT_TIMEOUT_MS, type CallOptions, type ClientOptions, type RequestInfo } from "./client.ts";
+export type { ApiClient } from "./methods.ts";
+export { operations, operationByName, type OperationInfo, type OperationName } from "./operations.ts";
+export { closeConnections } from "./http.ts";
+export {
+  ApiError,
+  RequestValidationError,
+  ResponseValidationError,
+  TransportError,
+  isApiError,
+  isNotFound,
+  isRequestValidationError,
+  isResponseValidationError,
+  isTransportError,
+  type ClientError,
+  type FieldIssue,
+  type TransportErrorKind,
+} from "./errors.ts";
+export { backoffDelay, defaultRetryPolicy, parseRetryAfter, retryDecision, type RetryPolicy } from "./retry.ts";
+export { bucketKey, createTokenBucket, sharedBucket, type RateLimit, type TokenBucket } from "./ratelimit.ts";
+export * from "./schemas.ts";

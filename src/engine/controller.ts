@@ -1,0 +1,209 @@
+// The generic controller (controller-runtime's internal controller, in small): informers feed
+// keys into a work queue, `concurrency` workers take keys and run the kind's reconcile, and
+// the Outcome decides when the key comes back. Level-triggered: every add, update and delete
+// just enqueues the key, and the reconcile reads the current state itself.
+import type { Logger } from "../log.ts";
+import type { Kube, KindRef } from "../kube/client.ts";
+import { watchKind, type Informer } from "../kube/informer.ts";
+import { errorSummary } from "../kube/rest.ts";
+import { jitterInterval, type BackoffPolicy } from "./backoff.ts";
+import { queueObserver, type Metrics, type ReconcileResult } from "./metrics.ts";
+import { createWorkQueue, formatKey, parseKey, type WorkQueue } from "./queue.ts";
+import type { KubeObject, ObjectKey, Outcome, ReconcileFn } from "./types.ts";
+
+export interface SecondaryWatch {
+  kind: KindRef;
+  /** The keys of the primary objects to reconcile when this object changes. */
+  mapToKeys: (obj: KubeObject) => ObjectKey[];
+  labelSelector?: string;
+}
+
+export interface ControllerOptions {
+  name: string;
+  kube: Kube;
+  kind: KindRef;
+  reconcile: ReconcileFn;
+  concurrency: number;
+  resyncIntervalMs: number;
+  /** Empty or absent: all namespaces. */
+  namespaces?: string[];
+  logger: Logger;
+  metrics: Metrics;
+  watches?: SecondaryWatch[];
+  /** Per-key backoff for retryable outcomes. Default 1 s doubling to 5 min, equal jitter. */
+  retryBackoff?: BackoffPolicy;
+  /** Backoff for restarting a broken list/watch. */
+  informerRestartBackoff?: { baseMs: number; maxMs: number };
+  /** How long stop() lets in-flight reconciles run before aborting their signal. Default 25 s. */
+  stopGraceMs?: number;
+}
+
+export interface Controller {
+  /** Resolves once the informers have synced and the workers are running. */
+  start(): Promise<void>;
+  /** Stops taking work, waits for in-flight reconciles, then stops the informers. */
+  stop(): Promise<void>;
+  enqueue(key: ObjectKey): void;
+  queueLength(): number;
+}
+
+export const DEFAULT_RETRY_BACKOFF: BackoffPolicy = { baseMs: 1000, maxMs: 5 * 60_000, jitter: "equal" };
+
+export function createController(opts: ControllerOptions): Controller {
+  const labels = { controller: opts.name };
+  const log = opts.logger;
+  const queue = createWorkQueue({
+    backoff: opts.retryBackoff ?? DEFAULT_RETRY_BACKOFF,
+    observer: queueObserver(opts.metrics, opts.name),
+  });
+  const informers = makeInformers(opts, queue);
+  const primary = informers[0] as Informer;
+  const abort = new AbortController();
+  let stopping = false;
+  let workers: Promise<void>[] = [];
+  let resyncTimer: NodeJS.Timeout | undefined;
+
+  const settle = (key: string, outcome: Outcome): ReconcileResult => {
+    switch (outcome.type) {
+      case "done":
+        queue.forget(key);
+        return "success";
+      case "requeueAfter":
+        queue.forget(key);
+        queue.addAfter(key, outcome.afterMs);
+        return "requeue_after";
+      case "retryable":
+        opts.metrics.reconcileErrors.inc(labels);
+        if (outcome.retryAfterMs !== undefined) queue.addAfter(key, outcome.retryAfterMs);
+        else queue.addRateLimited(key);
+        return "error";
+      case "terminal":
+        opts.metrics.reconcileErrors.inc(labels);
+        opts.metrics.terminalReconcileErrors.inc(labels);
+        queue.forget(key);
+        return "error";
+    }
+  };
+
+  const reconcileOnce = async (key: string): Promise<Outcome> => {
+    try {
+      return await opts.reconcile(parseKey(key), abort.signal);
+    } catch (err) {
+      const error = err instanceof Error ? err : new Error(String(err));
+      log.error({ key, err: errorSummary(err) }, "reconcile threw; retrying with backoff");
+      return { type: "retryable", error };
+    }
+  };
+
+  const processKey = async (key: string): Promise<void> => {
+    opts.metrics.activeWorkers.inc(labels);
+    const endTimer = opts.metrics.reconcileTime.startTimer(labels);
+    const outcome = await reconcileOnce(key);
+    endTimer();
+    opts.metrics.activeWorkers.dec(labels);
+    const result = settle(key, outcome);
+    opts.metrics.reconcileTotal.inc({ ...labels, result });
+    logOutcome(log, key, outcome, queue.numRequeues(key));
+  };
+
+  const work = async (): Promise<void> => {
+    for (;;) {
+      const key = await queue.get();
+      if (key === undefined) return;
+      try {
+        // Keys handed out after stop() began are let go unprocessed: the next leader or
+        // start lists everything again anyway.
+        if (!stopping) await processKey(key);
+      } finally {
+        queue.done(key);
+      }
+    }
+  };
+
+  const scheduleResync = (): void => {
+    resyncTimer = setTimeout(() => {
+      // Spread the keys over a tenth of the interval so hundreds of objects do not hit the
+      // service in the same second.
+      const spreadMs = opts.resyncIntervalMs / 10;
+      for (const obj of primary.list()) {
+        queue.addAfter(formatKey(keyOf(obj)), Math.floor(Math.random() * spreadMs));
+      }
+      scheduleResync();
+    }, jitterInterval(opts.resyncIntervalMs, 0.1));
+    resyncTimer.unref();
+  };
+
+  return {
+    async start() {
+      await Promise.all(informers.map((i) => i.start()));
+      opts.metrics.maxConcurrentReconciles.set(labels, opts.concurrency);
+      opts.metrics.activeWorkers.set(labels, 0);
+      workers = Array.from({ length: Math.max(1, opts.concurrency) }, () => work());
+      if (opts.resyncIntervalMs > 0) scheduleResync();
+      log.info({ kind: opts.kind.kind, objects: primary.list().length, workers: workers.length }, "controller started");
+    },
+    async stop() {
+      if (stopping) return;
+      stopping = true;
+      if (resyncTimer) clearTimeout(resyncTimer);
+      queue.shutDown();
+      const grace = setTimeout(() => abort.abort(new Error("controller stopping")), opts.stopGraceMs ?? 25_000);
+      grace.unref();
+      await Promise.all(workers);
+      clearTimeout(grace);
+      for (const informer of informers) informer.stop();
+      log.info("controller stopped");
+    },
+    enqueue: (key) => queue.add(formatKey(key)),
+    queueLength: () => queue.len(),
+  };
+}
+
+function keyOf(obj: KubeObject): ObjectKey {
+  return { namespace: obj.metadata.namespace, name: obj.metadata.name };
+}
+
+function makeInformers(opts: ControllerOptions, queue: WorkQueue): Informer[] {
+  const base = {
+    ...(opts.namespaces ? { namespaces: opts.namespaces } : {}),
+    ...(opts.informerRestartBackoff ? { restartBackoff: opts.informerRestartBackoff } : {}),
+  };
+  const restarts = (kind: KindRef) => (): void => opts.metrics.informerRestarts.inc({ kind: kind.kind });
+  const primary = watchKind(opts.kube, opts.kind, {
+    ...base,
+    logger: opts.logger,
+    onEvent: (_type, obj) => queue.add(formatKey(keyOf(obj))),
+    onRestart: restarts(opts.kind),
+  });
+  const secondaries = (opts.watches ?? []).map((w) =>
+    watchKind(opts.kube, w.kind, {
+      ...base,
+      ...(w.labelSelector ? { labelSelector: w.labelSelector } : {}),
+      logger: opts.logger,
+      onEvent: (_type, obj) => {
+        for (const key of w.mapToKeys(obj)) queue.add(formatKey(key));
+      },
+      onRestart: restarts(w.kind),
+    }),
+  );
+  return [primary, ...secondaries];
+}
+
+function logOutcome(log: Logger, key: string, outcome: Outcome, requeues: number): void {
+  switch (outcome.type) {
+    case "done":
+      log.debug({ key, outcome: "done" }, "reconciled");
+      return;
+    case "requeueAfter":
+      log.debug({ key, outcome: "requeueAfter", afterMs: outcome.afterMs }, "reconciled; looking again later");
+      return;
+    case "retryable":
+      log.warn(
+        { key, outcome: "retryable", err: outcome.error.message, retryAfterMs: outcome.retryAfterMs, requeues },
+        "reconcile failed; retrying",
+      );
+      return;
+    case "terminal":
+      log.error({ key, outcome: "terminal", err: outcome.error.message }, "reconcile failed; waiting for a change");
+  }
+}

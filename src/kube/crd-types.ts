@@ -1,0 +1,89 @@
+// The parts of apiextensions.k8s.io/v1 JSONSchemaProps a structural CRD schema uses.
+
+export interface ValidationRule {
+  rule: string;
+  message?: string;
+  messageExpression?: string;
+  reason?: "FieldValueInvalid" | "FieldValueForbidden" | "FieldValueRequired" | "FieldValueDuplicate";
+  /** JSON path relative to the node carrying the rule, e.g. `.destinationConfig.org`. */
+  fieldPath?: string;
+  optionalOldSelf?: boolean;
+}
+
+export type SchemaType = "object" | "array" | "string" | "integer" | "number" | "boolean";
+
+export interface JSONSchemaProps {
+  description?: string;
+  title?: string;
+  type?: SchemaType;
+  format?: string;
+  enum?: unknown[];
+  default?: unknown;
+  nullable?: boolean;
+  minimum?: number;
+  exclusiveMinimum?: boolean;
+  maximum?: number;
+  exclusiveMaximum?: boolean;
+  multipleOf?: number;
+  minLength?: number;
+  maxLength?: number;
+  pattern?: string;
+  /** Only for several patterns on one string: `[{pattern}, ...]`, never with a type inside. */
+  allOf?: JSONSchemaProps[];
+  minItems?: number;
+  maxItems?: number;
+  items?: JSONSchemaProps;
+  properties?: Record<string, JSONSchemaProps>;
+  required?: string[];
+  additionalProperties?: JSONSchemaProps;
+  "x-kubernetes-preserve-unknown-fields"?: true;
+  "x-kubernetes-int-or-string"?: true;
+  "x-kubernetes-embedded-resource"?: boolean;
+  "x-kubernetes-list-type"?: "atomic" | "set" | "map";
+  "x-kubernetes-list-map-keys"?: string[];
+  "x-kubernetes-map-type"?: "granular" | "atomic";
+  "x-kubernetes-validations"?: ValidationRule[];
+}
+
+/** The extension keys a zod `.meta()` may carry into the schema node it sits on. */
+export const passThroughMetaKeys = [
+  "x-kubernetes-preserve-unknown-fields",
+  "x-kubernetes-int-or-string",
+  "x-kubernetes-embedded-resource",
+  "x-kubernetes-list-type",
+  "x-kubernetes-list-map-keys",
+  "x-kubernetes-map-type",
+] as const;
+
+/** Key order of every emitted node: what `kubectl explain` readers look for first comes first. */
+export const schemaKeyOrder: readonly (keyof JSONSchemaProps)[] = [
+  "description",
+  "title",
+  "type",
+  "format",
+  "enum",
+  "default",
+  "nullable",
+  "minimum",
+  "exclusiveMinimum",
+  "maximum",
+  "exclusiveMaximum",
+  "multipleOf",
+  "minLength",
+  "maxLength",
+  "pattern",
+  "allOf",
+  "minItems",
+  "maxItems",
+  "items",
+  "properties",
+  "required",
+  "additionalProperties",
+  "x-kubernetes-preserve-unknown-fields",
+  "x-kubernetes-int-or-string",
+  "x-kubernetes-embedded-resource",
+  "x-kubernetes-list-type",
+  "x-kubernetes-list-map-keys",
+  "x-kubernetes-map-type",
+  "x-kubernetes-validations",
+];

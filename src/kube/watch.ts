@@ -1,0 +1,142 @@
+// One list and one watch request against the apiserver, by path, for any kind. The informer
+// (informer.ts) strings them together and restarts them; here is only the protocol.
+import type { KubeObject } from "../engine/types.ts";
+import type { Kube } from "./client.ts";
+import { kubeFetch, kubeJson } from "./rest.ts";
+import { ApiException } from "@kubernetes/client-node";
+
+export interface ListResult {
+  items: KubeObject[];
+  resourceVersion: string;
+}
+
+interface ListPage {
+  metadata?: { resourceVersion?: string; continue?: string };
+  items?: KubeObject[];
+}
+
+/** Every object under `path`, page by page, and the resourceVersion to watch from. */
+export async function listAll(
+  kube: Kube,
+  path: string,
+  opts: { labelSelector?: string; pageSize?: number; signal?: AbortSignal } = {},
+): Promise<ListResult> {
+  const items: KubeObject[] = [];
+  let token: string | undefined;
+  let resourceVersion = "";
+  do {
+    const page = await kubeJson<ListPage>(kube.kc, {
+      path,
+      query: { limit: opts.pageSize ?? 500, continue: token, labelSelector: opts.labelSelector },
+      ...(opts.signal ? { signal: opts.signal } : {}),
+    });
+    items.push(...(page.items ?? []));
+    resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
+    token = page.metadata?.continue || undefined;
+  } while (token);
+  return { items, resourceVersion };
+}
+
+export type WatchEventType = "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK";
+
+export interface WatchOptions {
+  resourceVersion: string;
+  labelSelector?: string;
+  /** Server-side timeout; the server ends the watch cleanly after it. */
+  timeoutSeconds: number;
+  signal: AbortSignal;
+  onEvent: (type: WatchEventType, obj: KubeObject) => void;
+}
+
+/**
+ * How a watch ended: "closed" when the server ended it (its timeout, or it went away between
+ * events), "gone" when the resourceVersion is too old (410 Expired) and the caller must relist.
+ * Any other failure rejects.
+ */
+export type WatchEnd = { end: "closed" | "gone"; events: number };
+
+export async function watchOnce(kube: Kube, path: string, opts: WatchOptions): Promise<WatchEnd> {
+  // A half-open connection delivers nothing and never ends; the server should have closed the
+  // watch at timeoutSeconds, so silence well past that ends it from this side.
+  const idle = new AbortController();
+  const idleMs = (opts.timeoutSeconds + 60) * 1000;
+  let timer = setTimeout(() => idle.abort(), idleMs);
+  const touch = (): void => {
+    clearTimeout(timer);
+    timer = setTimeout(() => idle.abort(), idleMs);
+  };
+  try {
+    return await streamWatch(kube, path, opts, AbortSignal.any([opts.signal, idle.signal]), touch);
+  } catch (err) {
+    if (idle.signal.aborted && !opts.signal.aborted) return { end: "closed", events: 0 };
+    throw err;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function streamWatch(
+  kube: Kube,
+  path: string,
+  opts: WatchOptions,
+  signal: AbortSignal,
+  touch: () => void,
+): Promise<WatchEnd> {
+  const response = await kubeFetch(kube.kc, {
+    path,
+    query: {
+      watch: true,
+      resourceVersion: opts.resourceVersion,
+      allowWatchBookmarks: true,
+      timeoutSeconds: opts.timeoutSeconds,
+      labelSelector: opts.labelSelector,
+    },
+    signal,
+  });
+  if (response.status === 410) {
+    await response.body?.cancel();
+    return { end: "gone", events: 0 };
+  }
+  if (response.status !== 200 || !response.body) {
+    const text = await response.text();
+    throw new ApiException(response.status, `watch ${path}: HTTP ${response.status}`, text, {});
+  }
+  let events = 0;
+  const decoder = new TextDecoder();
+  let buffered = "";
+  for await (const chunk of response.body) {
+    touch();
+    buffered += decoder.decode(chunk as Uint8Array, { stream: true });
+    let newline = buffered.indexOf("\n");
+    while (newline >= 0) {
+      const line = buffered.slice(0, newline).trim();
+      buffered = buffered.slice(newline + 1);
+      newline = buffered.indexOf("\n");
+      if (!line) continue;
+      const outcome = handleLine(line, opts.onEvent);
+      if (outcome === "gone") {
+        await response.body.cancel();
+        return { end: "gone", events };
+      }
+      events += 1;
+    }
+  }
+  return { end: "closed", events };
+}
+
+interface WatchStatus {
+  code?: number;
+  reason?: string;
+  message?: string;
+}
+
+function handleLine(line: string, onEvent: WatchOptions["onEvent"]): "event" | "gone" {
+  const event = JSON.parse(line) as { type: string; object: unknown };
+  if (event.type === "ERROR") {
+    const status = event.object as WatchStatus;
+    if (status.code === 410) return "gone";
+    throw new ApiException(status.code ?? 500, `watch error: ${status.reason ?? ""} ${status.message ?? ""}`.trim(), status, {});
+  }
+  onEvent(event.type as WatchEventType, event.object as KubeObject);
+  return "event";
+}

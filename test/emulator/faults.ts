@@ -1,0 +1,52 @@
+// Injected faults, restricted to /api requests that match `match`. Counted faults (rateLimit,
+// drop) are consumed as matching requests arrive.
+import type { Faults } from "./types.ts";
+
+export type FaultDecision =
+  | { kind: "none" }
+  | { kind: "drop"; when: "before-handling" | "after-handling" }
+  | { kind: "rateLimit"; retryAfterSeconds: number }
+  | { kind: "error"; status: number };
+
+export interface FaultState {
+  set(faults: Faults): void;
+  get(): Faults;
+  latencyFor(method: string, path: string): number;
+  /** Decides (and consumes) the fault for one request. */
+  decide(method: string, path: string): FaultDecision;
+}
+
+export function createFaultState(): FaultState {
+  let faults: Faults = {};
+  let pattern: RegExp | undefined;
+
+  const matches = (method: string, path: string): boolean => {
+    const match = faults.match;
+    if (match?.method !== undefined && match.method.toUpperCase() !== method) return false;
+    return pattern === undefined || pattern.test(path);
+  };
+
+  return {
+    set(next) {
+      faults = structuredClone(next);
+      pattern = next.match?.pathPattern === undefined ? undefined : new RegExp(next.match.pathPattern);
+    },
+    get: () => structuredClone(faults),
+    latencyFor: (method, path) => (matches(method, path) ? (faults.latencyMs ?? 0) : 0),
+    decide(method, path) {
+      if (!matches(method, path)) return { kind: "none" };
+      if (faults.drop && faults.drop.count > 0) {
+        faults.drop.count -= 1;
+        return { kind: "drop", when: faults.drop.when };
+      }
+      if (faults.rateLimit && faults.rateLimit.count > 0) {
+        faults.rateLimit.count -= 1;
+        return { kind: "rateLimit", retryAfterSeconds: faults.rateLimit.retryAfterSeconds };
+      }
+      if (faults.errorRate !== undefined && faults.errorRate > 0 && Math.random() < faults.errorRate) {
+        return { kind: "error", status: faults.errorStatus ?? 500 };
+      }
+      return { kind: "none" };
+    },
+  };
+}

@@ -1,0 +1,51 @@
+// Create-token for a machine identity: mints an opaque bearer token the emulator then accepts.
+import { randomBytes, randomUUID } from "node:crypto";
+import { hashToken } from "../auth.ts";
+import { notFound } from "../errors.ts";
+import type { HandlerContext, Route } from "../router.ts";
+import type { MintedTokenRec } from "../state.ts";
+import { parse } from "../schemas/parse.ts";
+import { createTokenBody } from "../schemas/tokens.ts";
+
+function createToken({ core, params, body }: HandlerContext): unknown {
+  const { name } = parse(createTokenBody, body ?? {});
+  const identityId = params["identityId"] ?? "";
+  const identity = core.state.identities[identityId];
+  if (!identity) throw notFound(`Identity with ID '${identityId}' not found`);
+  const accessToken = `kwe.${randomBytes(32).toString("base64url")}`;
+  const createdAt = new Date();
+  const record: MintedTokenRec = {
+    id: randomUUID(),
+    hash: hashToken(accessToken),
+    identityId,
+    name: name ?? null,
+    createdAt: createdAt.toISOString(),
+    expiresAt: identity.accessTokenTTL > 0 ? createdAt.getTime() + identity.accessTokenTTL * 1000 : null,
+  };
+  core.state.tokens[record.hash] = record;
+  const tokenData: Record<string, unknown> = {
+    id: record.id,
+    accessTokenTTL: identity.accessTokenTTL,
+    accessTokenMaxTTL: identity.accessTokenMaxTTL,
+    accessTokenNumUses: 0,
+    accessTokenNumUsesLimit: 0,
+    isAccessTokenRevoked: false,
+    identityId,
+    createdAt: record.createdAt,
+    updatedAt: record.createdAt,
+    authMethod: "token-auth",
+    accessTokenPeriod: 0,
+  };
+  if (name !== undefined) tokenData["name"] = name;
+  return { accessToken, expiresIn: identity.accessTokenTTL, accessTokenMaxTTL: identity.accessTokenMaxTTL, tokenType: "Bearer", tokenData };
+}
+
+export const tokenRoutes: Route[] = [
+  {
+    method: "POST",
+    path: "/api/v1/auth/token-auth/identities/:identityId/tokens",
+    operation: "createIdentityToken",
+    limit: "write",
+    handle: createToken,
+  },
+];

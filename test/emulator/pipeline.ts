@@ -1,0 +1,135 @@
+// One /api request from arrival to answer: faults, routing, auth, rate limit, body, handler,
+// persistence, and the request log entry.
+import { randomBytes } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { authenticate, enforceAuth, type AuthResult } from "./auth.ts";
+import type { Core } from "./core.ts";
+import { errorBody, faultBody, routeNotFound, ServiceError } from "./errors.ts";
+import type { FaultState } from "./faults.ts";
+import { parseJsonBody, readBody, sendJson, sleep, splitUrl, type ParsedBody } from "./http.ts";
+import type { RateLimiter } from "./rate-limit.ts";
+import { matchRoute, type Route, type RouteMatch } from "./router.ts";
+import type { RecordedRequest } from "./types.ts";
+
+export interface Pipeline {
+  core: Core;
+  routes: readonly Route[];
+  faults: FaultState;
+  limiter: RateLimiter;
+  record(entry: Omit<RecordedRequest, "seq">): void;
+}
+
+interface Answer {
+  status: number;
+  body: unknown;
+  headers?: Record<string, string>;
+}
+
+interface Incoming {
+  reqId: string;
+  method: string;
+  path: string;
+  query: Record<string, string>;
+  body: ParsedBody;
+  auth: AuthResult;
+  match: RouteMatch | undefined;
+  remoteKey: string;
+}
+
+export async function handleApiRequest(p: Pipeline, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const incoming = await receive(p, req);
+  const log = (status: number, fault?: RecordedRequest["fault"]): void => {
+    p.record({
+      at: new Date().toISOString(),
+      method: incoming.method,
+      path: incoming.path,
+      query: incoming.query,
+      body: incoming.body.ok ? incoming.body.value : incoming.body.raw,
+      status,
+      operation: incoming.match?.route.operation ?? "unknown",
+      auth: incoming.auth.kind,
+      reqId: incoming.reqId,
+      ...(fault ? { fault } : {}),
+    });
+  };
+
+  const latency = p.faults.latencyFor(incoming.method, incoming.path);
+  if (latency > 0) await sleep(latency);
+  // The emulator may have closed (or the client gone) during the delay: nothing left to answer.
+  if (req.socket.destroyed) return;
+  const decision = p.faults.decide(incoming.method, incoming.path);
+  if (decision.kind === "drop" && decision.when === "before-handling") {
+    log(0, "drop-before-handling");
+    req.socket.destroy();
+    return;
+  }
+  if (decision.kind === "rateLimit" || decision.kind === "error") {
+    const answer = decision.kind === "rateLimit" ? rateLimited(incoming.reqId, decision.retryAfterSeconds) : { status: decision.status, body: faultBody(decision.status, incoming.reqId) };
+    log(answer.status, decision.kind);
+    sendJson(res, answer.status, answer.body, answer.headers);
+    return;
+  }
+  const answer = answerRequest(p, incoming);
+  if (decision.kind === "drop") {
+    log(answer.status, "drop-after-handling");
+    req.socket.destroy();
+    return;
+  }
+  log(answer.status);
+  sendJson(res, answer.status, answer.body, answer.headers);
+}
+
+async function receive(p: Pipeline, req: IncomingMessage): Promise<Incoming> {
+  const method = (req.method ?? "GET").toUpperCase();
+  const { path, query } = splitUrl(req.url);
+  const body = parseJsonBody(await readBody(req));
+  return {
+    reqId: `req-${randomBytes(8).toString("hex")}`,
+    method,
+    path,
+    query,
+    body,
+    auth: authenticate(p.core, req.headers.authorization),
+    match: matchRoute(p.routes, method, path),
+    remoteKey: `anonymous:${req.socket.remoteAddress ?? "unknown"}`,
+  };
+}
+
+function rateLimited(reqId: string, retryAfterSeconds: number): Answer {
+  return {
+    status: 429,
+    body: { reqId, statusCode: 429, message: `Rate limit exceeded. Please try again in ${retryAfterSeconds} seconds`, error: "RateLimitExceeded" },
+    headers: { "retry-after": String(retryAfterSeconds) },
+  };
+}
+
+function answerRequest(p: Pipeline, incoming: Incoming): Answer {
+  try {
+    return run(p, incoming);
+  } catch (err) {
+    if (err instanceof ServiceError) return { status: err.statusCode, body: errorBody(err, incoming.reqId) };
+    console.error("emulator: handler failed", err);
+    return { status: 500, body: { reqId: incoming.reqId, statusCode: 500, message: "Something went wrong", error: "InternalServerError" } };
+  } finally {
+    if (incoming.method !== "GET" && incoming.match) p.core.changed();
+  }
+}
+
+function run(p: Pipeline, incoming: Incoming): Answer {
+  const { match, auth } = incoming;
+  if (!match) throw routeNotFound(incoming.method, incoming.path);
+  enforceAuth(auth, match.route.anonymous === true);
+  const key = auth.kind === "valid" ? `token:${auth.token}` : incoming.remoteKey;
+  const retryAfter = p.limiter.take(key, match.route.limit, Date.now());
+  if (retryAfter !== undefined) return rateLimited(incoming.reqId, retryAfter);
+  if (!incoming.body.ok) throw new ServiceError(400, "Bad Request", "Body is not valid JSON");
+  const body = match.route.handle({
+    core: p.core,
+    method: incoming.method,
+    path: incoming.path,
+    params: match.params,
+    query: incoming.query,
+    body: incoming.body.value,
+  });
+  return { status: 200, body };
+}

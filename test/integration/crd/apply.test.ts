@@ -1,0 +1,166 @@
+// A CRD generated from a SecretSync-shaped discriminated union, applied to a real apiserver:
+// the apiserver accepts it (structural, every CEL rule compiles within the cost budget), and
+// `kubectl apply` rejects objects that do not fit their destination with the generated message.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { crdFromSources, crdToYaml } from "../../../src/kube/crd.ts";
+import { toYaml } from "../../../src/kube/crd-yaml.ts";
+import { applyYaml, createTestNamespace, kubectl, waitFor, type TestNamespace } from "../../controlplane/testenv.ts";
+import { exampleSource } from "../../unit/crd/secret-sync-example.ts";
+
+const source = exampleSource("crdtest.keyward.dev");
+const crd = crdFromSources(source);
+const apiVersion = `${source.group}/${source.version}`;
+
+function sync(name: string, spec: Record<string, unknown>): string {
+  return toYaml({ apiVersion, kind: source.kind, metadata: { name }, spec });
+}
+
+const common = {
+  projectId: "proj-1",
+  name: "app-secrets",
+  connectionId: "3f1c2d4e-5a6b-4c7d-8e9f-0a1b2c3d4e5f",
+  environment: "prod",
+};
+
+const good = {
+  "code-host": {
+    ...common,
+    destination: "code-host",
+    destinationConfig: { scope: "organization", org: "acme", visibility: "all" },
+    syncOptions: { keySchema: "APP_{{secretKey}}" },
+  },
+  "workflow-engine": {
+    ...common,
+    destination: "workflow-engine",
+    destinationConfig: { scope: "cluster", clusterUUID: "11111111-2222-3333-4444-555555555555" },
+    syncOptions: {},
+  },
+  "cloud-secrets-manager": {
+    ...common,
+    destination: "cloud-secrets-manager",
+    destinationConfig: { mappingBehavior: "one-to-one", region: "eu-west-1" },
+    syncOptions: { tags: [{ key: "team", value: "payments" }], syncSecretMetadataAsTags: true },
+  },
+};
+
+describe("generated CRD on a real apiserver", () => {
+  let ns: TestNamespace;
+
+  beforeAll(async () => {
+    // the YAML text, not the object: this also proves the emitter's output is what kubectl reads
+    await applyYaml(crdToYaml(crd), "default", { extraArgs: ["--server-side", "--force-conflicts"] });
+    const result = await kubectl(["wait", "--for=condition=Established", "--timeout=60s", `crd/${crd.metadata.name}`]);
+    expect(result.code, result.stderr).toBe(0);
+    // the CRD is served once discovery knows it; an apply straight after Established can race it
+    await waitFor(
+      async () => ((await kubectl(["get", `${source.plural}.${source.group}`, "-A"])).code === 0 ? true : undefined),
+      { timeoutMs: 60_000, description: `${source.plural} to be served` },
+    );
+    ns = await createTestNamespace("crd-apply");
+  });
+
+  afterAll(async () => {
+    await ns.cleanup();
+    await kubectl(["delete", "crd", crd.metadata.name, "--wait=false"]);
+  });
+
+  it("is accepted as a structural schema, stored exactly as generated", async () => {
+    const got = await kubectl(["get", "crd", crd.metadata.name, "-o", "json"]);
+    expect(got.code, got.stderr).toBe(0);
+    const stored = JSON.parse(got.stdout) as {
+      spec: { versions: { schema: unknown; additionalPrinterColumns: unknown; subresources: unknown }[] };
+      status: { conditions: { type: string; status: string }[] };
+    };
+    const conditions = stored.status.conditions;
+    expect(conditions.find((c) => c.type === "Established")?.status).toBe("True");
+    expect(conditions.find((c) => c.type === "NamesAccepted")?.status).toBe("True");
+    expect(conditions.find((c) => c.type === "NonStructuralSchema")).toBeUndefined();
+    // nothing pruned or rewritten: every key the generator writes is one the apiserver knows
+    const [version] = stored.spec.versions;
+    const [generated] = crd.spec.versions;
+    expect(version?.schema).toEqual(generated?.schema);
+    expect(version?.additionalPrinterColumns).toEqual(generated?.additionalPrinterColumns);
+    expect(version?.subresources).toEqual({ status: {} });
+  });
+
+  it.each(Object.entries(good))("accepts a valid %s sync and fills the defaults", async (destination, spec) => {
+    const name = `good-${destination}`;
+    await applyYaml(sync(name, spec), ns.name);
+    const got = await kubectl(["get", `${source.plural}.${source.group}`, name, "-n", ns.name, "-o", "json"]);
+    const stored = JSON.parse(got.stdout) as { spec: { secretPath: string; isAutoSyncEnabled: boolean; syncOptions: Record<string, unknown> } };
+    expect(stored.spec.secretPath).toBe("/");
+    expect(stored.spec.isAutoSyncEnabled).toBe(true);
+    expect(stored.spec.syncOptions.initialSyncBehavior).toBe("overwrite-destination");
+  });
+
+  it("accepts null for nullable fields, enums included", async () => {
+    const result = await kubectl(["create", "-n", ns.name, "-f", "-"], {
+      input: sync("nulls", { ...good["workflow-engine"], description: null, priority: null }),
+    });
+    expect(result.code, result.stderr).toBe(0);
+    const got = await kubectl(["get", `${source.plural}.${source.group}`, "nulls", "-n", ns.name, "-o", "json"]);
+    const stored = JSON.parse(got.stdout) as { spec: Record<string, unknown> };
+    expect(stored.spec.priority).toBeNull();
+    expect(stored.spec.description).toBeNull();
+  });
+
+  const bad: [string, Record<string, unknown>, string][] = [
+    [
+      "a code-host sync without org",
+      { ...good["code-host"], destinationConfig: { scope: "organization" } },
+      "destination code-host requires destinationConfig.org",
+    ],
+    [
+      "a code-host sync with another destination's field",
+      { ...good["code-host"], destinationConfig: { scope: "organization", org: "acme", clusterUUID: "11111111-2222-3333-4444-555555555555" } },
+      "destinationConfig.clusterUUID is not allowed for destination code-host",
+    ],
+    [
+      "a code-host scope other than organization",
+      { ...good["code-host"], destinationConfig: { scope: "repository", org: "acme" } },
+      "destinationConfig.scope must be organization for destination code-host",
+    ],
+    [
+      "a workflow-engine scope longer than its own limit",
+      { ...good["workflow-engine"], destinationConfig: { scope: "x".repeat(65), clusterUUID: "11111111-2222-3333-4444-555555555555" } },
+      "destinationConfig.scope must be at most 64 characters for destination workflow-engine",
+    ],
+    [
+      "cloud-secrets-manager sync options on a workflow-engine sync",
+      { ...good["workflow-engine"], syncOptions: { tags: [{ key: "a", value: "b" }] } },
+      "syncOptions.tags is not allowed for destination workflow-engine",
+    ],
+    [
+      "a cloud-secrets-manager sync without region",
+      { ...good["cloud-secrets-manager"], destinationConfig: { mappingBehavior: "one-to-one" } },
+      "destination cloud-secrets-manager requires destinationConfig.region",
+    ],
+    [
+      "both projectRef and projectId",
+      { ...good["code-host"], projectRef: { name: "p" } },
+      "exactly one of projectRef, projectId must be set",
+    ],
+  ];
+
+  it.each(bad)("rejects %s with the rule's message", async (_what, spec, message) => {
+    const result = await applyYaml(sync("bad", spec), ns.name, { allowFailure: true });
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain(message);
+    const got = await kubectl(["get", `${source.plural}.${source.group}`, "bad", "-n", ns.name]);
+    expect(got.code).not.toBe(0);
+  });
+
+  it("rejects a bad object only for the rule it breaks, not for the variants it does not claim", async () => {
+    const result = await applyYaml(sync("bad-one", { ...good["code-host"], destinationConfig: { scope: "organization" } }), ns.name, { allowFailure: true });
+    expect(result.stderr).toContain("destination code-host requires destinationConfig.org");
+    expect(result.stderr).not.toContain("workflow-engine");
+    expect(result.stderr).not.toContain("cloud-secrets-manager");
+  });
+
+  it("keeps the destination immutable", async () => {
+    await applyYaml(sync("moving", good["code-host"]), ns.name);
+    const result = await applyYaml(sync("moving", good["workflow-engine"]), ns.name, { allowFailure: true });
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain("destination is immutable");
+  });
+});

@@ -1,0 +1,83 @@
+import { describe, expect, it } from "vitest";
+import { ApiError, TransportError } from "../../../src/api/errors.ts";
+import { backoffDelay, parseRetryAfter, retryDecision, retryPolicy, type RetryPolicy } from "../../../src/api/retry.ts";
+
+const policy: RetryPolicy = { maxAttempts: 5, baseDelayMs: 100, maxDelayMs: 1_000 };
+
+const apiError = (status: number, retryAfterMs?: number) =>
+  new ApiError({ operation: "op", status, error: "E", message: "m", ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) });
+const transport = (mayHaveLanded: boolean, retryable = true) =>
+  new TransportError({ operation: "op", kind: mayHaveLanded ? "dropped-response" : "connection-refused", detail: "d", retryable, mayHaveLanded });
+
+describe("backoffDelay", () => {
+  it("stays within [ceiling/2, ceiling] for the lowest and highest random draws", () => {
+    for (let retry = 1; retry <= 8; retry++) {
+      const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (retry - 1));
+      expect(backoffDelay(retry, policy, () => 0)).toBe(ceiling / 2);
+      expect(backoffDelay(retry, policy, () => 1)).toBe(ceiling);
+      const mid = backoffDelay(retry, policy, () => 0.5);
+      expect(mid).toBeGreaterThanOrEqual(ceiling / 2);
+      expect(mid).toBeLessThanOrEqual(ceiling);
+    }
+  });
+
+  it("doubles per retry until the cap", () => {
+    const ceilings = [1, 2, 3, 4, 5, 6].map((r) => backoffDelay(r, policy, () => 1));
+    expect(ceilings).toEqual([100, 200, 400, 800, 1000, 1000]);
+  });
+
+  it("stays finite for absurd attempt numbers and clamps a bad random source", () => {
+    expect(backoffDelay(10_000, policy, () => 7)).toBe(1000);
+    expect(backoffDelay(1, policy, () => -3)).toBe(50);
+  });
+
+  it("retryPolicy fills defaults and sanitises", () => {
+    expect(retryPolicy(undefined)).toEqual({ maxAttempts: 3, baseDelayMs: 200, maxDelayMs: 10_000 });
+    expect(retryPolicy({ maxAttempts: 0, baseDelayMs: 500, maxDelayMs: 100 })).toEqual({ maxAttempts: 1, baseDelayMs: 500, maxDelayMs: 500 });
+  });
+});
+
+describe("parseRetryAfter", () => {
+  const now = Date.parse("2026-01-01T00:00:00Z");
+  it("reads delay-seconds", () => {
+    expect(parseRetryAfter("0", now)).toBe(0);
+    expect(parseRetryAfter("3", now)).toBe(3000);
+    expect(parseRetryAfter(" 120 ", now)).toBe(120_000);
+  });
+  it("reads an HTTP date, relative to now, never negative", () => {
+    expect(parseRetryAfter("Thu, 01 Jan 2026 00:00:05 GMT", now)).toBe(5000);
+    expect(parseRetryAfter("Wed, 31 Dec 2025 23:59:00 GMT", now)).toBe(0);
+  });
+  it("ignores absent and unreadable values", () => {
+    for (const v of [undefined, "", "soon", "-1", "1.5", "Thu, 99 Foo 2026"]) expect(parseRetryAfter(v, now)).toBeUndefined();
+  });
+});
+
+describe("retryDecision", () => {
+  const fixed = () => 1;
+  it("retries idempotent calls on 429, 502, 503, 504 and retryable transport failures", () => {
+    for (const e of [apiError(429), apiError(502), apiError(503), apiError(504), transport(true), transport(false)]) {
+      expect(retryDecision(e, 1, "idempotent", policy, fixed)).toEqual({ retry: true, delayMs: 100 });
+    }
+  });
+  it("never retries other statuses, non-retryable transport errors or unknown errors", () => {
+    for (const e of [apiError(400), apiError(401), apiError(403), apiError(404), apiError(422), apiError(500), transport(false, false), new Error("x")]) {
+      expect(retryDecision(e, 1, "idempotent", policy, fixed)).toEqual({ retry: false });
+    }
+  });
+  it("retries a create only when it provably never landed: 429 or no connection", () => {
+    expect(retryDecision(apiError(429), 1, "non-idempotent", policy, fixed).retry).toBe(true);
+    expect(retryDecision(transport(false), 1, "non-idempotent", policy, fixed).retry).toBe(true);
+    expect(retryDecision(transport(true), 1, "non-idempotent", policy, fixed).retry).toBe(false);
+    for (const s of [502, 503, 504]) expect(retryDecision(apiError(s), 1, "non-idempotent", policy, fixed).retry).toBe(false);
+  });
+  it("stops at maxAttempts", () => {
+    expect(retryDecision(apiError(503), 4, "idempotent", policy, fixed).retry).toBe(true);
+    expect(retryDecision(apiError(503), 5, "idempotent", policy, fixed).retry).toBe(false);
+  });
+  it("waits at least Retry-After, and leaves a Retry-After above maxDelayMs to the caller", () => {
+    expect(retryDecision(apiError(429, 700), 1, "idempotent", policy, fixed)).toEqual({ retry: true, delayMs: 700 });
+    expect(retryDecision(apiError(429, 10), 3, "idempotent", policy, fixed)).toEqual({ retry: true, delayMs: 400 });
+    expect(retryDecision(apiError(429, 5_000), 1, "idempotent", policy, fixed)).toEqual({ retry: false });
+  });
+});

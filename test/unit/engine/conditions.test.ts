@@ -1,0 +1,84 @@
+import { describe, expect, it } from "vitest";
+import { conditionsEqual, getCondition, setCondition, statusEqual } from "../../../src/engine/conditions.ts";
+import type { Condition } from "../../../src/engine/types.ts";
+
+const t0 = "2025-01-01T00:00:00.000Z";
+const t1 = "2025-01-01T01:00:00.000Z";
+
+const ready = (status: Condition["status"], reason = "Available", message = "ok", observedGeneration = 1) => ({
+  type: "Ready",
+  status,
+  reason,
+  message,
+  observedGeneration,
+});
+
+describe("setCondition", () => {
+  it("appends a new condition with the given time", () => {
+    const list = setCondition(undefined, ready("True"), t0);
+    expect(list).toEqual([{ ...ready("True"), lastTransitionTime: t0 }]);
+  });
+
+  it("keeps lastTransitionTime when the status is unchanged, even if reason and message change", () => {
+    const first = setCondition([], ready("True"), t0);
+    const second = setCondition(first, ready("True", "StillAvailable", "still ok", 2), t1);
+    expect(second).toEqual([{ ...ready("True", "StillAvailable", "still ok", 2), lastTransitionTime: t0 }]);
+  });
+
+  it("moves lastTransitionTime when the status changes", () => {
+    const first = setCondition([], ready("True"), t0);
+    const second = setCondition(first, ready("False", "Unavailable", "down"), t1);
+    expect(getCondition(second, "Ready")?.lastTransitionTime).toBe(t1);
+    expect(getCondition(second, "Ready")?.status).toBe("False");
+  });
+
+  it("replaces in place, leaves other types alone and does not mutate its input", () => {
+    const synced = { type: "Synced", status: "True" as const, reason: "Ok", message: "", observedGeneration: 1 };
+    const first = setCondition(setCondition([], ready("True"), t0), synced, t0);
+    const snapshot = structuredClone(first);
+    const second = setCondition(first, ready("False"), t1);
+    expect(first).toEqual(snapshot);
+    expect(second.map((c) => c.type)).toEqual(["Ready", "Synced"]);
+    expect(getCondition(second, "Synced")).toEqual({ ...synced, lastTransitionTime: t0 });
+  });
+
+  it("accepts a Date for now", () => {
+    const list = setCondition([], ready("True"), new Date(t1));
+    expect(list[0]?.lastTransitionTime).toBe(t1);
+  });
+});
+
+describe("conditionsEqual", () => {
+  it("ignores lastTransitionTime and order", () => {
+    const a = setCondition(setCondition([], ready("True"), t0), { ...ready("True"), type: "Synced" }, t0);
+    const b = [...setCondition(setCondition([], ready("True"), t1), { ...ready("True"), type: "Synced" }, t1)].reverse();
+    expect(conditionsEqual(a, b)).toBe(true);
+  });
+
+  it("sees a different status, reason, message, generation or count", () => {
+    const base = setCondition([], ready("True"), t0);
+    expect(conditionsEqual(base, setCondition([], ready("False"), t0))).toBe(false);
+    expect(conditionsEqual(base, setCondition([], ready("True", "Other"), t0))).toBe(false);
+    expect(conditionsEqual(base, setCondition([], ready("True", "Available", "other"), t0))).toBe(false);
+    expect(conditionsEqual(base, setCondition([], ready("True", "Available", "ok", 2), t0))).toBe(false);
+    expect(conditionsEqual(base, [])).toBe(false);
+    expect(conditionsEqual(undefined, [])).toBe(true);
+  });
+});
+
+describe("statusEqual", () => {
+  it("compares deeply, ignoring key order and undefined properties", () => {
+    expect(statusEqual({ a: 1, b: { c: [1, 2], d: "x" } }, { b: { d: "x", c: [1, 2] }, a: 1 })).toBe(true);
+    expect(statusEqual({ a: 1, b: undefined }, { a: 1 })).toBe(true);
+    expect(statusEqual(null, null)).toBe(true);
+  });
+
+  it("sees differences in values, array order, types and missing keys", () => {
+    expect(statusEqual({ a: 1 }, { a: 2 })).toBe(false);
+    expect(statusEqual({ a: [1, 2] }, { a: [2, 1] })).toBe(false);
+    expect(statusEqual({ a: "1" }, { a: 1 })).toBe(false);
+    expect(statusEqual({ a: 1 }, { a: 1, b: null })).toBe(false);
+    expect(statusEqual({ a: [] }, { a: {} })).toBe(false);
+    expect(statusEqual({ a: { b: 1 } }, { a: { b: 1, c: 2 } })).toBe(false);
+  });
+});

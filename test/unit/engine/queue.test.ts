@@ -1,0 +1,191 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { createWorkQueue, formatKey, parseKey, type QueueObserver } from "../../../src/engine/queue.ts";
+
+// Resolves a pending get() if it settles within the current macrotask, else "pending".
+async function settled<T>(promise: Promise<T>): Promise<T | "pending"> {
+  return Promise.race([promise, new Promise<"pending">((resolve) => setImmediate(() => resolve("pending")))]);
+}
+
+describe("work queue", () => {
+  it("collapses repeated adds of a waiting key and hands keys out in order", async () => {
+    const q = createWorkQueue();
+    q.add("ns/a");
+    q.add("ns/b");
+    q.add("ns/a");
+    q.add("ns/a");
+    expect(q.len()).toBe(2);
+    expect(await q.get()).toBe("ns/a");
+    expect(await q.get()).toBe("ns/b");
+    expect(q.len()).toBe(0);
+  });
+
+  it("never hands a key in flight to a second worker; an add meanwhile re-runs it once after done", async () => {
+    const q = createWorkQueue();
+    q.add("ns/a");
+    const first = await q.get();
+    expect(first).toBe("ns/a");
+    q.add("ns/a");
+    q.add("ns/a");
+    expect(q.len()).toBe(0);
+    const second = q.get();
+    expect(await settled(second)).toBe("pending");
+    q.done("ns/a");
+    expect(await second).toBe("ns/a");
+    q.done("ns/a");
+    expect(q.len()).toBe(0);
+    expect(await settled(q.get())).toBe("pending");
+  });
+
+  it("serves other keys while one is in flight", async () => {
+    const q = createWorkQueue();
+    q.add("ns/a");
+    await q.get();
+    q.add("ns/a");
+    q.add("ns/b");
+    expect(await q.get()).toBe("ns/b");
+    expect(q.inFlight()).toBe(2);
+  });
+
+  it("done of a key not in flight changes nothing", () => {
+    const q = createWorkQueue();
+    q.add("ns/a");
+    q.done("ns/a");
+    q.done("ns/zzz");
+    expect(q.len()).toBe(1);
+  });
+
+  it("a waiting get() is woken by a later add", async () => {
+    const q = createWorkQueue();
+    const next = q.get();
+    expect(await settled(next)).toBe("pending");
+    q.add("ns/x");
+    expect(await next).toBe("ns/x");
+  });
+
+  it("formats and parses keys", () => {
+    expect(formatKey({ namespace: "ns", name: "a" })).toBe("ns/a");
+    expect(parseKey("ns/a")).toEqual({ namespace: "ns", name: "a" });
+    expect(parseKey("a")).toEqual({ namespace: "", name: "a" });
+  });
+});
+
+describe("work queue delays", () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("addAfter adds the key once the delay passes", () => {
+    const q = createWorkQueue({ now: () => Date.now() });
+    q.addAfter("ns/a", 1000);
+    expect(q.len()).toBe(0);
+    vi.advanceTimersByTime(999);
+    expect(q.len()).toBe(0);
+    vi.advanceTimersByTime(1);
+    expect(q.len()).toBe(1);
+  });
+
+  it("of two pending delays for one key the earlier wins, and the key is added once", () => {
+    const q = createWorkQueue({ now: () => Date.now() });
+    q.addAfter("ns/a", 1000);
+    q.addAfter("ns/a", 100);
+    q.addAfter("ns/a", 5000);
+    vi.advanceTimersByTime(100);
+    expect(q.len()).toBe(1);
+    vi.advanceTimersByTime(10_000);
+    expect(q.len()).toBe(1);
+  });
+
+  it("addAfter with no delay adds at once", () => {
+    const q = createWorkQueue();
+    q.addAfter("ns/a", 0);
+    expect(q.len()).toBe(1);
+  });
+
+  it("addRateLimited backs off exponentially per key until forget", () => {
+    const q = createWorkQueue({ backoff: { baseMs: 10, maxMs: 50, jitter: "none" }, now: () => Date.now() });
+    const delayOf = (key: string): number => {
+      q.addRateLimited(key);
+      let waited = 0;
+      while (q.len() === 0) {
+        vi.advanceTimersByTime(1);
+        waited += 1;
+      }
+      void q.get().then((k) => q.done(k as string));
+      return waited;
+    };
+    expect(delayOf("ns/a")).toBe(10);
+    expect(delayOf("ns/a")).toBe(20);
+    expect(delayOf("ns/a")).toBe(40);
+    expect(delayOf("ns/a")).toBe(50);
+    expect(q.numRequeues("ns/a")).toBe(4);
+    expect(delayOf("ns/b")).toBe(10);
+    q.forget("ns/a");
+    expect(q.numRequeues("ns/a")).toBe(0);
+    expect(delayOf("ns/a")).toBe(10);
+  });
+});
+
+describe("work queue shutdown", () => {
+  it("stops accepting adds, drains what is queued, then resolves undefined", async () => {
+    const q = createWorkQueue();
+    q.add("ns/a");
+    q.add("ns/b");
+    q.addAfter("ns/later", 60_000);
+    q.shutDown();
+    q.add("ns/c");
+    expect(q.isShuttingDown()).toBe(true);
+    expect(q.len()).toBe(2);
+    expect(await q.get()).toBe("ns/a");
+    expect(await q.get()).toBe("ns/b");
+    expect(await q.get()).toBeUndefined();
+    expect(await q.get()).toBeUndefined();
+  });
+
+  it("releases workers already waiting", async () => {
+    const q = createWorkQueue();
+    const waiting = [q.get(), q.get()];
+    q.shutDown();
+    expect(await Promise.all(waiting)).toEqual([undefined, undefined]);
+  });
+
+  it("still re-runs a key that was dirty before shutdown, once", async () => {
+    const q = createWorkQueue();
+    q.add("ns/a");
+    await q.get();
+    q.add("ns/a");
+    q.shutDown();
+    q.done("ns/a");
+    expect(await q.get()).toBe("ns/a");
+    q.done("ns/a");
+    expect(await q.get()).toBeUndefined();
+  });
+});
+
+describe("work queue observer", () => {
+  it("reports adds, retries, depth and durations", async () => {
+    const seen = { adds: 0, retries: 0, depth: [] as number[], queued: 0, worked: 0 };
+    const observer: QueueObserver = {
+      added: () => void seen.adds++,
+      retried: () => void seen.retries++,
+      depth: (n) => void seen.depth.push(n),
+      queueDuration: () => void seen.queued++,
+      workDuration: () => void seen.worked++,
+    };
+    const q = createWorkQueue({ observer });
+    q.add("ns/a");
+    q.add("ns/a");
+    q.add("ns/b");
+    q.addRateLimited("ns/c");
+    const key = await q.get();
+    q.done(key as string);
+    expect(seen.adds).toBe(2);
+    expect(seen.retries).toBe(1);
+    expect(seen.depth).toEqual([1, 2, 1]);
+    expect(seen.queued).toBe(1);
+    expect(seen.worked).toBe(1);
+    q.shutDown();
+  });
+});
