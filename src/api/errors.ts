@@ -37,7 +37,9 @@ export class ApiError extends Error {
   /** The service's `message` (422 issue lists rendered as "path: message; ..."). */
   readonly serviceMessage: string;
   readonly reqId: string | undefined;
-  /** 429 and 5xx: trying again later may succeed. */
+  /** 400 "a job for this sync is already in progress" (DESIGN.md): retry once the job is done. */
+  readonly jobInProgress: boolean;
+  /** 429, 5xx and a job in progress: trying again later may succeed. */
   readonly retryable: boolean;
   /** A 5xx may come after the change was applied; a 4xx never does. */
   readonly mayHaveLanded: boolean;
@@ -51,7 +53,8 @@ export class ApiError extends Error {
     this.error = init.error;
     this.serviceMessage = init.message;
     this.reqId = init.reqId;
-    this.retryable = init.status === 429 || init.status >= 500;
+    this.jobInProgress = init.status === 400 && /already in progress/i.test(init.message);
+    this.retryable = init.status === 429 || init.status >= 500 || this.jobInProgress;
     this.mayHaveLanded = init.status >= 500;
     this.retryAfterMs = init.retryAfterMs;
   }
@@ -140,6 +143,7 @@ export const isTransportError = (e: unknown): e is TransportError => e instanceo
 export const isResponseValidationError = (e: unknown): e is ResponseValidationError => e instanceof ResponseValidationError;
 export const isRequestValidationError = (e: unknown): e is RequestValidationError => e instanceof RequestValidationError;
 export const isNotFound = (e: unknown): boolean => isApiError(e) && e.status === 404;
+export const isJobInProgress = (e: unknown): boolean => isApiError(e) && e.jobInProgress;
 
 export function formatIssues(issues: readonly FieldIssue[]): string {
   return issues.map((i) => `${i.path}: ${i.problem}`).join("; ");

@@ -9,6 +9,7 @@ export {
   ResponseValidationError,
   TransportError,
   isApiError,
+  isJobInProgress,
   isNotFound,
   isRequestValidationError,
   isResponseValidationError,

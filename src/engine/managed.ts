@@ -13,6 +13,7 @@ import {
   requeueAfter,
   retryable,
   terminal,
+  type CommonStatus,
   type Condition,
   type KubeObject,
   type ObjectKey,
@@ -326,7 +327,7 @@ class Run<Spec, Status, Conn> {
   }
 
   private async writeStatus(conds: Conditions): Promise<void> {
-    const old = this.obj.status ?? {};
+    const old: Partial<Status> & CommonStatus = this.obj.status ?? {};
     const generation = this.obj.metadata.generation ?? 0;
     const now = this.now().toISOString();
     let conditions: Condition[] = old.conditions ?? [];

@@ -107,7 +107,7 @@ export function statusFrom(p: Project): Partial<ProjectStatus> {
     name: p.name,
     type: p.type,
     orgId: p.orgId,
-    version: p.version,
+    version: p.version ?? undefined,
     hasDeleteProtection: p.hasDeleteProtection ?? false,
     environments: (p.environments ?? []).map((e) => ({ name: e.name, slug: e.slug, id: e.id })),
   };

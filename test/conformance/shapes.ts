@@ -133,7 +133,7 @@ export const projectWithEnvSpec: Spec = {
 export const projectRoleSpec: Spec = {
   id: uuid,
   name: str,
-  description: str,
+  description: nullable(str),
   slug: str,
   permissions: any,
   createdAt: dateTime,
@@ -209,7 +209,9 @@ export const groupMembershipSpec: Spec = {
 };
 
 // tokenData: the two last-used/renewed times and the UA client secret id have no value for a
-// fresh token issued by token auth, so null is allowed there.
+// fresh token issued by token auth, so null is allowed there. So is `name` for a token created
+// without one: interface.md's create-token request is "{name: string, optional}", so
+// "tokenData fields: ... name string" has nothing to carry when none was sent.
 export const tokenDataSpec: Spec = {
   id: str,
   accessTokenTTL: num,
@@ -223,7 +225,7 @@ export const tokenDataSpec: Spec = {
   identityId: uuid,
   createdAt: dateTime,
   updatedAt: dateTime,
-  name: str,
+  name: nullable(str),
   authMethod: str,
   accessTokenPeriod: num,
 };
@@ -244,7 +246,7 @@ export const certificateProfileScalarSpec: Spec = {
   caId: uuid,
   certificateTemplateId: uuid,
   slug: str,
-  description: str,
+  description: nullable(str),
   enrollmentType: oneOf(["api", "est", "acme"]),
   estConfigId: nullable(uuid),
   apiConfigId: nullable(uuid),

@@ -40,6 +40,16 @@ describe("create token", () => {
     expect(listed.status).toBe(200);
   });
 
+  it("sends every tokenData field, null where a fresh token has no value", async () => {
+    const res = await call<TokenReply>(emu, "POST", `/api/v1/auth/token-auth/identities/${ids.identity}/tokens`, { body: {} });
+    expect(res.body.tokenData).toMatchObject({ name: null, accessTokenLastUsedAt: null, accessTokenLastRenewedAt: null, identityUAClientSecretId: null });
+    expect(Object.keys(res.body.tokenData).sort()).toEqual([
+      "accessTokenLastRenewedAt", "accessTokenLastUsedAt", "accessTokenMaxTTL", "accessTokenNumUses", "accessTokenNumUsesLimit",
+      "accessTokenPeriod", "accessTokenTTL", "authMethod", "createdAt", "id", "identityId", "identityUAClientSecretId",
+      "isAccessTokenRevoked", "name", "updatedAt",
+    ]);
+  });
+
   it("accepts a request without a body; 404 for an unknown identity; 401 without a token", async () => {
     expect((await call(emu, "POST", `/api/v1/auth/token-auth/identities/${ids.identity}/tokens`)).status).toBe(200);
     expect((await call(emu, "POST", "/api/v1/auth/token-auth/identities/no-such-identity/tokens", { body: {} })).status).toBe(404);

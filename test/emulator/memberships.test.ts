@@ -27,6 +27,11 @@ describe("user memberships", () => {
     expect(b.body).toEqual(a.body);
     const alice = a.body.memberships.find((m) => m.user["username"] === "alice@example.com");
     expect(alice).toMatchObject({ userId: ids.alice, projectId: ids.project, roles: [{ role: "admin", isTemporary: false }] });
+    // A permanent built-in role still carries every listed field, null where it has no value.
+    expect(alice?.roles[0]).toMatchObject({
+      customRoleId: null, customRoleName: null, customRoleSlug: null,
+      temporaryMode: null, temporaryRange: null, temporaryAccessStartTime: null, temporaryAccessEndTime: null,
+    });
     expect(typeof alice?.createdAt).toBe("string");
     expect(Object.keys(alice?.user ?? {}).sort()).toEqual(["email", "firstName", "id", "lastName", "publicKey", "username"]);
   });
@@ -47,8 +52,11 @@ describe("user memberships", () => {
       body: { roles: [{ role: "admin" }, { role: "viewer", isTemporary: true, temporaryMode: "relative", temporaryRange: "1h", temporaryAccessStartTime: start }] },
     });
     expect(res.status).toBe(200);
-    expect(res.body.roles[0]).toMatchObject({ role: "admin", projectMembershipId: id, isTemporary: false });
-    expect(res.body.roles[1]).toMatchObject({ role: "viewer", isTemporary: true, temporaryRange: "1h", temporaryAccessStartTime: start, temporaryAccessEndTime: "2030-01-01T01:00:00.000Z" });
+    expect(res.body.roles[0]).toMatchObject({
+      role: "admin", projectMembershipId: id, isTemporary: false, customRoleId: null,
+      temporaryMode: null, temporaryRange: null, temporaryAccessStartTime: null, temporaryAccessEndTime: null,
+    });
+    expect(res.body.roles[1]).toMatchObject({ role: "viewer", customRoleId: null, isTemporary: true, temporaryMode: "relative", temporaryRange: "1h", temporaryAccessStartTime: start, temporaryAccessEndTime: "2030-01-01T01:00:00.000Z" });
     expect(Object.keys(res.body.roles[0] ?? {})).toEqual(expect.arrayContaining(["id", "createdAt", "updatedAt"]));
     const after = await aliceMembership();
     expect(after.roles.map((r) => r.role)).toEqual(["admin", "viewer"]);

@@ -61,6 +61,8 @@ describe("certificate profiles", () => {
     expect(res.body.certificateProfile).toMatchObject({ slug: "profile-01", enrollmentType: "est", projectId });
     for (const key of ["metrics", "estConfig", "apiConfig", "acmeConfig"]) expect(key in res.body.certificateProfile).toBe(false);
     expect(typeof res.body.certificateProfile["estConfigId"]).toBe("string");
+    // The config ids of the other enrollment types, and a description never given, are null.
+    expect(res.body.certificateProfile).toMatchObject({ apiConfigId: null, acmeConfigId: null, description: null });
     expect((await call(emu, "GET", "/api/v1/pki/certificate-profiles/slug/elsewhere", { query: { projectId }, token: null })).status).toBe(404);
     expect((await call(emu, "GET", "/api/v1/pki/certificate-profiles/slug/profile-01", { token: null })).status).toBe(422);
     expect((await list({ projectId: "no-such-project" })).status).toBe(404);

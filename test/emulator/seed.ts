@@ -117,7 +117,7 @@ function normalizeProfile(raw: RawProfile, existing: ProfileRec | undefined): Pr
     caId: text(raw, "caId", existing?.caId ?? randomUUID()),
     certificateTemplateId: text(raw, "certificateTemplateId", existing?.certificateTemplateId ?? randomUUID()),
     slug: raw.slug,
-    description: text(raw, "description", ""),
+    description: typeof raw["description"] === "string" ? raw["description"] : null,
     enrollmentType: raw.enrollmentType,
     createdAt: text(raw, "createdAt", existing?.createdAt ?? at),
     updatedAt: text(raw, "updatedAt", at),

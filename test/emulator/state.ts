@@ -104,7 +104,7 @@ export interface ProfileRec {
   caId: string;
   certificateTemplateId: string;
   slug: string;
-  description: string;
+  description: string | null;
   enrollmentType: "api" | "est" | "acme";
   estConfigId?: string;
   apiConfigId?: string;

@@ -66,6 +66,10 @@ describe("create", () => {
     });
     expect(sync["folderId"]).toBe((sync["folder"] as { id: string }).id);
     expect(typeof sync["lastSyncJobId"]).toBe("string");
+    // Fields of jobs that never ran are sent as null, not left out.
+    for (const key of ["importStatus", "removeStatus", "lastImportJobId", "lastRemoveJobId", "lastSyncMessage", "lastImportMessage", "lastRemoveMessage", "lastSyncedAt", "lastImportedAt", "lastRemovedAt"]) {
+      expect(sync[key], key).toBeNull();
+    }
     expect(sync["syncOptions"]).toMatchObject({ initialSyncBehavior: "overwrite-destination", disableSecretDeletion: false });
   });
 
@@ -80,7 +84,7 @@ describe("create", () => {
 
   it("does not queue a job when auto-sync is off", async () => {
     const sync = await create("git-host", { isAutoSyncEnabled: false });
-    expect(sync.syncStatus).toBeUndefined();
+    expect(sync.syncStatus).toBeNull();
   });
 
   it.each([
@@ -124,7 +128,7 @@ describe("jobs", () => {
     });
     expect(["running", "succeeded"]).toContain(running.syncStatus);
     const done = await settled("monitoring", sync.id);
-    expect(done).toMatchObject({ syncStatus: "succeeded", lastSyncJobId: sync["lastSyncJobId"] });
+    expect(done).toMatchObject({ syncStatus: "succeeded", lastSyncJobId: sync["lastSyncJobId"], lastSyncMessage: null });
     expect(typeof done["lastSyncedAt"]).toBe("string");
   });
 
@@ -172,7 +176,7 @@ describe("update, get, find, delete", () => {
     });
     expect(res.status).toBe(200);
     expect(res.body.secretSync).toMatchObject({ version: 2, description: "moved", environment: { slug: "prod" }, folder: { path: "/other" }, name: sync.name });
-    expect(res.body.secretSync.syncStatus).toBeUndefined();
+    expect(res.body.secretSync.syncStatus).toBeNull();
     expect((await call(emu, "PATCH", `/api/v1/secret-syncs/code-host/${sync.id}`, { body: { name: "" } })).status).toBe(422);
     expect((await call(emu, "PATCH", "/api/v1/secret-syncs/code-host/not-a-uuid", { body: {} })).status).toBe(422);
   });

@@ -154,7 +154,7 @@ describe("Project", () => {
   });
 
   it("rejects a 4-character slug and pitVersionLimit 101 at apply time", async () => {
-    const bad = (name: string, spec: object): string => JSON.stringify(project(name, spec));
+    const bad = (name: string, spec: Record<string, unknown>): string => JSON.stringify(project(name, spec));
     const slug = await kubectl(["apply", "-n", ns.name, "-f", "-"], { input: bad("shortslug", { slug: "abcd" }) });
     expect(slug.code).not.toBe(0);
     expect(slug.stderr).toMatch(/slug/);

@@ -7,36 +7,47 @@ import { membershipDetailsBody, membershipDetailsParams, updateRolesBody } from 
 import { parse } from "../schemas/parse.ts";
 import { requireProject } from "./projects.ts";
 
-/** A membership role entry. Custom roles read back as role "custom" with customRole* fields, as in the real service. */
+/**
+ * A membership role entry. Custom roles read back as role "custom" with customRole* fields, as in
+ * the real service; every listed field is sent, null where it has no value (a built-in role has
+ * no customRole*, a permanent role no temporary*).
+ */
 function roleEntryView(state: State, entry: MemberRoleRec): Record<string, unknown> {
-  const view: Record<string, unknown> = { id: entry.id, role: entry.role, isTemporary: entry.isTemporary };
   const custom = entry.customRoleId === undefined ? undefined : state.projectRoles[entry.customRoleId];
-  if (entry.customRoleId !== undefined) {
-    Object.assign(view, { role: "custom", customRoleId: entry.customRoleId, customRoleName: custom?.name ?? entry.role, customRoleSlug: custom?.slug ?? entry.role });
-  }
-  return { ...view, ...temporaryView(entry) };
+  const isCustom = entry.customRoleId !== undefined;
+  return {
+    id: entry.id,
+    role: isCustom ? "custom" : entry.role,
+    customRoleId: entry.customRoleId ?? null,
+    customRoleName: isCustom ? (custom?.name ?? entry.role) : null,
+    customRoleSlug: isCustom ? (custom?.slug ?? entry.role) : null,
+    isTemporary: entry.isTemporary,
+    ...temporaryView(entry),
+  };
 }
 
 function temporaryView(entry: MemberRoleRec): Record<string, unknown> {
-  if (!entry.isTemporary) return {};
+  const temporary = entry.isTemporary;
   return {
-    temporaryMode: entry.temporaryMode,
-    temporaryRange: entry.temporaryRange,
-    temporaryAccessStartTime: entry.temporaryAccessStartTime,
-    temporaryAccessEndTime: entry.temporaryAccessEndTime,
+    temporaryMode: temporary ? (entry.temporaryMode ?? null) : null,
+    temporaryRange: temporary ? (entry.temporaryRange ?? null) : null,
+    temporaryAccessStartTime: temporary ? (entry.temporaryAccessStartTime ?? null) : null,
+    temporaryAccessEndTime: temporary ? (entry.temporaryAccessEndTime ?? null) : null,
   };
 }
 
-/** A role entry as the update operations return it. */
+/** A role entry as the update operations return it; null where a field has no value, as above. */
 function updatedRoleView(membershipId: string, entry: MemberRoleRec): Record<string, unknown> {
-  const view: Record<string, unknown> = {
+  return {
     id: entry.id,
     role: entry.customRoleId === undefined ? entry.role : "custom",
     projectMembershipId: membershipId,
+    customRoleId: entry.customRoleId ?? null,
     isTemporary: entry.isTemporary,
+    ...temporaryView(entry),
+    createdAt: entry.createdAt,
+    updatedAt: entry.updatedAt,
   };
-  if (entry.customRoleId !== undefined) view["customRoleId"] = entry.customRoleId;
-  return { ...view, ...temporaryView(entry), createdAt: entry.createdAt, updatedAt: entry.updatedAt };
 }
 
 function userView(user: UserRec, withUsername: boolean): Record<string, unknown> {

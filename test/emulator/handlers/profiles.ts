@@ -6,8 +6,9 @@ import type { ProfileRec, State } from "../state.ts";
 import { parse } from "../schemas/parse.ts";
 import { listProfilesQuery, profileSlugParams, profileSlugQuery } from "../schemas/profiles.ts";
 
+/** The scalar fields, all of them: the config ids of other enrollment types are null. */
 function scalarView(p: ProfileRec): Record<string, unknown> {
-  const view: Record<string, unknown> = {
+  return {
     id: p.id,
     projectId: p.projectId,
     caId: p.caId,
@@ -15,11 +16,12 @@ function scalarView(p: ProfileRec): Record<string, unknown> {
     slug: p.slug,
     description: p.description,
     enrollmentType: p.enrollmentType,
+    estConfigId: p.estConfigId ?? null,
+    apiConfigId: p.apiConfigId ?? null,
+    acmeConfigId: p.acmeConfigId ?? null,
+    createdAt: p.createdAt,
+    updatedAt: p.updatedAt,
   };
-  if (p.estConfigId !== undefined) view["estConfigId"] = p.estConfigId;
-  if (p.apiConfigId !== undefined) view["apiConfigId"] = p.apiConfigId;
-  if (p.acmeConfigId !== undefined) view["acmeConfigId"] = p.acmeConfigId;
-  return { ...view, createdAt: p.createdAt, updatedAt: p.updatedAt };
 }
 
 function listEntryView(p: ProfileRec): Record<string, unknown> {

@@ -34,7 +34,9 @@ export function syncView(state: State, sync: SyncRec): Record<string, unknown> {
     createdAt: sync.createdAt,
     updatedAt: sync.updatedAt,
   };
-  for (const key of statusKeys) if (sync[key] !== undefined) view[key] = sync[key];
+  // Every listed field is sent; one whose job never ran (or has nothing to say) is null, as the
+  // real service's nullable columns answer.
+  for (const key of statusKeys) view[key] = sync[key] ?? null;
   return {
     ...view,
     syncOptions: structuredClone(sync.syncOptions),

@@ -23,20 +23,24 @@ function createToken({ core, params, body }: HandlerContext): unknown {
     expiresAt: identity.accessTokenTTL > 0 ? createdAt.getTime() + identity.accessTokenTTL * 1000 : null,
   };
   core.state.tokens[record.hash] = record;
-  const tokenData: Record<string, unknown> = {
+  // Every tokenData field is sent; those a fresh token-auth token has no value for are null.
+  const tokenData = {
     id: record.id,
     accessTokenTTL: identity.accessTokenTTL,
     accessTokenMaxTTL: identity.accessTokenMaxTTL,
     accessTokenNumUses: 0,
     accessTokenNumUsesLimit: 0,
+    accessTokenLastUsedAt: null,
+    accessTokenLastRenewedAt: null,
     isAccessTokenRevoked: false,
+    identityUAClientSecretId: null,
     identityId,
     createdAt: record.createdAt,
     updatedAt: record.createdAt,
+    name: record.name,
     authMethod: "token-auth",
     accessTokenPeriod: 0,
   };
-  if (name !== undefined) tokenData["name"] = name;
   return { accessToken, expiresIn: identity.accessTokenTTL, accessTokenMaxTTL: identity.accessTokenMaxTTL, tokenType: "Bearer", tokenData };
 }
 

@@ -9,6 +9,7 @@ import {
   closeConnections,
   createApiClient,
   isApiError,
+  isJobInProgress,
   isNotFound,
   isResponseValidationError,
   isTransportError,
@@ -82,7 +83,7 @@ describe("service errors", () => {
   it("400 for a duplicate project slug and a duplicate sync name, not retried", async () => {
     const slug = unique("dup");
     await api.createProject({ projectName: "one", slug });
-    expect((await apiErrorOf(api.createProject({ projectName: "two", slug }))).status).toBe(400);
+    expect(await apiErrorOf(api.createProject({ projectName: "two", slug }))).toMatchObject({ status: 400, jobInProgress: false, retryable: false });
     const body = syncBody({ isAutoSyncEnabled: false });
     await api.createSecretSync("git-host", body);
     expect((await apiErrorOf(api.createSecretSync("git-host", body))).status).toBe(400);
@@ -110,8 +111,11 @@ describe("400 while a job of the sync is in progress", () => {
     const c = slow.client();
     const sync = await c.createSecretSync("git-host", syncBody());
     expect(sync.syncStatus).toBe("pending");
-    expect((await apiErrorOf(c.syncSecrets("git-host", sync.id))).status).toBe(400);
-    expect((await apiErrorOf(c.removeSecrets("git-host", sync.id))).status).toBe(400);
+    for (const call of [c.syncSecrets("git-host", sync.id), c.removeSecrets("git-host", sync.id)]) {
+      const err = await apiErrorOf(call);
+      expect(err).toMatchObject({ status: 400, jobInProgress: true, retryable: true });
+      expect(isJobInProgress(err)).toBe(true);
+    }
     expect(slow.requestsOf("syncSecrets")).toHaveLength(1);
     expect(slow.requestsOf("removeSecrets")).toHaveLength(1);
   });

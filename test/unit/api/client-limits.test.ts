@@ -13,7 +13,7 @@ let syncId: string;
 
 const s = (n: number) => "x".repeat(n);
 /** A fresh slug of exactly n characters (n >= 5). */
-const slugOf = (n: number) => `${randomBytes(8).toString("hex").slice(0, 5)}`.padEnd(n, "z");
+const slugOf = (n: number) => randomBytes(8).toString("hex").slice(0, 5).padEnd(n, "z");
 const syncBody = (over: Record<string, unknown>) => ({
   name: unique("lim"),
   projectId: seedIds.demoProject,
@@ -31,7 +31,7 @@ beforeAll(async () => {
   checked = h.client();
   unchecked = h.unchecked();
   membershipId = (await checked.getMembershipByUsername(seedIds.demoProject, seedIds.bob)).id;
-  syncId = (await checked.createSecretSync("data-platform", syncBody({}) as never)).id;
+  syncId = (await checked.createSecretSync("data-platform", syncBody({}))).id;
 });
 afterAll(async () => {
   await h.em.close();
@@ -48,8 +48,8 @@ interface Row {
   at: ((c: ApiClient) => Promise<unknown>)[];
 }
 
-const createSync = (over: Record<string, unknown>) => (c: ApiClient) => c.createSecretSync("data-platform", syncBody(over) as never);
-const updateSync = (body: Record<string, unknown>) => (c: ApiClient) => c.updateSecretSync("data-platform", syncId, body as never);
+const createSync = (over: Record<string, unknown>) => (c: ApiClient) => c.createSecretSync("data-platform", syncBody(over));
+const updateSync = (body: Record<string, unknown>) => (c: ApiClient) => c.updateSecretSync("data-platform", syncId, body);
 const createProject = (over: Record<string, unknown>) => (c: ApiClient) => c.createProject({ projectName: "limits", ...over });
 const updateProject = (body: Record<string, unknown>) => (c: ApiClient) => c.updateProject(seedIds.demoProject, body);
 const listProfiles = (over: Record<string, unknown>) => (c: ApiClient) => c.listCertificateProfiles({ projectId: seedIds.pkiProject, ...over });

@@ -86,6 +86,17 @@ describe("objects", () => {
     expect(field(z.string().prefault("p"))).toEqual({ type: "string", default: "p" });
     expect(field(z.string().nullable())).toEqual({ type: "string", nullable: true });
     expect(field(z.union([z.string(), z.null()]))).toEqual({ type: "string", nullable: true });
+    // the apiserver checks null against enum even on nullable nodes: a nullable enum is a CEL rule
+    expect(field(z.enum(["a", "b"]).nullable())).toEqual({
+      type: "string",
+      nullable: true,
+      "x-kubernetes-validations": [{ rule: "self in ['a', 'b']", message: "must be one of a, b" }],
+    });
+    expect(field(z.literal([1, null]))).toEqual({
+      type: "integer",
+      nullable: true,
+      "x-kubernetes-validations": [{ rule: "self in [1]", message: "must be one of 1" }],
+    });
     expect(field(z.unknown())).toEqual({ "x-kubernetes-preserve-unknown-fields": true });
     expect(field(z.any().optional())).toEqual({ "x-kubernetes-preserve-unknown-fields": true });
   });
