@@ -193,10 +193,13 @@ async function attemptOnce<S extends z.ZodType>(s: Settings, p: Prepared, schema
     report(s, p.op, { status: "error", started, attempt, cause: describeError(err) });
     throw err;
   }
-  const reqId = readReqId(res.text);
-  report(s, p.op, { status: res.status, started, attempt, ...(reqId ? { reqId } : {}) });
-  if (res.status >= 200 && res.status < 300) return parseResponse(p.op.name, schema, res.text);
-  throw apiErrorFrom(p.op.name, res, p.tokens);
+  if (res.status >= 200 && res.status < 300) {
+    report(s, p.op, { status: res.status, started, attempt });
+    return parseResponse(p.op.name, schema, res.text);
+  }
+  const error = apiErrorFrom(p.op.name, res, p.tokens);
+  report(s, p.op, { status: res.status, started, attempt, ...(error.reqId ? { reqId: error.reqId } : {}) });
+  throw error;
 }
 
 /** Waits (rate limit, backoff); an abort ends the call with a non-retryable TransportError. */
@@ -250,15 +253,6 @@ function parseResponse<S extends z.ZodType>(operation: string, schema: S, text: 
   const parsed = schema.safeParse(json.value);
   if (!parsed.success) throw new ResponseValidationError(operation, responseIssues(parsed.error.issues));
   return parsed.data;
-}
-
-/** The reqId of an error body (for logs); success bodies are not looked into. */
-function readReqId(text: string): string | undefined {
-  if (!text.includes("reqId")) return undefined;
-  const json = parseJson(text);
-  if (!json.ok || typeof json.value !== "object" || json.value === null) return undefined;
-  const reqId = (json.value as { reqId?: unknown }).reqId;
-  return typeof reqId === "string" ? reqId : undefined;
 }
 
 function header(res: HttpResponse, name: string): string | undefined {

@@ -132,7 +132,7 @@ function stringNode(schema: Zod): JSONSchemaProps {
   for (const c of checks) {
     if (c.check !== "string_format") continue;
     const known = stringFormats[c.format];
-    // RFC 3339 (the apiserver's date-time) requires an offset and allows any: a date-time zod
+    // RFC 3339 (the apiserver's date-time) requires an offset and accepts any: a date-time zod
     // reads as local, or as UTC only, is described by zod's own pattern instead
     const { local, offset } = c as { local?: boolean; offset?: boolean };
     const inexact = c.format === "datetime" && (local === true || offset !== true);

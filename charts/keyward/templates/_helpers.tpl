@@ -1,0 +1,98 @@
+{{/* The chart name, or nameOverride. */}}
+{{- define "keyward.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+The name of the release's objects: fullnameOverride, else the release name when it already
+contains the chart name, else <release>-<chart>.
+*/}}
+{{- define "keyward.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "keyward.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "keyward.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "keyward.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "keyward.labels" -}}
+helm.sh/chart: {{ include "keyward.chart" . }}
+{{ include "keyward.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: keyward
+{{- end }}
+
+{{- define "keyward.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "keyward.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "keyward.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+
+{{- define "keyward.leaseName" -}}
+{{- default (printf "%s-leader" (include "keyward.fullname" .)) .Values.leaderElection.id }}
+{{- end }}
+
+{{/*
+What keyward does in a namespace it watches, and nothing more (see src/ for every call):
+- its six kinds: informers list and watch them; finalizers and annotations are merge patches;
+- their /status: whole-status merge patches; /finalizers: update, which the apiserver checks
+  when an owner reference blocks owner deletion (OwnerReferencesPermissionEnforcement);
+- Secrets: ProviderConfig reads its token; AccessToken writes the Secret it issues into;
+- Events: written as core/v1 Events (src/kube/events.ts), created then patched on repeats.
+*/}}
+{{- define "keyward.rules" -}}
+- apiGroups: ["keyward.dev"]
+  resources:
+    - providerconfigs
+    - projects
+    - projectmemberships
+    - secretsyncs
+    - accesstokens
+    - certificateprofiles
+  verbs: ["get", "list", "watch", "patch", "update"]
+- apiGroups: ["keyward.dev"]
+  resources:
+    - providerconfigs/status
+    - projects/status
+    - projectmemberships/status
+    - secretsyncs/status
+    - accesstokens/status
+    - certificateprofiles/status
+  verbs: ["get", "patch", "update"]
+- apiGroups: ["keyward.dev"]
+  resources:
+    - providerconfigs/finalizers
+    - projects/finalizers
+    - projectmemberships/finalizers
+    - secretsyncs/finalizers
+    - accesstokens/finalizers
+    - certificateprofiles/finalizers
+  verbs: ["update"]
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+- apiGroups: [""]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+{{- end }}
