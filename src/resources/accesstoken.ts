@@ -1,0 +1,428 @@
+// AccessToken: a machine identity's token, issued at the service and delivered into a Secret
+// that the AccessToken owns (controller ownerReference, so the garbage collector removes it
+// with the AccessToken), issued again before it expires and whenever the Secret is deleted or
+// edited.
+//
+// The token lives only in the Secret. Status, events, logs and error messages carry its id,
+// its expiry and a salted hash of the Secret's data — never the token.
+//
+// In the engine's terms: observe = the Secret is present, owned, intact and not due for
+// renewal; create (Secret missing) and update (edited, spec changed, renewal due) both issue a
+// token and write the Secret. guardCreate is false: a token has no natural key to find it by,
+// and a duplicate only wastes a token.
+//
+// createIdentityToken is not idempotent and the interface can neither look a token up nor
+// revoke one. If keyward dies, or the Secret write fails, after the service minted a token and
+// before the Secret holds it, the next pass mints another: the first one is leaked at the
+// service until it expires. That is accepted — it was never written anywhere, so nobody holds
+// it. Likewise a token replaced by a renewal, or whose AccessToken is deleted, stays valid at
+// the service until its own expiry.
+import { createHash } from "node:crypto";
+import { z } from "zod";
+import type { ApiClient } from "../api/index.ts";
+import { resourcePath, type Kube, type KindRef } from "../kube/client.ts";
+import { validations, type CrdSource } from "../kube/crd.ts";
+import { getObject, isNotFound, statusCodeOf } from "../kube/objects.ts";
+import { kubeJson } from "../kube/rest.ts";
+import type { SecondaryWatch } from "../engine/controller.ts";
+import { ReconcileError, type ManagedContext, type ManagedModule, type Observation } from "../engine/managed.ts";
+import { API_VERSION, type KubeObject, type ObjectKey, type ObjectMeta, type OwnerReference } from "../engine/types.ts";
+import { ageColumn, commonStatus, kindRef, managementPolicy, providerConfigName, providerConfigRef, readyColumns } from "./common.ts";
+import type { ProviderResolver } from "./providerconfig.ts";
+
+export const ref = kindRef("AccessToken", "accesstokens");
+export const secretRef: KindRef = { group: "", version: "v1", plural: "secrets", kind: "Secret" };
+
+/** On the Secret: the hash of the data keyward wrote, to tell an edit from keyward's own write. */
+export const ANNOTATION_DATA_HASH = "keyward.dev/data-hash";
+/** On the Secret: lets keyward watch only the Secrets it writes. */
+export const LABEL_OWNER_KIND = "keyward.dev/owner-kind";
+export const LABEL_MANAGED_BY = "app.kubernetes.io/managed-by";
+export const SECRET_SELECTOR = `${LABEL_OWNER_KIND}=AccessToken`;
+
+/** A core/v1 Secret as the apiserver sends it (plain JSON; data values are base64). */
+export interface SecretObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+  type?: string;
+  data?: Record<string, string>;
+}
+
+export const defaultSecretKeys = { token: "token", tokenType: "tokenType", expiresAt: "expiresAt" } as const;
+export type SecretKeys = { token: string; tokenType: string; expiresAt: string };
+
+/** Longest sleep before looking again at a token that is not due; the resync covers the rest. */
+const MAX_RENEW_WAIT_MS = 60 * 60_000;
+/** Once due, look again soon after the renewal to record the new token's schedule. */
+const AFTER_ISSUE_REQUEUE_MS = 1_000;
+
+const dnsSubdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const secretKeyName = z.string().min(1).max(253).regex(/^[-._a-zA-Z0-9]+$/);
+const durationPattern = /^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$/;
+
+const keyOr = (field: keyof SecretKeys): string => `(has(self.${field}) ? self.${field} : '${defaultSecretKeys[field]}')`;
+
+export const specSchema = z
+  .object({
+    providerConfigRef: providerConfigRef.optional(),
+    identityId: z.guid().describe("The machine identity the token is issued for."),
+    name: z.string().min(1).max(256).optional().describe("Name given to each token at the service."),
+    secretName: z
+      .string()
+      .min(1)
+      .max(253)
+      .regex(dnsSubdomain)
+      .describe("The Secret in the same namespace that receives the token. keyward creates and owns it; an existing Secret it does not own is never overwritten."),
+    secretKeys: z
+      .object({
+        token: secretKeyName.optional().describe("Key of the token. Default: token."),
+        tokenType: secretKeyName.optional().describe("Key of the token type (Bearer). Default: tokenType."),
+        expiresAt: secretKeyName.optional().describe("Key of the expiry time (RFC 3339). Default: expiresAt."),
+      })
+      .strict()
+      .optional()
+      .describe("Names of the keys written into the Secret.")
+      .meta(
+        validations({
+          rule: `${keyOr("token")} != ${keyOr("tokenType")} && ${keyOr("token")} != ${keyOr("expiresAt")} && ${keyOr("tokenType")} != ${keyOr("expiresAt")}`,
+          message: "the token, tokenType and expiresAt keys must differ",
+        }),
+      ),
+    renewBefore: z
+      .string()
+      .max(32)
+      .regex(durationPattern)
+      .optional()
+      .describe("Issue a new token this long before the current one expires (a duration such as 10m or 1h30m; at most half the token's lifetime). Default: a third of the token's lifetime."),
+    managementPolicy: managementPolicy.optional(),
+  })
+  .strict();
+export type AccessTokenSpec = z.infer<typeof specSchema>;
+
+export const issueReasons = ["Initial", "SecretMissing", "SecretEdited", "SpecChanged", "RenewalDue", "Unrecorded"] as const;
+export type IssueReason = (typeof issueReasons)[number];
+
+export const statusSchema = z.object({
+  ...commonStatus,
+  tokenId: z.string().optional().describe("Id of the current token at the service (tokenData.id)."),
+  identityId: z.string().optional().describe("The machine identity the current token belongs to."),
+  tokenName: z.string().optional().describe("The name the current token was issued with."),
+  secretName: z.string().optional().describe("The Secret holding the current token."),
+  expiresAt: z.string().optional().describe("When the current token expires (RFC 3339); absent for a token without expiry."),
+  renewAt: z.string().optional().describe("When keyward issues the next token."),
+  lastIssuedAt: z.string().optional().describe("When the current token was issued."),
+  lastIssueReason: z.enum(issueReasons).optional().describe("Why the current token was issued."),
+  renewals: z.number().int().optional().describe("Tokens issued after the first one."),
+  secretDataHash: z.string().optional().describe("Salted hash of the data keyward wrote into the Secret, to detect edits."),
+});
+export type AccessTokenStatus = z.infer<typeof statusSchema>;
+
+export const crdSource: CrdSource = {
+  group: ref.group,
+  version: ref.version,
+  kind: ref.kind,
+  plural: ref.plural,
+  singular: "accesstoken",
+  shortNames: ["kwtoken"],
+  categories: ["keyward"],
+  description: "A machine identity's access token, written into a Secret the AccessToken owns and issued again before it expires.",
+  spec: specSchema,
+  status: statusSchema,
+  printerColumns: [
+    { name: "Secret", type: "string", jsonPath: ".status.secretName" },
+    { name: "Expires", type: "string", jsonPath: ".status.expiresAt" },
+    { name: "Renewals", type: "integer", jsonPath: ".status.renewals", priority: 1 },
+    ...readyColumns,
+    ageColumn,
+  ],
+};
+
+type Ctx = ManagedContext<AccessTokenSpec, AccessTokenStatus, ApiClient>;
+
+const durationUnits: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
+
+/** A Go-style duration ("10m", "1h30m", "1.5h", "500ms") in milliseconds. */
+export function parseDuration(text: string): number {
+  if (!durationPattern.test(text)) throw new Error(`not a duration: ${text}`);
+  let total = 0;
+  for (const m of text.matchAll(/([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)/g)) {
+    total += Number(m[1]) * (durationUnits[m[2] ?? ""] ?? 0);
+  }
+  return Math.round(total);
+}
+
+/** The key names the spec asks for, defaults filled in; the three must differ. */
+export function secretKeysOf(spec: Pick<AccessTokenSpec, "secretKeys">): SecretKeys {
+  const keys = { ...defaultSecretKeys, ...dropUndefined(spec.secretKeys ?? {}) };
+  if (new Set([keys.token, keys.tokenType, keys.expiresAt]).size !== 3) {
+    throw new ReconcileError("InvalidSpec", "spec.secretKeys: the token, tokenType and expiresAt keys must differ", { retryable: false });
+  }
+  return keys;
+}
+
+export interface RenewalPlan {
+  renewAt: Date;
+  /** renewBefore asked for more than half the lifetime and was cut to half. */
+  clamped: boolean;
+}
+
+/**
+ * When to issue the next token: expiresAt − renewBefore, where renewBefore defaults to a third
+ * of the lifetime and is at most half of it, so a renewBefore longer than the lifetime cannot
+ * make keyward issue tokens in a loop. undefined: the token does not expire.
+ */
+export function renewalPlan(issuedAt: Date, expiresAt: Date | undefined, renewBefore: string | undefined): RenewalPlan | undefined {
+  if (!expiresAt) return undefined;
+  const lifetime = Math.max(0, expiresAt.getTime() - issuedAt.getTime());
+  const asked = renewBefore === undefined ? lifetime / 3 : parseDuration(renewBefore);
+  const before = Math.min(asked, lifetime / 2);
+  return { renewAt: new Date(expiresAt.getTime() - before), clamped: asked > lifetime / 2 };
+}
+
+/** Hash of the Secret data under `keys`, salted with the owner's uid so it is no bare hash of the token. */
+export function dataHash(ownerUid: string, data: Record<string, string> | undefined, keys: SecretKeys): string {
+  const picked = [keys.token, keys.tokenType, keys.expiresAt].map((k) => [k, data?.[k] ?? null]);
+  return `sha256:${createHash("sha256").update(`keyward.dev/accesstoken\u0000${ownerUid}\u0000${JSON.stringify(picked)}`).digest("hex")}`;
+}
+
+export function controlledBy(secret: Pick<SecretObject, "metadata">, ownerUid: string): boolean {
+  return (secret.metadata.ownerReferences ?? []).some((r) => r.uid === ownerUid && r.controller === true);
+}
+
+/** RFC 3339 to the second, rounded down: an expiry we report is never later than the service's. */
+export function rfc3339(d: Date): string {
+  return new Date(Math.floor(d.getTime() / 1000) * 1000).toISOString().replace(".000Z", "Z");
+}
+
+export type Assessment =
+  | { kind: "missing" }
+  | { kind: "conflict" }
+  | { kind: "reissue"; reason: Exclude<IssueReason, "Initial" | "SecretMissing">; message: string }
+  | { kind: "valid"; plan: RenewalPlan | undefined };
+
+/** What the Secret and the recorded status say must happen. Pure. */
+export function assess(input: {
+  secret: SecretObject | undefined;
+  ownerUid: string;
+  spec: AccessTokenSpec;
+  status: Partial<AccessTokenStatus>;
+  now: Date;
+}): Assessment {
+  const { secret, ownerUid, spec, status, now } = input;
+  if (!secret) return { kind: "missing" };
+  if (!controlledBy(secret, ownerUid)) return { kind: "conflict" };
+  if (!status.secretDataHash || !status.tokenId || status.secretName !== spec.secretName) {
+    return { kind: "reissue", reason: "Unrecorded", message: "the Secret holds no token this resource recorded" };
+  }
+  if (status.identityId !== spec.identityId || (status.tokenName ?? "") !== (spec.name ?? "")) {
+    return { kind: "reissue", reason: "SpecChanged", message: "spec.identityId or spec.name changed" };
+  }
+  const keys = secretKeysOf(spec);
+  const written = secret.metadata.annotations?.[ANNOTATION_DATA_HASH];
+  if (dataHash(ownerUid, secret.data, keys) !== status.secretDataHash || written !== status.secretDataHash) {
+    return { kind: "reissue", reason: "SecretEdited", message: "the Secret's data differs from what keyward wrote (edited, or spec.secretKeys changed)" };
+  }
+  const issuedAt = status.lastIssuedAt ? new Date(status.lastIssuedAt) : undefined;
+  const expiresAt = status.expiresAt ? new Date(status.expiresAt) : undefined;
+  const plan = issuedAt ? renewalPlan(issuedAt, expiresAt, spec.renewBefore) : undefined;
+  if (plan && now.getTime() >= plan.renewAt.getTime()) {
+    return { kind: "reissue", reason: "RenewalDue", message: `the token expires at ${status.expiresAt ?? "?"}; renewal was due at ${rfc3339(plan.renewAt)}` };
+  }
+  return { kind: "valid", plan };
+}
+
+async function readSecret(kube: Kube, namespace: string, name: string): Promise<SecretObject | undefined> {
+  try {
+    return await getObject(kube, secretRef, { namespace, name });
+  } catch (err) {
+    throw secretError("read", namespace, name, err);
+  }
+}
+
+/**
+ * Kubernetes errors name only the status code and the apiserver's reason: the message and body
+ * of an ApiException could echo what was sent, and what is sent here holds a token.
+ */
+function secretError(verb: string, namespace: string, name: string, err: unknown): ReconcileError {
+  const code = statusCodeOf(err);
+  const reason = statusReason(err);
+  const retryable = code === undefined || code >= 500 || code === 409 || code === 429;
+  return new ReconcileError("SecretWriteFailed", `could not ${verb} Secret ${namespace}/${name}: HTTP ${code ?? "error"}${reason ? ` ${reason}` : ""}`, { retryable });
+}
+
+function statusReason(err: unknown): string | undefined {
+  const body = (err as { body?: unknown }).body;
+  let parsed: unknown = body;
+  if (typeof body === "string") {
+    try {
+      parsed = JSON.parse(body);
+    } catch {
+      return undefined;
+    }
+  }
+  const reason = (parsed as { reason?: unknown } | undefined)?.reason;
+  return typeof reason === "string" && /^[A-Za-z]{1,64}$/.test(reason) ? reason : undefined;
+}
+
+const clock = (deps: { now?: () => Date }): Date => deps.now?.() ?? new Date();
+
+function ownerReference(c: Ctx): OwnerReference {
+  return { apiVersion: API_VERSION, kind: ref.kind, name: c.key.name, uid: c.obj.metadata.uid ?? "", controller: true, blockOwnerDeletion: true };
+}
+
+function secretBody(c: Ctx, existing: SecretObject | undefined, data: Record<string, string>, hash: string): SecretObject {
+  const meta: Partial<ObjectMeta> = existing?.metadata ?? {};
+  const otherOwners = (meta.ownerReferences ?? []).filter((r) => r.uid !== c.obj.metadata.uid);
+  return {
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: {
+      name: c.spec.secretName,
+      namespace: c.key.namespace,
+      ...(meta.resourceVersion ? { resourceVersion: meta.resourceVersion } : {}),
+      labels: { ...meta.labels, [LABEL_MANAGED_BY]: "keyward", [LABEL_OWNER_KIND]: ref.kind },
+      annotations: { ...meta.annotations, [ANNOTATION_DATA_HASH]: hash },
+      ownerReferences: [...otherOwners, ownerReference(c)],
+    },
+    type: existing?.type ?? "Opaque",
+    // Replaced whole: the Secret holds what keyward wrote and nothing else.
+    data,
+  };
+}
+
+async function writeSecret(c: Ctx, existing: SecretObject | undefined, data: Record<string, string>, hash: string): Promise<void> {
+  const { namespace } = c.key;
+  const name = c.spec.secretName;
+  const body = secretBody(c, existing, data, hash);
+  try {
+    if (existing) await kubeJson(c.kube.kc, { method: "PUT", path: resourcePath(secretRef, namespace, name), body });
+    else await kubeJson(c.kube.kc, { method: "POST", path: resourcePath(secretRef, namespace), body });
+  } catch (err) {
+    throw secretError(existing ? "replace" : "create", namespace, name, err);
+  }
+}
+
+/** After spec.secretName changed: the old Secret (still holding a live token) goes, if it is ours. */
+async function removeOldSecret(c: Ctx): Promise<void> {
+  const old = c.status.secretName;
+  if (!old || old === c.spec.secretName) return;
+  const secret = await readSecret(c.kube, c.key.namespace, old);
+  if (!secret || !controlledBy(secret, c.obj.metadata.uid ?? "")) return;
+  try {
+    await kubeJson(c.kube.kc, { method: "DELETE", path: resourcePath(secretRef, c.key.namespace, old) });
+    c.event("Normal", "SecretRemoved", `removed Secret ${old}, replaced by ${c.spec.secretName}`);
+  } catch (err) {
+    if (!isNotFound(err)) throw secretError("delete", c.key.namespace, old, err);
+  }
+}
+
+const b64 = (s: string): string => Buffer.from(s, "utf8").toString("base64");
+
+async function issue(c: Ctx, deps: { now?: () => Date }, reason: IssueReason, existing: SecretObject | undefined): Promise<Partial<AccessTokenStatus>> {
+  const keys = secretKeysOf(c.spec);
+  // Taken before the call: the service starts the token's lifetime later, so an expiry
+  // counted from here is never later than the real one.
+  const issuedAt = new Date(Math.floor(clock(deps).getTime() / 1000) * 1000);
+  const minted = await c.conn.createIdentityToken(c.spec.identityId, c.spec.name === undefined ? {} : { name: c.spec.name });
+  const expiresAt = minted.expiresIn > 0 ? new Date(issuedAt.getTime() + minted.expiresIn * 1000) : undefined;
+  const data: Record<string, string> = { [keys.token]: b64(minted.accessToken), [keys.tokenType]: b64(minted.tokenType) };
+  if (expiresAt) data[keys.expiresAt] = b64(rfc3339(expiresAt));
+  const hash = dataHash(c.obj.metadata.uid ?? "", data, keys);
+  await writeSecret(c, existing, data, hash);
+  await removeOldSecret(c);
+  const tokenId = minted.tokenData.id;
+  c.log.info({ tokenId, reason, expiresAt: expiresAt ? rfc3339(expiresAt) : undefined, secret: c.spec.secretName }, "issued a token into the Secret");
+  const plan = renewalPlan(issuedAt, expiresAt, c.spec.renewBefore);
+  return {
+    tokenId,
+    identityId: c.spec.identityId,
+    tokenName: c.spec.name ?? "",
+    secretName: c.spec.secretName,
+    expiresAt: expiresAt ? rfc3339(expiresAt) : undefined,
+    renewAt: plan ? rfc3339(plan.renewAt) : undefined,
+    lastIssuedAt: rfc3339(issuedAt),
+    lastIssueReason: reason,
+    renewals: c.status.tokenId ? (c.status.renewals ?? 0) + 1 : (c.status.renewals ?? 0),
+    secretDataHash: hash,
+  };
+}
+
+async function observe(c: Ctx, deps: { now?: () => Date }): Promise<Observation<AccessTokenStatus>> {
+  const secretName = c.spec.secretName;
+  const now = clock(deps);
+  const secret = await readSecret(c.kube, c.key.namespace, secretName);
+  const verdict = assess({ secret, ownerUid: c.obj.metadata.uid ?? "", spec: c.spec, status: c.status, now });
+  switch (verdict.kind) {
+    case "missing":
+      return { exists: false, upToDate: false, status: {}, absent: { reason: "SecretMissing", message: `Secret ${secretName} does not exist` } };
+    case "conflict":
+      return {
+        exists: false,
+        upToDate: false,
+        status: {},
+        canCreate: false,
+        absent: { reason: "SecretConflict", message: `Secret ${secretName} exists and is not owned by this AccessToken; it is never overwritten: delete it or choose another spec.secretName` },
+      };
+    case "reissue":
+      return { exists: true, upToDate: false, status: {}, diff: [`token (${verdict.message})`], requeueAfterMs: AFTER_ISSUE_REQUEUE_MS };
+    case "valid": {
+      const plan = verdict.plan;
+      const when = plan ? `expires at ${c.status.expiresAt ?? "?"}, renewed at ${rfc3339(plan.renewAt)}` : "does not expire";
+      const clamped = plan?.clamped ? " (renewBefore cut to half the token's lifetime)" : "";
+      return {
+        exists: true,
+        upToDate: true,
+        status: { renewAt: plan ? rfc3339(plan.renewAt) : undefined },
+        readiness: { ready: true, reason: "Available", message: `token ${c.status.tokenId ?? ""} is in Secret ${secretName}; ${when}${clamped}` },
+        ...(plan ? { requeueAfterMs: Math.min(Math.max(0, plan.renewAt.getTime() - now.getTime()) + 250, MAX_RENEW_WAIT_MS) } : {}),
+      };
+    }
+  }
+}
+
+async function create(c: Ctx, deps: { now?: () => Date }): Promise<Partial<AccessTokenStatus>> {
+  return issue(c, deps, c.status.tokenId ? "SecretMissing" : "Initial", undefined);
+}
+
+async function update(c: Ctx, deps: { now?: () => Date }): Promise<Partial<AccessTokenStatus>> {
+  // Read again: the replace needs the current resourceVersion, and the reason is recorded.
+  const secret = await readSecret(c.kube, c.key.namespace, c.spec.secretName);
+  const verdict = assess({ secret, ownerUid: c.obj.metadata.uid ?? "", spec: c.spec, status: c.status, now: clock(deps) });
+  if (verdict.kind === "conflict") throw new ReconcileError("SecretConflict", `Secret ${c.spec.secretName} is not owned by this AccessToken`, { retryable: true });
+  if (verdict.kind === "valid") return {};
+  return issue(c, deps, verdict.kind === "missing" ? "SecretMissing" : verdict.reason, secret);
+}
+
+/** Secondary watch: a change to a Secret an AccessToken controls reconciles that AccessToken. */
+export const secretWatch: SecondaryWatch = {
+  kind: secretRef,
+  labelSelector: SECRET_SELECTOR,
+  mapToKeys: (obj: KubeObject): ObjectKey[] =>
+    (obj.metadata.ownerReferences ?? [])
+      .filter((r) => r.controller === true && r.kind === ref.kind && r.apiVersion === API_VERSION)
+      .map((r) => ({ namespace: obj.metadata.namespace, name: r.name })),
+};
+
+export function accessTokenModule(deps: { providers: ProviderResolver; now?: () => Date }): ManagedModule<AccessTokenSpec, AccessTokenStatus, ApiClient> {
+  return {
+    ref,
+    parseSpec: (raw) => {
+      const spec = specSchema.parse(raw);
+      secretKeysOf(spec);
+      return spec;
+    },
+    // The Secret goes with its owner through the garbage collector; nothing at the service to delete.
+    needsFinalizer: () => false,
+    guardCreate: false,
+    connect: ({ namespace, spec }) => deps.providers.connect(namespace, providerConfigName(spec)),
+    observe: (c) => observe(c, deps),
+    create: (c) => create(c, deps),
+    update: (c) => update(c, deps),
+    observeOnly: (spec) => spec.managementPolicy === "ObserveOnly",
+  };
+}
+
+function dropUndefined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

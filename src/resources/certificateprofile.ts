@@ -1,0 +1,204 @@
+// CertificateProfile (read-only): one certificate profile, found by slug in a project, mirrored
+// into status with its certificate counts and enrollment settings, and exported as Prometheus
+// gauges so an alert on expiring certificates needs no other tool. keyward never creates,
+// changes or deletes a profile; an unknown slug is Ready=False NotFound, looked up again on
+// every resync.
+//
+// The get-by-slug answer has only the scalar fields; the counts and the enrollment configs are
+// in the list, which is paged (limit 100) and narrowed by the slug search and the profile's
+// enrollment type. An EST passphrase and CA chain are in that list too: they are never copied.
+import { z } from "zod";
+import type { Gauge } from "prom-client";
+import { enrollmentTypes, type ApiClient, type CertificateProfile, type CertificateProfileListEntry, type EnrollmentType } from "../api/index.ts";
+import { exactlyOneOf, type CrdSource } from "../kube/crd.ts";
+import { ReconcileError, type ManagedContext, type ManagedModule, type Observation } from "../engine/managed.ts";
+import { kindGauge, type Metrics } from "../engine/metrics.ts";
+import type { ObjectKey } from "../engine/types.ts";
+import { ageColumn, commonStatus, kindRef, projectId, projectRef, providerConfigName, providerConfigRef, readyColumns } from "./common.ts";
+import { notFoundAsUndefined } from "./project.ts";
+import type { ProviderResolver } from "./providerconfig.ts";
+import { resolveProjectId } from "./refs.ts";
+
+export const ref = kindRef("CertificateProfile", "certificateprofiles");
+
+export const PAGE_SIZE = 100;
+/** A bound on paging, against a service whose totalCount never stops growing. */
+const MAX_PAGES = 1_000;
+
+export const specSchema = z
+  .object({
+    providerConfigRef: providerConfigRef.optional(),
+    projectRef: projectRef.optional(),
+    projectId: projectId.optional(),
+    slug: z.string().min(1).max(255).describe("Slug of the certificate profile in the project."),
+  })
+  .strict();
+export type CertificateProfileSpec = z.infer<typeof specSchema>;
+
+const counts = z.object({
+  total: z.number().int(),
+  active: z.number().int(),
+  expired: z.number().int(),
+  expiring: z.number().int(),
+  revoked: z.number().int(),
+});
+
+export const statusSchema = z.object({
+  ...commonStatus,
+  profileId: z.string().optional().describe("The profile's id at the service."),
+  projectId: z.string().optional(),
+  slug: z.string().optional(),
+  description: z.string().optional(),
+  enrollmentType: z.string().optional().describe("api, est or acme."),
+  caId: z.string().optional(),
+  certificateTemplateId: z.string().optional(),
+  estConfigId: z.string().optional(),
+  apiConfigId: z.string().optional(),
+  acmeConfigId: z.string().optional(),
+  certificates: counts.optional().describe("Certificates issued under the profile, by state."),
+  apiConfig: z.object({ autoRenew: z.boolean().optional(), renewBeforeDays: z.number().optional() }).optional(),
+  acmeConfig: z.object({ directoryUrl: z.string().optional() }).optional(),
+  estConfig: z.object({ disableBootstrapCaValidation: z.boolean().optional() }).optional().describe("EST settings; the passphrase and CA chain are never copied."),
+});
+export type CertificateProfileStatus = z.infer<typeof statusSchema>;
+
+export const crdSource: CrdSource = {
+  group: ref.group,
+  version: ref.version,
+  kind: ref.kind,
+  plural: ref.plural,
+  singular: "certificateprofile",
+  shortNames: ["kwcertprofile"],
+  categories: ["keyward"],
+  description: "Read-only: one certificate profile of a project, found by slug, mirrored into status with its certificate counts.",
+  spec: specSchema,
+  status: statusSchema,
+  specValidations: [exactlyOneOf(["projectRef", "projectId"])],
+  printerColumns: [
+    { name: "Slug", type: "string", jsonPath: ".status.slug" },
+    { name: "Enrollment", type: "string", jsonPath: ".status.enrollmentType" },
+    { name: "Total", type: "integer", jsonPath: ".status.certificates.total" },
+    { name: "Expiring", type: "integer", jsonPath: ".status.certificates.expiring" },
+    { name: "Profile-ID", type: "string", jsonPath: ".status.profileId", priority: 1 },
+    ...readyColumns,
+    ageColumn,
+  ],
+};
+
+export const GAUGE_NAME = "keyward_certificate_profile_certificates";
+export const certificateStates = ["total", "active", "expired", "expiring", "revoked"] as const;
+type GaugeLabel = "namespace" | "name" | "slug" | "state";
+
+type Ctx = ManagedContext<CertificateProfileSpec, CertificateProfileStatus, ApiClient>;
+
+const isEnrollmentType = (v: string): v is EnrollmentType => (enrollmentTypes as readonly string[]).includes(v);
+const orUndefined = <T>(v: T | null | undefined): T | undefined => v ?? undefined;
+
+/**
+ * The list entry of profile `id`, paging through the project's profiles (limit 100, offset
+ * += 100) narrowed by the slug search and the enrollment type. undefined: not listed.
+ */
+export async function findListEntry(
+  api: Pick<ApiClient, "listCertificateProfiles">,
+  q: { projectId: string; id: string; slug: string; enrollmentType?: string | null | undefined },
+  pageSize = PAGE_SIZE,
+): Promise<CertificateProfileListEntry | undefined> {
+  const enrollment = q.enrollmentType && isEnrollmentType(q.enrollmentType) ? { enrollmentType: q.enrollmentType } : {};
+  for (let page = 0, offset = 0; page < MAX_PAGES; page++, offset += pageSize) {
+    const { certificateProfiles, totalCount } = await api.listCertificateProfiles({ projectId: q.projectId, offset, limit: pageSize, search: q.slug, ...enrollment });
+    const hit = certificateProfiles.find((p) => p.id === q.id);
+    if (hit) return hit;
+    if (certificateProfiles.length === 0 || offset + pageSize >= totalCount) return undefined;
+  }
+  return undefined;
+}
+
+/** Status from the get-by-slug scalars and the list entry; secrets of the EST config are left out. */
+export function statusFrom(profile: CertificateProfile, entry: CertificateProfileListEntry): Partial<CertificateProfileStatus> {
+  const m = entry.metrics;
+  return {
+    profileId: profile.id,
+    projectId: profile.projectId,
+    slug: profile.slug,
+    description: orUndefined(profile.description),
+    enrollmentType: profile.enrollmentType,
+    caId: orUndefined(profile.caId),
+    certificateTemplateId: orUndefined(profile.certificateTemplateId),
+    estConfigId: orUndefined(profile.estConfigId),
+    apiConfigId: orUndefined(profile.apiConfigId),
+    acmeConfigId: orUndefined(profile.acmeConfigId),
+    certificates: m
+      ? { total: m.totalCertificates, active: m.activeCertificates, expired: m.expiredCertificates, expiring: m.expiringCertificates, revoked: m.revokedCertificates }
+      : undefined,
+    apiConfig: entry.apiConfig ? { autoRenew: orUndefined(entry.apiConfig.autoRenew), renewBeforeDays: orUndefined(entry.apiConfig.renewBeforeDays) } : undefined,
+    acmeConfig: entry.acmeConfig ? { directoryUrl: orUndefined(entry.acmeConfig.directoryUrl) } : undefined,
+    estConfig: entry.estConfig ? { disableBootstrapCaValidation: orUndefined(entry.estConfig.disableBootstrapCaValidation) } : undefined,
+  };
+}
+
+/** The gauge series of each object, so a slug change or a deletion removes exactly what was set. */
+function profileGauges(metrics: Metrics) {
+  const gauge: Gauge<GaugeLabel> = kindGauge(metrics, {
+    name: GAUGE_NAME,
+    help: "Certificates of a certificate profile by state (total, active, expired, expiring, revoked), per CertificateProfile resource",
+    labelNames: ["namespace", "name", "slug", "state"],
+  });
+  const slugs = new Map<string, string>();
+  const id = (key: ObjectKey): string => `${key.namespace}/${key.name}`;
+  const clear = (key: ObjectKey): void => {
+    const slug = slugs.get(id(key));
+    if (slug === undefined) return;
+    for (const state of certificateStates) gauge.remove({ namespace: key.namespace, name: key.name, slug, state });
+    slugs.delete(id(key));
+  };
+  return {
+    set(key: ObjectKey, slug: string, c: NonNullable<CertificateProfileStatus["certificates"]>): void {
+      if (slugs.get(id(key)) !== slug) clear(key);
+      slugs.set(id(key), slug);
+      for (const state of certificateStates) gauge.set({ namespace: key.namespace, name: key.name, slug, state }, c[state]);
+    },
+    clear,
+  };
+}
+
+async function observe(c: Ctx, gauges: ReturnType<typeof profileGauges>): Promise<Observation<CertificateProfileStatus>> {
+  const projectId = await resolveProjectId(c.kube, c.key.namespace, c.spec);
+  const profile = await c.conn.getCertificateProfileBySlug(c.spec.slug, projectId).catch(notFoundAsUndefined);
+  if (!profile) {
+    gauges.clear(c.key);
+    return {
+      exists: false,
+      upToDate: false,
+      status: {},
+      canCreate: false,
+      absent: { reason: "NotFound", message: `no certificate profile with slug ${c.spec.slug} in project ${projectId}` },
+    };
+  }
+  const entry = await findListEntry(c.conn, { projectId, id: profile.id, slug: profile.slug, enrollmentType: profile.enrollmentType });
+  if (!entry) {
+    throw new ReconcileError("NotListed", `certificate profile ${profile.slug} (${profile.id}) was found by slug but is not in the project's profile list`, { retryable: true });
+  }
+  const status = statusFrom(profile, entry);
+  if (status.certificates) gauges.set(c.key, profile.slug, status.certificates);
+  else gauges.clear(c.key);
+  const total = status.certificates ? `${status.certificates.total} certificates, ${status.certificates.expiring} expiring` : "no certificate counts";
+  return {
+    exists: true,
+    upToDate: true,
+    status,
+    readiness: { ready: true, reason: "Available", message: `certificate profile ${profile.slug} (${profile.enrollmentType}): ${total}` },
+  };
+}
+
+export function certificateProfileModule(deps: { providers: ProviderResolver; metrics: Metrics }): ManagedModule<CertificateProfileSpec, CertificateProfileStatus, ApiClient> {
+  const gauges = profileGauges(deps.metrics);
+  return {
+    ref,
+    parseSpec: (raw) => specSchema.parse(raw),
+    needsFinalizer: () => false,
+    guardCreate: false,
+    connect: ({ namespace, spec }) => deps.providers.connect(namespace, providerConfigName(spec)),
+    observe: (c) => observe(c, gauges),
+    forget: (key) => gauges.clear(key),
+  };
+}

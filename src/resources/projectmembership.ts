@@ -1,0 +1,462 @@
+// ProjectMembership: the roles of one user (by username) or one group in a project. The
+// interface can read and change a member's roles but cannot add or remove members, so a subject
+// that is not a member is reported (MemberNotFound) and looked for again on every resync.
+import { z } from "zod";
+import { isNotFound, type ApiClient, type GroupMembership, type MembershipRole, type RoleRequest, type UserMembership } from "../api/index.ts";
+import type { CrdSource } from "../kube/crd.ts";
+import { exactlyOneOf, immutable, validations } from "../kube/crd.ts";
+import { ReconcileError, type DeleteResult, type ManagedContext, type ManagedModule, type Observation } from "../engine/managed.ts";
+import { ageColumn, commonStatus, kindRef, managementPolicy, projectId, projectRef, providerConfigName, providerConfigRef, readyColumns } from "./common.ts";
+import type { ProviderResolver } from "./providerconfig.ts";
+import { resolveProjectId } from "./refs.ts";
+
+export const ref = kindRef("ProjectMembership", "projectmemberships");
+
+export const DEFAULT_REVOKE_ROLE = "no-access";
+/** The service reads a custom role back as role "custom" with its slug beside it. */
+const CUSTOM = "custom";
+/** Longest wait asked of the work queue (timers above 2^31 ms fire at once); the resync comes sooner anyway. */
+const MAX_REQUEUE_MS = 24 * 3_600_000;
+/** Look again this long after a temporary role's end, so the clocks of keyward and the service agree it ended. */
+const EXPIRY_GRACE_MS = 1_000;
+
+const roleSlugPattern = /^[a-z0-9]+(?:[-_][a-z0-9]+)*$/;
+
+const roleName = (description: string) =>
+  z
+    .string()
+    .min(1)
+    .max(64)
+    .regex(roleSlugPattern)
+    .refine((role) => role !== CUSTOM, { message: 'name a custom role by its slug, not "custom"' })
+    .meta({ description, ...validations({ rule: `self != '${CUSTOM}'`, message: 'name a custom role by its slug, not "custom"' }) });
+
+const temporaryFieldNames = ["temporaryMode", "temporaryRange", "temporaryAccessStartTime"] as const;
+const temporaryNeedsFields = "a temporary role (isTemporary: true) needs temporaryMode, temporaryRange and temporaryAccessStartTime";
+const temporaryOnly = "temporaryMode, temporaryRange and temporaryAccessStartTime apply only to a temporary role (isTemporary: true)";
+
+export const roleSchema = z
+  .object({
+    role: roleName("admin, member, viewer, no-access, or the slug of a custom role of the project."),
+    isTemporary: z.boolean().optional().describe("A temporary role grants access for temporaryRange from temporaryAccessStartTime. Default: false."),
+    temporaryMode: z.enum(["relative"]).optional().describe("How the range is measured; the service knows relative (from temporaryAccessStartTime)."),
+    temporaryRange: z
+      .string()
+      .max(16)
+      .regex(/^[1-9][0-9]*(ms|s|m|h|d)$/)
+      .optional()
+      .describe('How long the role lasts, ms-style: a positive whole number and a unit (ms, s, m, h, d), e.g. "8h".'),
+    temporaryAccessStartTime: z.iso.datetime({ offset: true }).optional().describe("When the temporary access starts (RFC 3339)."),
+  })
+  .strict()
+  .superRefine((r, ctx) => {
+    const given = temporaryFieldNames.filter((f) => r[f] !== undefined);
+    if (r.isTemporary === true && given.length < temporaryFieldNames.length) ctx.addIssue({ code: "custom", message: temporaryNeedsFields });
+    if (r.isTemporary !== true && given.length > 0) ctx.addIssue({ code: "custom", message: temporaryOnly });
+  })
+  .meta(
+    validations(
+      {
+        rule: "!has(self.isTemporary) || !self.isTemporary || (has(self.temporaryMode) && has(self.temporaryRange) && has(self.temporaryAccessStartTime))",
+        message: temporaryNeedsFields,
+      },
+      {
+        rule: "(has(self.isTemporary) && self.isTemporary) || !(has(self.temporaryMode) || has(self.temporaryRange) || has(self.temporaryAccessStartTime))",
+        message: temporaryOnly,
+      },
+    ),
+  );
+export type SpecRole = z.infer<typeof roleSchema>;
+
+const groupSubjects = ["id", "slug", "name"] as const;
+
+export const groupSchema = z
+  .object({
+    id: z.string().min(1).max(128).optional().describe("The group's id."),
+    slug: z.string().min(1).max(64).optional().describe("The group's slug."),
+    name: z.string().min(1).max(256).optional().describe("The group's name (must name one group among the project's)."),
+  })
+  .strict()
+  .refine((g) => groupSubjects.filter((k) => g[k] !== undefined).length === 1, { message: "exactly one of id, slug or name must be set" })
+  .meta({
+    description: "A group, by id, slug or name, found among the project's group memberships. Immutable.",
+    ...validations(exactlyOneOf(groupSubjects, "exactly one of id, slug or name must be set"), ...immutable("group is immutable: create another ProjectMembership for another group")["x-kubernetes-validations"]),
+  });
+
+const userNeedsPermanent = "a user membership needs at least one permanent role (the service requires it)";
+
+export const specSchema = z
+  .object({
+    providerConfigRef: providerConfigRef.optional(),
+    projectRef: projectRef.optional().meta(immutable("projectRef is immutable: create another ProjectMembership for another project")),
+    projectId: projectId.optional().meta(immutable("projectId is immutable: create another ProjectMembership for another project")),
+    username: z
+      .string()
+      .min(1)
+      .max(256)
+      .optional()
+      .meta({ description: "A user, by username. Immutable.", ...immutable("username is immutable: create another ProjectMembership for another user") }),
+    group: groupSchema.optional(),
+    roles: z.array(roleSchema).min(1).max(32).describe("The member's roles at the service, permanent or temporary; compared without regard to order."),
+    deletionPolicy: z
+      .enum(["Retain", "Revoke"])
+      .optional()
+      .describe("Retain (default): deleting the resource leaves the roles. Revoke: set the roles to revokeRole first (the interface cannot remove a member)."),
+    revokeRole: roleName("The role Revoke leaves the member with. Default: no-access.").optional(),
+    managementPolicy: managementPolicy.optional(),
+  })
+  .strict()
+  .superRefine((s, ctx) => {
+    if ((s.projectRef === undefined) === (s.projectId === undefined)) ctx.addIssue({ code: "custom", message: "exactly one of projectRef or projectId must be set" });
+    if ((s.username === undefined) === (s.group === undefined)) ctx.addIssue({ code: "custom", message: "exactly one of username or group must be set" });
+    if (s.username !== undefined && s.roles.every((r) => r.isTemporary === true)) ctx.addIssue({ code: "custom", path: ["roles"], message: userNeedsPermanent });
+  });
+export type ProjectMembershipSpec = z.infer<typeof specSchema>;
+
+export const statusRoleSchema = z.object({
+  role: z.string().describe("As the service reports it: a built-in role, or custom for a custom role."),
+  customRoleSlug: z.string().optional(),
+  customRoleName: z.string().optional(),
+  isTemporary: z.boolean(),
+  temporaryMode: z.string().optional(),
+  temporaryRange: z.string().optional(),
+  temporaryAccessStartTime: z.string().optional(),
+  temporaryAccessEndTime: z.string().optional(),
+  expired: z.boolean().optional().describe("For a temporary role: its access has ended (as of the last reconcile)."),
+});
+export type StatusRole = z.infer<typeof statusRoleSchema>;
+
+export const statusSchema = z.object({
+  ...commonStatus,
+  projectId: z.string().optional().describe("The project's id."),
+  membershipId: z.string().optional().describe("The user's membership id."),
+  userId: z.string().optional().describe("The user's id."),
+  groupMembershipId: z.string().optional().describe("The group membership's id."),
+  groupId: z.string().optional().describe("The group's id."),
+  groupSlug: z.string().optional(),
+  groupName: z.string().optional(),
+  roles: z.array(statusRoleSchema).optional().describe("The member's roles as the service reports them."),
+  nextTemporaryAccessEndTime: z.string().optional().describe("The soonest end of a temporary role that has not ended yet."),
+});
+export type ProjectMembershipStatus = z.infer<typeof statusSchema>;
+
+export const crdSource: CrdSource = {
+  group: ref.group,
+  version: ref.version,
+  kind: ref.kind,
+  plural: ref.plural,
+  singular: "projectmembership",
+  shortNames: ["kwmember"],
+  categories: ["keyward"],
+  description:
+    "The roles of one user or one group in a project, permanent or temporary. keyward changes the roles; it cannot add or remove members (a subject that is not a member is reported as MemberNotFound).",
+  spec: specSchema,
+  status: statusSchema,
+  specValidations: [
+    exactlyOneOf(["projectRef", "projectId"]),
+    exactlyOneOf(["username", "group"]),
+    { rule: "!has(self.username) || self.roles.exists(r, !has(r.isTemporary) || !r.isTemporary)", message: userNeedsPermanent },
+    {
+      rule: "has(self.username) == has(oldSelf.username) && has(self.group) == has(oldSelf.group)",
+      message: "the subject cannot change between a user and a group: create another ProjectMembership",
+    },
+    {
+      rule: "has(self.projectRef) == has(oldSelf.projectRef) && has(self.projectId) == has(oldSelf.projectId)",
+      message: "the project is immutable: create another ProjectMembership for another project",
+    },
+  ],
+  printerColumns: [
+    { name: "User", type: "string", jsonPath: ".spec.username" },
+    { name: "Group", type: "string", jsonPath: ".status.groupSlug" },
+    ...readyColumns,
+    { name: "Next-Expiry", type: "date", jsonPath: ".status.nextTemporaryAccessEndTime", priority: 1 },
+    ageColumn,
+  ],
+};
+
+// ---------------------------------------------------------------- comparing roles
+
+/** A role in any of its shapes: the spec's, the service's, or status's. */
+export interface RoleLike {
+  role: string;
+  customRoleSlug?: string | null | undefined;
+  isTemporary?: boolean | null | undefined;
+  temporaryMode?: string | null | undefined;
+  temporaryRange?: string | null | undefined;
+  temporaryAccessStartTime?: string | null | undefined;
+}
+
+const msPerUnit: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000, y: 31_557_600_000 };
+const unitAliases: Record<string, string> = {
+  msec: "ms", msecs: "ms", millisecond: "ms", milliseconds: "ms",
+  sec: "s", secs: "s", second: "s", seconds: "s",
+  min: "m", mins: "m", minute: "m", minutes: "m",
+  hr: "h", hrs: "h", hour: "h", hours: "h",
+  day: "d", days: "d", week: "w", weeks: "w", yr: "y", yrs: "y", year: "y", years: "y",
+};
+
+/** An ms-style duration ("8h", "30m", "1.5 hours", "1500") in milliseconds; undefined when unreadable. */
+export function durationMs(text: string): number | undefined {
+  const match = /^(\d+(?:\.\d+)?|\.\d+)\s*([a-z]*)$/i.exec(text.trim());
+  if (!match?.[1]) return undefined;
+  const unit = (match[2] ?? "").toLowerCase();
+  const factor = unit === "" ? 1 : msPerUnit[unit] ?? msPerUnit[unitAliases[unit] ?? ""];
+  return factor === undefined ? undefined : Number(match[1]) * factor;
+}
+
+function normalRange(range: string | null | undefined): number | string {
+  if (range == null) return "";
+  return durationMs(range) ?? `text:${range}`;
+}
+
+function normalTime(time: string | null | undefined): number | string {
+  if (time == null) return "";
+  const ms = Date.parse(time);
+  return Number.isNaN(ms) ? `text:${time}` : ms;
+}
+
+/**
+ * The role slug (a custom role's slug, not "custom"), and for a temporary role its mode, its
+ * range in ms and its start in epoch ms: equal keys mean the same grant, however written
+ * ("1h" = "60m", "…T00:00:00Z" = "…T00:00:00.000Z").
+ */
+export function roleKey(r: RoleLike): string {
+  const slug = r.role === CUSTOM && r.customRoleSlug ? r.customRoleSlug : r.role;
+  if (r.isTemporary !== true) return JSON.stringify([slug]);
+  return JSON.stringify([slug, r.temporaryMode ?? "", normalRange(r.temporaryRange), normalTime(r.temporaryAccessStartTime)]);
+}
+
+/** Whether two role lists grant the same roles, in any order. */
+export function sameRoles(a: readonly RoleLike[], b: readonly RoleLike[]): boolean {
+  if (a.length !== b.length) return false;
+  const x = a.map(roleKey).sort();
+  const y = b.map(roleKey).sort();
+  return x.every((key, i) => key === y[i]);
+}
+
+/** The update body's role item for a spec role. */
+export function roleRequest(r: SpecRole): RoleRequest {
+  if (r.isTemporary !== true) return { role: r.role, isTemporary: false };
+  const { temporaryRange, temporaryAccessStartTime } = r;
+  if (temporaryRange === undefined || temporaryAccessStartTime === undefined) {
+    throw new ReconcileError("InvalidSpec", temporaryNeedsFields, { retryable: false });
+  }
+  return { role: r.role, isTemporary: true, temporaryMode: "relative", temporaryRange, temporaryAccessStartTime };
+}
+
+// ---------------------------------------------------------------- status
+
+/** A role as status shows it: the service's fields without nulls, and whether a temporary one has ended. */
+export function statusRole(r: MembershipRole, now: number): StatusRole {
+  const out: StatusRole = { role: r.role, isTemporary: r.isTemporary };
+  if (r.customRoleSlug != null) out.customRoleSlug = r.customRoleSlug;
+  if (r.customRoleName != null) out.customRoleName = r.customRoleName;
+  if (!r.isTemporary) return out;
+  if (r.temporaryMode != null) out.temporaryMode = r.temporaryMode;
+  if (r.temporaryRange != null) out.temporaryRange = r.temporaryRange;
+  if (r.temporaryAccessStartTime != null) out.temporaryAccessStartTime = r.temporaryAccessStartTime;
+  if (r.temporaryAccessEndTime != null) {
+    out.temporaryAccessEndTime = r.temporaryAccessEndTime;
+    const end = Date.parse(r.temporaryAccessEndTime);
+    if (!Number.isNaN(end)) out.expired = end <= now;
+  }
+  return out;
+}
+
+/** The soonest end of a temporary role still running at `now`, in epoch ms. */
+export function nextEnd(roles: readonly MembershipRole[], now: number): number | undefined {
+  const ends = roles
+    .filter((r) => r.isTemporary && r.temporaryAccessEndTime != null)
+    .map((r) => Date.parse(r.temporaryAccessEndTime ?? ""))
+    .filter((end) => !Number.isNaN(end) && end > now);
+  return ends.length === 0 ? undefined : Math.min(...ends);
+}
+
+/** Every field of the kind's status, null: the engine drops null fields, so what no longer applies goes. */
+const cleared: Record<Exclude<keyof ProjectMembershipStatus, "conditions" | "observedGeneration">, null> = {
+  projectId: null,
+  membershipId: null,
+  userId: null,
+  groupMembershipId: null,
+  groupId: null,
+  groupSlug: null,
+  groupName: null,
+  roles: null,
+  nextTemporaryAccessEndTime: null,
+};
+
+/**
+ * `status` as the kind's whole status: every field it leaves out is null, so the engine removes
+ * it. (Fields of the result may therefore be null at run time: read them with `== null`.)
+ */
+function wholeStatus(status: Partial<ProjectMembershipStatus>): Partial<ProjectMembershipStatus> {
+  const given = Object.fromEntries(Object.entries(status).filter(([, v]) => v !== undefined));
+  return { ...cleared, ...given } as unknown as Partial<ProjectMembershipStatus>;
+}
+
+// ---------------------------------------------------------------- finding the member
+
+/** A membership found at the service, user or group, in one shape. */
+export interface Member {
+  kind: "user" | "group";
+  /** The user membership's id, or the group membership's id. */
+  membershipId: string;
+  /** The user's or the group's id (a group's roles are updated by group id). */
+  subjectId: string;
+  group?: { slug: string; name: string };
+  roles: MembershipRole[];
+}
+
+type GroupSelector = NonNullable<ProjectMembershipSpec["group"]>;
+
+function fromUser(m: UserMembership): Member {
+  return { kind: "user", membershipId: m.id, subjectId: m.userId, roles: m.roles };
+}
+
+function fromGroup(m: GroupMembership): Member {
+  return { kind: "group", membershipId: m.id, subjectId: m.groupId, group: { slug: m.group.slug, name: m.group.name }, roles: m.roles };
+}
+
+export function describeSubject(spec: Pick<ProjectMembershipSpec, "username" | "group">): string {
+  if (spec.username !== undefined) return `user ${spec.username}`;
+  const g = spec.group;
+  if (g?.id !== undefined) return `group with id ${g.id}`;
+  if (g?.slug !== undefined) return `group with slug ${g.slug}`;
+  return `group named "${g?.name ?? ""}"`;
+}
+
+/** The group memberships `selector` names (more than one only for a name shared by several groups). */
+export function matchGroups(memberships: readonly GroupMembership[], selector: GroupSelector): GroupMembership[] {
+  return memberships.filter((m) => {
+    if (selector.id !== undefined) return m.groupId === selector.id || m.group.id === selector.id;
+    if (selector.slug !== undefined) return m.group.slug === selector.slug;
+    return m.group.name === selector.name;
+  });
+}
+
+async function findMember(api: ApiClient, projectId: string, spec: ProjectMembershipSpec): Promise<Member | undefined> {
+  if (spec.username !== undefined) {
+    try {
+      return fromUser(await api.getMembershipByUsername(projectId, spec.username));
+    } catch (err) {
+      // The details lookup answers 404 for a user who is not a member.
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+  if (!spec.group) throw new ReconcileError("InvalidSpec", "exactly one of username or group must be set", { retryable: false });
+  const matches = matchGroups(await api.listProjectGroups(projectId), spec.group);
+  if (matches.length > 1) {
+    throw new ReconcileError("AmbiguousGroup", `${matches.length} groups of project ${projectId} are named "${spec.group.name ?? ""}": name the group by slug or id`, { retryable: false });
+  }
+  const [match] = matches;
+  return match ? fromGroup(match) : undefined;
+}
+
+function statusOf(projectId: string, member: Member, now: number): Partial<ProjectMembershipStatus> {
+  const next = nextEnd(member.roles, now);
+  const subject =
+    member.kind === "user"
+      ? { membershipId: member.membershipId, userId: member.subjectId }
+      : { groupMembershipId: member.membershipId, groupId: member.subjectId, groupSlug: member.group?.slug, groupName: member.group?.name };
+  return wholeStatus({
+    projectId,
+    ...subject,
+    roles: member.roles.map((r) => statusRole(r, now)),
+    ...(next === undefined ? {} : { nextTemporaryAccessEndTime: new Date(next).toISOString() }),
+  });
+}
+
+// ---------------------------------------------------------------- the module
+
+type Ctx = ManagedContext<ProjectMembershipSpec, ProjectMembershipStatus, ApiClient>;
+
+/** The project id; while the resource is being deleted, a vanished Project falls back to the id last seen. */
+async function projectIdOf(c: Ctx): Promise<string | undefined> {
+  try {
+    return await resolveProjectId(c.kube, c.key.namespace, c.spec);
+  } catch (err) {
+    const deleting = c.obj.metadata.deletionTimestamp !== undefined;
+    if (deleting && err instanceof ReconcileError && err.reason === "ReferenceNotReady") return c.status.projectId;
+    throw err;
+  }
+}
+
+function notMember(c: Ctx, projectId: string): { reason: string; message: string } {
+  return {
+    reason: "MemberNotFound",
+    message: `${describeSubject(c.spec)} is not a member of project ${projectId}; keyward cannot add members (the service's interface has none): add it at the service and keyward picks it up on the next resync`,
+  };
+}
+
+async function observe(c: Ctx): Promise<Observation<ProjectMembershipStatus>> {
+  const projectId = await projectIdOf(c);
+  if (projectId === undefined) {
+    return { exists: false, upToDate: false, canCreate: false, status: wholeStatus({}), absent: { reason: "ReferenceNotReady", message: "the project is unknown" } };
+  }
+  const member = await findMember(c.conn, projectId, c.spec);
+  if (!member) {
+    return { exists: false, upToDate: false, canCreate: false, status: wholeStatus({ projectId }), absent: notMember(c, projectId) };
+  }
+  const now = Date.now();
+  const upToDate = sameRoles(c.spec.roles, member.roles);
+  const next = nextEnd(member.roles, now);
+  return {
+    exists: true,
+    upToDate,
+    diff: upToDate ? [] : ["roles"],
+    status: statusOf(projectId, member, now),
+    // Status says which temporary roles have ended: look again when the next one ends.
+    ...(next === undefined ? {} : { requeueAfterMs: Math.min(next - now + EXPIRY_GRACE_MS, MAX_REQUEUE_MS) }),
+  };
+}
+
+async function writeRoles(c: Ctx, status: Partial<ProjectMembershipStatus>, roles: RoleRequest[]): Promise<void> {
+  const projectId = status.projectId;
+  const target = c.spec.username !== undefined ? status.membershipId : status.groupId;
+  if (projectId == null || target == null) throw new ReconcileError("MemberNotFound", "the membership is not known yet", { retryable: true });
+  if (c.spec.username !== undefined) await c.conn.updateMembershipRoles(projectId, target, roles);
+  else await c.conn.updateGroupRoles(projectId, target, roles);
+}
+
+async function update(c: Ctx, obs: Observation<ProjectMembershipStatus>): Promise<Partial<ProjectMembershipStatus>> {
+  const projectId = obs.status.projectId ?? "";
+  try {
+    await writeRoles(c, obs.status, c.spec.roles.map(roleRequest));
+  } catch (err) {
+    if (isNotFound(err)) throw new ReconcileError("MemberNotFound", notMember(c, projectId).message, { retryable: false, cause: err });
+    throw err;
+  }
+  // The update's answer names custom roles by id only: read the membership again for status.
+  const member = await findMember(c.conn, projectId, c.spec);
+  if (!member) throw new ReconcileError("MemberNotFound", notMember(c, projectId).message, { retryable: false });
+  return statusOf(projectId, member, Date.now());
+}
+
+async function revoke(c: Ctx, obs: Observation<ProjectMembershipStatus>): Promise<DeleteResult> {
+  const role = c.spec.revokeRole ?? DEFAULT_REVOKE_ROLE;
+  const target: RoleRequest[] = [{ role, isTemporary: false }];
+  if (sameRoles(target, obs.status.roles ?? [])) return { done: true };
+  try {
+    await writeRoles(c, obs.status, target);
+  } catch (err) {
+    if (isNotFound(err)) return { done: true };
+    throw err;
+  }
+  c.event("Normal", "Revoked", `set the roles of ${describeSubject(c.spec)} to ${role}`);
+  return { done: true };
+}
+
+export function projectMembershipModule(deps: { providers: ProviderResolver }): ManagedModule<ProjectMembershipSpec, ProjectMembershipStatus, ApiClient> {
+  return {
+    ref,
+    parseSpec: (raw) => specSchema.parse(raw),
+    needsFinalizer: (spec) => spec.deletionPolicy === "Revoke" && spec.managementPolicy !== "ObserveOnly",
+    guardCreate: false,
+    connect: ({ namespace, spec }) => deps.providers.connect(namespace, providerConfigName(spec)),
+    observe,
+    update,
+    delete: revoke,
+    observeOnly: (spec) => spec.managementPolicy === "ObserveOnly",
+  };
+}

@@ -1,0 +1,192 @@
+// SecretSync's spec and status schemas and its CRD source. The spec is a discriminated union on
+// `destination`: each of the seven variants carries its own destinationConfig and syncOptions,
+// and the CRD generator turns the union into one object plus per-destination CEL rules, so
+// `kubectl apply` rejects a destinationConfig that does not fit its destination. Shared fields
+// are built once (`common`) so every variant describes them identically (the generator keeps
+// the first variant's description).
+import { z } from "zod";
+import {
+  appPlatformConfigSchema,
+  cloudSecretsManagerConfigSchema,
+  codeHostConfigSchema,
+  dataPlatformConfigSchema,
+  gitHostConfigSchema,
+  initialSyncBehaviors,
+  limits,
+  monitoringConfigSchema,
+  workflowEngineConfigSchema,
+  type Destination,
+} from "../api/index.ts";
+import { exactlyOneOf, immutable, type CrdSource } from "../kube/crd.ts";
+import { ageColumn, commonStatus, kindRef, managementPolicy, projectId, projectRef, providerConfigRef } from "./common.ts";
+
+export const ref = kindRef("SecretSync", "secretsyncs");
+
+export const deletionPolicies = ["Retain", "RemoveSecrets", "Delete"] as const;
+export type DeletionPolicy = (typeof deletionPolicies)[number];
+
+const common = {
+  providerConfigRef: providerConfigRef.optional(),
+  name: z
+    .string()
+    .min(limits.syncName.min)
+    .max(limits.syncName.max)
+    .optional()
+    .describe("Name of the sync at the service, 1 to 64 characters, unique in its project. Default: metadata.name, which must then be at most 64 characters."),
+  description: z.string().max(limits.syncDescriptionMax).optional().describe("Description of the sync, at most 256 characters."),
+  projectRef: projectRef.optional(),
+  projectId: projectId.optional(),
+  connectionId: z.guid().describe("The app connection (uuid) the sync writes through; its kind must fit the destination."),
+  environment: z
+    .string()
+    .min(limits.syncEnvironment.min)
+    .max(limits.syncEnvironment.max)
+    .describe("Slug of the project environment to sync from, 1 to 64 characters."),
+  secretPath: z.string().min(limits.syncSecretPathMin).describe("Folder path in the environment to sync from, e.g. / or /app."),
+  isAutoSyncEnabled: z.boolean().optional().describe("Sync automatically when the secrets change. Default: true (the service's default)."),
+  managementPolicy: managementPolicy.optional(),
+  deletionPolicy: z
+    .enum(deletionPolicies)
+    .optional()
+    .describe(
+      "Retain (default): deleting the resource leaves the sync and the synced secrets. RemoveSecrets: switch auto-sync off, remove the synced secrets from the destination, wait for that job to succeed, then release the resource (the sync stays). Delete: delete the sync itself.",
+    ),
+};
+
+const destinationDescription = "Where the secrets go: workflow-engine, code-host, data-platform, cloud-secrets-manager, app-platform, git-host or monitoring. Fixes the shape of destinationConfig and syncOptions. Immutable.";
+const destination = <D extends Destination>(value: D) =>
+  z.literal(value).meta({ description: destinationDescription, ...immutable("destination is immutable: create a new SecretSync for another destination") });
+
+const destinationConfigDescription = "The destination's settings; their shape depends on destination.";
+
+const keySchema = z
+  .string()
+  .min(1)
+  .regex(/\{\{secretKey\}\}/, "keySchema must contain {{secretKey}}")
+  .describe("Template of the key written at the destination; must contain {{secretKey}}, e.g. APP_{{secretKey}}.");
+
+const commonSyncOptions = {
+  initialSyncBehavior: z
+    .enum(initialSyncBehaviors)
+    .optional()
+    .describe("What the first sync does with secrets already at the destination. Default: overwrite-destination."),
+  keySchema: keySchema.optional(),
+  disableSecretDeletion: z.boolean().optional().describe("Never delete secrets at the destination. Default: false."),
+};
+
+const syncOptionsDescription = "How the sync writes. Only the fields set here are managed; the whole object is sent when any of them differs.";
+
+const syncOptions = z.object(commonSyncOptions).strict().describe(syncOptionsDescription);
+const cloudSyncOptions = z
+  .object({
+    ...commonSyncOptions,
+    keyId: z.string().optional().describe("KMS key id the cloud secrets manager encrypts with (cloud-secrets-manager only)."),
+    tags: z.array(z.object({ key: z.string(), value: z.string() }).strict()).optional().describe("Tags set on the synced secrets (cloud-secrets-manager only)."),
+    syncSecretMetadataAsTags: z.boolean().optional().describe("Write secret metadata as tags (cloud-secrets-manager only)."),
+  })
+  .strict()
+  .describe(syncOptionsDescription);
+
+const config = <T extends z.ZodRawShape>(schema: z.ZodObject<T>) => schema.strict().describe(destinationConfigDescription);
+
+export const specSchema = z
+  .discriminatedUnion("destination", [
+    z.object({ ...common, destination: destination("workflow-engine"), destinationConfig: config(workflowEngineConfigSchema), syncOptions: syncOptions.optional() }).strict(),
+    z.object({ ...common, destination: destination("code-host"), destinationConfig: config(codeHostConfigSchema), syncOptions: syncOptions.optional() }).strict(),
+    z.object({ ...common, destination: destination("data-platform"), destinationConfig: config(dataPlatformConfigSchema), syncOptions: syncOptions.optional() }).strict(),
+    z
+      .object({ ...common, destination: destination("cloud-secrets-manager"), destinationConfig: config(cloudSecretsManagerConfigSchema), syncOptions: cloudSyncOptions.optional() })
+      .strict(),
+    z.object({ ...common, destination: destination("app-platform"), destinationConfig: config(appPlatformConfigSchema), syncOptions: syncOptions.optional() }).strict(),
+    z.object({ ...common, destination: destination("git-host"), destinationConfig: config(gitHostConfigSchema), syncOptions: syncOptions.optional() }).strict(),
+    z.object({ ...common, destination: destination("monitoring"), destinationConfig: config(monitoringConfigSchema), syncOptions: syncOptions.optional() }).strict(),
+  ])
+  .describe("A secret sync: one project environment and folder, synced through a connection to one destination.");
+export type SecretSyncSpec = z.infer<typeof specSchema>;
+
+export const requestActions = ["sync", "remove"] as const;
+export type RequestAction = (typeof requestActions)[number];
+
+// Status fields the service may clear are nullable: keyward returns null to remove them.
+const mirrored = () => z.string().nullable().optional();
+
+export const statusSchema = z.object({
+  ...commonStatus,
+  syncId: z.string().optional().describe("The sync's id at the service."),
+  name: z.string().optional(),
+  destination: z.string().optional(),
+  projectId: z.string().optional(),
+  connectionId: z.string().optional(),
+  description: mirrored(),
+  isAutoSyncEnabled: z.boolean().optional(),
+  version: z.number().nullable().optional(),
+  syncStatus: mirrored().describe("Status of the last sync job: pending, running, succeeded or failed."),
+  importStatus: mirrored(),
+  removeStatus: mirrored(),
+  lastSyncJobId: mirrored(),
+  lastImportJobId: mirrored(),
+  lastRemoveJobId: mirrored(),
+  lastSyncMessage: mirrored().describe("The service's message about the last sync job (set when it failed)."),
+  lastImportMessage: mirrored(),
+  lastRemoveMessage: mirrored(),
+  lastSyncedAt: mirrored(),
+  lastImportedAt: mirrored(),
+  lastRemovedAt: mirrored(),
+  connection: z.object({ app: z.string(), name: z.string(), id: z.string() }).nullable().optional(),
+  environment: z.object({ slug: z.string(), name: z.string(), id: z.string() }).nullable().optional(),
+  folder: z.object({ id: z.string(), path: z.string() }).nullable().optional(),
+  lastHandledSyncRequest: z.string().optional().describe("The last value of the keyward.dev/sync-requested-at annotation handled (one sync-secrets call)."),
+  lastHandledRemoveSecretsRequest: z
+    .string()
+    .optional()
+    .describe("The last value of the keyward.dev/remove-secrets-requested-at annotation handled (one remove-secrets call)."),
+  pendingRequest: z
+    .object({
+      action: z.enum(requestActions),
+      value: z.string(),
+      markedAt: z.string(),
+      lastJobId: z.string().optional(),
+      lastJobAt: z.string().optional(),
+      lastJobStatus: z.string().optional(),
+    })
+    .nullable()
+    .optional()
+    .describe("An annotation request being sent: written before the call, cleared with its result. After a crash the service's record tells whether the call landed."),
+  deletionRemoval: z
+    .object({
+      attempts: z.number().int(),
+      markedAt: z.string(),
+      lastJobId: z.string().optional(),
+      lastJobAt: z.string().optional(),
+      lastJobStatus: z.string().optional(),
+      retryAt: z.string().optional(),
+    })
+    .nullable()
+    .optional()
+    .describe("deletionPolicy RemoveSecrets: the remove-secrets call made before releasing the resource."),
+});
+export type SecretSyncStatus = z.infer<typeof statusSchema>;
+
+export const crdSource: CrdSource = {
+  group: ref.group,
+  version: ref.version,
+  kind: ref.kind,
+  plural: ref.plural,
+  singular: "secretsync",
+  shortNames: ["kwsync"],
+  categories: ["keyward"],
+  description:
+    "A secret sync at the service, to one of seven destinations: created, kept as the spec says, its jobs mirrored into status; annotations request a sync or a removal of the synced secrets.",
+  spec: specSchema,
+  status: statusSchema,
+  specValidations: [exactlyOneOf(["projectRef", "projectId"])],
+  printerColumns: [
+    { name: "Destination", type: "string", jsonPath: ".spec.destination" },
+    { name: "Sync-Status", type: "string", jsonPath: ".status.syncStatus" },
+    { name: "Last-Synced", type: "date", jsonPath: ".status.lastSyncedAt" },
+    { name: "Ready", type: "string", jsonPath: `.status.conditions[?(@.type=="Ready")].status` },
+    { name: "Synced", type: "string", jsonPath: `.status.conditions[?(@.type=="Synced")].status`, priority: 1 },
+    { name: "Sync-ID", type: "string", jsonPath: ".status.syncId", priority: 1 },
+    ageColumn,
+  ],
+};

@@ -1,0 +1,484 @@
+// SecretSync: a sync at the service to one of seven destinations. keyward creates it (found
+// again by destination + name + project after a crash), updates only what differs, mirrors the
+// service's record — jobs included — into status, runs a sync or a removal of the synced
+// secrets when an annotation gets a new value, and on deletion retains, removes the synced
+// secrets, or deletes the sync (deletionPolicy).
+//
+// Ready: the sync exists and the last job that settled (sync, import or remove, by time) did not
+// fail. A failed job is Ready=False reason JobFailed with the service's message; the next job
+// that succeeds makes it Ready again. A pending or running job does not change Ready (so normal
+// syncs make no Warning events): status.syncStatus (the Sync-Status column) shows it, and while
+// any job is pending or running keyward reads the sync again after 1 s, 2 s, 4 s, ... (the time
+// the job has been seen active, at most 30 s) until it settles; then only on resync.
+//
+// On-demand actions — `keyward.dev/sync-requested-at` and `keyward.dev/remove-secrets-requested-at`.
+// The annotation holds a value (any string, e.g. a timestamp); status.lastHandledSyncRequest /
+// lastHandledRemoveSecretsRequest hold the last value handled. A value differing from the
+// handled one is a request; only the current value counts (a value replaced before it was
+// handled is never sent). The guarantee, per value V:
+// - No loss (at least once): V is recorded as handled only in the status write that carries the
+//   result of a successful call for V, or once the service's record shows a job of that action
+//   begun after V's pending mark (below). A call that certainly did not land (a 4xx, "a job is
+//   already in progress", a request never written) leaves V unhandled and is retried later.
+// - No repeat (at most one call that the service accepted): before the call keyward writes
+//   status.pendingRequest = {action, V, the record's last job id/time/status of that action} and
+//   calls only while no job of the sync is pending or running. If keyward dies after the call
+//   landed but before the status write, the next pass finds the mark and reads the record: a new
+//   last job id, a new last job time, or a pending/running status of that action means the call
+//   landed (the service answers "already in progress" to any trigger while a job runs, and
+//   keyward never calls while one runs) — V is recorded handled without a second call. Without
+//   such a sign the call did not land, and it is made (once) again. A call whose answer was lost
+//   (timeout, 5xx) keeps the mark and is decided the same way.
+// - The one case the record cannot tell apart: a job of the same action that someone else starts
+//   between the mark and keyward's next look (an auto-sync on a secret change, another client's
+//   trigger) reads as V's call having landed. Then V gets no call of its own, but a job of the
+//   action V asks for did start after V was seen — what the annotation asks for.
+// - The ledger is the status: an object restored without its status handles its current values
+//   once more.
+// Each handled value gets an Event (SyncRequested, RemoveSecretsRequested).
+import type { ApiClient, CreateSecretSyncBody, Destination, SecretSync, UpdateSecretSyncBody } from "../api/index.ts";
+import { isApiError, isJobInProgress } from "../api/index.ts";
+import { backoffCeiling } from "../engine/backoff.ts";
+import { statusEqual } from "../engine/conditions.ts";
+import { ReconcileError, type DeleteResult, type ManagedContext, type ManagedModule, type Observation, type Readiness } from "../engine/managed.ts";
+import type { KubeObject, ObjectKey, ObjectMeta } from "../engine/types.ts";
+import { providerConfigName } from "./common.ts";
+import type { ProviderResolver } from "./providerconfig.ts";
+import { resolveProjectId } from "./refs.ts";
+import { ref, specSchema, type RequestAction, type SecretSyncSpec, type SecretSyncStatus } from "./secretsync-schema.ts";
+
+export { crdSource, ref, specSchema, statusSchema, deletionPolicies, type SecretSyncSpec, type SecretSyncStatus } from "./secretsync-schema.ts";
+
+export const ANNOTATION_SYNC_REQUESTED = "keyward.dev/sync-requested-at";
+export const ANNOTATION_REMOVE_SECRETS_REQUESTED = "keyward.dev/remove-secrets-requested-at";
+
+/** Job polling: 1 s doubling (the time the job has been seen active) up to 30 s. */
+export const JOB_POLL = { minMs: 1_000, maxMs: 30_000 };
+/** deletionPolicy RemoveSecrets: wait between failed removals, 5 s doubling up to 5 min. */
+export const REMOVAL_RETRY = { baseMs: 5_000, maxMs: 5 * 60_000 };
+
+type Status = SecretSyncStatus;
+type Ctx = ManagedContext<SecretSyncSpec, Status, ApiClient>;
+type JobKind = "sync" | "import" | "remove";
+
+interface JobFields {
+  label: string;
+  status: "syncStatus" | "importStatus" | "removeStatus";
+  jobId: "lastSyncJobId" | "lastImportJobId" | "lastRemoveJobId";
+  message: "lastSyncMessage" | "lastImportMessage" | "lastRemoveMessage";
+  at: "lastSyncedAt" | "lastImportedAt" | "lastRemovedAt";
+}
+
+const jobFields: Record<JobKind, JobFields> = {
+  sync: { label: "sync", status: "syncStatus", jobId: "lastSyncJobId", message: "lastSyncMessage", at: "lastSyncedAt" },
+  import: { label: "import", status: "importStatus", jobId: "lastImportJobId", message: "lastImportMessage", at: "lastImportedAt" },
+  remove: { label: "remove-secrets", status: "removeStatus", jobId: "lastRemoveJobId", message: "lastRemoveMessage", at: "lastRemovedAt" },
+};
+const jobKinds: readonly JobKind[] = ["sync", "import", "remove"];
+
+interface RequestKind {
+  annotation: string;
+  handled: "lastHandledSyncRequest" | "lastHandledRemoveSecretsRequest";
+  event: string;
+  operation: string;
+  call(api: ApiClient, destination: Destination, syncId: string): Promise<SecretSync>;
+}
+
+const requestKinds: Record<RequestAction, RequestKind> = {
+  sync: {
+    annotation: ANNOTATION_SYNC_REQUESTED,
+    handled: "lastHandledSyncRequest",
+    event: "SyncRequested",
+    operation: "sync-secrets",
+    call: (api, destination, id) => api.syncSecrets(destination, id),
+  },
+  remove: {
+    annotation: ANNOTATION_REMOVE_SECRETS_REQUESTED,
+    handled: "lastHandledRemoveSecretsRequest",
+    event: "RemoveSecretsRequested",
+    operation: "remove-secrets",
+    call: (api, destination, id) => api.removeSecrets(destination, id),
+  },
+};
+const requestOrder: readonly RequestAction[] = ["sync", "remove"];
+
+// ---------------------------------------------------------------- the service's record
+
+/** The sync's name at the service: spec.name, else metadata.name (which must then fit). */
+export function syncName(spec: Pick<SecretSyncSpec, "name">, meta: Pick<ObjectMeta, "name">): string {
+  if (spec.name !== undefined) return spec.name;
+  if (meta.name.length > 64) {
+    throw new ReconcileError("InvalidSpec", `metadata.name is ${meta.name.length} characters long and a sync name is at most 64: set spec.name`, { retryable: false });
+  }
+  return meta.name;
+}
+
+/** Status mirroring the record; fields the service left empty are null, which removes them. */
+export function statusFrom(s: SecretSync): Partial<Status> {
+  return {
+    syncId: s.id,
+    name: s.name,
+    destination: s.destination,
+    projectId: s.projectId,
+    connectionId: s.connectionId,
+    description: s.description ?? null,
+    isAutoSyncEnabled: s.isAutoSyncEnabled,
+    version: s.version ?? null,
+    syncStatus: s.syncStatus ?? null,
+    importStatus: s.importStatus ?? null,
+    removeStatus: s.removeStatus ?? null,
+    lastSyncJobId: s.lastSyncJobId ?? null,
+    lastImportJobId: s.lastImportJobId ?? null,
+    lastRemoveJobId: s.lastRemoveJobId ?? null,
+    lastSyncMessage: s.lastSyncMessage ?? null,
+    lastImportMessage: s.lastImportMessage ?? null,
+    lastRemoveMessage: s.lastRemoveMessage ?? null,
+    lastSyncedAt: s.lastSyncedAt ?? null,
+    lastImportedAt: s.lastImportedAt ?? null,
+    lastRemovedAt: s.lastRemovedAt ?? null,
+    // only the fields the status schema has: anything else would be pruned by the apiserver
+    // and then differ from what keyward computes on every pass
+    connection: s.connection ? { app: s.connection.app, name: s.connection.name, id: s.connection.id } : null,
+    environment: s.environment ? { slug: s.environment.slug, name: s.environment.name, id: s.environment.id } : null,
+    folder: s.folder ? { id: s.folder.id, path: s.folder.path } : null,
+  };
+}
+
+const isActive = (status: string | null | undefined): boolean => status === "pending" || status === "running";
+
+/** The job of the sync that is pending or running, if any. */
+export function activeJob(s: Partial<Status>): JobKind | undefined {
+  return jobKinds.find((k) => isActive(s[jobFields[k].status]));
+}
+
+/** Ready from the record: the last job that settled (by time) must not have failed. */
+export function readiness(s: Partial<Status>): Readiness {
+  const settled = jobKinds
+    .filter((k) => s[jobFields[k].at] && (s[jobFields[k].status] === "succeeded" || s[jobFields[k].status] === "failed"))
+    .sort((a, b) => Date.parse(s[jobFields[b].at] ?? "") - Date.parse(s[jobFields[a].at] ?? ""));
+  const running = activeJob(s);
+  const runningNote = running ? `; a ${jobFields[running].label} job is ${s[jobFields[running].status] ?? ""}` : "";
+  const last = settled[0];
+  if (last && s[jobFields[last].status] === "failed") {
+    const f = jobFields[last];
+    return { ready: false, reason: "JobFailed", message: `the last ${f.label} job failed: ${s[f.message] ?? "no message from the service"}${runningNote}` };
+  }
+  const what = last ? `its last ${jobFields[last].label} job succeeded` : "no job has settled yet";
+  return { ready: true, reason: "Available", message: `the sync exists; ${what}${runningNote}` };
+}
+
+/** Whether `want`'s fields (those set) equal the same fields of `have`. */
+function fieldsMatch(want: object, have: Record<string, unknown> | null | undefined): boolean {
+  return Object.entries(want).every(([key, value]) => value === undefined || statusEqual(value, have?.[key]));
+}
+
+/** The update body that makes the record match the spec: only the fields that differ. */
+export function syncDiff(spec: SecretSyncSpec, name: string, s: SecretSync): UpdateSecretSyncBody {
+  const body: UpdateSecretSyncBody = {};
+  if (name !== s.name) body.name = name;
+  if (spec.description !== undefined && spec.description !== (s.description ?? "")) body.description = spec.description;
+  if (spec.connectionId.toLowerCase() !== s.connectionId.toLowerCase()) body.connectionId = spec.connectionId;
+  // environment and folder are compared only when the service reports them
+  if (s.environment && spec.environment !== s.environment.slug) body.environment = spec.environment;
+  if (s.folder && spec.secretPath !== s.folder.path) body.secretPath = spec.secretPath;
+  if (spec.isAutoSyncEnabled !== undefined && spec.isAutoSyncEnabled !== s.isAutoSyncEnabled) body.isAutoSyncEnabled = spec.isAutoSyncEnabled;
+  // syncOptions and destinationConfig are replaced whole by an update: send the spec's object
+  if (spec.syncOptions !== undefined && !fieldsMatch(spec.syncOptions, s.syncOptions)) body.syncOptions = spec.syncOptions;
+  if (!fieldsMatch(spec.destinationConfig, s.destinationConfig)) body.destinationConfig = spec.destinationConfig as UpdateSecretSyncBody["destinationConfig"];
+  return body;
+}
+
+export function createBody(spec: SecretSyncSpec, name: string, projectId: string): CreateSecretSyncBody {
+  return {
+    name,
+    projectId,
+    connectionId: spec.connectionId,
+    environment: spec.environment,
+    secretPath: spec.secretPath,
+    syncOptions: spec.syncOptions ?? {},
+    destinationConfig: spec.destinationConfig,
+    ...(spec.description !== undefined ? { description: spec.description } : {}),
+    ...(spec.isAutoSyncEnabled !== undefined ? { isAutoSyncEnabled: spec.isAutoSyncEnabled } : {}),
+  } as CreateSecretSyncBody;
+}
+
+// ---------------------------------------------------------------- pending marks
+
+interface JobBaseline {
+  lastJobId?: string;
+  lastJobAt?: string;
+  lastJobStatus?: string;
+}
+
+function baseline(s: Partial<Status>, kind: JobKind): JobBaseline {
+  const f = jobFields[kind];
+  const out: JobBaseline = {};
+  const id = s[f.jobId];
+  const at = s[f.at];
+  const status = s[f.status];
+  if (id) out.lastJobId = id;
+  if (at) out.lastJobAt = at;
+  if (status) out.lastJobStatus = status;
+  return out;
+}
+
+/**
+ * Whether a job of `kind` began after the mark: its last job id or time moved, or it is pending
+ * or running (marks are only made while no job runs, so an active one is newer than the mark).
+ */
+export function jobSince(mark: JobBaseline, s: Partial<Status>, kind: JobKind): boolean {
+  const f = jobFields[kind];
+  return (s[f.jobId] ?? undefined) !== mark.lastJobId || (s[f.at] ?? undefined) !== mark.lastJobAt || isActive(s[f.status]);
+}
+
+const mayHaveLanded = (err: unknown): boolean => (err as { mayHaveLanded?: unknown }).mayHaveLanded === true;
+
+function notFoundAsUndefined(err: unknown): undefined {
+  if (isApiError(err) && err.status === 404) return undefined;
+  throw err;
+}
+
+// ---------------------------------------------------------------- the module
+
+export interface SecretSyncModuleDeps {
+  providers: ProviderResolver;
+  now?: () => number;
+}
+
+export function secretSyncModule(deps: SecretSyncModuleDeps): ManagedModule<SecretSyncSpec, Status, ApiClient> {
+  const now = deps.now ?? Date.now;
+  // When keyward first saw a job of each object active: the poll interval grows with it.
+  const activeSince = new Map<string, number>();
+  // The record observe read, for update and act in the same pass (keyed by the pass's object).
+  const records = new WeakMap<KubeObject<unknown, Partial<Status>>, SecretSync>();
+  const keyOf = (key: ObjectKey): string => `${key.namespace}/${key.name}`;
+
+  const pollAfter = (key: ObjectKey): number => {
+    const since = activeSince.get(keyOf(key)) ?? now();
+    activeSince.set(keyOf(key), since);
+    return Math.min(JOB_POLL.maxMs, Math.max(JOB_POLL.minMs, now() - since));
+  };
+
+  async function findSync(c: Ctx): Promise<SecretSync | undefined> {
+    const destination = c.spec.destination;
+    const deleting = c.obj.metadata.deletionTimestamp !== undefined;
+    if (c.status.syncId) {
+      const byId = await c.conn.getSecretSync(destination, c.status.syncId).catch(notFoundAsUndefined);
+      if (byId) return byId;
+      if (deleting) return undefined;
+    }
+    let projectId: string;
+    try {
+      projectId = await resolveProjectId(c.kube, c.key.namespace, c.spec);
+    } catch (err) {
+      // Being deleted with its Project already gone: there is nothing keyward knows to clean up.
+      if (deleting && err instanceof ReconcileError) return undefined;
+      throw err;
+    }
+    const name = syncName(c.spec, c.obj.metadata);
+    const byName = await c.conn.findSecretSyncByName(destination, name, projectId);
+    if (!byName) return undefined;
+    if (c.createPending || byName.id === c.status.syncId) return byName;
+    throw new ReconcileError(
+      "AlreadyExists",
+      `a ${destination} sync named ${name} already exists in project ${projectId} and was not created by this resource; choose another spec.name`,
+      { retryable: false },
+    );
+  }
+
+  async function checkProject(c: Ctx, record: SecretSync): Promise<void> {
+    if (c.obj.metadata.deletionTimestamp !== undefined) return;
+    const projectId = await resolveProjectId(c.kube, c.key.namespace, c.spec);
+    if (projectId !== record.projectId) {
+      throw new ReconcileError(
+        "ProjectChanged",
+        `the sync ${record.id} belongs to project ${record.projectId}, the spec names project ${projectId}; a sync cannot move between projects: create a new SecretSync`,
+        { retryable: false },
+      );
+    }
+  }
+
+  async function observe(c: Ctx): Promise<Observation<Status>> {
+    const record = await findSync(c);
+    if (!record) {
+      activeSince.delete(keyOf(c.key));
+      return {
+        exists: false,
+        upToDate: false,
+        status: {},
+        absent: { reason: "NotFound", message: `no ${c.spec.destination} sync named ${c.spec.name ?? c.obj.metadata.name} exists` },
+      };
+    }
+    await checkProject(c, record);
+    records.set(c.obj, record);
+    const status = statusFrom(record);
+    const diff = Object.keys(syncDiff(c.spec, syncName(c.spec, c.obj.metadata), record));
+    const running = activeJob(status) !== undefined;
+    if (!running) activeSince.delete(keyOf(c.key));
+    return {
+      exists: true,
+      upToDate: diff.length === 0,
+      diff,
+      status,
+      readiness: readiness(status),
+      ...(running ? { requeueAfterMs: pollAfter(c.key) } : {}),
+    };
+  }
+
+  async function create(c: Ctx): Promise<Partial<Status>> {
+    const projectId = await resolveProjectId(c.kube, c.key.namespace, c.spec);
+    const name = syncName(c.spec, c.obj.metadata);
+    const destination = c.spec.destination;
+    try {
+      return statusFrom(await c.conn.createSecretSync(destination, createBody(c.spec, name, projectId)));
+    } catch (err) {
+      // A 400 for a duplicate name: look the sync up rather than fail.
+      if (!isApiError(err) || err.status !== 400 || err.jobInProgress) throw err;
+      const existing = await c.conn.findSecretSyncByName(destination, name, projectId);
+      if (!existing) throw err;
+      if (c.createPending) return statusFrom(existing);
+      throw new ReconcileError(
+        "AlreadyExists",
+        `a ${destination} sync named ${name} already exists in project ${projectId} and was not created by this resource; choose another spec.name`,
+        { retryable: false, cause: err },
+      );
+    }
+  }
+
+  async function currentRecord(c: Ctx, syncId: string): Promise<SecretSync> {
+    return records.get(c.obj) ?? (await c.conn.getSecretSync(c.spec.destination, syncId));
+  }
+
+  async function update(c: Ctx, obs: Observation<Status>): Promise<Partial<Status>> {
+    const id = obs.status.syncId;
+    if (!id) throw new ReconcileError("NotFound", "sync id unknown", { retryable: true });
+    const record = await currentRecord(c, id);
+    const body = syncDiff(c.spec, syncName(c.spec, c.obj.metadata), record);
+    if (Object.keys(body).length === 0) return statusFrom(record);
+    const updated = await c.conn.updateSecretSync(c.spec.destination, id, body);
+    records.set(c.obj, updated);
+    return statusFrom(updated);
+  }
+
+  /** The first annotation whose value was not handled yet. */
+  function nextRequest(obj: Ctx["obj"], s: Partial<Status>): { action: RequestAction; value: string } | undefined {
+    for (const action of requestOrder) {
+      const value = obj.metadata.annotations?.[requestKinds[action].annotation];
+      if (value !== undefined && value !== s[requestKinds[action].handled]) return { action, value };
+    }
+    return undefined;
+  }
+
+  async function act(c: Ctx): Promise<Partial<Status>> {
+    const id = c.status.syncId;
+    if (!id) return {};
+    const out: Partial<Status> = {};
+    let s: Partial<Status> = c.status;
+    const mark = s.pendingRequest;
+    if (mark) {
+      const kind = requestKinds[mark.action];
+      if (jobSince(mark, s, mark.action)) {
+        // An earlier pass made the call and did not live to record it: it is handled.
+        out[kind.handled] = mark.value;
+        c.event("Normal", kind.event, `${kind.operation} for ${kind.annotation}=${mark.value} reached the service (recorded after an interruption)`);
+      }
+      out.pendingRequest = null;
+      s = { ...s, ...out };
+    }
+    const next = nextRequest(c.obj, s);
+    if (!next) return out;
+    if (activeJob(s)) {
+      // The service refuses a trigger while a job runs: this request waits for it to settle.
+      c.requeueAfter(pollAfter(c.key));
+      return out;
+    }
+    const kind = requestKinds[next.action];
+    await c.saveStatus({ ...out, pendingRequest: { action: next.action, value: next.value, markedAt: new Date(now()).toISOString(), ...baseline(s, next.action) } });
+    let record: SecretSync;
+    try {
+      record = await kind.call(c.conn, c.spec.destination, id);
+    } catch (err) {
+      if (mayHaveLanded(err)) throw err; // the mark stays: the next pass asks the record
+      if (isJobInProgress(err)) {
+        c.requeueAfter(JOB_POLL.minMs);
+        return { ...out, pendingRequest: null };
+      }
+      await c.saveStatus({ pendingRequest: null });
+      throw err;
+    }
+    c.event("Normal", kind.event, `called ${kind.operation} for ${kind.annotation}=${next.value}`);
+    c.requeueAfter(JOB_POLL.minMs);
+    return { ...out, ...statusFrom(record), [kind.handled]: next.value, pendingRequest: null };
+  }
+
+  async function removeSecretsThenRelease(c: Ctx, obs: Observation<Status>, id: string): Promise<DeleteResult> {
+    const destination = c.spec.destination;
+    let s: Partial<Status> = { ...c.status, ...obs.status };
+    if (s.isAutoSyncEnabled) {
+      // An auto-sync would put the secrets back on the next change.
+      s = { ...s, ...statusFrom(await c.conn.updateSecretSync(destination, id, { isAutoSyncEnabled: false })) };
+    }
+    const running = activeJob(s);
+    if (running) {
+      return {
+        done: false,
+        reason: running === "remove" ? "RemovingSecrets" : "WaitingForJob",
+        message: running === "remove" ? "removing the synced secrets from the destination before releasing the resource" : `waiting for the ${jobFields[running].label} job to settle before removing the synced secrets`,
+        requeueAfterMs: pollAfter(c.key),
+      };
+    }
+    const mark = s.deletionRemoval;
+    if (mark && jobSince(mark, s, "remove")) {
+      if (s.removeStatus === "succeeded") return { done: true };
+      const retryAt = mark.retryAt ?? new Date(now() + backoffCeiling(mark.attempts - 1, REMOVAL_RETRY)).toISOString();
+      if (mark.retryAt === undefined) await c.saveStatus({ deletionRemoval: { ...mark, retryAt } });
+      const wait = Date.parse(retryAt) - now();
+      if (wait > 0) {
+        return {
+          done: false,
+          reason: "RemoveSecretsFailed",
+          message: `removing the synced secrets failed: ${s.lastRemoveMessage ?? "no message from the service"}; trying again at ${retryAt}`,
+          requeueAfterMs: wait,
+        };
+      }
+    }
+    await c.saveStatus({ deletionRemoval: { attempts: (mark?.attempts ?? 0) + 1, markedAt: new Date(now()).toISOString(), ...baseline(s, "remove") } });
+    try {
+      await c.conn.removeSecrets(destination, id);
+    } catch (err) {
+      if (isJobInProgress(err)) {
+        return { done: false, reason: "WaitingForJob", message: "waiting for a job to settle before removing the synced secrets", requeueAfterMs: JOB_POLL.minMs };
+      }
+      throw err;
+    }
+    c.event("Normal", "RemoveSecretsRequested", "removing the synced secrets from the destination (deletionPolicy RemoveSecrets)");
+    return { done: false, reason: "RemovingSecrets", message: "removing the synced secrets from the destination before releasing the resource", requeueAfterMs: JOB_POLL.minMs };
+  }
+
+  async function remove(c: Ctx, obs: Observation<Status>): Promise<DeleteResult> {
+    const id = obs.status.syncId;
+    if (!id) return { done: true };
+    if (c.spec.deletionPolicy === "RemoveSecrets") return removeSecretsThenRelease(c, obs, id);
+    try {
+      await c.conn.deleteSecretSync(c.spec.destination, id);
+    } catch (err) {
+      if (!(isApiError(err) && err.status === 404)) throw err;
+    }
+    return { done: true };
+  }
+
+  return {
+    ref,
+    parseSpec: (raw) => specSchema.parse(raw),
+    needsFinalizer: (spec) => spec.managementPolicy !== "ObserveOnly" && (spec.deletionPolicy === "RemoveSecrets" || spec.deletionPolicy === "Delete"),
+    guardCreate: true,
+    connect: ({ namespace, spec }) => deps.providers.connect(namespace, providerConfigName(spec)),
+    observe,
+    create,
+    update,
+    act,
+    delete: remove,
+    observeOnly: (spec) => spec.managementPolicy === "ObserveOnly",
+    forget: (key) => activeSince.delete(keyOf(key)),
+  };
+}

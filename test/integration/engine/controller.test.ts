@@ -1,0 +1,287 @@
+// The generic controller against a real apiserver with a test CRD.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Counter } from "prom-client";
+import { createKube, type KindRef, type Kube } from "../../../src/kube/client.ts";
+import { createController, type Controller, type ControllerOptions } from "../../../src/engine/controller.ts";
+import { createMetrics } from "../../../src/engine/metrics.ts";
+import { createLogger } from "../../../src/log.ts";
+import { done, retryable, terminal, type ObjectKey, type Outcome } from "../../../src/engine/types.ts";
+import { createTestNamespace, testKubeConfig, waitFor, type TestNamespace } from "../../controlplane/testenv.ts";
+import { createWidget, widgetCrd, type WidgetCrd } from "./widgets.ts";
+
+let kube: Kube;
+let crd!: WidgetCrd;
+const namespaces: TestNamespace[] = [];
+const controllers: Controller[] = [];
+const logger = createLogger({ level: "silent" });
+
+beforeAll(async () => {
+  kube = createKube(testKubeConfig());
+  crd = widgetCrd(kube);
+  await crd.create();
+});
+
+afterAll(async () => {
+  await Promise.all(controllers.map((c) => c.stop()));
+  for (const ns of namespaces) await ns.cleanup();
+  await crd?.delete();
+});
+
+async function namespace(prefix: string): Promise<string> {
+  const ns = await createTestNamespace(prefix);
+  namespaces.push(ns);
+  return ns.name;
+}
+
+type Reconcile = (key: ObjectKey, signal: AbortSignal) => Promise<Outcome>;
+
+async function startController(ns: string, reconcile: Reconcile, extra: Partial<ControllerOptions> = {}) {
+  const metrics = createMetrics();
+  const name = `widgets-${String(controllers.length)}`;
+  const controller = createController({
+    name,
+    kube,
+    kind: crd.kind,
+    reconcile,
+    concurrency: 2,
+    resyncIntervalMs: 3_600_000,
+    namespaces: [ns],
+    logger,
+    metrics,
+    retryBackoff: { baseMs: 20, maxMs: 200, jitter: "equal" },
+    ...extra,
+  });
+  controllers.push(controller);
+  await controller.start();
+  return { controller, metrics, name };
+}
+
+async function counterValue(counter: Counter, labels: Record<string, string>): Promise<number> {
+  const { values } = await counter.get();
+  const match = values.find((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x));
+  return match?.value ?? 0;
+}
+
+function gate() {
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  return { open, opened };
+}
+
+async function patchSpec(kind: KindRef, ns: string, name: string, spec: Record<string, unknown>): Promise<string> {
+  const patched = (await kube.custom.patchNamespacedCustomObject({
+    group: kind.group,
+    version: kind.version,
+    namespace: ns,
+    plural: kind.plural,
+    name,
+    body: [{ op: "replace", path: "/spec", value: spec }],
+  })) as { metadata: { resourceVersion: string } };
+  return patched.metadata.resourceVersion;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe("controller", () => {
+  it("runs one more reconcile, not one per event, for a burst of updates while a key is in flight", async () => {
+    const ns = await namespace("ctl-burst");
+    const first = gate();
+    const started: number[] = [];
+    let finished = 0;
+    const { controller } = await startController(ns, async (key) => {
+      if (key.name !== "burst") return done();
+      started.push(Date.now());
+      if (started.length === 1) await first.opened;
+      finished += 1;
+      return done();
+    });
+    await createWidget(kube, crd.kind, ns, "burst", { n: 0 });
+    await waitFor(async () => (started.length === 1 ? true : undefined), { timeoutMs: 30_000, description: "first reconcile" });
+
+    let lastRv = "";
+    for (let n = 1; n <= 10; n++) lastRv = await patchSpec(crd.kind, ns, "burst", { n });
+    // Every update has reached the controller (its cache holds the last one) while the first
+    // reconcile is still running: ten adds, all collapsed into one dirty mark.
+    await waitFor(async () => (controller.cached({ namespace: ns, name: "burst" })?.metadata.resourceVersion === lastRv ? true : undefined), {
+      timeoutMs: 30_000,
+      description: "the informer to see the last update",
+    });
+    expect(started).toHaveLength(1);
+    first.open();
+    await waitFor(async () => (finished === 2 ? true : undefined), { timeoutMs: 30_000, description: "the re-run" });
+    expect(controller.queueLength()).toBe(0);
+    await controller.stop();
+    expect(started).toHaveLength(2);
+  });
+
+  it("retries a retryable outcome with growing backoff, and honours retryAfterMs", async () => {
+    const ns = await namespace("ctl-retry");
+    const flaky: number[] = [];
+    const polite: number[] = [];
+    const { metrics, name } = await startController(ns, async (key) => {
+      if (key.name === "flaky") {
+        flaky.push(performance.now());
+        return flaky.length <= 3 ? retryable(new Error("service unavailable")) : done();
+      }
+      if (key.name === "polite") {
+        polite.push(performance.now());
+        return polite.length === 1 ? retryable(new Error("rate limited"), 300) : done();
+      }
+      return done();
+    });
+    await createWidget(kube, crd.kind, ns, "flaky");
+    await createWidget(kube, crd.kind, ns, "polite");
+    await waitFor(async () => (flaky.length === 4 && polite.length === 2 ? true : undefined), { timeoutMs: 30_000, description: "retries" });
+
+    // Equal jitter never waits less than half of base * 2^attempt (20, 40, 80 ms ceilings).
+    const gaps = flaky.slice(1).map((t, i) => t - (flaky[i] as number));
+    gaps.forEach((gap, attempt) => expect(gap).toBeGreaterThanOrEqual((20 * 2 ** attempt) / 2 - 2));
+    expect((polite[1] as number) - (polite[0] as number)).toBeGreaterThanOrEqual(298);
+
+    expect(await counterValue(metrics.reconcileTotal, { controller: name, result: "error" })).toBe(4);
+    expect(await counterValue(metrics.reconcileTotal, { controller: name, result: "success" })).toBe(2);
+    expect(await counterValue(metrics.reconcileErrors, { controller: name })).toBe(4);
+    expect(await counterValue(metrics.terminalReconcileErrors, { controller: name })).toBe(0);
+    // Only the backoff retries count as workqueue retries; the Retry-After one is a plain delay.
+    expect(await counterValue(metrics.workqueueRetries, { name })).toBe(3);
+  });
+
+  it("treats a throwing reconcile as retryable", async () => {
+    const ns = await namespace("ctl-throw");
+    let calls = 0;
+    const { metrics, name } = await startController(ns, async (key) => {
+      if (key.name !== "thrower") return done();
+      calls += 1;
+      if (calls === 1) throw new Error("bug");
+      return done();
+    });
+    await createWidget(kube, crd.kind, ns, "thrower");
+    await waitFor(async () => (calls === 2 ? true : undefined), { timeoutMs: 30_000, description: "retry after a throw" });
+    expect(await counterValue(metrics.reconcileErrors, { controller: name })).toBe(1);
+  });
+
+  it("does not retry a terminal outcome until the spec changes", async () => {
+    const ns = await namespace("ctl-terminal");
+    const generations: number[] = [];
+    let controllerRef: Controller | undefined;
+    const { controller, metrics, name } = await startController(
+      ns,
+      async (key) => {
+        if (key.name !== "doomed") return done();
+        const generation = controllerRef?.cached(key)?.metadata.generation ?? 0;
+        generations.push(generation);
+        return generation === 1 ? terminal(new Error("invalid spec")) : done();
+      },
+      // Were a terminal outcome requeued, a 1 ms backoff would show it many times over below.
+      { retryBackoff: { baseMs: 1, maxMs: 1, jitter: "none" } },
+    );
+    controllerRef = controller;
+    await createWidget(kube, crd.kind, ns, "doomed", { valid: false });
+    await waitFor(async () => (generations.length === 1 ? true : undefined), { timeoutMs: 30_000, description: "first reconcile" });
+    await sleep(500);
+    expect(generations).toEqual([1]);
+    expect(await counterValue(metrics.terminalReconcileErrors, { controller: name })).toBe(1);
+
+    await patchSpec(crd.kind, ns, "doomed", { valid: true });
+    await waitFor(async () => (generations.includes(2) ? true : undefined), { timeoutMs: 30_000, description: "reconcile of the new spec" });
+    expect(generations).toEqual([1, 2]);
+  });
+
+  it("stop() waits for the reconcile in flight, without aborting it, and takes no new work", async () => {
+    const ns = await namespace("ctl-stop");
+    const release = gate();
+    const order: string[] = [];
+    let aborted: boolean | undefined;
+    const { controller } = await startController(ns, async (key, signal) => {
+      if (key.name !== "slow") return done();
+      order.push("reconcile started");
+      await release.opened;
+      aborted = signal.aborted;
+      order.push("reconcile finished");
+      return done();
+    });
+    await createWidget(kube, crd.kind, ns, "slow");
+    await waitFor(async () => (order.length === 1 ? true : undefined), { timeoutMs: 30_000, description: "reconcile to start" });
+
+    const stopped = controller.stop().then(() => order.push("stop resolved"));
+    await sleep(200);
+    expect(order).toEqual(["reconcile started"]);
+    release.open();
+    await stopped;
+    expect(order).toEqual(["reconcile started", "reconcile finished", "stop resolved"]);
+    expect(aborted).toBe(false);
+    controller.enqueue({ namespace: ns, name: "slow" });
+    expect(controller.queueLength()).toBe(0);
+  });
+
+  it("maps changes of a watched kind to keys of the primary kind", async () => {
+    const ns = await namespace("ctl-watches");
+    const calls: string[] = [];
+    await startController(
+      ns,
+      async (key) => {
+        calls.push(key.name);
+        return done();
+      },
+      {
+        watches: [
+          {
+            kind: { group: "", version: "v1", plural: "configmaps", kind: "ConfigMap" },
+            labelSelector: "widget",
+            mapToKeys: (obj) => {
+              const widget = obj.metadata.labels?.["widget"];
+              return widget ? [{ namespace: obj.metadata.namespace, name: widget }] : [];
+            },
+          },
+        ],
+      },
+    );
+    await createWidget(kube, crd.kind, ns, "primary");
+    await waitFor(async () => (calls.includes("primary") ? true : undefined), { timeoutMs: 30_000, description: "first reconcile" });
+    const before = calls.filter((c) => c === "primary").length;
+    await kube.core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: "settings", labels: { widget: "primary" } } } });
+    await waitFor(async () => (calls.filter((c) => c === "primary").length > before ? true : undefined), {
+      timeoutMs: 30_000,
+      description: "reconcile caused by the ConfigMap",
+    });
+  });
+
+  it("resyncs every cached key periodically without any change", async () => {
+    const ns = await namespace("ctl-resync");
+    let calls = 0;
+    await startController(
+      ns,
+      async (key) => {
+        if (key.name === "steady") calls += 1;
+        return done();
+      },
+      { resyncIntervalMs: 300 },
+    );
+    await createWidget(kube, crd.kind, ns, "steady");
+    await waitFor(async () => (calls >= 3 ? true : undefined), { timeoutMs: 30_000, description: "two resyncs" });
+  });
+
+  it("exports its metrics under controller-runtime's names", async () => {
+    const ns = await namespace("ctl-metrics");
+    const { metrics } = await startController(ns, async () => done());
+    await createWidget(kube, crd.kind, ns, "counted");
+    await waitFor(async () => ((await metrics.registry.metrics()).includes('result="success"') ? true : undefined), {
+      timeoutMs: 30_000,
+      description: "a counted reconcile",
+    });
+    const text = await metrics.registry.metrics();
+    for (const metric of [
+      "controller_runtime_reconcile_total",
+      "controller_runtime_reconcile_time_seconds_bucket",
+      "controller_runtime_active_workers",
+      "controller_runtime_max_concurrent_reconciles",
+      "workqueue_depth",
+      "workqueue_adds_total",
+      "workqueue_queue_duration_seconds_bucket",
+      "workqueue_work_duration_seconds_bucket",
+    ]) {
+      expect(text).toContain(metric);
+    }
+  });
+});
+

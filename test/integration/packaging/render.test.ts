@@ -1,0 +1,106 @@
+// The chart's renderings and the kustomize install, accepted by the real apiserver.
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestNamespace, kubectl, type TestNamespace } from "../../controlplane/testenv.ts";
+import { renderChart, repoRoot, valuesAllFile } from "../../unit/chart/helm.ts";
+
+// A ServiceMonitor needs prometheus-operator's CRD; this minimal stand-in lets the apiserver
+// accept (and validate the envelope of) the one the chart renders.
+const serviceMonitorCrd = `
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: servicemonitors.monitoring.coreos.com
+spec:
+  group: monitoring.coreos.com
+  scope: Namespaced
+  names: { kind: ServiceMonitor, plural: servicemonitors, singular: servicemonitor, listKind: ServiceMonitorList }
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          properties:
+            spec: { type: object, x-kubernetes-preserve-unknown-fields: true }
+`;
+
+let release: TestNamespace;
+let watchedA: TestNamespace;
+let watchedB: TestNamespace;
+let installedServiceMonitorCrd = false;
+
+beforeAll(async () => {
+  [release, watchedA, watchedB] = await Promise.all([createTestNamespace("pkg-release"), createTestNamespace("pkg-a"), createTestNamespace("pkg-b")]);
+  const existing = await kubectl(["get", "crd", "servicemonitors.monitoring.coreos.com"]);
+  if (existing.code !== 0) {
+    const created = await kubectl(["create", "-f", "-"], { input: serviceMonitorCrd });
+    installedServiceMonitorCrd = created.code === 0;
+    expect(created.code, created.stderr).toBe(0);
+    const established = await kubectl(["wait", "--for=condition=Established", "--timeout=60s", "crd/servicemonitors.monitoring.coreos.com"]);
+    expect(established.code, established.stderr).toBe(0);
+  }
+});
+
+afterAll(async () => {
+  if (installedServiceMonitorCrd) await kubectl(["delete", "crd", "servicemonitors.monitoring.coreos.com", "--wait=false"]);
+  await Promise.all([release, watchedA, watchedB].map((ns) => ns.cleanup()));
+});
+
+async function serverDryRun(yaml: string): Promise<string> {
+  const result = await kubectl(["apply", "--dry-run=server", "-f", "-"], { input: yaml });
+  expect(result.code, result.stderr).toBe(0);
+  return result.stdout;
+}
+
+describe("helm template | kubectl apply --dry-run=server", () => {
+  it("accepts the default values", async () => {
+    const out = await serverDryRun(await renderChart({ namespace: release.name }));
+    expect(out).toMatch(/deployment\.apps\/kw-keyward (created|configured) \(server dry run\)/);
+    expect(out).toMatch(/clusterrole\.rbac\.authorization\.k8s\.io\/kw-keyward (created|configured) \(server dry run\)/);
+  });
+
+  it("accepts a namespaced install", async () => {
+    const out = await serverDryRun(await renderChart({ namespace: release.name, setJson: { watchNamespaces: [watchedA.name, watchedB.name] } }));
+    expect(out).toContain(`role.rbac.authorization.k8s.io/kw-keyward created (server dry run)`);
+    expect(out).not.toMatch(/clusterrolebinding/);
+  });
+
+  it("accepts every option on", async () => {
+    const yaml = await renderChart({ namespace: release.name, valuesFiles: [valuesAllFile], setJson: { watchNamespaces: [watchedA.name, watchedB.name] } });
+    const out = await serverDryRun(yaml);
+    for (const kind of ["poddisruptionbudget.policy", "servicemonitor.monitoring.coreos.com", "providerconfig.keyward.dev", "deployment.apps", "service"]) {
+      expect(out).toMatch(new RegExp(`^${kind.replaceAll(".", "\\.")}/\\S+ created \\(server dry run\\)$`, "m"));
+    }
+  });
+});
+
+describe("kubectl apply -k config/default", () => {
+  // keyward-system must exist for a server-side dry run of the objects in it; CRDs and every
+  // cluster-scoped object stay dry-run, so the suite's CRDs are untouched.
+  let created = false;
+  beforeAll(async () => {
+    const result = await kubectl(["create", "namespace", "keyward-system"]);
+    created = result.code === 0;
+  });
+  afterAll(async () => {
+    if (created) await kubectl(["delete", "namespace", "keyward-system", "--wait=false"]);
+  });
+
+  it("is accepted by the apiserver", async () => {
+    const result = await kubectl(["apply", "-k", join(repoRoot, "config", "default"), "--dry-run=server"]);
+    expect(result.code, result.stderr).toBe(0);
+    for (const object of [
+      "customresourcedefinition.apiextensions.k8s.io/projects.keyward.dev",
+      "serviceaccount/keyward-controller-manager",
+      "clusterrole.rbac.authorization.k8s.io/keyward-manager-role",
+      "clusterrolebinding.rbac.authorization.k8s.io/keyward-manager-rolebinding",
+      "role.rbac.authorization.k8s.io/keyward-leader-election-role",
+      "service/keyward-controller-manager-metrics",
+      "deployment.apps/keyward-controller-manager",
+    ]) {
+      expect(result.stdout).toMatch(new RegExp(`^${object.replaceAll(".", "\\.")} \\w+ \\(server dry run\\)$`, "m"));
+    }
+  });
+});

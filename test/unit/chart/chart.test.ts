@@ -1,0 +1,262 @@
+// The Helm chart: lint, renderings for the default values, a namespaced install and every
+// option on, the schema rejecting bad values, and the chart's CRDs equal to crds/.
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  chartDir,
+  expectedWorkloadGrants,
+  findDoc,
+  flattenRules,
+  helm,
+  leaseGrants,
+  parseYamlDocuments,
+  renderChart,
+  repoRoot,
+  templateArgs,
+  valuesAllFile,
+  type Doc,
+  type PolicyRule,
+} from "./helm.ts";
+
+interface Container {
+  name: string;
+  image: string;
+  env: { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
+  ports: { name: string; containerPort: number }[];
+  livenessProbe: { httpGet: { path: string; port: string } };
+  readinessProbe: { httpGet: { path: string; port: string } };
+  securityContext: Record<string, unknown>;
+  volumeMounts: { name: string; mountPath: string }[];
+}
+interface PodSpec {
+  serviceAccountName: string;
+  securityContext: Record<string, unknown>;
+  containers: Container[];
+  volumes: { name: string; emptyDir?: object }[];
+  nodeSelector?: Record<string, string>;
+  tolerations?: object[];
+  affinity?: object;
+  imagePullSecrets?: { name: string }[];
+}
+
+const podSpec = (docs: Doc[]): PodSpec => (findDoc(docs, "Deployment") as unknown as { spec: { template: { spec: PodSpec } } }).spec.template.spec;
+const container = (docs: Doc[]): Container => {
+  const c = podSpec(docs).containers[0];
+  if (!c) throw new Error("no container");
+  return c;
+};
+const envOf = (docs: Doc[]): Record<string, string | undefined> => Object.fromEntries(container(docs).env.map((e) => [e.name, e.value ?? (e.valueFrom?.fieldRef ? `fieldRef:${e.valueFrom.fieldRef.fieldPath}` : "valueFrom")]));
+const rulesOf = (doc: Doc): string[] => flattenRules((doc as unknown as { rules: PolicyRule[] }).rules);
+const kinds = (docs: Doc[]): string[] => docs.map((d) => `${d.kind}/${d.metadata.namespace ?? ""}/${d.metadata.name}`).sort();
+
+let defaults: Doc[];
+let namespaced: Doc[];
+let everything: Doc[];
+
+beforeAll(async () => {
+  [defaults, namespaced, everything] = await Promise.all([
+    renderChart().then(parseYamlDocuments),
+    renderChart({ setJson: { watchNamespaces: ["a", "b"] } }).then(parseYamlDocuments),
+    renderChart({ valuesFiles: [valuesAllFile] }).then(parseYamlDocuments),
+  ]);
+});
+
+describe("helm lint", () => {
+  it("is clean, also with every option on", async () => {
+    for (const extra of [[], ["--values", valuesAllFile]]) {
+      const result = await helm(["lint", "--strict", chartDir, ...extra]);
+      expect(result.code, result.stdout + result.stderr).toBe(0);
+      expect(result.stdout).not.toMatch(/\[(WARNING|ERROR)\]/);
+    }
+  });
+});
+
+describe("default values", () => {
+  it("render a cluster-wide install", () => {
+    expect(kinds(defaults)).toEqual([
+      "ClusterRole//kw-keyward",
+      "ClusterRole//kw-keyward-edit",
+      "ClusterRole//kw-keyward-view",
+      "ClusterRoleBinding//kw-keyward",
+      "Deployment/keyward-system/kw-keyward",
+      "Role/keyward-system/kw-keyward-leader-election",
+      "RoleBinding/keyward-system/kw-keyward-leader-election",
+      "Service/keyward-system/kw-keyward-metrics",
+      "ServiceAccount/keyward-system/kw-keyward",
+    ]);
+  });
+
+  it("grant exactly what keyward uses, cluster-wide, to its ServiceAccount", () => {
+    expect(rulesOf(findDoc(defaults, "ClusterRole", "kw-keyward"))).toEqual(expectedWorkloadGrants);
+    const binding = findDoc(defaults, "ClusterRoleBinding", "kw-keyward") as unknown as { roleRef: { name: string }; subjects: object[] };
+    expect(binding.roleRef.name).toBe("kw-keyward");
+    expect(binding.subjects).toEqual([{ kind: "ServiceAccount", name: "kw-keyward", namespace: "keyward-system" }]);
+    expect(rulesOf(findDoc(defaults, "Role", "kw-keyward-leader-election"))).toEqual(leaseGrants("kw-keyward-leader"));
+  });
+
+  it("run keyward locked down: non-root, read-only root, no capabilities, RuntimeDefault seccomp, a /tmp emptyDir", () => {
+    const pod = podSpec(defaults);
+    expect(pod.serviceAccountName).toBe("kw-keyward");
+    expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 65532, seccompProfile: { type: "RuntimeDefault" } });
+    const c = container(defaults);
+    expect(c.securityContext).toEqual({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, runAsNonRoot: true, capabilities: { drop: ["ALL"] } });
+    expect(c.volumeMounts).toEqual([{ name: "tmp", mountPath: "/tmp" }]);
+    expect(pod.volumes).toEqual([{ name: "tmp", emptyDir: { sizeLimit: "64Mi" } }]);
+    expect(c.image).toBe("keyward:0.1.0");
+  });
+
+  it("probe /healthz and /readyz on the health port and expose metrics", () => {
+    const c = container(defaults);
+    expect(c.livenessProbe.httpGet).toEqual({ path: "/healthz", port: "health" });
+    expect(c.readinessProbe.httpGet).toEqual({ path: "/readyz", port: "health" });
+    expect(c.ports.map((p) => [p.name, p.containerPort])).toEqual([["metrics", 8080], ["health", 8081]]);
+    const service = findDoc(defaults, "Service") as unknown as { spec: { ports: { port: number; targetPort: string }[]; selector: object } };
+    expect(service.spec.ports[0]).toMatchObject({ port: 8080, targetPort: "metrics" });
+    expect(service.spec.selector).toEqual({ "app.kubernetes.io/name": "keyward", "app.kubernetes.io/instance": "kw" });
+  });
+
+  it("configure keyward through its environment, POD_NAME from the downward API", () => {
+    expect(envOf(defaults)).toEqual({
+      POD_NAME: "fieldRef:metadata.name",
+      WATCH_NAMESPACES: "",
+      CONCURRENCY: "4",
+      RESYNC_INTERVAL: "10m",
+      LOG_LEVEL: "info",
+      METRICS_PORT: "8080",
+      HEALTH_PORT: "8081",
+      LEADER_ELECT: "true",
+      LEADER_ELECTION_NAMESPACE: "keyward-system",
+      LEADER_ELECTION_ID: "kw-keyward-leader",
+    });
+  });
+});
+
+describe("a namespaced install (watchNamespaces: [a, b])", () => {
+  it("has a Role and RoleBinding in each watched namespace and nothing cluster-wide for keyward", () => {
+    expect(namespaced.filter((d) => d.kind === "ClusterRoleBinding")).toEqual([]);
+    expect(namespaced.filter((d) => d.kind === "ClusterRole").map((d) => d.metadata.name).sort()).toEqual(["kw-keyward-edit", "kw-keyward-view"]);
+    for (const ns of ["a", "b"]) {
+      expect(rulesOf(findDoc(namespaced, "Role", "kw-keyward", ns))).toEqual(expectedWorkloadGrants);
+      const binding = findDoc(namespaced, "RoleBinding", "kw-keyward", ns) as unknown as { roleRef: object; subjects: object[] };
+      expect(binding.roleRef).toEqual({ apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "kw-keyward" });
+      expect(binding.subjects).toEqual([{ kind: "ServiceAccount", name: "kw-keyward", namespace: "keyward-system" }]);
+    }
+    expect(rulesOf(findDoc(namespaced, "Role", "kw-keyward-leader-election", "keyward-system"))).toEqual(leaseGrants("kw-keyward-leader"));
+    expect(envOf(namespaced)["WATCH_NAMESPACES"]).toBe("a,b");
+  });
+});
+
+describe("every option on (values-all.yaml)", () => {
+  it("renders every optional object", () => {
+    expect(kinds(everything)).toEqual([
+      "ClusterRole//keyward-operator-edit",
+      "ClusterRole//keyward-operator-view",
+      "Deployment/keyward-system/keyward-operator",
+      "PodDisruptionBudget/keyward-system/keyward-operator",
+      "ProviderConfig/keyward-system/default",
+      "Role/keyward-system/keyward-operator-leader-election",
+      "Role/team-a/keyward-operator",
+      "Role/team-b/keyward-operator",
+      "RoleBinding/keyward-system/keyward-operator-leader-election",
+      "RoleBinding/team-a/keyward-operator",
+      "RoleBinding/team-b/keyward-operator",
+      "Service/keyward-system/keyward-operator-metrics",
+      "ServiceAccount/keyward-system/keyward-sa",
+      "ServiceMonitor/keyward-system/keyward-operator",
+    ]);
+  });
+
+  it("passes every value through", () => {
+    const pod = podSpec(everything);
+    const c = container(everything);
+    expect(c.image).toBe("registry.example.test/platform/keyward:0.1.0-rc.1");
+    expect(pod.imagePullSecrets).toEqual([{ name: "registry-credentials" }]);
+    expect(pod.nodeSelector).toEqual({ "kubernetes.io/os": "linux" });
+    expect(pod.tolerations).toHaveLength(1);
+    expect(pod.affinity).toHaveProperty("podAntiAffinity");
+    expect(pod.serviceAccountName).toBe("keyward-sa");
+    expect(pod.securityContext).toMatchObject({ runAsUser: 10001 });
+    expect(envOf(everything)).toMatchObject({
+      WATCH_NAMESPACES: "team-a,team-b",
+      CONCURRENCY: "16",
+      RESYNC_INTERVAL: "5m",
+      LOG_LEVEL: "debug",
+      METRICS_PORT: "9090",
+      HEALTH_PORT: "9091",
+      LEADER_ELECTION_ID: "keyward-operator-lease",
+      SHUTDOWN_TIMEOUT: "45s",
+      NODE_OPTIONS: "valueFrom",
+    });
+    expect(rulesOf(findDoc(everything, "Role", "keyward-operator-leader-election"))).toEqual(leaseGrants("keyward-operator-lease"));
+    expect(findDoc(everything, "ProviderConfig")).toMatchObject({
+      spec: { baseUrl: "https://secrets.example.test/api", credentialsSecretRef: { name: "keyward-token", key: "access-token" } },
+    });
+    expect(findDoc(everything, "PodDisruptionBudget")).toMatchObject({ spec: { maxUnavailable: 1 } });
+    expect(findDoc(everything, "ServiceMonitor")).toMatchObject({
+      metadata: { labels: { release: "prometheus" } },
+      spec: { endpoints: [{ port: "metrics", path: "/metrics", interval: "15s", scrapeTimeout: "10s" }] },
+    });
+  });
+
+  it("renders a PodDisruptionBudget only with more than one replica", async () => {
+    const one = parseYamlDocuments(await renderChart({ setJson: { replicas: 1 } }));
+    const two = parseYamlDocuments(await renderChart({ setJson: { replicas: 2 } }));
+    expect(one.some((d) => d.kind === "PodDisruptionBudget")).toBe(false);
+    expect(findDoc(two, "PodDisruptionBudget")).toMatchObject({ spec: { minAvailable: 1 } });
+  });
+});
+
+describe("values.schema.json", () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), "keyward-chart-"));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  // Each bad values file, and the path helm must name in its error.
+  const bad: [string, string, string][] = [
+    ["replicas as text", "replicas: two\n", "/replicas"],
+    ["an unknown log level", "logLevel: verbose\n", "/logLevel"],
+    ["a resync interval that is not a duration", "resyncInterval: 10 minutes\n", "/resyncInterval"],
+    ["concurrency 0", "concurrency: 0\n", "/concurrency"],
+    ["a namespace that is not a DNS label", "watchNamespaces: [Team_A]\n", "/watchNamespaces/0"],
+    ["a misspelt key", "replica: 2\n", "replica"],
+    ["an unknown pull policy", "image:\n  repository: keyward\n  pullPolicy: Sometimes\n", "/image/pullPolicy"],
+    ["a ProviderConfig without base URL or Secret", "providerConfig:\n  create: true\n", "/providerConfig"],
+    ["a base URL that is not http(s)", "providerConfig:\n  create: true\n  baseUrl: ftp://files.example.test\n  secretName: token\n", "/providerConfig/baseUrl"],
+    ["running as root", "podSecurityContext:\n  runAsNonRoot: false\n", "/podSecurityContext/runAsNonRoot"],
+    ["leader election as a string", "leaderElection:\n  enabled: \"yes\"\n", "/leaderElection/enabled"],
+    ["an extra env var with both value and valueFrom", "extraEnv:\n  - name: X\n    value: a\n    valueFrom: {secretKeyRef: {name: s, key: k}}\n", "/extraEnv/0"],
+    ["a ServiceMonitor interval that is not a duration", "serviceMonitor:\n  enabled: true\n  interval: fast\n", "/serviceMonitor/interval"],
+  ];
+
+  it.each(bad)("rejects %s", async (_name, yaml, path) => {
+    const file = join(dir, `bad-${String(Math.random()).slice(2)}.yaml`);
+    writeFileSync(file, yaml);
+    const result = await helm(templateArgs({ valuesFiles: [file] }));
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain("values don't meet the specifications of the schema");
+    expect(result.stderr).toContain(path);
+  });
+
+  it("rejects more than one replica without leader election", async () => {
+    const result = await helm(templateArgs({ setJson: { replicas: 2, leaderElection: { enabled: false } } }));
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain("replicas > 1 needs leaderElection.enabled=true");
+  });
+});
+
+describe("the chart's CRDs", () => {
+  it("are the files of crds/, byte for byte", () => {
+    const chartCrds = join(chartDir, "crds");
+    const rootCrds = join(repoRoot, "crds");
+    const names = readdirSync(rootCrds).filter((f) => f.endsWith(".yaml")).sort();
+    expect(names.length).toBeGreaterThan(0);
+    expect(readdirSync(chartCrds).filter((f) => f.endsWith(".yaml")).sort()).toEqual(names);
+    for (const name of names) {
+      expect(readFileSync(join(chartCrds, name), "utf8"), name).toBe(readFileSync(join(rootCrds, name), "utf8"));
+    }
+  });
+});

@@ -1,0 +1,189 @@
+// AccessToken's pure parts: durations, the renewal schedule, the Secret's data hash and the
+// decision observe takes from a Secret and the recorded status.
+import { describe, expect, it } from "vitest";
+import {
+  ANNOTATION_DATA_HASH,
+  assess,
+  dataHash,
+  defaultSecretKeys,
+  parseDuration,
+  renewalPlan,
+  rfc3339,
+  secretKeysOf,
+  secretWatch,
+  specSchema,
+  type AccessTokenSpec,
+  type AccessTokenStatus,
+  type SecretObject,
+} from "../../../src/resources/accesstoken.ts";
+import { API_VERSION, type KubeObject } from "../../../src/engine/types.ts";
+
+const UID = "0b7e6a52-6a3f-4b8e-9d5c-1f2e3d4c5b6a";
+const IDENTITY = "a1b2c3d4-0003-4a00-8000-000000000002";
+const TOKEN = "kwe.unit-test-token-value";
+const b64 = (s: string): string => Buffer.from(s).toString("base64");
+
+const spec: AccessTokenSpec = { identityId: IDENTITY, secretName: "api-token" };
+
+function secretWith(data: Record<string, string>, opts: { uid?: string; hash?: string } = {}): SecretObject {
+  const hash = opts.hash ?? dataHash(UID, data, defaultSecretKeys);
+  return {
+    metadata: {
+      name: "api-token",
+      namespace: "ns",
+      annotations: { [ANNOTATION_DATA_HASH]: hash },
+      ownerReferences: [{ apiVersion: API_VERSION, kind: "AccessToken", name: "t", uid: opts.uid ?? UID, controller: true }],
+    },
+    data,
+  };
+}
+
+const written = { token: b64(TOKEN), tokenType: b64("Bearer"), expiresAt: b64("2030-01-01T02:00:00Z") };
+const recorded: Partial<AccessTokenStatus> = {
+  tokenId: "tok-1",
+  identityId: IDENTITY,
+  tokenName: "",
+  secretName: "api-token",
+  lastIssuedAt: "2030-01-01T00:00:00Z",
+  expiresAt: "2030-01-01T02:00:00Z",
+  secretDataHash: dataHash(UID, written, defaultSecretKeys),
+};
+const at = (iso: string): Date => new Date(iso);
+
+describe("parseDuration", () => {
+  it.each([
+    ["10m", 600_000],
+    ["1h30m", 5_400_000],
+    ["1.5h", 5_400_000],
+    ["500ms", 500],
+    ["2s", 2_000],
+  ])("%s is %d ms", (text, ms) => expect(parseDuration(text)).toBe(ms));
+
+  it("rejects what the CRD pattern rejects", () => {
+    expect(() => parseDuration("10")).toThrow();
+    expect(() => parseDuration("1d")).toThrow();
+    expect(specSchema.safeParse({ ...spec, renewBefore: "5 minutes" }).success).toBe(false);
+  });
+});
+
+describe("renewalPlan", () => {
+  const issued = at("2030-01-01T00:00:00Z");
+  const expires = at("2030-01-01T03:00:00Z");
+
+  it("defaults renewBefore to a third of the lifetime", () => {
+    expect(renewalPlan(issued, expires, undefined)).toEqual({ renewAt: at("2030-01-01T02:00:00Z"), clamped: false });
+  });
+
+  it("uses renewBefore when it is at most half the lifetime", () => {
+    expect(renewalPlan(issued, expires, "10m")?.renewAt).toEqual(at("2030-01-01T02:50:00Z"));
+  });
+
+  it("cuts a renewBefore longer than half the lifetime to half, so tokens are never issued in a loop", () => {
+    expect(renewalPlan(issued, expires, "5h")).toEqual({ renewAt: at("2030-01-01T01:30:00Z"), clamped: true });
+  });
+
+  it("has no schedule for a token without expiry", () => {
+    expect(renewalPlan(issued, undefined, "10m")).toBeUndefined();
+  });
+});
+
+describe("secretKeysOf", () => {
+  it("fills in the defaults", () => {
+    expect(secretKeysOf({ secretKeys: { token: "access_token" } })).toEqual({ token: "access_token", tokenType: "tokenType", expiresAt: "expiresAt" });
+  });
+
+  it("refuses two keys with one name", () => {
+    expect(() => secretKeysOf({ secretKeys: { token: "expiresAt" } })).toThrow(/must differ/);
+  });
+});
+
+describe("dataHash", () => {
+  const base = dataHash(UID, written, defaultSecretKeys);
+
+  it("changes with any written value and with the owner", () => {
+    expect(dataHash(UID, { ...written, token: b64("other") }, defaultSecretKeys)).not.toBe(base);
+    expect(dataHash(UID, { ...written, expiresAt: b64("2031-01-01T00:00:00Z") }, defaultSecretKeys)).not.toBe(base);
+    expect(dataHash("another-uid", written, defaultSecretKeys)).not.toBe(base);
+  });
+
+  it("ignores keys keyward does not write", () => {
+    expect(dataHash(UID, { ...written, extra: b64("x") }, defaultSecretKeys)).toBe(base);
+  });
+
+  it("does not contain the token in any encoding", () => {
+    expect(base).not.toContain(TOKEN);
+    expect(base).not.toContain(b64(TOKEN));
+  });
+});
+
+describe("assess", () => {
+  const now = at("2030-01-01T00:30:00Z");
+  const run = (secret: SecretObject | undefined, status = recorded, s = spec, when = now) => assess({ secret, ownerUid: UID, spec: s, status, now: when });
+
+  it("missing Secret", () => expect(run(undefined).kind).toBe("missing"));
+
+  it("a Secret controlled by someone else is a conflict", () => {
+    expect(run(secretWith(written, { uid: "someone-else" })).kind).toBe("conflict");
+    const unowned: SecretObject = { metadata: { name: "api-token", namespace: "ns" }, data: written };
+    expect(run(unowned).kind).toBe("conflict");
+  });
+
+  it("an intact Secret before renewal is valid, with the schedule", () => {
+    const v = run(secretWith(written));
+    expect(v).toEqual({ kind: "valid", plan: { renewAt: at("2030-01-01T01:20:00Z"), clamped: false } });
+  });
+
+  it("renewal is due at expiry minus renewBefore", () => {
+    expect(run(secretWith(written), recorded, spec, at("2030-01-01T01:19:59Z")).kind).toBe("valid");
+    expect(run(secretWith(written), recorded, spec, at("2030-01-01T01:20:00Z"))).toMatchObject({ kind: "reissue", reason: "RenewalDue" });
+    // A longer renewBefore makes it due sooner.
+    expect(run(secretWith(written), recorded, spec, at("2030-01-01T01:05:00Z")).kind).toBe("valid");
+    expect(run(secretWith(written), recorded, { ...spec, renewBefore: "1h" }, at("2030-01-01T01:05:00Z"))).toMatchObject({ kind: "reissue", reason: "RenewalDue" });
+  });
+
+  it("edited data is detected by the hash", () => {
+    const edited = secretWith({ ...written, token: b64("pasted-by-hand") }, { hash: recorded.secretDataHash! });
+    expect(run(edited)).toMatchObject({ kind: "reissue", reason: "SecretEdited" });
+  });
+
+  it("data and annotation edited together still differ from status", () => {
+    expect(run(secretWith({ ...written, token: b64("pasted-by-hand") }))).toMatchObject({ kind: "reissue", reason: "SecretEdited" });
+  });
+
+  it("an edited annotation is an edit", () => {
+    expect(run(secretWith(written, { hash: "sha256:0000" }))).toMatchObject({ kind: "reissue", reason: "SecretEdited" });
+  });
+
+  it("renamed keys no longer hold what was written", () => {
+    expect(run(secretWith(written), recorded, { ...spec, secretKeys: { token: "access_token" } })).toMatchObject({ kind: "reissue", reason: "SecretEdited" });
+  });
+
+  it("another identity or token name is a spec change", () => {
+    expect(run(secretWith(written), recorded, { ...spec, identityId: "a1b2c3d4-0003-4a00-8000-000000000001" })).toMatchObject({ reason: "SpecChanged" });
+    expect(run(secretWith(written), recorded, { ...spec, name: "renamed" })).toMatchObject({ reason: "SpecChanged" });
+  });
+
+  it("an owned Secret with no record in status is re-issued", () => {
+    expect(run(secretWith(written), {})).toMatchObject({ kind: "reissue", reason: "Unrecorded" });
+  });
+});
+
+describe("rfc3339", () => {
+  it("drops the milliseconds, rounding down", () => {
+    expect(rfc3339(at("2030-01-01T00:00:00.999Z"))).toBe("2030-01-01T00:00:00Z");
+  });
+});
+
+describe("secretWatch", () => {
+  const secret = (refs: NonNullable<KubeObject["metadata"]["ownerReferences"]>): KubeObject =>
+    ({ apiVersion: "v1", kind: "Secret", metadata: { name: "s", namespace: "ns", ownerReferences: refs }, spec: {} });
+
+  it("maps a Secret to the AccessToken controlling it", () => {
+    expect(secretWatch.mapToKeys(secret([{ apiVersion: API_VERSION, kind: "AccessToken", name: "tok", uid: UID, controller: true }]))).toEqual([{ namespace: "ns", name: "tok" }]);
+  });
+
+  it("ignores other owners", () => {
+    expect(secretWatch.mapToKeys(secret([{ apiVersion: "apps/v1", kind: "Deployment", name: "d", uid: UID, controller: true }]))).toEqual([]);
+    expect(secretWatch.mapToKeys(secret([{ apiVersion: API_VERSION, kind: "AccessToken", name: "tok", uid: UID }]))).toEqual([]);
+  });
+});
