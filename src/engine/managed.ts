@@ -40,7 +40,7 @@ export interface Observation<Status> {
   exists: boolean;
   /** The external object matches the spec; ignored when it does not exist. */
   upToDate: boolean;
-  /** Fields to record in status (merged over the previous status). */
+  /** Fields to record in status (merged over the previous status; a null value removes the field). */
   status: Partial<Status>;
   /** Names of the fields that differ, for the Updated event and logs. */
   diff?: string[];
@@ -71,6 +71,13 @@ export interface ManagedContext<Spec, Status, Conn> {
   createPending: boolean;
   observeOnly: boolean;
   event(type: "Normal" | "Warning", reason: string, message: string): void;
+  /**
+   * Merge into status and write it now, before a call whose effect must be found again after a
+   * crash (a "pending" mark, like the create-pending annotation).
+   */
+  saveStatus(status: Partial<Status>): Promise<void>;
+  /** Look at the object again within `ms` (the earliest asked in a pass wins over the resync). */
+  requeueAfter(ms: number): void;
 }
 
 export interface ManagedModule<Spec, Status, Conn> {
@@ -91,6 +98,8 @@ export interface ManagedModule<Spec, Status, Conn> {
   delete?: (c: ManagedContext<Spec, Status, Conn>, obs: Observation<Status>) => Promise<DeleteResult>;
   /** spec.managementPolicy === "ObserveOnly" */
   observeOnly?: (spec: Spec) => boolean;
+  /** The object is gone from Kubernetes: drop what the kind keeps per object (metric series, caches). */
+  forget?: (key: ObjectKey) => void;
 }
 
 /**
@@ -163,7 +172,10 @@ export interface ManagedDeps {
 export function managedReconciler<Spec, Status, Conn>(module: ManagedModule<Spec, Status, Conn>, deps: ManagedDeps): ReconcileFn {
   return async (key) => {
     const obj = (await getObject(deps.kube, module.ref, key)) as KubeObject<unknown, Partial<Status>> | undefined;
-    if (!obj) return done();
+    if (!obj) {
+      module.forget?.(key);
+      return done();
+    }
     const run = new Run(module, deps, key, obj);
     return run.reconcile();
   };
@@ -180,6 +192,7 @@ class Run<Spec, Status, Conn> {
   private obj: KubeObject<unknown, Partial<Status>>;
   private readonly log: Logger;
   private kindStatus: Partial<Status>;
+  private requestedRequeueMs: number | undefined;
 
   constructor(module: ManagedModule<Spec, Status, Conn>, deps: ManagedDeps, key: ObjectKey, obj: KubeObject<unknown, Partial<Status>>) {
     this.module = module;
@@ -226,6 +239,13 @@ class Run<Spec, Status, Conn> {
       createPending: annotations[ANNOTATION_CREATE_PENDING] !== undefined && annotations[ANNOTATION_CREATE_SUCCEEDED] === undefined,
       observeOnly: this.module.observeOnly?.(spec) ?? false,
       event: (type, reason, message) => this.deps.events.record(this.obj, type, reason, message),
+      saveStatus: async (status) => {
+        this.mergeStatus(status);
+        await this.writeStatus({});
+      },
+      requeueAfter: (ms) => {
+        this.requestedRequeueMs = Math.min(ms, this.requestedRequeueMs ?? ms);
+      },
     };
   }
 
@@ -237,6 +257,11 @@ class Run<Spec, Status, Conn> {
     let obs = await this.module.observe(c);
     this.mergeStatus(obs.status);
     if (!obs.exists) return this.whenAbsent(c, obs);
+    if (c.createPending && this.module.guardCreate) {
+      // The create landed before a crash and observe found it by its natural key: it is ours.
+      await this.patchMeta({ annotations: { [ANNOTATION_CREATE_SUCCEEDED]: this.now().toISOString(), [ANNOTATION_CREATE_PENDING]: null } });
+      c.event("Normal", "Created", "found the external object created before a restart; recorded it");
+    }
     if (!obs.upToDate && !c.observeOnly && this.module.update) {
       const updated = await this.module.update(c, obs);
       this.mergeStatus(updated);
@@ -249,7 +274,8 @@ class Run<Spec, Status, Conn> {
       ready: { type: "Ready", status: readiness.ready ? "True" : "False", reason: readiness.reason, message: readiness.message },
       synced: syncedCondition(obs, c.observeOnly),
     });
-    return obs.requeueAfterMs === undefined ? done() : requeueAfter(obs.requeueAfterMs);
+    const after = [obs.requeueAfterMs, this.requestedRequeueMs].filter((ms) => ms !== undefined);
+    return after.length === 0 ? done() : requeueAfter(Math.min(...after));
   }
 
   private async whenAbsent(c: ManagedContext<Spec, Status, Conn>, obs: Observation<Status>): Promise<Outcome> {
@@ -322,8 +348,11 @@ class Run<Spec, Status, Conn> {
     return outcomeFor(c);
   }
 
+  /** Fields set to undefined keep their value; fields set to null are removed from status. */
   private mergeStatus(next: Partial<Status>): void {
-    this.kindStatus = { ...this.kindStatus, ...dropUndefined(next) };
+    const merged: Record<string, unknown> = { ...this.kindStatus, ...dropUndefined(next) };
+    for (const [key, value] of Object.entries(merged)) if (value === null) Reflect.deleteProperty(merged, key);
+    this.kindStatus = merged as Partial<Status>;
   }
 
   private async writeStatus(conds: Conditions): Promise<void> {
