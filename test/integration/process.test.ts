@@ -1,0 +1,74 @@
+// keyward as a process (src/main.ts): configuration errors, health and metrics endpoints,
+// graceful shutdown on SIGTERM.
+import { spawn, type ChildProcess } from "node:child_process";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import type { KubeConfig } from "@kubernetes/client-node";
+import { startEmulator, type Emulator } from "../emulator/server.ts";
+import { createTestNamespace, testKubeConfig, testKubeconfigPath, waitFor } from "../controlplane/testenv.ts";
+import { freePort } from "../controlplane/controlplane.ts";
+import { createCustom, getCustom, installProvider, isReady } from "./support/keyward.ts";
+
+const TOKEN = "kw-process-token-88e1";
+let kc: KubeConfig;
+let emulator: Emulator;
+let ns: { name: string; cleanup(): Promise<void> };
+
+beforeAll(async () => {
+  kc = testKubeConfig();
+  emulator = await startEmulator({ tokens: [TOKEN] });
+  ns = await createTestNamespace("process");
+  await installProvider(kc, ns.name, emulator.url, TOKEN);
+});
+
+afterAll(async () => {
+  await emulator.close();
+  await ns.cleanup();
+});
+
+function run(args: string[]): { child: ChildProcess; output: () => string; exited: Promise<number | string> } {
+  const child = spawn(process.execPath, ["src/main.ts", ...args], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, KUBECONFIG: testKubeconfigPath() } });
+  let out = "";
+  child.stdout?.on("data", (d: Buffer) => (out += d.toString()));
+  child.stderr?.on("data", (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<number | string>((resolve) => child.on("exit", (code, signal) => resolve(code ?? signal ?? "?")));
+  return { child, output: () => out, exited };
+}
+
+async function get(url: string): Promise<{ status: number; body: string }> {
+  try {
+    const r = await fetch(url);
+    return { status: r.status, body: await r.text() };
+  } catch {
+    return { status: 0, body: "" };
+  }
+}
+
+it("refuses a bad setting with a clear message and exit code 2", async () => {
+  const p = run(["--concurrency", "zero"]);
+  expect(await p.exited).toBe(2);
+  expect(p.output()).toMatch(/--concurrency \/ CONCURRENCY/);
+});
+
+it("serves health, readiness and controller-runtime metrics, and stops gracefully on SIGTERM", async () => {
+  const [metricsPort, healthPort] = [await freePort(), await freePort()];
+  const p = run(["--namespaces", ns.name, "--metrics-port", String(metricsPort), "--health-port", String(healthPort), "--bind-address", "127.0.0.1", "--resync-interval", "5s"]);
+  try {
+    await waitFor(async () => ((await get(`http://127.0.0.1:${healthPort}/readyz`)).status === 200 ? true : undefined), { timeoutMs: 30_000, description: "/readyz 200" });
+    expect((await get(`http://127.0.0.1:${healthPort}/healthz`)).status).toBe(200);
+    await createCustom(kc, ns.name, "projects", { apiVersion: "keyward.dev/v1alpha1", kind: "Project", metadata: { name: "proc" }, spec: { slug: "process-project" } });
+    await waitFor(async () => (isReady(await getCustom(kc, ns.name, "projects", "proc")) ? true : undefined), { timeoutMs: 30_000, description: "Project Ready" });
+    const metrics = await waitFor(async () => {
+      const m = await get(`http://127.0.0.1:${metricsPort}/metrics`);
+      return m.body.includes('keyward_api_requests_total{operation="createProject",status="200"}') ? m.body : undefined;
+    }, { timeoutMs: 30_000, description: "API metrics" });
+    expect(metrics).toMatch(/controller_runtime_reconcile_total\{controller="project",result="(success|requeue_after)"\} [1-9]/);
+    expect(metrics).toContain("controller_runtime_reconcile_time_seconds_bucket");
+    expect(metrics).toContain('workqueue_depth{name="project"}');
+    expect(metrics).not.toContain(TOKEN);
+  } finally {
+    p.child.kill("SIGTERM");
+  }
+  expect(await p.exited).toBe(0);
+  expect(p.output()).toContain("shutting down");
+  expect(p.output()).not.toContain(TOKEN);
+});

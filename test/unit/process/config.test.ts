@@ -1,0 +1,34 @@
+import { describe, expect, it } from "vitest";
+import { loadConfig, parseDuration } from "../../../src/config.ts";
+
+describe("configuration", () => {
+  it("has production defaults", () => {
+    const c = loadConfig([], {});
+    expect(c).toMatchObject({ namespaces: [], concurrency: 4, resyncInterval: 600_000, metricsPort: 8080, healthPort: 8081, leaderElect: false, logLevel: "info" });
+  });
+
+  it("reads the environment and lets flags win", () => {
+    const c = loadConfig(["--concurrency", "9", "--resync-interval", "45s"], { CONCURRENCY: "2", WATCH_NAMESPACES: "a, b,,c", LEADER_ELECT: "true", RESYNC_INTERVAL: "1h" });
+    expect(c.concurrency).toBe(9);
+    expect(c.resyncInterval).toBe(45_000);
+    expect(c.namespaces).toEqual(["a", "b", "c"]);
+    expect(c.leaderElect).toBe(true);
+  });
+
+  it("names every bad setting in one clear error", () => {
+    expect(() => loadConfig(["--concurrency", "0"], { RESYNC_INTERVAL: "soon", LOG_LEVEL: "loud" })).toThrowError(
+      /--concurrency \/ CONCURRENCY[\s\S]*--resync-interval \/ RESYNC_INTERVAL: "soon" is not a duration[\s\S]*--log-level \/ LOG_LEVEL/,
+    );
+  });
+
+  it("rejects unknown flags", () => {
+    expect(() => loadConfig(["--no-such-flag", "1"], {})).toThrow(/no-such-flag/);
+  });
+
+  it("parses durations", () => {
+    expect(parseDuration("500ms")).toBe(500);
+    expect(parseDuration("1.5m")).toBe(90_000);
+    expect(parseDuration("2h")).toBe(7_200_000);
+    expect(() => parseDuration("10 minutes")).toThrow(/not a duration/);
+  });
+});
