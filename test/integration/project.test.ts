@@ -163,6 +163,24 @@ describe("Project", () => {
     expect(pit.stderr).toMatch(/pitVersionLimit/);
   });
 
+  it("leaves a paused project alone and never writes with managementPolicy ObserveOnly", async () => {
+    await createCustom(kc, ns.name, "projects", project("observer", { slug: "existing-project", creationPolicy: "Adopt", managementPolicy: "ObserveOnly", description: "not what the service has" }));
+    const observed = await waitFor(async () => {
+      const o = await getCustom(kc, ns.name, "projects", "observer");
+      return condition(o, "Synced")?.reason === "ObserveOnly" ? o : undefined;
+    }, { timeoutMs: 30_000, description: "ObserveOnly condition" });
+    expect(condition(observed, "Synced")?.status).toBe("False");
+    expect(condition(observed, "Synced")?.message).toContain("description");
+    expect(condition(observed, "Ready")?.status).toBe("True");
+    await mergePatchCustom(kc, ns.name, "projects", "payments", { metadata: { annotations: { "keyward.dev/paused": "true" } }, spec: { description: "while paused" } });
+    await waitFor(async () => (condition(await getCustom(kc, ns.name, "projects", "payments"), "Synced")?.reason === "ReconcilePaused" ? true : undefined), { timeoutMs: 30_000, description: "paused" });
+    const writes = emulator.requests().filter((r) => r.method !== "GET" && r.operation !== "getMembershipByUsername").length;
+    await new Promise((r) => setTimeout(r, 4_500));
+    expect(emulator.requests().filter((r) => r.method !== "GET" && r.operation !== "getMembershipByUsername").length).toBe(writes);
+    await mergePatchCustom(kc, ns.name, "projects", "payments", { metadata: { annotations: { "keyward.dev/paused": null } } });
+    await waitFor(async () => (emulator.requests().some((r) => r.operation === "updateProject" && (r.body as { description?: string }).description === "while paused") ? true : undefined), { timeoutMs: 30_000, description: "update after unpause" });
+  });
+
   it("never writes the token into logs, events or status", async () => {
     const events = await kubectl(["get", "events", "-n", ns.name, "-o", "json"]);
     const objects = await kubectl(["get", "projects,providerconfigs", "-n", ns.name, "-o", "json"]);
