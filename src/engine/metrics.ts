@@ -31,86 +31,72 @@ const reconcileBuckets = [
 // client-go workqueue: ExponentialBuckets(10e-9, 10, 12).
 const queueBuckets = Array.from({ length: 12 }, (_, i) => 1e-8 * 10 ** i);
 
+function counter<L extends string>(registry: Registry, name: string, help: string, labelNames: L[]): Counter<L> {
+  return new Counter({ name, help, labelNames, registers: [registry] });
+}
+
+function gauge<L extends string>(registry: Registry, name: string, help: string, labelNames: L[]): Gauge<L> {
+  return new Gauge({ name, help, labelNames, registers: [registry] });
+}
+
+function histogram<L extends string>(registry: Registry, name: string, help: string, labelNames: L[], buckets: number[]): Histogram<L> {
+  return new Histogram({ name, help, labelNames, buckets, registers: [registry] });
+}
+
 export function createMetrics(): Metrics {
-  const registry = new Registry();
-  const registers = [registry];
+  const r = new Registry();
   return {
-    registry,
-    reconcileTotal: new Counter({
-      name: "controller_runtime_reconcile_total",
-      help: "Total number of reconciliations per controller",
-      labelNames: ["controller", "result"],
-      registers,
-    }),
-    reconcileErrors: new Counter({
-      name: "controller_runtime_reconcile_errors_total",
-      help: "Total number of reconciliation errors per controller",
-      labelNames: ["controller"],
-      registers,
-    }),
-    terminalReconcileErrors: new Counter({
-      name: "controller_runtime_terminal_reconcile_errors_total",
-      help: "Total number of terminal reconciliation errors per controller",
-      labelNames: ["controller"],
-      registers,
-    }),
-    reconcileTime: new Histogram({
-      name: "controller_runtime_reconcile_time_seconds",
-      help: "Length of time per reconciliation per controller",
-      labelNames: ["controller"],
-      buckets: reconcileBuckets,
-      registers,
-    }),
-    activeWorkers: new Gauge({
-      name: "controller_runtime_active_workers",
-      help: "Number of currently used workers per controller",
-      labelNames: ["controller"],
-      registers,
-    }),
-    maxConcurrentReconciles: new Gauge({
-      name: "controller_runtime_max_concurrent_reconciles",
-      help: "Maximum number of concurrent reconciles per controller",
-      labelNames: ["controller"],
-      registers,
-    }),
-    workqueueDepth: new Gauge({
-      name: "workqueue_depth",
-      help: "Current depth of workqueue",
-      labelNames: ["name"],
-      registers,
-    }),
-    workqueueAdds: new Counter({
-      name: "workqueue_adds_total",
-      help: "Total number of adds handled by workqueue",
-      labelNames: ["name"],
-      registers,
-    }),
-    workqueueRetries: new Counter({
-      name: "workqueue_retries_total",
-      help: "Total number of retries handled by workqueue",
-      labelNames: ["name"],
-      registers,
-    }),
-    workqueueQueueDuration: new Histogram({
-      name: "workqueue_queue_duration_seconds",
-      help: "How long in seconds an item stays in workqueue before being requested",
-      labelNames: ["name"],
-      buckets: queueBuckets,
-      registers,
-    }),
-    workqueueWorkDuration: new Histogram({
-      name: "workqueue_work_duration_seconds",
-      help: "How long in seconds processing an item from workqueue takes",
-      labelNames: ["name"],
-      buckets: queueBuckets,
-      registers,
-    }),
-    informerRestarts: new Counter({
-      name: "keyward_informer_restarts_total",
-      help: "Times an informer's list/watch was restarted after an error or an expired resourceVersion",
-      labelNames: ["kind"],
-      registers,
-    }),
+    registry: r,
+    reconcileTotal: counter(r, "controller_runtime_reconcile_total", "Total number of reconciliations per controller", [
+      "controller",
+      "result",
+    ]),
+    reconcileErrors: counter(r, "controller_runtime_reconcile_errors_total", "Total number of reconciliation errors per controller", [
+      "controller",
+    ]),
+    terminalReconcileErrors: counter(
+      r,
+      "controller_runtime_terminal_reconcile_errors_total",
+      "Total number of terminal reconciliation errors per controller",
+      ["controller"],
+    ),
+    reconcileTime: histogram(
+      r,
+      "controller_runtime_reconcile_time_seconds",
+      "Length of time per reconciliation per controller",
+      ["controller"],
+      reconcileBuckets,
+    ),
+    activeWorkers: gauge(r, "controller_runtime_active_workers", "Number of currently used workers per controller", ["controller"]),
+    maxConcurrentReconciles: gauge(
+      r,
+      "controller_runtime_max_concurrent_reconciles",
+      "Maximum number of concurrent reconciles per controller",
+      ["controller"],
+    ),
+    workqueueDepth: gauge(r, "workqueue_depth", "Current depth of workqueue", ["name"]),
+    workqueueAdds: counter(r, "workqueue_adds_total", "Total number of adds handled by workqueue", ["name"]),
+    workqueueRetries: counter(r, "workqueue_retries_total", "Total number of retries handled by workqueue", ["name"]),
+    workqueueQueueDuration: histogram(
+      r,
+      "workqueue_queue_duration_seconds",
+      "How long in seconds an item stays in workqueue before being requested",
+      ["name"],
+      queueBuckets,
+    ),
+    workqueueWorkDuration: histogram(
+      r,
+      "workqueue_work_duration_seconds",
+      "How long in seconds processing an item from workqueue takes",
+      ["name"],
+      queueBuckets,
+    ),
+    informerRestarts: counter(
+      r,
+      "keyward_informer_restarts_total",
+      "Times an informer's list/watch was restarted after an error or an expired resourceVersion",
+      ["kind"],
+    ),
   };
 }
 
@@ -124,4 +110,18 @@ export function queueObserver(metrics: Metrics, name: string): QueueObserver {
     queueDuration: (s) => metrics.workqueueQueueDuration.observe(labels, s),
     workDuration: (s) => metrics.workqueueWorkDuration.observe(labels, s),
   };
+}
+
+/**
+ * A gauge of a kind's own per-object series on keyward's registry. Asking twice for the same
+ * name returns the gauge already registered, so a registry shared by several operators (tests)
+ * never sees a duplicate registration.
+ */
+export function kindGauge<L extends string>(metrics: Metrics, config: { name: string; help: string; labelNames: readonly L[] }): Gauge<L> {
+  const existing = metrics.registry.getSingleMetric(config.name);
+  if (existing) {
+    if (!(existing instanceof Gauge)) throw new Error(`metric ${config.name} is registered, but not as a gauge`);
+    return existing;
+  }
+  return new Gauge({ name: config.name, help: config.help, labelNames: config.labelNames, registers: [metrics.registry] });
 }

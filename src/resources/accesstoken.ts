@@ -248,7 +248,7 @@ function secretError(verb: string, namespace: string, name: string, err: unknown
   const code = statusCodeOf(err);
   const reason = statusReason(err);
   const retryable = code === undefined || code >= 500 || code === 409 || code === 429;
-  return new ReconcileError("SecretWriteFailed", `could not ${verb} Secret ${namespace}/${name}: HTTP ${code ?? "error"}${reason ? ` ${reason}` : ""}`, { retryable });
+  return new ReconcileError(verb === "read" ? "SecretReadFailed" : "SecretWriteFailed", `could not ${verb} Secret ${namespace}/${name}: HTTP ${code ?? "error"}${reason ? ` ${reason}` : ""}`, { retryable });
 }
 
 function statusReason(err: unknown): string | undefined {
