@@ -11,6 +11,10 @@ ARG RUNTIME_IMAGE=node:24-bookworm-slim
 
 # --- build: TypeScript → dist/ -------------------------------------------------------------
 FROM ${NODE_IMAGE} AS build
+# Behind a TLS-inspecting proxy, pass its CA bundle to npm:
+#   --build-arg NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt -v /etc/ssl/certs:/etc/ssl/certs:ro
+# (a build argument of the build stages only: it never reaches the runtime image).
+ARG NODE_EXTRA_CA_CERTS
 WORKDIR /src
 COPY package.json package-lock.json ./
 # --ignore-scripts: nothing the build needs runs an install script (the `node` package's
@@ -22,6 +26,7 @@ RUN npm run build
 
 # --- prod-deps: runtime dependencies only --------------------------------------------------
 FROM ${NODE_IMAGE} AS prod-deps
+ARG NODE_EXTRA_CA_CERTS
 WORKDIR /src
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force

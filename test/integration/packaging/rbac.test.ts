@@ -3,14 +3,17 @@
 // that ServiceAccount, and its resources reach Ready; a namespaced install cannot touch
 // another namespace.
 import { randomBytes } from "node:crypto";
+import { readFileSync, readdirSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AuthenticationV1TokenRequest, CoreV1Api, CoreV1Event, CustomObjectsApi, KubeConfig, V1ObjectMeta, V1ObjectReference, V1TokenRequestSpec } from "@kubernetes/client-node";
 import { createLogger } from "../../../src/log.ts";
 import { createKube } from "../../../src/kube/client.ts";
 import { runLeaderElection } from "../../../src/kube/lease.ts";
 import { createTestNamespace, kubectl, testKubeConfig, waitFor, type TestNamespace } from "../../controlplane/testenv.ts";
+import { loadDefaultSeed } from "../../emulator/default-seed.ts";
 import { startEmulator, type Emulator } from "../../emulator/server.ts";
-import { parseYamlDocuments, renderChart } from "../../unit/chart/helm.ts";
+import { keywardPlurals, parseYamlDocuments, renderChart, repoRoot } from "../../unit/chart/helm.ts";
 import { condition, createCustom, getCustom, installProvider, isReady, startKeyward, type RunningKeyward } from "../support/keyward.ts";
 
 const TOKEN = "kw-rbac-service-token-51d0e2";
@@ -99,7 +102,8 @@ let emulator: Emulator;
 const admin = (): KubeConfig => testKubeConfig();
 
 beforeAll(async () => {
-  emulator = await startEmulator({ tokens: [TOKEN] });
+  // The default seed holds what the samples refer to (machine identity, PKI project, members).
+  emulator = await startEmulator({ tokens: [TOKEN], seed: loadDefaultSeed(), jobDelayMs: 50 });
 });
 afterAll(async () => {
   await emulator.close();
@@ -221,5 +225,44 @@ describe("a namespaced install (Role in one namespace)", () => {
     // And the object there was never reconciled.
     const untouched = await getCustom(admin(), outside.name, "projects", "rbac-outside");
     expect(untouched?.status).toBeUndefined();
+  });
+});
+
+describe("every sample under the chart's namespaced Role", () => {
+  let releaseNs: TestNamespace;
+  let inside: TestNamespace;
+  let install: Install;
+  let keyward: RunningKeyward | undefined;
+  const samplesDir = join(repoRoot, "config", "samples");
+  // The samples' own ProviderConfig points at a local dev emulator; the test installs its own.
+  const samples = readdirSync(samplesDir).filter((f) => f.endsWith(".yaml") && f !== "providerconfig.yaml" && !f.startsWith("kustomization"));
+  const objects = samples.flatMap((f) => parseYamlDocuments(readFileSync(join(samplesDir, f), "utf8"))).filter((d) => d.apiVersion.startsWith("keyward.dev/"));
+
+  beforeAll(async () => {
+    [releaseNs, inside] = await Promise.all([createTestNamespace("rbacsamples-release"), createTestNamespace("rbacsamples")]);
+    install = await installChart(releaseNs.name, [inside.name]);
+  });
+  afterAll(async () => {
+    await keyward?.stop();
+    await Promise.all([releaseNs.cleanup(), inside.cleanup()]);
+  });
+
+  it("brings every kind to Ready", async () => {
+    const kc = await serviceAccountKubeConfig(install);
+    await installProvider(admin(), inside.name, emulator.url, TOKEN);
+    for (const file of samples) {
+      const applied = await kubectl(["apply", "--namespace", inside.name, "-f", join(samplesDir, file)]);
+      expect(applied.code, `${file}: ${applied.stderr}`).toBe(0);
+    }
+    keyward = await startKeyward(kc, { namespaces: [inside.name], resyncIntervalMs: 60_000 });
+    const pluralOf = (kind: string): string => {
+      const plural = keywardPlurals.find((p) => p === `${kind.toLowerCase()}s`);
+      if (!plural) throw new Error(`no plural for ${kind}`);
+      return plural;
+    };
+    for (const obj of objects) await expectReady(admin(), inside.name, pluralOf(obj.kind), obj.metadata.name);
+    const kinds = new Set(objects.map((o) => o.kind));
+    expect(kinds.size).toBeGreaterThanOrEqual(4);
+    expectNoForbidden(keyward);
   });
 });

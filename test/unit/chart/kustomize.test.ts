@@ -17,6 +17,13 @@ describe("config/crd", () => {
   });
 });
 
+describe("config/samples", () => {
+  it("lists every sample", () => {
+    const samples = readdirSync(join(config, "samples")).filter((f) => f.endsWith(".yaml") && !f.startsWith("kustomization")).sort();
+    expect([...kustomization("samples").resources].sort()).toEqual(samples);
+  });
+});
+
 describe("config/default", () => {
   it("installs crd, rbac and manager into keyward-system", () => {
     const k = kustomization("default");
