@@ -121,7 +121,6 @@ interface Launch {
   binaries: Binaries;
   options: ControlPlaneOptions;
   ports: Ports;
-  started: StartedProcess[];
   record: ControlPlaneRecord;
 }
 
@@ -139,7 +138,7 @@ async function startIn(dir: string, binaries: Binaries, options: ControlPlaneOpt
     binDir: binaries.binDir,
     processes: [],
   };
-  const launch: Launch = { dir, binaries, options, ports, started: [], record };
+  const launch: Launch = { dir, binaries, options, ports, record };
   const onExit = () => killNow(record.processes);
   if (options.detached !== true) process.on("exit", onExit);
   const pkiMode = options.pki ?? (await choosePkiMode());
@@ -183,8 +182,7 @@ export async function stopRecord(record: ControlPlaneRecord, keepDir: boolean): 
       // already gone
     }
   }
-  // Reverse start order: the controller manager and apiserver before the etcd they use.
-  await terminate([...record.processes].reverse());
+  await terminate(record.processes);
   if (!keepDir) await rm(record.dir, { recursive: true, force: true });
 }
 
@@ -199,7 +197,6 @@ export async function stopControlPlaneIn(dir: string, keepDir = false): Promise<
 async function launchProcess(launch: Launch, name: string, exe: string | undefined, args: string[]): Promise<StartedProcess> {
   if (exe === undefined) throw new Error(`no ${name} binary in ${launch.binaries.binDir}`);
   const started = startProcess(name, exe, args, join(launch.dir, "logs", `${name}.log`), launch.options.detached === true);
-  launch.started.push(started);
   launch.record.processes.push({ name, pid: started.pid, exe });
   await writeRecord(launch.record);
   return started;

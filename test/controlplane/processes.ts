@@ -83,14 +83,27 @@ export function startProcess(name: string, exe: string, args: string[], logPath:
   }
 }
 
-/** SIGTERM, then SIGKILL for whatever is still running after `graceMs`. */
-export async function terminate(processes: RecordedProcess[], graceMs = 10_000): Promise<void> {
-  const ours = processes.filter(isSameProcess);
-  for (const proc of ours) signal(proc.pid, "SIGTERM");
-  const deadline = Date.now() + graceMs;
-  while (ours.some((proc) => isAlive(proc.pid)) && Date.now() < deadline) await sleep(100);
-  for (const proc of ours) if (isAlive(proc.pid)) signal(proc.pid, "SIGKILL");
-  while (ours.some((proc) => isAlive(proc.pid)) && Date.now() < deadline + 5000) await sleep(100);
+/**
+ * Stops processes one at a time, the last started first (the apiserver before the etcd it
+ * needs for a clean shutdown): SIGTERM, then SIGKILL if it still runs after `graceMs`.
+ */
+export async function terminate(startOrder: RecordedProcess[], graceMs = 10_000): Promise<void> {
+  for (const proc of [...startOrder].reverse()) {
+    if (!isSameProcess(proc)) continue;
+    signal(proc.pid, "SIGTERM");
+    if (await exitsWithin(proc.pid, graceMs)) continue;
+    signal(proc.pid, "SIGKILL");
+    await exitsWithin(proc.pid, 5000);
+  }
+}
+
+async function exitsWithin(pid: number, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (isAlive(pid)) {
+    if (Date.now() >= deadline) return false;
+    await sleep(50);
+  }
+  return true;
 }
 
 /** For process 'exit' handlers, which cannot wait. */
@@ -106,12 +119,16 @@ function signal(pid: number, name: NodeJS.Signals): void {
   }
 }
 
+// Arguments: owner pid, directory to remove ("" for none), then pids, last started first.
 const watchdogScript = `
 owner=$1; dir=$2; shift 2
 while kill -0 "$owner" 2>/dev/null; do sleep 1; done
-kill -TERM "$@" 2>/dev/null
-sleep 5
-kill -KILL "$@" 2>/dev/null
+for pid in "$@"; do
+  kill -TERM "$pid" 2>/dev/null
+  i=0
+  while kill -0 "$pid" 2>/dev/null && [ $i -lt 10 ]; do sleep 0.5; i=$((i+1)); done
+  kill -KILL "$pid" 2>/dev/null
+done
 if [ -n "$dir" ]; then rm -rf -- "$dir"; fi
 `;
 
@@ -119,8 +136,9 @@ if [ -n "$dir" ]; then rm -rf -- "$dir"; fi
  * A detached shell that outlives `ownerPid` by at most a few seconds: when the owner is gone
  * (a crashed or killed test runner), it kills the children and removes `removeDir`.
  */
-export function startWatchdog(ownerPid: number, pids: number[], removeDir: string | undefined): number | null {
-  const child = spawn("/bin/sh", ["-c", watchdogScript, "keyward-controlplane-watchdog", String(ownerPid), removeDir ?? "", ...pids.map(String)], {
+export function startWatchdog(ownerPid: number, startOrder: number[], removeDir: string | undefined): number | null {
+  const pids = [...startOrder].reverse().map(String);
+  const child = spawn("/bin/sh", ["-c", watchdogScript, "keyward-controlplane-watchdog", String(ownerPid), removeDir ?? "", ...pids], {
     detached: true,
     stdio: "ignore",
   });
