@@ -45,6 +45,8 @@ export interface Controller {
   stop(): Promise<void>;
   enqueue(key: ObjectKey): void;
   queueLength(): number;
+  /** The primary kind's object as the informer last saw it. */
+  cached(key: ObjectKey): KubeObject | undefined;
 }
 
 export const DEFAULT_RETRY_BACKOFF: BackoffPolicy = { baseMs: 1000, maxMs: 5 * 60_000, jitter: "equal" };
@@ -61,29 +63,7 @@ export function createController(opts: ControllerOptions): Controller {
   const abort = new AbortController();
   let stopping = false;
   let workers: Promise<void>[] = [];
-  let resyncTimer: NodeJS.Timeout | undefined;
-
-  const settle = (key: string, outcome: Outcome): ReconcileResult => {
-    switch (outcome.type) {
-      case "done":
-        queue.forget(key);
-        return "success";
-      case "requeueAfter":
-        queue.forget(key);
-        queue.addAfter(key, outcome.afterMs);
-        return "requeue_after";
-      case "retryable":
-        opts.metrics.reconcileErrors.inc(labels);
-        if (outcome.retryAfterMs !== undefined) queue.addAfter(key, outcome.retryAfterMs);
-        else queue.addRateLimited(key);
-        return "error";
-      case "terminal":
-        opts.metrics.reconcileErrors.inc(labels);
-        opts.metrics.terminalReconcileErrors.inc(labels);
-        queue.forget(key);
-        return "error";
-    }
-  };
+  let resync: { stop(): void } | undefined;
 
   const reconcileOnce = async (key: string): Promise<Outcome> => {
     try {
@@ -101,7 +81,7 @@ export function createController(opts: ControllerOptions): Controller {
     const outcome = await reconcileOnce(key);
     endTimer();
     opts.metrics.activeWorkers.dec(labels);
-    const result = settle(key, outcome);
+    const result = settle(queue, opts.metrics, labels, key, outcome);
     opts.metrics.reconcileTotal.inc({ ...labels, result });
     logOutcome(log, key, outcome, queue.numRequeues(key));
   };
@@ -120,32 +100,19 @@ export function createController(opts: ControllerOptions): Controller {
     }
   };
 
-  const scheduleResync = (): void => {
-    resyncTimer = setTimeout(() => {
-      // Spread the keys over a tenth of the interval so hundreds of objects do not hit the
-      // service in the same second.
-      const spreadMs = opts.resyncIntervalMs / 10;
-      for (const obj of primary.list()) {
-        queue.addAfter(formatKey(keyOf(obj)), Math.floor(Math.random() * spreadMs));
-      }
-      scheduleResync();
-    }, jitterInterval(opts.resyncIntervalMs, 0.1));
-    resyncTimer.unref();
-  };
-
   return {
     async start() {
       await Promise.all(informers.map((i) => i.start()));
       opts.metrics.maxConcurrentReconciles.set(labels, opts.concurrency);
       opts.metrics.activeWorkers.set(labels, 0);
       workers = Array.from({ length: Math.max(1, opts.concurrency) }, () => work());
-      if (opts.resyncIntervalMs > 0) scheduleResync();
+      if (opts.resyncIntervalMs > 0) resync = scheduleResync(opts.resyncIntervalMs, primary, queue);
       log.info({ kind: opts.kind.kind, objects: primary.list().length, workers: workers.length }, "controller started");
     },
     async stop() {
       if (stopping) return;
       stopping = true;
-      if (resyncTimer) clearTimeout(resyncTimer);
+      resync?.stop();
       queue.shutDown();
       const grace = setTimeout(() => abort.abort(new Error("controller stopping")), opts.stopGraceMs ?? 25_000);
       grace.unref();
@@ -156,7 +123,49 @@ export function createController(opts: ControllerOptions): Controller {
     },
     enqueue: (key) => queue.add(formatKey(key)),
     queueLength: () => queue.len(),
+    cached: (key) => primary.get(key),
   };
+}
+
+// Outcome -> what the queue does next, and the result label controller-runtime would use.
+function settle(queue: WorkQueue, metrics: Metrics, labels: { controller: string }, key: string, outcome: Outcome): ReconcileResult {
+  switch (outcome.type) {
+    case "done":
+      queue.forget(key);
+      return "success";
+    case "requeueAfter":
+      queue.forget(key);
+      queue.addAfter(key, outcome.afterMs);
+      return "requeue_after";
+    case "retryable":
+      metrics.reconcileErrors.inc(labels);
+      if (outcome.retryAfterMs !== undefined) queue.addAfter(key, outcome.retryAfterMs);
+      else queue.addRateLimited(key);
+      return "error";
+    case "terminal":
+      // No requeue: the next change of the object, or the resync, brings it back.
+      metrics.reconcileErrors.inc(labels);
+      metrics.terminalReconcileErrors.inc(labels);
+      queue.forget(key);
+      return "error";
+  }
+}
+
+// Every interval (±10%), enqueue every cached key, spread over a tenth of the interval so
+// hundreds of objects do not hit the service in the same second.
+function scheduleResync(intervalMs: number, informer: Informer, queue: WorkQueue): { stop(): void } {
+  let timer: NodeJS.Timeout;
+  const arm = (): void => {
+    timer = setTimeout(() => {
+      for (const obj of informer.list()) {
+        queue.addAfter(formatKey(keyOf(obj)), Math.floor(Math.random() * (intervalMs / 10)));
+      }
+      arm();
+    }, jitterInterval(intervalMs, 0.1));
+    timer.unref();
+  };
+  arm();
+  return { stop: () => clearTimeout(timer) };
 }
 
 function keyOf(obj: KubeObject): ObjectKey {

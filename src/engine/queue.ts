@@ -57,26 +57,78 @@ interface Waiting {
   timer: NodeJS.Timeout;
 }
 
+// Keys waiting for their delay to pass (client-go's delaying queue): one timer per key; of two
+// pending delays for one key the earlier wins.
+function createDelays(add: (key: string) => void, now: () => number) {
+  const waiting = new Map<string, Waiting>();
+  return {
+    schedule(key: string, delayMs: number): void {
+      const readyAt = now() + delayMs;
+      const existing = waiting.get(key);
+      if (existing && existing.readyAt <= readyAt) return;
+      if (existing) clearTimeout(existing.timer);
+      const timer = setTimeout(() => {
+        waiting.delete(key);
+        add(key);
+      }, delayMs);
+      timer.unref();
+      waiting.set(key, { readyAt, timer });
+    },
+    clear(): void {
+      for (const { timer } of waiting.values()) clearTimeout(timer);
+      waiting.clear();
+    },
+  };
+}
+
+// Times each key from add to get and from get to done, for the workqueue_* histograms.
+function createTimings(now: () => number, observer: QueueObserver | undefined) {
+  const enqueuedAt = new Map<string, number>();
+  const startedAt = new Map<string, number>();
+  const since = (map: Map<string, number>, key: string): number | undefined => {
+    const at = map.get(key);
+    map.delete(key);
+    return at === undefined ? undefined : (now() - at) / 1000;
+  };
+  return {
+    queued: (key: string) => enqueuedAt.set(key, now()),
+    taken(key: string): void {
+      const waited = since(enqueuedAt, key);
+      if (waited !== undefined) observer?.queueDuration(waited);
+      startedAt.set(key, now());
+    },
+    finished(key: string): void {
+      const worked = since(startedAt, key);
+      if (worked !== undefined) observer?.workDuration(worked);
+    },
+  };
+}
+
 export function createWorkQueue(options: WorkQueueOptions = {}): WorkQueue {
   const now = options.now ?? (() => performance.now());
-  const random = options.random ?? Math.random;
   const backoff = options.backoff ?? DEFAULT_QUEUE_BACKOFF;
   const observer = options.observer;
+  const timings = createTimings(now, observer);
 
   const queue: string[] = [];
   const dirty = new Set<string>();
   const processing = new Set<string>();
-  const waiting = new Map<string, Waiting>();
   const failures = new Map<string, number>();
-  const enqueuedAt = new Map<string, number>();
-  const startedAt = new Map<string, number>();
   const getters: Array<(key: string | undefined) => void> = [];
   let shuttingDown = false;
 
   const push = (key: string): void => {
     queue.push(key);
-    enqueuedAt.set(key, now());
+    timings.queued(key);
     observer?.depth(queue.length);
+  };
+
+  const take = (key: string): string => {
+    observer?.depth(queue.length);
+    processing.add(key);
+    dirty.delete(key);
+    timings.taken(key);
+    return key;
   };
 
   // Hand queued keys to waiting workers; once shut down and empty, release every waiter.
@@ -91,17 +143,6 @@ export function createWorkQueue(options: WorkQueueOptions = {}): WorkQueue {
     }
   };
 
-  const take = (key: string): string => {
-    observer?.depth(queue.length);
-    processing.add(key);
-    dirty.delete(key);
-    const added = enqueuedAt.get(key);
-    enqueuedAt.delete(key);
-    if (added !== undefined) observer?.queueDuration((now() - added) / 1000);
-    startedAt.set(key, now());
-    return key;
-  };
-
   const add = (key: string): void => {
     if (shuttingDown || dirty.has(key)) return;
     observer?.added();
@@ -111,54 +152,29 @@ export function createWorkQueue(options: WorkQueueOptions = {}): WorkQueue {
     dispatch();
   };
 
+  const delays = createDelays(add, now);
   const addAfter = (key: string, delayMs: number): void => {
     if (shuttingDown) return;
-    if (delayMs <= 0) {
-      add(key);
-      return;
-    }
-    const readyAt = now() + delayMs;
-    const existing = waiting.get(key);
-    // The earlier of two pending delays wins, as in client-go's delaying queue.
-    if (existing && existing.readyAt <= readyAt) return;
-    if (existing) clearTimeout(existing.timer);
-    const timer = setTimeout(() => {
-      waiting.delete(key);
-      add(key);
-    }, delayMs);
-    timer.unref();
-    waiting.set(key, { readyAt, timer });
-  };
-
-  const addRateLimited = (key: string): void => {
-    const attempt = failures.get(key) ?? 0;
-    failures.set(key, attempt + 1);
-    observer?.retried();
-    addAfter(key, backoffDelay(attempt, backoff, random));
+    if (delayMs <= 0) add(key);
+    else delays.schedule(key, delayMs);
   };
 
   const done = (key: string): void => {
     if (!processing.delete(key)) return;
-    const started = startedAt.get(key);
-    startedAt.delete(key);
-    if (started !== undefined) observer?.workDuration((now() - started) / 1000);
-    if (dirty.has(key)) {
-      push(key);
-    }
-    dispatch();
-  };
-
-  const shutDown = (): void => {
-    shuttingDown = true;
-    for (const { timer } of waiting.values()) clearTimeout(timer);
-    waiting.clear();
+    timings.finished(key);
+    if (dirty.has(key)) push(key);
     dispatch();
   };
 
   return {
     add,
     addAfter,
-    addRateLimited,
+    addRateLimited: (key) => {
+      const attempt = failures.get(key) ?? 0;
+      failures.set(key, attempt + 1);
+      observer?.retried();
+      addAfter(key, backoffDelay(attempt, backoff, options.random));
+    },
     forget: (key) => void failures.delete(key),
     numRequeues: (key) => failures.get(key) ?? 0,
     get: () =>
@@ -169,7 +185,11 @@ export function createWorkQueue(options: WorkQueueOptions = {}): WorkQueue {
     done,
     len: () => queue.length,
     inFlight: () => processing.size,
-    shutDown,
+    shutDown: () => {
+      shuttingDown = true;
+      delays.clear();
+      dispatch();
+    },
     isShuttingDown: () => shuttingDown,
   };
 }

@@ -8,7 +8,7 @@
 // meanwhile), so the cache stays consistent whatever was missed.
 import type { Logger } from "../log.ts";
 import type { KubeObject, ObjectKey } from "../engine/types.ts";
-import { backoffDelay } from "../engine/backoff.ts";
+import { backoffDelay, type BackoffPolicy } from "../engine/backoff.ts";
 import { apiVersionOf, resourcePath, type KindRef, type Kube } from "./client.ts";
 import { listAll, watchOnce, type WatchEventType } from "./watch.ts";
 import { errorSummary } from "./rest.ts";
@@ -44,133 +44,146 @@ const MIN_HEALTHY_WATCH_MS = 1000;
 
 const cacheKey = (namespace: string | undefined, name: string): string => `${namespace ?? ""}/${name}`;
 
-export function watchKind(kube: Kube, kind: KindRef, opts: WatchKindOptions): Informer {
-  const scopes = opts.namespaces && opts.namespaces.length > 0 ? [...new Set(opts.namespaces)] : [undefined];
+type Emit = (type: InformerEventType, obj: KubeObject) => void;
+
+// The informer's cache: applies list results and watch events, and reports each real change.
+function createStore(kind: KindRef, emit: Emit) {
   const cache = new Map<string, KubeObject>();
-  const synced = new Set<string | undefined>();
-  const backoff = { ...(opts.restartBackoff ?? DEFAULT_RESTART_BACKOFF), jitter: "full" as const };
-  const log = opts.logger.child({ informer: kind.kind });
-  const stopController = new AbortController();
-  let started: Promise<void> | undefined;
-  let markAllSynced: (() => void) | undefined;
-  let abandonSync: ((err: Error) => void) | undefined;
-
-  const emit = (type: InformerEventType, obj: KubeObject): void => {
-    try {
-      opts.onEvent(type, obj);
-    } catch (err) {
-      log.error({ err, event: type, name: obj.metadata.name }, "informer event handler threw");
-    }
-  };
-
   const withKind = (obj: KubeObject): KubeObject => {
     // Items of core lists carry no apiVersion/kind; the controller and events need them.
     if (!obj.apiVersion) obj.apiVersion = apiVersionOf(kind);
     if (!obj.kind) obj.kind = kind.kind;
     return obj;
   };
-
   const upsert = (obj: KubeObject): void => {
     const key = cacheKey(obj.metadata.namespace, obj.metadata.name);
     const old = cache.get(key);
     if (old && old.metadata.resourceVersion === obj.metadata.resourceVersion) return;
-    cache.set(key, obj);
+    cache.set(key, withKind(obj));
     emit(old ? "update" : "add", obj);
   };
-
   const remove = (obj: KubeObject): void => {
-    const key = cacheKey(obj.metadata.namespace, obj.metadata.name);
-    const last = cache.get(key) ?? obj;
-    if (cache.delete(key)) emit("delete", obj.metadata.resourceVersion ? obj : last);
+    if (cache.delete(cacheKey(obj.metadata.namespace, obj.metadata.name))) emit("delete", withKind(obj));
   };
-
-  const replaceScope = (scope: string | undefined, items: KubeObject[]): void => {
-    const fresh = new Set(items.map((o) => cacheKey(o.metadata.namespace, o.metadata.name)));
-    for (const [key, obj] of cache) {
-      if ((scope === undefined || obj.metadata.namespace === scope) && !fresh.has(key)) {
-        cache.delete(key);
-        emit("delete", obj);
+  return {
+    cache,
+    onWatchEvent(type: WatchEventType, obj: KubeObject): void {
+      if (type === "ADDED" || type === "MODIFIED") upsert(obj);
+      else if (type === "DELETED") remove(obj);
+    },
+    /** A fresh list of one scope (a namespace, or undefined for all): report what vanished. */
+    replaceScope(scope: string | undefined, items: KubeObject[]): void {
+      const fresh = new Set(items.map((o) => cacheKey(o.metadata.namespace, o.metadata.name)));
+      for (const [key, obj] of cache) {
+        if ((scope === undefined || obj.metadata.namespace === scope) && !fresh.has(key)) {
+          cache.delete(key);
+          emit("delete", obj);
+        }
       }
+      for (const obj of items) upsert(obj);
+    },
+  };
+}
+
+interface ScopeDeps {
+  kube: Kube;
+  path: string;
+  opts: WatchKindOptions;
+  store: ReturnType<typeof createStore>;
+  signal: AbortSignal;
+  backoff: BackoffPolicy;
+  log: Logger;
+  onListed: () => void;
+}
+
+// List, then watch from the list's resourceVersion, forever (until the signal aborts).
+async function runScope(d: ScopeDeps, scope: string | undefined): Promise<void> {
+  const selector = d.opts.labelSelector ? { labelSelector: d.opts.labelSelector } : {};
+  const restart = (reason: string, attempt: number): void => {
+    d.log.warn({ namespace: scope ?? "*", reason, attempt }, "informer restarting its list/watch");
+    d.opts.onRestart?.(reason);
+  };
+  let resourceVersion: string | undefined;
+  let failures = 0;
+  while (!d.signal.aborted) {
+    try {
+      if (resourceVersion === undefined) {
+        const listed = await listAll(d.kube, d.path, { ...selector, signal: d.signal });
+        d.store.replaceScope(scope, listed.items);
+        d.onListed();
+        resourceVersion = listed.resourceVersion;
+      }
+      const began = Date.now();
+      const ended = await watchOnce(d.kube, d.path, {
+        ...selector,
+        resourceVersion,
+        timeoutSeconds: randomWatchTimeoutSeconds(),
+        signal: d.signal,
+        onEvent: (type, obj) => {
+          resourceVersion = obj.metadata.resourceVersion ?? resourceVersion;
+          d.store.onWatchEvent(type, obj);
+        },
+      });
+      if (d.signal.aborted) return;
+      if (ended.end === "gone") {
+        resourceVersion = undefined;
+        restart("resourceVersion expired (410 Gone): relisting", failures);
+      } else if (ended.events > 0 || Date.now() - began >= MIN_HEALTHY_WATCH_MS) {
+        failures = 0;
+      } else {
+        throw new Error("watch closed at once without delivering anything");
+      }
+    } catch (err) {
+      if (d.signal.aborted) return;
+      resourceVersion = undefined;
+      restart(errorSummary(err), failures);
+      await interruptibleSleep(backoffDelay(failures, d.backoff), d.signal);
+      failures += 1;
     }
-    for (const obj of items) upsert(withKind(obj));
-  };
+  }
+}
 
-  const onWatchEvent = (type: WatchEventType, obj: KubeObject): void => {
-    if (type === "ADDED" || type === "MODIFIED") upsert(withKind(obj));
-    else if (type === "DELETED") remove(withKind(obj));
-  };
-
-  const relist = async (scope: string | undefined, path: string): Promise<string> => {
-    const listed = await listAll(kube, path, {
-      ...(opts.labelSelector ? { labelSelector: opts.labelSelector } : {}),
-      signal: stopController.signal,
-    });
-    replaceScope(scope, listed.items);
-    if (!synced.has(scope)) {
-      synced.add(scope);
-      if (synced.size === scopes.length) markAllSynced?.();
-    }
-    return listed.resourceVersion;
-  };
-
-  const restart = (scope: string | undefined, reason: string, attempt: number): void => {
-    log.warn({ namespace: scope ?? "*", reason, attempt }, "informer restarting its list/watch");
-    opts.onRestart?.(reason);
-  };
-
-  const sleep = (ms: number): Promise<void> =>
-    new Promise((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      stopController.signal.addEventListener("abort", () => {
+function interruptibleSleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener(
+      "abort",
+      () => {
         clearTimeout(timer);
         resolve();
-      }, { once: true });
-    });
+      },
+      { once: true },
+    );
+  });
+}
 
-  const runScope = async (scope: string | undefined): Promise<void> => {
-    const path = resourcePath(kind, scope);
-    let resourceVersion: string | undefined;
-    let failures = 0;
-    while (!stopController.signal.aborted) {
-      try {
-        resourceVersion ??= await relist(scope, path);
-        const began = Date.now();
-        const ended = await watchOnce(kube, path, {
-          resourceVersion,
-          timeoutSeconds: randomWatchTimeoutSeconds(),
-          signal: stopController.signal,
-          ...(opts.labelSelector ? { labelSelector: opts.labelSelector } : {}),
-          onEvent: (type, obj) => {
-            resourceVersion = obj.metadata.resourceVersion ?? resourceVersion;
-            onWatchEvent(type, obj);
-          },
-        });
-        if (stopController.signal.aborted) return;
-        if (ended.end === "gone") {
-          resourceVersion = undefined;
-          restart(scope, "resourceVersion expired (410 Gone): relisting", failures);
-          continue;
-        }
-        if (ended.events > 0 || Date.now() - began >= MIN_HEALTHY_WATCH_MS) {
-          failures = 0;
-          continue;
-        }
-        throw new Error("watch closed at once without delivering anything");
-      } catch (err) {
-        if (stopController.signal.aborted) return;
-        resourceVersion = undefined;
-        restart(scope, errorSummary(err), failures);
-        await sleep(backoffDelay(failures, backoff));
-        failures += 1;
-      }
+export function watchKind(kube: Kube, kind: KindRef, opts: WatchKindOptions): Informer {
+  const scopes = opts.namespaces && opts.namespaces.length > 0 ? [...new Set(opts.namespaces)] : [undefined];
+  const log = opts.logger.child({ informer: kind.kind });
+  const store = createStore(kind, (type, obj) => {
+    try {
+      opts.onEvent(type, obj);
+    } catch (err) {
+      log.error({ err: errorSummary(err), event: type, name: obj.metadata.name }, "informer event handler threw");
     }
-  };
+  });
+  const stopController = new AbortController();
+  const synced = new Set<string | undefined>();
+  const backoff: BackoffPolicy = { ...(opts.restartBackoff ?? DEFAULT_RESTART_BACKOFF), jitter: "full" };
+  let started: Promise<void> | undefined;
+  let abandonSync: ((err: Error) => void) | undefined;
 
   const start = (): Promise<void> => {
     started ??= new Promise<void>((resolve, reject) => {
-      markAllSynced = resolve;
       abandonSync = reject;
-      for (const scope of scopes) void runScope(scope);
+      for (const scope of scopes) {
+        const onListed = (): void => {
+          synced.add(scope);
+          if (synced.size === scopes.length) resolve();
+        };
+        const deps = { kube, path: resourcePath(kind, scope), opts, store, signal: stopController.signal, backoff, log, onListed };
+        void runScope(deps, scope);
+      }
     });
     return started;
   };
@@ -181,8 +194,8 @@ export function watchKind(kube: Kube, kind: KindRef, opts: WatchKindOptions): In
       stopController.abort();
       if (synced.size < scopes.length) abandonSync?.(new Error(`informer for ${kind.kind} stopped before it synced`));
     },
-    list: () => [...cache.values()],
-    get: (key) => cache.get(cacheKey(key.namespace, key.name)),
+    list: () => [...store.cache.values()],
+    get: (key) => store.cache.get(cacheKey(key.namespace, key.name)),
     hasSynced: () => synced.size === scopes.length,
   };
 }

@@ -31,47 +31,39 @@ export interface LeaderElection {
   isLeader(): boolean;
 }
 
-interface Observed {
-  resourceVersion: string | undefined;
-  at: number;
+interface LeaseClient {
+  /** One acquire-or-renew attempt: true when this identity holds the lease afterwards. */
+  tryAcquireOrRenew(): Promise<boolean>;
+  release(): Promise<void>;
 }
 
-export function runLeaderElection(opts: LeaderElectionOptions): LeaderElection {
-  const log = opts.logger.child({ lease: `${opts.namespace}/${opts.name}`, identity: opts.identity });
+function leaseClient(opts: LeaderElectionOptions, log: Logger): LeaseClient {
+  const { kube, namespace, name, identity } = opts;
   const durationSeconds = Math.max(1, Math.ceil(opts.leaseDurationMs / 1000));
-  const wake = new AbortController();
-  let leader = false;
-  let observed: Observed = { resourceVersion: undefined, at: 0 };
+  let observed = { resourceVersion: undefined as string | undefined, at: 0 };
 
   const read = async (): Promise<V1Lease | undefined> => {
     try {
-      return await opts.kube.coordination.readNamespacedLease({ namespace: opts.namespace, name: opts.name });
+      return await kube.coordination.readNamespacedLease({ namespace, name });
     } catch (err) {
       if (isNotFound(err)) return undefined;
       throw err;
     }
   };
-
   const observe = (lease: V1Lease, now: number): void => {
     if (lease.metadata?.resourceVersion !== observed.resourceVersion) {
       observed = { resourceVersion: lease.metadata?.resourceVersion, at: now };
     }
   };
+  const write = async (lease: V1Lease, spec: V1LeaseSpec, now: number): Promise<void> => {
+    const body: V1Lease = { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: lease.metadata ?? { name }, spec };
+    observe(await kube.coordination.replaceNamespacedLease({ namespace, name, body }), now);
+  };
 
   const create = async (now: number): Promise<boolean> => {
     const at = new V1MicroTime(now);
-    const spec: V1LeaseSpec = {
-      holderIdentity: opts.identity,
-      leaseDurationSeconds: durationSeconds,
-      acquireTime: at,
-      renewTime: at,
-      leaseTransitions: 0,
-    };
-    const created = await opts.kube.coordination.createNamespacedLease({
-      namespace: opts.namespace,
-      body: { metadata: { name: opts.name, namespace: opts.namespace }, spec },
-    });
-    observe(created, now);
+    const spec = { holderIdentity: identity, leaseDurationSeconds: durationSeconds, acquireTime: at, renewTime: at, leaseTransitions: 0 };
+    observe(await kube.coordination.createNamespacedLease({ namespace, body: { metadata: { name, namespace }, spec } }), now);
     return true;
   };
 
@@ -83,29 +75,46 @@ export function runLeaderElection(opts: LeaderElectionOptions): LeaderElection {
     const spec = lease.spec ?? {};
     const holder = spec.holderIdentity ?? "";
     const heldForMs = (spec.leaseDurationSeconds ?? durationSeconds) * 1000;
-    if (holder !== "" && holder !== opts.identity && observed.at + heldForMs > now) return false;
-    const mine = holder === opts.identity;
+    if (holder !== "" && holder !== identity && observed.at + heldForMs > now) return false;
+    const mine = holder === identity;
     const at = new V1MicroTime(now);
-    const next: V1LeaseSpec = {
-      ...spec,
-      holderIdentity: opts.identity,
+    await write(lease, {
+      holderIdentity: identity,
       leaseDurationSeconds: durationSeconds,
       renewTime: at,
       acquireTime: mine && spec.acquireTime ? new V1MicroTime(spec.acquireTime) : at,
       leaseTransitions: (spec.leaseTransitions ?? 0) + (mine ? 0 : 1),
-    };
-    const updated = await opts.kube.coordination.replaceNamespacedLease({
-      namespace: opts.namespace,
-      name: opts.name,
-      body: { ...lease, spec: next },
-    });
-    observe(updated, now);
+    }, now);
     return true;
   };
 
+  const release = async (): Promise<void> => {
+    try {
+      const lease = await read();
+      const spec = lease?.spec;
+      if (!lease || spec?.holderIdentity !== identity) return;
+      const now = Date.now();
+      const { acquireTime, leaseTransitions } = spec;
+      await write(lease, { holderIdentity: "", leaseDurationSeconds: 1, renewTime: new V1MicroTime(now), acquireTime, leaseTransitions }, now);
+      log.info("released the lease");
+    } catch (err) {
+      log.warn({ err: errorSummary(err) }, "could not release the lease; it expires on its own");
+    }
+  };
+
+  return { tryAcquireOrRenew, release };
+}
+
+export function runLeaderElection(opts: LeaderElectionOptions): LeaderElection {
+  const log = opts.logger.child({ lease: `${opts.namespace}/${opts.name}`, identity: opts.identity });
+  const client = leaseClient(opts, log);
+  const wake = new AbortController();
+  const sleep = (ms: number): Promise<void> => interruptibleSleep(ms, wake.signal);
+  let leader = false;
+
   const attempt = async (): Promise<boolean> => {
     try {
-      return await tryAcquireOrRenew();
+      return await client.tryAcquireOrRenew();
     } catch (err) {
       // A conflict means another candidate wrote first: not an error, just not us this time.
       if (!isConflict(err)) log.warn({ err: errorSummary(err) }, "lease update failed");
@@ -113,44 +122,16 @@ export function runLeaderElection(opts: LeaderElectionOptions): LeaderElection {
     }
   };
 
-  const release = async (): Promise<void> => {
-    try {
-      const lease = await read();
-      if (lease?.spec?.holderIdentity !== opts.identity) return;
-      const now = new V1MicroTime(Date.now());
-      await opts.kube.coordination.replaceNamespacedLease({
-        namespace: opts.namespace,
-        name: opts.name,
-        body: { ...lease, spec: { ...lease.spec, holderIdentity: "", leaseDurationSeconds: 1, renewTime: now } },
-      });
-      log.info("released the lease");
-    } catch (err) {
-      log.warn({ err: errorSummary(err) }, "could not release the lease; it expires on its own");
-    }
-  };
-
-  const sleep = (ms: number): Promise<void> =>
-    new Promise((resolve) => {
-      if (wake.signal.aborted) {
-        resolve();
-        return;
-      }
-      const timer = setTimeout(resolve, ms);
-      wake.signal.addEventListener("abort", () => {
-        clearTimeout(timer);
-        resolve();
-      }, { once: true });
-    });
-
-  const campaign = async (): Promise<void> => {
-    while (!wake.signal.aborted && !(await attempt())) {
+  const acquire = async (): Promise<boolean> => {
+    while (!wake.signal.aborted) {
+      if (await attempt()) return true;
       // client-go's JitterUntil(retryPeriod, 1.2): wait between 1x and 2.2x the retry period.
       await sleep(opts.retryPeriodMs * (1 + 1.2 * Math.random()));
     }
-    if (wake.signal.aborted) return;
-    leader = true;
-    log.info("became leader");
-    callSafely(opts.onStartedLeading, log, "onStartedLeading");
+    return false;
+  };
+
+  const renew = async (): Promise<void> => {
     let renewedAt = Date.now();
     while (!wake.signal.aborted) {
       await sleep(opts.retryPeriodMs);
@@ -166,6 +147,14 @@ export function runLeaderElection(opts: LeaderElectionOptions): LeaderElection {
     }
   };
 
+  const campaign = async (): Promise<void> => {
+    if (!(await acquire())) return;
+    leader = true;
+    log.info("became leader");
+    callSafely(opts.onStartedLeading, log, "onStartedLeading");
+    await renew();
+  };
+
   const running = campaign();
 
   return {
@@ -175,10 +164,28 @@ export function runLeaderElection(opts: LeaderElectionOptions): LeaderElection {
       await running;
       if (leader) {
         leader = false;
-        await release();
+        await client.release();
       }
     },
   };
+}
+
+function interruptibleSleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) {
+      resolve();
+      return;
+    }
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener(
+      "abort",
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
+  });
 }
 
 function callSafely(fn: () => void, log: Logger, name: string): void {

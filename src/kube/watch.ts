@@ -104,6 +104,7 @@ async function streamWatch(
   let events = 0;
   const decoder = new TextDecoder();
   let buffered = "";
+  // Leaving the for-await (return or throw) cancels the body and so closes the connection.
   for await (const chunk of response.body) {
     touch();
     buffered += decoder.decode(chunk as Uint8Array, { stream: true });
@@ -113,11 +114,7 @@ async function streamWatch(
       buffered = buffered.slice(newline + 1);
       newline = buffered.indexOf("\n");
       if (!line) continue;
-      const outcome = handleLine(line, opts.onEvent);
-      if (outcome === "gone") {
-        await response.body.cancel();
-        return { end: "gone", events };
-      }
+      if (handleLine(line, opts.onEvent) === "gone") return { end: "gone", events };
       events += 1;
     }
   }

@@ -33,7 +33,7 @@ async function namespace(prefix: string): Promise<string> {
   return ns.name;
 }
 
-type Reconcile = (key: ObjectKey, signal: AbortSignal) => Promise<Outcome>;
+type Reconcile = (key: ObjectKey, signal: AbortSignal) => Outcome | Promise<Outcome>;
 
 async function startController(ns: string, reconcile: Reconcile, extra: Partial<ControllerOptions> = {}) {
   const metrics = createMetrics();
@@ -42,7 +42,7 @@ async function startController(ns: string, reconcile: Reconcile, extra: Partial<
     name,
     kube,
     kind: crd.kind,
-    reconcile,
+    reconcile: async (key, signal) => await reconcile(key, signal),
     concurrency: 2,
     resyncIntervalMs: 3_600_000,
     namespaces: [ns],
@@ -96,19 +96,19 @@ describe("controller", () => {
       return done();
     });
     await createWidget(kube, crd.kind, ns, "burst", { n: 0 });
-    await waitFor(async () => (started.length === 1 ? true : undefined), { timeoutMs: 30_000, description: "first reconcile" });
+    await waitFor(() => Promise.resolve(started.length === 1 ? true : undefined), { timeoutMs: 30_000, description: "first reconcile" });
 
     let lastRv = "";
     for (let n = 1; n <= 10; n++) lastRv = await patchSpec(crd.kind, ns, "burst", { n });
     // Every update has reached the controller (its cache holds the last one) while the first
     // reconcile is still running: ten adds, all collapsed into one dirty mark.
-    await waitFor(async () => (controller.cached({ namespace: ns, name: "burst" })?.metadata.resourceVersion === lastRv ? true : undefined), {
+    await waitFor(() => Promise.resolve(controller.cached({ namespace: ns, name: "burst" })?.metadata.resourceVersion === lastRv ? true : undefined), {
       timeoutMs: 30_000,
       description: "the informer to see the last update",
     });
     expect(started).toHaveLength(1);
     first.open();
-    await waitFor(async () => (finished === 2 ? true : undefined), { timeoutMs: 30_000, description: "the re-run" });
+    await waitFor(() => Promise.resolve(finished === 2 ? true : undefined), { timeoutMs: 30_000, description: "the re-run" });
     expect(controller.queueLength()).toBe(0);
     await controller.stop();
     expect(started).toHaveLength(2);
@@ -118,7 +118,7 @@ describe("controller", () => {
     const ns = await namespace("ctl-retry");
     const flaky: number[] = [];
     const polite: number[] = [];
-    const { metrics, name } = await startController(ns, async (key) => {
+    const { metrics, name } = await startController(ns, (key) => {
       if (key.name === "flaky") {
         flaky.push(performance.now());
         return flaky.length <= 3 ? retryable(new Error("service unavailable")) : done();
@@ -131,7 +131,7 @@ describe("controller", () => {
     });
     await createWidget(kube, crd.kind, ns, "flaky");
     await createWidget(kube, crd.kind, ns, "polite");
-    await waitFor(async () => (flaky.length === 4 && polite.length === 2 ? true : undefined), { timeoutMs: 30_000, description: "retries" });
+    await waitFor(() => Promise.resolve(flaky.length === 4 && polite.length === 2 ? true : undefined), { timeoutMs: 30_000, description: "retries" });
 
     // Equal jitter never waits less than half of base * 2^attempt (20, 40, 80 ms ceilings).
     const gaps = flaky.slice(1).map((t, i) => t - (flaky[i] as number));
@@ -149,41 +149,41 @@ describe("controller", () => {
   it("treats a throwing reconcile as retryable", async () => {
     const ns = await namespace("ctl-throw");
     let calls = 0;
-    const { metrics, name } = await startController(ns, async (key) => {
+    const { metrics, name } = await startController(ns, (key) => {
       if (key.name !== "thrower") return done();
       calls += 1;
       if (calls === 1) throw new Error("bug");
       return done();
     });
     await createWidget(kube, crd.kind, ns, "thrower");
-    await waitFor(async () => (calls === 2 ? true : undefined), { timeoutMs: 30_000, description: "retry after a throw" });
+    await waitFor(() => Promise.resolve(calls === 2 ? true : undefined), { timeoutMs: 30_000, description: "retry after a throw" });
     expect(await counterValue(metrics.reconcileErrors, { controller: name })).toBe(1);
   });
 
   it("does not retry a terminal outcome until the spec changes", async () => {
     const ns = await namespace("ctl-terminal");
     const generations: number[] = [];
-    let controllerRef: Controller | undefined;
+    const ref: { controller?: Controller } = {};
     const { controller, metrics, name } = await startController(
       ns,
-      async (key) => {
+      (key) => {
         if (key.name !== "doomed") return done();
-        const generation = controllerRef?.cached(key)?.metadata.generation ?? 0;
+        const generation = ref.controller?.cached(key)?.metadata.generation ?? 0;
         generations.push(generation);
         return generation === 1 ? terminal(new Error("invalid spec")) : done();
       },
       // Were a terminal outcome requeued, a 1 ms backoff would show it many times over below.
       { retryBackoff: { baseMs: 1, maxMs: 1, jitter: "none" } },
     );
-    controllerRef = controller;
+    ref.controller = controller;
     await createWidget(kube, crd.kind, ns, "doomed", { valid: false });
-    await waitFor(async () => (generations.length === 1 ? true : undefined), { timeoutMs: 30_000, description: "first reconcile" });
+    await waitFor(() => Promise.resolve(generations.length === 1 ? true : undefined), { timeoutMs: 30_000, description: "first reconcile" });
     await sleep(500);
     expect(generations).toEqual([1]);
     expect(await counterValue(metrics.terminalReconcileErrors, { controller: name })).toBe(1);
 
     await patchSpec(crd.kind, ns, "doomed", { valid: true });
-    await waitFor(async () => (generations.includes(2) ? true : undefined), { timeoutMs: 30_000, description: "reconcile of the new spec" });
+    await waitFor(() => Promise.resolve(generations.includes(2) ? true : undefined), { timeoutMs: 30_000, description: "reconcile of the new spec" });
     expect(generations).toEqual([1, 2]);
   });
 
@@ -201,7 +201,7 @@ describe("controller", () => {
       return done();
     });
     await createWidget(kube, crd.kind, ns, "slow");
-    await waitFor(async () => (order.length === 1 ? true : undefined), { timeoutMs: 30_000, description: "reconcile to start" });
+    await waitFor(() => Promise.resolve(order.length === 1 ? true : undefined), { timeoutMs: 30_000, description: "reconcile to start" });
 
     const stopped = controller.stop().then(() => order.push("stop resolved"));
     await sleep(200);
@@ -219,7 +219,7 @@ describe("controller", () => {
     const calls: string[] = [];
     await startController(
       ns,
-      async (key) => {
+      (key) => {
         calls.push(key.name);
         return done();
       },
@@ -237,10 +237,10 @@ describe("controller", () => {
       },
     );
     await createWidget(kube, crd.kind, ns, "primary");
-    await waitFor(async () => (calls.includes("primary") ? true : undefined), { timeoutMs: 30_000, description: "first reconcile" });
+    await waitFor(() => Promise.resolve(calls.includes("primary") ? true : undefined), { timeoutMs: 30_000, description: "first reconcile" });
     const before = calls.filter((c) => c === "primary").length;
     await kube.core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: "settings", labels: { widget: "primary" } } } });
-    await waitFor(async () => (calls.filter((c) => c === "primary").length > before ? true : undefined), {
+    await waitFor(() => Promise.resolve(calls.filter((c) => c === "primary").length > before ? true : undefined), {
       timeoutMs: 30_000,
       description: "reconcile caused by the ConfigMap",
     });
@@ -251,19 +251,19 @@ describe("controller", () => {
     let calls = 0;
     await startController(
       ns,
-      async (key) => {
+      (key) => {
         if (key.name === "steady") calls += 1;
         return done();
       },
       { resyncIntervalMs: 300 },
     );
     await createWidget(kube, crd.kind, ns, "steady");
-    await waitFor(async () => (calls >= 3 ? true : undefined), { timeoutMs: 30_000, description: "two resyncs" });
+    await waitFor(() => Promise.resolve(calls >= 3 ? true : undefined), { timeoutMs: 30_000, description: "two resyncs" });
   });
 
   it("exports its metrics under controller-runtime's names", async () => {
     const ns = await namespace("ctl-metrics");
-    const { metrics } = await startController(ns, async () => done());
+    const { metrics } = await startController(ns, () => done());
     await createWidget(kube, crd.kind, ns, "counted");
     await waitFor(async () => ((await metrics.registry.metrics()).includes('result="success"') ? true : undefined), {
       timeoutMs: 30_000,

@@ -51,8 +51,8 @@ function recordingInformer(kind: KindRef, namespaces: string[], extra: { labelSe
   return { informer, events, restarts };
 }
 
-const seen = (events: Recorded[], type: InformerEventType, name: string) =>
-  events.some((e) => e.type === type && e.name === name) ? true : undefined;
+const seen = (events: Recorded[], type: InformerEventType, name: string): Promise<true | undefined> =>
+  Promise.resolve(events.some((e) => e.type === type && e.name === name) ? true : undefined);
 
 describe("informer", () => {
   it("lists what exists, then delivers adds, updates and deletes, keeping its cache in step", async () => {
@@ -66,16 +66,16 @@ describe("informer", () => {
     expect(events).toEqual([expect.objectContaining({ type: "add", name: "before" })]);
 
     await createWidget(kube, crd.kind, ns.name, "after", { size: 1 });
-    await waitFor(async () => seen(events, "add", "after"), { timeoutMs: 30_000, description: "add of after" });
+    await waitFor(() => seen(events, "add", "after"), { timeoutMs: 30_000, description: "add of after" });
     const updated = (await kube.custom.patchNamespacedCustomObject(
       { group: crd.kind.group, version: crd.kind.version, namespace: ns.name, plural: crd.kind.plural, name: "after", body: [{ op: "replace", path: "/spec/size", value: 2 }] },
     )) as KubeObject;
-    await waitFor(async () => seen(events, "update", "after"), { timeoutMs: 30_000, description: "update of after" });
+    await waitFor(() => seen(events, "update", "after"), { timeoutMs: 30_000, description: "update of after" });
     expect(informer.get({ namespace: ns.name, name: "after" })?.metadata.resourceVersion).toBe(updated.metadata.resourceVersion);
     expect(informer.get({ namespace: ns.name, name: "after" })?.spec).toEqual({ size: 2 });
 
     await deleteWidget(kube, crd.kind, ns.name, "before");
-    await waitFor(async () => seen(events, "delete", "before"), { timeoutMs: 30_000, description: "delete of before" });
+    await waitFor(() => seen(events, "delete", "before"), { timeoutMs: 30_000, description: "delete of before" });
     expect(informer.get({ namespace: ns.name, name: "before" })).toBeUndefined();
     expect(informer.list().map((o) => o.metadata.name)).toEqual(["after"]);
     expect(events.some((e) => e.name === "elsewhere")).toBe(false);
@@ -92,18 +92,18 @@ describe("informer", () => {
 
     await kind.delete();
     // While the kind is gone every list/watch fails (404): the informer keeps retrying.
-    await waitFor(async () => (restarts.length > 0 ? true : undefined), { timeoutMs: 60_000, description: "an informer restart" });
-    await waitFor(async () => seen(events, "delete", "old"), { timeoutMs: 60_000, description: "old to be reported deleted" });
+    await waitFor(() => Promise.resolve(restarts.length > 0 ? true : undefined), { timeoutMs: 60_000, description: "an informer restart" });
+    await waitFor(() => seen(events, "delete", "old"), { timeoutMs: 60_000, description: "old to be reported deleted" });
 
     await kind.create();
     await createWidget(kube, kind.kind, ns.name, "new");
-    await waitFor(async () => seen(events, "add", "new"), { timeoutMs: 60_000, description: "add of new after the restart" });
+    await waitFor(() => seen(events, "add", "new"), { timeoutMs: 60_000, description: "add of new after the restart" });
     expect(informer.list().map((o) => o.metadata.name)).toEqual(["new"]);
     expect(informer.get({ namespace: ns.name, name: "old" })).toBeUndefined();
 
     // And it keeps watching after the restart.
     await deleteWidget(kube, kind.kind, ns.name, "new");
-    await waitFor(async () => seen(events, "delete", "new"), { timeoutMs: 60_000, description: "delete of new" });
+    await waitFor(() => seen(events, "delete", "new"), { timeoutMs: 60_000, description: "delete of new" });
     informer.stop();
     await kind.delete();
   });
@@ -117,7 +117,7 @@ describe("informer", () => {
       namespace: ns.name,
       body: { metadata: { name: "owned", labels: { "keyward.dev/owned": "true" } }, stringData: { a: "b" } },
     });
-    await waitFor(async () => seen(events, "add", "owned"), { timeoutMs: 30_000, description: "add of the owned Secret" });
+    await waitFor(() => seen(events, "add", "owned"), { timeoutMs: 30_000, description: "add of the owned Secret" });
     expect(events.some((e) => e.name === "ignored")).toBe(false);
     const cached = informer.get({ namespace: ns.name, name: "owned" });
     expect(cached?.kind).toBe("Secret");
@@ -129,7 +129,7 @@ describe("informer", () => {
     const missing: KindRef = { group: "missing.test.keyward.dev", version: "v1", plural: "nothings", kind: "Nothing" };
     const { informer, restarts } = recordingInformer(missing, []);
     const started = informer.start();
-    await waitFor(async () => (restarts.length > 0 ? true : undefined), { timeoutMs: 30_000, description: "a failed list" });
+    await waitFor(() => Promise.resolve(restarts.length > 0 ? true : undefined), { timeoutMs: 30_000, description: "a failed list" });
     informer.stop();
     await expect(started).rejects.toThrow(/stopped before it synced/);
   });

@@ -1,5 +1,6 @@
 // Leader election on a real Lease: one leader at a time, and a fast hand-over on stop.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { V1MicroTime } from "@kubernetes/client-node";
 import { createKube, type Kube } from "../../../src/kube/client.ts";
 import { runLeaderElection, type LeaderElection } from "../../../src/kube/lease.ts";
 import { createLogger } from "../../../src/log.ts";
@@ -44,7 +45,7 @@ describe("leader election", () => {
   it("lets one of two candidates lead, and hands over to the other when the leader stops", async () => {
     const log: string[] = [];
     const a = elector("a", log);
-    await waitFor(async () => (a.isLeader() ? true : undefined), { timeoutMs: 30_000, description: "a to lead" });
+    await waitFor(() => Promise.resolve(a.isLeader() ? true : undefined), { timeoutMs: 30_000, description: "a to lead" });
     const b = elector("b", log);
 
     // b keeps trying for several renew rounds of a and never gets in.
@@ -64,7 +65,7 @@ describe("leader election", () => {
     expect(a.isLeader()).toBe(false);
     // a released the lease (empty holder) unless b already took it.
     expect(["", "b"]).toContain(await holder());
-    await waitFor(async () => (b.isLeader() ? true : undefined), { timeoutMs: 30_000, description: "b to take over" });
+    await waitFor(() => Promise.resolve(b.isLeader() ? true : undefined), { timeoutMs: 30_000, description: "b to take over" });
     expect(await holder()).toBe("b");
     expect(log).toEqual(["a started", "b started"]);
 
@@ -75,18 +76,34 @@ describe("leader election", () => {
 
   it("a candidate takes over a lease whose holder vanished without releasing it, once it expires", async () => {
     const log: string[] = [];
-    const now = new Date().toISOString().replace("Z", "000Z").replace(/\.(\d{3})000Z$/, ".$1000Z");
+    const now = new V1MicroTime();
     await kube.coordination.createNamespacedLease({
       namespace: ns.name,
-      body: {
-        metadata: { name: "abandoned" },
-        spec: { holderIdentity: "crashed", leaseDurationSeconds: 2, renewTime: now as unknown as Date, acquireTime: now as unknown as Date },
-      },
+      body: { metadata: { name: "abandoned" }, spec: { holderIdentity: "crashed", leaseDurationSeconds: 2, renewTime: now, acquireTime: now } },
     });
     const c = elector("c", log, "abandoned");
-    await waitFor(async () => (c.isLeader() ? true : undefined), { timeoutMs: 30_000, description: "c to take the expired lease" });
+    await waitFor(() => Promise.resolve(c.isLeader() ? true : undefined), { timeoutMs: 30_000, description: "c to take the expired lease" });
     expect(await holder("abandoned")).toBe("c");
     expect(log).toEqual(["c started"]);
     await c.stop();
+  });
+
+  it("a leader that cannot renew (another holder took the lease) reports the loss", async () => {
+    const log: string[] = [];
+    const d = elector("d", log, "hijacked");
+    await waitFor(() => Promise.resolve(d.isLeader() ? true : undefined), { timeoutMs: 30_000, description: "d to lead" });
+    // Someone else writes itself in as holder (as a replica with a stale view might).
+    const lease = await kube.coordination.readNamespacedLease({ namespace: ns.name, name: "hijacked" });
+    await kube.coordination.replaceNamespacedLease({
+      namespace: ns.name,
+      name: "hijacked",
+      body: { metadata: lease.metadata, spec: { holderIdentity: "intruder", leaseDurationSeconds: 60, renewTime: new V1MicroTime() } },
+    });
+    await waitFor(() => Promise.resolve(log.includes("d lost") ? true : undefined), { timeoutMs: 30_000, description: "d to notice" });
+    expect(d.isLeader()).toBe(false);
+    expect(log).toEqual(["d started", "d lost"]);
+    expect(await holder("hijacked")).toBe("intruder");
+    await d.stop();
+    expect(await holder("hijacked")).toBe("intruder");
   });
 });
