@@ -50,7 +50,7 @@ async function main(): Promise<void> {
 
   await kubectl(["apply", "--server-side", "-f", "crds/"]);
   await kubectl(["wait", "--for=condition=Established", "--timeout=60s", "-f", "crds/"]);
-  await kubectl(["apply", "-n", NAMESPACE, "-f", "config/samples/"]);
+  await kubectl(["apply", "-n", NAMESPACE, "-k", "config/samples/"]);
   console.log(`CRDs installed; samples applied in namespace ${NAMESPACE}`);
 
   const logFile = join(stateDir, "keyward.log");
