@@ -72,7 +72,7 @@ it("reconciles with one leader at a time and fails over when the leader stops", 
   try {
     const leaderId = await waitFor(async () => holder(), { timeoutMs: 30_000, description: "a lease holder" });
     const [leader, standby] = leaderId === a.identity ? [a, b] : [b, a];
-    await waitFor(async () => (started(leader) ? true : undefined), { timeoutMs: 30_000, description: "leader started its controllers" });
+    await waitFor(() => Promise.resolve(started(leader) ? true : undefined), { timeoutMs: 30_000, description: "leader started its controllers" });
     await createCustom(kc, ns.name, "projects", { apiVersion: "keyward.dev/v1alpha1", kind: "Project", metadata: { name: "first" }, spec: { slug: "leader-first" } });
     await waitFor(async () => (isReady(await getCustom(kc, ns.name, "projects", "first")) ? true : undefined), { timeoutMs: 30_000, description: "first Ready" });
     expect(started(standby)).toBe(false);
@@ -80,7 +80,7 @@ it("reconciles with one leader at a time and fails over when the leader stops", 
     leader.child.kill("SIGTERM");
     expect(await leader.exited).toBe(0);
     await waitFor(async () => ((await holder()) === standby.identity ? true : undefined), { timeoutMs: 30_000, description: "standby holds the lease" });
-    await waitFor(async () => (started(standby) ? true : undefined), { timeoutMs: 30_000, description: "standby started its controllers" });
+    await waitFor(() => Promise.resolve(started(standby) ? true : undefined), { timeoutMs: 30_000, description: "standby started its controllers" });
     await createCustom(kc, ns.name, "projects", { apiVersion: "keyward.dev/v1alpha1", kind: "Project", metadata: { name: "second" }, spec: { slug: "leader-second" } });
     await waitFor(async () => (isReady(await getCustom(kc, ns.name, "projects", "second")) ? true : undefined), { timeoutMs: 30_000, description: "second Ready after failover" });
     expect(emulator.requests().filter((r) => r.operation === "createProject")).toHaveLength(2);

@@ -67,7 +67,7 @@ describe("Project", () => {
       const obj = await getCustom(kc, ns.name, "projects", "payments");
       return isReady(obj) && condition(obj, "Synced")?.observedGeneration === obj?.metadata.generation ? obj : undefined;
     }, { timeoutMs: 30_000, description: "Project synced at the new generation" });
-    await waitFor(async () => (calls("updateProject") > before ? true : undefined), { timeoutMs: 30_000, description: "update call" });
+    await waitFor(() => Promise.resolve(calls("updateProject") > before ? true : undefined), { timeoutMs: 30_000, description: "update call" });
     const updates = emulator.requests().filter((r) => r.operation === "updateProject").slice(before);
     expect(updates).toHaveLength(1);
     expect(updates[0]?.body).toEqual({ description: "renamed team", pitVersionLimit: 42 });
@@ -178,7 +178,7 @@ describe("Project", () => {
     await new Promise((r) => setTimeout(r, 4_500));
     expect(emulator.requests().filter((r) => r.method !== "GET" && r.operation !== "getMembershipByUsername").length).toBe(writes);
     await mergePatchCustom(kc, ns.name, "projects", "payments", { metadata: { annotations: { "keyward.dev/paused": null } } });
-    await waitFor(async () => (emulator.requests().some((r) => r.operation === "updateProject" && (r.body as { description?: string }).description === "while paused") ? true : undefined), { timeoutMs: 30_000, description: "update after unpause" });
+    await waitFor(() => Promise.resolve(emulator.requests().some((r) => r.operation === "updateProject" && (r.body as { description?: string }).description === "while paused") ? true : undefined), { timeoutMs: 30_000, description: "update after unpause" });
   });
 
   it("never writes the token into logs, events or status", async () => {

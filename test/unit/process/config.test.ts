@@ -16,7 +16,7 @@ describe("configuration", () => {
   });
 
   it("names every bad setting in one clear error", () => {
-    expect(() => loadConfig(["--concurrency", "0"], { RESYNC_INTERVAL: "soon", LOG_LEVEL: "loud" })).toThrowError(
+    expect(() => loadConfig(["--concurrency", "0"], { RESYNC_INTERVAL: "soon", LOG_LEVEL: "loud" })).toThrow(
       /--concurrency \/ CONCURRENCY[\s\S]*--resync-interval \/ RESYNC_INTERVAL: "soon" is not a duration[\s\S]*--log-level \/ LOG_LEVEL/,
     );
   });
