@@ -169,7 +169,7 @@ export const crdSource: CrdSource = {
     { name: "User", type: "string", jsonPath: ".spec.username" },
     { name: "Group", type: "string", jsonPath: ".status.groupSlug" },
     ...readyColumns,
-    { name: "Next-Expiry", type: "date", jsonPath: ".status.nextTemporaryAccessEndTime", priority: 1 },
+    { name: "Next-Expiry", type: "string", jsonPath: ".status.nextTemporaryAccessEndTime", priority: 1 },
     ageColumn,
   ],
 };

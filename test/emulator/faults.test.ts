@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { call, start, TOKEN } from "./helpers.ts";
+import { call, eventually, start, TOKEN } from "./helpers.ts";
 import type { Emulator } from "./server.ts";
 
 let emu: Emulator;
@@ -60,6 +60,44 @@ describe("faults", () => {
     delayed.catch(() => undefined);
     expect((await call(emu, "GET", "/api/v1/projects")).status).toBe(200);
     expect(delayedSettled).toBe(false);
+  });
+
+  it("holds the answer after handling: the change is applied and logged while the client waits", async () => {
+    emu.setFaults({ match: { method: "POST", pathPattern: "^/api/v2/workspace$" }, latencyMs: 60_000, latencyWhen: "after-handling" });
+    const abort = new AbortController();
+    let heldSettled = false;
+    const held = fetch(`${emu.url}/api/v2/workspace`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify({ projectName: "held" }),
+      signal: abort.signal,
+    }).finally(() => {
+      heldSettled = true;
+    });
+    held.catch(() => undefined);
+    await eventually(async () => ((await projectNames()).includes("held") ? true : undefined));
+    expect(heldSettled).toBe(false);
+    expect(emu.requests().find((r) => r.operation === "createProject")).toMatchObject({ status: 200 });
+    // The client gives up (as a killed process would): the applied change stays.
+    abort.abort();
+    await expect(held).rejects.toThrow();
+    expect(await projectNames()).toContain("held");
+  });
+
+  it("delays before handling by default: nothing is applied while the request waits", async () => {
+    emu.setFaults({ match: { method: "POST", pathPattern: "^/api/v2/workspace$" }, latencyMs: 60_000 });
+    const abort = new AbortController();
+    const held = fetch(`${emu.url}/api/v2/workspace`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify({ projectName: "waiting" }),
+      signal: abort.signal,
+    });
+    held.catch(() => undefined);
+    expect((await call(emu, "GET", "/api/v1/projects")).status).toBe(200);
+    expect(await projectNames()).not.toContain("waiting");
+    abort.abort();
+    await expect(held).rejects.toThrow();
   });
 });
 

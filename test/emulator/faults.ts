@@ -11,7 +11,8 @@ export type FaultDecision =
 export interface FaultState {
   set(faults: Faults): void;
   get(): Faults;
-  latencyFor(method: string, path: string): number;
+  /** The delay for a matching request in that phase (latencyWhen; default before-handling). */
+  latencyFor(method: string, path: string, phase?: "before-handling" | "after-handling"): number;
   /** Decides (and consumes) the fault for one request. */
   decide(method: string, path: string): FaultDecision;
 }
@@ -32,7 +33,8 @@ export function createFaultState(): FaultState {
       pattern = next.match?.pathPattern === undefined ? undefined : new RegExp(next.match.pathPattern);
     },
     get: () => structuredClone(faults),
-    latencyFor: (method, path) => (matches(method, path) ? (faults.latencyMs ?? 0) : 0),
+    latencyFor: (method, path, phase = "before-handling") =>
+      matches(method, path) && (faults.latencyWhen ?? "before-handling") === phase ? (faults.latencyMs ?? 0) : 0,
     decide(method, path) {
       if (!matches(method, path)) return { kind: "none" };
       if (faults.drop && faults.drop.count > 0) {

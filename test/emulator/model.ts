@@ -139,6 +139,11 @@ export function buildMemberRoles(state: State, projectId: string, requested: Rol
   });
 }
 
+/** A role a request may name: a built-in role or a slug-shaped custom role. */
+export function isRoleName(role: string): boolean {
+  return role in builtInRoles || (role.length <= 64 && customRoleSlug.test(role));
+}
+
 function resolveCustomRole(state: State, projectId: string, slug: string): ProjectRoleRec {
   const known = findProjectRole(state, projectId, slug);
   if (known) return known;

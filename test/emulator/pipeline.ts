@@ -76,6 +76,13 @@ export async function handleApiRequest(p: Pipeline, req: IncomingMessage, res: S
     return;
   }
   log(answer.status);
+  // Held after handling: the change is applied and logged; a client that gives up (or dies)
+  // meanwhile never learns the answer.
+  const held = p.faults.latencyFor(incoming.method, incoming.path, "after-handling");
+  if (held > 0) {
+    await sleep(held);
+    if (req.socket.destroyed) return;
+  }
   sendJson(res, answer.status, answer.body, answer.headers);
 }
 

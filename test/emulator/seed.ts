@@ -2,7 +2,7 @@
 // upserts: by id, else by their natural key (username, slug, project + slug).
 import { createHash, randomUUID } from "node:crypto";
 import { notFound } from "./errors.ts";
-import { addProject, addProjectRole, buildMemberRoles, findProjectBySlug, nowIso } from "./model.ts";
+import { addProject, addProjectRole, buildMemberRoles, findProjectBySlug, isRoleName, nowIso } from "./model.ts";
 import type { GroupRec, MembershipRec, ProfileRec, ProjectRec, State, UserRec } from "./state.ts";
 import type { MemberSeed, MemberSelector, Seed } from "./types.ts";
 
@@ -25,7 +25,34 @@ export function applySeed(state: State, seed: Seed, orgId: string): void {
     addProjectRole(state, project.id, role.slug, role.name ?? role.slug, true, role.id);
   }
   for (const profile of seed.certificateProfiles ?? []) upsertProfile(state, profile);
-  for (const member of seed.memberships ?? []) addMember(state, member);
+  for (const member of seed.memberships ?? []) {
+    if (awaitsProject(state, member)) deferMember(state, member);
+    else addMember(state, member);
+  }
+}
+
+// A member seeded by the slug of a project that does not exist yet (one the client under test
+// creates later, such as keyward's sample Project) waits for that project: see applyDeferredMembers.
+function awaitsProject(state: State, member: MemberSeed): boolean {
+  return member.projectId === undefined && member.projectSlug !== undefined && !findProjectBySlug(state, member.projectSlug);
+}
+
+function deferMember(state: State, member: MemberSeed): void {
+  // What can be checked without the project is checked now, so a bad seed fails at seeding,
+  // never inside a later project creation.
+  resolveSubject(state, member);
+  const badRole = member.roles.find((item) => !isRoleName(item.role));
+  if (badRole) throw notFound("One or more custom roles not found");
+  const sameSubject = (m: MemberSeed): boolean =>
+    m.projectSlug === member.projectSlug && m.username === member.username && m.groupId === member.groupId && m.groupSlug === member.groupSlug;
+  state.deferredMembers = [...state.deferredMembers.filter((m) => !sameSubject(m)), member];
+}
+
+/** Adds the members seeded for this project's slug before it existed (each time such a project is created). */
+export function applyDeferredMembers(state: State, project: ProjectRec): void {
+  for (const member of state.deferredMembers) {
+    if (member.projectSlug === project.slug) addMember(state, { ...member, projectId: project.id });
+  }
 }
 
 function upsertUser(state: State, input: NonNullable<Seed["users"]>[number]): UserRec {

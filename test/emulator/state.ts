@@ -1,6 +1,6 @@
 // The emulator's whole world as plain JSON-able data, and its persistence (temp file + rename).
 import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
-import type { JobAction } from "./types.ts";
+import type { JobAction, MemberSeed } from "./types.ts";
 
 export interface UserRec {
   id: string;
@@ -204,6 +204,8 @@ export interface State {
   jobs: Record<string, JobRec>;
   tokens: Record<string, MintedTokenRec>;
   jobOutcomes: JobOutcomeRec[];
+  /** Seeded members of a project slug that did not exist yet, added whenever a project with that slug is created. */
+  deferredMembers: MemberSeed[];
 }
 
 export function emptyState(): State {
@@ -221,6 +223,7 @@ export function emptyState(): State {
     jobs: {},
     tokens: {},
     jobOutcomes: [],
+    deferredMembers: [],
   };
 }
 

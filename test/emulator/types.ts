@@ -64,6 +64,11 @@ export interface RecordedRequest {
 export interface Faults {
   match?: { method?: string; pathPattern?: string };
   latencyMs?: number;
+  /**
+   * When latencyMs applies: before handling (default), or after handling, holding the answer of
+   * a request that was already applied (and logged), as a slow network on the way back would.
+   */
+  latencyWhen?: "before-handling" | "after-handling";
   errorRate?: number;
   errorStatus?: number;
   rateLimit?: { count: number; retryAfterSeconds: number };

@@ -1,4 +1,5 @@
 // ProjectMembership end to end: a real kube-apiserver, the emulator over HTTP, keyward in-process.
+import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { startEmulator, type Emulator, type RecordedRequest } from "../emulator/server.ts";
@@ -239,6 +240,15 @@ describe("ProjectMembership", () => {
     expect(moved.code).not.toBe(0);
     expect(moved.stderr).toContain("username is immutable");
     for (const name of ["empty", "bare", "onlytemp"]) expect(await getCustom(kc, ns.name, "projectmemberships", name)).toBeUndefined();
+  });
+
+  it("accepts the samples", async () => {
+    for (const sample of ["projectmembership-user.yaml", "projectmembership-group.yaml"]) {
+      const file = fileURLToPath(new URL(`../../config/samples/${sample}`, import.meta.url));
+      const result = await kubectl(["apply", "--dry-run=server", "-n", ns.name, "-f", file]);
+      expect(result.stderr).toBe("");
+      expect(result.stdout).toContain("created (server dry run)");
+    }
   });
 
   it("never writes the token into logs, events or status", async () => {

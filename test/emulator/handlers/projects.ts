@@ -4,6 +4,7 @@ import { addProject, deleteProjectCascade, findProjectBySlug, generateProjectSlu
 import type { HandlerContext, Route } from "../router.ts";
 import type { ProjectRec, ProjectRoleRec, State } from "../state.ts";
 import { parse } from "../schemas/parse.ts";
+import { applyDeferredMembers } from "../seed.ts";
 import { createProjectBody, listProjectsQuery, projectSlugParam, updateProjectBody } from "../schemas/projects.ts";
 
 /** The project without `_id` and environments: the delete response. */
@@ -71,6 +72,7 @@ function createProject({ core, body }: HandlerContext): unknown {
     hasDeleteProtection: input.hasDeleteProtection,
     createDefaultEnvs: input.shouldCreateDefaultEnvs,
   });
+  applyDeferredMembers(core.state, project);
   return { project: { ...projectView(project), kmsSecretManagerKeyId: project.kmsSecretManagerKeyId } };
 }
 
