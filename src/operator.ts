@@ -11,6 +11,10 @@ import type { ReconcileFn } from "./engine/types.ts";
 import type { KubeConfig } from "@kubernetes/client-node";
 import * as providerConfig from "./resources/providerconfig.ts";
 import * as project from "./resources/project.ts";
+import * as projectMembership from "./resources/projectmembership.ts";
+import * as accessToken from "./resources/accesstoken.ts";
+import * as certificateProfile from "./resources/certificateprofile.ts";
+import * as secretSync from "./resources/secretsync.ts";
 
 export interface OperatorOptions {
   kc: KubeConfig;
@@ -70,6 +74,19 @@ export function createOperator(opts: OperatorOptions): Operator {
       reconcile: providerConfig.providerConfigReconciler({ kube, providers, events, log, recheckMs: opts.resyncIntervalMs }),
     },
     { name: "project", kind: project.ref, reconcile: managedReconciler(project.projectModule({ providers }), deps) },
+    { name: "projectmembership", kind: projectMembership.ref, reconcile: managedReconciler(projectMembership.projectMembershipModule({ providers }), deps) },
+    { name: "secretsync", kind: secretSync.ref, reconcile: managedReconciler(secretSync.secretSyncModule({ providers }), deps) },
+    {
+      name: "accesstoken",
+      kind: accessToken.ref,
+      reconcile: managedReconciler(accessToken.accessTokenModule({ providers }), deps),
+      watches: [accessToken.secretWatch],
+    },
+    {
+      name: "certificateprofile",
+      kind: certificateProfile.ref,
+      reconcile: managedReconciler(certificateProfile.certificateProfileModule({ providers, metrics }), deps),
+    },
   ];
 
   const controllers = specs.map((s) =>

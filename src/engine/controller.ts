@@ -168,6 +168,29 @@ function scheduleResync(intervalMs: number, informer: Informer, queue: WorkQueue
   return { stop: () => clearTimeout(timer) };
 }
 
+/**
+ * A change to status alone (keyward's own status writes, mostly) needs no reconcile: what a
+ * reconcile acts on is the spec (generation), annotations, labels, finalizers and deletion.
+ * Skipping these keeps a failing object's status write from re-queueing it at once and
+ * defeating its backoff.
+ */
+export function onlyStatusChanged(old: KubeObject, obj: KubeObject): boolean {
+  const a = old.metadata;
+  const b = obj.metadata;
+  return (
+    a.generation === b.generation &&
+    a.deletionTimestamp === b.deletionTimestamp &&
+    sameRecord(a.annotations, b.annotations) &&
+    sameRecord(a.labels, b.labels) &&
+    (a.finalizers ?? []).join("\n") === (b.finalizers ?? []).join("\n")
+  );
+}
+
+function sameRecord(a: Record<string, string> | undefined, b: Record<string, string> | undefined): boolean {
+  const x = Object.entries(a ?? {});
+  return x.length === Object.keys(b ?? {}).length && x.every(([k, v]) => b?.[k] === v);
+}
+
 function keyOf(obj: KubeObject): ObjectKey {
   return { namespace: obj.metadata.namespace, name: obj.metadata.name };
 }
@@ -181,7 +204,10 @@ function makeInformers(opts: ControllerOptions, queue: WorkQueue): Informer[] {
   const primary = watchKind(opts.kube, opts.kind, {
     ...base,
     logger: opts.logger,
-    onEvent: (_type, obj) => queue.add(formatKey(keyOf(obj))),
+    onEvent: (type, obj, old) => {
+      if (type === "update" && old && onlyStatusChanged(old, obj)) return;
+      queue.add(formatKey(keyOf(obj)));
+    },
     onRestart: restarts(opts.kind),
   });
   const secondaries = (opts.watches ?? []).map((w) =>

@@ -6,6 +6,7 @@
 import type { Logger } from "../log.ts";
 import type { Kube, KindRef } from "../kube/client.ts";
 import { getObject, patchMetadata, patchStatus } from "../kube/objects.ts";
+import { errorSummary } from "../kube/rest.ts";
 import type { EventRecorder } from "../kube/events.ts";
 import { setCondition, statusEqual } from "./conditions.ts";
 import {
@@ -26,6 +27,9 @@ export const ANNOTATION_PAUSED = "keyward.dev/paused";
 export const ANNOTATION_CREATE_PENDING = "keyward.dev/create-pending";
 export const ANNOTATION_CREATE_SUCCEEDED = "keyward.dev/create-succeeded";
 
+/** Ready=False reasons that mean "on its way", recorded as Normal events rather than Warnings. */
+const progressReasons = new Set(["Creating", "Deleting", "Pending", "JobPending", "JobRunning", "SyncPending", "Renewing"]);
+
 /** How long to wait before looking again at an object that was just created or is changing. */
 const SETTLE_REQUEUE_MS = 1_000;
 
@@ -35,13 +39,16 @@ export interface Readiness {
   message: string;
 }
 
+/** Status fields to record: an absent or undefined field keeps its value; null removes it. */
+export type StatusPatch<S> = { [K in keyof S]?: S[K] | null };
+
 export interface Observation<Status> {
   /** The external object exists (or, for a read-only kind, was found). */
   exists: boolean;
   /** The external object matches the spec; ignored when it does not exist. */
   upToDate: boolean;
   /** Fields to record in status (merged over the previous status; a null value removes the field). */
-  status: Partial<Status>;
+  status: StatusPatch<Status>;
   /** Names of the fields that differ, for the Updated event and logs. */
   diff?: string[];
   /** Readiness when the object exists; default: ready. */
@@ -75,7 +82,7 @@ export interface ManagedContext<Spec, Status, Conn> {
    * Merge into status and write it now, before a call whose effect must be found again after a
    * crash (a "pending" mark, like the create-pending annotation).
    */
-  saveStatus(status: Partial<Status>): Promise<void>;
+  saveStatus(status: StatusPatch<Status>): Promise<void>;
   /** Look at the object again within `ms` (the earliest asked in a pass wins over the resync). */
   requeueAfter(ms: number): void;
 }
@@ -90,10 +97,10 @@ export interface ManagedModule<Spec, Status, Conn> {
   guardCreate: boolean;
   connect(input: { kube: Kube; namespace: string; spec: Spec; log: Logger }): Promise<Conn>;
   observe(c: ManagedContext<Spec, Status, Conn>): Promise<Observation<Status>>;
-  create?: (c: ManagedContext<Spec, Status, Conn>) => Promise<Partial<Status>>;
-  update?: (c: ManagedContext<Spec, Status, Conn>, obs: Observation<Status>) => Promise<Partial<Status>>;
+  create?: (c: ManagedContext<Spec, Status, Conn>) => Promise<StatusPatch<Status>>;
+  update?: (c: ManagedContext<Spec, Status, Conn>, obs: Observation<Status>) => Promise<StatusPatch<Status>>;
   /** Actions requested on the object (annotations), run once the object exists and is up to date. */
-  act?: (c: ManagedContext<Spec, Status, Conn>, obs: Observation<Status>) => Promise<Partial<Status>>;
+  act?: (c: ManagedContext<Spec, Status, Conn>, obs: Observation<Status>) => Promise<StatusPatch<Status>>;
   /** Called for an object being deleted whose external object exists. Absent: Retain. */
   delete?: (c: ManagedContext<Spec, Status, Conn>, obs: Observation<Status>) => Promise<DeleteResult>;
   /** spec.managementPolicy === "ObserveOnly" */
@@ -136,7 +143,11 @@ const statusReasons: Record<number, string> = {
   429: "RateLimited",
 };
 
-/** Map any thrown value to a condition reason, a message and a requeue intent. */
+/**
+ * Map any thrown value to a condition reason, a message and a requeue intent. Messages are
+ * built from stable parts only (no request ids, no response headers), so a failure that repeats
+ * leaves status unchanged and writes nothing.
+ */
 export function classifyError(err: unknown): ErrorClass {
   if (err instanceof ReconcileError) {
     return withRetryAfter({ reason: err.reason, message: err.message, retryable: err.retryable }, err.retryAfterMs);
@@ -144,12 +155,26 @@ export function classifyError(err: unknown): ErrorClass {
   if (err instanceof Error) {
     const e = err as Error & { status?: unknown; code?: unknown; retryable?: unknown; retryAfterMs?: unknown };
     const status = typeof e.status === "number" ? e.status : typeof e.code === "number" ? e.code : undefined;
-    const isRetryable = typeof e.retryable === "boolean" ? e.retryable : status === undefined || status >= 500 || status === 409 || status === 429;
-    const reason = status === undefined ? (isRetryable ? "ServiceUnavailable" : "ReconcileError") : (statusReasons[status] ?? (status >= 500 ? "ServiceUnavailable" : "ServiceError"));
+    const fromService = typeof e.retryable === "boolean";
+    const isRetryable = fromService ? (e.retryable as boolean) : status === undefined || status >= 500 || status === 409 || status === 429;
+    const reason =
+      status === undefined
+        ? fromService
+          ? "ServiceUnavailable"
+          : "InternalError"
+        : (statusReasons[status] ?? (status >= 500 ? "ServiceUnavailable" : "ServiceError"));
     const retryAfter = typeof e.retryAfterMs === "number" ? e.retryAfterMs : undefined;
-    return withRetryAfter({ reason, message: e.message, retryable: isRetryable }, retryAfter);
+    return withRetryAfter({ reason, message: stableMessage(err), retryable: isRetryable }, retryAfter);
   }
-  return { reason: "ReconcileError", message: String(err), retryable: true };
+  return { reason: "InternalError", message: String(err), retryable: true };
+}
+
+function stableMessage(err: Error): string {
+  const e = err as Error & { operation?: unknown; status?: unknown; error?: unknown; serviceMessage?: unknown };
+  if (typeof e.serviceMessage === "string" && typeof e.operation === "string") {
+    return `${e.operation}: ${String(e.status)} ${String(e.error)}: ${e.serviceMessage}`;
+  }
+  return errorSummary(err);
 }
 
 function withRetryAfter(c: ErrorClass, retryAfterMs: number | undefined): ErrorClass {
@@ -259,6 +284,8 @@ class Run<Spec, Status, Conn> {
     if (!obs.exists) return this.whenAbsent(c, obs);
     if (c.createPending && this.module.guardCreate) {
       // The create landed before a crash and observe found it by its natural key: it is ours.
+      // The id goes into status before the pending mark goes, so no crash can lose both.
+      await this.writeStatus({});
       await this.patchMeta({ annotations: { [ANNOTATION_CREATE_SUCCEEDED]: this.now().toISOString(), [ANNOTATION_CREATE_PENDING]: null } });
       c.event("Normal", "Created", "found the external object created before a restart; recorded it");
     }
@@ -299,13 +326,12 @@ class Run<Spec, Status, Conn> {
       // before the id reached status, the next pass finds the object by its natural key.
       await this.patchMeta({ annotations: { [ANNOTATION_CREATE_PENDING]: this.now().toISOString(), [ANNOTATION_CREATE_SUCCEEDED]: null } });
     }
-    let created: Partial<Status>;
+    let created: StatusPatch<Status>;
     try {
       created = await create(c);
     } catch (err) {
       const mayHaveLanded = (err as { mayHaveLanded?: unknown }).mayHaveLanded === true;
       if (this.module.guardCreate && !mayHaveLanded) await this.patchMeta({ annotations: { [ANNOTATION_CREATE_PENDING]: null } });
-      c.event("Warning", "CreateFailed", classifyError(err).message);
       throw err;
     }
     this.mergeStatus(created);
@@ -319,6 +345,12 @@ class Run<Spec, Status, Conn> {
   }
 
   private async finalize(spec: Spec): Promise<Outcome> {
+    // Released without a word to the service when deletion does not call it: so deletionPolicy
+    // Retain stays an escape hatch even when the ProviderConfig or its Secret is already gone.
+    if (!this.module.needsFinalizer(spec) || (this.module.observeOnly?.(spec) ?? false)) {
+      await this.patchMeta({ finalizers: { remove: FINALIZER } });
+      return done();
+    }
     const c = await this.context(spec);
     const obs = await this.module.observe(c);
     this.mergeStatus(obs.status);
@@ -349,7 +381,7 @@ class Run<Spec, Status, Conn> {
   }
 
   /** Fields set to undefined keep their value; fields set to null are removed from status. */
-  private mergeStatus(next: Partial<Status>): void {
+  private mergeStatus(next: StatusPatch<Status>): void {
     const merged: Record<string, unknown> = { ...this.kindStatus, ...dropUndefined(next) };
     for (const [key, value] of Object.entries(merged)) if (value === null) Reflect.deleteProperty(merged, key);
     this.kindStatus = merged as Partial<Status>;
@@ -373,7 +405,8 @@ class Run<Spec, Status, Conn> {
     const ready = after.find((x) => x.type === "Ready");
     const was = before.find((x) => x.type === "Ready");
     if (ready && (ready.status !== was?.status || ready.reason !== was.reason)) {
-      this.deps.events.record(this.obj, ready.status === "True" ? "Normal" : "Warning", ready.reason, ready.message);
+      const progressing = ready.status === "True" || progressReasons.has(ready.reason);
+      this.deps.events.record(this.obj, progressing ? "Normal" : "Warning", ready.reason, ready.message);
     }
   }
 

@@ -20,10 +20,13 @@ export interface WatchKindOptions {
   namespaces?: string[];
   labelSelector?: string;
   logger: Logger;
-  onEvent: (type: InformerEventType, obj: KubeObject) => void;
+  /** `old` is the cached object an update replaces. */
+  onEvent: (type: InformerEventType, obj: KubeObject, old?: KubeObject) => void;
   restartBackoff?: { baseMs: number; maxMs: number };
   /** Called on every restart (for keyward_informer_restarts_total). */
   onRestart?: (reason: string) => void;
+  /** Server-side timeout of each watch request, in seconds; default a random 300–599 (as client-go's reflector). */
+  watchTimeoutSeconds?: number;
 }
 
 export interface Informer {
@@ -44,7 +47,7 @@ const MIN_HEALTHY_WATCH_MS = 1000;
 
 const cacheKey = (namespace: string | undefined, name: string): string => `${namespace ?? ""}/${name}`;
 
-type Emit = (type: InformerEventType, obj: KubeObject) => void;
+type Emit = (type: InformerEventType, obj: KubeObject, old?: KubeObject) => void;
 
 // The informer's cache: applies list results and watch events, and reports each real change.
 function createStore(kind: KindRef, emit: Emit) {
@@ -60,7 +63,7 @@ function createStore(kind: KindRef, emit: Emit) {
     const old = cache.get(key);
     if (old && old.metadata.resourceVersion === obj.metadata.resourceVersion) return;
     cache.set(key, withKind(obj));
-    emit(old ? "update" : "add", obj);
+    emit(old ? "update" : "add", obj, old);
   };
   const remove = (obj: KubeObject): void => {
     if (cache.delete(cacheKey(obj.metadata.namespace, obj.metadata.name))) emit("delete", withKind(obj));
@@ -117,7 +120,7 @@ async function runScope(d: ScopeDeps, scope: string | undefined): Promise<void> 
       const ended = await watchOnce(d.kube, d.path, {
         ...selector,
         resourceVersion,
-        timeoutSeconds: randomWatchTimeoutSeconds(),
+        timeoutSeconds: d.opts.watchTimeoutSeconds ?? randomWatchTimeoutSeconds(),
         signal: d.signal,
         onEvent: (type, obj) => {
           resourceVersion = obj.metadata.resourceVersion ?? resourceVersion;
@@ -160,9 +163,9 @@ function interruptibleSleep(ms: number, signal: AbortSignal): Promise<void> {
 export function watchKind(kube: Kube, kind: KindRef, opts: WatchKindOptions): Informer {
   const scopes = opts.namespaces && opts.namespaces.length > 0 ? [...new Set(opts.namespaces)] : [undefined];
   const log = opts.logger.child({ informer: kind.kind });
-  const store = createStore(kind, (type, obj) => {
+  const store = createStore(kind, (type, obj, old) => {
     try {
-      opts.onEvent(type, obj);
+      opts.onEvent(type, obj, old);
     } catch (err) {
       log.error({ err: errorSummary(err), event: type, name: obj.metadata.name }, "informer event handler threw");
     }

@@ -25,7 +25,7 @@ import { validations, type CrdSource } from "../kube/crd.ts";
 import { getObject, isNotFound, statusCodeOf } from "../kube/objects.ts";
 import { kubeJson } from "../kube/rest.ts";
 import type { SecondaryWatch } from "../engine/controller.ts";
-import { ReconcileError, type ManagedContext, type ManagedModule, type Observation } from "../engine/managed.ts";
+import { ReconcileError, type ManagedContext, type ManagedModule, type Observation, type StatusPatch } from "../engine/managed.ts";
 import { API_VERSION, type KubeObject, type ObjectKey, type ObjectMeta, type OwnerReference } from "../engine/types.ts";
 import { ageColumn, commonStatus, kindRef, managementPolicy, providerConfigName, providerConfigRef, readyColumns } from "./common.ts";
 import type { ProviderResolver } from "./providerconfig.ts";
@@ -319,7 +319,7 @@ async function removeOldSecret(c: Ctx): Promise<void> {
 
 const b64 = (s: string): string => Buffer.from(s, "utf8").toString("base64");
 
-async function issue(c: Ctx, deps: { now?: () => Date }, reason: IssueReason, existing: SecretObject | undefined): Promise<Partial<AccessTokenStatus>> {
+async function issue(c: Ctx, deps: { now?: () => Date }, reason: IssueReason, existing: SecretObject | undefined): Promise<StatusPatch<AccessTokenStatus>> {
   const keys = secretKeysOf(c.spec);
   // Taken before the call: the service starts the token's lifetime later, so an expiry
   // counted from here is never later than the real one.
@@ -339,8 +339,8 @@ async function issue(c: Ctx, deps: { now?: () => Date }, reason: IssueReason, ex
     identityId: c.spec.identityId,
     tokenName: c.spec.name ?? "",
     secretName: c.spec.secretName,
-    expiresAt: expiresAt ? rfc3339(expiresAt) : undefined,
-    renewAt: plan ? rfc3339(plan.renewAt) : undefined,
+    expiresAt: expiresAt ? rfc3339(expiresAt) : null,
+    renewAt: plan ? rfc3339(plan.renewAt) : null,
     lastIssuedAt: rfc3339(issuedAt),
     lastIssueReason: reason,
     renewals: c.status.tokenId ? (c.status.renewals ?? 0) + 1 : (c.status.renewals ?? 0),
@@ -373,7 +373,7 @@ async function observe(c: Ctx, deps: { now?: () => Date }): Promise<Observation<
       return {
         exists: true,
         upToDate: true,
-        status: { renewAt: plan ? rfc3339(plan.renewAt) : undefined },
+        status: { renewAt: plan ? rfc3339(plan.renewAt) : null },
         readiness: { ready: true, reason: "Available", message: `token ${c.status.tokenId ?? ""} is in Secret ${secretName}; ${when}${clamped}` },
         ...(plan ? { requeueAfterMs: Math.min(Math.max(0, plan.renewAt.getTime() - now.getTime()) + 250, MAX_RENEW_WAIT_MS) } : {}),
       };
@@ -381,11 +381,11 @@ async function observe(c: Ctx, deps: { now?: () => Date }): Promise<Observation<
   }
 }
 
-async function create(c: Ctx, deps: { now?: () => Date }): Promise<Partial<AccessTokenStatus>> {
+async function create(c: Ctx, deps: { now?: () => Date }): Promise<StatusPatch<AccessTokenStatus>> {
   return issue(c, deps, c.status.tokenId ? "SecretMissing" : "Initial", undefined);
 }
 
-async function update(c: Ctx, deps: { now?: () => Date }): Promise<Partial<AccessTokenStatus>> {
+async function update(c: Ctx, deps: { now?: () => Date }): Promise<StatusPatch<AccessTokenStatus>> {
   // Read again: the replace needs the current resourceVersion, and the reason is recorded.
   const secret = await readSecret(c.kube, c.key.namespace, c.spec.secretName);
   const verdict = assess({ secret, ownerUid: c.obj.metadata.uid ?? "", spec: c.spec, status: c.status, now: clock(deps) });

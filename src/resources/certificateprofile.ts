@@ -11,11 +11,10 @@ import { z } from "zod";
 import type { Gauge } from "prom-client";
 import { enrollmentTypes, type ApiClient, type CertificateProfile, type CertificateProfileListEntry, type EnrollmentType } from "../api/index.ts";
 import { exactlyOneOf, type CrdSource } from "../kube/crd.ts";
-import { ReconcileError, type ManagedContext, type ManagedModule, type Observation } from "../engine/managed.ts";
+import { ReconcileError, type ManagedContext, type ManagedModule, type Observation, type StatusPatch } from "../engine/managed.ts";
 import { kindGauge, type Metrics } from "../engine/metrics.ts";
 import type { ObjectKey } from "../engine/types.ts";
-import { ageColumn, commonStatus, kindRef, projectId, projectRef, providerConfigName, providerConfigRef, readyColumns } from "./common.ts";
-import { notFoundAsUndefined } from "./project.ts";
+import { ageColumn, commonStatus, kindRef, notFoundAsUndefined, projectId, projectRef, providerConfigName, providerConfigRef, readyColumns } from "./common.ts";
 import type { ProviderResolver } from "./providerconfig.ts";
 import { resolveProjectId } from "./refs.ts";
 
@@ -114,25 +113,30 @@ export async function findListEntry(
 }
 
 /** Status from the get-by-slug scalars and the list entry; secrets of the EST config are left out. */
-export function statusFrom(profile: CertificateProfile, entry: CertificateProfileListEntry): Partial<CertificateProfileStatus> {
+/** Absent at the service → removed from status (null), so status never goes stale. */
+function orNull<T>(v: T | null | undefined): T | null {
+  return v ?? null;
+}
+
+export function statusFrom(profile: CertificateProfile, entry: CertificateProfileListEntry): StatusPatch<CertificateProfileStatus> {
   const m = entry.metrics;
   return {
     profileId: profile.id,
     projectId: profile.projectId,
     slug: profile.slug,
-    description: orUndefined(profile.description),
+    description: orNull(profile.description),
     enrollmentType: profile.enrollmentType,
-    caId: orUndefined(profile.caId),
-    certificateTemplateId: orUndefined(profile.certificateTemplateId),
-    estConfigId: orUndefined(profile.estConfigId),
-    apiConfigId: orUndefined(profile.apiConfigId),
-    acmeConfigId: orUndefined(profile.acmeConfigId),
+    caId: orNull(profile.caId),
+    certificateTemplateId: orNull(profile.certificateTemplateId),
+    estConfigId: orNull(profile.estConfigId),
+    apiConfigId: orNull(profile.apiConfigId),
+    acmeConfigId: orNull(profile.acmeConfigId),
     certificates: m
       ? { total: m.totalCertificates, active: m.activeCertificates, expired: m.expiredCertificates, expiring: m.expiringCertificates, revoked: m.revokedCertificates }
-      : undefined,
-    apiConfig: entry.apiConfig ? { autoRenew: orUndefined(entry.apiConfig.autoRenew), renewBeforeDays: orUndefined(entry.apiConfig.renewBeforeDays) } : undefined,
-    acmeConfig: entry.acmeConfig ? { directoryUrl: orUndefined(entry.acmeConfig.directoryUrl) } : undefined,
-    estConfig: entry.estConfig ? { disableBootstrapCaValidation: orUndefined(entry.estConfig.disableBootstrapCaValidation) } : undefined,
+      : null,
+    apiConfig: entry.apiConfig ? { autoRenew: entry.apiConfig.autoRenew ?? undefined, renewBeforeDays: entry.apiConfig.renewBeforeDays ?? undefined } : null,
+    acmeConfig: entry.acmeConfig ? { directoryUrl: entry.acmeConfig.directoryUrl ?? undefined } : null,
+    estConfig: entry.estConfig ? { disableBootstrapCaValidation: entry.estConfig.disableBootstrapCaValidation ?? undefined } : null,
   };
 }
 

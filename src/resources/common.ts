@@ -1,5 +1,6 @@
 // Spec and status pieces every kind shares, and the helpers that turn them into CRD sources.
 import { z } from "zod";
+import { isNotFound } from "../api/index.ts";
 import { GROUP, VERSION } from "../engine/types.ts";
 import type { KindRef } from "../kube/client.ts";
 
@@ -59,4 +60,10 @@ export function sameStrings(a: readonly string[] | null | undefined, b: readonly
   const x = sorted(a);
   const y = sorted(b);
   return x.length === y.length && x.every((v, i) => v === y[i]);
+}
+
+/** For `.catch()` on a lookup: a 404 from the service means "absent"; anything else is rethrown. */
+export function notFoundAsUndefined(err: unknown): undefined {
+  if (isNotFound(err)) return undefined;
+  throw err;
 }

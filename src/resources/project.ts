@@ -2,11 +2,11 @@
 // deleted only when deletionPolicy is Delete and the project is not delete-protected.
 import { createHash } from "node:crypto";
 import { z } from "zod";
-import type { ApiClient, Project, UpdateProjectBody } from "../api/index.ts";
+import { isNotFound, type ApiClient, type Project, type UpdateProjectBody } from "../api/index.ts";
 import type { CrdSource } from "../kube/crd.ts";
 import { ReconcileError, type DeleteResult, type ManagedContext, type ManagedModule, type Observation } from "../engine/managed.ts";
 import type { ObjectMeta } from "../engine/types.ts";
-import { ageColumn, commonStatus, kindRef, managementPolicy, providerConfigName, providerConfigRef, readyColumns, sameStrings } from "./common.ts";
+import { ageColumn, commonStatus, kindRef, managementPolicy, notFoundAsUndefined, providerConfigName, providerConfigRef, readyColumns, sameStrings } from "./common.ts";
 import type { ProviderResolver } from "./providerconfig.ts";
 
 export const ref = kindRef("Project", "projects");
@@ -136,20 +136,19 @@ async function findProject(c: Ctx): Promise<{ project: Project; adopted: boolean
     const byId = await api.getProject(c.status.projectId).catch(notFoundAsUndefined);
     if (byId) return { project: byId, adopted: false };
   }
+  // While the resource is being deleted only what is known to be ours counts: a slug taken
+  // since by another team's project must never be adopted, then deleted.
+  const deleting = c.obj.metadata.deletionTimestamp !== undefined;
+  if (deleting && !c.createPending) return undefined;
   const slug = desiredSlug(c.spec, c.obj.metadata);
   const bySlug = await api.getProjectBySlug(slug).catch(notFoundAsUndefined);
   if (!bySlug) return undefined;
-  const policy = c.spec.creationPolicy ?? "Create";
   if (c.createPending || c.status.projectId === bySlug.id) return { project: bySlug, adopted: false };
-  if (policy === "Create") {
+  const policy = c.spec.creationPolicy ?? "Create";
+  if (policy === "Create" && !c.observeOnly) {
     throw new ReconcileError("AlreadyExists", `a project with slug ${slug} already exists and was not created by this resource; set creationPolicy to Adopt or CreateOrAdopt to manage it`, { retryable: false });
   }
   return { project: bySlug, adopted: true };
-}
-
-export function notFoundAsUndefined(err: unknown): undefined {
-  if ((err as { status?: number }).status === 404) return undefined;
-  throw err;
 }
 
 async function observe(c: Ctx): Promise<Observation<ProjectStatus>> {
@@ -195,20 +194,22 @@ async function update(c: Ctx, obs: Observation<ProjectStatus>): Promise<Partial<
 }
 
 const protectedMessage = (slug: string | undefined): string =>
-  `project ${slug ?? ""} has delete protection: it is not deleted while protected; set spec.hasDeleteProtection to false, or deletionPolicy to Retain to release the resource without deleting the project`;
+  `project ${slug ?? ""} has delete protection and is not deleted while protected; set spec.hasDeleteProtection: false to lift it and delete the project, or deletionPolicy: Retain to release the resource and keep the project`;
 
 async function remove(c: Ctx, obs: Observation<ProjectStatus>): Promise<DeleteResult> {
   const id = obs.status.projectId;
   if (!id) return { done: true };
   if (obs.status.hasDeleteProtection) {
-    return { done: false, reason: "DeleteProtected", message: protectedMessage(obs.status.slug), requeueAfterMs: 30_000 };
+    // The spec lifting the protection is applied first, as the Blocked message advises.
+    if (c.spec.hasDeleteProtection !== false) {
+      return { done: false, reason: "DeleteProtected", message: protectedMessage(obs.status.slug ?? undefined), requeueAfterMs: 30_000 };
+    }
+    await c.conn.updateProject(id, { hasDeleteProtection: false });
   }
   try {
     await c.conn.deleteProject(id);
   } catch (err) {
-    const status = (err as { status?: number }).status;
-    if (status === 404) return { done: true };
-    if (status === 403) return { done: false, reason: "DeleteProtected", message: protectedMessage(obs.status.slug), requeueAfterMs: 30_000 };
+    if (isNotFound(err)) return { done: true };
     throw err;
   }
   return { done: true };

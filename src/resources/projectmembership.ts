@@ -5,7 +5,7 @@ import { z } from "zod";
 import { isNotFound, type ApiClient, type GroupMembership, type MembershipRole, type RoleRequest, type UserMembership } from "../api/index.ts";
 import type { CrdSource } from "../kube/crd.ts";
 import { exactlyOneOf, immutable, validations } from "../kube/crd.ts";
-import { ReconcileError, type DeleteResult, type ManagedContext, type ManagedModule, type Observation } from "../engine/managed.ts";
+import { ReconcileError, type DeleteResult, type ManagedContext, type ManagedModule, type Observation, type StatusPatch } from "../engine/managed.ts";
 import { ageColumn, commonStatus, kindRef, managementPolicy, projectId, projectRef, providerConfigName, providerConfigRef, readyColumns } from "./common.ts";
 import type { ProviderResolver } from "./providerconfig.ts";
 import { resolveProjectId } from "./refs.ts";
@@ -411,7 +411,7 @@ async function observe(c: Ctx): Promise<Observation<ProjectMembershipStatus>> {
   };
 }
 
-async function writeRoles(c: Ctx, status: Partial<ProjectMembershipStatus>, roles: RoleRequest[]): Promise<void> {
+async function writeRoles(c: Ctx, status: StatusPatch<ProjectMembershipStatus>, roles: RoleRequest[]): Promise<void> {
   const projectId = status.projectId;
   const target = c.spec.username !== undefined ? status.membershipId : status.groupId;
   if (projectId == null || target == null) throw new ReconcileError("MemberNotFound", "the membership is not known yet", { retryable: true });

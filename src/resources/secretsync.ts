@@ -184,7 +184,7 @@ export function syncDiff(spec: SecretSyncSpec, name: string, s: SecretSync): Upd
   if (spec.isAutoSyncEnabled !== undefined && spec.isAutoSyncEnabled !== s.isAutoSyncEnabled) body.isAutoSyncEnabled = spec.isAutoSyncEnabled;
   // syncOptions and destinationConfig are replaced whole by an update: send the spec's object
   if (spec.syncOptions !== undefined && !fieldsMatch(spec.syncOptions, s.syncOptions)) body.syncOptions = spec.syncOptions;
-  if (!fieldsMatch(spec.destinationConfig, s.destinationConfig)) body.destinationConfig = spec.destinationConfig as UpdateSecretSyncBody["destinationConfig"];
+  if (!fieldsMatch(spec.destinationConfig, s.destinationConfig)) body.destinationConfig = spec.destinationConfig;
   return body;
 }
 
@@ -245,240 +245,246 @@ export interface SecretSyncModuleDeps {
   now?: () => number;
 }
 
-export function secretSyncModule(deps: SecretSyncModuleDeps): ManagedModule<SecretSyncSpec, Status, ApiClient> {
-  const now = deps.now ?? Date.now;
-  // When keyward first saw a job of each object active: the poll interval grows with it.
-  const activeSince = new Map<string, number>();
-  // The record observe read, for update and act in the same pass (keyed by the pass's object).
-  const records = new WeakMap<KubeObject<unknown, Partial<Status>>, SecretSync>();
-  const keyOf = (key: ObjectKey): string => `${key.namespace}/${key.name}`;
+/** What the module keeps between passes (in memory; a restart only resets the poll interval). */
+interface Runtime {
+  now: () => number;
+  /** When keyward first saw a job of each object active: the poll interval grows with it. */
+  activeSince: Map<string, number>;
+  /** The record observe read, for update and act in the same pass (keyed by the pass's object). */
+  records: WeakMap<KubeObject<unknown, Partial<Status>>, SecretSync>;
+}
 
-  const pollAfter = (key: ObjectKey): number => {
-    const since = activeSince.get(keyOf(key)) ?? now();
-    activeSince.set(keyOf(key), since);
-    return Math.min(JOB_POLL.maxMs, Math.max(JOB_POLL.minMs, now() - since));
-  };
+const keyOf = (key: ObjectKey): string => `${key.namespace}/${key.name}`;
+const isoAt = (ms: number): string => new Date(ms).toISOString();
 
-  async function findSync(c: Ctx): Promise<SecretSync | undefined> {
-    const destination = c.spec.destination;
-    const deleting = c.obj.metadata.deletionTimestamp !== undefined;
-    if (c.status.syncId) {
-      const byId = await c.conn.getSecretSync(destination, c.status.syncId).catch(notFoundAsUndefined);
-      if (byId) return byId;
-      if (deleting) return undefined;
-    }
-    let projectId: string;
-    try {
-      projectId = await resolveProjectId(c.kube, c.key.namespace, c.spec);
-    } catch (err) {
-      // Being deleted with its Project already gone: there is nothing keyward knows to clean up.
-      if (deleting && err instanceof ReconcileError) return undefined;
-      throw err;
-    }
-    const name = syncName(c.spec, c.obj.metadata);
-    const byName = await c.conn.findSecretSyncByName(destination, name, projectId);
-    if (!byName) return undefined;
-    if (c.createPending || byName.id === c.status.syncId) return byName;
+function pollAfter(rt: Runtime, key: ObjectKey): number {
+  const since = rt.activeSince.get(keyOf(key)) ?? rt.now();
+  rt.activeSince.set(keyOf(key), since);
+  return Math.min(JOB_POLL.maxMs, Math.max(JOB_POLL.minMs, rt.now() - since));
+}
+
+async function findSync(c: Ctx): Promise<SecretSync | undefined> {
+  const destination = c.spec.destination;
+  const deleting = c.obj.metadata.deletionTimestamp !== undefined;
+  if (c.status.syncId) {
+    const byId = await c.conn.getSecretSync(destination, c.status.syncId).catch(notFoundAsUndefined);
+    if (byId) return byId;
+    if (deleting) return undefined;
+  }
+  let projectId: string;
+  try {
+    projectId = await resolveProjectId(c.kube, c.key.namespace, c.spec);
+  } catch (err) {
+    // Being deleted with its Project already gone: there is nothing keyward knows to clean up.
+    if (deleting && err instanceof ReconcileError) return undefined;
+    throw err;
+  }
+  const name = syncName(c.spec, c.obj.metadata);
+  const byName = await c.conn.findSecretSyncByName(destination, name, projectId);
+  if (!byName) return undefined;
+  if (c.createPending || byName.id === c.status.syncId) return byName;
+  throw new ReconcileError(
+    "AlreadyExists",
+    `a ${destination} sync named ${name} already exists in project ${projectId} and was not created by this resource; choose another spec.name`,
+    { retryable: false },
+  );
+}
+
+async function checkProject(c: Ctx, record: SecretSync): Promise<void> {
+  if (c.obj.metadata.deletionTimestamp !== undefined) return;
+  const projectId = await resolveProjectId(c.kube, c.key.namespace, c.spec);
+  if (projectId !== record.projectId) {
     throw new ReconcileError(
-      "AlreadyExists",
-      `a ${destination} sync named ${name} already exists in project ${projectId} and was not created by this resource; choose another spec.name`,
+      "ProjectChanged",
+      `the sync ${record.id} belongs to project ${record.projectId}, the spec names project ${projectId}; a sync cannot move between projects: create a new SecretSync`,
       { retryable: false },
     );
   }
+}
 
-  async function checkProject(c: Ctx, record: SecretSync): Promise<void> {
-    if (c.obj.metadata.deletionTimestamp !== undefined) return;
-    const projectId = await resolveProjectId(c.kube, c.key.namespace, c.spec);
-    if (projectId !== record.projectId) {
-      throw new ReconcileError(
-        "ProjectChanged",
-        `the sync ${record.id} belongs to project ${record.projectId}, the spec names project ${projectId}; a sync cannot move between projects: create a new SecretSync`,
-        { retryable: false },
-      );
-    }
-  }
-
-  async function observe(c: Ctx): Promise<Observation<Status>> {
-    const record = await findSync(c);
-    if (!record) {
-      activeSince.delete(keyOf(c.key));
-      return {
-        exists: false,
-        upToDate: false,
-        status: {},
-        absent: { reason: "NotFound", message: `no ${c.spec.destination} sync named ${c.spec.name ?? c.obj.metadata.name} exists` },
-      };
-    }
-    await checkProject(c, record);
-    records.set(c.obj, record);
-    const status = statusFrom(record);
-    const diff = Object.keys(syncDiff(c.spec, syncName(c.spec, c.obj.metadata), record));
-    const running = activeJob(status) !== undefined;
-    if (!running) activeSince.delete(keyOf(c.key));
+async function observe(rt: Runtime, c: Ctx): Promise<Observation<Status>> {
+  const record = await findSync(c);
+  if (!record) {
+    rt.activeSince.delete(keyOf(c.key));
     return {
-      exists: true,
-      upToDate: diff.length === 0,
-      diff,
-      status,
-      readiness: readiness(status),
-      ...(running ? { requeueAfterMs: pollAfter(c.key) } : {}),
+      exists: false,
+      upToDate: false,
+      status: {},
+      absent: { reason: "NotFound", message: `no ${c.spec.destination} sync named ${c.spec.name ?? c.obj.metadata.name} exists` },
     };
   }
+  await checkProject(c, record);
+  rt.records.set(c.obj, record);
+  const status = statusFrom(record);
+  const diff = Object.keys(syncDiff(c.spec, syncName(c.spec, c.obj.metadata), record));
+  const running = activeJob(status) !== undefined;
+  if (!running) rt.activeSince.delete(keyOf(c.key));
+  return {
+    exists: true,
+    upToDate: diff.length === 0,
+    diff,
+    status,
+    readiness: readiness(status),
+    ...(running ? { requeueAfterMs: pollAfter(rt, c.key) } : {}),
+  };
+}
 
-  async function create(c: Ctx): Promise<Partial<Status>> {
-    const projectId = await resolveProjectId(c.kube, c.key.namespace, c.spec);
-    const name = syncName(c.spec, c.obj.metadata);
-    const destination = c.spec.destination;
-    try {
-      return statusFrom(await c.conn.createSecretSync(destination, createBody(c.spec, name, projectId)));
-    } catch (err) {
-      // A 400 for a duplicate name: look the sync up rather than fail.
-      if (!isApiError(err) || err.status !== 400 || err.jobInProgress) throw err;
-      const existing = await c.conn.findSecretSyncByName(destination, name, projectId);
-      if (!existing) throw err;
-      if (c.createPending) return statusFrom(existing);
-      throw new ReconcileError(
-        "AlreadyExists",
-        `a ${destination} sync named ${name} already exists in project ${projectId} and was not created by this resource; choose another spec.name`,
-        { retryable: false, cause: err },
-      );
-    }
+async function create(c: Ctx): Promise<Partial<Status>> {
+  const projectId = await resolveProjectId(c.kube, c.key.namespace, c.spec);
+  const name = syncName(c.spec, c.obj.metadata);
+  const destination = c.spec.destination;
+  try {
+    return statusFrom(await c.conn.createSecretSync(destination, createBody(c.spec, name, projectId)));
+  } catch (err) {
+    // A 400 for a duplicate name: look the sync up rather than fail.
+    if (!isApiError(err) || err.status !== 400 || err.jobInProgress) throw err;
+    const existing = await c.conn.findSecretSyncByName(destination, name, projectId);
+    if (!existing) throw err;
+    if (c.createPending) return statusFrom(existing);
+    throw new ReconcileError(
+      "AlreadyExists",
+      `a ${destination} sync named ${name} already exists in project ${projectId} and was not created by this resource; choose another spec.name`,
+      { retryable: false, cause: err },
+    );
   }
+}
 
-  async function currentRecord(c: Ctx, syncId: string): Promise<SecretSync> {
-    return records.get(c.obj) ?? (await c.conn.getSecretSync(c.spec.destination, syncId));
+async function currentRecord(rt: Runtime, c: Ctx, syncId: string): Promise<SecretSync> {
+  return rt.records.get(c.obj) ?? (await c.conn.getSecretSync(c.spec.destination, syncId));
+}
+
+async function update(rt: Runtime, c: Ctx, obs: Observation<Status>): Promise<Partial<Status>> {
+  const id = obs.status.syncId;
+  if (!id) throw new ReconcileError("NotFound", "sync id unknown", { retryable: true });
+  const record = await currentRecord(rt, c, id);
+  const body = syncDiff(c.spec, syncName(c.spec, c.obj.metadata), record);
+  if (Object.keys(body).length === 0) return statusFrom(record);
+  const updated = await c.conn.updateSecretSync(c.spec.destination, id, body);
+  rt.records.set(c.obj, updated);
+  return statusFrom(updated);
+}
+
+/** The first annotation whose value was not handled yet. */
+function nextRequest(obj: Ctx["obj"], s: Partial<Status>): { action: RequestAction; value: string } | undefined {
+  for (const action of requestOrder) {
+    const value = obj.metadata.annotations?.[requestKinds[action].annotation];
+    if (value !== undefined && value !== s[requestKinds[action].handled]) return { action, value };
   }
+  return undefined;
+}
 
-  async function update(c: Ctx, obs: Observation<Status>): Promise<Partial<Status>> {
-    const id = obs.status.syncId;
-    if (!id) throw new ReconcileError("NotFound", "sync id unknown", { retryable: true });
-    const record = await currentRecord(c, id);
-    const body = syncDiff(c.spec, syncName(c.spec, c.obj.metadata), record);
-    if (Object.keys(body).length === 0) return statusFrom(record);
-    const updated = await c.conn.updateSecretSync(c.spec.destination, id, body);
-    records.set(c.obj, updated);
-    return statusFrom(updated);
+async function act(rt: Runtime, c: Ctx): Promise<Partial<Status>> {
+  const id = c.status.syncId;
+  if (!id) return {};
+  const out: Partial<Status> = {};
+  let s: Partial<Status> = c.status;
+  const mark = s.pendingRequest;
+  if (mark) {
+    const kind = requestKinds[mark.action];
+    if (jobSince(mark, s, mark.action)) {
+      // An earlier pass made the call and did not live to record it: it is handled.
+      out[kind.handled] = mark.value;
+      c.event("Normal", kind.event, `${kind.operation} for ${kind.annotation}=${mark.value} reached the service (recorded after an interruption)`);
+    }
+    out.pendingRequest = null;
+    s = { ...s, ...out };
   }
-
-  /** The first annotation whose value was not handled yet. */
-  function nextRequest(obj: Ctx["obj"], s: Partial<Status>): { action: RequestAction; value: string } | undefined {
-    for (const action of requestOrder) {
-      const value = obj.metadata.annotations?.[requestKinds[action].annotation];
-      if (value !== undefined && value !== s[requestKinds[action].handled]) return { action, value };
-    }
-    return undefined;
+  const next = nextRequest(c.obj, s);
+  if (!next) return out;
+  if (activeJob(s)) {
+    // The service refuses a trigger while a job runs: this request waits for it to settle.
+    c.requeueAfter(pollAfter(rt, c.key));
+    return out;
   }
-
-  async function act(c: Ctx): Promise<Partial<Status>> {
-    const id = c.status.syncId;
-    if (!id) return {};
-    const out: Partial<Status> = {};
-    let s: Partial<Status> = c.status;
-    const mark = s.pendingRequest;
-    if (mark) {
-      const kind = requestKinds[mark.action];
-      if (jobSince(mark, s, mark.action)) {
-        // An earlier pass made the call and did not live to record it: it is handled.
-        out[kind.handled] = mark.value;
-        c.event("Normal", kind.event, `${kind.operation} for ${kind.annotation}=${mark.value} reached the service (recorded after an interruption)`);
-      }
-      out.pendingRequest = null;
-      s = { ...s, ...out };
+  const kind = requestKinds[next.action];
+  await c.saveStatus({ ...out, pendingRequest: { action: next.action, value: next.value, markedAt: isoAt(rt.now()), ...baseline(s, next.action) } });
+  let record: SecretSync;
+  try {
+    record = await kind.call(c.conn, c.spec.destination, id);
+  } catch (err) {
+    if (mayHaveLanded(err)) throw err; // the mark stays: the next pass asks the record
+    if (isJobInProgress(err)) {
+      c.requeueAfter(JOB_POLL.minMs);
+      return { ...out, pendingRequest: null };
     }
-    const next = nextRequest(c.obj, s);
-    if (!next) return out;
-    if (activeJob(s)) {
-      // The service refuses a trigger while a job runs: this request waits for it to settle.
-      c.requeueAfter(pollAfter(c.key));
-      return out;
-    }
-    const kind = requestKinds[next.action];
-    await c.saveStatus({ ...out, pendingRequest: { action: next.action, value: next.value, markedAt: new Date(now()).toISOString(), ...baseline(s, next.action) } });
-    let record: SecretSync;
-    try {
-      record = await kind.call(c.conn, c.spec.destination, id);
-    } catch (err) {
-      if (mayHaveLanded(err)) throw err; // the mark stays: the next pass asks the record
-      if (isJobInProgress(err)) {
-        c.requeueAfter(JOB_POLL.minMs);
-        return { ...out, pendingRequest: null };
-      }
-      await c.saveStatus({ pendingRequest: null });
-      throw err;
-    }
-    c.event("Normal", kind.event, `called ${kind.operation} for ${kind.annotation}=${next.value}`);
-    c.requeueAfter(JOB_POLL.minMs);
-    return { ...out, ...statusFrom(record), [kind.handled]: next.value, pendingRequest: null };
+    await c.saveStatus({ pendingRequest: null });
+    throw err;
   }
+  c.event("Normal", kind.event, `called ${kind.operation} for ${kind.annotation}=${next.value}`);
+  c.requeueAfter(JOB_POLL.minMs);
+  return { ...out, ...statusFrom(record), [kind.handled]: next.value, pendingRequest: null };
+}
 
-  async function removeSecretsThenRelease(c: Ctx, obs: Observation<Status>, id: string): Promise<DeleteResult> {
-    const destination = c.spec.destination;
-    let s: Partial<Status> = { ...c.status, ...obs.status };
-    if (s.isAutoSyncEnabled) {
-      // An auto-sync would put the secrets back on the next change.
-      s = { ...s, ...statusFrom(await c.conn.updateSecretSync(destination, id, { isAutoSyncEnabled: false })) };
-    }
-    const running = activeJob(s);
-    if (running) {
+async function removeSecretsThenRelease(rt: Runtime, c: Ctx, obs: Observation<Status>, id: string): Promise<DeleteResult> {
+  const destination = c.spec.destination;
+  let s = { ...c.status, ...obs.status } as Partial<Status>;
+  if (s.isAutoSyncEnabled) {
+    // An auto-sync would put the secrets back on the next change.
+    s = { ...s, ...statusFrom(await c.conn.updateSecretSync(destination, id, { isAutoSyncEnabled: false })) };
+  }
+  const running = activeJob(s);
+  if (running) {
+    return {
+      done: false,
+      reason: running === "remove" ? "RemovingSecrets" : "WaitingForJob",
+      message: running === "remove" ? "removing the synced secrets from the destination before releasing the resource" : `waiting for the ${jobFields[running].label} job to settle before removing the synced secrets`,
+      requeueAfterMs: pollAfter(rt, c.key),
+    };
+  }
+  const mark = s.deletionRemoval;
+  if (mark && jobSince(mark, s, "remove")) {
+    if (s.removeStatus === "succeeded") return { done: true };
+    const retryAt = mark.retryAt ?? new Date(rt.now() + backoffCeiling(mark.attempts - 1, REMOVAL_RETRY)).toISOString();
+    if (mark.retryAt === undefined) await c.saveStatus({ deletionRemoval: { ...mark, retryAt } });
+    const wait = Date.parse(retryAt) - rt.now();
+    if (wait > 0) {
       return {
         done: false,
-        reason: running === "remove" ? "RemovingSecrets" : "WaitingForJob",
-        message: running === "remove" ? "removing the synced secrets from the destination before releasing the resource" : `waiting for the ${jobFields[running].label} job to settle before removing the synced secrets`,
-        requeueAfterMs: pollAfter(c.key),
+        reason: "RemoveSecretsFailed",
+        message: `removing the synced secrets failed: ${s.lastRemoveMessage ?? "no message from the service"}; trying again at ${retryAt}`,
+        requeueAfterMs: wait,
       };
     }
-    const mark = s.deletionRemoval;
-    if (mark && jobSince(mark, s, "remove")) {
-      if (s.removeStatus === "succeeded") return { done: true };
-      const retryAt = mark.retryAt ?? new Date(now() + backoffCeiling(mark.attempts - 1, REMOVAL_RETRY)).toISOString();
-      if (mark.retryAt === undefined) await c.saveStatus({ deletionRemoval: { ...mark, retryAt } });
-      const wait = Date.parse(retryAt) - now();
-      if (wait > 0) {
-        return {
-          done: false,
-          reason: "RemoveSecretsFailed",
-          message: `removing the synced secrets failed: ${s.lastRemoveMessage ?? "no message from the service"}; trying again at ${retryAt}`,
-          requeueAfterMs: wait,
-        };
-      }
-    }
-    await c.saveStatus({ deletionRemoval: { attempts: (mark?.attempts ?? 0) + 1, markedAt: new Date(now()).toISOString(), ...baseline(s, "remove") } });
-    try {
-      await c.conn.removeSecrets(destination, id);
-    } catch (err) {
-      if (isJobInProgress(err)) {
-        return { done: false, reason: "WaitingForJob", message: "waiting for a job to settle before removing the synced secrets", requeueAfterMs: JOB_POLL.minMs };
-      }
-      throw err;
-    }
-    c.event("Normal", "RemoveSecretsRequested", "removing the synced secrets from the destination (deletionPolicy RemoveSecrets)");
-    return { done: false, reason: "RemovingSecrets", message: "removing the synced secrets from the destination before releasing the resource", requeueAfterMs: JOB_POLL.minMs };
   }
-
-  async function remove(c: Ctx, obs: Observation<Status>): Promise<DeleteResult> {
-    const id = obs.status.syncId;
-    if (!id) return { done: true };
-    if (c.spec.deletionPolicy === "RemoveSecrets") return removeSecretsThenRelease(c, obs, id);
-    try {
-      await c.conn.deleteSecretSync(c.spec.destination, id);
-    } catch (err) {
-      if (!(isApiError(err) && err.status === 404)) throw err;
+  await c.saveStatus({ deletionRemoval: { attempts: (mark?.attempts ?? 0) + 1, markedAt: isoAt(rt.now()), ...baseline(s, "remove") } });
+  try {
+    await c.conn.removeSecrets(destination, id);
+  } catch (err) {
+    if (isJobInProgress(err)) {
+      return { done: false, reason: "WaitingForJob", message: "waiting for a job to settle before removing the synced secrets", requeueAfterMs: JOB_POLL.minMs };
     }
-    return { done: true };
+    throw err;
   }
+  c.event("Normal", "RemoveSecretsRequested", "removing the synced secrets from the destination (deletionPolicy RemoveSecrets)");
+  return { done: false, reason: "RemovingSecrets", message: "removing the synced secrets from the destination before releasing the resource", requeueAfterMs: JOB_POLL.minMs };
+}
 
+async function remove(rt: Runtime, c: Ctx, obs: Observation<Status>): Promise<DeleteResult> {
+  const id = obs.status.syncId;
+  if (!id) return { done: true };
+  if (c.spec.deletionPolicy === "RemoveSecrets") return removeSecretsThenRelease(rt, c, obs, id);
+  try {
+    await c.conn.deleteSecretSync(c.spec.destination, id);
+  } catch (err) {
+    if (!(isApiError(err) && err.status === 404)) throw err;
+  }
+  return { done: true };
+}
+
+export function secretSyncModule(deps: SecretSyncModuleDeps): ManagedModule<SecretSyncSpec, Status, ApiClient> {
+  const rt: Runtime = { now: deps.now ?? Date.now, activeSince: new Map(), records: new WeakMap() };
   return {
     ref,
     parseSpec: (raw) => specSchema.parse(raw),
     needsFinalizer: (spec) => spec.managementPolicy !== "ObserveOnly" && (spec.deletionPolicy === "RemoveSecrets" || spec.deletionPolicy === "Delete"),
     guardCreate: true,
     connect: ({ namespace, spec }) => deps.providers.connect(namespace, providerConfigName(spec)),
-    observe,
-    create,
-    update,
-    act,
-    delete: remove,
+    observe: (c) => observe(rt, c),
+    create: (c) => create(c),
+    update: (c, obs) => update(rt, c, obs),
+    act: (c) => act(rt, c),
+    delete: (c, obs) => remove(rt, c, obs),
     observeOnly: (spec) => spec.managementPolicy === "ObserveOnly",
-    forget: (key) => activeSince.delete(keyOf(key)),
+    forget: (key) => rt.activeSince.delete(keyOf(key)),
   };
 }

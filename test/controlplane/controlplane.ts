@@ -40,12 +40,16 @@ export interface ControlPlaneOptions {
   pki?: PkiMode;
   /** Progress lines; default: none. */
   log?: (line: string) => void;
+  /** Appended to kube-apiserver's flags, e.g. `--watch-cache=false`. */
+  extraApiserverArgs?: string[];
 }
 
 export interface ControlPlane {
   kubeconfigPath: string;
   /** https://127.0.0.1:<port> */
   server: string;
+  /** etcd's client URL, http://127.0.0.1:<port> (no TLS, no auth): for tests that act on storage itself. */
+  etcdUrl: string;
   dir: string;
   binaries: Binaries;
   pki: PkiMode;
@@ -163,6 +167,7 @@ async function startIn(dir: string, binaries: Binaries, options: ControlPlaneOpt
   return {
     kubeconfigPath,
     server,
+    etcdUrl: `http://127.0.0.1:${ports.etcd}`,
     dir,
     binaries,
     pki: pkiMode,
@@ -243,6 +248,7 @@ function apiserverArgs(launch: Launch, pki: Pki): string[] {
   ];
   // Without the controller manager nothing creates `default` service accounts.
   if (launch.options.withControllerManager === false) args.push("--disable-admission-plugins=ServiceAccount");
+  args.push(...(launch.options.extraApiserverArgs ?? []));
   return args;
 }
 

@@ -108,7 +108,7 @@ describe("statusFrom", () => {
       apiConfig: { autoRenew: true, renewBeforeDays: 7 },
     });
     expect(status.caId).toMatch(/^[0-9a-f-]{36}$/);
-    expect(status.estConfigId).toBeUndefined();
+    expect(status.estConfigId).toBeNull(); // null: removed from status
   });
 
   it("never copies the EST passphrase or CA chain", async () => {
