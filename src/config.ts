@@ -24,7 +24,8 @@ const duration = z.string().transform((s, ctx) => {
 
 const bool = z.enum(["true", "false", "1", "0", "yes", "no"]).transform((s) => s === "true" || s === "1" || s === "yes");
 
-export const configSchema = z.object({
+export const configSchema = z
+  .object({
   kubeconfig: z.string().optional(),
   namespaces: z
     .string()
@@ -44,7 +45,11 @@ export const configSchema = z.object({
   retryPeriod: duration.default(2_000),
   identity: z.string().optional(),
   shutdownTimeout: duration.default(30_000),
-});
+  })
+  .refine((c) => c.leaseDuration > c.renewDeadline && c.renewDeadline > c.retryPeriod, {
+    message: "leader election needs leaseDuration > renewDeadline > retryPeriod",
+    path: ["leaseDuration"],
+  });
 export type Config = z.infer<typeof configSchema>;
 
 const settings = {

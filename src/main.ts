@@ -10,6 +10,7 @@ import { createOperator, type Operator } from "./operator.ts";
 import type { Registry } from "prom-client";
 import { readFileSync, existsSync } from "node:fs";
 import { hostname } from "node:os";
+import { randomUUID } from "node:crypto";
 
 interface Health {
   ready: boolean;
@@ -62,7 +63,10 @@ async function run(config: Config, log: Logger): Promise<void> {
   });
   const health: Health = { ready: false };
   const servers = startEndpoints(config, operator.metrics.registry, health);
+  // Listening before anything starts, so a SIGTERM during start is a graceful stop too.
+  const stopSignal = Promise.race([once(process, "SIGTERM").then(() => "SIGTERM"), once(process, "SIGINT").then(() => "SIGINT")]);
   let election: { stop(): Promise<void> } | undefined;
+  let starting: Promise<void> | undefined;
   let started = false;
   const startOperator = async (): Promise<void> => {
     await operator.start();
@@ -70,21 +74,26 @@ async function run(config: Config, log: Logger): Promise<void> {
     health.ready = true;
   };
 
+  const startOrExit = (): Promise<void> =>
+    startOperator().catch((err: unknown) => {
+      log.fatal({ err: String(err) }, "could not start");
+      process.exit(1);
+    });
+
   if (config.leaderElect) {
     election = runLeaderElection({
       kube: createKube(kc),
       namespace: config.leaderElectionNamespace ?? podNamespace(),
       name: config.leaderElectionId,
-      identity: config.identity ?? hostname(),
+      // POD_NAME is unique in a cluster; without it, a random suffix keeps two processes on
+      // one host from both believing they hold the lease.
+      identity: config.identity ?? `${hostname()}-${randomUUID().slice(0, 8)}`,
       leaseDurationMs: config.leaseDuration,
       renewDeadlineMs: config.renewDeadline,
       retryPeriodMs: config.retryPeriod,
       logger: log,
       onStartedLeading: () => {
-        startOperator().catch((err: unknown) => {
-          log.fatal({ err }, "could not start");
-          process.exit(1);
-        });
+        starting = startOrExit();
       },
       onStoppedLeading: () => {
         // A replica that lost its lease must not keep reconciling next to the new leader.
@@ -94,10 +103,10 @@ async function run(config: Config, log: Logger): Promise<void> {
     });
     health.ready = true; // a standby replica is healthy and ready; it just does not reconcile
   } else {
-    await startOperator();
+    starting = startOrExit();
   }
 
-  const signal = await Promise.race([once(process, "SIGTERM").then(() => "SIGTERM"), once(process, "SIGINT").then(() => "SIGINT")]);
+  const signal = await stopSignal;
   log.info({ signal }, "shutting down: no new work, finishing in-flight reconciles");
   health.ready = false;
   const timer = setTimeout(() => {
@@ -105,6 +114,8 @@ async function run(config: Config, log: Logger): Promise<void> {
     process.exit(1);
   }, config.shutdownTimeout);
   timer.unref();
+  // A start still in progress finishes first, so its controllers are stopped, not orphaned.
+  if (starting) await starting.catch(() => undefined);
   if (started) await operator.stop();
   if (election) await election.stop();
   await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));

@@ -73,19 +73,20 @@ export function createOperator(opts: OperatorOptions): Operator {
       kind: providerConfig.ref,
       reconcile: providerConfig.providerConfigReconciler({ kube, providers, events, log, recheckMs: opts.resyncIntervalMs }),
     },
-    { name: "project", kind: project.ref, reconcile: managedReconciler(project.projectModule({ providers }), deps) },
-    { name: "projectmembership", kind: projectMembership.ref, reconcile: managedReconciler(projectMembership.projectMembershipModule({ providers }), deps) },
-    { name: "secretsync", kind: secretSync.ref, reconcile: managedReconciler(secretSync.secretSyncModule({ providers }), deps) },
+    { name: "project", kind: project.ref, reconcile: managedReconciler(project.projectModule({ providers }), deps), watches: [providerConfig.dependentsWatch] },
+    { name: "projectmembership", kind: projectMembership.ref, reconcile: managedReconciler(projectMembership.projectMembershipModule({ providers }), deps), watches: [providerConfig.dependentsWatch] },
+    { name: "secretsync", kind: secretSync.ref, reconcile: managedReconciler(secretSync.secretSyncModule({ providers }), deps), watches: [providerConfig.dependentsWatch] },
     {
       name: "accesstoken",
       kind: accessToken.ref,
       reconcile: managedReconciler(accessToken.accessTokenModule({ providers }), deps),
-      watches: [accessToken.secretWatch],
+      watches: [accessToken.secretWatch, providerConfig.dependentsWatch],
     },
     {
       name: "certificateprofile",
       kind: certificateProfile.ref,
       reconcile: managedReconciler(certificateProfile.certificateProfileModule({ providers, metrics }), deps),
+      watches: [providerConfig.dependentsWatch],
     },
   ];
 
@@ -113,6 +114,7 @@ export function createOperator(opts: OperatorOptions): Operator {
     },
     async stop() {
       await Promise.all(controllers.map((c) => c.stop()));
+      await events.flush();
       log.info("keyward stopped");
     },
   };

@@ -14,7 +14,8 @@ import type { KubeObject, ObjectKey, Outcome, ReconcileFn } from "./types.ts";
 export interface SecondaryWatch {
   kind: KindRef;
   /** The keys of the primary objects to reconcile when this object changes. */
-  mapToKeys: (obj: KubeObject) => ObjectKey[];
+  /** `primaries` are the cached objects of the controller's own kind. */
+  mapToKeys: (obj: KubeObject, primaries?: () => KubeObject[]) => ObjectKey[];
   labelSelector?: string;
 }
 
@@ -216,7 +217,7 @@ function makeInformers(opts: ControllerOptions, queue: WorkQueue): Informer[] {
       ...(w.labelSelector ? { labelSelector: w.labelSelector } : {}),
       logger: opts.logger,
       onEvent: (_type, obj) => {
-        for (const key of w.mapToKeys(obj)) queue.add(formatKey(key));
+        for (const key of w.mapToKeys(obj, () => primary.list())) queue.add(formatKey(key));
       },
       onRestart: restarts(w.kind),
     }),

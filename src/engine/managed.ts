@@ -28,7 +28,7 @@ export const ANNOTATION_CREATE_PENDING = "keyward.dev/create-pending";
 export const ANNOTATION_CREATE_SUCCEEDED = "keyward.dev/create-succeeded";
 
 /** Ready=False reasons that mean "on its way", recorded as Normal events rather than Warnings. */
-const progressReasons = new Set(["Creating", "Deleting", "Pending", "JobPending", "JobRunning", "SyncPending", "Renewing"]);
+const progressReasons = new Set(["Creating", "Deleting", "Pending", "JobPending", "JobRunning", "SyncPending", "Renewing", "RemovingSecrets", "WaitingForJob"]);
 
 /** How long to wait before looking again at an object that was just created or is changing. */
 const SETTLE_REQUEUE_MS = 1_000;

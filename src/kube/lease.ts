@@ -136,7 +136,10 @@ export function runLeaderElection(opts: LeaderElectionOptions): LeaderElection {
     while (!wake.signal.aborted) {
       await sleep(opts.retryPeriodMs);
       if (wake.signal.aborted) return;
-      if (await attempt()) {
+      // A renew that hangs (a half-open connection) must not outlast the deadline: past it a
+      // standby may already lead, so this replica has to stop.
+      const left = opts.renewDeadlineMs - (Date.now() - renewedAt);
+      if (left > 0 && (await withDeadline(attempt(), left))) {
         renewedAt = Date.now();
       } else if (Date.now() - renewedAt >= opts.renewDeadlineMs) {
         leader = false;
@@ -168,6 +171,13 @@ export function runLeaderElection(opts: LeaderElectionOptions): LeaderElection {
       }
     },
   };
+}
+
+/** The attempt's result, or false when it has not settled within `ms`. */
+function withDeadline(attempt: Promise<boolean>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  return Promise.race([attempt, deadline]).finally(() => clearTimeout(timer));
 }
 
 function interruptibleSleep(ms: number, signal: AbortSignal): Promise<void> {

@@ -10,9 +10,9 @@ import { getObject, patchStatus } from "../kube/objects.ts";
 import type { EventRecorder } from "../kube/events.ts";
 import { setCondition, statusEqual } from "../engine/conditions.ts";
 import { classifyError, ReconcileError } from "../engine/managed.ts";
-import { done, requeueAfter, type KubeObject, type ReconcileFn } from "../engine/types.ts";
+import { done, requeueAfter, type KubeObject, type ObjectKey, type ReconcileFn } from "../engine/types.ts";
 import type { CrdSource } from "../kube/crd.ts";
-import { ageColumn, commonStatus, kindRef } from "./common.ts";
+import { ageColumn, commonStatus, kindRef, providerConfigName } from "./common.ts";
 
 export const ref = kindRef("ProviderConfig", "providerconfigs");
 
@@ -88,7 +88,9 @@ export function createProviderResolver(deps: {
   onRequest?: ClientOptions["onRequest"];
   now?: () => number;
 }): ProviderResolver {
-  const clients = new Map<string, ApiClient>();
+  // One client per ProviderConfig, replaced when its settings or token change, so a rotated
+  // token does not leave the old client (and the old token) behind.
+  const clients = new Map<string, { fingerprint: string; client: ApiClient }>();
   const tokens = new Map<string, CachedToken>();
   const now = deps.now ?? Date.now;
 
@@ -127,8 +129,10 @@ export function createProviderResolver(deps: {
       const spec = await readSpec(namespace, name);
       const token = await readToken(namespace, spec);
       // The cache key holds a hash of the token, never the token.
-      const key = [spec.baseUrl, spec.timeoutSeconds ?? "", JSON.stringify(spec.rateLimit ?? ""), hash(spec.caBundle ?? ""), hash(token)].join("|");
-      let client = clients.get(key);
+      const fingerprint = [spec.baseUrl, spec.timeoutSeconds ?? "", JSON.stringify(spec.rateLimit ?? ""), hash(spec.caBundle ?? ""), hash(token)].join("|");
+      const cacheKey = `${namespace}/${name}`;
+      const cached = clients.get(cacheKey);
+      let client = cached?.fingerprint === fingerprint ? cached.client : undefined;
       if (!client) {
         client = createApiClient({
           baseUrl: spec.baseUrl,
@@ -139,7 +143,7 @@ export function createProviderResolver(deps: {
           ...(deps.onRequest ? { onRequest: deps.onRequest } : {}),
           logger: deps.log,
         });
-        clients.set(key, client);
+        clients.set(cacheKey, { fingerprint, client });
       }
       return client;
     },
@@ -181,3 +185,16 @@ export function providerConfigReconciler(deps: { kube: Kube; providers: Provider
     return retry ? requeueAfter(Math.min(deps.recheckMs, 30_000)) : done();
   };
 }
+
+/**
+ * A secondary watch for every kind that uses a ProviderConfig: a change to one (fixed URL, new
+ * Secret reference, a Ready transition) requeues the resources that refer to it at once instead
+ * of at their next resync.
+ */
+export const dependentsWatch = {
+  kind: ref,
+  mapToKeys: (pc: KubeObject, primaries?: () => KubeObject[]): ObjectKey[] =>
+    (primaries?.() ?? [])
+      .filter((o) => o.metadata.namespace === pc.metadata.namespace && providerConfigName(o.spec as { providerConfigRef?: { name: string } }) === pc.metadata.name)
+      .map((o) => ({ namespace: o.metadata.namespace, name: o.metadata.name })),
+};

@@ -361,7 +361,10 @@ async function update(rt: Runtime, c: Ctx, obs: Observation<Status>): Promise<Pa
   if (Object.keys(body).length === 0) return statusFrom(record);
   const updated = await c.conn.updateSecretSync(c.spec.destination, id, body);
   rt.records.set(c.obj, updated);
-  return statusFrom(updated);
+  const status = statusFrom(updated);
+  // with auto-sync on, the update queued a job: follow it (status writes alone do not requeue)
+  if (activeJob(status)) c.requeueAfter(pollAfter(rt, c.key));
+  return status;
 }
 
 /** The first annotation whose value was not handled yet. */
