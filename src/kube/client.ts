@@ -1,4 +1,5 @@
 // How keyward reaches the apiserver: the kubeconfig it loads and the typed API clients.
+import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
 import { CoordinationV1Api, CoreV1Api, CustomObjectsApi, EventsV1Api, KubeConfig } from "@kubernetes/client-node";
 
@@ -36,7 +37,44 @@ export function loadKubeConfig(opts: { kubeconfigPath?: string } = {}): KubeConf
   return kc;
 }
 
+type DispatcherFactory = (cluster: unknown, agentOptions: Record<string, unknown>) => unknown;
+const reusing = Symbol("keyward.reusingDispatchers");
+
+/**
+ * client-node 2.0 builds a new undici Agent for every request, so no connection to the
+ * apiserver is ever reused: every request pays a TCP and TLS handshake and the process grows by
+ * the sockets it leaves behind (measured in bench/engine.bench.ts: one new connection per
+ * request, ~800 KB RSS per object). One dispatcher per distinct TLS identity fixes that; a
+ * rotated certificate or CA gives a new key and so a new dispatcher.
+ */
+export function reuseConnections(kc: KubeConfig): KubeConfig {
+  const target = kc as unknown as { createDispatcher: DispatcherFactory; [reusing]?: true };
+  if (target[reusing]) return kc;
+  const create = target.createDispatcher.bind(kc);
+  const cache = new Map<string, unknown>();
+  target.createDispatcher = (cluster, agentOptions) => {
+    const key = dispatcherKey(cluster, agentOptions);
+    if (!cache.has(key)) cache.set(key, create(cluster, agentOptions));
+    return cache.get(key);
+  };
+  target[reusing] = true;
+  return kc;
+}
+
+function dispatcherKey(cluster: unknown, agentOptions: Record<string, unknown>): string {
+  const hash = createHash("sha256");
+  const c = (cluster ?? {}) as { name?: string; server?: string; proxyUrl?: string };
+  hash.update(JSON.stringify([c.name, c.server, c.proxyUrl]));
+  for (const field of ["ca", "cert", "key", "pfx", "passphrase", "rejectUnauthorized", "servername"]) {
+    const value = agentOptions[field];
+    hash.update(`|${field}=`);
+    if (value !== undefined) hash.update(Buffer.isBuffer(value) ? value : String(value));
+  }
+  return hash.digest("hex");
+}
+
 export function createKube(kc: KubeConfig): Kube {
+  reuseConnections(kc);
   return {
     kc,
     custom: kc.makeApiClient(CustomObjectsApi),
