@@ -1,6 +1,7 @@
 // SecretSync end to end: a real kube-apiserver, the emulator over HTTP, keyward in-process.
 // The bodies the service received are read from the emulator's request log.
 import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { startEmulator, type Emulator } from "../emulator/server.ts";
@@ -55,7 +56,7 @@ const baseSpec = (destination: Destination, destinationConfig: Spec, extra: Spec
 });
 
 const get = (name: string): Promise<KubeObject | undefined> => getCustom(kc, ns.name, PLURAL, name);
-const statusOf = (obj: KubeObject | undefined): Record<string, unknown> => (obj?.status ?? {}) as Record<string, unknown>;
+const statusOf = (obj: KubeObject | undefined): Record<string, unknown> => obj?.status ?? {};
 
 async function waitUntil(name: string, what: string, test: (obj: KubeObject) => boolean, timeoutMs = 60_000): Promise<KubeObject> {
   return waitFor(async () => {
@@ -83,7 +84,7 @@ async function annotate(name: string, annotations: Record<string, string>): Prom
 /** Waits until keyward has read the sync `n` more times: reconciles (resyncs) happened. */
 async function passesOver(emu: Emulator, syncId: string, n: number): Promise<void> {
   const before = logOf(emu, "getSecretSync", syncId).length;
-  await waitFor(async () => (logOf(emu, "getSecretSync", syncId).length >= before + n ? true : undefined), {
+  await waitFor(() => Promise.resolve(logOf(emu, "getSecretSync", syncId).length >= before + n ? true : undefined), {
     timeoutMs: 60_000,
     description: `${n} more reads of sync ${syncId}`,
   });
@@ -224,6 +225,13 @@ describe("SecretSync", () => {
     expect(bothProjects.code).not.toBe(0);
     expect(bothProjects.stderr).toMatch(/exactly one of projectRef, projectId/);
     for (const name of ["wrong-shape", "long-name", "empty-path", "bad-key-schema", "both-projects"]) expect(await get(name)).toBeUndefined();
+  });
+
+  it("accepts every sample of config/samples at apply time (server-side dry run)", async () => {
+    const samples = (Object.keys(cases) as Destination[]).flatMap((d) => ["-f", fileURLToPath(new URL(`../../config/samples/secretsync-${d}.yaml`, import.meta.url))]);
+    const result = await kubectl(["apply", "--dry-run=server", "-n", ns.name, ...samples]);
+    expect(result.stderr).toBe("");
+    expect(result.stdout.trim().split("\n")).toHaveLength(7);
   });
 
   it("keeps destination immutable", async () => {
@@ -370,12 +378,24 @@ describe("SecretSync", () => {
     expect((await serviceSync(emulator, TOKEN, "git-host", id)).body).toMatchObject({ removeStatus: "succeeded" });
   });
 
-  it("makes no write calls in steady state", async () => {
+  it("makes no write calls and no status writes in steady state", async () => {
     const writes = (): number => emulator.requests().filter((r) => r.method !== "GET" && r.path.startsWith("/api/v1/secret-syncs")).length;
     const before = writes();
-    const anyId = syncIdOf(await readySync("to-monitoring"));
-    await passesOver(emulator, anyId, 3);
+    const settled = await readySync("to-monitoring");
+    await passesOver(emulator, syncIdOf(settled), 3);
     expect(writes()).toBe(before);
+    // nor status writes: the object is as it was
+    expect((await get("to-monitoring"))?.metadata.resourceVersion).toBe(settled.metadata.resourceVersion);
+  });
+
+  it("prints destination, sync status, last synced, Ready and Age, and Synced and the id with -o wide", async () => {
+    const plain = await kubectl(["get", "secretsyncs", "to-monitoring", "-n", ns.name]);
+    expect(plain.stdout.split("\n")[0]?.split(/\s+/).filter(Boolean)).toEqual(["NAME", "DESTINATION", "SYNC-STATUS", "LAST-SYNCED", "READY", "AGE"]);
+    expect(plain.stdout.split("\n")[1]).toMatch(/^to-monitoring\s+monitoring\s+succeeded\s+\S+\s+True\s+/);
+    const wide = await kubectl(["get", "secretsyncs", "to-monitoring", "-n", ns.name, "-o", "wide"]);
+    const id = syncIdOf(await readySync("to-monitoring"));
+    expect(wide.stdout.split("\n")[0]).toMatch(/SYNCED\s+SYNC-ID/);
+    expect(wide.stdout).toContain(id);
   });
 
   it("never writes a token into logs, events or status", async () => {
