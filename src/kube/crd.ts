@@ -31,6 +31,8 @@ export interface CrdSource {
   printerColumns: PrinterColumn[];
   /** Extra CEL rules on spec (e.g. `exactlyOneOf(["projectRef", "projectId"])`). */
   specValidations?: ValidationRule[];
+  /** CEL rules on the whole object, where `self.metadata.name` is visible. */
+  rootValidations?: ValidationRule[];
 }
 
 export interface CustomResourceDefinitionVersion {
@@ -91,7 +93,7 @@ function rootSchema(src: CrdSource): JSONSchemaProps {
     },
   };
   if (!src.spec.safeParse(undefined).success) root.required = ["spec"];
-  return orderSchema(root);
+  return withRules(orderSchema(root), src.rootValidations);
 }
 
 /** The apiextensions.k8s.io/v1 CustomResourceDefinition of one kind. */

@@ -180,6 +180,10 @@ export const crdSource: CrdSource = {
   spec: specSchema,
   status: statusSchema,
   specValidations: [exactlyOneOf(["projectRef", "projectId"])],
+  // The sync's name defaults to metadata.name, which may be longer than the service allows.
+  rootValidations: [
+    { rule: "size(self.metadata.name) <= 64 || has(self.spec.name)", message: "metadata.name is longer than 64 characters: set spec.name (1 to 64 characters)", fieldPath: ".spec.name" },
+  ],
   printerColumns: [
     { name: "Destination", type: "string", jsonPath: ".spec.destination" },
     { name: "Sync-Status", type: "string", jsonPath: ".status.syncStatus" },

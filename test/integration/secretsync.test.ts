@@ -215,6 +215,11 @@ describe("SecretSync", () => {
     const longName = await apply("long-name", baseSpec("data-platform", { scope: "workspace" }, { name: "n".repeat(65) }));
     expect(longName.code).not.toBe(0);
     expect(longName.stderr).toMatch(/spec\.name/);
+    const longMetaName = await apply("m".repeat(70), baseSpec("data-platform", { scope: "workspace" }));
+    expect(longMetaName.code).not.toBe(0);
+    expect(longMetaName.stderr).toMatch(/metadata\.name is longer than 64 characters: set spec\.name/);
+    const longMetaNamed = await kubectl(["apply", "--dry-run=server", "-n", ns.name, "-f", "-"], { input: JSON.stringify(secretSync("m".repeat(70), baseSpec("data-platform", { scope: "workspace" }, { name: "short-name" }))) });
+    expect(longMetaNamed.code).toBe(0);
     const emptyPath = await apply("empty-path", baseSpec("data-platform", { scope: "workspace" }, { secretPath: "" }));
     expect(emptyPath.code).not.toBe(0);
     expect(emptyPath.stderr).toMatch(/secretPath/);
