@@ -1,30 +1,24 @@
-// Renders argocd/argocd-cm-health.yaml (values for the argo-cd Helm chart: configs.cm) from the
-// health scripts in argocd/health/. `npx node hack/tools/render-argocd-cm.ts` writes it;
+// Renders argocd/argocd-cm-health.yaml (values for the argo-cd Helm chart: configs.cm): the one
+// health script argocd/health.lua under one key per keyward kind. `npx node hack/tools/render-argocd-cm.ts` writes it;
 // `--check` changes nothing and exits 1 when the file is out of date (the unit test does the same).
-import { readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { crdSources } from "../../src/resources/index.ts";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
-export const healthDir = join(root, "argocd", "health");
+export const healthFile = join(root, "argocd", "health.lua");
 export const valuesFile = join(root, "argocd", "argocd-cm-health.yaml");
 
-/** The kind a script is for, read from its `resource.customizations.health.keyward.dev_<Kind>` header. */
-export function scriptKind(script: string): string {
-  const m = /resource\.customizations\.health\.keyward\.dev_([A-Za-z]+)/.exec(script);
-  if (!m?.[1]) throw new Error("health script names no resource.customizations.health.keyward.dev_<Kind> key");
-  return m[1];
+/** keyward's kinds, from the CRD sources the CRDs are generated from, sorted. */
+export function keywardKinds(): string[] {
+  return crdSources.map((s) => s.kind).sort((a, b) => a.localeCompare(b));
 }
 
-/** Every health script by kind, sorted by kind. */
-export function healthScripts(dir = healthDir): { kind: string; file: string; script: string }[] {
-  return readdirSync(dir)
-    .filter((f) => f.endsWith(".lua"))
-    .map((f) => {
-      const script = readFileSync(join(dir, f), "utf8");
-      return { kind: scriptKind(script), file: f, script };
-    })
-    .sort((a, b) => a.kind.localeCompare(b.kind));
+/** The one health script, under each kind's key. */
+export function healthScripts(): { kind: string; script: string }[] {
+  const script = readFileSync(healthFile, "utf8");
+  return keywardKinds().map((kind) => ({ kind, script }));
 }
 
 export function renderValues(scripts: { kind: string; script: string }[]): string {
@@ -32,7 +26,7 @@ export function renderValues(scripts: { kind: string; script: string }[]): strin
     "# Argo CD health checks for keyward's kinds, as values for the argo-cd Helm chart",
     "# (`helm upgrade argocd argo/argo-cd -f argocd-cm-health.yaml`, merged with your own values).",
     "# For a plain argocd-cm ConfigMap, copy the keys under configs.cm into its data.",
-    "# Generated from argocd/health/*.lua by `npx node hack/tools/render-argocd-cm.ts`: do not edit.",
+    "# Generated from argocd/health.lua by `npx node hack/tools/render-argocd-cm.ts`: do not edit.",
     "configs:",
     "  cm:",
   ];

@@ -1,11 +1,11 @@
-// The Argo CD health checks of argocd/health/, run by a real Lua 5.1 interpreter (Debian's
+// The Argo CD health checks of argocd/health.lua, run by a real Lua 5.1 interpreter (Debian's
 // lua5.1, as Argo CD's gopher-lua implements 5.1) against sample objects for every state.
 import { execFile } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { healthScripts, renderValues, valuesFile } from "../../../hack/tools/render-argocd-cm.ts";
+import { healthFile, healthScripts, keywardKinds, renderValues, valuesFile } from "../../../hack/tools/render-argocd-cm.ts";
 import { keywardPlurals, parseYamlDocuments, readYamlFile, repoRoot } from "../chart/helm.ts";
 
 const kinds = ["AccessToken", "CertificateProfile", "Project", "ProjectMembership", "ProviderConfig", "SecretSync"];
@@ -157,30 +157,28 @@ beforeAll(() => {
 afterAll(() => rmSync(workDir, { recursive: true, force: true }));
 
 const scripts = healthScripts();
-const scriptPath = (kind: string): string => {
-  const s = scripts.find((x) => x.kind === kind);
-  if (!s) throw new Error(`no health script for ${kind}`);
-  return join(repoRoot, "argocd", "health", s.file);
-};
+const scriptPath = (_kind: string): string => healthFile;
 
-describe("the health scripts", () => {
-  it("exist for every keyward kind, one file each", () => {
-    expect(scripts.map((s) => s.kind)).toEqual(kinds);
+describe("the health script", () => {
+  it("serves every keyward kind", () => {
+    expect(keywardKinds()).toEqual(kinds);
     expect(keywardPlurals).toHaveLength(kinds.length);
-    for (const s of scripts) expect(s.file).toBe(`${s.kind.toLowerCase()}.lua`);
   });
 
-  it("are one script, naming only their own kind", () => {
-    const normalised = scripts.map((s) => s.script.replace(new RegExp(`keyward\\.dev([/_])${s.kind}\\b`, "g"), "keyward.dev$1KIND"));
-    for (const text of normalised) expect(text).toBe(normalised[0]);
+  it("starts with `hs = {}` and returns hs, as argocd-cm expects", () => {
+    const script = readFileSync(healthFile, "utf8");
+    expect(script).toMatch(/^hs = \{\}$/m);
+    expect(script.trimEnd()).toMatch(/return set\("Healthy", describe\(ready\)\)$/);
+    expect(script).toMatch(/local function set\(status, message\)\n\s+hs\.status = status\n\s+hs\.message = message\n\s+return hs/);
   });
 
-  it("start with `hs = {}` and return hs, as argocd-cm expects", () => {
-    for (const { script } of scripts) {
-      expect(script).toMatch(/^hs = \{\}$/m);
-      expect(script.trimEnd()).toMatch(/return set\("Healthy", describe\(ready\)\)$/);
-      expect(script).toMatch(/local function set\(status, message\)\n\s+hs\.status = status\n\s+hs\.message = message\n\s+return hs/);
-    }
+  it("knows every progress reason the engine records as Normal", () => {
+    const engine = readFileSync(join(repoRoot, "src", "engine", "managed.ts"), "utf8");
+    const list = /const progressReasons = new Set\(\[([^\]]*)\]\)/.exec(engine)?.[1] ?? "";
+    const reasons = [...list.matchAll(/"([A-Za-z]+)"/g)].map((m) => m[1]);
+    expect(reasons.length).toBeGreaterThan(3);
+    const script = readFileSync(healthFile, "utf8");
+    for (const r of reasons) expect(script).toMatch(new RegExp(`\\b${r ?? ""} = true`));
   });
 });
 
@@ -199,7 +197,7 @@ describe.each(kinds)("%s", (kind) => {
 });
 
 describe("argocd/argocd-cm-health.yaml", () => {
-  it("is rendered from the scripts (npx node hack/tools/render-argocd-cm.ts)", () => {
+  it("is rendered from the script (npx node hack/tools/render-argocd-cm.ts)", () => {
     expect(readFileSync(valuesFile, "utf8")).toBe(renderValues(scripts));
   });
 

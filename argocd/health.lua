@@ -1,19 +1,19 @@
--- Argo CD health check for keyward.dev/SecretSync (Lua 5.1; argocd-cm key
--- resource.customizations.health.keyward.dev_SecretSync). The same script serves every keyward
--- kind; argocd/README.md gives the mapping and why.
+-- Argo CD health check for every keyward.dev kind (Lua 5.1), installed under one argocd-cm key
+-- per kind: resource.customizations.health.keyward.dev_<Kind> (argocd/argocd-cm-health.yaml is
+-- rendered from this file). argocd/README.md gives the mapping and why.
 hs = {}
 
 -- Reasons keyward retries by itself, or that clear once another object in the same sync
 -- appears or becomes ready: not worth a human's attention yet.
 local transient = {
-  ServiceUnavailable = true, RateLimited = true, Conflict = true, ReconcileError = true,
-  ProviderConfigNotFound = true, ProviderConfigNotReady = true, CredentialsNotFound = true,
-  ProjectNotReady = true, ProjectRefNotFound = true, DependencyNotReady = true,
+  ServiceUnavailable = true, RateLimited = true, Conflict = true, InternalError = true,
+  ReferenceNotReady = true, ProviderConfigNotFound = true, CredentialsNotFound = true,
+  NotListed = true,
 }
 -- Ready=False reasons of normal progress.
 local progressing = {
-  Creating = true, Deleting = true, Pending = true, Updating = true, Syncing = true,
-  Issuing = true, Waiting = true, Reconciling = true,
+  Creating = true, Deleting = true, Pending = true, JobPending = true, JobRunning = true,
+  SyncPending = true, Renewing = true, RemovingSecrets = true, WaitingForJob = true,
 }
 
 local function condition(conditions, kind)
