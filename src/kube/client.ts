@@ -68,7 +68,7 @@ function dispatcherKey(cluster: unknown, agentOptions: Record<string, unknown>):
   for (const field of ["ca", "cert", "key", "pfx", "passphrase", "rejectUnauthorized", "servername"]) {
     const value = agentOptions[field];
     hash.update(`|${field}=`);
-    if (value !== undefined) hash.update(Buffer.isBuffer(value) ? value : String(value));
+    if (value !== undefined) hash.update(Buffer.isBuffer(value) ? value : JSON.stringify(value));
   }
   return hash.digest("hex");
 }

@@ -91,7 +91,6 @@ type GaugeLabel = "namespace" | "name" | "slug" | "state";
 type Ctx = ManagedContext<CertificateProfileSpec, CertificateProfileStatus, ApiClient>;
 
 const isEnrollmentType = (v: string): v is EnrollmentType => (enrollmentTypes as readonly string[]).includes(v);
-const orUndefined = <T>(v: T | null | undefined): T | undefined => v ?? undefined;
 
 /**
  * The list entry of profile `id`, paging through the project's profiles (limit 100, offset
