@@ -7,13 +7,13 @@
 //   "too old" depends on the cache's window, which nothing here controls);
 // - the informer reaches the apiserver through an HTTP CONNECT proxy (the kubeconfig's
 //   proxy-url) that the test can make park new tunnels. Every request of the informer opens its
-//   own tunnel, so while its watch streams nothing new is opened; when the watch ends at its
+//   own tunnel (its Kube is built without keyward's connection reuse), so while its watch streams nothing new is opened; when the watch ends at its
 //   short server-side timeout, the resume request is parked. While it waits, the test changes
 //   objects and compacts etcd past the informer's last resourceVersion, then lets it through.
 import { createServer, type IncomingMessage } from "node:http";
 import { connect, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { KubeConfig } from "@kubernetes/client-node";
+import { CoordinationV1Api, CoreV1Api, CustomObjectsApi, EventsV1Api, KubeConfig } from "@kubernetes/client-node";
 import { createKube, resourcePath, type Kube } from "../../../src/kube/client.ts";
 import { watchKind, type Informer, type InformerEventType } from "../../../src/kube/informer.ts";
 import { listAll, watchOnce } from "../../../src/kube/watch.ts";
@@ -23,6 +23,21 @@ import { ensureBinaries } from "../../controlplane/binaries.ts";
 import { startControlPlane, type ControlPlane } from "../../controlplane/controlplane.ts";
 import { waitFor } from "../../controlplane/testenv.ts";
 import { createWidget, deleteWidget, widgetCrd, type WidgetCrd } from "./widgets.ts";
+
+/**
+ * A Kube whose every request opens its own connection (client-node's own behaviour, which
+ * keyward's createKube replaces with connection reuse): the parking proxy relies on the resume
+ * request arriving as a new tunnel.
+ */
+function freshConnectionKube(kc: KubeConfig): Kube {
+  return {
+    kc,
+    custom: kc.makeApiClient(CustomObjectsApi),
+    core: kc.makeApiClient(CoreV1Api),
+    coordination: kc.makeApiClient(CoordinationV1Api),
+    events: kc.makeApiClient(EventsV1Api),
+  };
+}
 
 interface TunnelProxy {
   url: string;
@@ -158,7 +173,7 @@ describe.skipIf(existingCluster)("informer after 410 Gone (watch served from etc
 
     const events: Recorded[] = [];
     const restarts: string[] = [];
-    const informer = watchKind(createKube(throughProxy(kube.kc, proxy.url)), crd.kind, {
+    const informer = watchKind(freshConnectionKube(throughProxy(kube.kc, proxy.url)), crd.kind, {
       namespaces: [namespace],
       logger: createLogger({ level: "silent" }),
       restartBackoff: { baseMs: 50, maxMs: 500 },
