@@ -10,6 +10,7 @@ export default defineConfig({
         test: {
           name: "unit",
           include: ["test/unit/**/*.test.ts", "test/emulator/**/*.test.ts", "test/conformance/**/*.test.ts"],
+          globalSetup: ["test/unit/global-setup.ts"],
           testTimeout: 30_000,
         },
       },
