@@ -60,6 +60,8 @@ async function run(config: Config, log: Logger): Promise<void> {
     namespaces: config.namespaces,
     concurrency: config.concurrency,
     resyncIntervalMs: config.resyncInterval,
+    // In-flight reconciles get most of the shutdown budget; the rest is for the lease and exit.
+    stopGraceMs: Math.max(1_000, config.shutdownTimeout - 5_000),
   });
   const health: Health = { ready: false };
   const servers = startEndpoints(config, operator.metrics.registry, health);

@@ -23,6 +23,8 @@ export interface OperatorOptions {
   concurrency: number;
   resyncIntervalMs: number;
   metrics?: Metrics;
+  /** How long stop() lets in-flight reconciles run before aborting them. */
+  stopGraceMs?: number;
 }
 
 export interface Operator {
@@ -102,6 +104,7 @@ export function createOperator(opts: OperatorOptions): Operator {
       logger: log.child({ controller: s.name }),
       metrics,
       ...(s.watches ? { watches: s.watches } : {}),
+      ...(opts.stopGraceMs !== undefined ? { stopGraceMs: opts.stopGraceMs } : {}),
     }),
   );
 
