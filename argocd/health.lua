@@ -8,7 +8,7 @@ hs = {}
 local transient = {
   ServiceUnavailable = true, RateLimited = true, Conflict = true, InternalError = true,
   ReferenceNotReady = true, ProviderConfigNotFound = true, CredentialsNotFound = true,
-  NotListed = true,
+  NotListed = true, JobInProgress = true,
 }
 -- Ready=False reasons of normal progress.
 local progressing = {

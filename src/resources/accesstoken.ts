@@ -365,7 +365,8 @@ async function observe(c: Ctx, deps: { now?: () => Date }): Promise<Observation<
         absent: { reason: "SecretConflict", message: `Secret ${secretName} exists and is not owned by this AccessToken; it is never overwritten: delete it or choose another spec.secretName` },
       };
     case "reissue":
-      return { exists: true, upToDate: false, status: {}, diff: [`token (${verdict.message})`], requeueAfterMs: AFTER_ISSUE_REQUEUE_MS };
+      // ObserveOnly issues nothing, so there is nothing to come back for before the resync.
+      return { exists: true, upToDate: false, status: {}, diff: [`token (${verdict.message})`], ...(c.observeOnly ? {} : { requeueAfterMs: AFTER_ISSUE_REQUEUE_MS }) };
     case "valid": {
       const plan = verdict.plan;
       const when = plan ? `expires at ${c.status.expiresAt ?? "?"}, renewed at ${rfc3339(plan.renewAt)}` : "does not expire";

@@ -6,7 +6,7 @@ import { isNotFound, type ApiClient, type GroupMembership, type MembershipRole, 
 import type { CrdSource } from "../kube/crd.ts";
 import { exactlyOneOf, immutable, validations } from "../kube/crd.ts";
 import { ReconcileError, type DeleteResult, type ManagedContext, type ManagedModule, type Observation, type StatusPatch } from "../engine/managed.ts";
-import { ageColumn, commonStatus, kindRef, managementPolicy, projectId, projectRef, providerConfigName, providerConfigRef, readyColumns } from "./common.ts";
+import { ageColumn, commonStatus, kindRef, managementPolicy, notFoundAsUndefined, projectId, projectRef, providerConfigName, providerConfigRef, readyColumns } from "./common.ts";
 import type { ProviderResolver } from "./providerconfig.ts";
 import { resolveProjectId } from "./refs.ts";
 
@@ -345,7 +345,10 @@ async function findMember(api: ApiClient, projectId: string, spec: ProjectMember
     }
   }
   if (!spec.group) throw new ReconcileError("InvalidSpec", "exactly one of username or group must be set", { retryable: false });
-  const matches = matchGroups(await api.listProjectGroups(projectId), spec.group);
+  // A project that is gone answers 404: it has no members (and a deletion has nothing to revoke).
+  const groups = await api.listProjectGroups(projectId).catch(notFoundAsUndefined);
+  if (!groups) return undefined;
+  const matches = matchGroups(groups, spec.group);
   if (matches.length > 1) {
     throw new ReconcileError("AmbiguousGroup", `${matches.length} groups of project ${projectId} are named "${spec.group.name ?? ""}": name the group by slug or id`, { retryable: false });
   }

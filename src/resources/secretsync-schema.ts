@@ -34,8 +34,8 @@ const common = {
     .optional()
     .describe("Name of the sync at the service, 1 to 64 characters, unique in its project. Default: metadata.name, which must then be at most 64 characters."),
   description: z.string().max(limits.syncDescriptionMax).optional().describe("Description of the sync, at most 256 characters."),
-  projectRef: projectRef.optional(),
-  projectId: projectId.optional(),
+  projectRef: projectRef.optional().meta(immutable("projectRef is immutable: create another SecretSync for another project")),
+  projectId: projectId.optional().meta(immutable("projectId is immutable: create another SecretSync for another project")),
   connectionId: z.guid().describe("The app connection (uuid) the sync writes through; its kind must fit the destination."),
   environment: z
     .string()
@@ -179,7 +179,13 @@ export const crdSource: CrdSource = {
     "A secret sync at the service, to one of seven destinations: created, kept as the spec says, its jobs mirrored into status; annotations request a sync or a removal of the synced secrets.",
   spec: specSchema,
   status: statusSchema,
-  specValidations: [exactlyOneOf(["projectRef", "projectId"])],
+  specValidations: [
+    exactlyOneOf(["projectRef", "projectId"]),
+    {
+      rule: "has(self.projectRef) == has(oldSelf.projectRef) && has(self.projectId) == has(oldSelf.projectId)",
+      message: "the project is immutable: create another SecretSync for another project",
+    },
+  ],
   // The sync's name defaults to metadata.name, which may be longer than the service allows.
   rootValidations: [
     { rule: "size(self.metadata.name) <= 64 || has(self.spec.name)", message: "metadata.name is longer than 64 characters: set spec.name (1 to 64 characters)", fieldPath: ".spec.name" },

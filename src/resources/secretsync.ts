@@ -42,7 +42,7 @@ import { backoffCeiling } from "../engine/backoff.ts";
 import { statusEqual } from "../engine/conditions.ts";
 import { ReconcileError, type DeleteResult, type ManagedContext, type ManagedModule, type Observation, type Readiness } from "../engine/managed.ts";
 import type { KubeObject, ObjectKey, ObjectMeta } from "../engine/types.ts";
-import { providerConfigName } from "./common.ts";
+import { notFoundAsUndefined, providerConfigName } from "./common.ts";
 import type { ProviderResolver } from "./providerconfig.ts";
 import { resolveProjectId } from "./refs.ts";
 import { ref, specSchema, type RequestAction, type SecretSyncSpec, type SecretSyncStatus } from "./secretsync-schema.ts";
@@ -180,7 +180,7 @@ export function syncDiff(spec: SecretSyncSpec, name: string, s: SecretSync): Upd
   if (spec.connectionId.toLowerCase() !== s.connectionId.toLowerCase()) body.connectionId = spec.connectionId;
   // environment and folder are compared only when the service reports them
   if (s.environment && spec.environment !== s.environment.slug) body.environment = spec.environment;
-  if (s.folder && spec.secretPath !== s.folder.path) body.secretPath = spec.secretPath;
+  if (s.folder && folderPath(spec.secretPath) !== folderPath(s.folder.path)) body.secretPath = spec.secretPath;
   if (spec.isAutoSyncEnabled !== undefined && spec.isAutoSyncEnabled !== s.isAutoSyncEnabled) body.isAutoSyncEnabled = spec.isAutoSyncEnabled;
   // syncOptions and destinationConfig are replaced whole by an update: send the spec's object
   if (spec.syncOptions !== undefined && !fieldsMatch(spec.syncOptions, s.syncOptions)) body.syncOptions = spec.syncOptions;
@@ -233,11 +233,6 @@ export function jobSince(mark: JobBaseline, s: Partial<Status>, kind: JobKind): 
 
 const mayHaveLanded = (err: unknown): boolean => (err as { mayHaveLanded?: unknown }).mayHaveLanded === true;
 
-function notFoundAsUndefined(err: unknown): undefined {
-  if (isApiError(err) && err.status === 404) return undefined;
-  throw err;
-}
-
 // ---------------------------------------------------------------- the module
 
 export interface SecretSyncModuleDeps {
@@ -279,6 +274,9 @@ async function findSync(c: Ctx): Promise<SecretSync | undefined> {
     if (deleting && err instanceof ReconcileError) return undefined;
     throw err;
   }
+  // Being deleted, only what is known to be ours counts: a same-named sync of someone else
+  // must neither block the deletion nor be deleted.
+  if (deleting && !c.createPending) return undefined;
   const name = syncName(c.spec, c.obj.metadata);
   const byName = await c.conn.findSecretSyncByName(destination, name, projectId);
   if (!byName) return undefined;
@@ -288,6 +286,11 @@ async function findSync(c: Ctx): Promise<SecretSync | undefined> {
     `a ${destination} sync named ${name} already exists in project ${projectId} and was not created by this resource; choose another spec.name`,
     { retryable: false },
   );
+}
+
+/** The service stores folder paths without a trailing slash: "/app/" and "/app" are one folder. */
+export function folderPath(path: string): string {
+  return path.length > 1 ? path.replace(/\/+$/, "") || "/" : path;
 }
 
 async function checkProject(c: Ctx, record: SecretSync): Promise<void> {
@@ -407,8 +410,10 @@ async function act(rt: Runtime, c: Ctx): Promise<Partial<Status>> {
   } catch (err) {
     if (mayHaveLanded(err)) throw err; // the mark stays: the next pass asks the record
     if (isJobInProgress(err)) {
-      c.requeueAfter(JOB_POLL.minMs);
-      return { ...out, pendingRequest: null };
+      // Not handled yet: the per-key backoff spaces the retries out, so a lock the service holds
+      // longer than its status shows cannot turn into a trigger a second.
+      await c.saveStatus({ pendingRequest: null });
+      throw new ReconcileError("JobInProgress", `a job of this sync is still running at the service; ${kind.annotation}=${next.value} is retried later`, { retryable: true, cause: err });
     }
     await c.saveStatus({ pendingRequest: null });
     throw err;

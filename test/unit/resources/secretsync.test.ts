@@ -11,6 +11,7 @@ import {
   activeJob,
   createBody,
   crdSource,
+  folderPath,
   jobSince,
   readiness,
   specSchema,
@@ -125,6 +126,13 @@ describe("createBody and syncDiff", () => {
       description: "d",
       isAutoSyncEnabled: false,
     });
+  });
+
+  it("treats a trailing slash as the same folder (the service stores paths without one)", () => {
+    expect(folderPath("/app/")).toBe("/app");
+    expect(folderPath("/")).toBe("/");
+    const path = record().folder?.path ?? "/";
+    expect(syncDiff(spec({ secretPath: `${path === "/" ? "" : path}/`, syncOptions: { disableSecretDeletion: false } }), "orders", record())).toEqual({});
   });
 
   it("is empty when the record matches, service defaults included", () => {
