@@ -10,13 +10,13 @@ import { ensureBinaries, type Binaries } from "./binaries.ts";
 import { httpsGet, writeKubeconfig } from "./kubeconfig.ts";
 import { adminUser, choosePkiMode, createPki, type Pki, type PkiMode } from "./pki.ts";
 import {
-  isAlive,
   killNow,
   reapStale,
   readRecord,
   sleep,
   startProcess,
   startWatchdog,
+  stopWatchdog,
   terminate,
   writeRecord,
   type ControlPlaneRecord,
@@ -54,6 +54,15 @@ export interface ControlPlane {
   binaries: Binaries;
   pki: PkiMode;
   stop: () => Promise<void>;
+  /**
+   * Stops kube-apiserver alone (SIGTERM, waiting for it to exit); etcd and the controller
+   * manager keep running. For tests of clients that must survive the API going away.
+   */
+  stopApiserver: () => Promise<void>;
+  /** Starts kube-apiserver again with the same flags, port, certificates and etcd; resolves at /readyz. */
+  startApiserver: () => Promise<void>;
+  /** stopApiserver() then startApiserver(). */
+  restartApiserver: () => Promise<void>;
 }
 
 /** Control planes started without a `dir` live here, so a later start can reap abandoned ones. */
@@ -128,6 +137,8 @@ interface Launch {
   record: ControlPlaneRecord;
 }
 
+const apiserverName = "kube-apiserver";
+
 async function startIn(dir: string, binaries: Binaries, options: ControlPlaneOptions): Promise<ControlPlane> {
   await mkdir(join(dir, "logs"), { recursive: true });
   const ports = await choosePorts(options);
@@ -146,17 +157,14 @@ async function startIn(dir: string, binaries: Binaries, options: ControlPlaneOpt
   const onExit = () => killNow(record.processes);
   if (options.detached !== true) process.on("exit", onExit);
   const pkiMode = options.pki ?? (await choosePkiMode());
+  let pki: Pki;
   try {
-    const pki = await createPki(join(dir, "pki"), pkiMode);
+    pki = await createPki(join(dir, "pki"), pkiMode);
     await startEtcd(launch);
     await startApiserver(launch, pki);
     await writeKubeconfig(kubeconfigPath, server, await pki.caPem(), adminUser, pki.admin);
     if (options.withControllerManager !== false) await startControllerManager(launch, pki);
-    if (options.detached !== true) {
-      const removeDir = options.keepDir === true ? undefined : dir;
-      record.watchdogPid = startWatchdog(process.pid, record.processes.map((p) => p.pid), removeDir);
-      await writeRecord(record);
-    }
+    await processesChanged(launch);
   } catch (error) {
     process.off("exit", onExit);
     await terminate(record.processes, 5000);
@@ -175,18 +183,60 @@ async function startIn(dir: string, binaries: Binaries, options: ControlPlaneOpt
       process.off("exit", onExit);
       await stopRecord(record, options.keepDir === true);
     },
+    stopApiserver: () => stopApiserverOf(launch),
+    startApiserver: () => restartApiserverOf(launch, pki),
+    restartApiserver: async () => {
+      await stopApiserverOf(launch);
+      await restartApiserverOf(launch, pki);
+    },
   };
+}
+
+/**
+ * The record file and the watchdog follow the processes that run: the watchdog knows its pids
+ * from its arguments, so a new set of pids needs a new watchdog (started before the old one is
+ * killed, so the children are never unwatched).
+ */
+async function processesChanged(launch: Launch): Promise<void> {
+  const { record, options } = launch;
+  if (options.detached !== true) {
+    const removeDir = options.keepDir === true ? undefined : launch.dir;
+    const previous = record.watchdogPid;
+    record.watchdogPid = startWatchdog(process.pid, record.processes.map((p) => p.pid), removeDir);
+    if (previous !== null) stopWatchdog(previous);
+  }
+  await writeRecord(record);
+}
+
+async function stopApiserverOf(launch: Launch): Promise<void> {
+  const { record } = launch;
+  const running = record.processes.find((p) => p.name === apiserverName);
+  if (running === undefined) return;
+  await terminate([running]);
+  record.processes = record.processes.filter((p) => p !== running);
+  await processesChanged(launch);
+}
+
+async function restartApiserverOf(launch: Launch, pki: Pki): Promise<void> {
+  const { record } = launch;
+  if (record.processes.some((p) => p.name === apiserverName)) throw new Error("kube-apiserver is already running");
+  // Right after etcd, where it was: stop() and the watchdog stop processes in reverse order.
+  const position = record.processes.findIndex((p) => p.name === "etcd") + 1;
+  try {
+    await startApiserver(launch, pki, position);
+  } catch (error) {
+    const failed = record.processes.filter((p) => p.name === apiserverName);
+    await terminate(failed, 5000);
+    record.processes = record.processes.filter((p) => p.name !== apiserverName);
+    await processesChanged(launch);
+    throw error;
+  }
+  await processesChanged(launch);
 }
 
 /** Stops what a record names (used by stop() and by the CLI's `down`). */
 export async function stopRecord(record: ControlPlaneRecord, keepDir: boolean): Promise<void> {
-  if (record.watchdogPid !== null && isAlive(record.watchdogPid)) {
-    try {
-      process.kill(record.watchdogPid, "SIGKILL");
-    } catch {
-      // already gone
-    }
-  }
+  if (record.watchdogPid !== null) stopWatchdog(record.watchdogPid);
   await terminate(record.processes);
   if (!keepDir) await rm(record.dir, { recursive: true, force: true });
 }
@@ -199,10 +249,12 @@ export async function stopControlPlaneIn(dir: string, keepDir = false): Promise<
   return true;
 }
 
-async function launchProcess(launch: Launch, name: string, exe: string | undefined, args: string[]): Promise<StartedProcess> {
+/** Starts a process and records it at `position` in start order (default: last). */
+async function launchProcess(launch: Launch, name: string, exe: string | undefined, args: string[], position?: number): Promise<StartedProcess> {
   if (exe === undefined) throw new Error(`no ${name} binary in ${launch.binaries.binDir}`);
   const started = startProcess(name, exe, args, join(launch.dir, "logs", `${name}.log`), launch.options.detached === true);
-  launch.record.processes.push({ name, pid: started.pid, exe });
+  const { processes } = launch.record;
+  processes.splice(position ?? processes.length, 0, { name, pid: started.pid, exe });
   await writeRecord(launch.record);
   return started;
 }
@@ -252,8 +304,8 @@ function apiserverArgs(launch: Launch, pki: Pki): string[] {
   return args;
 }
 
-async function startApiserver(launch: Launch, pki: Pki): Promise<void> {
-  const apiserver = await launchProcess(launch, "kube-apiserver", launch.binaries.kubeApiserver, apiserverArgs(launch, pki));
+async function startApiserver(launch: Launch, pki: Pki, position?: number): Promise<void> {
+  const apiserver = await launchProcess(launch, apiserverName, launch.binaries.kubeApiserver, apiserverArgs(launch, pki), position);
   const base = `https://127.0.0.1:${launch.ports.apiserver}`;
   await waitReady(apiserver, "kube-apiserver /readyz and /livez", async () => {
     const tls = { caPem: await pki.caPem(), credential: pki.admin };

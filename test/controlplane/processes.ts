@@ -147,6 +147,11 @@ export function startWatchdog(ownerPid: number, startOrder: number[], removeDir:
   return child.pid ?? null;
 }
 
+/** Ends a watchdog without letting it act (its children are stopped, or watched by a new one). */
+export function stopWatchdog(pid: number): void {
+  if (isAlive(pid)) signal(pid, "SIGKILL");
+}
+
 export async function writeRecord(record: ControlPlaneRecord): Promise<void> {
   await writeFile(join(record.dir, recordFileName), `${JSON.stringify(record, null, 2)}\n`);
 }
