@@ -73,7 +73,15 @@ export function createOperator(opts: OperatorOptions): Operator {
     {
       name: "providerconfig",
       kind: providerConfig.ref,
-      reconcile: providerConfig.providerConfigReconciler({ kube, providers, events, log, recheckMs: opts.resyncIntervalMs }),
+      reconcile: providerConfig.providerConfigReconciler({
+        kube,
+        providers,
+        events,
+        log,
+        recheckMs: opts.resyncIntervalMs,
+        users: [project.ref, projectMembership.ref, secretSync.ref, accessToken.ref, certificateProfile.ref],
+      }),
+      watches: [providerConfig.heldSecretWatch],
     },
     { name: "project", kind: project.ref, reconcile: managedReconciler(project.projectModule({ providers }), deps), watches: [providerConfig.dependentsWatch] },
     { name: "projectmembership", kind: projectMembership.ref, reconcile: managedReconciler(projectMembership.projectMembershipModule({ providers }), deps), watches: [providerConfig.dependentsWatch] },

@@ -6,6 +6,8 @@ export interface EmulatorThread {
   url: string;
   requests(): Promise<RecordedRequest[]>;
   clearRequests(): Promise<void>;
+  /** Back to an empty state: no projects, an empty request log. */
+  reset(): Promise<void>;
   /** V8 heap used by the emulator's thread, in bytes. */
   heapUsed(): Promise<number>;
   close(): Promise<void>;
@@ -19,7 +21,7 @@ export async function startEmulatorThread(token: string): Promise<EmulatorThread
     worker.once("error", reject);
     void exited.then(() => { reject(new Error("the emulator thread exited before it listened")); });
   });
-  const admin = async (method: "GET" | "DELETE", path: string): Promise<unknown> => {
+  const admin = async (method: "GET" | "POST" | "DELETE", path: string): Promise<unknown> => {
     const response = await fetch(`${url}/_emulator/${path}`, { method });
     if (!response.ok) throw new Error(`emulator admin ${method} ${path}: HTTP ${response.status}`);
     return response.json();
@@ -29,6 +31,9 @@ export async function startEmulatorThread(token: string): Promise<EmulatorThread
     requests: async () => ((await admin("GET", "requests")) as { requests: RecordedRequest[] }).requests,
     clearRequests: async () => {
       await admin("DELETE", "requests");
+    },
+    reset: async () => {
+      await admin("POST", "reset");
     },
     heapUsed: async () => (await worker.getHeapStatistics()).used_heap_size,
     close: async () => {

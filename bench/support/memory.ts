@@ -50,3 +50,34 @@ export async function sampleMemory(): Promise<MemorySample> {
 
 export const mb = (bytes: number): string => (bytes / (1024 * 1024)).toFixed(1);
 export const kb = (bytes: number): string => (bytes / 1024).toFixed(1);
+
+export interface PeakMemory {
+  /** Whole process (keyward's thread and the emulator's) when sampling started. */
+  startRss: number;
+  peakRss: number;
+  startHeapUsed: number;
+  /** V8 heap of this thread only: keyward and the bench's own watcher. */
+  peakHeapUsed: number;
+}
+
+/**
+ * Samples process.memoryUsage() every intervalMs until stop(), with no GC in between: the
+ * high-water mark a container's memory limit would have to allow, garbage included.
+ */
+export function samplePeak(intervalMs = 100): { stop(): PeakMemory } {
+  const first = process.memoryUsage();
+  const peak: PeakMemory = { startRss: first.rss, peakRss: first.rss, startHeapUsed: first.heapUsed, peakHeapUsed: first.heapUsed };
+  const sample = (): void => {
+    const { rss, heapUsed } = process.memoryUsage();
+    peak.peakRss = Math.max(peak.peakRss, rss);
+    peak.peakHeapUsed = Math.max(peak.peakHeapUsed, heapUsed);
+  };
+  const timer = setInterval(sample, intervalMs);
+  return {
+    stop: () => {
+      clearInterval(timer);
+      sample();
+      return { ...peak };
+    },
+  };
+}

@@ -5,12 +5,14 @@ import { createHash } from "node:crypto";
 import { z } from "zod";
 import { createApiClient, type ApiClient, type ClientOptions } from "../api/index.ts";
 import type { Logger } from "../log.ts";
-import type { Kube } from "../kube/client.ts";
-import { getObject, patchStatus } from "../kube/objects.ts";
+import { getObject, patchMetadata, patchStatus } from "../kube/objects.ts";
+import { kubeJson } from "../kube/rest.ts";
+import { resourcePath, type KindRef, type Kube } from "../kube/client.ts";
+import { PatchStrategy } from "@kubernetes/client-node";
 import type { EventRecorder } from "../kube/events.ts";
 import { setCondition, statusEqual } from "../engine/conditions.ts";
 import { classifyError, ReconcileError } from "../engine/managed.ts";
-import { done, requeueAfter, type KubeObject, type ObjectKey, type ReconcileFn } from "../engine/types.ts";
+import { done, requeueAfter, type KubeObject, type ObjectKey, type Outcome, type ReconcileFn } from "../engine/types.ts";
 import type { CrdSource } from "../kube/crd.ts";
 import { ageColumn, commonStatus, kindRef, providerConfigName } from "./common.ts";
 
@@ -44,6 +46,7 @@ export type ProviderConfigSpec = z.infer<typeof specSchema>;
 export const statusSchema = z.object({
   ...commonStatus,
   baseUrl: z.string().optional().describe("The base URL last checked."),
+  heldSecret: z.string().optional().describe("The token Secret this ProviderConfig holds (finalizer keyward.dev/in-use) while it exists."),
 });
 
 export const crdSource: CrdSource = {
@@ -154,11 +157,109 @@ function hash(s: string): string {
   return createHash("sha256").update(s).digest("hex").slice(0, 16);
 }
 
+/**
+ * Deleting a namespace deletes a ProviderConfig, its token Secret and the resources that use
+ * them all at once; those resources' finalizers then need the ProviderConfig and the token to
+ * reach the service. So a ProviderConfig keeps a finalizer, and puts one on its token Secret,
+ * while it exists; once it is being deleted, both stay until no keyward resource of its
+ * namespace refers to it any more (crossplane's ProviderConfigUsage, in small). A Secret the
+ * user deletes while its ProviderConfig stays is let go at once: that deletion is deliberate.
+ */
+export const IN_USE_FINALIZER = "keyward.dev/in-use";
+/** Label on the token Secret naming its ProviderConfig, so a narrow Secret watch can map back. */
+export const PROVIDER_CONFIG_LABEL = "keyward.dev/provider-config";
+export const secretKind: KindRef = { group: "", version: "v1", plural: "secrets", kind: "Secret" };
+const IN_USE_RECHECK_MS = 5_000;
+
+type ProviderConfigObject = KubeObject<unknown, z.infer<typeof statusSchema>>;
+
+interface ReconcileDeps {
+  kube: Kube;
+  providers: ProviderResolver;
+  events: EventRecorder;
+  log: Logger;
+  recheckMs: number;
+  /** The kinds whose spec.providerConfigRef may name a ProviderConfig. */
+  users: KindRef[];
+}
+
+async function usersOf(deps: ReconcileDeps, pc: ProviderConfigObject): Promise<string[]> {
+  const { namespace, name } = pc.metadata;
+  const found: string[] = [];
+  for (const kind of deps.users) {
+    const list = (await deps.kube.custom.listNamespacedCustomObject({ group: kind.group, version: kind.version, namespace, plural: kind.plural })) as { items?: KubeObject[] };
+    for (const o of list.items ?? []) {
+      if (providerConfigName(o.spec) === name) found.push(`${kind.kind}/${o.metadata.name}`);
+    }
+  }
+  return found;
+}
+
+function tokenSecretName(pc: ProviderConfigObject): string | undefined {
+  return (pc.spec as { credentialsSecretRef?: { name?: string } } | undefined)?.credentialsSecretRef?.name;
+}
+
+/** Holds the token Secret while the ProviderConfig uses it; lets go of a Secret it no longer uses or that the user deletes. */
+async function holdSecret(deps: ReconcileDeps, pc: ProviderConfigObject): Promise<void> {
+  const namespace = pc.metadata.namespace;
+  const wanted = tokenSecretName(pc);
+  const held = pc.status?.heldSecret;
+  if (held && held !== wanted) await patchMetadata(deps.kube, secretKind, { namespace, name: held }, { finalizers: { remove: IN_USE_FINALIZER } });
+  if (!wanted) return;
+  const secret = await getObject(deps.kube, secretKind, { namespace, name: wanted });
+  if (!secret) return;
+  if (secret.metadata.deletionTimestamp) {
+    await patchMetadata(deps.kube, secretKind, { namespace, name: wanted }, { finalizers: { remove: IN_USE_FINALIZER } });
+    return;
+  }
+  await patchMetadata(deps.kube, secretKind, { namespace, name: wanted }, { finalizers: { add: IN_USE_FINALIZER } });
+  if (secret.metadata.labels?.[PROVIDER_CONFIG_LABEL] !== pc.metadata.name) {
+    await mergePatchLabels(deps.kube, { namespace, name: wanted }, { [PROVIDER_CONFIG_LABEL]: pc.metadata.name });
+  }
+}
+
+async function mergePatchLabels(kube: Kube, key: ObjectKey, labels: Record<string, string>): Promise<void> {
+  await kubeJson(kube.kc, { method: "PATCH", path: resourcePath(secretKind, key.namespace, key.name), body: { metadata: { labels } }, contentType: PatchStrategy.MergePatch });
+}
+
+/** A ProviderConfig being deleted: released (with its Secret) once nothing uses it. */
+async function release(deps: ReconcileDeps, pc: ProviderConfigObject): Promise<Outcome> {
+  const key = { namespace: pc.metadata.namespace, name: pc.metadata.name };
+  if (!(pc.metadata.finalizers ?? []).includes(IN_USE_FINALIZER)) return done();
+  const users = await usersOf(deps, pc);
+  if (users.length > 0) {
+    const shown = users.slice(0, 5).join(", ") + (users.length > 5 ? `, and ${users.length - 5} more` : "");
+    await writeReady(deps, pc, { status: "False", reason: "InUse", message: `kept until no resource uses it: ${shown}` });
+    return requeueAfter(IN_USE_RECHECK_MS);
+  }
+  const secret = pc.status?.heldSecret ?? tokenSecretName(pc);
+  if (secret) await patchMetadata(deps.kube, secretKind, { namespace: key.namespace, name: secret }, { finalizers: { remove: IN_USE_FINALIZER } });
+  await patchMetadata(deps.kube, ref, key, { finalizers: { remove: IN_USE_FINALIZER } });
+  return done();
+}
+
+async function writeReady(deps: ReconcileDeps, pc: ProviderConfigObject, ready: { status: "True" | "False"; reason: string; message: string }, extra: Record<string, unknown> = {}): Promise<void> {
+  const now = new Date().toISOString();
+  const generation = pc.metadata.generation ?? 0;
+  const conditions = setCondition(pc.status?.conditions ?? [], { type: "Ready", ...ready, observedGeneration: generation, lastTransitionTime: now }, now);
+  const { conditions: _c, observedGeneration: _g, ...kept } = pc.status ?? {};
+  const next = { ...kept, ...extra, observedGeneration: generation, conditions };
+  if (statusEqual(pc.status ?? {}, next)) return;
+  const was = pc.status?.conditions?.find((c) => c.type === "Ready");
+  if (was?.status !== ready.status || was.reason !== ready.reason) {
+    deps.events.record(pc, ready.status === "True" ? "Normal" : "Warning", ready.reason, ready.message);
+  }
+  await patchStatus(deps.kube, ref, pc, next);
+}
+
 /** ProviderConfig's own reconcile: does the service answer with this token? */
-export function providerConfigReconciler(deps: { kube: Kube; providers: ProviderResolver; events: EventRecorder; log: Logger; recheckMs: number }): ReconcileFn {
+export function providerConfigReconciler(deps: ReconcileDeps): ReconcileFn {
   return async (key) => {
-    const obj = (await getObject(deps.kube, ref, key)) as KubeObject<unknown, z.infer<typeof statusSchema>> | undefined;
-    if (!obj) return done();
+    const pc = (await getObject(deps.kube, ref, key)) as ProviderConfigObject | undefined;
+    if (!pc) return done();
+    if (pc.metadata.deletionTimestamp) return release(deps, pc);
+    await patchMetadata(deps.kube, ref, key, { finalizers: { add: IN_USE_FINALIZER } });
+    await holdSecret(deps, pc);
     let ready: { status: "True" | "False"; reason: string; message: string };
     let retry = false;
     try {
@@ -170,21 +271,22 @@ export function providerConfigReconciler(deps: { kube: Kube; providers: Provider
       retry = c.retryable;
       ready = { status: "False", reason: c.reason, message: c.message };
     }
-    const now = new Date().toISOString();
-    const generation = obj.metadata.generation ?? 0;
-    const conditions = setCondition(obj.status?.conditions ?? [], { type: "Ready", ...ready, observedGeneration: generation, lastTransitionTime: now }, now);
-    const baseUrl = (obj.spec as { baseUrl?: string }).baseUrl;
-    const next = { observedGeneration: generation, conditions, ...(baseUrl ? { baseUrl } : {}) };
-    if (!statusEqual(obj.status ?? {}, next)) {
-      const was = obj.status?.conditions?.find((c) => c.type === "Ready");
-      if (was?.status !== ready.status || was.reason !== ready.reason) {
-        deps.events.record(obj, ready.status === "True" ? "Normal" : "Warning", ready.reason, ready.message);
-      }
-      await patchStatus(deps.kube, ref, obj, next);
-    }
+    const baseUrl = (pc.spec as { baseUrl?: string }).baseUrl;
+    const secret = tokenSecretName(pc);
+    await writeReady(deps, pc, ready, { ...(baseUrl ? { baseUrl } : {}), ...(secret ? { heldSecret: secret } : {}) });
     return retry ? requeueAfter(Math.min(deps.recheckMs, 30_000)) : done();
   };
 }
+
+/** Token Secrets map back to their ProviderConfig (a user deleting one is let go at once). */
+export const heldSecretWatch = {
+  kind: secretKind,
+  labelSelector: PROVIDER_CONFIG_LABEL,
+  mapToKeys: (secret: KubeObject): ObjectKey[] => {
+    const name = secret.metadata.labels?.[PROVIDER_CONFIG_LABEL];
+    return name ? [{ namespace: secret.metadata.namespace, name }] : [];
+  },
+};
 
 /**
  * A secondary watch for every kind that uses a ProviderConfig: a change to one (fixed URL, new

@@ -3,9 +3,9 @@
 import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { CoreV1Api, type KubeConfig, type V1Secret } from "@kubernetes/client-node";
-import { startEmulator, type Emulator } from "../emulator/server.ts";
-import { createTestNamespace, kubectl, testKubeConfig, waitFor } from "../controlplane/testenv.ts";
-import { condition, createCustom, deleteCustom, getCustom, installProvider, isReady, startKeyward, type RunningKeyward } from "./support/keyward.ts";
+import type { Emulator } from "../emulator/server.ts";
+import { kubectl, waitFor, type TestNamespace } from "../controlplane/testenv.ts";
+import { condition, createCustom, deleteCustom, exposedTexts, getCustom, isReady, startTestEnv, waitForObject, type KeywardTestEnv, type RunningKeyward } from "./support/keyward.ts";
 import type { KubeObject } from "../../src/engine/types.ts";
 
 const TOKEN = "kw-test-operator-token-ac41d7";
@@ -13,10 +13,11 @@ const LONG_LIVED = "c0ffee00-0003-4a00-8000-000000000001";
 const SHORT_LIVED = "c0ffee00-0003-4a00-8000-000000000002";
 const SHORT_TTL_SECONDS = 9;
 
+let env: KeywardTestEnv | undefined;
 let kc: KubeConfig;
 let core: CoreV1Api;
 let emulator: Emulator;
-let ns: { name: string; cleanup(): Promise<void> };
+let ns: TestNamespace;
 let keyward: RunningKeyward;
 /** Every token keyward wrote that a test read: none may appear in logs, events or status. */
 const seenTokens = new Set<string>();
@@ -51,12 +52,8 @@ function tokenOf(s: V1Secret | undefined, key = "token"): string | undefined {
   return token;
 }
 
-async function readyToken(name: string, pass: (obj: KubeObject) => boolean = () => true): Promise<KubeObject> {
-  return waitFor(async () => {
-    const obj = await getCustom(kc, ns.name, "accesstokens", name);
-    return obj && isReady(obj) && pass(obj) ? obj : undefined;
-  }, { timeoutMs: 60_000, description: `AccessToken ${name} Ready` });
-}
+const readyToken = (name: string): Promise<KubeObject> =>
+  waitForObject(kc, ns.name, "accesstokens", name, { until: isReady, timeoutMs: 60_000, description: `AccessToken ${name} Ready` });
 
 /** Waits for the Secret to hold a token other than `previous`, and for the status to record it. */
 async function nextToken(name: string, secretName: string, previous: string): Promise<{ obj: KubeObject; secret: V1Secret; token: string }> {
@@ -87,28 +84,18 @@ async function mintedTokenId(token: string): Promise<string | undefined> {
 
 const tokenCalls = (identityId: string) => emulator.requests().filter((r) => r.operation === "createIdentityToken" && r.path.includes(identityId));
 
+const identities = [
+  { id: LONG_LIVED, name: "ci-pipeline", accessTokenTTL: 7200 },
+  { id: SHORT_LIVED, name: "short-lived", accessTokenTTL: SHORT_TTL_SECONDS, accessTokenMaxTTL: 600 },
+];
+
 beforeAll(async () => {
-  kc = testKubeConfig();
+  env = await startTestEnv({ prefix: "accesstoken", token: TOKEN, emulator: { seed: { identities } }, keyward: { resyncIntervalMs: 2_000 } });
+  ({ kc, emulator, ns, keyward } = env);
   core = kc.makeApiClient(CoreV1Api);
-  emulator = await startEmulator({
-    tokens: [TOKEN],
-    seed: {
-      identities: [
-        { id: LONG_LIVED, name: "ci-pipeline", accessTokenTTL: 7200 },
-        { id: SHORT_LIVED, name: "short-lived", accessTokenTTL: SHORT_TTL_SECONDS, accessTokenMaxTTL: 600 },
-      ],
-    },
-  });
-  ns = await createTestNamespace("accesstoken");
-  await installProvider(kc, ns.name, emulator.url, TOKEN);
-  keyward = await startKeyward(kc, { namespaces: [ns.name], resyncIntervalMs: 2_000 });
 });
 
-afterAll(async () => {
-  await keyward.stop();
-  await emulator.close();
-  await ns.cleanup();
-});
+afterAll(() => env?.stop());
 
 describe("AccessToken", () => {
   it("writes a working token, its type and expiry into a Secret the AccessToken controls", async () => {
@@ -199,10 +186,11 @@ describe("AccessToken", () => {
     expect(created.code).toBe(0);
     const calls = tokenCalls(LONG_LIVED).length;
     await createCustom(kc, ns.name, "accesstokens", accessToken("squatter", { identityId: LONG_LIVED, secretName: "someone-elses" }));
-    const obj = await waitFor(async () => {
-      const o = await getCustom(kc, ns.name, "accesstokens", "squatter");
-      return condition(o, "Ready")?.reason === "SecretConflict" ? o : undefined;
-    }, { timeoutMs: 30_000, description: "SecretConflict condition" });
+    const obj = await waitForObject(kc, ns.name, "accesstokens", "squatter", {
+      until: (o) => condition(o, "Ready")?.reason === "SecretConflict",
+      timeoutMs: 30_000,
+      description: "SecretConflict condition",
+    });
     expect(condition(obj, "Ready")?.status).toBe("False");
     expect(decode(await readSecret("someone-elses"), "token")).toBe("theirs");
     expect(tokenCalls(LONG_LIVED).length).toBe(calls);
@@ -217,11 +205,8 @@ describe("AccessToken", () => {
 
   it("never writes a token into logs, events or status", async () => {
     expect(seenTokens.size).toBeGreaterThanOrEqual(4);
-    const events = await kubectl(["get", "events", "-n", ns.name, "-o", "json"]);
-    const objects = await kubectl(["get", "accesstokens,providerconfigs", "-n", ns.name, "-o", "json"]);
-    expect(events.code).toBe(0);
-    expect(objects.code).toBe(0);
-    for (const text of [keyward.logs.join("\n"), events.stdout, objects.stdout]) {
+    // exposedTexts throws where kubectl fails
+    for (const text of (await exposedTexts(ns.name, keyward.logs, "accesstokens,providerconfigs")).all) {
       expect(text).not.toContain(TOKEN);
       for (const token of seenTokens) {
         expect(text).not.toContain(token);

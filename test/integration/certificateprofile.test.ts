@@ -3,10 +3,10 @@
 // entry is on the second page), keyward in-process with its metrics registry.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { KubeConfig } from "@kubernetes/client-node";
-import { startEmulator, type Emulator, type Seed } from "../emulator/server.ts";
+import type { Emulator } from "../emulator/server.ts";
 import { loadDefaultSeed } from "../emulator/default-seed.ts";
-import { createTestNamespace, kubectl, testKubeConfig, waitFor } from "../controlplane/testenv.ts";
-import { condition, createCustom, deleteCustom, getCustom, installProvider, isReady, startKeyward, type RunningKeyward } from "./support/keyward.ts";
+import { kubectl, waitFor, type TestNamespace } from "../controlplane/testenv.ts";
+import { condition, createCustom, deleteCustom, exposedTexts, getCustom, isReady, startTestEnv, waitForObject, type KeywardTestEnv, type RunningKeyward } from "./support/keyward.ts";
 import type { KubeObject } from "../../src/engine/types.ts";
 import { GAUGE_NAME } from "../../src/resources/certificateprofile.ts";
 
@@ -24,9 +24,10 @@ const fleet = Array.from({ length: 120 }, (_, i) => ({
   createdAt: new Date(Date.parse("2020-01-01T00:00:00Z") + i * 1000).toISOString(),
 }));
 
+let env: KeywardTestEnv | undefined;
 let kc: KubeConfig;
 let emulator: Emulator;
-let ns: { name: string; cleanup(): Promise<void> };
+let ns: TestNamespace;
 let keyward: RunningKeyward;
 
 const profileResource = (name: string, spec: Record<string, unknown>): object => ({
@@ -40,12 +41,12 @@ type Counts = { total: number; active: number; expired: number; expiring: number
 type Status = Record<string, unknown> & { certificates?: Counts };
 const statusOf = (obj: KubeObject | undefined): Status => obj?.status ?? {};
 
-async function readyProfile(name: string, pass: (s: Status) => boolean = () => true): Promise<KubeObject> {
-  return waitFor(async () => {
-    const obj = await getCustom(kc, ns.name, "certificateprofiles", name);
-    return obj && isReady(obj) && pass(statusOf(obj)) ? obj : undefined;
-  }, { timeoutMs: 60_000, description: `CertificateProfile ${name} Ready` });
-}
+const readyProfile = (name: string, pass: (s: Status) => boolean = () => true): Promise<KubeObject> =>
+  waitForObject(kc, ns.name, "certificateprofiles", name, {
+    until: (obj) => isReady(obj) && pass(statusOf(obj)),
+    timeoutMs: 60_000,
+    description: `CertificateProfile ${name} Ready`,
+  });
 
 /** The profile as the emulator lists it, fetched independently of keyward. */
 async function listed(slug: string): Promise<Record<string, unknown>> {
@@ -83,19 +84,12 @@ const gaugeOf = (slug: string, c: Counts): Record<string, number> =>
   Object.fromEntries(Object.entries(c).map(([state, v]) => [`${slug}/${state}`, v]));
 
 beforeAll(async () => {
-  kc = testKubeConfig();
-  const seed: Seed = { ...defaultSeed, certificateProfiles: [...fleet, ...seededProfiles] };
-  emulator = await startEmulator({ tokens: [TOKEN], seed });
-  ns = await createTestNamespace("certprofile");
-  await installProvider(kc, ns.name, emulator.url, TOKEN);
-  keyward = await startKeyward(kc, { namespaces: [ns.name], resyncIntervalMs: 2_000 });
+  const seed = { ...defaultSeed, certificateProfiles: [...fleet, ...seededProfiles] };
+  env = await startTestEnv({ prefix: "certprofile", token: TOKEN, emulator: { seed }, keyward: { resyncIntervalMs: 2_000 } });
+  ({ kc, emulator, ns, keyward } = env);
 });
 
-afterAll(async () => {
-  await keyward.stop();
-  await emulator.close();
-  await ns.cleanup();
-});
+afterAll(() => env?.stop());
 
 describe("CertificateProfile", () => {
   it("mirrors each seeded profile into status and gauges", async () => {
@@ -145,14 +139,13 @@ describe("CertificateProfile", () => {
 
   it("never copies the EST passphrase", async () => {
     expect(((await listed("network-devices"))["estConfig"] as { passphrase?: string }).passphrase).toBe(PASSPHRASE);
-    const objects = await kubectl(["get", "certificateprofiles", "-n", ns.name, "-o", "json"]);
-    const events = await kubectl(["get", "events", "-n", ns.name, "-o", "json"]);
-    expect(objects.code).toBe(0);
-    for (const text of [objects.stdout, events.stdout, keyward.logs.join("\n")]) {
+    // exposedTexts throws where kubectl fails
+    const exposed = await exposedTexts(ns.name, keyward.logs, "certificateprofiles");
+    for (const text of exposed.all) {
       expect(text).not.toContain(PASSPHRASE);
       expect(text).not.toContain(TOKEN);
     }
-    expect(objects.stdout).not.toMatch(/passphrase|caChain/);
+    expect(exposed.objects).not.toMatch(/passphrase|caChain/);
   });
 
   it("picks up changed counts on resync", async () => {
@@ -176,10 +169,11 @@ describe("CertificateProfile", () => {
 
   it("an unknown slug is Ready=False NotFound, with no gauge series", async () => {
     await createCustom(kc, ns.name, "certificateprofiles", profileResource("ghost", { projectId: PKI_PROJECT, slug: "no-such-profile" }));
-    const obj = await waitFor(async () => {
-      const o = await getCustom(kc, ns.name, "certificateprofiles", "ghost");
-      return condition(o, "Ready")?.reason === "NotFound" ? o : undefined;
-    }, { timeoutMs: 30_000, description: "NotFound condition" });
+    const obj = await waitForObject(kc, ns.name, "certificateprofiles", "ghost", {
+      until: (o) => condition(o, "Ready")?.reason === "NotFound",
+      timeoutMs: 30_000,
+      description: "NotFound condition",
+    });
     expect(condition(obj, "Ready")?.status).toBe("False");
     expect(condition(obj, "Ready")?.message).toContain("no-such-profile");
     expect(await gauges("ghost")).toEqual({});

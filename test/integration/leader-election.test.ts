@@ -3,15 +3,16 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { CoordinationV1Api, type KubeConfig } from "@kubernetes/client-node";
-import { startEmulator, type Emulator } from "../emulator/server.ts";
-import { createTestNamespace, testKubeConfig, testKubeconfigPath, waitFor } from "../controlplane/testenv.ts";
+import type { Emulator } from "../emulator/server.ts";
+import { testKubeconfigPath, waitFor, type TestNamespace } from "../controlplane/testenv.ts";
 import { freePort } from "../controlplane/controlplane.ts";
-import { createCustom, getCustom, installProvider, isReady } from "./support/keyward.ts";
+import { createCustom, isReady, startTestEnv, waitForObject, type TestEnv } from "./support/keyward.ts";
 
 const TOKEN = "kw-leader-token-c3";
+let env: TestEnv | undefined;
 let kc: KubeConfig;
 let emulator: Emulator;
-let ns: { name: string; cleanup(): Promise<void> };
+let ns: TestNamespace;
 
 interface Replica {
   identity: string;
@@ -55,16 +56,11 @@ async function holder(): Promise<string | undefined> {
 }
 
 beforeAll(async () => {
-  kc = testKubeConfig();
-  emulator = await startEmulator({ tokens: [TOKEN] });
-  ns = await createTestNamespace("leader");
-  await installProvider(kc, ns.name, emulator.url, TOKEN);
+  env = await startTestEnv({ prefix: "leader", token: TOKEN, keyward: false });
+  ({ kc, emulator, ns } = env);
 });
 
-afterAll(async () => {
-  await emulator.close();
-  await ns.cleanup();
-});
+afterAll(() => env?.stop());
 
 it("reconciles with one leader at a time and fails over when the leader stops", async () => {
   const a = await replica("replica-a");
@@ -74,7 +70,7 @@ it("reconciles with one leader at a time and fails over when the leader stops", 
     const [leader, standby] = leaderId === a.identity ? [a, b] : [b, a];
     await waitFor(() => Promise.resolve(started(leader) ? true : undefined), { timeoutMs: 30_000, description: "leader started its controllers" });
     await createCustom(kc, ns.name, "projects", { apiVersion: "keyward.dev/v1alpha1", kind: "Project", metadata: { name: "first" }, spec: { slug: "leader-first" } });
-    await waitFor(async () => (isReady(await getCustom(kc, ns.name, "projects", "first")) ? true : undefined), { timeoutMs: 30_000, description: "first Ready" });
+    await waitForObject(kc, ns.name, "projects", "first", { until: isReady, timeoutMs: 30_000, description: "first Ready" });
     expect(started(standby)).toBe(false);
 
     leader.child.kill("SIGTERM");
@@ -82,7 +78,7 @@ it("reconciles with one leader at a time and fails over when the leader stops", 
     await waitFor(async () => ((await holder()) === standby.identity ? true : undefined), { timeoutMs: 30_000, description: "standby holds the lease" });
     await waitFor(() => Promise.resolve(started(standby) ? true : undefined), { timeoutMs: 30_000, description: "standby started its controllers" });
     await createCustom(kc, ns.name, "projects", { apiVersion: "keyward.dev/v1alpha1", kind: "Project", metadata: { name: "second" }, spec: { slug: "leader-second" } });
-    await waitFor(async () => (isReady(await getCustom(kc, ns.name, "projects", "second")) ? true : undefined), { timeoutMs: 30_000, description: "second Ready after failover" });
+    await waitForObject(kc, ns.name, "projects", "second", { until: isReady, timeoutMs: 30_000, description: "second Ready after failover" });
     expect(emulator.requests().filter((r) => r.operation === "createProject")).toHaveLength(2);
   } finally {
     a.child.kill("SIGTERM");

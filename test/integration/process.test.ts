@@ -3,27 +3,21 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { KubeConfig } from "@kubernetes/client-node";
-import { startEmulator, type Emulator } from "../emulator/server.ts";
-import { createTestNamespace, testKubeConfig, testKubeconfigPath, waitFor } from "../controlplane/testenv.ts";
+import { testKubeconfigPath, waitFor, type TestNamespace } from "../controlplane/testenv.ts";
 import { freePort } from "../controlplane/controlplane.ts";
-import { createCustom, getCustom, installProvider, isReady } from "./support/keyward.ts";
+import { createCustom, isReady, startTestEnv, waitForObject, type TestEnv } from "./support/keyward.ts";
 
 const TOKEN = "kw-process-token-88e1";
+let env: TestEnv | undefined;
 let kc: KubeConfig;
-let emulator: Emulator;
-let ns: { name: string; cleanup(): Promise<void> };
+let ns: TestNamespace;
 
 beforeAll(async () => {
-  kc = testKubeConfig();
-  emulator = await startEmulator({ tokens: [TOKEN] });
-  ns = await createTestNamespace("process");
-  await installProvider(kc, ns.name, emulator.url, TOKEN);
+  env = await startTestEnv({ prefix: "process", token: TOKEN, keyward: false });
+  ({ kc, ns } = env);
 });
 
-afterAll(async () => {
-  await emulator.close();
-  await ns.cleanup();
-});
+afterAll(() => env?.stop());
 
 function run(args: string[]): { child: ChildProcess; output: () => string; exited: Promise<number | string> } {
   const child = spawn(process.execPath, ["src/main.ts", ...args], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, KUBECONFIG: testKubeconfigPath() } });
@@ -56,7 +50,7 @@ it("serves health, readiness and controller-runtime metrics, and stops gracefull
     await waitFor(async () => ((await get(`http://127.0.0.1:${healthPort}/readyz`)).status === 200 ? true : undefined), { timeoutMs: 30_000, description: "/readyz 200" });
     expect((await get(`http://127.0.0.1:${healthPort}/healthz`)).status).toBe(200);
     await createCustom(kc, ns.name, "projects", { apiVersion: "keyward.dev/v1alpha1", kind: "Project", metadata: { name: "proc" }, spec: { slug: "process-project" } });
-    await waitFor(async () => (isReady(await getCustom(kc, ns.name, "projects", "proc")) ? true : undefined), { timeoutMs: 30_000, description: "Project Ready" });
+    await waitForObject(kc, ns.name, "projects", "proc", { until: isReady, timeoutMs: 30_000, description: "Project Ready" });
     const metrics = await waitFor(async () => {
       const m = await get(`http://127.0.0.1:${metricsPort}/metrics`);
       return m.body.includes('keyward_api_requests_total{operation="createProject",status="200"}') ? m.body : undefined;

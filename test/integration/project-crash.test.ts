@@ -3,27 +3,23 @@
 // second one (the create-pending guard).
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { KubeConfig } from "@kubernetes/client-node";
-import { startEmulator, type Emulator } from "../emulator/server.ts";
-import { createTestNamespace, testKubeConfig, testKubeconfigPath, waitFor } from "../controlplane/testenv.ts";
-import { createCustom, getCustom, installProvider, isReady } from "./support/keyward.ts";
+import type { Emulator } from "../emulator/server.ts";
+import { testKubeconfigPath, waitFor, type TestNamespace } from "../controlplane/testenv.ts";
+import { createCustom, getCustom, isReady, startTestEnv, waitForObject, type TestEnv } from "./support/keyward.ts";
 import { spawnKeyward } from "./support/keyward-process.ts";
 
 const TOKEN = "kw-crash-token-51d0";
+let env: TestEnv | undefined;
 let kc: KubeConfig;
 let emulator: Emulator;
-let ns: { name: string; cleanup(): Promise<void> };
+let ns: TestNamespace;
 
 beforeAll(async () => {
-  kc = testKubeConfig();
-  emulator = await startEmulator({ tokens: [TOKEN] });
-  ns = await createTestNamespace("project-crash");
-  await installProvider(kc, ns.name, emulator.url, TOKEN);
+  env = await startTestEnv({ prefix: "project-crash", token: TOKEN, keyward: false });
+  ({ kc, emulator, ns } = env);
 });
 
-afterAll(async () => {
-  await emulator.close();
-  await ns.cleanup();
-});
+afterAll(() => env?.stop());
 
 async function projectsWithSlug(slug: string): Promise<Array<{ id: string }>> {
   const res = await fetch(`${emulator.url}/api/v1/projects`, { headers: { authorization: `Bearer ${TOKEN}` } });
@@ -52,10 +48,7 @@ it("does not create a project twice when killed between create and status write"
   const second = spawnKeyward(testKubeconfigPath(), ns.name, { resyncIntervalMs: 2_000 });
   try {
     await second.started;
-    const ready = await waitFor(async () => {
-      const obj = await getCustom(kc, ns.name, "projects", "crashy");
-      return isReady(obj) ? obj : undefined;
-    }, { timeoutMs: 30_000, description: "Project Ready after restart" });
+    const ready = await waitForObject(kc, ns.name, "projects", "crashy", { until: isReady, timeoutMs: 30_000, description: "Project Ready after restart" });
     const found = await projectsWithSlug("crashy-project");
     expect(found).toHaveLength(1);
     expect((ready.status as { projectId?: string }).projectId).toBe(found[0]?.id);

@@ -1,15 +1,16 @@
 // Project end to end: a real kube-apiserver, the emulator over HTTP, keyward in-process.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { KubeConfig } from "@kubernetes/client-node";
-import { startEmulator, type Emulator } from "../emulator/server.ts";
-import { createTestNamespace, kubectl, testKubeConfig, waitFor } from "../controlplane/testenv.ts";
-import { condition, createCustom, deleteCustom, getCustom, installProvider, isReady, mergePatchCustom, startKeyward, type RunningKeyward } from "./support/keyward.ts";
+import type { Emulator } from "../emulator/server.ts";
+import { kubectl, waitFor, type TestNamespace } from "../controlplane/testenv.ts";
+import { condition, createCustom, deleteCustom, exposedTexts, getCustom, isReady, mergePatchCustom, startTestEnv, waitForObject, type KeywardTestEnv, type RunningKeyward } from "./support/keyward.ts";
 import type { KubeObject } from "../../src/engine/types.ts";
 
 const TOKEN = "kw-test-operator-token-7f3a9c";
+let env: KeywardTestEnv | undefined;
 let kc: KubeConfig;
 let emulator: Emulator;
-let ns: { name: string; cleanup(): Promise<void> };
+let ns: TestNamespace;
 let keyward: RunningKeyward;
 
 const project = (name: string, spec: Record<string, unknown>): object => ({
@@ -19,32 +20,25 @@ const project = (name: string, spec: Record<string, unknown>): object => ({
   spec,
 });
 
-async function readyProject(name: string): Promise<KubeObject> {
-  return waitFor(async () => {
-    const obj = await getCustom(kc, ns.name, "projects", name);
-    return isReady(obj) ? obj : undefined;
-  }, { timeoutMs: 30_000, description: `Project ${name} Ready` });
-}
+const waitForProject = (name: string, description: string, until: (obj: KubeObject) => boolean): Promise<KubeObject> =>
+  waitForObject(kc, ns.name, "projects", name, { until, timeoutMs: 30_000, description });
+
+const readyProject = (name: string): Promise<KubeObject> => waitForProject(name, `Project ${name} Ready`, isReady);
 
 const calls = (op: string, pathPart?: string): number =>
   emulator.requests().filter((r) => r.operation === op && (pathPart === undefined || r.path.includes(pathPart))).length;
 
 beforeAll(async () => {
-  kc = testKubeConfig();
-  emulator = await startEmulator({
-    tokens: [TOKEN],
-    seed: { projects: [{ name: "Existing", slug: "existing-project" }] },
+  env = await startTestEnv({
+    prefix: "project",
+    token: TOKEN,
+    emulator: { seed: { projects: [{ name: "Existing", slug: "existing-project" }] } },
+    keyward: { resyncIntervalMs: 2_000 },
   });
-  ns = await createTestNamespace("project");
-  await installProvider(kc, ns.name, emulator.url, TOKEN);
-  keyward = await startKeyward(kc, { namespaces: [ns.name], resyncIntervalMs: 2_000 });
+  ({ kc, emulator, ns, keyward } = env);
 });
 
-afterAll(async () => {
-  await keyward.stop();
-  await emulator.close();
-  await ns.cleanup();
-});
+afterAll(() => env?.stop());
 
 describe("Project", () => {
   it("creates the project and reports its id, slug and environments", async () => {
@@ -63,10 +57,7 @@ describe("Project", () => {
   it("applies a spec change with exactly one update call, then none", async () => {
     const before = calls("updateProject");
     await mergePatchCustom(kc, ns.name, "projects", "payments", { spec: { description: "renamed team", pitVersionLimit: 42 } });
-    await waitFor(async () => {
-      const obj = await getCustom(kc, ns.name, "projects", "payments");
-      return isReady(obj) && condition(obj, "Synced")?.observedGeneration === obj?.metadata.generation ? obj : undefined;
-    }, { timeoutMs: 30_000, description: "Project synced at the new generation" });
+    await waitForProject("payments", "Project synced at the new generation", (obj) => isReady(obj) && condition(obj, "Synced")?.observedGeneration === obj.metadata.generation);
     await waitFor(() => Promise.resolve(calls("updateProject") > before ? true : undefined), { timeoutMs: 30_000, description: "update call" });
     const updates = emulator.requests().filter((r) => r.operation === "updateProject").slice(before);
     expect(updates).toHaveLength(1);
@@ -95,10 +86,7 @@ describe("Project", () => {
 
   it("renames the project when the slug changes", async () => {
     await mergePatchCustom(kc, ns.name, "projects", "payments", { spec: { slug: "payments-main" } });
-    await waitFor(async () => {
-      const obj = await getCustom(kc, ns.name, "projects", "payments");
-      return (obj?.status as Record<string, string> | undefined)?.["slug"] === "payments-main" ? obj : undefined;
-    }, { timeoutMs: 30_000, description: "slug renamed" });
+    await waitForProject("payments", "slug renamed", (obj) => (obj.status as Record<string, string> | undefined)?.["slug"] === "payments-main");
     expect(calls("createProject")).toBe(1);
   });
 
@@ -111,10 +99,7 @@ describe("Project", () => {
 
   it("refuses to take over a taken slug with creationPolicy Create", async () => {
     await createCustom(kc, ns.name, "projects", project("squatter", { slug: "existing-project" }));
-    const obj = await waitFor(async () => {
-      const o = await getCustom(kc, ns.name, "projects", "squatter");
-      return condition(o, "Synced")?.reason === "AlreadyExists" ? o : undefined;
-    }, { timeoutMs: 30_000, description: "AlreadyExists condition" });
+    const obj = await waitForProject("squatter", "AlreadyExists condition", (o) => condition(o, "Synced")?.reason === "AlreadyExists");
     expect(condition(obj, "Synced")?.status).toBe("False");
     expect(calls("createProject")).toBe(1);
   });
@@ -136,10 +121,7 @@ describe("Project", () => {
     const id = (obj.status as Record<string, string>)["projectId"]!;
     expect(obj.metadata.finalizers).toContain("keyward.dev/finalizer");
     await deleteCustom(kc, ns.name, "projects", "doomed");
-    const blocked = await waitFor(async () => {
-      const o = await getCustom(kc, ns.name, "projects", "doomed");
-      return condition(o, "Ready")?.reason === "DeleteProtected" ? o : undefined;
-    }, { timeoutMs: 30_000, description: "DeleteProtected condition" });
+    const blocked = await waitForProject("doomed", "DeleteProtected condition", (o) => condition(o, "Ready")?.reason === "DeleteProtected");
     expect(condition(blocked, "Ready")?.message).toContain("delete protection");
     expect(calls("deleteProject")).toBe(0);
     // Lifting the protection at the service lets the deletion finish.
@@ -165,10 +147,7 @@ describe("Project", () => {
 
   it("leaves a paused project alone and never writes with managementPolicy ObserveOnly", async () => {
     await createCustom(kc, ns.name, "projects", project("observer", { slug: "existing-project", creationPolicy: "Adopt", managementPolicy: "ObserveOnly", description: "not what the service has" }));
-    const observed = await waitFor(async () => {
-      const o = await getCustom(kc, ns.name, "projects", "observer");
-      return condition(o, "Synced")?.reason === "ObserveOnly" ? o : undefined;
-    }, { timeoutMs: 30_000, description: "ObserveOnly condition" });
+    const observed = await waitForProject("observer", "ObserveOnly condition", (o) => condition(o, "Synced")?.reason === "ObserveOnly");
     expect(condition(observed, "Synced")?.status).toBe("False");
     expect(condition(observed, "Synced")?.message).toContain("description");
     expect(condition(observed, "Ready")?.status).toBe("True");
@@ -182,8 +161,6 @@ describe("Project", () => {
   });
 
   it("never writes the token into logs, events or status", async () => {
-    const events = await kubectl(["get", "events", "-n", ns.name, "-o", "json"]);
-    const objects = await kubectl(["get", "projects,providerconfigs", "-n", ns.name, "-o", "json"]);
-    for (const text of [keyward.logs.join("\n"), events.stdout, objects.stdout]) expect(text).not.toContain(TOKEN);
+    for (const text of (await exposedTexts(ns.name, keyward.logs, "projects,providerconfigs")).all) expect(text).not.toContain(TOKEN);
   });
 });

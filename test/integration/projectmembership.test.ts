@@ -2,9 +2,9 @@
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { KubeConfig } from "@kubernetes/client-node";
-import { startEmulator, type Emulator, type RecordedRequest } from "../emulator/server.ts";
-import { createTestNamespace, kubectl, testKubeConfig, waitFor } from "../controlplane/testenv.ts";
-import { condition, createCustom, deleteCustom, getCustom, installProvider, isReady, startKeyward, type RunningKeyward } from "./support/keyward.ts";
+import type { Emulator, RecordedRequest, Seed } from "../emulator/server.ts";
+import { kubectl, waitFor, type TestNamespace } from "../controlplane/testenv.ts";
+import { condition, createCustom, deleteCustom, exposedTexts, getCustom, isReady, startTestEnv, waitForObject, type KeywardTestEnv, type RunningKeyward } from "./support/keyward.ts";
 import type { KubeObject } from "../../src/engine/types.ts";
 
 const TOKEN = "kw-membership-token-5c81e2d9";
@@ -15,9 +15,10 @@ const ids = {
   securityTeam: "c0000000-0002-4000-8000-000000000002",
 };
 
+let env: KeywardTestEnv | undefined;
 let kc: KubeConfig;
 let emulator: Emulator;
-let ns: { name: string; cleanup(): Promise<void> };
+let ns: TestNamespace;
 let keyward: RunningKeyward;
 
 type Status = Record<string, unknown> & { roles?: Array<Record<string, unknown>> };
@@ -31,12 +32,11 @@ const membership = (name: string, spec: Record<string, unknown>): object => ({
 
 const statusOf = (obj: KubeObject | undefined): Status => (obj?.status ?? {});
 
-async function readyMembership(name: string): Promise<KubeObject> {
-  return waitFor(async () => {
-    const obj = await getCustom(kc, ns.name, "projectmemberships", name);
-    return isReady(obj) && condition(obj, "Synced")?.status === "True" ? obj : undefined;
-  }, { timeoutMs: 30_000, description: `ProjectMembership ${name} Ready` });
-}
+const waitForMembership = (name: string, description: string, until: (obj: KubeObject) => boolean): Promise<KubeObject> =>
+  waitForObject(kc, ns.name, "projectmemberships", name, { until, timeoutMs: 30_000, description });
+
+const readyMembership = (name: string): Promise<KubeObject> =>
+  waitForMembership(name, `ProjectMembership ${name} Ready`, (obj) => isReady(obj) && condition(obj, "Synced")?.status === "True");
 
 const requests = (op: string, pathPart?: string): RecordedRequest[] =>
   emulator.requests().filter((r) => r.operation === op && (pathPart === undefined || r.path.includes(pathPart)));
@@ -55,42 +55,34 @@ async function serviceRoles(path: string, pick: (body: Record<string, unknown>) 
   return pick((await res.json()) as Record<string, unknown>);
 }
 
+const seed: Seed = {
+  users: [
+    { id: ids.alice, username: "alice@example.com" },
+    { username: "bob@example.com" },
+    { username: "carol@example.com" },
+    { username: "dave@example.com" },
+  ],
+  groups: [
+    { id: ids.platformTeam, name: "Platform Team", slug: "platform-team" },
+    { id: ids.securityTeam, name: "Security Team", slug: "security-team" },
+  ],
+  projects: [{ id: PROJECT_ID, name: "Team", slug: "team-project" }],
+  customRoles: [{ projectId: PROJECT_ID, slug: "deployer", name: "Deployer" }],
+  memberships: [
+    { projectId: PROJECT_ID, username: "alice@example.com", roles: [{ role: "viewer" }] },
+    { projectId: PROJECT_ID, username: "bob@example.com", roles: [{ role: "viewer" }] },
+    { projectId: PROJECT_ID, username: "dave@example.com", roles: [{ role: "viewer" }] },
+    { projectId: PROJECT_ID, groupId: ids.platformTeam, roles: [{ role: "viewer" }] },
+    { projectId: PROJECT_ID, groupId: ids.securityTeam, roles: [{ role: "viewer" }] },
+  ],
+};
+
 beforeAll(async () => {
-  kc = testKubeConfig();
-  emulator = await startEmulator({
-    tokens: [TOKEN],
-    seed: {
-      users: [
-        { id: ids.alice, username: "alice@example.com" },
-        { username: "bob@example.com" },
-        { username: "carol@example.com" },
-        { username: "dave@example.com" },
-      ],
-      groups: [
-        { id: ids.platformTeam, name: "Platform Team", slug: "platform-team" },
-        { id: ids.securityTeam, name: "Security Team", slug: "security-team" },
-      ],
-      projects: [{ id: PROJECT_ID, name: "Team", slug: "team-project" }],
-      customRoles: [{ projectId: PROJECT_ID, slug: "deployer", name: "Deployer" }],
-      memberships: [
-        { projectId: PROJECT_ID, username: "alice@example.com", roles: [{ role: "viewer" }] },
-        { projectId: PROJECT_ID, username: "bob@example.com", roles: [{ role: "viewer" }] },
-        { projectId: PROJECT_ID, username: "dave@example.com", roles: [{ role: "viewer" }] },
-        { projectId: PROJECT_ID, groupId: ids.platformTeam, roles: [{ role: "viewer" }] },
-        { projectId: PROJECT_ID, groupId: ids.securityTeam, roles: [{ role: "viewer" }] },
-      ],
-    },
-  });
-  ns = await createTestNamespace("membership");
-  await installProvider(kc, ns.name, emulator.url, TOKEN);
-  keyward = await startKeyward(kc, { namespaces: [ns.name], resyncIntervalMs: 2_000 });
+  env = await startTestEnv({ prefix: "membership", token: TOKEN, emulator: { seed }, keyward: { resyncIntervalMs: 2_000 } });
+  ({ kc, emulator, ns, keyward } = env);
 });
 
-afterAll(async () => {
-  await keyward.stop();
-  await emulator.close();
-  await ns.cleanup();
-});
+afterAll(() => env?.stop());
 
 describe("ProjectMembership", () => {
   it("changes a user's roles to the spec with one update call, then none", async () => {
@@ -154,10 +146,7 @@ describe("ProjectMembership", () => {
     const shortRole = { role: "admin", isTemporary: true, temporaryMode: "relative", temporaryRange: "3s", temporaryAccessStartTime: start };
     await createCustom(kc, ns.name, "projectmemberships", membership("dave", { username: "dave@example.com", roles: [{ role: "viewer" }, shortRole] }));
     await readyMembership("dave");
-    const ended = await waitFor(async () => {
-      const obj = await getCustom(kc, ns.name, "projectmemberships", "dave");
-      return statusOf(obj).roles?.some((r) => r["expired"] === true) ? obj : undefined;
-    }, { timeoutMs: 30_000, description: "the temporary role reported as ended" });
+    const ended = await waitForMembership("dave", "the temporary role reported as ended", (obj) => statusOf(obj).roles?.some((r) => r["expired"] === true) ?? false);
     expect(statusOf(ended)["nextTemporaryAccessEndTime"]).toBeUndefined();
     expect(isReady(ended)).toBe(true);
     expect(requests("updateMembership").filter((r) => JSON.stringify(r.body).includes("3s"))).toHaveLength(1);
@@ -185,10 +174,7 @@ describe("ProjectMembership", () => {
   it("reports a user who is not a member as MemberNotFound, then manages them once they join", async () => {
     const writesBefore = requests("updateMembership").length;
     await createCustom(kc, ns.name, "projectmemberships", membership("carol", { username: "carol@example.com", roles: [{ role: "member" }] }));
-    const missing = await waitFor(async () => {
-      const obj = await getCustom(kc, ns.name, "projectmemberships", "carol");
-      return condition(obj, "Ready")?.reason === "MemberNotFound" ? obj : undefined;
-    }, { timeoutMs: 30_000, description: "MemberNotFound" });
+    const missing = await waitForMembership("carol", "MemberNotFound", (obj) => condition(obj, "Ready")?.reason === "MemberNotFound");
     expect(condition(missing, "Ready")?.status).toBe("False");
     expect(condition(missing, "Synced")).toMatchObject({ status: "False", reason: "MemberNotFound" });
     expect(condition(missing, "Ready")?.message).toContain("carol@example.com is not a member");
@@ -252,9 +238,8 @@ describe("ProjectMembership", () => {
   });
 
   it("never writes the token into logs, events or status", async () => {
-    const events = await kubectl(["get", "events", "-n", ns.name, "-o", "json"]);
-    const objects = await kubectl(["get", "projectmemberships,projects,providerconfigs", "-n", ns.name, "-o", "json"]);
-    expect(objects.stdout).toContain("ProjectMembership");
-    for (const text of [keyward.logs.join("\n"), events.stdout, objects.stdout]) expect(text).not.toContain(TOKEN);
+    const exposed = await exposedTexts(ns.name, keyward.logs, "projectmemberships,projects,providerconfigs");
+    expect(exposed.objects).toContain("ProjectMembership");
+    for (const text of exposed.all) expect(text).not.toContain(TOKEN);
   });
 });

@@ -2,33 +2,29 @@
 // bad token or an unreachable service gets a condition with a reason, not a crash loop.
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { KubeConfig } from "@kubernetes/client-node";
-import { startEmulator, type Emulator } from "../emulator/server.ts";
-import { createTestNamespace, kubectl, testKubeConfig, waitFor } from "../controlplane/testenv.ts";
+import { waitFor, type TestNamespace } from "../controlplane/testenv.ts";
 import { freePort } from "../controlplane/controlplane.ts";
-import { condition, createCustom, getCustom, installProvider, startKeyward, type RunningKeyward } from "./support/keyward.ts";
+import { condition, createCustom, exposedTexts, getCustom, installProvider, startKeyward, startTestEnv, type RunningKeyward, type TestEnv } from "./support/keyward.ts";
 
 const TOKEN = "kw-pc-good-token-a1";
 const BAD = "kw-pc-wrong-token-b2";
+let env: TestEnv | undefined;
 let kc: KubeConfig;
-let emulator: Emulator;
-let ns: { name: string; cleanup(): Promise<void> };
+let ns: TestNamespace;
 let keyward: RunningKeyward;
 
 beforeAll(async () => {
-  kc = testKubeConfig();
-  emulator = await startEmulator({ tokens: [TOKEN] });
-  ns = await createTestNamespace("providerconfig");
-  await installProvider(kc, ns.name, emulator.url, TOKEN, "good");
-  await installProvider(kc, ns.name, emulator.url, BAD, "bad");
+  // Three ProviderConfigs and no default; keyward starts once they exist.
+  env = await startTestEnv({ prefix: "providerconfig", token: TOKEN, provider: false, keyward: false });
+  ({ kc, ns } = env);
+  await installProvider(kc, ns.name, env.emulator.url, TOKEN, "good");
+  await installProvider(kc, ns.name, env.emulator.url, BAD, "bad");
   await installProvider(kc, ns.name, `http://127.0.0.1:${await freePort()}`, TOKEN, "unreachable");
   keyward = await startKeyward(kc, { namespaces: [ns.name], resyncIntervalMs: 2_000 });
+  env.onStop(() => keyward.stop());
 });
 
-afterAll(async () => {
-  await keyward.stop();
-  await emulator.close();
-  await ns.cleanup();
-});
+afterAll(() => env?.stop());
 
 const readyReason = async (plural: string, name: string, reason: string): Promise<{ status: string; message: string }> =>
   waitFor(async () => {
@@ -55,8 +51,7 @@ it("gives a Project behind a bad token or no service a reason, and keyward keeps
   // The good path still works beside them.
   await createCustom(kc, ns.name, "projects", { apiVersion: "keyward.dev/v1alpha1", kind: "Project", metadata: { name: "p-good" }, spec: { slug: "good-project", providerConfigRef: { name: "good" } } });
   await waitFor(async () => (condition(await getCustom(kc, ns.name, "projects", "p-good"), "Ready")?.status === "True" ? true : undefined), { timeoutMs: 30_000, description: "good project Ready" });
-  const events = await kubectl(["get", "events", "-n", ns.name, "-o", "json"]);
-  for (const text of [keyward.logs.join("\n"), events.stdout]) {
+  for (const text of (await exposedTexts(ns.name, keyward.logs)).all) {
     expect(text).not.toContain(TOKEN);
     expect(text).not.toContain(BAD);
   }

@@ -1,22 +1,23 @@
 // SecretSync when keyward dies at the worst moment: keyward runs as a child process and is
 // SIGKILLed while the emulator holds the answer to a call it has already applied (a latency
 // fault after handling). The next keyward must find what the dead one did, not do it again.
-import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { KubeConfig } from "@kubernetes/client-node";
-import { startEmulator, type Emulator } from "../emulator/server.ts";
-import type { RecordedRequest, Seed } from "../emulator/types.ts";
-import { createTestNamespace, kubectl, testKubeconfigPath, testKubeConfig, waitFor, type TestNamespace } from "../controlplane/testenv.ts";
-import { condition, createCustom, getCustom, installProvider, mergePatchCustom } from "./support/keyward.ts";
+import type { Emulator } from "../emulator/server.ts";
+import type { RecordedRequest } from "../emulator/types.ts";
+import { loadDefaultSeed } from "../emulator/default-seed.ts";
+import { kubectl, testKubeconfigPath, waitFor, type TestNamespace } from "../controlplane/testenv.ts";
+import { condition, createCustom, exposedTexts, getCustom, mergePatchCustom, startTestEnv, waitForObject, type TestEnv } from "./support/keyward.ts";
 import { spawnKeyward, type KeywardProcess } from "./support/keyward-process.ts";
 import type { KubeObject } from "../../src/engine/types.ts";
 
 const TOKEN = "kw-secretsync-crash-token-93be17";
-const seed = JSON.parse(readFileSync(new URL("../emulator/seed.default.json", import.meta.url), "utf8")) as Seed;
+const seed = loadDefaultSeed();
 const DEMO_PROJECT = "a1b2c3d4-0005-4a00-8000-000000000001";
 const DATA_PLATFORM_CONNECTION = "a1b2c3d4-0004-4a00-8000-000000000003";
 const PLURAL = "secretsyncs";
 
+let env: TestEnv | undefined;
 let kc: KubeConfig;
 let emulator: Emulator;
 let ns: TestNamespace;
@@ -35,12 +36,8 @@ const statusOf = (obj: KubeObject | undefined): Record<string, unknown> => obj?.
 const logOf = (op: string, pathPart?: string): RecordedRequest[] =>
   emulator.requests().filter((r) => r.operation === op && (pathPart === undefined || r.path.includes(pathPart)));
 
-async function waitUntil(name: string, what: string, test: (obj: KubeObject) => boolean): Promise<KubeObject> {
-  return waitFor(async () => {
-    const obj = await getCustom(kc, ns.name, PLURAL, name);
-    return obj && test(obj) ? obj : undefined;
-  }, { timeoutMs: 60_000, description: `SecretSync ${name}: ${what}` });
-}
+const waitUntil = (name: string, what: string, until: (obj: KubeObject) => boolean): Promise<KubeObject> =>
+  waitForObject(kc, ns.name, PLURAL, name, { until, timeoutMs: 60_000, description: `SecretSync ${name}: ${what}` });
 
 async function syncsNamed(name: string): Promise<{ id: string; name: string }[]> {
   const state = (await (await fetch(`${emulator.url}/_emulator/state`)).json()) as { syncs: Record<string, { id: string; name: string }> };
@@ -48,17 +45,14 @@ async function syncsNamed(name: string): Promise<{ id: string; name: string }[]>
 }
 
 beforeAll(async () => {
-  kc = testKubeConfig();
-  emulator = await startEmulator({ tokens: [TOKEN], seed, jobDelayMs: 300 });
-  ns = await createTestNamespace("secretsync-crash");
-  await installProvider(kc, ns.name, emulator.url, TOKEN);
+  env = await startTestEnv({ prefix: "secretsync-crash", token: TOKEN, emulator: { seed, jobDelayMs: 300 }, keyward: false });
+  ({ kc, emulator, ns } = env);
+  env.onStop(async () => {
+    for (const p of processes) if (p.child.exitCode === null && p.child.signalCode === null) await p.stop();
+  });
 });
 
-afterAll(async () => {
-  for (const p of processes) if (p.child.exitCode === null && p.child.signalCode === null) await p.stop();
-  await emulator.close();
-  await ns.cleanup();
-});
+afterAll(() => env?.stop());
 
 describe("SecretSync across a killed keyward", () => {
   it("creates no second sync when keyward is killed between the create and the status write", async () => {
@@ -156,10 +150,8 @@ describe("SecretSync across a killed keyward", () => {
   });
 
   it("never writes the token into the logs of any keyward, events or status", async () => {
-    const events = await kubectl(["get", "events", "-n", ns.name, "-o", "json"]);
-    const objects = await kubectl(["get", "secretsyncs,providerconfigs", "-n", ns.name, "-o", "json"]);
-    const logs = processes.flatMap((p) => p.logs).join("\n");
-    expect(logs).toContain("keyward started");
-    for (const text of [logs, events.stdout, objects.stdout]) expect(text).not.toContain(TOKEN);
+    const logs = processes.flatMap((p) => p.logs);
+    expect(logs.join("\n")).toContain("keyward started");
+    for (const text of (await exposedTexts(ns.name, logs, "secretsyncs,providerconfigs")).all) expect(text).not.toContain(TOKEN);
   });
 });

@@ -1,30 +1,45 @@
 // SecretSync end to end: a real kube-apiserver, the emulator over HTTP, keyward in-process.
 // The bodies the service received are read from the emulator's request log.
-import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { startEmulator, type Emulator } from "../emulator/server.ts";
-import type { RecordedRequest, Seed } from "../emulator/types.ts";
-import { createTestNamespace, kubectl, testKubeConfig, waitFor, type TestNamespace } from "../controlplane/testenv.ts";
-import { condition, createCustom, deleteCustom, getCustom, installProvider, isReady, mergePatchCustom, startKeyward, type RunningKeyward } from "./support/keyward.ts";
-import { connectionAppByDestination, type Destination } from "../../src/api/index.ts";
+import type { RecordedRequest } from "../emulator/types.ts";
+import { loadDefaultSeed } from "../emulator/default-seed.ts";
+import { kubectl, waitFor, type TestNamespace } from "../controlplane/testenv.ts";
+import {
+  condition,
+  createCustom,
+  deleteCustom,
+  exposedTexts,
+  getCustom,
+  installProvider,
+  isReady,
+  mergePatchCustom,
+  startKeyward,
+  startTestEnv,
+  waitForObject,
+  type RunningKeyward,
+  type TestEnv,
+} from "./support/keyward.ts";
+import { connectionAppByDestination, destinations, type Destination } from "../../src/api/index.ts";
 import type { KubeObject } from "../../src/engine/types.ts";
 
 const TOKEN = "kw-secretsync-token-5d2e8a41c9";
 const SLOW_TOKEN = "kw-secretsync-slow-token-0b7c3f";
-const seed = JSON.parse(readFileSync(new URL("../emulator/seed.default.json", import.meta.url), "utf8")) as Seed;
+const seed = loadDefaultSeed();
 const DEMO_PROJECT = "a1b2c3d4-0005-4a00-8000-000000000001";
-const connections: Record<Destination, string> = {
-  "workflow-engine": "a1b2c3d4-0004-4a00-8000-000000000001",
-  "code-host": "a1b2c3d4-0004-4a00-8000-000000000002",
-  "data-platform": "a1b2c3d4-0004-4a00-8000-000000000003",
-  "cloud-secrets-manager": "a1b2c3d4-0004-4a00-8000-000000000004",
-  "app-platform": "a1b2c3d4-0004-4a00-8000-000000000005",
-  "git-host": "a1b2c3d4-0004-4a00-8000-000000000006",
-  monitoring: "a1b2c3d4-0004-4a00-8000-000000000007",
-};
 
+/** The seeded connection of each destination. */
+const connections = Object.fromEntries(
+  destinations.map((destination) => {
+    const connection = seed.connections?.find((c) => c.app === connectionAppByDestination[destination]);
+    if (!connection) throw new Error(`the default seed has no connection for ${destination}`);
+    return [destination, connection.id];
+  }),
+) as Record<Destination, string>;
+
+let env: TestEnv | undefined;
 let kc: KubeConfig;
 let emulator: Emulator;
 /** Jobs that take long, for a trigger that meets a running job. */
@@ -58,12 +73,8 @@ const baseSpec = (destination: Destination, destinationConfig: Spec, extra: Spec
 const get = (name: string): Promise<KubeObject | undefined> => getCustom(kc, ns.name, PLURAL, name);
 const statusOf = (obj: KubeObject | undefined): Record<string, unknown> => obj?.status ?? {};
 
-async function waitUntil(name: string, what: string, test: (obj: KubeObject) => boolean, timeoutMs = 60_000): Promise<KubeObject> {
-  return waitFor(async () => {
-    const obj = await get(name);
-    return obj && test(obj) ? obj : undefined;
-  }, { timeoutMs, description: `SecretSync ${name}: ${what}` });
-}
+const waitUntil = (name: string, what: string, until: (obj: KubeObject) => boolean, timeoutMs = 60_000): Promise<KubeObject> =>
+  waitForObject(kc, ns.name, PLURAL, name, { until, timeoutMs, description: `SecretSync ${name}: ${what}` });
 
 const readySync = (name: string): Promise<KubeObject> =>
   waitUntil(name, "Ready at its generation", (o) => isReady(o) && condition(o, "Synced")?.observedGeneration === o.metadata.generation && condition(o, "Synced")?.status === "True");
@@ -102,32 +113,27 @@ async function eventsFor(name: string): Promise<{ type: string; reason: string; 
 }
 
 beforeAll(async () => {
-  kc = testKubeConfig();
-  emulator = await startEmulator({ tokens: [TOKEN], seed, jobDelayMs: 300 });
-  slowEmulator = await startEmulator({ tokens: [SLOW_TOKEN], seed, jobDelayMs: 6_000 });
-  ns = await createTestNamespace("secretsync");
-  await installProvider(kc, ns.name, emulator.url, TOKEN);
+  // A second emulator and its ProviderConfig, and keyward restarted mid-file: keyward is this file's own.
+  env = await startTestEnv({ prefix: "secretsync", token: TOKEN, emulator: { seed, jobDelayMs: 300 }, keyward: false });
+  ({ kc, emulator, ns } = env);
+  const slow = await startEmulator({ tokens: [SLOW_TOKEN], seed, jobDelayMs: 6_000 });
+  slowEmulator = slow;
+  env.onStop(() => slow.close());
   await installProvider(kc, ns.name, slowEmulator.url, SLOW_TOKEN, "slowjobs");
   keyward = await startKeyward(kc, { namespaces: [ns.name], resyncIntervalMs: 2_000 });
+  // Stops the keyward running then, after a restart too.
+  env.onStop(() => keyward.stop());
   await createCustom(kc, ns.name, "projects", {
     apiVersion: "keyward.dev/v1alpha1",
     kind: "Project",
     metadata: { name: "payments" },
     spec: { name: "Payments", slug: "payments-team" },
   });
-  const project = await waitFor(async () => {
-    const obj = await getCustom(kc, ns.name, "projects", "payments");
-    return isReady(obj) ? obj : undefined;
-  }, { timeoutMs: 60_000, description: "Project payments Ready" });
+  const project = await waitForObject(kc, ns.name, "projects", "payments", { until: isReady, timeoutMs: 60_000, description: "Project payments Ready" });
   paymentsProjectId = (project.status as Record<string, string>)["projectId"] ?? "";
 });
 
-afterAll(async () => {
-  await keyward.stop();
-  await emulator.close();
-  await slowEmulator.close();
-  await ns.cleanup();
-});
+afterAll(() => env?.stop());
 
 interface DestinationCase {
   config: Spec;
@@ -405,9 +411,7 @@ describe("SecretSync", () => {
   });
 
   it("never writes a token into logs, events or status", async () => {
-    const events = await kubectl(["get", "events", "-n", ns.name, "-o", "json"]);
-    const objects = await kubectl(["get", "secretsyncs,providerconfigs", "-n", ns.name, "-o", "json"]);
-    for (const text of [[...earlierLogs, ...keyward.logs].join("\n"), events.stdout, objects.stdout]) {
+    for (const text of (await exposedTexts(ns.name, [...earlierLogs, ...keyward.logs], "secretsyncs,providerconfigs")).all) {
       expect(text).not.toContain(TOKEN);
       expect(text).not.toContain(SLOW_TOKEN);
     }

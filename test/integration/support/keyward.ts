@@ -1,11 +1,14 @@
 // Runs keyward in-process against the test control plane and an emulator, with its log lines
-// captured so tests can scan them (for secrets, for reasons).
+// captured so tests can scan them (for secrets, for reasons); startTestEnv sets up the whole
+// environment of one end-to-end test file.
 import { Writable } from "node:stream";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import { createLogger } from "../../../src/log.ts";
 import { createOperator, type Operator } from "../../../src/operator.ts";
 import { GROUP, VERSION, type KubeObject } from "../../../src/engine/types.ts";
+import { startEmulator, type Emulator, type EmulatorOptions } from "../../emulator/server.ts";
+import { createTestNamespace, kubectl, testKubeConfig, waitFor, type TestNamespace } from "../../controlplane/testenv.ts";
 
 export interface RunningKeyward {
   operator: Operator;
@@ -13,7 +16,13 @@ export interface RunningKeyward {
   stop(): Promise<void>;
 }
 
-export async function startKeyward(kc: KubeConfig, opts: { namespaces: string[]; resyncIntervalMs?: number; concurrency?: number }): Promise<RunningKeyward> {
+export interface KeywardOptions {
+  namespaces: string[];
+  resyncIntervalMs?: number;
+  concurrency?: number;
+}
+
+export async function startKeyward(kc: KubeConfig, opts: KeywardOptions): Promise<RunningKeyward> {
   const logs: string[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _enc, cb) {
@@ -84,4 +93,102 @@ export function condition(obj: KubeObject | undefined, type: string): { status: 
 export function isReady(obj: KubeObject | undefined): boolean {
   const c = condition(obj, "Ready");
   return c?.status === "True" && c.observedGeneration === obj?.metadata.generation;
+}
+
+export interface TestEnvOptions {
+  /** Prefix of the fresh namespace's name. */
+  prefix: string;
+  /** The operator's token: the emulator accepts it, the default ProviderConfig's Secret holds it. */
+  token: string;
+  emulator?: Omit<EmulatorOptions, "tokens">;
+  /** A ProviderConfig `default` pointing at the emulator with `token` (default true). */
+  provider?: boolean;
+  /** keyward in-process, watching the namespace; false for a test that runs its own. */
+  keyward?: false | Omit<KeywardOptions, "namespaces">;
+}
+
+/** An emulator, a fresh namespace and (unless told otherwise) its default ProviderConfig. */
+export interface TestEnv {
+  kc: KubeConfig;
+  emulator: Emulator;
+  ns: TestNamespace;
+  token: string;
+  /** Adds a step to stop(), run before the others (the last added first). */
+  onStop(step: () => Promise<unknown>): void;
+  /** Runs the onStop steps, stops keyward, closes the emulator and deletes the namespace: each step even after one failed. */
+  stop(): Promise<void>;
+}
+
+export interface KeywardTestEnv extends TestEnv {
+  keyward: RunningKeyward;
+}
+
+/** What one end-to-end test file needs; a failure half way undoes what was done. */
+export function startTestEnv(opts: TestEnvOptions & { keyward: false }): Promise<TestEnv>;
+export function startTestEnv(opts: TestEnvOptions & { keyward?: Omit<KeywardOptions, "namespaces"> }): Promise<KeywardTestEnv>;
+export async function startTestEnv(opts: TestEnvOptions): Promise<TestEnv | KeywardTestEnv> {
+  const kc = testKubeConfig();
+  const extraSteps: Array<() => Promise<unknown>> = [];
+  let emulator: Emulator | undefined;
+  let ns: TestNamespace | undefined;
+  let keyward: RunningKeyward | undefined;
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> =>
+    (stopping ??= runEach([...[...extraSteps].reverse(), async () => keyward?.stop(), async () => emulator?.close(), async () => ns?.cleanup()]));
+  try {
+    emulator = await startEmulator({ ...opts.emulator, tokens: [opts.token] });
+    ns = await createTestNamespace(opts.prefix);
+    if (opts.provider ?? true) await installProvider(kc, ns.name, emulator.url, opts.token);
+    const env: TestEnv = { kc, emulator, ns, token: opts.token, onStop: (step) => extraSteps.push(step), stop };
+    if (opts.keyward === false) return env;
+    keyward = await startKeyward(kc, { ...opts.keyward, namespaces: [ns.name] });
+    return { ...env, keyward };
+  } catch (err) {
+    await stop().catch(() => undefined);
+    throw err;
+  }
+}
+
+/** Runs every step in turn; throws the failure (or all of them) once all have run. */
+async function runEach(steps: Array<() => Promise<unknown>>): Promise<void> {
+  const failures: unknown[] = [];
+  for (const step of steps) {
+    try {
+      await step();
+    } catch (err) {
+      failures.push(err);
+    }
+  }
+  if (failures.length === 1) throw failures[0];
+  if (failures.length > 1) throw new AggregateError(failures, `${failures.length} steps of the test environment's stop failed`);
+}
+
+/** Polls one custom object until `until` holds for it, and returns it. */
+export async function waitForObject(
+  kc: KubeConfig,
+  namespace: string,
+  plural: string,
+  name: string,
+  opts: { until: (obj: KubeObject) => boolean; timeoutMs: number; description: string },
+): Promise<KubeObject> {
+  return waitFor(async () => {
+    const obj = await getCustom(kc, namespace, plural, name);
+    return obj && opts.until(obj) ? obj : undefined;
+  }, { timeoutMs: opts.timeoutMs, description: opts.description });
+}
+
+/**
+ * Where a credential must never appear: keyward's log lines, the namespace's Events and, with
+ * `kinds` ("projects,providerconfigs"), those objects as kubectl prints them. A failing kubectl
+ * throws, so a scan never passes over an empty text.
+ */
+export async function exposedTexts(namespace: string, logs: readonly string[], kinds?: string): Promise<{ events: string; objects: string; all: string[] }> {
+  const read = async (what: string): Promise<string> => {
+    const result = await kubectl(["get", what, "-n", namespace, "-o", "json"]);
+    if (result.code !== 0) throw new Error(`kubectl get ${what} -n ${namespace} failed: ${result.stderr.trim()}`);
+    return result.stdout;
+  };
+  const events = await read("events");
+  const objects = kinds === undefined ? "" : await read(kinds);
+  return { events, objects, all: [logs.join("\n"), events, objects] };
 }

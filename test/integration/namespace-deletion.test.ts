@@ -1,0 +1,107 @@
+// Deleting a namespace deletes a ProviderConfig, its token Secret and the resources that use
+// them at once. The ProviderConfig and its Secret stay until those resources are finalized, so
+// a Project with deletionPolicy Delete is deleted at the service and the namespace goes away.
+import { afterAll, beforeAll, expect, inject, it } from "vitest";
+import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
+import { startEmulator, type Emulator } from "../emulator/server.ts";
+import { createTestNamespace, testKubeConfig, waitFor } from "../controlplane/testenv.ts";
+import { condition, createCustom, deleteCustom, getCustom, installProvider, isReady, startKeyward, type RunningKeyward } from "./support/keyward.ts";
+
+const TOKEN = "kw-nsdelete-token-d7";
+let kc: KubeConfig;
+let emulator: Emulator;
+let keyward: RunningKeyward;
+let doomed: { name: string; cleanup(): Promise<void> };
+let kept: { name: string; cleanup(): Promise<void> };
+
+const project = (name: string, spec: Record<string, unknown>): object => ({ apiVersion: "keyward.dev/v1alpha1", kind: "Project", metadata: { name }, spec });
+
+async function projectExists(id: string): Promise<boolean> {
+  const res = await fetch(`${emulator.url}/api/v1/projects/${id}`, { headers: { authorization: `Bearer ${TOKEN}` } });
+  return res.status === 200;
+}
+
+beforeAll(async () => {
+  kc = testKubeConfig();
+  emulator = await startEmulator({ tokens: [TOKEN] });
+  doomed = await createTestNamespace("ns-delete");
+  kept = await createTestNamespace("ns-kept");
+  await installProvider(kc, doomed.name, emulator.url, TOKEN);
+  await installProvider(kc, kept.name, emulator.url, TOKEN);
+  keyward = await startKeyward(kc, { namespaces: [doomed.name, kept.name], resyncIntervalMs: 2_000 });
+});
+
+afterAll(async () => {
+  await keyward.stop();
+  await emulator.close();
+  await kept.cleanup();
+});
+
+it("holds the ProviderConfig and its token Secret while a resource uses them", async () => {
+  await createCustom(kc, kept.name, "projects", project("user", { slug: "kept-user-project" }));
+  await waitFor(async () => (isReady(await getCustom(kc, kept.name, "projects", "user")) ? true : undefined), { timeoutMs: 30_000, description: "Project Ready" });
+  const pc = await waitFor(async () => {
+    const o = await getCustom(kc, kept.name, "providerconfigs", "default");
+    return o?.metadata.finalizers?.includes("keyward.dev/in-use") ? o : undefined;
+  }, { timeoutMs: 30_000, description: "ProviderConfig finalizer" });
+  expect((pc.status as { heldSecret?: string }).heldSecret).toBe("default-token");
+  const core = kc.makeApiClient(CoreV1Api);
+  const secret = await core.readNamespacedSecret({ name: "default-token", namespace: kept.name });
+  expect(secret.metadata?.finalizers).toContain("keyward.dev/in-use");
+
+  await deleteCustom(kc, kept.name, "providerconfigs", "default");
+  const inUse = await waitFor(async () => {
+    const o = await getCustom(kc, kept.name, "providerconfigs", "default");
+    return condition(o, "Ready")?.reason === "InUse" ? o : undefined;
+  }, { timeoutMs: 30_000, description: "InUse condition" });
+  expect(condition(inUse, "Ready")?.message).toContain("Project/user");
+  await deleteCustom(kc, kept.name, "projects", "user");
+  await waitFor(async () => ((await getCustom(kc, kept.name, "providerconfigs", "default")) ? undefined : true), { timeoutMs: 30_000, description: "ProviderConfig released" });
+  const after = await core.readNamespacedSecret({ name: "default-token", namespace: kept.name });
+  expect(after.metadata?.finalizers ?? []).not.toContain("keyward.dev/in-use");
+});
+
+it("lets a token Secret the user deletes go at once", async () => {
+  await installProvider(kc, kept.name, emulator.url, TOKEN, "second");
+  const core = kc.makeApiClient(CoreV1Api);
+  await waitFor(async () => {
+    const s = await core.readNamespacedSecret({ name: "second-token", namespace: kept.name });
+    return s.metadata?.finalizers?.includes("keyward.dev/in-use") ? true : undefined;
+  }, { timeoutMs: 30_000, description: "Secret held" });
+  await core.deleteNamespacedSecret({ name: "second-token", namespace: kept.name });
+  await waitFor(async () => {
+    try {
+      await core.readNamespacedSecret({ name: "second-token", namespace: kept.name });
+      return undefined;
+    } catch {
+      return true;
+    }
+  }, { timeoutMs: 30_000, description: "Secret gone" });
+  const pc = await waitFor(async () => {
+    const o = await getCustom(kc, kept.name, "providerconfigs", "second");
+    return condition(o, "Ready")?.reason === "CredentialsNotFound" ? o : undefined;
+  }, { timeoutMs: 30_000, description: "CredentialsNotFound" });
+  expect(condition(pc, "Ready")?.status).toBe("False");
+});
+
+it("deletes a Delete-policy Project at the service when its whole namespace is deleted", async () => {
+  if (!inject("keywardControllerManager")) throw new Error("this test needs kube-controller-manager's namespace controller");
+  await createCustom(kc, doomed.name, "projects", project("goner", { slug: "ns-goner-project", deletionPolicy: "Delete" }));
+  const ready = await waitFor(async () => {
+    const o = await getCustom(kc, doomed.name, "projects", "goner");
+    return isReady(o) ? o : undefined;
+  }, { timeoutMs: 30_000, description: "Project Ready" });
+  const id = (ready.status as { projectId: string }).projectId;
+  expect(await projectExists(id)).toBe(true);
+  await doomed.cleanup();
+  const core = kc.makeApiClient(CoreV1Api);
+  await waitFor(async () => {
+    try {
+      await core.readNamespace({ name: doomed.name });
+      return undefined;
+    } catch {
+      return true;
+    }
+  }, { timeoutMs: 90_000, description: "namespace gone" });
+  expect(await projectExists(id)).toBe(false);
+});
