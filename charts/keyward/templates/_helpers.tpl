@@ -54,10 +54,25 @@ app.kubernetes.io/part-of: keyward
 {{- end }}
 
 {{/*
+"true" when metrics.port equals health.port: keyward then serves /metrics, /healthz and /readyz
+from one server on that port (src/main.ts, startEndpoints), so the pod has one containerPort,
+named metrics, and the probes use it. Empty otherwise.
+*/}}
+{{- define "keyward.sharedPort" -}}
+{{- if eq (int .Values.metrics.port) (int .Values.health.port) }}true{{ end }}
+{{- end }}
+
+{{- define "keyward.healthPortName" -}}
+{{- if include "keyward.sharedPort" . }}metrics{{ else }}health{{ end }}
+{{- end }}
+
+{{/*
 What keyward does in a namespace it watches, and nothing more (see src/ for every call):
 - its six kinds: informers list and watch them; finalizers and annotations are merge patches;
-- their /status: whole-status merge patches; /finalizers: update, which the apiserver checks
-  when an owner reference blocks owner deletion (OwnerReferencesPermissionEnforcement);
+- their /status: whole-status merge patches;
+- accesstokens/finalizers: update, which the apiserver checks (OwnerReferencesPermissionEnforcement)
+  when keyward writes a Secret whose owner reference to its AccessToken sets blockOwnerDeletion;
+  no other kind owns anything;
 - Secrets: ProviderConfig reads its token; AccessToken writes the Secret it issues into;
 - Events: written as core/v1 Events (src/kube/events.ts), created then patched on repeats.
 */}}
@@ -81,13 +96,7 @@ What keyward does in a namespace it watches, and nothing more (see src/ for ever
     - certificateprofiles/status
   verbs: ["get", "patch", "update"]
 - apiGroups: ["keyward.dev"]
-  resources:
-    - providerconfigs/finalizers
-    - projects/finalizers
-    - projectmemberships/finalizers
-    - secretsyncs/finalizers
-    - accesstokens/finalizers
-    - certificateprofiles/finalizers
+  resources: ["accesstokens/finalizers"]
   verbs: ["update"]
 - apiGroups: [""]
   resources: ["secrets"]

@@ -30,7 +30,10 @@ interface Install {
 /** Renders the chart and applies it for real (kubectl apply), as `helm install` would. */
 async function installChart(namespace: string, watchNamespaces: string[]): Promise<Install> {
   const release = `kw-${randomBytes(3).toString("hex")}`;
-  const yaml = await renderChart({ release, namespace, setJson: { watchNamespaces, rbac: { aggregateToDefaultRoles: false } } });
+  // A cluster-wide install leaves out the aggregated ClusterRoles (shared by the whole control
+  // plane); a namespaced one keeps the default, which must render nothing cluster-scoped.
+  const rbac = watchNamespaces.length === 0 ? { aggregateToDefaultRoles: false } : {};
+  const yaml = await renderChart({ release, namespace, setJson: { watchNamespaces, rbac } });
   const applied = await kubectl(["apply", "-f", "-"], { input: yaml });
   expect(applied.code, applied.stderr).toBe(0);
   const docs = parseYamlDocuments(yaml);
@@ -66,8 +69,9 @@ async function serviceAccountKubeConfig(install: Install): Promise<KubeConfig> {
   return kc;
 }
 
-async function canI(install: Install, verb: string, resource: string, namespace?: string): Promise<boolean> {
+async function canI(install: Install, verb: string, resource: string, namespace?: string, subresource?: string): Promise<boolean> {
   const args = ["auth", "can-i", verb, resource, `--as=system:serviceaccount:${install.namespace}:${install.serviceAccount}`];
+  if (subresource) args.push(`--subresource=${subresource}`);
   args.push(...(namespace ? ["--namespace", namespace] : ["--all-namespaces"]));
   const result = await kubectl(args);
   if (result.stdout.trim() !== "yes" && result.stdout.trim() !== "no") throw new Error(`kubectl auth can-i: ${result.stderr}`);
@@ -196,8 +200,15 @@ describe("a namespaced install (Role in one namespace)", () => {
     await Promise.all([releaseNs.cleanup(), inside.cleanup(), outside.cleanup()]);
   });
 
-  it("installs no ClusterRole or ClusterRoleBinding", () => {
+  it("installs no ClusterRole or ClusterRoleBinding, with rbac.aggregateToDefaultRoles at its default", () => {
     expect(install.clusterScoped).toEqual([]);
+  });
+
+  it("may update the finalizers of AccessTokens only (their Secrets block owner deletion)", async () => {
+    expect(await canI(install, "update", "accesstokens.keyward.dev", inside.name, "finalizers")).toBe(true);
+    for (const plural of keywardPlurals.filter((p) => p !== "accesstokens")) {
+      expect(await canI(install, "update", `${plural}.keyward.dev`, inside.name, "finalizers"), plural).toBe(false);
+    }
   });
 
   it("lets keyward reconcile in its namespace", async () => {

@@ -1,8 +1,8 @@
 // The chart's renderings and the kustomize install, accepted by the real apiserver.
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestNamespace, kubectl, type TestNamespace } from "../../controlplane/testenv.ts";
-import { renderChart, repoRoot, valuesAllFile } from "../../unit/chart/helm.ts";
+import { createTestNamespace, kubectl, testKubeconfigPath, type TestNamespace } from "../../controlplane/testenv.ts";
+import { chartDir, helm, parseYamlDocuments, renderChart, repoRoot, valuesAllFile } from "../../unit/chart/helm.ts";
 
 // A ServiceMonitor needs prometheus-operator's CRD; this minimal stand-in lets the apiserver
 // accept (and validate the envelope of) the one the chart renders.
@@ -54,6 +54,16 @@ async function serverDryRun(yaml: string): Promise<string> {
   return result.stdout;
 }
 
+/** The rendered objects whose kind the apiserver serves cluster-scoped. */
+async function clusterScopedAmong(yaml: string): Promise<string[]> {
+  const resources = await kubectl(["api-resources", "--namespaced=false", "--no-headers"]);
+  expect(resources.code, resources.stderr).toBe(0);
+  // The last column is the kind.
+  const clusterKinds = new Set(resources.stdout.split("\n").map((line) => line.trim().split(/\s+/).at(-1)).filter((k) => k !== undefined && k !== ""));
+  expect(clusterKinds.has("ClusterRole")).toBe(true);
+  return parseYamlDocuments(yaml).filter((d) => clusterKinds.has(d.kind)).map((d) => `${d.kind}/${d.metadata.name}`);
+}
+
 describe("helm template | kubectl apply --dry-run=server", () => {
   it("accepts the default values", async () => {
     const out = await serverDryRun(await renderChart({ namespace: release.name }));
@@ -61,18 +71,35 @@ describe("helm template | kubectl apply --dry-run=server", () => {
     expect(out).toMatch(/clusterrole\.rbac\.authorization\.k8s\.io\/kw-keyward (created|configured) \(server dry run\)/);
   });
 
-  it("accepts a namespaced install", async () => {
-    const out = await serverDryRun(await renderChart({ namespace: release.name, setJson: { watchNamespaces: [watchedA.name, watchedB.name] } }));
+  it("accepts a namespaced install, which holds no cluster-scoped object", async () => {
+    const yaml = await renderChart({ namespace: release.name, setJson: { watchNamespaces: [watchedA.name, watchedB.name] } });
+    const out = await serverDryRun(yaml);
     expect(out).toContain(`role.rbac.authorization.k8s.io/kw-keyward created (server dry run)`);
-    expect(out).not.toMatch(/clusterrolebinding/);
+    expect(out).not.toMatch(/clusterrole/);
+    expect(await clusterScopedAmong(yaml)).toEqual([]);
   });
 
   it("accepts every option on", async () => {
     const yaml = await renderChart({ namespace: release.name, valuesFiles: [valuesAllFile], setJson: { watchNamespaces: [watchedA.name, watchedB.name] } });
+    expect(await clusterScopedAmong(yaml)).toEqual([]);
     const out = await serverDryRun(yaml);
     for (const kind of ["poddisruptionbudget.policy", "servicemonitor.monitoring.coreos.com", "providerconfig.keyward.dev", "deployment.apps", "service"]) {
       expect(out).toMatch(new RegExp(`^${kind.replaceAll(".", "\\.")}/\\S+ created \\(server dry run\\)$`, "m"));
     }
+  });
+});
+
+describe("helm install --dry-run=server", () => {
+  it("notes of a namespaced install name the CRDs as its only cluster-scoped objects", async () => {
+    const result = await helm([
+      ...["install", "kw", chartDir, "--namespace", release.name, "--dry-run=server", "--kubeconfig", testKubeconfigPath()],
+      ...["--set-json", `watchNamespaces=${JSON.stringify([watchedA.name])}`],
+    ]);
+    expect(result.code, result.stderr).toBe(0);
+    const notes = result.stdout.slice(result.stdout.indexOf("NOTES:"));
+    expect(notes).toContain(`only in: ${watchedA.name}`);
+    expect(notes).toMatch(/The release has no cluster-scoped objects[\s\S]*except the six CRDs/);
+    expect(result.stdout.slice(0, result.stdout.indexOf("NOTES:"))).not.toMatch(/^kind: Cluster/m);
   });
 });
 

@@ -134,9 +134,30 @@ describe("default values", () => {
 });
 
 describe("a namespaced install (watchNamespaces: [a, b])", () => {
-  it("has a Role and RoleBinding in each watched namespace and nothing cluster-wide for keyward", () => {
-    expect(namespaced.filter((d) => d.kind === "ClusterRoleBinding")).toEqual([]);
-    expect(namespaced.filter((d) => d.kind === "ClusterRole").map((d) => d.metadata.name).sort()).toEqual(["kw-keyward-edit", "kw-keyward-view"]);
+  it("renders no cluster-scoped object, even with rbac.aggregateToDefaultRoles (the default) on", () => {
+    expect(namespaced.filter((d) => d.kind.startsWith("Cluster")).map((d) => `${d.kind}/${d.metadata.name}`)).toEqual([]);
+    expect(namespaced.filter((d) => d.metadata.namespace === undefined).map((d) => `${d.kind}/${d.metadata.name}`)).toEqual([]);
+    expect(kinds(namespaced)).toEqual([
+      "Deployment/keyward-system/kw-keyward",
+      "Role/a/kw-keyward",
+      "Role/b/kw-keyward",
+      "Role/keyward-system/kw-keyward-leader-election",
+      "RoleBinding/a/kw-keyward",
+      "RoleBinding/b/kw-keyward",
+      "RoleBinding/keyward-system/kw-keyward-leader-election",
+      "Service/keyward-system/kw-keyward-metrics",
+      "ServiceAccount/keyward-system/kw-keyward",
+    ]);
+  });
+
+  it("says in its notes and README that the CRDs are the only cluster-scoped objects", () => {
+    const notes = readFileSync(join(chartDir, "templates", "NOTES.txt"), "utf8");
+    expect(notes).not.toContain("nothing cluster-wide");
+    expect(notes).toMatch(/no cluster-scoped objects[^{]*except the six CRDs/);
+    expect(readFileSync(join(chartDir, "README.md"), "utf8")).toMatch(/no cluster-scoped object at all[^#]*CRDs in `crds\/`/);
+  });
+
+  it("has a Role and RoleBinding in each watched namespace", () => {
     for (const ns of ["a", "b"]) {
       expect(rulesOf(findDoc(namespaced, "Role", "kw-keyward", ns))).toEqual(expectedWorkloadGrants);
       const binding = findDoc(namespaced, "RoleBinding", "kw-keyward", ns) as unknown as { roleRef: object; subjects: object[] };
@@ -150,9 +171,8 @@ describe("a namespaced install (watchNamespaces: [a, b])", () => {
 
 describe("every option on (values-all.yaml)", () => {
   it("renders every optional object", () => {
+    // watchNamespaces is set, so no ClusterRole although rbac.aggregateToDefaultRoles is on.
     expect(kinds(everything)).toEqual([
-      "ClusterRole//keyward-operator-edit",
-      "ClusterRole//keyward-operator-view",
       "Deployment/keyward-system/keyward-operator",
       "PodDisruptionBudget/keyward-system/keyward-operator",
       "ProviderConfig/keyward-system/default",
@@ -200,11 +220,63 @@ describe("every option on (values-all.yaml)", () => {
     });
   });
 
+  it("aggregates keyward's kinds into the built-in roles in a cluster-wide install only", async () => {
+    const clusterWide = parseYamlDocuments(await renderChart({ valuesFiles: [valuesAllFile], setJson: { watchNamespaces: [] } }));
+    expect(clusterWide.filter((d) => d.kind === "ClusterRole").map((d) => d.metadata.name).sort()).toEqual(["keyward-operator", "keyward-operator-edit", "keyward-operator-view"]);
+  });
+
   it("renders a PodDisruptionBudget only with more than one replica", async () => {
     const one = parseYamlDocuments(await renderChart({ setJson: { replicas: 1 } }));
     const two = parseYamlDocuments(await renderChart({ setJson: { replicas: 2 } }));
     expect(one.some((d) => d.kind === "PodDisruptionBudget")).toBe(false);
     expect(findDoc(two, "PodDisruptionBudget")).toMatchObject({ spec: { minAvailable: 1 } });
+  });
+});
+
+describe("a PodDisruptionBudget", () => {
+  const pdb = async (replicas: number, budget: object): Promise<Doc> =>
+    findDoc(parseYamlDocuments(await renderChart({ setJson: { replicas, podDisruptionBudget: budget } })), "PodDisruptionBudget");
+
+  it("renders a budget that allows at least one eviction", async () => {
+    expect(await pdb(3, { minAvailable: 2 })).toMatchObject({ spec: { minAvailable: 2 } });
+    // 60% of 3 rounds up to 2: one pod may go.
+    expect(await pdb(3, { minAvailable: "60%" })).toMatchObject({ spec: { minAvailable: "60%" } });
+    const maxOne = (await pdb(2, { minAvailable: 5, maxUnavailable: 1 })) as unknown as { spec: Record<string, unknown> };
+    expect(maxOne.spec["maxUnavailable"]).toBe(1);
+    expect(maxOne.spec).not.toHaveProperty("minAvailable");
+  });
+
+  // minAvailable against replicas, as the disruption controller rounds it (up).
+  const blocking: [string, number, number | string][] = [
+    ["minAvailable equal to replicas", 2, 2],
+    ["minAvailable above replicas", 2, 3],
+    ["a percentage that rounds up to every replica", 2, "60%"],
+    ["minAvailable 100%", 3, "100%"],
+  ];
+
+  it.each(blocking)("fails the render for %s, which would block every node drain", async (_name, replicas, minAvailable) => {
+    const result = await helm(templateArgs({ setJson: { replicas, podDisruptionBudget: { minAvailable } } }));
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain(`podDisruptionBudget.minAvailable ${String(minAvailable)} keeps all ${String(replicas)} replicas up and blocks every node drain`);
+  });
+
+  it("does not check minAvailable without a budget (one replica)", async () => {
+    const docs = parseYamlDocuments(await renderChart({ setJson: { replicas: 1, podDisruptionBudget: { minAvailable: 1 } } }));
+    expect(docs.some((d) => d.kind === "PodDisruptionBudget")).toBe(false);
+  });
+});
+
+describe("metrics.port equal to health.port", () => {
+  it("renders one containerPort, with the probes and the Service on it", async () => {
+    const docs = parseYamlDocuments(await renderChart({ setJson: { metrics: { port: 9000 }, health: { port: 9000 } } }));
+    const c = container(docs);
+    expect(c.ports.map((p) => [p.name, p.containerPort])).toEqual([["metrics", 9000]]);
+    expect(c.livenessProbe.httpGet).toEqual({ path: "/healthz", port: "metrics" });
+    expect(c.readinessProbe.httpGet).toEqual({ path: "/readyz", port: "metrics" });
+    const service = findDoc(docs, "Service") as unknown as { spec: { ports: { targetPort: string }[] } };
+    expect(service.spec.ports.map((p) => p.targetPort)).toEqual(["metrics"]);
+    // keyward serves /metrics, /healthz and /readyz from one server when the two are equal (src/main.ts).
+    expect(envOf(docs)).toMatchObject({ METRICS_PORT: "9000", HEALTH_PORT: "9000" });
   });
 });
 
@@ -227,6 +299,25 @@ describe("values.schema.json", () => {
     ["a ProviderConfig without base URL or Secret", "providerConfig:\n  create: true\n", "/providerConfig"],
     ["a base URL that is not http(s)", "providerConfig:\n  create: true\n  baseUrl: ftp://files.example.test\n  secretName: token\n", "/providerConfig/baseUrl"],
     ["running as root", "podSecurityContext:\n  runAsNonRoot: false\n", "/podSecurityContext/runAsNonRoot"],
+    ["user 0", "podSecurityContext:\n  runAsUser: 0\n", "/podSecurityContext/runAsUser"],
+    ["pod runAsNonRoot dropped with null", "podSecurityContext:\n  runAsNonRoot: null\n", "/podSecurityContext"],
+    ["an Unconfined pod seccomp profile", "podSecurityContext:\n  seccompProfile:\n    type: Unconfined\n", "/podSecurityContext/seccompProfile/type"],
+    ["the pod seccomp profile dropped with null", "podSecurityContext:\n  seccompProfile: null\n", "/podSecurityContext"],
+    ["a Localhost seccomp profile without its file", "podSecurityContext:\n  seccompProfile:\n    type: Localhost\n", "/podSecurityContext/seccompProfile"],
+    ["pod sysctls", "podSecurityContext:\n  sysctls:\n    - {name: kernel.msgmax, value: \"65536\"}\n", "/podSecurityContext"],
+    ["an Unconfined pod AppArmor profile", "podSecurityContext:\n  appArmorProfile:\n    type: Unconfined\n", "/podSecurityContext/appArmorProfile/type"],
+    ["a privileged container", "securityContext:\n  privileged: true\n", "/securityContext/privileged"],
+    ["privilege escalation", "securityContext:\n  allowPrivilegeEscalation: true\n", "/securityContext/allowPrivilegeEscalation"],
+    ["a writable root filesystem", "securityContext:\n  readOnlyRootFilesystem: false\n", "/securityContext/readOnlyRootFilesystem"],
+    ["a container running as root", "securityContext:\n  runAsNonRoot: false\n", "/securityContext/runAsNonRoot"],
+    ["a hardening field dropped with null", "securityContext:\n  allowPrivilegeEscalation: null\n", "/securityContext"],
+    ["an added capability", "securityContext:\n  capabilities:\n    add: [NET_ADMIN]\n", "/securityContext/capabilities/add"],
+    ["capabilities that do not drop ALL", "securityContext:\n  capabilities:\n    drop: [NET_RAW]\n", "/securityContext/capabilities/drop"],
+    ["an unknown securityContext key", "securityContext:\n  procMount: Unmasked\n", "/securityContext"],
+    ["an Unconfined container seccomp profile", "securityContext:\n  seccompProfile:\n    type: Unconfined\n", "/securityContext/seccompProfile/type"],
+    ["a PodDisruptionBudget with maxUnavailable 0", "podDisruptionBudget:\n  maxUnavailable: 0\n", "/podDisruptionBudget/maxUnavailable"],
+    ["a PodDisruptionBudget with maxUnavailable 0%", "podDisruptionBudget:\n  maxUnavailable: 0%\n", "/podDisruptionBudget/maxUnavailable"],
+    ["a PodDisruptionBudget percentage above 100%", "podDisruptionBudget:\n  minAvailable: 150%\n", "/podDisruptionBudget/minAvailable"],
     ["leader election as a string", "leaderElection:\n  enabled: \"yes\"\n", "/leaderElection/enabled"],
     ["an extra env var with both value and valueFrom", "extraEnv:\n  - name: X\n    value: a\n    valueFrom: {secretKeyRef: {name: s, key: k}}\n", "/extraEnv/0"],
     ["a ServiceMonitor interval that is not a duration", "serviceMonitor:\n  enabled: true\n  interval: fast\n", "/serviceMonitor/interval"],
@@ -239,6 +330,34 @@ describe("values.schema.json", () => {
     expect(result.code).not.toBe(0);
     expect(result.stderr).toContain("values don't meet the specifications of the schema");
     expect(result.stderr).toContain(path);
+  });
+
+  it("accepts other users and groups and a Localhost seccomp profile, hardening kept", async () => {
+    const docs = parseYamlDocuments(
+      await renderChart({
+        setJson: {
+          podSecurityContext: { runAsUser: 1000, runAsGroup: 1001, fsGroup: 2000, seccompProfile: { type: "Localhost", localhostProfile: "profiles/keyward.json" } },
+          securityContext: { runAsUser: 1000, runAsGroup: 1001, privileged: false, seccompProfile: { type: "RuntimeDefault" }, capabilities: { drop: ["ALL", "NET_RAW"] } },
+        },
+      }),
+    );
+    expect(podSpec(docs).securityContext).toEqual({
+      runAsNonRoot: true,
+      runAsUser: 1000,
+      runAsGroup: 1001,
+      fsGroup: 2000,
+      seccompProfile: { type: "Localhost", localhostProfile: "profiles/keyward.json" },
+    });
+    expect(container(docs).securityContext).toEqual({
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      runAsNonRoot: true,
+      runAsUser: 1000,
+      runAsGroup: 1001,
+      privileged: false,
+      seccompProfile: { type: "RuntimeDefault" },
+      capabilities: { drop: ["ALL", "NET_RAW"] },
+    });
   });
 
   it("rejects more than one replica without leader election", async () => {

@@ -136,7 +136,8 @@ export const keywardPlurals = ["providerconfigs", "projects", "projectmembership
 export const expectedWorkloadGrants: string[] = flattenRules([
   { apiGroups: ["keyward.dev"], resources: keywardPlurals, verbs: ["get", "list", "watch", "patch", "update"] },
   { apiGroups: ["keyward.dev"], resources: keywardPlurals.map((p) => `${p}/status`), verbs: ["get", "patch", "update"] },
-  { apiGroups: ["keyward.dev"], resources: keywardPlurals.map((p) => `${p}/finalizers`), verbs: ["update"] },
+  // Only AccessToken owns something (its Secret, with blockOwnerDeletion): rbac-audit.test.ts.
+  { apiGroups: ["keyward.dev"], resources: ["accesstokens/finalizers"], verbs: ["update"] },
   { apiGroups: [""], resources: ["secrets"], verbs: ["get", "list", "watch", "create", "update", "patch", "delete"] },
   { apiGroups: [""], resources: ["events"], verbs: ["create", "patch"] },
 ]);

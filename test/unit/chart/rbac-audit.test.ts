@@ -80,6 +80,18 @@ function neededGrants(): Map<string, string> {
       if (m[1] !== "getObject") add(`core/${plural}${m[1] === "patchStatus" ? "/status" : ""}: patch`, `${where}: ${m[1] ?? ""}(${plural})`);
     }
   }
+  // An owner reference with blockOwnerDeletion: true needs update on the owner's /finalizers
+  // (the OwnerReferencesPermissionEnforcement admission plugin). The owner is the kind whose
+  // file sets it: the file's kindRef("Kind", "plural").
+  for (const { where, text } of files) {
+    const blocking = [...text.matchAll(/\bblockOwnerDeletion\s*:\s*([\w.]+)/g)].some((m) => m[1] !== "false" && m[1] !== "boolean");
+    if (!blocking) continue;
+    const owners = [...text.matchAll(/\bkindRef\(\s*"\w+",\s*"(\w+)"/g)].map((m) => m[1] ?? "");
+    if (owners.length !== 1 || !keywardPlurals.includes(owners[0] ?? "")) {
+      throw new Error(`${where} sets blockOwnerDeletion but names no single keyward kind with kindRef: extend rbac-audit.test.ts`);
+    }
+    add(`keyward.dev/${owners[0] ?? ""}/finalizers: update`, `${where}: owner reference with blockOwnerDeletion`);
+  }
   // Informers list and watch every keyward kind, and every core kind a KindRef names (secondary watches).
   for (const plural of keywardPlurals) {
     for (const verb of ["list", "watch"]) add(`keyward.dev/${plural}: ${verb}`, "src/kube/informer.ts: informers of every kind");
@@ -91,15 +103,14 @@ function neededGrants(): Map<string, string> {
 }
 
 /**
- * Granted but not called today, each with its reason. patch and update carry the same power, so
- * granting both widens nothing; finalizers/update is what the OwnerReferencesPermissionEnforcement
- * admission plugin asks for when keyward sets blockOwnerDeletion on an owner reference to its kinds.
+ * Granted but not called today, each with its reason: patch and update carry the same power, so
+ * granting both widens nothing. A /finalizers grant has no entry here: it must be needed (an
+ * owner reference with blockOwnerDeletion), never merely tolerated.
  */
 const grantedBeyondCalls: Record<string, string> = {
   update: "same power as patch, which keyward uses",
   "status get": "read access to status it already has through the kind",
   "status update": "same power as status patch, which keyward uses",
-  finalizers: "OwnerReferencesPermissionEnforcement: AccessToken's Secrets block their owner's deletion",
   "secrets patch": "same power as secrets update, which AccessToken uses",
 };
 
@@ -107,7 +118,6 @@ function reasonFor(grant: string): string | undefined {
   if (/^keyward\.dev\/\w+: update$/.test(grant)) return grantedBeyondCalls["update"];
   if (/^keyward\.dev\/\w+\/status: get$/.test(grant)) return grantedBeyondCalls["status get"];
   if (/^keyward\.dev\/\w+\/status: update$/.test(grant)) return grantedBeyondCalls["status update"];
-  if (/^keyward\.dev\/\w+\/finalizers: update$/.test(grant)) return grantedBeyondCalls["finalizers"];
   if (grant === "core/secrets: patch") return grantedBeyondCalls["secrets patch"];
   return undefined;
 }
@@ -125,6 +135,12 @@ describe("the chart's roles against src/", () => {
   it("grant nothing keyward does not use, except the listed equivalents", () => {
     const unused = [...granted].filter((g) => !needed.has(g) && reasonFor(g) === undefined);
     expect(unused).toEqual([]);
+  });
+
+  it("grant /finalizers update only for AccessToken, the one kind whose owner references block deletion", () => {
+    const finalizers = (grants: Iterable<string>): string[] => [...grants].filter((g) => g.includes("/finalizers:")).sort();
+    expect(finalizers(needed.keys())).toEqual(["keyward.dev/accesstokens/finalizers: update"]);
+    expect(finalizers(granted)).toEqual(["keyward.dev/accesstokens/finalizers: update"]);
   });
 
   it("write Events through core/v1 only", () => {
