@@ -291,15 +291,32 @@ function secretBody(c: Ctx, existing: SecretObject | undefined, data: Record<str
   };
 }
 
+const SECRET_WRITE_ATTEMPTS = 3;
+
+/**
+ * Writes the token just minted. A conflict (someone labelled the Secret meanwhile, or created it)
+ * is retried from a fresh read with the same token: the token is already issued, and giving up
+ * here would mint another on the next pass.
+ */
 async function writeSecret(c: Ctx, existing: SecretObject | undefined, data: Record<string, string>, hash: string): Promise<void> {
   const { namespace } = c.key;
   const name = c.spec.secretName;
-  const body = secretBody(c, existing, data, hash);
-  try {
-    if (existing) await kubeJson(c.kube.kc, { method: "PUT", path: resourcePath(secretRef, namespace, name), body });
-    else await kubeJson(c.kube.kc, { method: "POST", path: resourcePath(secretRef, namespace), body });
-  } catch (err) {
-    throw secretError(existing ? "replace" : "create", namespace, name, err);
+  let current = existing;
+  for (let attempt = 1; ; attempt++) {
+    const body = secretBody(c, current, data, hash);
+    try {
+      if (current) await kubeJson(c.kube.kc, { method: "PUT", path: resourcePath(secretRef, namespace, name), body });
+      else await kubeJson(c.kube.kc, { method: "POST", path: resourcePath(secretRef, namespace), body });
+      return;
+    } catch (err) {
+      const code = statusCodeOf(err);
+      const retry = (code === 409 || (code === 404 && current !== undefined)) && attempt < SECRET_WRITE_ATTEMPTS;
+      if (!retry) throw secretError(current ? "replace" : "create", namespace, name, err);
+    }
+    current = await readSecret(c.kube, namespace, name);
+    if (current && !controlledBy(current, c.obj.metadata.uid ?? "")) {
+      throw new ReconcileError("SecretConflict", `Secret ${name} was created meanwhile by someone else; it is never overwritten`, { retryable: false });
+    }
   }
 }
 
