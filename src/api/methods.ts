@@ -58,6 +58,8 @@ import {
 } from "./schemas/syncs.ts";
 
 export interface ApiClient {
+  /** The same client (connections, rate limit) whose every call is cancelled by `signal`. */
+  withSignal(signal: AbortSignal): ApiClient;
   createProject(body: CreateProjectBody, opts?: CallOptions): Promise<ProjectWithEnvironments>;
   listProjects(query?: ListProjectsQuery, opts?: CallOptions): Promise<ProjectWithEnvironments[]>;
   getProject(projectId: string, opts?: CallOptions): Promise<ProjectWithEnvironments>;
@@ -233,5 +235,7 @@ function syncMethods(c: Caller): SyncMethods {
 }
 
 export function buildMethods(c: Caller): ApiClient {
-  return { ...projectMethods(c), ...membershipMethods(c), ...accessMethods(c), ...syncMethods(c) };
+  const withSignal = (signal: AbortSignal): ApiClient =>
+    buildMethods({ check: (op, schema, value) => c.check(op, schema, value), call: (call, opts) => c.call(call, { signal, ...opts }) });
+  return { withSignal, ...projectMethods(c), ...membershipMethods(c), ...accessMethods(c), ...syncMethods(c) };
 }

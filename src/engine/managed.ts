@@ -95,7 +95,8 @@ export interface ManagedModule<Spec, Status, Conn> {
   needsFinalizer(spec: Spec): boolean;
   /** Whether the service assigns the id on create, so a create-pending mark must precede it. */
   guardCreate: boolean;
-  connect(input: { kube: Kube; namespace: string; spec: Spec; log: Logger }): Promise<Conn>;
+  /** `signal` aborts when keyward is stopping and the reconcile has outrun its grace. */
+  connect(input: { kube: Kube; namespace: string; spec: Spec; log: Logger; signal: AbortSignal }): Promise<Conn>;
   observe(c: ManagedContext<Spec, Status, Conn>): Promise<Observation<Status>>;
   create?: (c: ManagedContext<Spec, Status, Conn>) => Promise<StatusPatch<Status>>;
   update?: (c: ManagedContext<Spec, Status, Conn>, obs: Observation<Status>) => Promise<StatusPatch<Status>>;
@@ -195,13 +196,13 @@ export interface ManagedDeps {
 
 /** Builds the ReconcileFn a controller runs for one kind. */
 export function managedReconciler<Spec, Status, Conn>(module: ManagedModule<Spec, Status, Conn>, deps: ManagedDeps): ReconcileFn {
-  return async (key) => {
+  return async (key, signal) => {
     const obj = (await getObject(deps.kube, module.ref, key)) as KubeObject<unknown, Partial<Status>> | undefined;
     if (!obj) {
       module.forget?.(key);
       return done();
     }
-    const run = new Run(module, deps, key, obj);
+    const run = new Run(module, deps, key, obj, signal);
     return run.reconcile();
   };
 }
@@ -217,9 +218,11 @@ class Run<Spec, Status, Conn> {
   private obj: KubeObject<unknown, Partial<Status>>;
   private readonly log: Logger;
   private kindStatus: Partial<Status>;
+  private readonly signal: AbortSignal;
   private requestedRequeueMs: number | undefined;
 
-  constructor(module: ManagedModule<Spec, Status, Conn>, deps: ManagedDeps, key: ObjectKey, obj: KubeObject<unknown, Partial<Status>>) {
+  constructor(module: ManagedModule<Spec, Status, Conn>, deps: ManagedDeps, key: ObjectKey, obj: KubeObject<unknown, Partial<Status>>, signal: AbortSignal) {
+    this.signal = signal;
     this.module = module;
     this.deps = deps;
     this.key = key;
@@ -251,7 +254,7 @@ class Run<Spec, Status, Conn> {
   }
 
   private async context(spec: Spec): Promise<ManagedContext<Spec, Status, Conn>> {
-    const conn = await this.module.connect({ kube: this.deps.kube, namespace: this.key.namespace, spec, log: this.log });
+    const conn = await this.module.connect({ kube: this.deps.kube, namespace: this.key.namespace, spec, log: this.log, signal: this.signal });
     const annotations = this.obj.metadata.annotations ?? {};
     return {
       key: this.key,

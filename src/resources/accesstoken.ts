@@ -27,8 +27,8 @@ import { kubeJson } from "../kube/rest.ts";
 import type { SecondaryWatch } from "../engine/controller.ts";
 import { ReconcileError, type ManagedContext, type ManagedModule, type Observation, type StatusPatch } from "../engine/managed.ts";
 import { API_VERSION, type KubeObject, type ObjectKey, type ObjectMeta, type OwnerReference } from "../engine/types.ts";
-import { ageColumn, commonStatus, kindRef, managementPolicy, providerConfigName, providerConfigRef, readyColumns } from "./common.ts";
-import type { ProviderResolver } from "./providerconfig.ts";
+import { ageColumn, commonStatus, kindRef, managementPolicy, providerConfigRef, readyColumns } from "./common.ts";
+import { connectVia, type ProviderResolver } from "./providerconfig.ts";
 
 export const ref = kindRef("AccessToken", "accesstokens");
 export const secretRef: KindRef = { group: "", version: "v1", plural: "secrets", kind: "Secret" };
@@ -433,7 +433,7 @@ export function accessTokenModule(deps: { providers: ProviderResolver; now?: () 
     // The Secret goes with its owner through the garbage collector; nothing at the service to delete.
     needsFinalizer: () => false,
     guardCreate: false,
-    connect: ({ namespace, spec }) => deps.providers.connect(namespace, providerConfigName(spec)),
+    connect: connectVia(deps.providers),
     observe: (c) => observe(c, deps),
     create: (c) => create(c, deps),
     update: (c) => update(c, deps),

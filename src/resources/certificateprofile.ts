@@ -14,8 +14,8 @@ import { exactlyOneOf, type CrdSource } from "../kube/crd.ts";
 import { ReconcileError, type ManagedContext, type ManagedModule, type Observation, type StatusPatch } from "../engine/managed.ts";
 import { kindGauge, type Metrics } from "../engine/metrics.ts";
 import type { ObjectKey } from "../engine/types.ts";
-import { ageColumn, commonStatus, kindRef, notFoundAsUndefined, projectId, projectRef, providerConfigName, providerConfigRef, readyColumns } from "./common.ts";
-import type { ProviderResolver } from "./providerconfig.ts";
+import { ageColumn, commonStatus, kindRef, notFoundAsUndefined, projectId, projectRef, providerConfigRef, readyColumns } from "./common.ts";
+import { connectVia, type ProviderResolver } from "./providerconfig.ts";
 import { resolveProjectId } from "./refs.ts";
 
 export const ref = kindRef("CertificateProfile", "certificateprofiles");
@@ -200,7 +200,7 @@ export function certificateProfileModule(deps: { providers: ProviderResolver; me
     parseSpec: (raw) => specSchema.parse(raw),
     needsFinalizer: () => false,
     guardCreate: false,
-    connect: ({ namespace, spec }) => deps.providers.connect(namespace, providerConfigName(spec)),
+    connect: connectVia(deps.providers),
     observe: (c) => observe(c, gauges),
     forget: (key) => gauges.clear(key),
   };

@@ -6,8 +6,8 @@ import { isNotFound, type ApiClient, type Project, type UpdateProjectBody } from
 import type { CrdSource } from "../kube/crd.ts";
 import { ReconcileError, type DeleteResult, type ManagedContext, type ManagedModule, type Observation } from "../engine/managed.ts";
 import type { ObjectMeta } from "../engine/types.ts";
-import { ageColumn, commonStatus, kindRef, managementPolicy, notFoundAsUndefined, providerConfigName, providerConfigRef, readyColumns, sameStrings } from "./common.ts";
-import type { ProviderResolver } from "./providerconfig.ts";
+import { ageColumn, commonStatus, kindRef, managementPolicy, notFoundAsUndefined, providerConfigRef, readyColumns, sameStrings } from "./common.ts";
+import { connectVia, type ProviderResolver } from "./providerconfig.ts";
 
 export const ref = kindRef("Project", "projects");
 
@@ -221,7 +221,7 @@ export function projectModule(deps: { providers: ProviderResolver }): ManagedMod
     parseSpec: (raw) => specSchema.parse(raw),
     needsFinalizer: (spec) => spec.deletionPolicy === "Delete" && spec.managementPolicy !== "ObserveOnly",
     guardCreate: true,
-    connect: ({ namespace, spec }) => deps.providers.connect(namespace, providerConfigName(spec)),
+    connect: connectVia(deps.providers),
     observe,
     create,
     update,

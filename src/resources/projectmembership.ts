@@ -6,8 +6,8 @@ import { isNotFound, type ApiClient, type GroupMembership, type MembershipRole, 
 import type { CrdSource } from "../kube/crd.ts";
 import { exactlyOneOf, immutable, validations } from "../kube/crd.ts";
 import { ReconcileError, type DeleteResult, type ManagedContext, type ManagedModule, type Observation, type StatusPatch } from "../engine/managed.ts";
-import { ageColumn, commonStatus, kindRef, managementPolicy, notFoundAsUndefined, projectId, projectRef, providerConfigName, providerConfigRef, readyColumns } from "./common.ts";
-import type { ProviderResolver } from "./providerconfig.ts";
+import { ageColumn, commonStatus, kindRef, managementPolicy, notFoundAsUndefined, projectId, projectRef, providerConfigRef, readyColumns } from "./common.ts";
+import { connectVia, type ProviderResolver } from "./providerconfig.ts";
 import { resolveProjectId } from "./refs.ts";
 
 export const ref = kindRef("ProjectMembership", "projectmemberships");
@@ -456,7 +456,7 @@ export function projectMembershipModule(deps: { providers: ProviderResolver }): 
     parseSpec: (raw) => specSchema.parse(raw),
     needsFinalizer: (spec) => spec.deletionPolicy === "Revoke" && spec.managementPolicy !== "ObserveOnly",
     guardCreate: false,
-    connect: ({ namespace, spec }) => deps.providers.connect(namespace, providerConfigName(spec)),
+    connect: connectVia(deps.providers),
     observe,
     update,
     delete: revoke,

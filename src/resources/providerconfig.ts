@@ -72,8 +72,8 @@ const DEFAULT_RATE = { requestsPerSecond: 2, burst: 10 };
 const SECRET_CACHE_MS = 5_000;
 
 export interface ProviderResolver {
-  /** A client for the ProviderConfig `name` in `namespace`; errors are ReconcileErrors with a reason. */
-  connect(namespace: string, name: string): Promise<ApiClient>;
+  /** A client for the ProviderConfig `name` in `namespace`; errors are ReconcileErrors with a reason. `signal` cancels its calls. */
+  connect(namespace: string, name: string, signal?: AbortSignal): Promise<ApiClient>;
 }
 
 interface CachedToken {
@@ -128,7 +128,7 @@ export function createProviderResolver(deps: {
   }
 
   return {
-    async connect(namespace, name) {
+    async connect(namespace, name, signal) {
       const spec = await readSpec(namespace, name);
       const token = await readToken(namespace, spec);
       // The cache key holds a hash of the token, never the token.
@@ -148,13 +148,19 @@ export function createProviderResolver(deps: {
         });
         clients.set(cacheKey, { fingerprint, client });
       }
-      return client;
+      return signal ? client.withSignal(signal) : client;
     },
   };
 }
 
 function hash(s: string): string {
   return createHash("sha256").update(s).digest("hex").slice(0, 16);
+}
+
+/** The `connect` of every kind that talks to the service through its spec.providerConfigRef. */
+export function connectVia(providers: ProviderResolver) {
+  return ({ namespace, spec, signal }: { namespace: string; spec: { providerConfigRef?: { name: string } | undefined }; signal: AbortSignal }): Promise<ApiClient> =>
+    providers.connect(namespace, providerConfigName(spec), signal);
 }
 
 /**

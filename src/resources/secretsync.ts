@@ -42,8 +42,8 @@ import { backoffCeiling } from "../engine/backoff.ts";
 import { statusEqual } from "../engine/conditions.ts";
 import { ReconcileError, type DeleteResult, type ManagedContext, type ManagedModule, type Observation, type Readiness } from "../engine/managed.ts";
 import type { KubeObject, ObjectKey, ObjectMeta } from "../engine/types.ts";
-import { notFoundAsUndefined, providerConfigName } from "./common.ts";
-import type { ProviderResolver } from "./providerconfig.ts";
+import { notFoundAsUndefined } from "./common.ts";
+import { connectVia, type ProviderResolver } from "./providerconfig.ts";
 import { resolveProjectId } from "./refs.ts";
 import { ref, specSchema, type RequestAction, type SecretSyncSpec, type SecretSyncStatus } from "./secretsync-schema.ts";
 
@@ -486,7 +486,7 @@ export function secretSyncModule(deps: SecretSyncModuleDeps): ManagedModule<Secr
     parseSpec: (raw) => specSchema.parse(raw),
     needsFinalizer: (spec) => spec.managementPolicy !== "ObserveOnly" && (spec.deletionPolicy === "RemoveSecrets" || spec.deletionPolicy === "Delete"),
     guardCreate: true,
-    connect: ({ namespace, spec }) => deps.providers.connect(namespace, providerConfigName(spec)),
+    connect: connectVia(deps.providers),
     observe: (c) => observe(rt, c),
     create: (c) => create(c),
     update: (c, obs) => update(rt, c, obs),

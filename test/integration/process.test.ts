@@ -5,7 +5,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { testKubeconfigPath, waitFor, type TestNamespace } from "../controlplane/testenv.ts";
 import { freePort } from "../controlplane/controlplane.ts";
-import { createCustom, isReady, startTestEnv, waitForObject, type TestEnv } from "./support/keyward.ts";
+import { createCustom, isReady, mergePatchCustom, startTestEnv, waitForObject, type TestEnv } from "./support/keyward.ts";
 
 const TOKEN = "kw-process-token-88e1";
 let env: TestEnv | undefined;
@@ -65,4 +65,29 @@ it("serves health, readiness and controller-runtime metrics, and stops gracefull
   expect(await p.exited).toBe(0);
   expect(p.output()).toContain("shutting down");
   expect(p.output()).not.toContain(TOKEN);
+});
+
+it("cuts a reconcile stuck on the service short at shutdown and still exits 0", async () => {
+  const environment = env;
+  if (!environment) throw new Error("no test environment");
+  // The service holds every create for a minute, longer than the client's timeout; the shutdown
+  // budget is 8 s (grace 3 s), so only cancelling the call lets keyward exit in time.
+  await mergePatchCustom(kc, ns.name, "providerconfigs", "default", { spec: { timeoutSeconds: 120 } });
+  environment.emulator.setFaults({ match: { method: "POST", pathPattern: "^/api/v2/workspace$" }, latencyMs: 60_000 });
+  const p = run(["--namespaces", ns.name, "--metrics-port", String(await freePort()), "--health-port", String(await freePort()), "--bind-address", "127.0.0.1", "--shutdown-timeout", "8s"]);
+  try {
+    await createCustom(kc, ns.name, "projects", { apiVersion: "keyward.dev/v1alpha1", kind: "Project", metadata: { name: "stuck" }, spec: { slug: "stuck-project" } });
+    // The create-pending mark is written just before the create call goes out.
+    await waitForObject(kc, ns.name, "projects", "stuck", {
+      until: (o) => o?.metadata.annotations?.["keyward.dev/create-pending"] !== undefined,
+      timeoutMs: 30_000,
+      description: "create in flight",
+    });
+    await new Promise((r) => setTimeout(r, 500));
+  } finally {
+    p.child.kill("SIGTERM");
+  }
+  expect(await p.exited).toBe(0);
+  expect(p.output()).not.toContain("shutdown timed out");
+  environment.emulator.setFaults({});
 });
