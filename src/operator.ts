@@ -7,7 +7,7 @@ import { createEventRecorder } from "./kube/events.ts";
 import { createController } from "./engine/controller.ts";
 import { managedReconciler } from "./engine/managed.ts";
 import { createMetrics, type Metrics } from "./engine/metrics.ts";
-import type { ReconcileFn } from "./engine/types.ts";
+import type { KubeObject, ReconcileFn } from "./engine/types.ts";
 import type { KubeConfig } from "@kubernetes/client-node";
 import * as providerConfig from "./resources/providerconfig.ts";
 import * as project from "./resources/project.ts";
@@ -69,6 +69,8 @@ export function createOperator(opts: OperatorOptions): Operator {
   const providers = providerConfig.createProviderResolver({ kube, log, onRequest: apiMetrics(metrics) });
   const deps = { kube, events, log };
 
+  // Filled once the controllers exist: a membership compares itself with the others it knows.
+  let membershipPeers: () => KubeObject[] = () => [];
   const specs: ControllerSpec[] = [
     {
       name: "providerconfig",
@@ -84,7 +86,7 @@ export function createOperator(opts: OperatorOptions): Operator {
       watches: [providerConfig.heldSecretWatch],
     },
     { name: "project", kind: project.ref, reconcile: managedReconciler(project.projectModule({ providers }), deps), watches: [providerConfig.dependentsWatch] },
-    { name: "projectmembership", kind: projectMembership.ref, reconcile: managedReconciler(projectMembership.projectMembershipModule({ providers }), deps), watches: [providerConfig.dependentsWatch] },
+    { name: "projectmembership", kind: projectMembership.ref, reconcile: managedReconciler(projectMembership.projectMembershipModule({ providers }), { ...deps, peers: () => membershipPeers() }), watches: [providerConfig.dependentsWatch] },
     { name: "secretsync", kind: secretSync.ref, reconcile: managedReconciler(secretSync.secretSyncModule({ providers }), deps), watches: [providerConfig.dependentsWatch] },
     {
       name: "accesstoken",
@@ -115,6 +117,9 @@ export function createOperator(opts: OperatorOptions): Operator {
       ...(opts.stopGraceMs !== undefined ? { stopGraceMs: opts.stopGraceMs } : {}),
     }),
   );
+
+  const memberships = controllers[specs.findIndex((s) => s.name === "projectmembership")];
+  if (memberships) membershipPeers = () => memberships.list();
 
   return {
     metrics,

@@ -48,6 +48,8 @@ export interface Controller {
   queueLength(): number;
   /** The primary kind's object as the informer last saw it. */
   cached(key: ObjectKey): KubeObject | undefined;
+  /** Every cached object of the kind. */
+  list(): KubeObject[];
 }
 
 export const DEFAULT_RETRY_BACKOFF: BackoffPolicy = { baseMs: 1000, maxMs: 5 * 60_000, jitter: "equal" };
@@ -125,6 +127,7 @@ export function createController(opts: ControllerOptions): Controller {
     enqueue: (key) => queue.add(formatKey(key)),
     queueLength: () => queue.len(),
     cached: (key) => primary.get(key),
+    list: () => primary.list(),
   };
 }
 

@@ -78,6 +78,8 @@ export interface ManagedContext<Spec, Status, Conn> {
   createPending: boolean;
   observeOnly: boolean;
   event(type: "Normal" | "Warning", reason: string, message: string): void;
+  /** The other objects of this kind keyward knows (all watched namespaces). */
+  peers(): KubeObject[];
   /**
    * Merge into status and write it now, before a call whose effect must be found again after a
    * crash (a "pending" mark, like the create-pending annotation).
@@ -192,6 +194,8 @@ export interface ManagedDeps {
   events: EventRecorder;
   log: Logger;
   now?: () => Date;
+  /** The objects of the same kind keyward knows (its informer cache), for kinds that must not fight over one external object. */
+  peers?: () => KubeObject[];
 }
 
 /** Builds the ReconcileFn a controller runs for one kind. */
@@ -267,6 +271,7 @@ class Run<Spec, Status, Conn> {
       createPending: annotations[ANNOTATION_CREATE_PENDING] !== undefined && annotations[ANNOTATION_CREATE_SUCCEEDED] === undefined,
       observeOnly: this.module.observeOnly?.(spec) ?? false,
       event: (type, reason, message) => this.deps.events.record(this.obj, type, reason, message),
+      peers: () => (this.deps.peers?.() ?? []).filter((o) => o.metadata.uid !== this.obj.metadata.uid),
       saveStatus: async (status) => {
         this.mergeStatus(status);
         await this.writeStatus({});

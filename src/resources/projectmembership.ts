@@ -2,6 +2,7 @@
 // interface can read and change a member's roles but cannot add or remove members, so a subject
 // that is not a member is reported (MemberNotFound) and looked for again on every resync.
 import { z } from "zod";
+import type { KubeObject } from "../engine/types.ts";
 import { isNotFound, type ApiClient, type GroupMembership, type MembershipRole, type RoleRequest, type UserMembership } from "../api/index.ts";
 import type { CrdSource } from "../kube/crd.ts";
 import { exactlyOneOf, immutable, validations } from "../kube/crd.ts";
@@ -392,6 +393,28 @@ function notMember(c: Ctx, projectId: string): { reason: string; message: string
   };
 }
 
+/** A subject as peers can compare it: a user by username, a group by its resolved id. */
+export function subjectKey(spec: { username?: string | undefined }, status: { groupId?: string | null | undefined }): string | undefined {
+  if (spec.username !== undefined) return `user:${spec.username.toLowerCase()}`;
+  return status.groupId ? `group:${status.groupId}` : undefined;
+}
+
+const objectOrder = (o: KubeObject): string => `${o.metadata.creationTimestamp ?? ""}|${o.metadata.namespace}/${o.metadata.name}`;
+
+/**
+ * Two ProjectMemberships (often of two teams, in two namespaces) naming one subject of one
+ * project would each correct the other on every resync, and one's Revoke would undo the other's
+ * grant. The oldest one manages the subject; the others report SubjectClaimed and change nothing.
+ */
+export function claimant(self: KubeObject, peers: readonly KubeObject[], projectId: string, subject: string): KubeObject | undefined {
+  const rivals = peers.filter((p) => {
+    const st = (p.status ?? {}) as { projectId?: string; groupId?: string };
+    return p.metadata.deletionTimestamp === undefined && st.projectId === projectId && subjectKey(p.spec, st) === subject;
+  });
+  const first = [...rivals, self].sort((a, b) => objectOrder(a).localeCompare(objectOrder(b)))[0];
+  return first && first.metadata.uid !== self.metadata.uid ? first : undefined;
+}
+
 async function observe(c: Ctx): Promise<Observation<ProjectMembershipStatus>> {
   const projectId = await projectIdOf(c);
   if (projectId === undefined) {
@@ -402,6 +425,12 @@ async function observe(c: Ctx): Promise<Observation<ProjectMembershipStatus>> {
     return { exists: false, upToDate: false, canCreate: false, status: wholeStatus({ projectId }), absent: notMember(c, projectId) };
   }
   const now = Date.now();
+  const subject = subjectKey(c.spec, statusOf(projectId, member, now));
+  const owner = subject === undefined ? undefined : claimant(c.obj as KubeObject, c.peers(), projectId, subject);
+  if (owner) {
+    const message = `${describeSubject(c.spec)} of project ${projectId} is managed by ProjectMembership ${owner.metadata.namespace}/${owner.metadata.name}; this one changes nothing while that one exists`;
+    return { exists: false, upToDate: false, canCreate: false, status: wholeStatus({ projectId }), absent: { reason: "SubjectClaimed", message } };
+  }
   const upToDate = sameRoles(c.spec.roles, member.roles);
   const next = nextEnd(member.roles, now);
   return {

@@ -2,7 +2,9 @@
 // shaping, group matching and the spec's own checks.
 import { describe, expect, it } from "vitest";
 import type { GroupMembership, MembershipRole } from "../../../src/api/index.ts";
+import type { KubeObject } from "../../../src/engine/types.ts";
 import {
+  claimant,
   durationMs,
   matchGroups,
   nextEnd,
@@ -11,6 +13,7 @@ import {
   sameRoles,
   specSchema,
   statusRole,
+  subjectKey,
 } from "../../../src/resources/projectmembership.ts";
 
 /** A role entry as the service returns it (nulls for what does not apply). */
@@ -163,5 +166,36 @@ describe("spec", () => {
     expect(problems({ ...base, projectId: "p1" })).toContain("exactly one of projectRef or projectId must be set");
     expect(problems({ ...base, group: { slug: "platform-team" } })).toContain("exactly one of username or group must be set");
     expect(problems({ projectId: "p1", group: { slug: "a", name: "b" }, roles: [{ role: "admin" }] })).toContain("exactly one of id, slug or name must be set");
+  });
+});
+
+describe("claimant", () => {
+  const obj = (ns: string, name: string, created: string, status: Record<string, unknown>, spec: Record<string, unknown>, deleting = false): KubeObject => ({
+    apiVersion: "keyward.dev/v1alpha1",
+    kind: "ProjectMembership",
+    metadata: { namespace: ns, name, uid: `${ns}/${name}`, creationTimestamp: created, ...(deleting ? { deletionTimestamp: created } : {}) },
+    spec,
+    status,
+  });
+  const me = obj("b", "bob", "2026-01-02T00:00:00Z", {}, { username: "Bob@example.com" });
+
+  it("names the older resource managing the same user of the same project", () => {
+    const older = obj("a", "bob", "2026-01-01T00:00:00Z", { projectId: "p1" }, { username: "bob@example.com" });
+    expect(claimant(me, [older], "p1", subjectKey(me.spec as { username: string }, {})!)?.metadata.namespace).toBe("a");
+  });
+
+  it("ignores other projects, other subjects, younger and deleting resources", () => {
+    const otherProject = obj("a", "x", "2026-01-01T00:00:00Z", { projectId: "p2" }, { username: "bob@example.com" });
+    const otherUser = obj("a", "y", "2026-01-01T00:00:00Z", { projectId: "p1" }, { username: "carol@example.com" });
+    const younger = obj("c", "z", "2026-01-03T00:00:00Z", { projectId: "p1" }, { username: "bob@example.com" });
+    const deleting = obj("d", "w", "2026-01-01T00:00:00Z", { projectId: "p1" }, { username: "bob@example.com" }, true);
+    expect(claimant(me, [otherProject, otherUser, younger, deleting], "p1", "user:bob@example.com")).toBeUndefined();
+  });
+
+  it("compares groups by their resolved id", () => {
+    const group = obj("a", "g", "2026-01-01T00:00:00Z", { projectId: "p1", groupId: "g-1" }, { group: { slug: "platform" } });
+    expect(subjectKey({}, { groupId: "g-1" })).toBe("group:g-1");
+    expect(claimant(me, [group], "p1", "group:g-1")?.metadata.name).toBe("g");
+    expect(subjectKey({}, {})).toBeUndefined();
   });
 });
