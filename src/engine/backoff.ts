@@ -43,3 +43,22 @@ export function jitterInterval(intervalMs: number, fraction: number, random: () 
   const f = Math.min(Math.max(fraction, 0), 1);
   return Math.max(0, Math.round(intervalMs * (1 - f + 2 * f * random())));
 }
+
+/** Resolves after `ms`, or at once when `signal` aborts (a stop must not wait out a backoff). */
+export function interruptibleSleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) {
+      resolve();
+      return;
+    }
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener(
+      "abort",
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
+  });
+}

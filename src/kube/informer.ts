@@ -8,7 +8,7 @@
 // meanwhile), so the cache stays consistent whatever was missed.
 import type { Logger } from "../log.ts";
 import type { KubeObject, ObjectKey } from "../engine/types.ts";
-import { backoffDelay, type BackoffPolicy } from "../engine/backoff.ts";
+import { backoffDelay, interruptibleSleep, type BackoffPolicy } from "../engine/backoff.ts";
 import { apiVersionOf, resourcePath, type KindRef, type Kube } from "./client.ts";
 import { listAll, watchOnce, type WatchEventType } from "./watch.ts";
 import { errorSummary } from "./rest.ts";
@@ -146,19 +146,6 @@ async function runScope(d: ScopeDeps, scope: string | undefined): Promise<void> 
   }
 }
 
-function interruptibleSleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener(
-      "abort",
-      () => {
-        clearTimeout(timer);
-        resolve();
-      },
-      { once: true },
-    );
-  });
-}
 
 export function watchKind(kube: Kube, kind: KindRef, opts: WatchKindOptions): Informer {
   const scopes = opts.namespaces && opts.namespaces.length > 0 ? [...new Set(opts.namespaces)] : [undefined];

@@ -10,6 +10,7 @@ import type { Logger } from "../log.ts";
 import type { Kube } from "./client.ts";
 import { isConflict, isNotFound } from "./objects.ts";
 import { errorSummary } from "./rest.ts";
+import { interruptibleSleep } from "../engine/backoff.ts";
 
 export interface LeaderElectionOptions {
   kube: Kube;
@@ -180,23 +181,6 @@ function withDeadline(attempt: Promise<boolean>, ms: number): Promise<boolean> {
   return Promise.race([attempt, deadline]).finally(() => clearTimeout(timer));
 }
 
-function interruptibleSleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) {
-      resolve();
-      return;
-    }
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener(
-      "abort",
-      () => {
-        clearTimeout(timer);
-        resolve();
-      },
-      { once: true },
-    );
-  });
-}
 
 function callSafely(fn: () => void, log: Logger, name: string): void {
   try {
