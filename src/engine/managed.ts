@@ -283,7 +283,7 @@ class Run<Spec, Status, Conn> {
   }
 
   private async sync(spec: Spec, hasFinalizer: boolean): Promise<Outcome> {
-    const needsFinalizer = this.module.needsFinalizer(spec);
+    const needsFinalizer = this.needsFinalizer(spec);
     if (needsFinalizer && !hasFinalizer) await this.patchMeta({ finalizers: { add: FINALIZER } });
     if (!needsFinalizer && hasFinalizer) await this.patchMeta({ finalizers: { remove: FINALIZER } });
     const c = await this.context(spec);
@@ -338,8 +338,7 @@ class Run<Spec, Status, Conn> {
     try {
       created = await create(c);
     } catch (err) {
-      const mayHaveLanded = (err as { mayHaveLanded?: unknown }).mayHaveLanded === true;
-      if (this.module.guardCreate && !mayHaveLanded) await this.patchMeta({ annotations: { [ANNOTATION_CREATE_PENDING]: null } });
+      if (this.module.guardCreate && !mayHaveLanded(err)) await this.patchMeta({ annotations: { [ANNOTATION_CREATE_PENDING]: null } });
       throw err;
     }
     this.mergeStatus(created);
@@ -355,14 +354,14 @@ class Run<Spec, Status, Conn> {
   private async finalize(spec: Spec): Promise<Outcome> {
     // Released without a word to the service when deletion does not call it: so deletionPolicy
     // Retain stays an escape hatch even when the ProviderConfig or its Secret is already gone.
-    if (!this.module.needsFinalizer(spec) || (this.module.observeOnly?.(spec) ?? false)) {
+    if (!this.needsFinalizer(spec)) {
       await this.patchMeta({ finalizers: { remove: FINALIZER } });
       return done();
     }
     const c = await this.context(spec);
     const obs = await this.module.observe(c);
     this.mergeStatus(obs.status);
-    if (obs.exists && !c.observeOnly && this.module.delete && this.module.needsFinalizer(spec)) {
+    if (obs.exists && this.module.delete) {
       const result = await this.module.delete(c, obs);
       if (!result.done) {
         await this.writeStatus({ ready: { type: "Ready", status: "False", reason: result.reason, message: result.message } });
@@ -390,8 +389,11 @@ class Run<Spec, Status, Conn> {
 
   /** Fields set to undefined keep their value; fields set to null are removed from status. */
   private mergeStatus(next: StatusPatch<Status>): void {
-    const merged: Record<string, unknown> = { ...this.kindStatus, ...dropUndefined(next) };
-    for (const [key, value] of Object.entries(merged)) if (value === null) Reflect.deleteProperty(merged, key);
+    const merged: Record<string, unknown> = { ...this.kindStatus };
+    for (const [key, value] of Object.entries(next)) {
+      if (value === null) Reflect.deleteProperty(merged, key);
+      else if (value !== undefined) merged[key] = value;
+    }
     this.kindStatus = merged as Partial<Status>;
   }
 
@@ -423,6 +425,11 @@ class Run<Spec, Status, Conn> {
     if (patched) this.obj = patched as KubeObject<unknown, Partial<Status>>;
   }
 
+  /** ObserveOnly never calls the service, so it never needs a finalizer, whatever the kind says. */
+  private needsFinalizer(spec: Spec): boolean {
+    return this.module.needsFinalizer(spec) && !(this.module.observeOnly?.(spec) ?? false);
+  }
+
   private now(): Date {
     return this.deps.now?.() ?? new Date();
   }
@@ -442,9 +449,11 @@ function kindFields(status: Record<string, unknown>): Record<string, unknown> {
   return rest;
 }
 
-function dropUndefined<T extends object>(o: T): Partial<T> {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+/** The call's request may have reached the service (a timeout, a lost answer, a 5xx). */
+export function mayHaveLanded(err: unknown): boolean {
+  return (err as { mayHaveLanded?: unknown }).mayHaveLanded === true;
 }
+
 
 function specErrorMessage(err: unknown): string {
   const issues = (err as { issues?: Array<{ path: PropertyKey[]; message: string }> }).issues;

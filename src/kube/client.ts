@@ -11,6 +11,9 @@ export interface KindRef {
   kind: string;
 }
 
+/** Core v1 Secrets, as a KindRef for the generic object helpers. */
+export const secretKind: KindRef = { group: "", version: "v1", plural: "secrets", kind: "Secret" };
+
 export interface Kube {
   kc: KubeConfig;
   custom: CustomObjectsApi;

@@ -108,11 +108,13 @@ function isMap(value: unknown): value is Record<string, unknown> {
 export interface MetadataChange {
   /** A null value removes the annotation. */
   annotations?: Record<string, string | null>;
+  /** A null value removes the label. */
+  labels?: Record<string, string | null>;
   finalizers?: { add?: string; remove?: string };
 }
 
 /**
- * Change annotations and/or one finalizer. Finalizers are a list, which a merge patch can only
+ * Change annotations, labels and/or one finalizer. Finalizers are a list, which a merge patch can only
  * replace whole, so a finalizer change reads the object fresh and sends the new list with the
  * read resourceVersion as a precondition; on 409 it reads again and retries (bounded).
  * Returns the patched object, the unchanged object when there was nothing to do, or
@@ -124,19 +126,21 @@ export async function patchMetadata(
   key: ObjectKey,
   change: MetadataChange,
 ): Promise<KubeObject | undefined> {
-  const annotations = change.annotations && Object.keys(change.annotations).length > 0 ? change.annotations : undefined;
+  const maps: Record<string, unknown> = {};
+  if (change.annotations && Object.keys(change.annotations).length > 0) maps["annotations"] = change.annotations;
+  if (change.labels && Object.keys(change.labels).length > 0) maps["labels"] = change.labels;
+  const hasMaps = Object.keys(maps).length > 0;
   if (!change.finalizers?.add && !change.finalizers?.remove) {
-    if (!annotations) return getObject(kube, kind, key);
-    return notFoundAsUndefined(mergePatch(kube, kind, key, { metadata: { annotations } }));
+    if (!hasMaps) return getObject(kube, kind, key);
+    return notFoundAsUndefined(mergePatch(kube, kind, key, { metadata: maps }));
   }
   for (let attempt = 0; ; attempt++) {
     const current = await getObject(kube, kind, key);
     if (!current) return undefined;
     const finalizers = nextFinalizers(current.metadata.finalizers ?? [], change.finalizers);
-    if (!finalizers && !annotations) return current;
-    const metadata: Record<string, unknown> = { resourceVersion: current.metadata.resourceVersion };
+    if (!finalizers && !hasMaps) return current;
+    const metadata: Record<string, unknown> = { resourceVersion: current.metadata.resourceVersion, ...maps };
     if (finalizers) metadata["finalizers"] = finalizers;
-    if (annotations) metadata["annotations"] = annotations;
     try {
       return await mergePatch(kube, kind, key, { metadata });
     } catch (err) {

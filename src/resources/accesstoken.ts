@@ -20,18 +20,17 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import type { ApiClient } from "../api/index.ts";
-import { resourcePath, type Kube, type KindRef } from "../kube/client.ts";
+import { resourcePath, secretKind, type Kube } from "../kube/client.ts";
 import { validations, type CrdSource } from "../kube/crd.ts";
 import { getObject, isNotFound, statusCodeOf } from "../kube/objects.ts";
 import { kubeJson } from "../kube/rest.ts";
 import type { SecondaryWatch } from "../engine/controller.ts";
 import { ReconcileError, type ManagedContext, type ManagedModule, type Observation, type StatusPatch } from "../engine/managed.ts";
 import { API_VERSION, type KubeObject, type ObjectKey, type ObjectMeta, type OwnerReference } from "../engine/types.ts";
-import { ageColumn, commonStatus, kindRef, managementPolicy, providerConfigRef, readyColumns } from "./common.ts";
+import { ageColumn, commonStatus, dropUndefined, isObserveOnly, kindRef, managementPolicy, providerConfigRef, readyColumns } from "./common.ts";
 import { connectVia, type ProviderResolver } from "./providerconfig.ts";
 
 export const ref = kindRef("AccessToken", "accesstokens");
-export const secretRef: KindRef = { group: "", version: "v1", plural: "secrets", kind: "Secret" };
 
 /** On the Secret: the hash of the data keyward wrote, to tell an edit from keyward's own write. */
 export const ANNOTATION_DATA_HASH = "keyward.dev/data-hash";
@@ -119,10 +118,7 @@ export const statusSchema = z.object({
 export type AccessTokenStatus = z.infer<typeof statusSchema>;
 
 export const crdSource: CrdSource = {
-  group: ref.group,
-  version: ref.version,
-  kind: ref.kind,
-  plural: ref.plural,
+  ...ref,
   singular: "accesstoken",
   shortNames: ["kwtoken"],
   categories: ["keyward"],
@@ -234,7 +230,7 @@ export function assess(input: {
 
 async function readSecret(kube: Kube, namespace: string, name: string): Promise<SecretObject | undefined> {
   try {
-    return await getObject(kube, secretRef, { namespace, name });
+    return await getObject(kube, secretKind, { namespace, name });
   } catch (err) {
     throw secretError("read", namespace, name, err);
   }
@@ -305,8 +301,8 @@ async function writeSecret(c: Ctx, existing: SecretObject | undefined, data: Rec
   for (let attempt = 1; ; attempt++) {
     const body = secretBody(c, current, data, hash);
     try {
-      if (current) await kubeJson(c.kube.kc, { method: "PUT", path: resourcePath(secretRef, namespace, name), body });
-      else await kubeJson(c.kube.kc, { method: "POST", path: resourcePath(secretRef, namespace), body });
+      if (current) await kubeJson(c.kube.kc, { method: "PUT", path: resourcePath(secretKind, namespace, name), body });
+      else await kubeJson(c.kube.kc, { method: "POST", path: resourcePath(secretKind, namespace), body });
       return;
     } catch (err) {
       const code = statusCodeOf(err);
@@ -327,7 +323,7 @@ async function removeOldSecret(c: Ctx): Promise<void> {
   const secret = await readSecret(c.kube, c.key.namespace, old);
   if (!secret || !controlledBy(secret, c.obj.metadata.uid ?? "")) return;
   try {
-    await kubeJson(c.kube.kc, { method: "DELETE", path: resourcePath(secretRef, c.key.namespace, old) });
+    await kubeJson(c.kube.kc, { method: "DELETE", path: resourcePath(secretKind, c.key.namespace, old) });
     c.event("Normal", "SecretRemoved", `removed Secret ${old}, replaced by ${c.spec.secretName}`);
   } catch (err) {
     if (!isNotFound(err)) throw secretError("delete", c.key.namespace, old, err);
@@ -414,7 +410,7 @@ async function update(c: Ctx, deps: { now?: () => Date }): Promise<StatusPatch<A
 
 /** Secondary watch: a change to a Secret an AccessToken controls reconciles that AccessToken. */
 export const secretWatch: SecondaryWatch = {
-  kind: secretRef,
+  kind: secretKind,
   labelSelector: SECRET_SELECTOR,
   mapToKeys: (obj: KubeObject): ObjectKey[] =>
     (obj.metadata.ownerReferences ?? [])
@@ -437,10 +433,7 @@ export function accessTokenModule(deps: { providers: ProviderResolver; now?: () 
     observe: (c) => observe(c, deps),
     create: (c) => create(c, deps),
     update: (c) => update(c, deps),
-    observeOnly: (spec) => spec.managementPolicy === "ObserveOnly",
+    observeOnly: isObserveOnly,
   };
 }
 
-function dropUndefined<T extends object>(o: T): Partial<T> {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
-}

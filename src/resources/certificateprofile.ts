@@ -62,10 +62,7 @@ export const statusSchema = z.object({
 export type CertificateProfileStatus = z.infer<typeof statusSchema>;
 
 export const crdSource: CrdSource = {
-  group: ref.group,
-  version: ref.version,
-  kind: ref.kind,
-  plural: ref.plural,
+  ...ref,
   singular: "certificateprofile",
   shortNames: ["kwcertprofile"],
   categories: ["keyward"],

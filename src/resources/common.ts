@@ -3,6 +3,7 @@ import { z } from "zod";
 import { isNotFound } from "../api/index.ts";
 import { GROUP, VERSION } from "../engine/types.ts";
 import type { KindRef } from "../kube/client.ts";
+import { ageColumn, conditionColumn } from "../kube/crd.ts";
 
 export const providerConfigRef = z
   .object({
@@ -40,11 +41,13 @@ export function kindRef(kind: string, plural: string): KindRef {
   return { group: GROUP, version: VERSION, plural, kind };
 }
 
-export const readyColumns = [
-  { name: "Ready", type: "string" as const, jsonPath: `.status.conditions[?(@.type=="Ready")].status` },
-  { name: "Synced", type: "string" as const, jsonPath: `.status.conditions[?(@.type=="Synced")].status` },
-];
-export const ageColumn = { name: "Age", type: "date" as const, jsonPath: ".metadata.creationTimestamp" };
+export const readyColumns = [conditionColumn("Ready"), conditionColumn("Synced")];
+export { ageColumn };
+
+/** spec.managementPolicy ObserveOnly: read and report, never write. */
+export function isObserveOnly(spec: { managementPolicy?: string | undefined }): boolean {
+  return spec.managementPolicy === "ObserveOnly";
+}
 
 /** The ProviderConfig name a spec refers to. */
 export function providerConfigName(spec: { providerConfigRef?: { name: string } | undefined }): string {
@@ -60,6 +63,11 @@ export function sameStrings(a: readonly string[] | null | undefined, b: readonly
   const x = sorted(a);
   const y = sorted(b);
   return x.length === y.length && x.every((v, i) => v === y[i]);
+}
+
+/** The object without its undefined fields. */
+export function dropUndefined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
 /** For `.catch()` on a lookup: a 404 from the service means "absent"; anything else is rethrown. */

@@ -6,7 +6,7 @@ import { isNotFound, type ApiClient, type Project, type UpdateProjectBody } from
 import type { CrdSource } from "../kube/crd.ts";
 import { ReconcileError, type DeleteResult, type ManagedContext, type ManagedModule, type Observation } from "../engine/managed.ts";
 import type { ObjectMeta } from "../engine/types.ts";
-import { ageColumn, commonStatus, kindRef, managementPolicy, notFoundAsUndefined, providerConfigRef, readyColumns, sameStrings } from "./common.ts";
+import { ageColumn, commonStatus, isObserveOnly, kindRef, managementPolicy, notFoundAsUndefined, providerConfigRef, readyColumns, sameStrings } from "./common.ts";
 import { connectVia, type ProviderResolver } from "./providerconfig.ts";
 
 export const ref = kindRef("Project", "projects");
@@ -70,10 +70,7 @@ export const statusSchema = z.object({
 export type ProjectStatus = z.infer<typeof statusSchema>;
 
 export const crdSource: CrdSource = {
-  group: ref.group,
-  version: ref.version,
-  kind: ref.kind,
-  plural: ref.plural,
+  ...ref,
   singular: "project",
   shortNames: ["kwproj"],
   categories: ["keyward"],
@@ -219,13 +216,13 @@ export function projectModule(deps: { providers: ProviderResolver }): ManagedMod
   return {
     ref,
     parseSpec: (raw) => specSchema.parse(raw),
-    needsFinalizer: (spec) => spec.deletionPolicy === "Delete" && spec.managementPolicy !== "ObserveOnly",
+    needsFinalizer: (spec) => spec.deletionPolicy === "Delete",
     guardCreate: true,
     connect: connectVia(deps.providers),
     observe,
     create,
     update,
     delete: remove,
-    observeOnly: (spec) => spec.managementPolicy === "ObserveOnly",
+    observeOnly: isObserveOnly,
   };
 }

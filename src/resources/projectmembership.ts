@@ -7,7 +7,7 @@ import { isNotFound, type ApiClient, type GroupMembership, type MembershipRole, 
 import type { CrdSource } from "../kube/crd.ts";
 import { exactlyOneOf, immutable, validations } from "../kube/crd.ts";
 import { ReconcileError, type DeleteResult, type ManagedContext, type ManagedModule, type Observation, type StatusPatch } from "../engine/managed.ts";
-import { ageColumn, commonStatus, kindRef, managementPolicy, notFoundAsUndefined, projectId, projectRef, providerConfigRef, readyColumns } from "./common.ts";
+import { ageColumn, commonStatus, dropUndefined, isObserveOnly, kindRef, managementPolicy, notFoundAsUndefined, projectId, projectRef, providerConfigRef, readyColumns } from "./common.ts";
 import { connectVia, type ProviderResolver } from "./providerconfig.ts";
 import { resolveProjectId } from "./refs.ts";
 
@@ -142,10 +142,7 @@ export const statusSchema = z.object({
 export type ProjectMembershipStatus = z.infer<typeof statusSchema>;
 
 export const crdSource: CrdSource = {
-  group: ref.group,
-  version: ref.version,
-  kind: ref.kind,
-  plural: ref.plural,
+  ...ref,
   singular: "projectmembership",
   shortNames: ["kwmember"],
   categories: ["keyward"],
@@ -291,8 +288,7 @@ const cleared: Record<Exclude<keyof ProjectMembershipStatus, "conditions" | "obs
  * it. (Fields of the result may therefore be null at run time: read them with `== null`.)
  */
 function wholeStatus(status: Partial<ProjectMembershipStatus>): Partial<ProjectMembershipStatus> {
-  const given = Object.fromEntries(Object.entries(status).filter(([, v]) => v !== undefined));
-  return { ...cleared, ...given } as unknown as Partial<ProjectMembershipStatus>;
+  return { ...cleared, ...dropUndefined(status) } as unknown as Partial<ProjectMembershipStatus>;
 }
 
 // ---------------------------------------------------------------- finding the member
@@ -425,7 +421,8 @@ async function observe(c: Ctx): Promise<Observation<ProjectMembershipStatus>> {
     return { exists: false, upToDate: false, canCreate: false, status: wholeStatus({ projectId }), absent: notMember(c, projectId) };
   }
   const now = Date.now();
-  const subject = subjectKey(c.spec, statusOf(projectId, member, now));
+  const status = statusOf(projectId, member, now);
+  const subject = subjectKey(c.spec, status);
   const owner = subject === undefined ? undefined : claimant(c.obj as KubeObject, c.peers(), projectId, subject);
   if (owner) {
     const message = `${describeSubject(c.spec)} of project ${projectId} is managed by ProjectMembership ${owner.metadata.namespace}/${owner.metadata.name}; this one changes nothing while that one exists`;
@@ -437,7 +434,7 @@ async function observe(c: Ctx): Promise<Observation<ProjectMembershipStatus>> {
     exists: true,
     upToDate,
     diff: upToDate ? [] : ["roles"],
-    status: statusOf(projectId, member, now),
+    status,
     // Status says which temporary roles have ended: look again when the next one ends.
     ...(next === undefined ? {} : { requeueAfterMs: Math.min(next - now + EXPIRY_GRACE_MS, MAX_REQUEUE_MS) }),
   };
@@ -483,12 +480,12 @@ export function projectMembershipModule(deps: { providers: ProviderResolver }): 
   return {
     ref,
     parseSpec: (raw) => specSchema.parse(raw),
-    needsFinalizer: (spec) => spec.deletionPolicy === "Revoke" && spec.managementPolicy !== "ObserveOnly",
+    needsFinalizer: (spec) => spec.deletionPolicy === "Revoke",
     guardCreate: false,
     connect: connectVia(deps.providers),
     observe,
     update,
     delete: revoke,
-    observeOnly: (spec) => spec.managementPolicy === "ObserveOnly",
+    observeOnly: isObserveOnly,
   };
 }

@@ -6,9 +6,7 @@ import { z } from "zod";
 import { createApiClient, type ApiClient, type ClientOptions } from "../api/index.ts";
 import type { Logger } from "../log.ts";
 import { getObject, patchMetadata, patchStatus } from "../kube/objects.ts";
-import { kubeJson } from "../kube/rest.ts";
-import { resourcePath, type KindRef, type Kube } from "../kube/client.ts";
-import { PatchStrategy } from "@kubernetes/client-node";
+import { secretKind, type KindRef, type Kube } from "../kube/client.ts";
 import type { EventRecorder } from "../kube/events.ts";
 import { setCondition, statusEqual } from "../engine/conditions.ts";
 import { classifyError, ReconcileError } from "../engine/managed.ts";
@@ -50,10 +48,7 @@ export const statusSchema = z.object({
 });
 
 export const crdSource: CrdSource = {
-  group: ref.group,
-  version: ref.version,
-  kind: ref.kind,
-  plural: ref.plural,
+  ...ref,
   singular: "providerconfig",
   shortNames: ["kwpc"],
   categories: ["keyward"],
@@ -103,16 +98,9 @@ export function createProviderResolver(deps: {
     const cacheKey = `${namespace}/${secretName}/${key}`;
     const cached = tokens.get(cacheKey);
     if (cached && now() - cached.at < SECRET_CACHE_MS) return cached.token;
-    let secret;
-    try {
-      secret = await deps.kube.core.readNamespacedSecret({ name: secretName, namespace });
-    } catch (err) {
-      if ((err as { code?: number }).code === 404) {
-        throw new ReconcileError("CredentialsNotFound", `Secret ${namespace}/${secretName} does not exist`, { retryable: true });
-      }
-      throw err;
-    }
-    const encoded = secret.data?.[key];
+    const secret = await getObject(deps.kube, secretKind, { namespace, name: secretName });
+    if (!secret) throw new ReconcileError("CredentialsNotFound", `Secret ${namespace}/${secretName} does not exist`, { retryable: true });
+    const encoded = (secret as { data?: Record<string, string> }).data?.[key];
     if (!encoded) throw new ReconcileError("CredentialsNotFound", `Secret ${namespace}/${secretName} has no key ${key}`, { retryable: true });
     const token = Buffer.from(encoded, "base64").toString("utf8").trim();
     tokens.set(cacheKey, { token, at: now() });
@@ -174,7 +162,6 @@ export function connectVia(providers: ProviderResolver) {
 export const IN_USE_FINALIZER = "keyward.dev/in-use";
 /** Label on the token Secret naming its ProviderConfig, so a narrow Secret watch can map back. */
 export const PROVIDER_CONFIG_LABEL = "keyward.dev/provider-config";
-export const secretKind: KindRef = { group: "", version: "v1", plural: "secrets", kind: "Secret" };
 const IN_USE_RECHECK_MS = 5_000;
 
 type ProviderConfigObject = KubeObject<unknown, z.infer<typeof statusSchema>>;
@@ -218,14 +205,10 @@ async function holdSecret(deps: ReconcileDeps, pc: ProviderConfigObject): Promis
     await patchMetadata(deps.kube, secretKind, { namespace, name: wanted }, { finalizers: { remove: IN_USE_FINALIZER } });
     return;
   }
-  await patchMetadata(deps.kube, secretKind, { namespace, name: wanted }, { finalizers: { add: IN_USE_FINALIZER } });
-  if (secret.metadata.labels?.[PROVIDER_CONFIG_LABEL] !== pc.metadata.name) {
-    await mergePatchLabels(deps.kube, { namespace, name: wanted }, { [PROVIDER_CONFIG_LABEL]: pc.metadata.name });
-  }
-}
-
-async function mergePatchLabels(kube: Kube, key: ObjectKey, labels: Record<string, string>): Promise<void> {
-  await kubeJson(kube.kc, { method: "PATCH", path: resourcePath(secretKind, key.namespace, key.name), body: { metadata: { labels } }, contentType: PatchStrategy.MergePatch });
+  const holding = (secret.metadata.finalizers ?? []).includes(IN_USE_FINALIZER);
+  const labelled = secret.metadata.labels?.[PROVIDER_CONFIG_LABEL] === pc.metadata.name;
+  if (holding && labelled) return;
+  await patchMetadata(deps.kube, secretKind, { namespace, name: wanted }, { finalizers: { add: IN_USE_FINALIZER }, labels: { [PROVIDER_CONFIG_LABEL]: pc.metadata.name } });
 }
 
 /** A ProviderConfig being deleted: released (with its Secret) once nothing uses it. */
@@ -264,7 +247,7 @@ export function providerConfigReconciler(deps: ReconcileDeps): ReconcileFn {
     const pc = (await getObject(deps.kube, ref, key)) as ProviderConfigObject | undefined;
     if (!pc) return done();
     if (pc.metadata.deletionTimestamp) return release(deps, pc);
-    await patchMetadata(deps.kube, ref, key, { finalizers: { add: IN_USE_FINALIZER } });
+    if (!(pc.metadata.finalizers ?? []).includes(IN_USE_FINALIZER)) await patchMetadata(deps.kube, ref, key, { finalizers: { add: IN_USE_FINALIZER } });
     await holdSecret(deps, pc);
     let ready: { status: "True" | "False"; reason: string; message: string };
     let retry = false;

@@ -168,10 +168,7 @@ export const statusSchema = z.object({
 export type SecretSyncStatus = z.infer<typeof statusSchema>;
 
 export const crdSource: CrdSource = {
-  group: ref.group,
-  version: ref.version,
-  kind: ref.kind,
-  plural: ref.plural,
+  ...ref,
   singular: "secretsync",
   shortNames: ["kwsync"],
   categories: ["keyward"],

@@ -37,12 +37,12 @@
 //   once more.
 // Each handled value gets an Event (SyncRequested, RemoveSecretsRequested).
 import type { ApiClient, CreateSecretSyncBody, Destination, SecretSync, UpdateSecretSyncBody } from "../api/index.ts";
-import { isApiError, isJobInProgress } from "../api/index.ts";
+import { isApiError, isJobInProgress, isNotFound } from "../api/index.ts";
 import { backoffCeiling } from "../engine/backoff.ts";
 import { statusEqual } from "../engine/conditions.ts";
-import { ReconcileError, type DeleteResult, type ManagedContext, type ManagedModule, type Observation, type Readiness } from "../engine/managed.ts";
+import { mayHaveLanded, ReconcileError, type DeleteResult, type ManagedContext, type ManagedModule, type Observation, type Readiness } from "../engine/managed.ts";
 import type { KubeObject, ObjectKey, ObjectMeta } from "../engine/types.ts";
-import { notFoundAsUndefined } from "./common.ts";
+import { isObserveOnly, notFoundAsUndefined } from "./common.ts";
 import { connectVia, type ProviderResolver } from "./providerconfig.ts";
 import { resolveProjectId } from "./refs.ts";
 import { ref, specSchema, type RequestAction, type SecretSyncSpec, type SecretSyncStatus } from "./secretsync-schema.ts";
@@ -231,7 +231,6 @@ export function jobSince(mark: JobBaseline, s: Partial<Status>, kind: JobKind): 
   return (s[f.jobId] ?? undefined) !== mark.lastJobId || (s[f.at] ?? undefined) !== mark.lastJobAt || isActive(s[f.status]);
 }
 
-const mayHaveLanded = (err: unknown): boolean => (err as { mayHaveLanded?: unknown }).mayHaveLanded === true;
 
 // ---------------------------------------------------------------- the module
 
@@ -474,7 +473,7 @@ async function remove(rt: Runtime, c: Ctx, obs: Observation<Status>): Promise<De
   try {
     await c.conn.deleteSecretSync(c.spec.destination, id);
   } catch (err) {
-    if (!(isApiError(err) && err.status === 404)) throw err;
+    if (!isNotFound(err)) throw err;
   }
   return { done: true };
 }
@@ -484,7 +483,7 @@ export function secretSyncModule(deps: SecretSyncModuleDeps): ManagedModule<Secr
   return {
     ref,
     parseSpec: (raw) => specSchema.parse(raw),
-    needsFinalizer: (spec) => spec.managementPolicy !== "ObserveOnly" && (spec.deletionPolicy === "RemoveSecrets" || spec.deletionPolicy === "Delete"),
+    needsFinalizer: (spec) => spec.deletionPolicy === "RemoveSecrets" || spec.deletionPolicy === "Delete",
     guardCreate: true,
     connect: connectVia(deps.providers),
     observe: (c) => observe(rt, c),
@@ -492,7 +491,7 @@ export function secretSyncModule(deps: SecretSyncModuleDeps): ManagedModule<Secr
     update: (c, obs) => update(rt, c, obs),
     act: (c) => act(rt, c),
     delete: (c, obs) => remove(rt, c, obs),
-    observeOnly: (spec) => spec.managementPolicy === "ObserveOnly",
+    observeOnly: isObserveOnly,
     forget: (key) => rt.activeSince.delete(keyOf(key)),
   };
 }
