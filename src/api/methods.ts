@@ -236,6 +236,6 @@ function syncMethods(c: Caller): SyncMethods {
 
 export function buildMethods(c: Caller): ApiClient {
   const withSignal = (signal: AbortSignal): ApiClient =>
-    buildMethods({ check: (op, schema, value) => c.check(op, schema, value), call: (call, opts) => c.call(call, { signal, ...opts }) });
+    buildMethods({ ...c, call: (call, opts) => c.call(call, { signal, ...opts }) });
   return { withSignal, ...projectMethods(c), ...membershipMethods(c), ...accessMethods(c), ...syncMethods(c) };
 }

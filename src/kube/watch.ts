@@ -108,15 +108,19 @@ async function streamWatch(
   for await (const chunk of response.body) {
     touch();
     buffered += decoder.decode(chunk as Uint8Array, { stream: true });
+    // Lines are cut by index and the rest kept once per chunk: re-slicing the buffer after every
+    // line would copy a large relist burst over and over.
+    let start = 0;
     let newline = buffered.indexOf("\n");
     while (newline >= 0) {
-      const line = buffered.slice(0, newline).trim();
-      buffered = buffered.slice(newline + 1);
-      newline = buffered.indexOf("\n");
+      const line = buffered.slice(start, newline).trim();
+      start = newline + 1;
+      newline = buffered.indexOf("\n", start);
       if (!line) continue;
       if (handleLine(line, opts.onEvent) === "gone") return { end: "gone", events };
       events += 1;
     }
+    buffered = buffered.slice(start);
   }
   return { end: "closed", events };
 }

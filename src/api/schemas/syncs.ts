@@ -24,14 +24,6 @@ export const connectionAppByDestination = {
 } as const satisfies Record<Destination, string>;
 export type ConnectionApp = (typeof connectionAppByDestination)[Destination];
 
-export function connectionAppFor(destination: Destination): ConnectionApp {
-  return connectionAppByDestination[destination];
-}
-
-export function isDestination(value: string): value is Destination {
-  return (destinations as readonly string[]).includes(value);
-}
-
 // ---- sync options ----------------------------------------------------------------------
 
 export const initialSyncBehaviors = [
@@ -192,9 +184,6 @@ export const syncIdSchema = uuid();
 export const syncNameLookupSchema = z.string().min(1);
 
 // ---- responses -------------------------------------------------------------------------
-
-export const syncStatuses = ["pending", "running", "succeeded", "failed"] as const;
-export type SyncStatus = (typeof syncStatuses)[number];
 
 export const secretSyncSchema = z.looseObject({
   id: z.string(),
