@@ -216,7 +216,8 @@ describe("AccessToken", () => {
   });
 
   // Garbage collection is the controller manager's; an existing cluster always has one.
-  it.runIf(inject("keywardControllerManager"))("the Secret is garbage-collected after the AccessToken is deleted", async () => {
+  it("the Secret is garbage-collected after the AccessToken is deleted", async () => {
+    expect(inject("keywardControllerManager"), "this test needs kube-controller-manager (garbage collector, namespace controller)").toBe(true);
     expect(await readSecret("ci-token")).toBeDefined();
     await deleteCustom(kc, ns.name, "accesstokens", "ci");
     await waitFor(async () => ((await readSecret("ci-token")) ? undefined : true), { timeoutMs: 60_000, description: "Secret ci-token garbage-collected" });

@@ -15,7 +15,7 @@ import { startEmulator, type Emulator } from "../emulator/server.ts";
 import { ensureBinaries, repoRoot } from "../controlplane/binaries.ts";
 import { startControlPlane, type ControlPlane } from "../controlplane/controlplane.ts";
 import { waitFor } from "../controlplane/testenv.ts";
-import { condition, createCustom, getCustom, installProvider, isReady, mergePatchCustom, startKeyward, type RunningKeyward } from "./support/keyward.ts";
+import { condition, projectObject as project, createCustom, getCustom, installProvider, isReady, mergePatchCustom, startKeyward, type RunningKeyward } from "./support/keyward.ts";
 import type { KubeObject } from "../../src/engine/types.ts";
 
 const execFileAsync = promisify(execFile);
@@ -24,13 +24,6 @@ const namespace = "apiserver-restart";
 
 // Restarting an apiserver needs one of our own; an existing cluster (KEYWARD_E2E_KUBECONFIG) gives none.
 const existingCluster = Boolean(process.env.KEYWARD_E2E_KUBECONFIG);
-
-const project = (name: string, spec: Record<string, unknown>): object => ({
-  apiVersion: "keyward.dev/v1alpha1",
-  kind: "Project",
-  metadata: { name },
-  spec,
-});
 
 /** kubectl apply of crds/ against `plane`, then wait until the apiserver serves them. */
 async function installCrds(plane: ControlPlane): Promise<void> {

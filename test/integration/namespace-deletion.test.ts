@@ -4,8 +4,9 @@
 import { afterAll, beforeAll, expect, inject, it } from "vitest";
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { startEmulator, type Emulator } from "../emulator/server.ts";
+import { isNotFound } from "../../src/kube/objects.ts";
 import { createTestNamespace, testKubeConfig, waitFor } from "../controlplane/testenv.ts";
-import { condition, createCustom, deleteCustom, getCustom, installProvider, isReady, startKeyward, type RunningKeyward } from "./support/keyward.ts";
+import { condition, projectObject as project, createCustom, deleteCustom, getCustom, installProvider, isReady, startKeyward, type RunningKeyward } from "./support/keyward.ts";
 
 const TOKEN = "kw-nsdelete-token-d7";
 let kc: KubeConfig;
@@ -14,7 +15,16 @@ let keyward: RunningKeyward;
 let doomed: { name: string; cleanup(): Promise<void> };
 let kept: { name: string; cleanup(): Promise<void> };
 
-const project = (name: string, spec: Record<string, unknown>): object => ({ apiVersion: "keyward.dev/v1alpha1", kind: "Project", metadata: { name }, spec });
+/** true once the read answers 404; any other error fails the test instead of counting as gone. */
+function goneWhen404(read: Promise<unknown>): Promise<true | undefined> {
+  return read.then(
+    () => undefined,
+    (err: unknown) => {
+      if (isNotFound(err)) return true;
+      throw err;
+    },
+  );
+}
 
 async function projectExists(id: string): Promise<boolean> {
   const res = await fetch(`${emulator.url}/api/v1/projects/${id}`, { headers: { authorization: `Bearer ${TOKEN}` } });
@@ -69,14 +79,7 @@ it("lets a token Secret the user deletes go at once", async () => {
     return s.metadata?.finalizers?.includes("keyward.dev/in-use") ? true : undefined;
   }, { timeoutMs: 30_000, description: "Secret held" });
   await core.deleteNamespacedSecret({ name: "second-token", namespace: kept.name });
-  await waitFor(async () => {
-    try {
-      await core.readNamespacedSecret({ name: "second-token", namespace: kept.name });
-      return undefined;
-    } catch {
-      return true;
-    }
-  }, { timeoutMs: 30_000, description: "Secret gone" });
+  await waitFor(() => goneWhen404(core.readNamespacedSecret({ name: "second-token", namespace: kept.name })), { timeoutMs: 30_000, description: "Secret gone" });
   const pc = await waitFor(async () => {
     const o = await getCustom(kc, kept.name, "providerconfigs", "second");
     return condition(o, "Ready")?.reason === "CredentialsNotFound" ? o : undefined;
@@ -95,13 +98,6 @@ it("deletes a Delete-policy Project at the service when its whole namespace is d
   expect(await projectExists(id)).toBe(true);
   await doomed.cleanup();
   const core = kc.makeApiClient(CoreV1Api);
-  await waitFor(async () => {
-    try {
-      await core.readNamespace({ name: doomed.name });
-      return undefined;
-    } catch {
-      return true;
-    }
-  }, { timeoutMs: 90_000, description: "namespace gone" });
+  await waitFor(() => goneWhen404(core.readNamespace({ name: doomed.name })), { timeoutMs: 90_000, description: "namespace gone" });
   expect(await projectExists(id)).toBe(false);
 });

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Emulator } from "../emulator/server.ts";
 import { kubectl, waitFor, type TestNamespace } from "../controlplane/testenv.ts";
-import { condition, createCustom, deleteCustom, exposedTexts, getCustom, isReady, mergePatchCustom, startTestEnv, waitForObject, type KeywardTestEnv, type RunningKeyward } from "./support/keyward.ts";
+import { condition, projectObject as project, createCustom, deleteCustom, exposedTexts, getCustom, isReady, mergePatchCustom, startTestEnv, waitForObject, type KeywardTestEnv, type RunningKeyward } from "./support/keyward.ts";
 import type { KubeObject } from "../../src/engine/types.ts";
 
 const TOKEN = "kw-test-operator-token-7f3a9c";
@@ -12,13 +12,6 @@ let kc: KubeConfig;
 let emulator: Emulator;
 let ns: TestNamespace;
 let keyward: RunningKeyward;
-
-const project = (name: string, spec: Record<string, unknown>): object => ({
-  apiVersion: "keyward.dev/v1alpha1",
-  kind: "Project",
-  metadata: { name },
-  spec,
-});
 
 const waitForProject = (name: string, description: string, until: (obj: KubeObject) => boolean): Promise<KubeObject> =>
   waitForObject(kc, ns.name, "projects", name, { until, timeoutMs: 30_000, description });

@@ -8,7 +8,7 @@ import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { startEmulator, type Emulator } from "../emulator/server.ts";
 import { createTestNamespace, testKubeConfig, waitFor } from "../controlplane/testenv.ts";
 import { freePort } from "../controlplane/controlplane.ts";
-import { condition, createCustom, getCustom, installProvider, startKeyward, type RunningKeyward } from "./support/keyward.ts";
+import { condition, projectObject as project, createCustom, getCustom, installProvider, startKeyward, type RunningKeyward } from "./support/keyward.ts";
 
 const TOKEN = "kw-recovery-token-e5";
 let kc: KubeConfig;
@@ -18,8 +18,6 @@ let stateDir: string;
 let home: { name: string; cleanup(): Promise<void> };
 let other: { name: string; cleanup(): Promise<void> };
 let keyward: RunningKeyward;
-
-const project = (name: string, spec: Record<string, unknown>): object => ({ apiVersion: "keyward.dev/v1alpha1", kind: "Project", metadata: { name }, spec });
 
 async function reasonOf(ns: string, name: string, type: string, reason: string): Promise<{ status: string; message: string }> {
   return waitFor(async () => {

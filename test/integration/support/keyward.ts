@@ -57,6 +57,11 @@ export async function installProvider(kc: KubeConfig, namespace: string, baseUrl
   });
 }
 
+/** A Project manifest. */
+export function projectObject(name: string, spec: Record<string, unknown>): object {
+  return { apiVersion: `${GROUP}/${VERSION}`, kind: "Project", metadata: { name }, spec };
+}
+
 export async function createCustom(kc: KubeConfig, namespace: string, plural: string, body: object): Promise<KubeObject> {
   const custom = kc.makeApiClient(CustomObjectsApi);
   return (await custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural, body })) as KubeObject;

@@ -1,7 +1,6 @@
 // Every error class over real HTTP, and what the client retries — proved with the emulator's
 // request log (counts, statuses, timestamps), never with wall-clock assertions.
 import { readFileSync, writeFileSync, mkdtempSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -19,6 +18,7 @@ import {
 import { loadDefaultSeed } from "../../emulator/default-seed.ts";
 import { startEmulator } from "../../emulator/server.ts";
 import { connectionIds, destinationConfigs, eventually, fastRetry, rejectionOf, seedIds, startHarness, TOKEN, unique, type Harness } from "./emulator-fixture.ts";
+import { freePort } from "../../controlplane/controlplane.ts"; // a port nothing listens on once it returns
 
 let h: Harness;
 let api: ApiClient;
@@ -226,18 +226,10 @@ describe("dropped responses", () => {
   });
 });
 
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
 describe("transport failures", () => {
   it("a refused connection is retried even for a create: nothing was sent", async () => {
     const attempts: RequestInfo[] = [];
-    const c = createApiClient({ baseUrl: `http://127.0.0.1:${await closedPort()}`, token: TOKEN, retry: fastRetry, onRequest: (i) => attempts.push(i) });
+    const c = createApiClient({ baseUrl: `http://127.0.0.1:${await freePort()}`, token: TOKEN, retry: fastRetry, onRequest: (i) => attempts.push(i) });
     const err = await rejectionOf(c.createProject({ projectName: "nowhere" }));
     expect(isTransportError(err) && err).toMatchObject({ kind: "connection-refused", mayHaveLanded: false, retryable: true, code: "ECONNREFUSED" });
     expect(attempts.map((a) => [a.attempt, a.status])).toEqual([[1, "error"], [2, "error"], [3, "error"]]);

@@ -1,7 +1,6 @@
 // Tokens never show: every error type is provoked with a recognisable token in play, and the
 // token is searched for in each error's message, stack, String() and JSON, and in every log line.
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -10,6 +9,7 @@ import { createLogger } from "../../../src/log.ts";
 import { loadDefaultSeed } from "../../emulator/default-seed.ts";
 import { startEmulator } from "../../emulator/server.ts";
 import { fastRetry, rejectionOf, seedIds, startHarness, TOKEN, unique, type Harness } from "./emulator-fixture.ts";
+import { freePort } from "../../controlplane/controlplane.ts"; // a port nothing listens on once it returns
 
 const BAD_TOKEN = `${TOKEN}-revoked`;
 const lines: string[] = [];
@@ -33,14 +33,6 @@ async function provoke(what: string, call: Promise<unknown>): Promise<unknown> {
   const err = await rejectionOf(call);
   errors.push({ what, err });
   return err;
-}
-
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 /** An emulator whose stored project name is an object holding the token (a malformed answer). */
@@ -81,7 +73,7 @@ describe("no token in errors or logs", () => {
     h.em.setFaults({ latencyMs: 300 });
     await provoke("timeout", h.client({ logger, timeoutMs: 50, retry: { maxAttempts: 1 } }).getProject(seedIds.demoProject));
     h.em.setFaults({});
-    const refused = createApiClient({ baseUrl: `http://127.0.0.1:${await closedPort()}`, token: TOKEN, logger, retry: fastRetry });
+    const refused = createApiClient({ baseUrl: `http://127.0.0.1:${await freePort()}`, token: TOKEN, logger, retry: fastRetry });
     await provoke("refused", refused.getProject(seedIds.demoProject));
     const controller = new AbortController();
     controller.abort();

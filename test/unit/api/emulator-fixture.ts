@@ -73,13 +73,14 @@ export function unique(prefix: string): string {
   return `${prefix}-${Date.now().toString(36)}-${counter}`;
 }
 
-/** Polls until `check` passes or the attempts run out (for emulator jobs; not a timing claim). */
-export async function eventually<T>(read: () => Promise<T>, check: (value: T) => boolean, attempts = 200): Promise<T> {
+/** Polls until `check` passes; throws when the attempts run out (a safety net, not a timing claim). */
+export async function eventually<T>(read: () => Promise<T>, check: (value: T) => boolean, attempts = 1000): Promise<T> {
   let value = await read();
   for (let i = 0; i < attempts && !check(value); i++) {
     await new Promise((resolve) => setTimeout(resolve, 10));
     value = await read();
   }
+  if (!check(value)) throw new Error(`eventually: the condition did not hold after ${attempts} attempts`);
   return value;
 }
 
