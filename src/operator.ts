@@ -5,7 +5,8 @@ import type { Logger } from "./log.ts";
 import { createKube, type Kube } from "./kube/client.ts";
 import { createEventRecorder } from "./kube/events.ts";
 import { createController } from "./engine/controller.ts";
-import { managedReconciler } from "./engine/managed.ts";
+import { ANNOTATION_CREATE_PENDING, ANNOTATION_CREATE_SUCCEEDED, managedReconciler, type ManagedModule } from "./engine/managed.ts";
+import { createInformerFactory } from "./kube/informer.ts";
 import { createMetrics, type Metrics } from "./engine/metrics.ts";
 import type { KubeObject, ReconcileFn } from "./engine/types.ts";
 import type { KubeConfig } from "@kubernetes/client-node";
@@ -65,42 +66,21 @@ export function createOperator(opts: OperatorOptions): Operator {
   const kube = createKube(opts.kc);
   const metrics = opts.metrics ?? createMetrics();
   const log = opts.log;
+  // One list+watch and one cache per kind, shared by every controller and lookup.
+  const informers = createInformerFactory(kube, {
+    namespaces: opts.namespaces,
+    logger: log,
+    onRestart: (kind) => metrics.informerRestarts.inc({ kind: kind.kind }),
+  });
+  kube.informers = informers;
   const events = createEventRecorder(kube, { component: "keyward", logger: log });
   const providers = providerConfig.createProviderResolver({ kube, log, onRequest: apiMetrics(metrics) });
-  const deps = { kube, events, log };
+  const managed = <S, T, C>(module: ManagedModule<S, T, C>, peers?: () => KubeObject[]): ReconcileFn =>
+    managedReconciler(module, { kube, events, log, cache: informers.get(module.ref), ...(peers ? { peers } : {}) });
 
   // Filled once the controllers exist: a membership compares itself with the others it knows.
   let membershipPeers: () => KubeObject[] = () => [];
-  const specs: ControllerSpec[] = [
-    {
-      name: "providerconfig",
-      kind: providerConfig.ref,
-      reconcile: providerConfig.providerConfigReconciler({
-        kube,
-        providers,
-        events,
-        log,
-        recheckMs: opts.resyncIntervalMs,
-        users: [project.ref, projectMembership.ref, secretSync.ref, accessToken.ref, certificateProfile.ref],
-      }),
-      watches: [providerConfig.heldSecretWatch],
-    },
-    { name: "project", kind: project.ref, reconcile: managedReconciler(project.projectModule({ providers }), deps), watches: [providerConfig.dependentsWatch] },
-    { name: "projectmembership", kind: projectMembership.ref, reconcile: managedReconciler(projectMembership.projectMembershipModule({ providers }), { ...deps, peers: () => membershipPeers() }), watches: [providerConfig.dependentsWatch] },
-    { name: "secretsync", kind: secretSync.ref, reconcile: managedReconciler(secretSync.secretSyncModule({ providers }), deps), watches: [providerConfig.dependentsWatch] },
-    {
-      name: "accesstoken",
-      kind: accessToken.ref,
-      reconcile: managedReconciler(accessToken.accessTokenModule({ providers }), deps),
-      watches: [accessToken.secretWatch, providerConfig.dependentsWatch],
-    },
-    {
-      name: "certificateprofile",
-      kind: certificateProfile.ref,
-      reconcile: managedReconciler(certificateProfile.certificateProfileModule({ providers, metrics }), deps),
-      watches: [providerConfig.dependentsWatch],
-    },
-  ];
+  const specs = controllerSpecs({ kube, events, log, providers, metrics, managed, resyncIntervalMs: opts.resyncIntervalMs, membershipPeers: () => membershipPeers() });
 
   const controllers = specs.map((s) =>
     createController({
@@ -113,6 +93,8 @@ export function createOperator(opts: OperatorOptions): Operator {
       namespaces: opts.namespaces,
       logger: log.child({ controller: s.name }),
       metrics,
+      informers,
+      ownAnnotations: [ANNOTATION_CREATE_PENDING, ANNOTATION_CREATE_SUCCEEDED],
       ...(s.watches ? { watches: s.watches } : {}),
       ...(opts.stopGraceMs !== undefined ? { stopGraceMs: opts.stopGraceMs } : {}),
     }),
@@ -130,8 +112,59 @@ export function createOperator(opts: OperatorOptions): Operator {
     },
     async stop() {
       await Promise.all(controllers.map((c) => c.stop()));
+      informers.stop();
       await events.flush();
       log.info("keyward stopped");
     },
   };
+}
+
+interface SpecDeps {
+  kube: Kube;
+  events: ReturnType<typeof createEventRecorder>;
+  log: Logger;
+  providers: providerConfig.ProviderResolver;
+  metrics: Metrics;
+  managed: <S, T, C>(module: ManagedModule<S, T, C>, peers?: () => KubeObject[]) => ReconcileFn;
+  resyncIntervalMs: number;
+  membershipPeers: () => KubeObject[];
+}
+
+/** One controller per kind, with the secondary watches that requeue it. */
+function controllerSpecs(d: SpecDeps): ControllerSpec[] {
+  return [
+    {
+      name: "providerconfig",
+      kind: providerConfig.ref,
+      reconcile: providerConfig.providerConfigReconciler({
+        kube: d.kube,
+        providers: d.providers,
+        events: d.events,
+        log: d.log,
+        recheckMs: d.resyncIntervalMs,
+        users: [project.ref, projectMembership.ref, secretSync.ref, accessToken.ref, certificateProfile.ref],
+      }),
+      watches: [providerConfig.heldSecretWatch],
+    },
+    { name: "project", kind: project.ref, reconcile: d.managed(project.projectModule({ providers: d.providers })), watches: [providerConfig.dependentsWatch] },
+    {
+      name: "projectmembership",
+      kind: projectMembership.ref,
+      reconcile: d.managed(projectMembership.projectMembershipModule({ providers: d.providers }), d.membershipPeers),
+      watches: [providerConfig.dependentsWatch, project.dependentsWatch],
+    },
+    { name: "secretsync", kind: secretSync.ref, reconcile: d.managed(secretSync.secretSyncModule({ providers: d.providers })), watches: [providerConfig.dependentsWatch, project.dependentsWatch] },
+    {
+      name: "accesstoken",
+      kind: accessToken.ref,
+      reconcile: d.managed(accessToken.accessTokenModule({ providers: d.providers })),
+      watches: [accessToken.secretWatch, providerConfig.dependentsWatch],
+    },
+    {
+      name: "certificateprofile",
+      kind: certificateProfile.ref,
+      reconcile: d.managed(certificateProfile.certificateProfileModule({ providers: d.providers, metrics: d.metrics })),
+      watches: [providerConfig.dependentsWatch],
+    },
+  ];
 }

@@ -39,6 +39,12 @@ export class ApiError extends Error {
   readonly reqId: string | undefined;
   /** 400 "a job for this sync is already in progress" (DESIGN.md): retry once the job is done. */
   readonly jobInProgress: boolean;
+  /**
+   * A 404 for a path the service does not serve (Fastify's `error: "Not Found"`, message
+   * "Route METHOD:path not found"), as against `error: "NotFound"` for an unknown id or slug:
+   * only the second says the object does not exist.
+   */
+  readonly routeNotFound: boolean;
   /** 429, 5xx and a job in progress: trying again later may succeed. */
   readonly retryable: boolean;
   /** A 5xx may come after the change was applied; a 4xx never does. */
@@ -54,6 +60,7 @@ export class ApiError extends Error {
     this.serviceMessage = init.message;
     this.reqId = init.reqId;
     this.jobInProgress = init.status === 400 && /already in progress/i.test(init.message);
+    this.routeNotFound = init.status === 404 && (init.error === "Not Found" || /^Route \S+ not found$/.test(init.message));
     this.retryable = init.status === 429 || init.status >= 500 || this.jobInProgress;
     this.mayHaveLanded = init.status >= 500;
     this.retryAfterMs = init.retryAfterMs;
@@ -142,7 +149,10 @@ export const isApiError = (e: unknown): e is ApiError => e instanceof ApiError;
 export const isTransportError = (e: unknown): e is TransportError => e instanceof TransportError;
 export const isResponseValidationError = (e: unknown): e is ResponseValidationError => e instanceof ResponseValidationError;
 export const isRequestValidationError = (e: unknown): e is RequestValidationError => e instanceof RequestValidationError;
-export const isNotFound = (e: unknown): boolean => isApiError(e) && e.status === 404;
+/** The object does not exist: a 404 for an id or slug, never one for an unknown route. */
+export const isNotFound = (e: unknown): boolean => isApiError(e) && e.status === 404 && !e.routeNotFound;
+/** The service does not serve the operation's path at all (an older or stricter server). */
+export const isRouteNotFound = (e: unknown): boolean => isApiError(e) && e.routeNotFound;
 export const isJobInProgress = (e: unknown): boolean => isApiError(e) && e.jobInProgress;
 
 export function formatIssues(issues: readonly FieldIssue[]): string {

@@ -12,6 +12,7 @@ export {
   isJobInProgress,
   isNotFound,
   isRequestValidationError,
+  isRouteNotFound,
   isResponseValidationError,
   isTransportError,
   type ClientError,

@@ -4,7 +4,7 @@
 // just enqueues the key, and the reconcile reads the current state itself.
 import type { Logger } from "../log.ts";
 import type { Kube, KindRef } from "../kube/client.ts";
-import { watchKind, type Informer } from "../kube/informer.ts";
+import { createInformerFactory, type InformerFactory, type SharedInformer } from "../kube/informer.ts";
 import { errorSummary } from "../kube/rest.ts";
 import { jitterInterval, type BackoffPolicy } from "./backoff.ts";
 import { queueObserver, type Metrics, type ReconcileResult } from "./metrics.ts";
@@ -31,6 +31,10 @@ export interface ControllerOptions {
   logger: Logger;
   metrics: Metrics;
   watches?: SecondaryWatch[];
+  /** Informers shared with other controllers (one cache per kind); default: the controller's own. */
+  informers?: InformerFactory;
+  /** Annotations only keyward writes: a change to them alone is keyward's own write, never a reason to reconcile. */
+  ownAnnotations?: readonly string[];
   /** Per-key backoff for retryable outcomes. Default 1 s doubling to 5 min, equal jitter. */
   retryBackoff?: BackoffPolicy;
   /** Backoff for restarting a broken list/watch. */
@@ -61,8 +65,15 @@ export function createController(opts: ControllerOptions): Controller {
     backoff: opts.retryBackoff ?? DEFAULT_RETRY_BACKOFF,
     observer: queueObserver(opts.metrics, opts.name),
   });
-  const informers = makeInformers(opts, queue);
-  const primary = informers[0] as Informer;
+  const ownFactory = opts.informers === undefined;
+  const factory = opts.informers ?? createInformerFactory(opts.kube, {
+    ...(opts.namespaces ? { namespaces: opts.namespaces } : {}),
+    ...(opts.informerRestartBackoff ? { restartBackoff: opts.informerRestartBackoff } : {}),
+    logger: opts.logger,
+    onRestart: (kind) => opts.metrics.informerRestarts.inc({ kind: kind.kind }),
+  });
+  const { informers, unsubscribe } = subscribeInformers(opts, factory, queue);
+  const primary = informers[0] as SharedInformer;
   const abort = new AbortController();
   let stopping = false;
   let workers: Promise<void>[] = [];
@@ -121,7 +132,8 @@ export function createController(opts: ControllerOptions): Controller {
       grace.unref();
       await Promise.all(workers);
       clearTimeout(grace);
-      for (const informer of informers) informer.stop();
+      for (const off of unsubscribe) off();
+      if (ownFactory) factory.stop();
       log.info("controller stopped");
     },
     enqueue: (key) => queue.add(formatKey(key)),
@@ -157,7 +169,7 @@ function settle(queue: WorkQueue, metrics: Metrics, labels: { controller: string
 
 // Every interval (±10%), enqueue every cached key, spread over a tenth of the interval so
 // hundreds of objects do not hit the service in the same second.
-function scheduleResync(intervalMs: number, informer: Informer, queue: WorkQueue): { stop(): void } {
+function scheduleResync(intervalMs: number, informer: SharedInformer, queue: WorkQueue): { stop(): void } {
   let timer: NodeJS.Timeout;
   const arm = (): void => {
     timer = setTimeout(() => {
@@ -173,21 +185,27 @@ function scheduleResync(intervalMs: number, informer: Informer, queue: WorkQueue
 }
 
 /**
- * A change to status alone (keyward's own status writes, mostly) needs no reconcile: what a
- * reconcile acts on is the spec (generation), annotations, labels, finalizers and deletion.
- * Skipping these keeps a failing object's status write from re-queueing it at once and
- * defeating its backoff.
+ * Whether an update is keyward's own write and nothing else: status (keyward's status writes),
+ * finalizers, and the annotations only keyward writes (its create-pending marks). None of these
+ * asks for a reconcile — the pass that wrote them already acted — and letting them enqueue would
+ * make every failing pass wake itself at once and defeat its backoff. What does enqueue: a new
+ * generation (spec), deletion, labels, and any other annotation (the user's requests, pause).
  */
-export function onlyStatusChanged(old: KubeObject, obj: KubeObject): boolean {
+export function onlyOwnChanges(old: KubeObject, obj: KubeObject, ownAnnotations: readonly string[] = []): boolean {
   const a = old.metadata;
   const b = obj.metadata;
   return (
     a.generation === b.generation &&
     a.deletionTimestamp === b.deletionTimestamp &&
-    sameRecord(a.annotations, b.annotations) &&
     sameRecord(a.labels, b.labels) &&
-    (a.finalizers ?? []).join("\n") === (b.finalizers ?? []).join("\n")
+    sameRecord(withoutKeys(a.annotations, ownAnnotations), withoutKeys(b.annotations, ownAnnotations))
   );
+}
+
+function withoutKeys(record: Record<string, string> | undefined, keys: readonly string[]): Record<string, string> {
+  const out = { ...record };
+  for (const key of keys) Reflect.deleteProperty(out, key);
+  return out;
 }
 
 function sameRecord(a: Record<string, string> | undefined, b: Record<string, string> | undefined): boolean {
@@ -199,33 +217,24 @@ function keyOf(obj: KubeObject): ObjectKey {
   return { namespace: obj.metadata.namespace, name: obj.metadata.name };
 }
 
-function makeInformers(opts: ControllerOptions, queue: WorkQueue): Informer[] {
-  const base = {
-    ...(opts.namespaces ? { namespaces: opts.namespaces } : {}),
-    ...(opts.informerRestartBackoff ? { restartBackoff: opts.informerRestartBackoff } : {}),
-  };
-  const restarts = (kind: KindRef) => (): void => opts.metrics.informerRestarts.inc({ kind: kind.kind });
-  const primary = watchKind(opts.kube, opts.kind, {
-    ...base,
-    logger: opts.logger,
-    onEvent: (type, obj, old) => {
-      if (type === "update" && old && onlyStatusChanged(old, obj)) return;
+function subscribeInformers(opts: ControllerOptions, factory: InformerFactory, queue: WorkQueue): { informers: SharedInformer[]; unsubscribe: (() => void)[] } {
+  const primary = factory.get(opts.kind);
+  const unsubscribe = [
+    primary.subscribe((type, obj, old) => {
+      if (type === "update" && old && onlyOwnChanges(old, obj, opts.ownAnnotations)) return;
       queue.add(formatKey(keyOf(obj)));
-    },
-    onRestart: restarts(opts.kind),
-  });
-  const secondaries = (opts.watches ?? []).map((w) =>
-    watchKind(opts.kube, w.kind, {
-      ...base,
-      ...(w.labelSelector ? { labelSelector: w.labelSelector } : {}),
-      logger: opts.logger,
-      onEvent: (_type, obj) => {
-        for (const key of w.mapToKeys(obj, () => primary.list())) queue.add(formatKey(key));
-      },
-      onRestart: restarts(w.kind),
     }),
-  );
-  return [primary, ...secondaries];
+  ];
+  const secondaries = (opts.watches ?? []).map((w) => {
+    const informer = factory.get(w.kind, w.labelSelector);
+    unsubscribe.push(
+      informer.subscribe((_type, obj) => {
+        for (const key of w.mapToKeys(obj, () => primary.list())) queue.add(formatKey(key));
+      }),
+    );
+    return informer;
+  });
+  return { informers: [primary, ...secondaries], unsubscribe };
 }
 
 function logOutcome(log: Logger, key: string, outcome: Outcome, requeues: number): void {

@@ -5,10 +5,12 @@
 // requeue intent lives here, once.
 import type { Logger } from "../log.ts";
 import type { Kube, KindRef } from "../kube/client.ts";
-import { getObject, patchMetadata, patchStatus } from "../kube/objects.ts";
+import { getObject, isConflict, patchMetadata, patchStatus, type MetadataChange } from "../kube/objects.ts";
+import type { SharedInformer } from "../kube/informer.ts";
 import { errorSummary } from "../kube/rest.ts";
 import type { EventRecorder } from "../kube/events.ts";
 import { setCondition, statusEqual } from "./conditions.ts";
+import { createWrittenObjects, type WrittenObjects } from "./written.ts";
 import {
   done,
   requeueAfter,
@@ -29,9 +31,6 @@ export const ANNOTATION_CREATE_SUCCEEDED = "keyward.dev/create-succeeded";
 
 /** Ready=False reasons that mean "on its way", recorded as Normal events rather than Warnings. */
 const progressReasons = new Set(["Creating", "Deleting", "Pending", "JobPending", "JobRunning", "SyncPending", "Renewing", "RemovingSecrets", "WaitingForJob"]);
-
-/** How long to wait before looking again at an object that was just created or is changing. */
-const SETTLE_REQUEUE_MS = 1_000;
 
 export interface Readiness {
   ready: boolean;
@@ -59,6 +58,8 @@ export interface Observation<Status> {
   absent?: { reason: string; message: string };
   /** Come back sooner than the resync, e.g. while a job at the service is running. */
   requeueAfterMs?: number;
+  /** The external object as observe (or create) read it, for update in the same pass. */
+  external?: unknown;
 }
 
 export type DeleteResult =
@@ -100,7 +101,12 @@ export interface ManagedModule<Spec, Status, Conn> {
   /** `signal` aborts when keyward is stopping and the reconcile has outrun its grace. */
   connect(input: { kube: Kube; namespace: string; spec: Spec; log: Logger; signal: AbortSignal }): Promise<Conn>;
   observe(c: ManagedContext<Spec, Status, Conn>): Promise<Observation<Status>>;
-  create?: (c: ManagedContext<Spec, Status, Conn>) => Promise<StatusPatch<Status>>;
+  /**
+   * Creates the external object; the answer is the observation (no second pass): exists, its
+   * status and readiness, and whether fields create cannot set still differ (update then runs
+   * in the same pass).
+   */
+  create?: (c: ManagedContext<Spec, Status, Conn>) => Promise<Observation<Status>>;
   update?: (c: ManagedContext<Spec, Status, Conn>, obs: Observation<Status>) => Promise<StatusPatch<Status>>;
   /** Actions requested on the object (annotations), run once the object exists and is up to date. */
   act?: (c: ManagedContext<Spec, Status, Conn>, obs: Observation<Status>) => Promise<StatusPatch<Status>>;
@@ -160,8 +166,9 @@ export function classifyError(err: unknown): ErrorClass {
     const status = typeof e.status === "number" ? e.status : typeof e.code === "number" ? e.code : undefined;
     const fromService = typeof e.retryable === "boolean";
     const isRetryable = fromService ? (e.retryable as boolean) : status === undefined || status >= 500 || status === 409 || status === 429;
-    const reason =
-      status === undefined
+    const reason = (e as { routeNotFound?: unknown }).routeNotFound === true
+      ? "OperationNotServed"
+      : status === undefined
         ? fromService
           ? "ServiceUnavailable"
           : "InternalError"
@@ -196,19 +203,40 @@ export interface ManagedDeps {
   now?: () => Date;
   /** The objects of the same kind keyward knows (its informer cache), for kinds that must not fight over one external object. */
   peers?: () => KubeObject[];
+  /**
+   * The kind's informer: objects are read from its cache (with keyward's own writes layered
+   * over it until the cache catches up). Absent: every pass reads the apiserver.
+   */
+  cache?: SharedInformer;
 }
 
 /** Builds the ReconcileFn a controller runs for one kind. */
 export function managedReconciler<Spec, Status, Conn>(module: ManagedModule<Spec, Status, Conn>, deps: ManagedDeps): ReconcileFn {
+  const written = createWrittenObjects();
+  deps.cache?.subscribe((type, obj) => {
+    if (type === "delete") written.forget(obj.metadata);
+    else written.seen(obj);
+  });
   return async (key, signal) => {
-    const obj = (await getObject(deps.kube, module.ref, key)) as KubeObject<unknown, Partial<Status>> | undefined;
+    const obj = (await readObject(deps, module.ref, key, written)) as KubeObject<unknown, Partial<Status>> | undefined;
     if (!obj) {
       module.forget?.(key);
+      written.forget(key);
       return done();
     }
     const run = new Run(module, deps, key, obj, signal);
-    return run.reconcile();
+    try {
+      return await run.reconcile();
+    } finally {
+      if (run.current !== obj) written.remember(run.current as KubeObject);
+    }
   };
+}
+
+async function readObject(deps: ManagedDeps, ref: KindRef, key: ObjectKey, written: WrittenObjects): Promise<KubeObject | undefined> {
+  if (!deps.cache) return getObject(deps.kube, ref, key);
+  const latest = written.latest(key, deps.cache.get(key));
+  return latest === "stale" ? getObject(deps.kube, ref, key) : latest;
 }
 
 type Conditions = { ready?: Omit<Condition, "lastTransitionTime" | "observedGeneration">; synced?: Omit<Condition, "lastTransitionTime" | "observedGeneration"> };
@@ -220,6 +248,8 @@ class Run<Spec, Status, Conn> {
   private readonly deps: ManagedDeps;
   private readonly key: ObjectKey;
   private obj: KubeObject<unknown, Partial<Status>>;
+  /** Set once the pass records an action's own Event, which then also tells of the Ready change. */
+  private actionEvent = false;
   private readonly log: Logger;
   private kindStatus: Partial<Status>;
   private readonly signal: AbortSignal;
@@ -233,6 +263,11 @@ class Run<Spec, Status, Conn> {
     this.obj = obj;
     this.log = deps.log.child({ kind: module.ref.kind, namespace: key.namespace, name: key.name });
     this.kindStatus = kindFields(obj.status ?? {}) as Partial<Status>;
+  }
+
+  /** The object as the last write of this pass left it. */
+  get current(): KubeObject<unknown, Partial<Status>> {
+    return this.obj;
   }
 
   async reconcile(): Promise<Outcome> {
@@ -253,6 +288,9 @@ class Run<Spec, Status, Conn> {
     try {
       return deleting ? await this.finalize(spec) : await this.sync(spec, hasFinalizer);
     } catch (err) {
+      // Someone wrote the object since it was read: the newer version's event brings the key
+      // back (and the queue's backoff spaces out repeats); nothing to report.
+      if (isConflict(err)) return retryable(new Error("the object changed while it was reconciled; looking again"));
       return this.fail(classifyError(err));
     }
   }
@@ -284,12 +322,18 @@ class Run<Spec, Status, Conn> {
 
   private async sync(spec: Spec, hasFinalizer: boolean): Promise<Outcome> {
     const needsFinalizer = this.needsFinalizer(spec);
-    if (needsFinalizer && !hasFinalizer) await this.patchMeta({ finalizers: { add: FINALIZER } });
     if (!needsFinalizer && hasFinalizer) await this.patchMeta({ finalizers: { remove: FINALIZER } });
     const c = await this.context(spec);
-    let obs = await this.module.observe(c);
-    this.mergeStatus(obs.status);
-    if (!obs.exists) return this.whenAbsent(c, obs);
+    const observed = await this.module.observe(c);
+    this.mergeStatus(observed.status);
+    // A create adds the finalizer in the same patch as its pending mark.
+    if (!observed.exists) return this.whenAbsent(c, observed, needsFinalizer && !hasFinalizer);
+    if (needsFinalizer && !hasFinalizer) await this.patchMeta({ finalizers: { add: FINALIZER } });
+    return this.reconcileExisting(c, observed);
+  }
+
+  private async reconcileExisting(c: ManagedContext<Spec, Status, Conn>, observed: Observation<Status>): Promise<Outcome> {
+    let obs = observed;
     if (c.createPending && this.module.guardCreate) {
       // The create landed before a crash and observe found it by its natural key: it is ours.
       // The id goes into status before the pending mark goes, so no crash can lose both.
@@ -304,7 +348,7 @@ class Run<Spec, Status, Conn> {
       obs = { ...obs, upToDate: true };
     }
     if (!c.observeOnly && this.module.act) this.mergeStatus(await this.module.act({ ...c, status: this.kindStatus }, obs));
-    const readiness = obs.readiness ?? { ready: true, reason: "Available", message: "the external object is available" };
+    const readiness = obs.readiness ?? AVAILABLE;
     await this.writeStatus({
       ready: { type: "Ready", status: readiness.ready ? "True" : "False", reason: readiness.reason, message: readiness.message },
       synced: syncedCondition(obs, c.observeOnly),
@@ -313,7 +357,7 @@ class Run<Spec, Status, Conn> {
     return after.length === 0 ? done() : requeueAfter(Math.min(...after));
   }
 
-  private async whenAbsent(c: ManagedContext<Spec, Status, Conn>, obs: Observation<Status>): Promise<Outcome> {
+  private async whenAbsent(c: ManagedContext<Spec, Status, Conn>, obs: Observation<Status>, addFinalizer: boolean): Promise<Outcome> {
     const canCreate = !c.observeOnly && this.module.create !== undefined && (obs.canCreate ?? true);
     if (!canCreate) {
       const absent = obs.absent ?? { reason: "NotFound", message: "the external object does not exist" };
@@ -323,32 +367,39 @@ class Run<Spec, Status, Conn> {
       });
       return obs.requeueAfterMs === undefined ? done() : requeueAfter(obs.requeueAfterMs);
     }
-    return this.create(c);
+    return this.create(c, addFinalizer);
   }
 
-  private async create(c: ManagedContext<Spec, Status, Conn>): Promise<Outcome> {
+  private async create(c: ManagedContext<Spec, Status, Conn>, addFinalizer: boolean): Promise<Outcome> {
     const create = this.module.create;
     if (!create) return done();
-    if (this.module.guardCreate) {
-      // Recorded before the call: if keyward dies after the service accepted the create but
-      // before the id reached status, the next pass finds the object by its natural key.
-      await this.patchMeta({ annotations: { [ANNOTATION_CREATE_PENDING]: this.now().toISOString(), [ANNOTATION_CREATE_SUCCEEDED]: null } });
-    }
-    let created: StatusPatch<Status>;
+    const guard = this.module.guardCreate;
+    // Recorded before the call, in one patch with the finalizer, and only on the version of the
+    // object this pass read (a resourceVersion precondition: a stale read is a 409, never a
+    // second create). If keyward dies after the service accepted the create but before the id
+    // reached status, the next pass finds the object by its natural key.
+    const mark: MetadataChange = {
+      ...(guard ? { annotations: { [ANNOTATION_CREATE_PENDING]: this.now().toISOString(), [ANNOTATION_CREATE_SUCCEEDED]: null } } : {}),
+      ...(addFinalizer ? { finalizers: { add: FINALIZER } } : {}),
+    };
+    if (guard || addFinalizer) await this.patchMeta(mark, true);
+    let created: Observation<Status>;
     try {
       created = await create(c);
     } catch (err) {
-      if (this.module.guardCreate && !mayHaveLanded(err)) await this.patchMeta({ annotations: { [ANNOTATION_CREATE_PENDING]: null } });
+      // Refused (a 4xx, nothing sent): the outcome is known, so the mark goes. Keyward's own
+      // annotation change wakes nothing; the failure waits for a spec change or the resync.
+      if (guard && !mayHaveLanded(err)) await this.patchMeta({ annotations: { [ANNOTATION_CREATE_PENDING]: null } });
       throw err;
     }
-    this.mergeStatus(created);
-    await this.writeStatus({
-      ready: { type: "Ready", status: "False", reason: "Creating", message: "created at the service; waiting to observe it" },
-      synced: { type: "Synced", status: "True", reason: "ReconcileSuccess", message: "created" },
-    });
-    if (this.module.guardCreate) await this.patchMeta({ annotations: { [ANNOTATION_CREATE_SUCCEEDED]: this.now().toISOString(), [ANNOTATION_CREATE_PENDING]: null } });
-    c.event("Normal", "Created", "created the external object");
-    return requeueAfter(SETTLE_REQUEUE_MS);
+    this.mergeStatus(created.status);
+    this.actionEvent = true;
+    const outcome = await this.reconcileExisting({ ...c, status: this.kindStatus, createPending: false }, { ...created, exists: true });
+    // The id is in status before the pending mark goes, so no crash can lose both.
+    if (guard) await this.patchMeta({ annotations: { [ANNOTATION_CREATE_SUCCEEDED]: this.now().toISOString(), [ANNOTATION_CREATE_PENDING]: null } });
+    const readiness = created.readiness ?? AVAILABLE;
+    c.event("Normal", "Created", `created the external object; ${readiness.ready ? "it is available" : readiness.message}`);
+    return outcome;
   }
 
   private async finalize(spec: Spec): Promise<Outcome> {
@@ -412,6 +463,7 @@ class Run<Spec, Status, Conn> {
   }
 
   private recordTransitions(before: Condition[], after: Condition[]): void {
+    if (this.actionEvent) return;
     const ready = after.find((x) => x.type === "Ready");
     const was = before.find((x) => x.type === "Ready");
     if (ready && (ready.status !== was?.status || ready.reason !== was.reason)) {
@@ -420,8 +472,9 @@ class Run<Spec, Status, Conn> {
     }
   }
 
-  private async patchMeta(change: { annotations?: Record<string, string | null>; finalizers?: { add?: string; remove?: string } }): Promise<void> {
-    const patched = await patchMetadata(this.deps.kube, this.module.ref, this.key, change);
+  /** `exact`: only on the version this pass holds (a 409 otherwise, which ends the pass). */
+  private async patchMeta(change: MetadataChange, exact = false): Promise<void> {
+    const patched = await patchMetadata(this.deps.kube, this.module.ref, this.key, change, { base: this.obj as KubeObject, exact });
     if (patched) this.obj = patched as KubeObject<unknown, Partial<Status>>;
   }
 
@@ -434,6 +487,8 @@ class Run<Spec, Status, Conn> {
     return this.deps.now?.() ?? new Date();
   }
 }
+
+const AVAILABLE: Readiness = { ready: true, reason: "Available", message: "the external object is available" };
 
 function syncedCondition(obs: Observation<unknown>, observeOnly: boolean): Conditions["synced"] {
   if (observeOnly) {

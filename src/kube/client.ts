@@ -1,6 +1,7 @@
 // How keyward reaches the apiserver: the kubeconfig it loads and the typed API clients.
 import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
+import type { InformerFactory } from "./informer.ts";
 import { CoordinationV1Api, CoreV1Api, CustomObjectsApi, EventsV1Api, KubeConfig } from "@kubernetes/client-node";
 
 /** Names a resource type: group "" is the core group (Secrets, ConfigMaps, ...). */
@@ -16,6 +17,8 @@ export const secretKind: KindRef = { group: "", version: "v1", plural: "secrets"
 
 export interface Kube {
   kc: KubeConfig;
+  /** The operator's shared informers, when it runs them: reads go to their caches. */
+  informers?: InformerFactory;
   custom: CustomObjectsApi;
   core: CoreV1Api;
   coordination: CoordinationV1Api;

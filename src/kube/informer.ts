@@ -49,6 +49,23 @@ const cacheKey = (namespace: string | undefined, name: string): string => `${nam
 
 type Emit = (type: InformerEventType, obj: KubeObject, old?: KubeObject) => void;
 
+const LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration";
+
+/**
+ * What the cache keeps of an object: all but managedFields and kubectl's last-applied copy of
+ * the whole object, which nothing in keyward reads and which together are often larger than
+ * the object itself.
+ */
+export function slim(obj: KubeObject): KubeObject {
+  const meta = obj.metadata as KubeObject["metadata"] & { managedFields?: unknown };
+  if (meta.managedFields !== undefined) Reflect.deleteProperty(meta, "managedFields");
+  if (meta.annotations?.[LAST_APPLIED] !== undefined) {
+    const { [LAST_APPLIED]: _dropped, ...rest } = meta.annotations;
+    meta.annotations = rest;
+  }
+  return obj;
+}
+
 // The informer's cache: applies list results and watch events, and reports each real change.
 function createStore(kind: KindRef, emit: Emit) {
   const cache = new Map<string, KubeObject>();
@@ -62,7 +79,7 @@ function createStore(kind: KindRef, emit: Emit) {
     const key = cacheKey(obj.metadata.namespace, obj.metadata.name);
     const old = cache.get(key);
     if (old && old.metadata.resourceVersion === obj.metadata.resourceVersion) return;
-    cache.set(key, withKind(obj));
+    cache.set(key, withKind(slim(obj)));
     emit(old ? "update" : "add", obj, old);
   };
   const remove = (obj: KubeObject): void => {
@@ -187,5 +204,65 @@ export function watchKind(kube: Kube, kind: KindRef, opts: WatchKindOptions): In
     list: () => [...store.cache.values()],
     get: (key) => store.cache.get(cacheKey(key.namespace, key.name)),
     hasSynced: () => synced.size === scopes.length,
+  };
+}
+
+export type InformerHandler = (type: InformerEventType, obj: KubeObject, old?: KubeObject) => void;
+
+/** An informer several controllers share: one list+watch and one cache per kind and selector. */
+export interface SharedInformer extends Informer {
+  /** Adds a handler of every event from now on; returns its removal. */
+  subscribe(handler: InformerHandler): () => void;
+}
+
+export interface InformerFactory {
+  /** The one informer of `kind` (and `labelSelector`), made on first use; start() it to sync. */
+  get(kind: KindRef, labelSelector?: string): SharedInformer;
+  /** The informer of `kind` (and `labelSelector`) if one was made. */
+  peek(kind: KindRef, labelSelector?: string): SharedInformer | undefined;
+  stop(): void;
+}
+
+export interface InformerFactoryOptions {
+  namespaces?: string[];
+  logger: Logger;
+  restartBackoff?: { baseMs: number; maxMs: number };
+  onRestart?: (kind: KindRef, reason: string) => void;
+}
+
+export function createInformerFactory(kube: Kube, opts: InformerFactoryOptions): InformerFactory {
+  const informers = new Map<string, SharedInformer>();
+  const idOf = (kind: KindRef, labelSelector?: string): string => `${kind.group}/${kind.version}/${kind.plural}?${labelSelector ?? ""}`;
+  return {
+    peek: (kind, labelSelector) => informers.get(idOf(kind, labelSelector)),
+    get(kind, labelSelector) {
+      const id = idOf(kind, labelSelector);
+      let shared = informers.get(id);
+      if (!shared) {
+        const handlers = new Set<InformerHandler>();
+        const informer = watchKind(kube, kind, {
+          ...(opts.namespaces && opts.namespaces.length > 0 ? { namespaces: opts.namespaces } : {}),
+          ...(labelSelector ? { labelSelector } : {}),
+          ...(opts.restartBackoff ? { restartBackoff: opts.restartBackoff } : {}),
+          logger: opts.logger,
+          onEvent: (type, obj, old) => {
+            for (const handler of handlers) handler(type, obj, old);
+          },
+          onRestart: (reason) => opts.onRestart?.(kind, reason),
+        });
+        shared = {
+          ...informer,
+          subscribe: (handler) => {
+            handlers.add(handler);
+            return () => handlers.delete(handler);
+          },
+        };
+        informers.set(id, shared);
+      }
+      return shared;
+    },
+    stop() {
+      for (const informer of informers.values()) informer.stop();
+    },
   };
 }

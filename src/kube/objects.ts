@@ -47,6 +47,20 @@ export async function getObject(kube: Kube, kind: KindRef, key: ObjectKey): Prom
   }
 }
 
+/**
+ * The object from the informer cache when keyward runs one for its kind (and it has synced),
+ * else from the apiserver. `labelSelector` names the informer of a narrowed watch: an object
+ * missing from that cache may just lack the label, so a miss there reads the apiserver.
+ */
+export async function readCached(kube: Kube, kind: KindRef, key: ObjectKey, labelSelector?: string): Promise<KubeObject | undefined> {
+  const informer = kube.informers?.peek(kind, labelSelector);
+  if (informer?.hasSynced()) {
+    const cached = informer.get(key);
+    if (cached || labelSelector === undefined) return cached;
+  }
+  return getObject(kube, kind, key);
+}
+
 async function mergePatch(kube: Kube, kind: KindRef, key: ObjectKey, body: object, subresource?: "status"): Promise<KubeObject> {
   if (kind.group === "") {
     return kubeJson<KubeObject>(kube.kc, {
@@ -113,11 +127,18 @@ export interface MetadataChange {
   finalizers?: { add?: string; remove?: string };
 }
 
+export interface MetadataPatchOptions {
+  /** The object as the caller holds it (its cache copy): no read before the patch. */
+  base?: KubeObject;
+  /** Apply only to `base`'s resourceVersion: a 409 when the object changed since, not retried. */
+  exact?: boolean;
+}
+
 /**
- * Change annotations, labels and/or one finalizer. Finalizers are a list, which a merge patch can only
- * replace whole, so a finalizer change reads the object fresh and sends the new list with the
- * read resourceVersion as a precondition; on 409 it reads again and retries (bounded).
- * Returns the patched object, the unchanged object when there was nothing to do, or
+ * Change annotations, labels and/or one finalizer. Finalizers are a list, which a merge patch
+ * can only replace whole, so a finalizer change sends the new list with the base's
+ * resourceVersion as a precondition; on 409 it reads the object again and retries (bounded),
+ * unless `exact`. Returns the patched object, the base when there was nothing to do, or
  * undefined when the object does not exist.
  */
 export async function patchMetadata(
@@ -125,29 +146,43 @@ export async function patchMetadata(
   kind: KindRef,
   key: ObjectKey,
   change: MetadataChange,
+  opts: MetadataPatchOptions = {},
 ): Promise<KubeObject | undefined> {
-  const maps: Record<string, unknown> = {};
-  if (change.annotations && Object.keys(change.annotations).length > 0) maps["annotations"] = change.annotations;
-  if (change.labels && Object.keys(change.labels).length > 0) maps["labels"] = change.labels;
-  const hasMaps = Object.keys(maps).length > 0;
-  if (!change.finalizers?.add && !change.finalizers?.remove) {
-    if (!hasMaps) return getObject(kube, kind, key);
-    return notFoundAsUndefined(mergePatch(kube, kind, key, { metadata: maps }));
-  }
+  let current = opts.base ?? (await getObject(kube, kind, key));
   for (let attempt = 0; ; attempt++) {
-    const current = await getObject(kube, kind, key);
     if (!current) return undefined;
-    const finalizers = nextFinalizers(current.metadata.finalizers ?? [], change.finalizers);
-    if (!finalizers && !hasMaps) return current;
-    const metadata: Record<string, unknown> = { resourceVersion: current.metadata.resourceVersion, ...maps };
-    if (finalizers) metadata["finalizers"] = finalizers;
+    const metadata = metadataPatch(current.metadata, change);
+    if (!metadata) return current;
+    if (opts.exact || metadata["finalizers"] !== undefined) metadata["resourceVersion"] = current.metadata.resourceVersion;
     try {
       return await mergePatch(kube, kind, key, { metadata });
     } catch (err) {
       if (isNotFound(err)) return undefined;
-      if (!isConflict(err) || attempt >= METADATA_CONFLICT_RETRIES) throw err;
+      if (!isConflict(err) || opts.exact || attempt >= METADATA_CONFLICT_RETRIES) throw err;
     }
+    current = await getObject(kube, kind, key);
   }
+}
+
+/** The metadata part of a merge patch making the change, or undefined when it is already in place. */
+function metadataPatch(meta: ObjectMeta, change: MetadataChange): Record<string, unknown> | undefined {
+  const patch: Record<string, unknown> = {};
+  const annotations = changedEntries(meta.annotations, change.annotations);
+  const labels = changedEntries(meta.labels, change.labels);
+  if (annotations) patch["annotations"] = annotations;
+  if (labels) patch["labels"] = labels;
+  const finalizers = change.finalizers ? nextFinalizers(meta.finalizers ?? [], change.finalizers) : undefined;
+  if (finalizers) patch["finalizers"] = finalizers;
+  return Object.keys(patch).length === 0 ? undefined : patch;
+}
+
+/** The entries of `change` that differ from `current` (null removes), or undefined when none do. */
+function changedEntries(current: Record<string, string> | undefined, change: Record<string, string | null> | undefined): Record<string, string | null> | undefined {
+  const out: Record<string, string | null> = {};
+  for (const [k, v] of Object.entries(change ?? {})) {
+    if (v === null ? current?.[k] !== undefined : current?.[k] !== v) out[k] = v;
+  }
+  return Object.keys(out).length === 0 ? undefined : out;
 }
 
 /** The new finalizer list, or undefined when the change is already in place. */
@@ -158,11 +193,4 @@ function nextFinalizers(current: string[], change: { add?: string; remove?: stri
   return next === current ? undefined : next;
 }
 
-async function notFoundAsUndefined(promise: Promise<KubeObject>): Promise<KubeObject | undefined> {
-  try {
-    return await promise;
-  } catch (err) {
-    if (isNotFound(err)) return undefined;
-    throw err;
-  }
-}
+

@@ -395,8 +395,10 @@ async function observe(c: Ctx, deps: { now?: () => Date }): Promise<Observation<
   }
 }
 
-async function create(c: Ctx, deps: { now?: () => Date }): Promise<StatusPatch<AccessTokenStatus>> {
-  return issue(c, deps, c.status.tokenId ? "SecretMissing" : "Initial", undefined);
+async function create(c: Ctx, deps: { now?: () => Date }): Promise<Observation<AccessTokenStatus>> {
+  const status = await issue(c, deps, c.status.tokenId ? "SecretMissing" : "Initial", undefined);
+  // The next pass reads the Secret back and plans the renewal from it.
+  return { exists: true, upToDate: true, status, requeueAfterMs: AFTER_ISSUE_REQUEUE_MS };
 }
 
 async function update(c: Ctx, deps: { now?: () => Date }): Promise<StatusPatch<AccessTokenStatus>> {

@@ -1,7 +1,7 @@
 // Spec and status pieces every kind shares, and the helpers that turn them into CRD sources.
 import { z } from "zod";
 import { isNotFound } from "../api/index.ts";
-import { GROUP, VERSION } from "../engine/types.ts";
+import { GROUP, VERSION, type KubeObject, type ObjectKey } from "../engine/types.ts";
 import type { KindRef } from "../kube/client.ts";
 import { ageColumn, conditionColumn } from "../kube/crd.ts";
 
@@ -74,4 +74,19 @@ export function dropUndefined<T extends object>(o: T): Partial<T> {
 export function notFoundAsUndefined(err: unknown): undefined {
   if (isNotFound(err)) return undefined;
   throw err;
+}
+
+/**
+ * A secondary watch of `kind` for the kinds that refer to one of its objects (`refName` reads
+ * the name a spec refers to, in its own namespace): a change of the referenced object reconciles
+ * its referrers at once instead of at their next resync or backoff.
+ */
+export function referrersWatch(kind: KindRef, refName: (spec: unknown) => string | undefined) {
+  return {
+    kind,
+    mapToKeys: (target: KubeObject, primaries?: () => KubeObject[]): ObjectKey[] =>
+      (primaries?.() ?? [])
+        .filter((o) => o.metadata.namespace === target.metadata.namespace && refName(o.spec) === target.metadata.name)
+        .map((o) => ({ namespace: o.metadata.namespace, name: o.metadata.name })),
+  };
 }

@@ -6,7 +6,7 @@ import { isNotFound, type ApiClient, type Project, type UpdateProjectBody } from
 import type { CrdSource } from "../kube/crd.ts";
 import { ReconcileError, type DeleteResult, type ManagedContext, type ManagedModule, type Observation } from "../engine/managed.ts";
 import type { ObjectMeta } from "../engine/types.ts";
-import { ageColumn, commonStatus, isObserveOnly, kindRef, managementPolicy, notFoundAsUndefined, providerConfigRef, readyColumns, sameStrings } from "./common.ts";
+import { ageColumn, commonStatus, isObserveOnly, kindRef, managementPolicy, notFoundAsUndefined, providerConfigRef, readyColumns, referrersWatch, sameStrings } from "./common.ts";
 import { connectVia, type ProviderResolver } from "./providerconfig.ts";
 
 export const ref = kindRef("Project", "projects");
@@ -161,11 +161,10 @@ async function observe(c: Ctx): Promise<Observation<ProjectStatus>> {
     };
   }
   if (found.adopted) c.event("Normal", "Adopted", `adopted the existing project with slug ${found.project.slug}`);
-  const diff = Object.keys(projectDiff(c.spec, found.project));
-  return { exists: true, upToDate: diff.length === 0, diff, status: statusFrom(found.project) };
+  return observed(c, found.project);
 }
 
-async function create(c: Ctx): Promise<Partial<ProjectStatus>> {
+async function create(c: Ctx): Promise<Observation<ProjectStatus>> {
   const s = c.spec;
   const project = await c.conn.createProject({
     projectName: s.name ?? c.obj.metadata.name,
@@ -177,14 +176,19 @@ async function create(c: Ctx): Promise<Partial<ProjectStatus>> {
     ...(s.shouldCreateDefaultEnvs !== undefined ? { shouldCreateDefaultEnvs: s.shouldCreateDefaultEnvs } : {}),
     ...(s.hasDeleteProtection !== undefined ? { hasDeleteProtection: s.hasDeleteProtection } : {}),
   });
-  // Settings that only the update operation takes follow on the next pass, as drift.
-  return statusFrom(project);
+  // Settings only the update operation takes differ now: the engine updates them in this pass.
+  return observed(c, project);
+}
+
+function observed(c: Ctx, project: Project): Observation<ProjectStatus> {
+  const diff = Object.keys(projectDiff(c.spec, project));
+  return { exists: true, upToDate: diff.length === 0, diff, status: statusFrom(project), external: project };
 }
 
 async function update(c: Ctx, obs: Observation<ProjectStatus>): Promise<Partial<ProjectStatus>> {
   const id = obs.status.projectId;
   if (!id) throw new ReconcileError("NotFound", "project id unknown", { retryable: true });
-  const current = await c.conn.getProject(id);
+  const current = (obs.external as Project | undefined) ?? (await c.conn.getProject(id));
   const body = projectDiff(c.spec, current);
   if (Object.keys(body).length === 0) return statusFrom(current);
   return statusFrom(await c.conn.updateProject(id, body));
@@ -226,3 +230,6 @@ export function projectModule(deps: { providers: ProviderResolver }): ManagedMod
     observeOnly: isObserveOnly,
   };
 }
+
+/** Kinds with spec.projectRef: a Project's change (its id arriving in status, mostly) reconciles them at once. */
+export const dependentsWatch = referrersWatch(ref, (spec) => (spec as { projectRef?: { name?: string } } | undefined)?.projectRef?.name);

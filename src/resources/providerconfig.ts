@@ -5,14 +5,14 @@ import { createHash } from "node:crypto";
 import { z } from "zod";
 import { createApiClient, type ApiClient, type ClientOptions } from "../api/index.ts";
 import type { Logger } from "../log.ts";
-import { getObject, patchMetadata, patchStatus } from "../kube/objects.ts";
+import { getObject, patchMetadata, patchStatus, readCached } from "../kube/objects.ts";
 import { secretKind, type KindRef, type Kube } from "../kube/client.ts";
 import type { EventRecorder } from "../kube/events.ts";
 import { setCondition, statusEqual } from "../engine/conditions.ts";
 import { classifyError, ReconcileError } from "../engine/managed.ts";
 import { done, requeueAfter, type KubeObject, type ObjectKey, type Outcome, type ReconcileFn } from "../engine/types.ts";
 import type { CrdSource } from "../kube/crd.ts";
-import { ageColumn, commonStatus, kindRef, providerConfigName } from "./common.ts";
+import { ageColumn, commonStatus, kindRef, providerConfigName, referrersWatch } from "./common.ts";
 
 export const ref = kindRef("ProviderConfig", "providerconfigs");
 
@@ -64,16 +64,10 @@ export const crdSource: CrdSource = {
 };
 
 const DEFAULT_RATE = { requestsPerSecond: 2, burst: 10 };
-const SECRET_CACHE_MS = 5_000;
 
 export interface ProviderResolver {
   /** A client for the ProviderConfig `name` in `namespace`; errors are ReconcileErrors with a reason. `signal` cancels its calls. */
   connect(namespace: string, name: string, signal?: AbortSignal): Promise<ApiClient>;
-}
-
-interface CachedToken {
-  token: string;
-  at: number;
 }
 
 /**
@@ -89,26 +83,20 @@ export function createProviderResolver(deps: {
   // One client per ProviderConfig, replaced when its settings or token change, so a rotated
   // token does not leave the old client (and the old token) behind.
   const clients = new Map<string, { fingerprint: string; client: ApiClient }>();
-  const tokens = new Map<string, CachedToken>();
-  const now = deps.now ?? Date.now;
 
   async function readToken(namespace: string, spec: ProviderConfigSpec): Promise<string> {
     const secretName = spec.credentialsSecretRef.name;
     const key = spec.credentialsSecretRef.key ?? "token";
-    const cacheKey = `${namespace}/${secretName}/${key}`;
-    const cached = tokens.get(cacheKey);
-    if (cached && now() - cached.at < SECRET_CACHE_MS) return cached.token;
-    const secret = await getObject(deps.kube, secretKind, { namespace, name: secretName });
+    // A held token Secret carries the label, so it is in the narrowed Secret cache.
+    const secret = await readCached(deps.kube, secretKind, { namespace, name: secretName }, PROVIDER_CONFIG_LABEL);
     if (!secret) throw new ReconcileError("CredentialsNotFound", `Secret ${namespace}/${secretName} does not exist`, { retryable: true });
     const encoded = (secret as { data?: Record<string, string> }).data?.[key];
     if (!encoded) throw new ReconcileError("CredentialsNotFound", `Secret ${namespace}/${secretName} has no key ${key}`, { retryable: true });
-    const token = Buffer.from(encoded, "base64").toString("utf8").trim();
-    tokens.set(cacheKey, { token, at: now() });
-    return token;
+    return Buffer.from(encoded, "base64").toString("utf8").trim();
   }
 
   async function readSpec(namespace: string, name: string): Promise<ProviderConfigSpec> {
-    const obj = await getObject(deps.kube, ref, { namespace, name });
+    const obj = await readCached(deps.kube, ref, { namespace, name });
     if (!obj) throw new ReconcileError("ProviderConfigNotFound", `ProviderConfig ${namespace}/${name} does not exist`, { retryable: true });
     const parsed = specSchema.safeParse(obj.spec);
     if (!parsed.success) throw new ReconcileError("ProviderConfigInvalid", `ProviderConfig ${namespace}/${name} is invalid: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`, { retryable: true });
@@ -199,9 +187,14 @@ async function holdSecret(deps: ReconcileDeps, pc: ProviderConfigObject): Promis
   const held = pc.status?.heldSecret;
   if (held && held !== wanted) await patchMetadata(deps.kube, secretKind, { namespace, name: held }, { finalizers: { remove: IN_USE_FINALIZER } });
   if (!wanted) return;
-  const secret = await getObject(deps.kube, secretKind, { namespace, name: wanted });
+  const secret = await readCached(deps.kube, secretKind, { namespace, name: wanted }, PROVIDER_CONFIG_LABEL);
   if (!secret) return;
   if (secret.metadata.deletionTimestamp) {
+    // Let go only of a Secret deleted on its own. When the whole namespace goes, the cached
+    // ProviderConfig may not show its own deletion yet (another watch stream): ask the apiserver,
+    // or the resources still to be finalized would lose their token.
+    const fresh = await getObject(deps.kube, ref, { namespace, name: pc.metadata.name });
+    if (fresh?.metadata.deletionTimestamp) return;
     await patchMetadata(deps.kube, secretKind, { namespace, name: wanted }, { finalizers: { remove: IN_USE_FINALIZER } });
     return;
   }
@@ -244,7 +237,7 @@ async function writeReady(deps: ReconcileDeps, pc: ProviderConfigObject, ready: 
 /** ProviderConfig's own reconcile: does the service answer with this token? */
 export function providerConfigReconciler(deps: ReconcileDeps): ReconcileFn {
   return async (key) => {
-    const pc = (await getObject(deps.kube, ref, key)) as ProviderConfigObject | undefined;
+    const pc = (await readCached(deps.kube, ref, key)) as ProviderConfigObject | undefined;
     if (!pc) return done();
     if (pc.metadata.deletionTimestamp) return release(deps, pc);
     if (!(pc.metadata.finalizers ?? []).includes(IN_USE_FINALIZER)) await patchMetadata(deps.kube, ref, key, { finalizers: { add: IN_USE_FINALIZER } });
@@ -280,12 +273,7 @@ export const heldSecretWatch = {
 /**
  * A secondary watch for every kind that uses a ProviderConfig: a change to one (fixed URL, new
  * Secret reference, a Ready transition) requeues the resources that refer to it at once instead
- * of at their next resync.
+ * of at their next resync. The informer updates its cache before the event, so the requeued
+ * passes judge the fixed ProviderConfig, never the stale copy.
  */
-export const dependentsWatch = {
-  kind: ref,
-  mapToKeys: (pc: KubeObject, primaries?: () => KubeObject[]): ObjectKey[] =>
-    (primaries?.() ?? [])
-      .filter((o) => o.metadata.namespace === pc.metadata.namespace && providerConfigName(o.spec as { providerConfigRef?: { name: string } }) === pc.metadata.name)
-      .map((o) => ({ namespace: o.metadata.namespace, name: o.metadata.name })),
-};
+export const dependentsWatch = referrersWatch(ref, (spec) => providerConfigName(spec ?? {}));

@@ -11,7 +11,10 @@ import {
   codeHostConfigSchema,
   dataPlatformConfigSchema,
   gitHostConfigSchema,
+  importCapable,
   initialSyncBehaviors,
+  KEY_SCHEMA_PATTERN,
+  KEY_SCHEMA_RULE,
   limits,
   monitoringConfigSchema,
   workflowEngineConfigSchema,
@@ -36,6 +39,12 @@ const common = {
   description: z.string().max(limits.syncDescriptionMax).optional().describe("Description of the sync, at most 256 characters."),
   projectRef: projectRef.optional().meta(immutable("projectRef is immutable: create another SecretSync for another project")),
   projectId: projectId.optional().meta(immutable("projectId is immutable: create another SecretSync for another project")),
+  syncId: z
+    .guid()
+    .optional()
+    .describe(
+      "Adopt the existing sync with this id instead of creating one: for syncs made before keyward, or to settle a CreateOutcomeUnknown. It must be of this destination and project. Default: keyward creates the sync (and records its id in status.syncId).",
+    ),
   connectionId: z.guid().describe("The app connection (uuid) the sync writes through; its kind must fit the destination."),
   environment: z
     .string()
@@ -62,24 +71,27 @@ const destinationConfigDescription = "The destination's settings; their shape de
 const keySchema = z
   .string()
   .min(1)
-  .regex(/\{\{secretKey\}\}/, "keySchema must contain {{secretKey}}")
-  .describe("Template of the key written at the destination; must contain {{secretKey}}, e.g. APP_{{secretKey}}.");
+  .regex(KEY_SCHEMA_PATTERN, KEY_SCHEMA_RULE)
+  .describe("Template of the key written at the destination: must contain {{secretKey}} and may contain {{environment}}, e.g. APP_{{environment}}_{{secretKey}}.");
 
-const commonSyncOptions = {
-  initialSyncBehavior: z
-    .enum(initialSyncBehaviors)
+// A destination that cannot read secrets back (code-host, data-platform, git-host, monitoring)
+// accepts only overwrite-destination, as the real service does.
+const syncOptionFields = (canImport: boolean) => ({
+  initialSyncBehavior: (canImport ? z.enum(initialSyncBehaviors) : z.enum(["overwrite-destination"]))
     .optional()
-    .describe("What the first sync does with secrets already at the destination. Default: overwrite-destination."),
+    .describe(
+      "What the first sync does with secrets already at the destination: overwrite-destination, or (where the destination can be read back: workflow-engine, cloud-secrets-manager, app-platform) import-prioritize-source or import-prioritize-destination. Default: overwrite-destination, which keyward sends when this is unset (the service requires the field).",
+    ),
   keySchema: keySchema.optional(),
   disableSecretDeletion: z.boolean().optional().describe("Never delete secrets at the destination. Default: false."),
-};
+});
 
 const syncOptionsDescription = "How the sync writes. Only the fields set here are managed; the whole object is sent when any of them differs.";
 
-const syncOptions = z.object(commonSyncOptions).strict().describe(syncOptionsDescription);
+const syncOptions = (canImport: boolean) => z.object(syncOptionFields(canImport)).strict().describe(syncOptionsDescription);
 const cloudSyncOptions = z
   .object({
-    ...commonSyncOptions,
+    ...syncOptionFields(true),
     keyId: z.string().optional().describe("KMS key id the cloud secrets manager encrypts with (cloud-secrets-manager only)."),
     tags: z.array(z.object({ key: z.string(), value: z.string() }).strict()).optional().describe("Tags set on the synced secrets (cloud-secrets-manager only)."),
     syncSecretMetadataAsTags: z.boolean().optional().describe("Write secret metadata as tags (cloud-secrets-manager only)."),
@@ -91,15 +103,15 @@ const config = <T extends z.ZodRawShape>(schema: z.ZodObject<T>) => schema.stric
 
 export const specSchema = z
   .discriminatedUnion("destination", [
-    z.object({ ...common, destination: destination("workflow-engine"), destinationConfig: config(workflowEngineConfigSchema), syncOptions: syncOptions.optional() }).strict(),
-    z.object({ ...common, destination: destination("code-host"), destinationConfig: config(codeHostConfigSchema), syncOptions: syncOptions.optional() }).strict(),
-    z.object({ ...common, destination: destination("data-platform"), destinationConfig: config(dataPlatformConfigSchema), syncOptions: syncOptions.optional() }).strict(),
+    z.object({ ...common, destination: destination("workflow-engine"), destinationConfig: config(workflowEngineConfigSchema), syncOptions: syncOptions(importCapable["workflow-engine"]).optional() }).strict(),
+    z.object({ ...common, destination: destination("code-host"), destinationConfig: config(codeHostConfigSchema), syncOptions: syncOptions(importCapable["code-host"]).optional() }).strict(),
+    z.object({ ...common, destination: destination("data-platform"), destinationConfig: config(dataPlatformConfigSchema), syncOptions: syncOptions(importCapable["data-platform"]).optional() }).strict(),
     z
       .object({ ...common, destination: destination("cloud-secrets-manager"), destinationConfig: config(cloudSecretsManagerConfigSchema), syncOptions: cloudSyncOptions.optional() })
       .strict(),
-    z.object({ ...common, destination: destination("app-platform"), destinationConfig: config(appPlatformConfigSchema), syncOptions: syncOptions.optional() }).strict(),
-    z.object({ ...common, destination: destination("git-host"), destinationConfig: config(gitHostConfigSchema), syncOptions: syncOptions.optional() }).strict(),
-    z.object({ ...common, destination: destination("monitoring"), destinationConfig: config(monitoringConfigSchema), syncOptions: syncOptions.optional() }).strict(),
+    z.object({ ...common, destination: destination("app-platform"), destinationConfig: config(appPlatformConfigSchema), syncOptions: syncOptions(importCapable["app-platform"]).optional() }).strict(),
+    z.object({ ...common, destination: destination("git-host"), destinationConfig: config(gitHostConfigSchema), syncOptions: syncOptions(importCapable["git-host"]).optional() }).strict(),
+    z.object({ ...common, destination: destination("monitoring"), destinationConfig: config(monitoringConfigSchema), syncOptions: syncOptions(importCapable["monitoring"]).optional() }).strict(),
   ])
   .describe("A secret sync: one project environment and folder, synced through a connection to one destination.");
 export type SecretSyncSpec = z.infer<typeof specSchema>;

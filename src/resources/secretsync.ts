@@ -37,7 +37,8 @@
 //   once more.
 // Each handled value gets an Event (SyncRequested, RemoveSecretsRequested).
 import type { ApiClient, CreateSecretSyncBody, Destination, SecretSync, UpdateSecretSyncBody } from "../api/index.ts";
-import { isApiError, isJobInProgress, isNotFound } from "../api/index.ts";
+import { DEFAULT_INITIAL_SYNC_BEHAVIOR, isApiError, isJobInProgress, isNotFound, isRouteNotFound } from "../api/index.ts";
+import { ANNOTATION_CREATE_PENDING } from "../engine/managed.ts";
 import { backoffCeiling } from "../engine/backoff.ts";
 import { statusEqual } from "../engine/conditions.ts";
 import { mayHaveLanded, ReconcileError, type DeleteResult, type ManagedContext, type ManagedModule, type Observation, type Readiness } from "../engine/managed.ts";
@@ -183,9 +184,19 @@ export function syncDiff(spec: SecretSyncSpec, name: string, s: SecretSync): Upd
   if (s.folder && folderPath(spec.secretPath) !== folderPath(s.folder.path)) body.secretPath = spec.secretPath;
   if (spec.isAutoSyncEnabled !== undefined && spec.isAutoSyncEnabled !== s.isAutoSyncEnabled) body.isAutoSyncEnabled = spec.isAutoSyncEnabled;
   // syncOptions and destinationConfig are replaced whole by an update: send the spec's object
-  if (spec.syncOptions !== undefined && !fieldsMatch(spec.syncOptions, s.syncOptions)) body.syncOptions = spec.syncOptions;
+  if (spec.syncOptions !== undefined && !fieldsMatch(spec.syncOptions, s.syncOptions)) body.syncOptions = syncOptionsOf(spec, s.syncOptions.initialSyncBehavior) as UpdateSecretSyncBody["syncOptions"];
   if (!fieldsMatch(spec.destinationConfig, s.destinationConfig)) body.destinationConfig = spec.destinationConfig;
   return body;
+}
+
+/**
+ * The spec's syncOptions with initialSyncBehavior filled in: the service requires it on create
+ * and in every syncOptions an update sends. Unset in the spec, it is the sync's current value
+ * (an update keeps what the first sync was made with), else overwrite-destination, the default
+ * the CRD documents.
+ */
+export function syncOptionsOf(spec: SecretSyncSpec, current?: string | null): Record<string, unknown> & { initialSyncBehavior: string } {
+  return { ...spec.syncOptions, initialSyncBehavior: spec.syncOptions?.initialSyncBehavior ?? current ?? DEFAULT_INITIAL_SYNC_BEHAVIOR };
 }
 
 export function createBody(spec: SecretSyncSpec, name: string, projectId: string): CreateSecretSyncBody {
@@ -195,7 +206,7 @@ export function createBody(spec: SecretSyncSpec, name: string, projectId: string
     connectionId: spec.connectionId,
     environment: spec.environment,
     secretPath: spec.secretPath,
-    syncOptions: spec.syncOptions ?? {},
+    syncOptions: syncOptionsOf(spec),
     destinationConfig: spec.destinationConfig,
     ...(spec.description !== undefined ? { description: spec.description } : {}),
     ...(spec.isAutoSyncEnabled !== undefined ? { isAutoSyncEnabled: spec.isAutoSyncEnabled } : {}),
@@ -257,34 +268,77 @@ function pollAfter(rt: Runtime, key: ObjectKey): number {
   return Math.min(JOB_POLL.maxMs, Math.max(JOB_POLL.minMs, rt.now() - since));
 }
 
-async function findSync(c: Ctx): Promise<SecretSync | undefined> {
+/** What a lookup found: the record, nothing, or why keyward cannot tell (then it must not create). */
+type Found = { record: SecretSync } | { absent: { reason: string; message: string }; canCreate: boolean };
+
+const foundNothing: Found = { absent: { reason: "NotFound", message: "" }, canCreate: true };
+
+/**
+ * Find-by-name is beyond interface.md: a server that answers its path with a route 404 cannot
+ * look a sync up by name (never read as "no such sync").
+ */
+async function findByName(c: Ctx, name: string, projectId: string): Promise<SecretSync | undefined | "unsupported"> {
+  try {
+    return await c.conn.findSecretSyncByName(c.spec.destination, name, projectId);
+  } catch (err) {
+    if (isRouteNotFound(err)) return "unsupported";
+    throw err;
+  }
+}
+
+function alreadyExists(destination: string, name: string, projectId: string, lookup: boolean, cause?: unknown): ReconcileError {
+  const found = lookup ? "" : " (the service cannot look syncs up by name)";
+  return new ReconcileError(
+    "AlreadyExists",
+    `a ${destination} sync named ${name} already exists in project ${projectId} and was not created by this resource${found}; choose another spec.name, or set spec.syncId to its id to manage it`,
+    { retryable: false, ...(cause === undefined ? {} : { cause }) },
+  );
+}
+
+function createOutcomeUnknown(destination: string, name: string, projectId: string): Found {
+  return {
+    canCreate: false,
+    absent: {
+      reason: "CreateOutcomeUnknown",
+      message:
+        `a create of the ${destination} sync ${name} in project ${projectId} may have reached the service before keyward was interrupted, ` +
+        `and the service offers no way to find a sync by name, so keyward will not create it again: ` +
+        `if the sync exists, set spec.syncId to its id to adopt it; if it does not, remove the annotation ${ANNOTATION_CREATE_PENDING} to create it`,
+    },
+  };
+}
+
+async function findSync(c: Ctx): Promise<Found> {
   const destination = c.spec.destination;
   const deleting = c.obj.metadata.deletionTimestamp !== undefined;
-  if (c.status.syncId) {
-    const byId = await c.conn.getSecretSync(destination, c.status.syncId).catch(notFoundAsUndefined);
-    if (byId) return byId;
-    if (deleting) return undefined;
+  const adoptId = c.spec.syncId;
+  const knownId = adoptId ?? c.status.syncId;
+  if (knownId) {
+    const byId = await c.conn.getSecretSync(destination, knownId).catch(notFoundAsUndefined);
+    if (byId) return { record: byId };
+    if (adoptId) return { canCreate: false, absent: { reason: "NotFound", message: `spec.syncId: no ${destination} sync with id ${adoptId} exists` } };
+    if (deleting) return foundNothing;
   }
   let projectId: string;
   try {
     projectId = await resolveProjectId(c.kube, c.key.namespace, c.spec);
   } catch (err) {
     // Being deleted with its Project already gone: there is nothing keyward knows to clean up.
-    if (deleting && err instanceof ReconcileError) return undefined;
+    if (deleting && err instanceof ReconcileError) return foundNothing;
     throw err;
   }
   // Being deleted, only what is known to be ours counts: a same-named sync of someone else
   // must neither block the deletion nor be deleted.
-  if (deleting && !c.createPending) return undefined;
+  if (deleting && !c.createPending) return foundNothing;
   const name = syncName(c.spec, c.obj.metadata);
-  const byName = await c.conn.findSecretSyncByName(destination, name, projectId);
-  if (!byName) return undefined;
-  if (c.createPending || byName.id === c.status.syncId) return byName;
-  throw new ReconcileError(
-    "AlreadyExists",
-    `a ${destination} sync named ${name} already exists in project ${projectId} and was not created by this resource; choose another spec.name`,
-    { retryable: false },
-  );
+  const byName = await findByName(c, name, projectId);
+  if (byName === "unsupported") {
+    // A create that may have landed cannot be found again: never risk a second one.
+    return c.createPending && !deleting ? createOutcomeUnknown(destination, name, projectId) : foundNothing;
+  }
+  if (!byName) return foundNothing;
+  if (c.createPending || byName.id === c.status.syncId) return { record: byName };
+  throw alreadyExists(destination, name, projectId, true);
 }
 
 /** The service stores folder paths without a trailing slash: "/app/" and "/app" are one folder. */
@@ -305,17 +359,19 @@ async function checkProject(c: Ctx, record: SecretSync): Promise<void> {
 }
 
 async function observe(rt: Runtime, c: Ctx): Promise<Observation<Status>> {
-  const record = await findSync(c);
-  if (!record) {
+  const found = await findSync(c);
+  if ("absent" in found) {
     rt.activeSince.delete(keyOf(c.key));
-    return {
-      exists: false,
-      upToDate: false,
-      status: {},
-      absent: { reason: "NotFound", message: `no ${c.spec.destination} sync named ${c.spec.name ?? c.obj.metadata.name} exists` },
-    };
+    const message = found.absent.message || `no ${c.spec.destination} sync named ${c.spec.name ?? c.obj.metadata.name} exists`;
+    return { exists: false, upToDate: false, status: {}, canCreate: found.canCreate, absent: { reason: found.absent.reason, message } };
   }
+  const record = found.record;
   await checkProject(c, record);
+  return observedRecord(rt, c, record);
+}
+
+/** The observation a record makes: its status, readiness, drift, and a poll while a job runs. */
+function observedRecord(rt: Runtime, c: Ctx, record: SecretSync): Observation<Status> {
   rt.records.set(c.obj, record);
   const status = statusFrom(record);
   const diff = Object.keys(syncDiff(c.spec, syncName(c.spec, c.obj.metadata), record));
@@ -331,23 +387,24 @@ async function observe(rt: Runtime, c: Ctx): Promise<Observation<Status>> {
   };
 }
 
-async function create(c: Ctx): Promise<Partial<Status>> {
+async function create(rt: Runtime, c: Ctx): Promise<Observation<Status>> {
   const projectId = await resolveProjectId(c.kube, c.key.namespace, c.spec);
   const name = syncName(c.spec, c.obj.metadata);
   const destination = c.spec.destination;
+  return observedRecord(rt, c, await createOrFind(c, destination, name, projectId));
+}
+
+async function createOrFind(c: Ctx, destination: Destination, name: string, projectId: string): Promise<SecretSync> {
   try {
-    return statusFrom(await c.conn.createSecretSync(destination, createBody(c.spec, name, projectId)));
+    return await c.conn.createSecretSync(destination, createBody(c.spec, name, projectId));
   } catch (err) {
     // A 400 for a duplicate name: look the sync up rather than fail.
     if (!isApiError(err) || err.status !== 400 || err.jobInProgress) throw err;
-    const existing = await c.conn.findSecretSyncByName(destination, name, projectId);
+    const existing = await findByName(c, name, projectId);
+    if (existing === "unsupported") throw alreadyExists(destination, name, projectId, false, err);
     if (!existing) throw err;
-    if (c.createPending) return statusFrom(existing);
-    throw new ReconcileError(
-      "AlreadyExists",
-      `a ${destination} sync named ${name} already exists in project ${projectId} and was not created by this resource; choose another spec.name`,
-      { retryable: false, cause: err },
-    );
+    if (c.createPending) return existing;
+    throw alreadyExists(destination, name, projectId, true, err);
   }
 }
 
@@ -487,7 +544,7 @@ export function secretSyncModule(deps: SecretSyncModuleDeps): ManagedModule<Secr
     guardCreate: true,
     connect: connectVia(deps.providers),
     observe: (c) => observe(rt, c),
-    create: (c) => create(c),
+    create: (c) => create(rt, c),
     update: (c, obs) => update(rt, c, obs),
     act: (c) => act(rt, c),
     delete: (c, obs) => remove(rt, c, obs),

@@ -1,4 +1,4 @@
-// The conformance probe: exercises every operation of /work/shared/interface.md over plain
+// The conformance probe: exercises every operation of ../shared/interface.md over plain
 // HTTP and reports one result per check. It knows nothing of the emulator or the client, so
 // it can be pointed at any deployment of the service (see README.md and cli.ts).
 

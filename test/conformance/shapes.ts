@@ -1,4 +1,4 @@
-// Shape rules transcribed from /work/shared/interface.md ("Resources and their fields").
+// Shape rules transcribed from ../shared/interface.md ("Resources and their fields").
 // A rule returns the problems it finds (empty when the value fits), each prefixed with the
 // path of the offending field. Fields marked optional in the document may be absent; every
 // other listed field must be present. Where the document lists a plain type but the value

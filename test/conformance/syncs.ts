@@ -182,6 +182,11 @@ async function probeSyncLimits(ctx: ProbeContext, t: SyncTarget, d: Destination)
     ["limit.sync-project-id.min-rejected", "create sync with an empty projectId answers 422", { name: name("p0"), projectId: "" }, "reject"],
     ["limit.sync-secret-path.min-accepted", "create sync with a 1-char secretPath (/) is accepted", { name: name("s1"), secretPath: "/" }, "ok"],
     ["limit.sync-secret-path.min-rejected", "create sync with an empty secretPath answers 422", { name: name("s0"), secretPath: "" }, "reject"],
+    // DESIGN.md: the real service requires initialSyncBehavior on create, and a keySchema may also hold {{environment}}.
+    ["limit.sync-initial-sync-behavior.required", "create sync whose syncOptions lack initialSyncBehavior answers 422", { name: name("ib0"), syncOptions: { keySchema: "probe-{{secretKey}}" } }, "reject"],
+    ["limit.sync-options.required", "create sync without syncOptions answers 422", { name: name("so0"), syncOptions: undefined }, "reject"],
+    ["limit.sync-key-schema.environment-accepted", "create sync with a keySchema holding {{environment}} passes validation", { name: name("ksenv"), syncOptions: { initialSyncBehavior: "overwrite-destination", keySchema: "probe-{{environment}}-{{secretKey}}" } }, "valid"],
+    ["limit.sync-key-schema.secret-key-required", "create sync with a keySchema without {{secretKey}} answers 422", { name: name("ks0"), syncOptions: { initialSyncBehavior: "overwrite-destination", keySchema: "probe-{{environment}}" } }, "reject"],
   ];
   for (const [id, description, overrides, expected] of cases) {
     const res = await ctx.call("POST", base(d), { body: createBody(ctx, t, d, { isAutoSyncEnabled: false, ...overrides }) });

@@ -1,5 +1,6 @@
 // CLI: npm run emulator -- --port P --token T [--token T2 ...] [--seed file.json | --no-seed]
 //   [--persist state.json] [--job-delay-ms N] [--no-rate-limit] [--host H]
+//   [--without-operation getSecretSyncByName ...]  (serve only what a stricter server serves)
 // Tokens also come from EMULATOR_TOKENS (comma-separated). Without --seed the default seed
 // (seed.default.json next to this file) is loaded.
 import { readFileSync } from "node:fs";
@@ -32,6 +33,7 @@ async function main(): Promise<void> {
       persist: { type: "string" },
       "job-delay-ms": { type: "string" },
       "no-rate-limit": { type: "boolean" },
+      "without-operation": { type: "string", multiple: true },
     },
   });
   const envTokens = (process.env["EMULATOR_TOKENS"] ?? "").split(",").map((t) => t.trim()).filter((t) => t !== "");
@@ -48,6 +50,7 @@ async function main(): Promise<void> {
     ...(values.persist === undefined ? {} : { persistPath: values.persist }),
     ...(jobDelayMs === undefined ? {} : { jobDelayMs }),
     rateLimit: values["no-rate-limit"] === true ? false : defaultRateLimit,
+    ...(values["without-operation"] === undefined ? {} : { withoutOperations: values["without-operation"] }),
   });
   console.log(`emulator listening on ${emulator.url}`);
   const stop = (): void => {

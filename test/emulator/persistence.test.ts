@@ -21,7 +21,7 @@ describe("persistence", () => {
         connectionId: ids.connections["monitoring"],
         environment: "prod",
         secretPath: "/",
-        syncOptions: {},
+        syncOptions: { initialSyncBehavior: "overwrite-destination" },
         destinationConfig: { accountId: "a", accountName: "b", groupId: "c", groupName: "d" },
       },
     });

@@ -67,9 +67,12 @@ export async function startEmulator(opts: EmulatorOptions): Promise<Emulator> {
   let seq = 0;
   const faults = createFaultState();
   const limiter = createRateLimiter(opts.rateLimit ?? false);
+  const without = new Set(opts.withoutOperations ?? []);
+  const unknown = [...without].filter((op) => !routes.some((r) => r.operation === op));
+  if (unknown.length > 0) throw new Error(`withoutOperations: no such operation: ${unknown.join(", ")}`);
   const pipeline: Pipeline = {
     core,
-    routes,
+    routes: routes.filter((r) => !without.has(r.operation)),
     faults,
     limiter,
     record(entry) {

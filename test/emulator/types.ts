@@ -9,6 +9,11 @@ export interface EmulatorOptions {
   jobDelayMs?: number;
   rateLimit?: RateLimitOptions | false;
   orgId?: string;
+  /**
+   * Operations (route `operation` names, e.g. "getSecretSyncByName") this server does not serve:
+   * their paths answer Fastify's route 404, as a server that implements only interface.md would.
+   */
+  withoutOperations?: string[];
 }
 
 export interface RateLimitOptions {

@@ -187,7 +187,8 @@ describe("SecretSync", () => {
       connectionId: connections[destination],
       environment: "dev",
       secretPath: "/app",
-      syncOptions: c.syncOptions ?? {},
+      // keyward fills in the initialSyncBehavior the service requires when the spec leaves it out
+      syncOptions: { initialSyncBehavior: "overwrite-destination", ...c.syncOptions },
       destinationConfig: c.config,
       description: `secrets for ${destination}`,
     });
@@ -232,10 +233,19 @@ describe("SecretSync", () => {
     const badKeySchema = await apply("bad-key-schema", baseSpec("data-platform", { scope: "workspace" }, { syncOptions: { keySchema: "APP_KEY" } }));
     expect(badKeySchema.code).not.toBe(0);
     expect(badKeySchema.stderr).toMatch(/keySchema/);
+    const importOnCodeHost = await apply("import-code-host", baseSpec("code-host", cases["code-host"].config, { syncOptions: { initialSyncBehavior: "import-prioritize-source" } }));
+    expect(importOnCodeHost.code).not.toBe(0);
+    expect(importOnCodeHost.stderr).toMatch(/syncOptions.initialSyncBehavior must be overwrite-destination for destination code-host/);
+    const unknownPlaceholder = await apply("bad-placeholder", baseSpec("data-platform", { scope: "workspace" }, { syncOptions: { keySchema: "{{project}}_{{secretKey}}" } }));
+    expect(unknownPlaceholder.code).not.toBe(0);
+    expect(unknownPlaceholder.stderr).toMatch(/keySchema/);
+    const withEnvironment = await kubectl(["apply", "--dry-run=server", "-n", ns.name, "-f", "-"], { input: JSON.stringify(secretSync("env-key", baseSpec("workflow-engine", cases["workflow-engine"].config, { syncOptions: { initialSyncBehavior: "import-prioritize-source", keySchema: "{{environment}}_{{secretKey}}" } }))) });
+    expect(withEnvironment.stderr).toBe("");
+    expect(withEnvironment.code).toBe(0);
     const bothProjects = await apply("both-projects", baseSpec("data-platform", { scope: "workspace" }, { projectRef: { name: "payments" } }));
     expect(bothProjects.code).not.toBe(0);
     expect(bothProjects.stderr).toMatch(/exactly one of projectRef, projectId/);
-    for (const name of ["wrong-shape", "long-name", "empty-path", "bad-key-schema", "both-projects"]) expect(await get(name)).toBeUndefined();
+    for (const name of ["wrong-shape", "long-name", "empty-path", "bad-key-schema", "import-code-host", "bad-placeholder", "both-projects"]) expect(await get(name)).toBeUndefined();
   });
 
   it("accepts every sample of config/samples at apply time (server-side dry run)", async () => {

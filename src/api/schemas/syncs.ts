@@ -12,18 +12,6 @@ export const destinations = [
 ] as const;
 export type Destination = (typeof destinations)[number];
 
-/** The connection kind (`connection.app`) each destination syncs through (interface.md's naming note). */
-export const connectionAppByDestination = {
-  "workflow-engine": "workflow-engine",
-  "code-host": "code-host",
-  "data-platform": "data-platform",
-  "cloud-secrets-manager": "cloud",
-  "app-platform": "app-platform-host",
-  "git-host": "git-host",
-  monitoring: "monitoring",
-} as const satisfies Record<Destination, string>;
-export type ConnectionApp = (typeof connectionAppByDestination)[Destination];
-
 // ---- sync options ----------------------------------------------------------------------
 
 export const initialSyncBehaviors = [
@@ -33,26 +21,20 @@ export const initialSyncBehaviors = [
 ] as const;
 export type InitialSyncBehavior = (typeof initialSyncBehaviors)[number];
 
+/**
+ * What keyward sends when the spec names no initialSyncBehavior: the real service requires the
+ * field on create (a 422 without it) and this is the one value every destination accepts.
+ */
+export const DEFAULT_INITIAL_SYNC_BEHAVIOR = "overwrite-destination" satisfies InitialSyncBehavior;
+
 export const SECRET_KEY_PLACEHOLDER = "{{secretKey}}";
+/** The placeholders a key schema may hold; {{secretKey}} is required. */
+export const KEY_SCHEMA_PLACEHOLDERS = ["{{secretKey}}", "{{environment}}"] as const;
+/** One pattern for the rule (also the CRD's): only known placeholders, and {{secretKey}} at least once. */
+export const KEY_SCHEMA_PATTERN = /^(?:[^{}]|\{\{environment\}\})*\{\{secretKey\}\}(?:[^{}]|\{\{(?:secretKey|environment)\}\})*$/;
+export const KEY_SCHEMA_RULE = "keySchema must contain {{secretKey}} and no placeholder but {{secretKey}} and {{environment}}";
 
-export const keySchemaSchema = z
-  .string()
-  .refine((value) => value.includes(SECRET_KEY_PLACEHOLDER), { message: "keySchema must contain {{secretKey}}" });
-
-/** interface.md does not mark initialSyncBehavior required; the service defaults it to overwrite-destination. */
-export const syncOptionsSchema = z.object({
-  initialSyncBehavior: z.enum(initialSyncBehaviors).optional(),
-  keySchema: keySchemaSchema.optional(),
-  disableSecretDeletion: z.boolean().optional(),
-});
-export type SyncOptions = z.input<typeof syncOptionsSchema>;
-
-export const cloudSyncOptionsSchema = syncOptionsSchema.extend({
-  keyId: z.string().optional(),
-  tags: z.array(z.object({ key: z.string(), value: z.string() })).optional(),
-  syncSecretMetadataAsTags: z.boolean().optional(),
-});
-export type CloudSyncOptions = z.input<typeof cloudSyncOptionsSchema>;
+export const keySchemaSchema = z.string().regex(KEY_SCHEMA_PATTERN, KEY_SCHEMA_RULE);
 
 // ---- destination configs ---------------------------------------------------------------
 // interface.md lists each destination's fields without marking any optional: all are required
@@ -106,6 +88,61 @@ export const cloudSecretsManagerUpdateConfigSchema = z.union([
   z.looseObject({ mappingBehavior: z.string().min(1), region: z.string() }),
 ]);
 
+const cloudOptionExtras = {
+  keyId: z.string().optional(),
+  tags: z.array(z.object({ key: z.string(), value: z.string() })).optional(),
+  syncSecretMetadataAsTags: z.boolean().optional(),
+};
+
+/**
+ * The options of a destination whose first sync can import the destination's secrets (all three
+ * behaviours) or cannot (overwrite-destination only), as the real service's per-destination
+ * schemas have them. initialSyncBehavior is required whenever syncOptions is sent.
+ */
+function syncOptionsFor<E extends z.ZodRawShape>(canImport: boolean, extras: E) {
+  return z.object({
+    initialSyncBehavior: canImport ? z.enum(initialSyncBehaviors) : z.enum(["overwrite-destination"]),
+    keySchema: keySchemaSchema.optional(),
+    disableSecretDeletion: z.boolean().optional(),
+    ...extras,
+  });
+}
+
+// ---- the destination table: one row per destination, every per-destination fact once -----
+
+/** One row of the destination table. */
+interface DestinationRow {
+  /** The connection kind (`connection.app`) it syncs through (interface.md's naming note). */
+  app: string;
+  /** Whether its first sync can import secrets already at the destination. */
+  canImport: boolean;
+  config: z.ZodType;
+  updateConfig: z.ZodType;
+  syncOptions: z.ZodType;
+}
+
+export const destinationTable = {
+  "workflow-engine": { app: "workflow-engine", canImport: true, config: workflowEngineConfigSchema, updateConfig: workflowEngineConfigSchema, syncOptions: syncOptionsFor(true, {}) },
+  "code-host": { app: "code-host", canImport: false, config: codeHostConfigSchema, updateConfig: codeHostUpdateConfigSchema, syncOptions: syncOptionsFor(false, {}) },
+  "data-platform": { app: "data-platform", canImport: false, config: dataPlatformConfigSchema, updateConfig: dataPlatformConfigSchema, syncOptions: syncOptionsFor(false, {}) },
+  "cloud-secrets-manager": { app: "cloud", canImport: true, config: cloudSecretsManagerConfigSchema, updateConfig: cloudSecretsManagerUpdateConfigSchema, syncOptions: syncOptionsFor(true, cloudOptionExtras) },
+  "app-platform": { app: "app-platform-host", canImport: true, config: appPlatformConfigSchema, updateConfig: appPlatformConfigSchema, syncOptions: syncOptionsFor(true, {}) },
+  "git-host": { app: "git-host", canImport: false, config: gitHostConfigSchema, updateConfig: gitHostConfigSchema, syncOptions: syncOptionsFor(false, {}) },
+  monitoring: { app: "monitoring", canImport: false, config: monitoringConfigSchema, updateConfig: monitoringConfigSchema, syncOptions: syncOptionsFor(false, {}) },
+} as const satisfies Record<Destination, DestinationRow>;
+type Table = typeof destinationTable;
+
+function perDestination<T>(f: (d: Destination) => T): Record<Destination, T> {
+  return Object.fromEntries(destinations.map((d) => [d, f(d)])) as Record<Destination, T>;
+}
+
+/** The connection kind (`connection.app`) each destination syncs through. */
+export const connectionAppByDestination = perDestination((d) => destinationTable[d].app) as { [D in Destination]: Table[D]["app"] };
+export type ConnectionApp = Table[Destination]["app"];
+
+/** Destinations whose first sync can import secrets from the destination. */
+export const importCapable: Record<Destination, boolean> = perDestination((d) => destinationTable[d].canImport);
+
 // ---- create / update bodies ------------------------------------------------------------
 
 const syncName = () => z.string().min(limits.syncName.min).max(limits.syncName.max);
@@ -139,46 +176,21 @@ function updateBody<C extends z.ZodType, O extends z.ZodType>(destinationConfig:
   });
 }
 
-export const createSecretSyncBodySchemas = {
-  "workflow-engine": createBody(workflowEngineConfigSchema, syncOptionsSchema),
-  "code-host": createBody(codeHostConfigSchema, syncOptionsSchema),
-  "data-platform": createBody(dataPlatformConfigSchema, syncOptionsSchema),
-  "cloud-secrets-manager": createBody(cloudSecretsManagerConfigSchema, cloudSyncOptionsSchema),
-  "app-platform": createBody(appPlatformConfigSchema, syncOptionsSchema),
-  "git-host": createBody(gitHostConfigSchema, syncOptionsSchema),
-  monitoring: createBody(monitoringConfigSchema, syncOptionsSchema),
-} as const satisfies Record<Destination, z.ZodType>;
+export const createSecretSyncBodySchemas: Record<Destination, z.ZodType> = perDestination((d) => createBody(destinationTable[d].config, destinationTable[d].syncOptions));
+export const updateSecretSyncBodySchemas: Record<Destination, z.ZodType> = perDestination((d) => updateBody(destinationTable[d].updateConfig, destinationTable[d].syncOptions));
 
-export const updateSecretSyncBodySchemas = {
-  "workflow-engine": updateBody(workflowEngineConfigSchema, syncOptionsSchema),
-  "code-host": updateBody(codeHostUpdateConfigSchema, syncOptionsSchema),
-  "data-platform": updateBody(dataPlatformConfigSchema, syncOptionsSchema),
-  "cloud-secrets-manager": updateBody(cloudSecretsManagerUpdateConfigSchema, cloudSyncOptionsSchema),
-  "app-platform": updateBody(appPlatformConfigSchema, syncOptionsSchema),
-  "git-host": updateBody(gitHostConfigSchema, syncOptionsSchema),
-  monitoring: updateBody(monitoringConfigSchema, syncOptionsSchema),
-} as const satisfies Record<Destination, z.ZodType>;
+type CreateCommon = Omit<z.input<ReturnType<typeof createBody>>, "syncOptions" | "destinationConfig">;
+type UpdateCommon = Omit<z.input<ReturnType<typeof updateBody>>, "syncOptions" | "destinationConfig">;
 
-export type CreateSecretSyncBody<D extends Destination = Destination> = z.input<(typeof createSecretSyncBodySchemas)[D]>;
-export type UpdateSecretSyncBody<D extends Destination = Destination> = z.input<(typeof updateSecretSyncBodySchemas)[D]>;
+/** A create body; with D a union, a union of the per-destination bodies. */
+export type CreateSecretSyncBody<D extends Destination = Destination> = D extends Destination
+  ? CreateCommon & { syncOptions: z.input<Table[D]["syncOptions"]>; destinationConfig: z.input<Table[D]["config"]> }
+  : never;
+export type UpdateSecretSyncBody<D extends Destination = Destination> = D extends Destination
+  ? UpdateCommon & { syncOptions?: z.input<Table[D]["syncOptions"]>; destinationConfig?: z.input<Table[D]["updateConfig"]> }
+  : never;
 export type DestinationConfig<D extends Destination = Destination> = CreateSecretSyncBody<D>["destinationConfig"];
 export type DestinationSyncOptions<D extends Destination = Destination> = CreateSecretSyncBody<D>["syncOptions"];
-
-/** `{destination, destinationConfig, syncOptions}` as one discriminated union (for specs and CRDs). */
-export const destinationShapeSchema = z.discriminatedUnion("destination", [
-  z.object({ destination: z.literal("workflow-engine"), destinationConfig: workflowEngineConfigSchema, syncOptions: syncOptionsSchema }),
-  z.object({ destination: z.literal("code-host"), destinationConfig: codeHostConfigSchema, syncOptions: syncOptionsSchema }),
-  z.object({ destination: z.literal("data-platform"), destinationConfig: dataPlatformConfigSchema, syncOptions: syncOptionsSchema }),
-  z.object({
-    destination: z.literal("cloud-secrets-manager"),
-    destinationConfig: cloudSecretsManagerConfigSchema,
-    syncOptions: cloudSyncOptionsSchema,
-  }),
-  z.object({ destination: z.literal("app-platform"), destinationConfig: appPlatformConfigSchema, syncOptions: syncOptionsSchema }),
-  z.object({ destination: z.literal("git-host"), destinationConfig: gitHostConfigSchema, syncOptions: syncOptionsSchema }),
-  z.object({ destination: z.literal("monitoring"), destinationConfig: monitoringConfigSchema, syncOptions: syncOptionsSchema }),
-]);
-export type DestinationShape = z.input<typeof destinationShapeSchema>;
 
 export const syncIdSchema = uuid();
 export const syncNameLookupSchema = z.string().min(1);

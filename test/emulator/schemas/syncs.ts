@@ -18,25 +18,34 @@ export const destinations = Object.keys(destinationApps);
 
 export const initialSyncBehaviors = ["overwrite-destination", "import-prioritize-source", "import-prioritize-destination"] as const;
 
-const commonSyncOptions = {
-  // Not marked required by the document: defaults to the one value it names.
-  initialSyncBehavior: z.enum(initialSyncBehaviors).default("overwrite-destination"),
-  keySchema: z
-    .string()
-    .refine((value) => value.includes("{{secretKey}}"), { message: "keySchema must contain {{secretKey}}" })
-    .optional(),
-  disableSecretDeletion: z.boolean().default(false),
-};
+/** Destinations whose first sync can import what is already there (the real service's canImportSecrets). */
+export const importCapableDestinations: ReadonlySet<string> = new Set(["workflow-engine", "cloud-secrets-manager", "app-platform"]);
 
-const cloudSyncOptions = {
-  ...commonSyncOptions,
-  keyId: z.string().optional(),
-  tags: z.array(z.object({ key: z.string(), value: z.string() })).optional(),
-  syncSecretMetadataAsTags: z.boolean().optional(),
-};
+// The real service's key schema: {{secretKey}} at least once, {{environment}} allowed, no other placeholder.
+const keySchemaRule = /^(?:[^{}]|\{\{environment\}\})*\{\{secretKey\}\}(?:[^{}]|\{\{(?:secretKey|environment)\}\})*$/;
+
+function commonSyncOptions(destination: string) {
+  return {
+    // Required, as the real service's create schema has it (a 422 without it); a destination
+    // that cannot import accepts only overwrite-destination.
+    initialSyncBehavior: importCapableDestinations.has(destination) ? z.enum(initialSyncBehaviors) : z.enum(["overwrite-destination"]),
+    keySchema: z
+      .string()
+      .refine((value) => keySchemaRule.test(value), { message: "keySchema must contain {{secretKey}}; the only other placeholder allowed is {{environment}}" })
+      .optional(),
+    disableSecretDeletion: z.boolean().default(false),
+  };
+}
 
 export function syncOptionsSchema(destination: string) {
-  return z.object(destination === "cloud-secrets-manager" ? cloudSyncOptions : commonSyncOptions);
+  const common = commonSyncOptions(destination);
+  if (destination !== "cloud-secrets-manager") return z.object(common);
+  return z.object({
+    ...common,
+    keyId: z.string().optional(),
+    tags: z.array(z.object({ key: z.string(), value: z.string() })).optional(),
+    syncSecretMetadataAsTags: z.boolean().optional(),
+  });
 }
 
 const createConfigs: Record<string, z.ZodType> = {

@@ -42,7 +42,7 @@ const syncBody = (over: Record<string, unknown> = {}) => ({
   connectionId: connectionIds["git-host"],
   environment: "dev",
   secretPath: "/",
-  syncOptions: {},
+  syncOptions: { initialSyncBehavior: "overwrite-destination" as const },
   destinationConfig: destinationConfigs["git-host"],
   ...over,
 });

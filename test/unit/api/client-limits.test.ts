@@ -20,7 +20,7 @@ const syncBody = (over: Record<string, unknown>) => ({
   connectionId: connectionIds["data-platform"],
   environment: "dev",
   secretPath: "/",
-  syncOptions: {},
+  syncOptions: { initialSyncBehavior: "overwrite-destination" as const },
   destinationConfig: destinationConfigs["data-platform"],
   isAutoSyncEnabled: false,
   ...over,

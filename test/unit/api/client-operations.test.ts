@@ -157,7 +157,7 @@ describe("secret syncs", () => {
   for (const destination of destinations) {
     it(`${destination}: create, get, find by name, update, trigger, remove, delete`, async () => {
       const name = unique("sync");
-      const syncOptions = destination === "cloud-secrets-manager" ? { initialSyncBehavior: "overwrite-destination" as const, keySchema: "KW_{{secretKey}}", tags: [{ key: "team", value: "a" }] } : { keySchema: "KW_{{secretKey}}" };
+      const syncOptions = destination === "cloud-secrets-manager" ? { initialSyncBehavior: "overwrite-destination" as const, keySchema: "KW_{{secretKey}}", tags: [{ key: "team", value: "a" }] } : { initialSyncBehavior: "overwrite-destination" as const, keySchema: "KW_{{secretKey}}" };
       const created = await api.createSecretSync(destination, {
         name,
         projectId: seedIds.demoProject,
@@ -206,7 +206,7 @@ describe("secret syncs", () => {
       connectionId: connectionIds["data-platform"],
       environment: "dev",
       secretPath: "/",
-      syncOptions: {},
+      syncOptions: { initialSyncBehavior: "overwrite-destination" as const },
       destinationConfig: destinationConfigs["data-platform"],
       isAutoSyncEnabled: false,
     });

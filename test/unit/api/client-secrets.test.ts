@@ -83,7 +83,7 @@ describe("no token in errors or logs", () => {
     await provoke("request validation", api.createProject({ projectName: TOKEN, slug: `${TOKEN}${"x".repeat(40)}` }));
     await provoke("request validation (refinement)", api.createSecretSync("data-platform", {
       name: TOKEN.slice(0, 20), projectId: seedIds.demoProject, connectionId: "a1b2c3d4-0004-4a00-8000-000000000003", environment: "dev", secretPath: "/",
-      syncOptions: { keySchema: TOKEN }, destinationConfig: { scope: TOKEN },
+      syncOptions: { initialSyncBehavior: "overwrite-destination", keySchema: TOKEN }, destinationConfig: { scope: TOKEN },
     }));
 
     // ResponseValidationError with the token inside the malformed field.

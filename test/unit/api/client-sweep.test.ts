@@ -15,7 +15,7 @@ beforeAll(async () => {
     connectionId: connectionIds.monitoring,
     environment: "dev",
     secretPath: "/",
-    syncOptions: {},
+    syncOptions: { initialSyncBehavior: "overwrite-destination" as const },
     destinationConfig: destinationConfigs.monitoring,
     isAutoSyncEnabled: false,
   });
@@ -26,7 +26,7 @@ afterAll(async () => {
   await closeConnections();
 });
 
-const syncBody = { name: "sweep-2", projectId: seedIds.demoProject, connectionId: connectionIds.monitoring, environment: "dev", secretPath: "/", syncOptions: {}, destinationConfig: destinationConfigs.monitoring };
+const syncBody = { name: "sweep-2", projectId: seedIds.demoProject, connectionId: connectionIds.monitoring, environment: "dev", secretPath: "/", syncOptions: { initialSyncBehavior: "overwrite-destination" as const }, destinationConfig: destinationConfigs.monitoring };
 
 /** A valid call of each operation; `id` is the object it names (a real one, or a missing one). */
 const calls: Record<OperationName, (c: ApiClient, id: "real" | "missing") => Promise<unknown>> = {

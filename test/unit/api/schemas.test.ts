@@ -6,7 +6,7 @@ import {
   createSecretSyncBodySchemas,
   createTokenResponseSchema,
   certificateProfileListEntrySchema,
-  destinationShapeSchema,
+  importCapable,
   destinations,
   getProjectBySlugResponseSchema,
   isMsRange,
@@ -115,7 +115,6 @@ describe("secret sync shapes", () => {
   it("accept each destination's own config and reject another's", () => {
     for (const d of destinations) {
       ok(createSecretSyncBodySchemas[d], { ...syncBody, destinationConfig: configs[d] });
-      ok(destinationShapeSchema, { destination: d, destinationConfig: configs[d], syncOptions: {} });
       const other = d === "data-platform" ? configs["app-platform"] : configs["data-platform"];
       bad(createSecretSyncBodySchemas[d], { ...syncBody, destinationConfig: other });
     }
@@ -142,11 +141,31 @@ describe("secret sync shapes", () => {
     const body = (syncOptions: unknown, d: (typeof destinations)[number] = "workflow-engine") => ({ ...syncBody, destinationConfig: configs[d], syncOptions });
     ok(createSync, body({ initialSyncBehavior: "import-prioritize-destination", keySchema: "APP_{{secretKey}}", disableSecretDeletion: true }));
     bad(createSync, body({ initialSyncBehavior: "merge" }));
-    bad(createSync, body({ keySchema: "APP_KEY" }));
+    bad(createSync, body({ initialSyncBehavior: "overwrite-destination", keySchema: "APP_KEY" }));
+    bad(createSync, body({ initialSyncBehavior: "overwrite-destination", keySchema: "APP_{{secretKey}}_{{project}}" }));
+    ok(createSync, body({ initialSyncBehavior: "overwrite-destination", keySchema: "{{environment}}_{{secretKey}}" }));
     const cloud = createSecretSyncBodySchemas["cloud-secrets-manager"];
-    ok(cloud, body({ keyId: "k", tags: [{ key: "a", value: "b" }], syncSecretMetadataAsTags: true }, "cloud-secrets-manager"));
-    bad(cloud, body({ tags: [{ key: "a" }] }, "cloud-secrets-manager"));
+    ok(cloud, body({ initialSyncBehavior: "overwrite-destination", keyId: "k", tags: [{ key: "a", value: "b" }], syncSecretMetadataAsTags: true }, "cloud-secrets-manager"));
+    bad(cloud, body({ initialSyncBehavior: "overwrite-destination", tags: [{ key: "a" }] }, "cloud-secrets-manager"));
     bad(createSync, { ...syncBody, connectionId: "not-a-uuid" });
+  });
+
+  it("require initialSyncBehavior on create and in an update's syncOptions, as the real service does", () => {
+    bad(createSync, { ...syncBody, syncOptions: {} });
+    bad(createSync, { ...syncBody, syncOptions: { keySchema: "APP_{{secretKey}}" } });
+    bad(updateSync, { syncOptions: { keySchema: "APP_{{secretKey}}" } });
+    ok(updateSync, { syncOptions: { initialSyncBehavior: "overwrite-destination", keySchema: "APP_{{secretKey}}" } });
+    ok(updateSync, { name: "renamed" });
+  });
+
+  it("allow import behaviours only where the destination can be read back", () => {
+    expect(destinations.filter((d) => importCapable[d])).toEqual(["workflow-engine", "cloud-secrets-manager", "app-platform"]);
+    for (const d of destinations) {
+      const withBehavior = { ...syncBody, destinationConfig: configs[d], syncOptions: { initialSyncBehavior: "import-prioritize-source" } };
+      if (importCapable[d]) ok(createSecretSyncBodySchemas[d], withBehavior);
+      else bad(createSecretSyncBodySchemas[d], withBehavior);
+      ok(createSecretSyncBodySchemas[d], { ...withBehavior, syncOptions: { initialSyncBehavior: "overwrite-destination" } });
+    }
   });
 
   it("map each destination to its connection kind", () => {

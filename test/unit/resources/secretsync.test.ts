@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { loadYaml } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
-import { connectionAppByDestination, destinations, type SecretSync } from "../../../src/api/index.ts";
+import { connectionAppByDestination, destinations, KEY_SCHEMA_PATTERN, type SecretSync } from "../../../src/api/index.ts";
 import { crdFromSources } from "../../../src/kube/crd.ts";
 import {
   activeJob,
@@ -97,10 +97,11 @@ describe("SecretSync spec", () => {
     const specNode = schema?.properties?.["spec"];
     expect(specNode?.properties?.["name"]).toMatchObject({ minLength: 1, maxLength: 64 });
     expect(specNode?.properties?.["secretPath"]).toMatchObject({ minLength: 1 });
-    expect(specNode?.properties?.["syncOptions"]?.properties?.["keySchema"]?.pattern).toBe("\\{\\{secretKey\\}\\}");
+    expect(specNode?.properties?.["syncOptions"]?.properties?.["keySchema"]?.pattern).toBe(KEY_SCHEMA_PATTERN.source);
     const rules = (specNode?.["x-kubernetes-validations"] ?? []).map((r) => r.message);
     expect(rules).toContain("destinationConfig.appId is not allowed for destination workflow-engine");
     expect(rules).toContain("exactly one of projectRef, projectId must be set");
+    expect(rules.filter((m) => m?.startsWith("syncOptions.initialSyncBehavior"))).toHaveLength(4);
     expect(specNode?.properties?.["destination"]?.["x-kubernetes-validations"]?.[0]?.rule).toBe("self == oldSelf");
   });
 });
@@ -114,14 +115,14 @@ describe("syncName", () => {
 });
 
 describe("createBody and syncDiff", () => {
-  it("creates with every spec field and an empty syncOptions by default", () => {
+  it("creates with every spec field, and initialSyncBehavior overwrite-destination when the spec leaves it out", () => {
     expect(createBody(spec({ description: "d", isAutoSyncEnabled: false }), "orders", "p1")).toEqual({
       name: "orders",
       projectId: "p1",
       connectionId,
       environment: "dev",
       secretPath: "/app",
-      syncOptions: {},
+      syncOptions: { initialSyncBehavior: "overwrite-destination" },
       destinationConfig: { scope: "workspace" },
       description: "d",
       isAutoSyncEnabled: false,
@@ -147,9 +148,16 @@ describe("createBody and syncDiff", () => {
       environment: "prod",
       secretPath: "/",
       isAutoSyncEnabled: false,
-      syncOptions: { keySchema: "K_{{secretKey}}" },
+      syncOptions: { keySchema: "K_{{secretKey}}", initialSyncBehavior: record().syncOptions.initialSyncBehavior },
       destinationConfig: { scope: "account" },
     });
+  });
+
+  it("keeps the sync's initialSyncBehavior in an update unless the spec sets one", () => {
+    const imported = record({ syncOptions: { initialSyncBehavior: "import-prioritize-source", disableSecretDeletion: false } });
+    expect(syncDiff(spec({ syncOptions: { disableSecretDeletion: true } }), "orders", imported).syncOptions).toEqual({ disableSecretDeletion: true, initialSyncBehavior: "import-prioritize-source" });
+    expect(syncDiff(spec({ syncOptions: { initialSyncBehavior: "overwrite-destination" } }), "orders", imported).syncOptions).toEqual({ initialSyncBehavior: "overwrite-destination" });
+    expect(syncDiff(spec(), "orders", imported)).toEqual({});
   });
 
   it("leaves alone what the spec does not set", () => {
