@@ -30,6 +30,8 @@ export interface RequestInfo {
   status: number | "error";
   durationMs: number;
   attempt: number;
+  /** How long the client-side rate limit held the attempt, as the limiter computed it. */
+  rateLimitWaitMs: number;
 }
 
 export interface ClientOptions {
@@ -41,6 +43,8 @@ export interface ClientOptions {
   timeoutMs?: number;
   /** Client-side limit, shared by every client of the same base URL. */
   rateLimit?: RateLimit;
+  /** The rate limiter's clock (ms), when this client creates its base URL's bucket; default performance.now. */
+  rateLimitClock?: () => number;
   /** PEM bundle to trust for an https base URL with a private CA. */
   caBundle?: string;
   retry?: Partial<RetryPolicy>;
@@ -105,7 +109,7 @@ function settingsFrom(options: ClientOptions): Settings {
     timeoutMs,
     caBundle: options.caBundle,
     retry: retryPolicy(options.retry),
-    bucket: options.rateLimit ? sharedBucket(options.baseUrl, validateRateLimit(options.rateLimit)) : undefined,
+    bucket: options.rateLimit ? sharedBucket(options.baseUrl, validateRateLimit(options.rateLimit), options.rateLimitClock) : undefined,
     onRequest: options.onRequest,
     logger: options.logger,
     validateRequests: options.validateRequests ?? true,
@@ -174,7 +178,8 @@ async function execute<S extends z.ZodType>(s: Settings, c: Call<S>, opts: CallO
 }
 
 async function attemptOnce<S extends z.ZodType>(s: Settings, p: Prepared, schema: S, attempt: number): Promise<z.output<S>> {
-  await pause(s.bucket?.reserve() ?? 0, p);
+  const waitMs = s.bucket?.reserve() ?? 0;
+  await pause(waitMs, p);
   const started = performance.now();
   let res: HttpResponse;
   try {
@@ -190,15 +195,15 @@ async function attemptOnce<S extends z.ZodType>(s: Settings, p: Prepared, schema
     };
     res = await sendRequest(request, p.op.name);
   } catch (err) {
-    report(s, p.op, { status: "error", started, attempt, cause: describeError(err) });
+    report(s, p.op, { status: "error", started, attempt, waitMs, cause: describeError(err) });
     throw err;
   }
   if (res.status >= 200 && res.status < 300) {
-    report(s, p.op, { status: res.status, started, attempt });
+    report(s, p.op, { status: res.status, started, attempt, waitMs });
     return parseResponse(p.op.name, schema, res.text);
   }
   const error = apiErrorFrom(p.op.name, res, p.tokens);
-  report(s, p.op, { status: res.status, started, attempt, ...(error.reqId ? { reqId: error.reqId } : {}) });
+  report(s, p.op, { status: res.status, started, attempt, waitMs, ...(error.reqId ? { reqId: error.reqId } : {}) });
   throw error;
 }
 
@@ -221,6 +226,7 @@ interface Report {
   status: number | "error";
   started: number;
   attempt: number;
+  waitMs: number;
   reqId?: string;
   cause?: string;
 }
@@ -233,7 +239,7 @@ function report(s: Settings, op: OperationInfo, r: Report): void {
     "service request",
   );
   try {
-    s.onRequest?.({ operation: op.name, method: op.method, status: r.status, durationMs, attempt: r.attempt });
+    s.onRequest?.({ operation: op.name, method: op.method, status: r.status, durationMs, attempt: r.attempt, rateLimitWaitMs: r.waitMs });
   } catch (err) {
     s.logger?.warn({ operation: op.name, error: describeError(err) }, "onRequest hook threw");
   }

@@ -67,11 +67,11 @@ export function bucketKey(baseUrl: string): string {
  * The shared bucket of `baseUrl`. A later client with a different limit reconfigures it (the
  * newest ProviderConfig wins), so two clients never double the budget of one service.
  */
-export function sharedBucket(baseUrl: string, limit: RateLimit): TokenBucket {
+export function sharedBucket(baseUrl: string, limit: RateLimit, now?: () => number): TokenBucket {
   const key = bucketKey(baseUrl);
   const existing = buckets.get(key);
   if (!existing) {
-    const bucket = createTokenBucket(limit);
+    const bucket = createTokenBucket(limit, now);
     buckets.set(key, bucket);
     return bucket;
   }
