@@ -174,7 +174,9 @@ function kubectl(args, kubectlArgs) {
 /** kubectl's message without its "Error from server (X): " prefix. @param {string} stderr */
 function kubectlMessage(stderr) {
   const lines = stderr.split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("Warning:"));
-  return lines.join("; ") || "kubectl failed without a message";
+  // client-go's log lines (E1124 00:11:15.395242 ...) repeat what kubectl then says in words.
+  const plain = lines.filter((l) => !/^[IWEF]\d{4} \d\d:\d\d:\d\d/.test(l));
+  return (plain.length > 0 ? plain : lines).join("; ") || "kubectl failed without a message";
 }
 
 /** @param {string} stderr */
