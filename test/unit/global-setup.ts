@@ -1,5 +1,5 @@
-// Global setup of the `unit` project: the tools some unit tests run (helm for the chart, lua5.1
-// for the Argo CD health checks) are made present here, so `npm ci && npm test` works on a fresh
+// Global setup of the `unit` project: the tools some unit tests run (helm and promtool for the
+// chart, lua5.1 for the Argo CD health checks) are made present here, so `npm ci && npm test` works on a fresh
 // machine as the README says. helm is built from its Go module into keyward's cache (minutes
 // the first time, reused after); lua5.1 comes from Debian's packages when we may install them.
 import { execFileSync } from "node:child_process";
@@ -18,6 +18,13 @@ function ensureHelm(): void {
   process.env["KEYWARD_HELM"] = path;
 }
 
+/** promtool, for the chart's PrometheusRule: built like helm (hack/tools/ensure-promtool.sh). */
+function ensurePromtool(): void {
+  if (process.env["KEYWARD_PROMTOOL"]) return;
+  const path = execFileSync("bash", [join(root, "hack", "tools", "ensure-promtool.sh")], { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] }).trim();
+  process.env["KEYWARD_PROMTOOL"] = path;
+}
+
 function ensureLua(): void {
   if (process.env["KEYWARD_LUA"] || onPath("lua5.1")) return;
   if (process.getuid?.() !== 0 || !onPath("apt-get")) return; // the Argo CD test then fails with the install command
@@ -27,5 +34,6 @@ function ensureLua(): void {
 
 export default function setup(): void {
   ensureHelm();
+  ensurePromtool();
   ensureLua();
 }

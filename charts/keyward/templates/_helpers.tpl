@@ -105,3 +105,9 @@ What keyward does in a namespace it watches, and nothing more (see src/ for ever
   resources: ["events"]
   verbs: ["create", "patch"]
 {{- end }}
+
+{{/* A duration of whole seconds, minutes or hours ("90s", "5m", "1h"; the schema allows no other) in seconds. */}}
+{{- define "keyward.seconds" -}}
+{{- $n := regexFind "^[0-9]+" . -}}
+{{- mul (int $n) (get (dict "s" 1 "m" 60 "h" 3600) (trimPrefix $n .)) -}}
+{{- end }}

@@ -4,17 +4,17 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestNamespace, kubectl, testKubeconfigPath, type TestNamespace } from "../../controlplane/testenv.ts";
 import { chartDir, helm, parseYamlDocuments, renderChart, repoRoot, valuesAllFile } from "../../unit/chart/helm.ts";
 
-// A ServiceMonitor needs prometheus-operator's CRD; this minimal stand-in lets the apiserver
-// accept (and validate the envelope of) the one the chart renders.
-const serviceMonitorCrd = `
+// A ServiceMonitor and a PrometheusRule need prometheus-operator's CRDs; these minimal stand-ins
+// let the apiserver accept (and validate the envelope of) the ones the chart renders.
+const standInCrd = (kind: string, plural: string): string => `
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
-  name: servicemonitors.monitoring.coreos.com
+  name: ${plural}.monitoring.coreos.com
 spec:
   group: monitoring.coreos.com
   scope: Namespaced
-  names: { kind: ServiceMonitor, plural: servicemonitors, singular: servicemonitor, listKind: ServiceMonitorList }
+  names: { kind: ${kind}, plural: ${plural}, singular: ${kind.toLowerCase()}, listKind: ${kind}List }
   versions:
     - name: v1
       served: true
@@ -25,26 +25,32 @@ spec:
           properties:
             spec: { type: object, x-kubernetes-preserve-unknown-fields: true }
 `;
+const monitoringCrds = [
+  { name: "servicemonitors.monitoring.coreos.com", yaml: standInCrd("ServiceMonitor", "servicemonitors") },
+  { name: "prometheusrules.monitoring.coreos.com", yaml: standInCrd("PrometheusRule", "prometheusrules") },
+];
 
 let release: TestNamespace;
 let watchedA: TestNamespace;
 let watchedB: TestNamespace;
-let installedServiceMonitorCrd = false;
+/** The stand-in CRDs this file created (and deletes). */
+const installedCrds: string[] = [];
 
 beforeAll(async () => {
   [release, watchedA, watchedB] = await Promise.all([createTestNamespace("pkg-release"), createTestNamespace("pkg-a"), createTestNamespace("pkg-b")]);
-  const existing = await kubectl(["get", "crd", "servicemonitors.monitoring.coreos.com"]);
-  if (existing.code !== 0) {
-    const created = await kubectl(["create", "-f", "-"], { input: serviceMonitorCrd });
-    installedServiceMonitorCrd = created.code === 0;
+  for (const crd of monitoringCrds) {
+    const existing = await kubectl(["get", "crd", crd.name]);
+    if (existing.code === 0) continue;
+    const created = await kubectl(["create", "-f", "-"], { input: crd.yaml });
+    if (created.code === 0) installedCrds.push(crd.name);
     expect(created.code, created.stderr).toBe(0);
-    const established = await kubectl(["wait", "--for=condition=Established", "--timeout=60s", "crd/servicemonitors.monitoring.coreos.com"]);
+    const established = await kubectl(["wait", "--for=condition=Established", "--timeout=60s", `crd/${crd.name}`]);
     expect(established.code, established.stderr).toBe(0);
   }
 });
 
 afterAll(async () => {
-  if (installedServiceMonitorCrd) await kubectl(["delete", "crd", "servicemonitors.monitoring.coreos.com", "--wait=false"]);
+  for (const name of installedCrds) await kubectl(["delete", "crd", name, "--wait=false"]);
   await Promise.all([release, watchedA, watchedB].map((ns) => ns.cleanup()));
 });
 
@@ -83,7 +89,7 @@ describe("helm template | kubectl apply --dry-run=server", () => {
     const yaml = await renderChart({ namespace: release.name, valuesFiles: [valuesAllFile], setJson: { watchNamespaces: [watchedA.name, watchedB.name] } });
     expect(await clusterScopedAmong(yaml)).toEqual([]);
     const out = await serverDryRun(yaml);
-    for (const kind of ["poddisruptionbudget.policy", "servicemonitor.monitoring.coreos.com", "providerconfig.keyward.dev", "deployment.apps", "service"]) {
+    for (const kind of ["poddisruptionbudget.policy", "servicemonitor.monitoring.coreos.com", "prometheusrule.monitoring.coreos.com", "configmap", "providerconfig.keyward.dev", "deployment.apps", "service"]) {
       expect(out).toMatch(new RegExp(`^${kind.replaceAll(".", "\\.")}/\\S+ created \\(server dry run\\)$`, "m"));
     }
   });

@@ -173,8 +173,10 @@ describe("every option on (values-all.yaml)", () => {
   it("renders every optional object", () => {
     // watchNamespaces is set, so no ClusterRole although rbac.aggregateToDefaultRoles is on.
     expect(kinds(everything)).toEqual([
+      "ConfigMap/keyward-system/keyward-operator-dashboard",
       "Deployment/keyward-system/keyward-operator",
       "PodDisruptionBudget/keyward-system/keyward-operator",
+      "PrometheusRule/keyward-system/keyward-operator",
       "ProviderConfig/keyward-system/default",
       "Role/keyward-system/keyward-operator-leader-election",
       "Role/team-a/keyward-operator",
@@ -216,7 +218,7 @@ describe("every option on (values-all.yaml)", () => {
     expect(findDoc(everything, "PodDisruptionBudget")).toMatchObject({ spec: { maxUnavailable: 1 } });
     expect(findDoc(everything, "ServiceMonitor")).toMatchObject({
       metadata: { labels: { release: "prometheus" } },
-      spec: { endpoints: [{ port: "metrics", path: "/metrics", interval: "15s", scrapeTimeout: "10s" }] },
+      spec: { endpoints: [{ port: "metrics", path: "/metrics", interval: "15s", scrapeTimeout: "10s", honorLabels: true }] },
     });
   });
 

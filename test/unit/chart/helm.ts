@@ -12,6 +12,7 @@ export const chartDir = join(repoRoot, "charts", "keyward");
 export const valuesAllFile = join(repoRoot, "test", "unit", "chart", "values-all.yaml");
 
 const ensureHelmScript = join(repoRoot, "hack", "tools", "ensure-helm.sh");
+const ensurePromtoolScript = join(repoRoot, "hack", "tools", "ensure-promtool.sh");
 
 /** The helm version ensure-helm.sh installs by default (one place says it: the script). */
 export function pinnedHelmVersion(): string {
@@ -31,6 +32,21 @@ export function helmBinary(): string {
     if (dir && existsSync(join(dir, "helm"))) return join(dir, "helm");
   }
   throw new Error(`helm not found (looked at $KEYWARD_HELM, ${cached} and PATH): run hack/tools/ensure-helm.sh first`);
+}
+
+/** KEYWARD_PROMTOOL, else the tool cache's promtool-<pinned> (hack/tools/ensure-promtool.sh), else `promtool` from PATH. */
+export function promtoolBinary(): string {
+  const fromEnv = process.env["KEYWARD_PROMTOOL"];
+  if (fromEnv) return fromEnv;
+  const m = /PROMTOOL_MODULE_VERSION:-(v\d+\.\d+\.\d+)/.exec(readFileSync(ensurePromtoolScript, "utf8"));
+  if (!m?.[1]) throw new Error(`no default PROMTOOL_MODULE_VERSION in ${ensurePromtoolScript}`);
+  const cache = process.env["KEYWARD_CACHE_DIR"] ?? join(homedir(), ".cache", "keyward");
+  const cached = join(cache, "tools", `promtool-${m[1]}`, "promtool");
+  if (existsSync(cached)) return cached;
+  for (const dir of (process.env["PATH"] ?? "").split(":")) {
+    if (dir && existsSync(join(dir, "promtool"))) return join(dir, "promtool");
+  }
+  throw new Error(`promtool not found (looked at $KEYWARD_PROMTOOL, ${cached} and PATH): run hack/tools/ensure-promtool.sh first`);
 }
 
 export interface RunResult {
