@@ -27,6 +27,7 @@ import { ref as providerConfigRef } from "../src/resources/providerconfig.ts";
 import type { Metrics } from "../src/engine/metrics.ts";
 import { API_VERSION } from "../src/engine/types.ts";
 import { createCustom } from "../test/integration/support/keyward.ts";
+import { testApis } from "../test/controlplane/testenv.ts";
 import { startCluster, type BenchCluster } from "./support/cluster.ts";
 import { startEmulatorThread, type EmulatorThread } from "./support/emulator.ts";
 import { watchReady, type ReadyWatch } from "./support/readiness.ts";
@@ -179,7 +180,7 @@ async function measureFloor(ctx: RunContext, names: readonly string[]): Promise<
 // A namespace with a token Secret and a ProviderConfig, keyward watching it, and a watcher
 // recording when each Project becomes Ready.
 async function startRun(ctx: RunContext, namespace: string): Promise<Running> {
-  await ctx.kube.core.createNamespace({ body: { metadata: { name: namespace } } });
+  await testApis(ctx.cluster.kc).core.createNamespace({ body: { metadata: { name: namespace } } });
   await installProviderConfig(ctx, namespace);
   const operator = await startOperator(ctx, namespace, CREATE_RESYNC_MS);
   const watch = await watchReady(ctx.kube, projectRef, namespace);
@@ -251,7 +252,7 @@ async function restartForSteadyState(ctx: RunContext, run: Running, n: number): 
 // Like test/integration/support/keyward.ts installProvider, with the client-side rate limit
 // at its maximum so the figures are keyward's engine, not its limiter.
 async function installProviderConfig(ctx: RunContext, namespace: string): Promise<void> {
-  await ctx.kube.core.createNamespacedSecret({ namespace, body: { metadata: { name: "default-token" }, stringData: { token: TOKEN } } });
+  await testApis(ctx.cluster.kc).core.createNamespacedSecret({ namespace, body: { metadata: { name: "default-token" }, stringData: { token: TOKEN } } });
   await createCustom(ctx.cluster.kc, namespace, "providerconfigs", {
     apiVersion: API_VERSION,
     kind: "ProviderConfig",
@@ -279,7 +280,7 @@ async function createUntilReady(ctx: RunContext, run: Running, names: readonly s
   const started = Date.now();
   await runInFlight(names, CREATES_IN_FLIGHT, async (name) => {
     sentAt.set(name, Date.now());
-    await ctx.kube.custom.createNamespacedCustomObject({
+    await testApis(ctx.cluster.kc).custom.createNamespacedCustomObject({
       group: projectRef.group,
       version: projectRef.version,
       namespace: run.namespace,

@@ -10,9 +10,8 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Writable } from "node:stream";
 import { promisify } from "node:util";
-import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from "@kubernetes/client-node";
+import { CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { closeConnections } from "../src/api/index.ts";
-import { loadKubeConfig } from "../src/kube/client.ts";
 import { createLogger } from "../src/log.ts";
 import { createOperator, type Operator } from "../src/operator.ts";
 import { GROUP, VERSION } from "../src/engine/types.ts";
@@ -140,7 +139,8 @@ export default async function bench(): Promise<void> {
   const plane = await startControlPlane({ binaries, withControllerManager: false });
   const seed = JSON.parse(readFileSync(join(repoRoot, "test/emulator/seed.default.json"), "utf8")) as Seed;
   const emulator = await startEmulator({ tokens: [TOKEN], seed, jobDelayMs: 50 });
-  const kc = loadKubeConfig({ kubeconfigPath: plane.kubeconfigPath });
+  const kc = new KubeConfig();
+  kc.loadFromFile(plane.kubeconfigPath);
   try {
     await setUp(kc, binaries.kubectl ?? "kubectl", plane.kubeconfigPath, emulator);
     const rows: Array<Record<string, string | number>> = [];

@@ -9,7 +9,7 @@ import { ANNOTATION_CREATE_PENDING, ANNOTATION_CREATE_SUCCEEDED, managedReconcil
 import { createInformerFactory } from "./kube/informer.ts";
 import { createMetrics, type Metrics } from "./engine/metrics.ts";
 import type { KubeObject, ReconcileFn } from "./engine/types.ts";
-import type { KubeConfig } from "@kubernetes/client-node";
+import type { KubeSource } from "./kube/kubeconfig.ts";
 import * as providerConfig from "./resources/providerconfig.ts";
 import * as project from "./resources/project.ts";
 import * as projectMembership from "./resources/projectmembership.ts";
@@ -18,7 +18,8 @@ import * as certificateProfile from "./resources/certificateprofile.ts";
 import * as secretSync from "./resources/secretsync.ts";
 
 export interface OperatorOptions {
-  kc: KubeConfig;
+  /** keyward's own access (loadKubeConfig), or a kubeconfig another library loaded. */
+  kc: KubeSource;
   log: Logger;
   namespaces: string[];
   concurrency: number;

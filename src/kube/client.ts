@@ -1,8 +1,7 @@
-// How keyward reaches the apiserver: the kubeconfig it loads and the typed API clients.
-import { createHash } from "node:crypto";
-import { existsSync } from "node:fs";
+// How keyward reaches the apiserver: its access (URL, TLS, credential — kubeconfig.ts) and the
+// shared informers whose caches reads go to.
 import type { InformerFactory } from "./informer.ts";
-import { CoordinationV1Api, CoreV1Api, CustomObjectsApi, EventsV1Api, KubeConfig } from "@kubernetes/client-node";
+import { accessFrom, loadKubeAccess, type KubeAccess, type KubeSource } from "./kubeconfig.ts";
 
 /** Names a resource type: group "" is the core group (Secrets, ConfigMaps, ...). */
 export interface KindRef {
@@ -16,78 +15,19 @@ export interface KindRef {
 export const secretKind: KindRef = { group: "", version: "v1", plural: "secrets", kind: "Secret" };
 
 export interface Kube {
-  kc: KubeConfig;
+  access: KubeAccess;
   /** The operator's shared informers, when it runs them: reads go to their caches. */
   informers?: InformerFactory;
-  custom: CustomObjectsApi;
-  core: CoreV1Api;
-  coordination: CoordinationV1Api;
-  events: EventsV1Api;
 }
-
-const serviceAccountTokenPath = "/var/run/secrets/kubernetes.io/serviceaccount/token";
 
 /** An explicit path, else $KUBECONFIG, else the in-cluster service account, else ~/.kube/config. */
-export function loadKubeConfig(opts: { kubeconfigPath?: string } = {}): KubeConfig {
-  const kc = new KubeConfig();
-  if (opts.kubeconfigPath) {
-    kc.loadFromFile(opts.kubeconfigPath);
-  } else if (process.env["KUBECONFIG"]) {
-    // loadFromDefault merges a path list in $KUBECONFIG the way kubectl does.
-    kc.loadFromDefault();
-  } else if (process.env["KUBERNETES_SERVICE_HOST"] && existsSync(serviceAccountTokenPath)) {
-    kc.loadFromCluster();
-  } else {
-    kc.loadFromDefault();
-  }
-  return kc;
+export function loadKubeConfig(opts: { kubeconfigPath?: string } = {}): KubeAccess {
+  return loadKubeAccess(opts);
 }
 
-type DispatcherFactory = (cluster: unknown, agentOptions: Record<string, unknown>) => unknown;
-const reusing = Symbol("keyward.reusingDispatchers");
-
-/**
- * client-node 2.0 builds a new undici Agent for every request, so no connection to the
- * apiserver is ever reused: every request pays a TCP and TLS handshake and the process grows by
- * the sockets it leaves behind (measured in bench/engine.bench.ts: one new connection per
- * request, ~800 KB RSS per object). One dispatcher per distinct TLS identity fixes that; a
- * rotated certificate or CA gives a new key and so a new dispatcher.
- */
-export function reuseConnections(kc: KubeConfig): KubeConfig {
-  const target = kc as unknown as { createDispatcher: DispatcherFactory; [reusing]?: true };
-  if (target[reusing]) return kc;
-  const create = target.createDispatcher.bind(kc);
-  const cache = new Map<string, unknown>();
-  target.createDispatcher = (cluster, agentOptions) => {
-    const key = dispatcherKey(cluster, agentOptions);
-    if (!cache.has(key)) cache.set(key, create(cluster, agentOptions));
-    return cache.get(key);
-  };
-  target[reusing] = true;
-  return kc;
-}
-
-function dispatcherKey(cluster: unknown, agentOptions: Record<string, unknown>): string {
-  const hash = createHash("sha256");
-  const c = (cluster ?? {}) as { name?: string; server?: string; proxyUrl?: string };
-  hash.update(JSON.stringify([c.name, c.server, c.proxyUrl]));
-  for (const field of ["ca", "cert", "key", "pfx", "passphrase", "rejectUnauthorized", "servername"]) {
-    const value = agentOptions[field];
-    hash.update(`|${field}=`);
-    if (value !== undefined) hash.update(Buffer.isBuffer(value) ? value : JSON.stringify(value));
-  }
-  return hash.digest("hex");
-}
-
-export function createKube(kc: KubeConfig): Kube {
-  reuseConnections(kc);
-  return {
-    kc,
-    custom: kc.makeApiClient(CustomObjectsApi),
-    core: kc.makeApiClient(CoreV1Api),
-    coordination: kc.makeApiClient(CoordinationV1Api),
-    events: kc.makeApiClient(EventsV1Api),
-  };
+/** From keyward's own access, or from a kubeconfig another library loaded (tests use client-node's). */
+export function createKube(source: KubeSource): Kube {
+  return { access: accessFrom(source) };
 }
 
 export function apiVersionOf(kind: KindRef): string {

@@ -11,12 +11,28 @@
 // Repeats of the same (object uid, type, reason, message) bump count and lastTimestamp on the
 // Event already written (client-go's EventCorrelator) instead of creating a new one.
 import { hostname } from "node:os";
-import type { CoreV1Event } from "@kubernetes/client-node";
 import type { Logger } from "../log.ts";
 import type { ObjectMeta } from "../engine/types.ts";
-import type { Kube } from "./client.ts";
-import { isNotFound, mergePatchOptions } from "./objects.ts";
-import { errorSummary } from "./rest.ts";
+import { resourcePath, type KindRef, type Kube } from "./client.ts";
+import { isNotFound } from "./objects.ts";
+import { errorSummary, kubeJson, MERGE_PATCH } from "./rest.ts";
+
+const eventKind: KindRef = { group: "", version: "v1", plural: "events", kind: "Event" };
+
+/** The core/v1 Event fields keyward writes. */
+interface CoreEvent {
+  metadata: { name: string; namespace: string };
+  involvedObject: Record<string, string>;
+  type: string;
+  reason: string;
+  message: string;
+  source: { component: string };
+  reportingComponent: string;
+  reportingInstance: string;
+  firstTimestamp: string;
+  lastTimestamp: string;
+  count: number;
+}
 
 export type EventType = "Normal" | "Warning";
 
@@ -67,10 +83,12 @@ export function createEventRecorder(kube: Kube, opts: EventRecorderOptions): Eve
     s.count += 1;
     if (s.name !== undefined) {
       try {
-        await kube.core.patchNamespacedEvent(
-          { namespace: s.namespace, name: s.name, body: { count: s.count, lastTimestamp: now } },
-          mergePatchOptions,
-        );
+        await kubeJson(kube.access, {
+          method: "PATCH",
+          path: resourcePath(eventKind, s.namespace, s.name),
+          body: { count: s.count, lastTimestamp: now.toISOString() },
+          contentType: MERGE_PATCH,
+        });
         return;
       } catch (err) {
         // The Event expired (events live an hour by default): start a new series below.
@@ -79,8 +97,8 @@ export function createEventRecorder(kube: Kube, opts: EventRecorderOptions): Eve
       }
     }
     const body = eventBody(obj, type, reason, message, now, opts.component, instance);
-    const created = await kube.core.createNamespacedEvent({ namespace: s.namespace, body });
-    s.name = created.metadata?.name;
+    const created = await kubeJson<CoreEvent>(kube.access, { method: "POST", path: resourcePath(eventKind, s.namespace), body });
+    s.name = created.metadata.name;
   };
 
   const record = (obj: EventSubject, type: EventType, reason: string, message: string): void => {
@@ -133,7 +151,7 @@ function eventBody(
   now: Date,
   component: string,
   instance: string,
-): CoreV1Event {
+): CoreEvent {
   const meta = obj.metadata;
   return {
     metadata: { name: eventName(meta.name, now), namespace: meta.namespace },
@@ -151,8 +169,8 @@ function eventBody(
     source: { component },
     reportingComponent: component,
     reportingInstance: instance,
-    firstTimestamp: now,
-    lastTimestamp: now,
+    firstTimestamp: now.toISOString(),
+    lastTimestamp: now.toISOString(),
     count: 1,
   };
 }

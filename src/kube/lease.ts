@@ -5,11 +5,32 @@
 // - every write carries the read resourceVersion, so two candidates cannot both win;
 // - the leader renews every retryPeriod and gives up when it could not renew for renewDeadline;
 // - stop() releases the lease (empty holder, 1 s duration) so a successor takes over at once.
-import { V1MicroTime, type V1Lease, type V1LeaseSpec } from "@kubernetes/client-node";
 import type { Logger } from "../log.ts";
-import type { Kube } from "./client.ts";
+import { resourcePath, type KindRef, type Kube } from "./client.ts";
 import { isConflict, isNotFound } from "./objects.ts";
-import { errorSummary } from "./rest.ts";
+import { errorSummary, kubeJson } from "./rest.ts";
+
+const leaseKind: KindRef = { group: "coordination.k8s.io", version: "v1", plural: "leases", kind: "Lease" };
+
+interface LeaseSpec {
+  holderIdentity?: string;
+  leaseDurationSeconds?: number;
+  acquireTime?: string;
+  renewTime?: string;
+  leaseTransitions?: number;
+}
+
+interface Lease {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: { name?: string; namespace?: string; resourceVersion?: string };
+  spec?: LeaseSpec;
+}
+
+/** A metav1.MicroTime: RFC 3339 with microseconds. */
+function microTime(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
+}
 import { interruptibleSleep } from "../engine/backoff.ts";
 
 export interface LeaderElectionOptions {
@@ -43,28 +64,29 @@ function leaseClient(opts: LeaderElectionOptions, log: Logger): LeaseClient {
   const durationSeconds = Math.max(1, Math.ceil(opts.leaseDurationMs / 1000));
   let observed = { resourceVersion: undefined as string | undefined, at: 0 };
 
-  const read = async (): Promise<V1Lease | undefined> => {
+  const read = async (): Promise<Lease | undefined> => {
     try {
-      return await kube.coordination.readNamespacedLease({ namespace, name });
+      return await kubeJson<Lease>(kube.access, { path: resourcePath(leaseKind, namespace, name) });
     } catch (err) {
       if (isNotFound(err)) return undefined;
       throw err;
     }
   };
-  const observe = (lease: V1Lease, now: number): void => {
+  const observe = (lease: Lease, now: number): void => {
     if (lease.metadata?.resourceVersion !== observed.resourceVersion) {
       observed = { resourceVersion: lease.metadata?.resourceVersion, at: now };
     }
   };
-  const write = async (lease: V1Lease, spec: V1LeaseSpec, now: number): Promise<void> => {
-    const body: V1Lease = { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: lease.metadata ?? { name }, spec };
-    observe(await kube.coordination.replaceNamespacedLease({ namespace, name, body }), now);
+  const write = async (lease: Lease, spec: LeaseSpec, now: number): Promise<void> => {
+    const body: Lease = { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: lease.metadata ?? { name }, spec };
+    observe(await kubeJson<Lease>(kube.access, { method: "PUT", path: resourcePath(leaseKind, namespace, name), body }), now);
   };
 
   const create = async (now: number): Promise<boolean> => {
-    const at = new V1MicroTime(now);
+    const at = microTime(now);
     const spec = { holderIdentity: identity, leaseDurationSeconds: durationSeconds, acquireTime: at, renewTime: at, leaseTransitions: 0 };
-    observe(await kube.coordination.createNamespacedLease({ namespace, body: { metadata: { name, namespace }, spec } }), now);
+    const body: Lease = { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: { name, namespace }, spec };
+    observe(await kubeJson<Lease>(kube.access, { method: "POST", path: resourcePath(leaseKind, namespace), body }), now);
     return true;
   };
 
@@ -78,12 +100,12 @@ function leaseClient(opts: LeaderElectionOptions, log: Logger): LeaseClient {
     const heldForMs = (spec.leaseDurationSeconds ?? durationSeconds) * 1000;
     if (holder !== "" && holder !== identity && observed.at + heldForMs > now) return false;
     const mine = holder === identity;
-    const at = new V1MicroTime(now);
+    const at = microTime(now);
     await write(lease, {
       holderIdentity: identity,
       leaseDurationSeconds: durationSeconds,
       renewTime: at,
-      acquireTime: mine && spec.acquireTime ? new V1MicroTime(spec.acquireTime) : at,
+      acquireTime: mine && spec.acquireTime ? spec.acquireTime : at,
       leaseTransitions: (spec.leaseTransitions ?? 0) + (mine ? 0 : 1),
     }, now);
     return true;
@@ -96,7 +118,7 @@ function leaseClient(opts: LeaderElectionOptions, log: Logger): LeaseClient {
       if (!lease || spec?.holderIdentity !== identity) return;
       const now = Date.now();
       const { acquireTime, leaseTransitions } = spec;
-      await write(lease, { holderIdentity: "", leaseDurationSeconds: 1, renewTime: new V1MicroTime(now), acquireTime, leaseTransitions }, now);
+      await write(lease, { holderIdentity: "", leaseDurationSeconds: 1, renewTime: microTime(now), acquireTime, leaseTransitions }, now);
       log.info("released the lease");
     } catch (err) {
       log.warn({ err: errorSummary(err) }, "could not release the lease; it expires on its own");

@@ -1,22 +1,14 @@
 // Reading and patching one object of any kind: whole-status writes through /status, metadata
 // (annotations, finalizers) with optimistic concurrency, and the error predicates for
 // client-node 2.x (ApiException carries the HTTP status in .code).
-import { ApiException, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import type { KubeObject, ObjectKey, ObjectMeta } from "../engine/types.ts";
 import { resourcePath, type KindRef, type Kube } from "./client.ts";
-import { kubeJson } from "./rest.ts";
-
-/**
- * Request options that make a generated client's patch a JSON merge patch. client-node 2.x
- * otherwise sends the first content type the OpenAPI lists, application/json-patch+json.
- */
-export const mergePatchOptions = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
+import { kubeJson, MERGE_PATCH } from "./rest.ts";
 
 /** How many times patchMetadata re-reads and retries after a 409 before giving up. */
 export const METADATA_CONFLICT_RETRIES = 5;
 
 export function statusCodeOf(err: unknown): number | undefined {
-  if (err instanceof ApiException) return err.code;
   if (typeof err === "object" && err !== null) {
     const { code, statusCode } = err as { code?: unknown; statusCode?: unknown };
     if (typeof code === "number") return code;
@@ -31,16 +23,7 @@ export const isConflict = (err: unknown): boolean => statusCodeOf(err) === 409;
 /** The object, or undefined when it does not exist. */
 export async function getObject(kube: Kube, kind: KindRef, key: ObjectKey): Promise<KubeObject | undefined> {
   try {
-    if (kind.group === "") {
-      return await kubeJson<KubeObject>(kube.kc, { path: resourcePath(kind, key.namespace, key.name) });
-    }
-    return (await kube.custom.getNamespacedCustomObject({
-      group: kind.group,
-      version: kind.version,
-      namespace: key.namespace,
-      plural: kind.plural,
-      name: key.name,
-    })) as KubeObject;
+    return await kubeJson<KubeObject>(kube.access, { path: resourcePath(kind, key.namespace, key.name) });
   } catch (err) {
     if (isNotFound(err)) return undefined;
     throw err;
@@ -61,28 +44,13 @@ export async function readCached(kube: Kube, kind: KindRef, key: ObjectKey, labe
   return getObject(kube, kind, key);
 }
 
-async function mergePatch(kube: Kube, kind: KindRef, key: ObjectKey, body: object, subresource?: "status"): Promise<KubeObject> {
-  if (kind.group === "") {
-    return kubeJson<KubeObject>(kube.kc, {
-      method: "PATCH",
-      path: resourcePath(kind, key.namespace, key.name, subresource),
-      body,
-      contentType: PatchStrategy.MergePatch,
-    });
-  }
-  const param = {
-    group: kind.group,
-    version: kind.version,
-    namespace: key.namespace,
-    plural: kind.plural,
-    name: key.name,
+function mergePatch(kube: Kube, kind: KindRef, key: ObjectKey, body: object, subresource?: "status"): Promise<KubeObject> {
+  return kubeJson<KubeObject>(kube.access, {
+    method: "PATCH",
+    path: resourcePath(kind, key.namespace, key.name, subresource),
     body,
-  };
-  const patched: unknown =
-    subresource === "status"
-      ? await kube.custom.patchNamespacedCustomObjectStatus(param, mergePatchOptions)
-      : await kube.custom.patchNamespacedCustomObject(param, mergePatchOptions);
-  return patched as KubeObject;
+    contentType: MERGE_PATCH,
+  });
 }
 
 /**

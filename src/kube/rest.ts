@@ -1,8 +1,7 @@
-// Raw requests to the apiserver by path, for what the generated clients do not cover
-// generically: listing and watching any kind (core or custom) by its KindRef. Auth and TLS come
-// from the kubeconfig exactly as client-node's own Watch applies them.
-import { ApiException, HttpMethod, RequestContext, type KubeConfig } from "@kubernetes/client-node";
+// Every request keyward makes to the apiserver, by path: one way for reads, patches, lists,
+// watches, events and leases of any kind (core or custom). Auth and TLS come from KubeAccess.
 import { fetch, type Response } from "undici";
+import type { KubeAccess } from "./kubeconfig.ts";
 
 export interface KubeRequest {
   method?: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
@@ -13,69 +12,75 @@ export interface KubeRequest {
   signal?: AbortSignal;
 }
 
-export async function kubeFetch(kc: KubeConfig, req: KubeRequest): Promise<Response> {
-  const cluster = kc.getCurrentCluster();
-  if (!cluster) throw new Error("kubeconfig has no current cluster");
-  const url = new URL(cluster.server.replace(/\/+$/, "") + req.path);
+export const MERGE_PATCH = "application/merge-patch+json";
+
+/** A non-2xx answer of the apiserver: its status code, and its Status message when it sent one. */
+export class KubeApiError extends Error {
+  override readonly name = "KubeApiError";
+  /** The HTTP status (client-node's ApiException calls it `code` too). */
+  readonly code: number;
+  /** The apiserver's Status reason, e.g. Conflict, NotFound, Forbidden. */
+  readonly reason: string | undefined;
+  constructor(code: number, message: string, reason?: string) {
+    super(message);
+    this.code = code;
+    this.reason = reason;
+  }
+}
+
+export async function kubeFetch(access: KubeAccess, req: KubeRequest): Promise<Response> {
+  const url = new URL(access.server + req.path);
   for (const [key, value] of Object.entries(req.query ?? {})) {
     if (value !== undefined) url.searchParams.set(key, String(value));
   }
-  const method = req.method ?? "GET";
-  const ctx = new RequestContext(url.toString(), HttpMethod[method]);
-  await kc.applySecurityAuthentication(ctx);
-  const headers = ctx.getHeaders();
-  headers["Accept"] = "application/json";
+  const headers: Record<string, string> = { Accept: "application/json" };
+  const authorization = await access.authorization();
+  if (authorization) headers["Authorization"] = authorization;
   if (req.body !== undefined) headers["Content-Type"] = req.contentType ?? "application/json";
   return fetch(url, {
-    method,
+    method: req.method ?? "GET",
     headers,
     body: req.body === undefined ? null : JSON.stringify(req.body),
-    dispatcher: ctx.getDispatcher(),
+    dispatcher: access.dispatcher,
     signal: req.signal ?? null,
   });
 }
 
-/** A JSON request; a non-2xx answer throws client-node's ApiException (same shape as the generated clients). */
-export async function kubeJson<T>(kc: KubeConfig, req: KubeRequest): Promise<T> {
-  const response = await kubeFetch(kc, req);
+/** A JSON request; a non-2xx answer throws KubeApiError. */
+export async function kubeJson<T>(access: KubeAccess, req: KubeRequest): Promise<T> {
+  const response = await kubeFetch(access, req);
   const text = await response.text();
-  if (response.status < 200 || response.status > 299) {
-    throw new ApiException(response.status, statusMessage(text) ?? response.statusText, text, headersOf(response));
-  }
+  if (response.status < 200 || response.status > 299) throw errorFrom(response.status, text, response.statusText);
   return JSON.parse(text) as T;
 }
 
-function statusMessage(text: string): string | undefined {
+/** The error for an apiserver answer: its Status message and reason when the body is a Status. */
+export function errorFrom(code: number, text: string, fallback: string): KubeApiError {
+  const status = parseStatus(text);
+  return new KubeApiError(code, status?.message ?? (fallback || `HTTP ${code}`), status?.reason);
+}
+
+function parseStatus(text: string): { message?: string; reason?: string } | undefined {
   try {
-    const parsed = JSON.parse(text) as { message?: unknown };
-    return typeof parsed.message === "string" ? parsed.message : undefined;
+    const parsed = JSON.parse(text) as { message?: unknown; reason?: unknown };
+    return {
+      ...(typeof parsed.message === "string" ? { message: parsed.message } : {}),
+      ...(typeof parsed.reason === "string" ? { reason: parsed.reason } : {}),
+    };
   } catch {
     return undefined;
   }
 }
 
-function headersOf(response: Response): Record<string, string> {
-  const out: Record<string, string> = {};
-  response.headers.forEach((value, name) => {
-    out[name] = value;
-  });
-  return out;
-}
-
-/**
- * One line describing an error for logs and restart reasons: "HTTP 404: <apiserver message>"
- * for API errors (client-node's ApiException message spans lines and embeds headers).
- */
+/** One line describing an error for logs and restart reasons: "HTTP 404: <apiserver message>" for apiserver errors. */
 export function errorSummary(err: unknown): string {
-  if (err instanceof ApiException) {
-    const body: unknown = err.body;
-    const message =
-      typeof body === "string"
-        ? statusMessage(body)
-        : typeof body === "object" && body !== null && typeof (body as { message?: unknown }).message === "string"
-          ? (body as { message: string }).message
-          : undefined;
-    return message ? `HTTP ${err.code}: ${message}` : `HTTP ${err.code}`;
+  if (err instanceof KubeApiError) return `HTTP ${err.code}: ${err.message.split("\n")[0] ?? ""}`;
+  const code = (err as { code?: unknown } | null)?.code;
+  const body = (err as { body?: unknown } | null)?.body;
+  // client-node's ApiException (tests and tools still use client-node): its message spans lines and embeds headers.
+  if (typeof code === "number" && typeof err === "object" && err !== null && "body" in err) {
+    const message = typeof body === "string" ? parseStatus(body)?.message : (body as { message?: unknown } | null)?.message;
+    return typeof message === "string" ? `HTTP ${code}: ${message}` : `HTTP ${code}`;
   }
   if (err instanceof Error) return err.message.split("\n")[0] ?? err.name;
   return String(err);

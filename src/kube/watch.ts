@@ -2,8 +2,7 @@
 // (informer.ts) strings them together and restarts them; here is only the protocol.
 import type { KubeObject } from "../engine/types.ts";
 import type { Kube } from "./client.ts";
-import { kubeFetch, kubeJson } from "./rest.ts";
-import { ApiException } from "@kubernetes/client-node";
+import { errorFrom, KubeApiError, kubeFetch, kubeJson } from "./rest.ts";
 
 export interface ListResult {
   items: KubeObject[];
@@ -25,7 +24,7 @@ export async function listAll(
   let token: string | undefined;
   let resourceVersion = "";
   do {
-    const page = await kubeJson<ListPage>(kube.kc, {
+    const page = await kubeJson<ListPage>(kube.access, {
       path,
       query: { limit: opts.pageSize ?? 500, continue: token, labelSelector: opts.labelSelector },
       ...(opts.signal ? { signal: opts.signal } : {}),
@@ -82,7 +81,7 @@ async function streamWatch(
   signal: AbortSignal,
   touch: () => void,
 ): Promise<WatchEnd> {
-  const response = await kubeFetch(kube.kc, {
+  const response = await kubeFetch(kube.access, {
     path,
     query: {
       watch: true,
@@ -99,7 +98,7 @@ async function streamWatch(
   }
   if (response.status !== 200 || !response.body) {
     const text = await response.text();
-    throw new ApiException(response.status, `watch ${path}: HTTP ${response.status}`, text, {});
+    throw errorFrom(response.status, text, `watch ${path}: HTTP ${response.status}`);
   }
   let events = 0;
   const decoder = new TextDecoder();
@@ -136,7 +135,7 @@ function handleLine(line: string, onEvent: WatchOptions["onEvent"]): "event" | "
   if (event.type === "ERROR") {
     const status = event.object as WatchStatus;
     if (status.code === 410) return "gone";
-    throw new ApiException(status.code ?? 500, `watch error: ${status.reason ?? ""} ${status.message ?? ""}`.trim(), status, {});
+    throw new KubeApiError(status.code ?? 500, `watch error: ${status.reason ?? ""} ${status.message ?? ""}`.trim(), status.reason);
   }
   onEvent(event.type as WatchEventType, event.object as KubeObject);
   return "event";

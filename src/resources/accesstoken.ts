@@ -301,8 +301,8 @@ async function writeSecret(c: Ctx, existing: SecretObject | undefined, data: Rec
   for (let attempt = 1; ; attempt++) {
     const body = secretBody(c, current, data, hash);
     try {
-      if (current) await kubeJson(c.kube.kc, { method: "PUT", path: resourcePath(secretKind, namespace, name), body });
-      else await kubeJson(c.kube.kc, { method: "POST", path: resourcePath(secretKind, namespace), body });
+      if (current) await kubeJson(c.kube.access, { method: "PUT", path: resourcePath(secretKind, namespace, name), body });
+      else await kubeJson(c.kube.access, { method: "POST", path: resourcePath(secretKind, namespace), body });
       return;
     } catch (err) {
       const code = statusCodeOf(err);
@@ -323,7 +323,7 @@ async function removeOldSecret(c: Ctx): Promise<void> {
   const secret = await readSecret(c.kube, c.key.namespace, old);
   if (!secret || !controlledBy(secret, c.obj.metadata.uid ?? "")) return;
   try {
-    await kubeJson(c.kube.kc, { method: "DELETE", path: resourcePath(secretKind, c.key.namespace, old) });
+    await kubeJson(c.kube.access, { method: "DELETE", path: resourcePath(secretKind, c.key.namespace, old) });
     c.event("Normal", "SecretRemoved", `removed Secret ${old}, replaced by ${c.spec.secretName}`);
   } catch (err) {
     if (!isNotFound(err)) throw secretError("delete", c.key.namespace, old, err);

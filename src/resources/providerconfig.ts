@@ -6,7 +6,8 @@ import { z } from "zod";
 import { createApiClient, type ApiClient, type ClientOptions } from "../api/index.ts";
 import type { Logger } from "../log.ts";
 import { getObject, patchMetadata, patchStatus, readCached } from "../kube/objects.ts";
-import { secretKind, type KindRef, type Kube } from "../kube/client.ts";
+import { resourcePath, secretKind, type KindRef, type Kube } from "../kube/client.ts";
+import { kubeJson } from "../kube/rest.ts";
 import type { EventRecorder } from "../kube/events.ts";
 import { setCondition, statusEqual } from "../engine/conditions.ts";
 import { classifyError, ReconcileError } from "../engine/managed.ts";
@@ -168,7 +169,8 @@ async function usersOf(deps: ReconcileDeps, pc: ProviderConfigObject): Promise<s
   const { namespace, name } = pc.metadata;
   const found: string[] = [];
   for (const kind of deps.users) {
-    const list = (await deps.kube.custom.listNamespacedCustomObject({ group: kind.group, version: kind.version, namespace, plural: kind.plural })) as { items?: KubeObject[] };
+    // A fresh list, not the cache: letting go too early would strand a user's finalizer.
+    const list = await kubeJson<{ items?: KubeObject[] }>(deps.kube.access, { path: resourcePath(kind, namespace) });
     for (const o of list.items ?? []) {
       if (providerConfigName(o.spec) === name) found.push(`${kind.kind}/${o.metadata.name}`);
     }

@@ -1,7 +1,7 @@
 // Helpers for integration tests running against the control plane of global-setup.ts.
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { ApiException, CoreV1Api, KubeConfig, V1Namespace, V1ObjectMeta } from "@kubernetes/client-node";
+import { ApiException, ApiextensionsV1Api, CoordinationV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, V1Namespace, V1ObjectMeta } from "@kubernetes/client-node";
 import { inject } from "vitest";
 
 /** Set on every namespace createTestNamespace makes, to find leftovers. */
@@ -33,6 +33,23 @@ export function testKubeConfig(): KubeConfig {
   const kc = new KubeConfig();
   kc.loadFromFile(testKubeconfigPath());
   return kc;
+}
+
+/** client-node's typed clients, for a test's own setup and checks (keyward itself does not use them). */
+export interface TestApis {
+  custom: CustomObjectsApi;
+  core: CoreV1Api;
+  coordination: CoordinationV1Api;
+  apiext: ApiextensionsV1Api;
+}
+
+export function testApis(kc: KubeConfig = testKubeConfig()): TestApis {
+  return {
+    custom: kc.makeApiClient(CustomObjectsApi),
+    core: kc.makeApiClient(CoreV1Api),
+    coordination: kc.makeApiClient(CoordinationV1Api),
+    apiext: kc.makeApiClient(ApiextensionsV1Api),
+  };
 }
 
 export interface KubectlResult {

@@ -6,10 +6,11 @@ import { createController, type Controller, type ControllerOptions } from "../..
 import { createMetrics } from "../../../src/engine/metrics.ts";
 import { createLogger } from "../../../src/log.ts";
 import { done, retryable, terminal, type ObjectKey, type Outcome } from "../../../src/engine/types.ts";
-import { createTestNamespace, testKubeConfig, waitFor, type TestNamespace } from "../../controlplane/testenv.ts";
+import { createTestNamespace, testKubeConfig, waitFor, type TestNamespace, testApis } from "../../controlplane/testenv.ts";
 import { createWidget, widgetCrd, type WidgetCrd } from "./widgets.ts";
 
 let kube: Kube;
+const apis = (): ReturnType<typeof testApis> => testApis();
 let crd!: WidgetCrd;
 const namespaces: TestNamespace[] = [];
 const controllers: Controller[] = [];
@@ -17,7 +18,7 @@ const logger = createLogger({ level: "silent" });
 
 beforeAll(async () => {
   kube = createKube(testKubeConfig());
-  crd = widgetCrd(kube);
+  crd = widgetCrd(apis());
   await crd.create();
 });
 
@@ -69,7 +70,7 @@ function gate() {
 }
 
 async function patchSpec(kind: KindRef, ns: string, name: string, spec: Record<string, unknown>): Promise<string> {
-  const patched = (await kube.custom.patchNamespacedCustomObject({
+  const patched = (await apis().custom.patchNamespacedCustomObject({
     group: kind.group,
     version: kind.version,
     namespace: ns,
@@ -95,7 +96,7 @@ describe("controller", () => {
       finished += 1;
       return done();
     });
-    await createWidget(kube, crd.kind, ns, "burst", { n: 0 });
+    await createWidget(apis(), crd.kind, ns, "burst", { n: 0 });
     await waitFor(() => Promise.resolve(started.length === 1 ? true : undefined), { timeoutMs: 30_000, description: "first reconcile" });
 
     let lastRv = "";
@@ -129,8 +130,8 @@ describe("controller", () => {
       }
       return done();
     });
-    await createWidget(kube, crd.kind, ns, "flaky");
-    await createWidget(kube, crd.kind, ns, "polite");
+    await createWidget(apis(), crd.kind, ns, "flaky");
+    await createWidget(apis(), crd.kind, ns, "polite");
     await waitFor(() => Promise.resolve(flaky.length === 4 && polite.length === 2 ? true : undefined), { timeoutMs: 30_000, description: "retries" });
 
     // Equal jitter never waits less than half of base * 2^attempt (20, 40, 80 ms ceilings).
@@ -155,7 +156,7 @@ describe("controller", () => {
       if (calls === 1) throw new Error("bug");
       return done();
     });
-    await createWidget(kube, crd.kind, ns, "thrower");
+    await createWidget(apis(), crd.kind, ns, "thrower");
     await waitFor(() => Promise.resolve(calls === 2 ? true : undefined), { timeoutMs: 30_000, description: "retry after a throw" });
     expect(await counterValue(metrics.reconcileErrors, { controller: name })).toBe(1);
   });
@@ -176,7 +177,7 @@ describe("controller", () => {
       { retryBackoff: { baseMs: 1, maxMs: 1, jitter: "none" } },
     );
     ref.controller = controller;
-    await createWidget(kube, crd.kind, ns, "doomed", { valid: false });
+    await createWidget(apis(), crd.kind, ns, "doomed", { valid: false });
     await waitFor(() => Promise.resolve(generations.length === 1 ? true : undefined), { timeoutMs: 30_000, description: "first reconcile" });
     await sleep(500);
     expect(generations).toEqual([1]);
@@ -200,7 +201,7 @@ describe("controller", () => {
       order.push("reconcile finished");
       return done();
     });
-    await createWidget(kube, crd.kind, ns, "slow");
+    await createWidget(apis(), crd.kind, ns, "slow");
     await waitFor(() => Promise.resolve(order.length === 1 ? true : undefined), { timeoutMs: 30_000, description: "reconcile to start" });
 
     const stopped = controller.stop().then(() => order.push("stop resolved"));
@@ -236,10 +237,10 @@ describe("controller", () => {
         ],
       },
     );
-    await createWidget(kube, crd.kind, ns, "primary");
+    await createWidget(apis(), crd.kind, ns, "primary");
     await waitFor(() => Promise.resolve(calls.includes("primary") ? true : undefined), { timeoutMs: 30_000, description: "first reconcile" });
     const before = calls.filter((c) => c === "primary").length;
-    await kube.core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: "settings", labels: { widget: "primary" } } } });
+    await apis().core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: "settings", labels: { widget: "primary" } } } });
     await waitFor(() => Promise.resolve(calls.filter((c) => c === "primary").length > before ? true : undefined), {
       timeoutMs: 30_000,
       description: "reconcile caused by the ConfigMap",
@@ -257,14 +258,14 @@ describe("controller", () => {
       },
       { resyncIntervalMs: 300 },
     );
-    await createWidget(kube, crd.kind, ns, "steady");
+    await createWidget(apis(), crd.kind, ns, "steady");
     await waitFor(() => Promise.resolve(calls >= 3 ? true : undefined), { timeoutMs: 30_000, description: "two resyncs" });
   });
 
   it("exports its metrics under controller-runtime's names", async () => {
     const ns = await namespace("ctl-metrics");
     const { metrics } = await startController(ns, () => done());
-    await createWidget(kube, crd.kind, ns, "counted");
+    await createWidget(apis(), crd.kind, ns, "counted");
     await waitFor(async () => ((await metrics.registry.metrics()).includes('result="success"') ? true : undefined), {
       timeoutMs: 30_000,
       description: "a counted reconcile",

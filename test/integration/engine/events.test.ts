@@ -4,17 +4,18 @@ import { createKube, type Kube } from "../../../src/kube/client.ts";
 import { createEventRecorder, MAX_EVENT_MESSAGE } from "../../../src/kube/events.ts";
 import { createLogger } from "../../../src/log.ts";
 import type { KubeObject } from "../../../src/engine/types.ts";
-import { createTestNamespace, kubectl, testKubeConfig, type TestNamespace } from "../../controlplane/testenv.ts";
+import { createTestNamespace, kubectl, testKubeConfig, type TestNamespace, testApis } from "../../controlplane/testenv.ts";
 import { createWidget, widgetCrd, type WidgetCrd } from "./widgets.ts";
 
 let kube: Kube;
+const apis = (): ReturnType<typeof testApis> => testApis();
 let crd!: WidgetCrd;
 let ns!: TestNamespace;
 const logger = createLogger({ level: "silent" });
 
 beforeAll(async () => {
   kube = createKube(testKubeConfig());
-  crd = widgetCrd(kube);
+  crd = widgetCrd(apis());
   await crd.create();
   ns = await createTestNamespace("engine-events");
 });
@@ -25,7 +26,7 @@ afterAll(async () => {
 });
 
 async function eventsOf(obj: KubeObject) {
-  const list = await kube.core.listNamespacedEvent({
+  const list = await apis().core.listNamespacedEvent({
     namespace: obj.metadata.namespace,
     fieldSelector: `involvedObject.uid=${obj.metadata.uid ?? ""}`,
   });
@@ -34,7 +35,7 @@ async function eventsOf(obj: KubeObject) {
 
 describe("event recorder", () => {
   it("creates one Event per (object, reason, message) and counts repeats on it", async () => {
-    const widget = await createWidget(kube, crd.kind, ns.name, "noisy");
+    const widget = await createWidget(apis(), crd.kind, ns.name, "noisy");
     const recorder = createEventRecorder(kube, { component: "keyward", logger });
     for (let i = 0; i < 3; i++) recorder.record(widget, "Warning", "ReconcileError", "the service said no");
     recorder.record(widget, "Normal", "Created", "created in the service");
@@ -52,7 +53,7 @@ describe("event recorder", () => {
   });
 
   it("truncates long messages to 1024 characters", async () => {
-    const widget = await createWidget(kube, crd.kind, ns.name, "verbose");
+    const widget = await createWidget(apis(), crd.kind, ns.name, "verbose");
     const recorder = createEventRecorder(kube, { component: "keyward", logger });
     recorder.record(widget, "Warning", "TooLong", "x".repeat(5000));
     await recorder.flush();
@@ -73,7 +74,7 @@ describe("event recorder", () => {
   });
 
   it("shows in kubectl describe with the aggregated count", async () => {
-    const widget = await createWidget(kube, crd.kind, ns.name, "described");
+    const widget = await createWidget(apis(), crd.kind, ns.name, "described");
     const recorder = createEventRecorder(kube, { component: "keyward", logger });
     for (let i = 0; i < 4; i++) recorder.record(widget, "Normal", "Synced", "in sync with the service");
     await recorder.flush();

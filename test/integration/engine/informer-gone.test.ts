@@ -13,7 +13,8 @@
 import { createServer, type IncomingMessage } from "node:http";
 import { connect, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CoordinationV1Api, CoreV1Api, CustomObjectsApi, EventsV1Api, KubeConfig } from "@kubernetes/client-node";
+import { KubeConfig } from "@kubernetes/client-node";
+import { accessFrom } from "../../../src/kube/kubeconfig.ts";
 import { createKube, resourcePath, type Kube } from "../../../src/kube/client.ts";
 import { watchKind, type Informer, type InformerEventType } from "../../../src/kube/informer.ts";
 import { listAll, watchOnce } from "../../../src/kube/watch.ts";
@@ -21,21 +22,22 @@ import { createLogger } from "../../../src/log.ts";
 import type { KubeObject } from "../../../src/engine/types.ts";
 import { ensureBinaries } from "../../controlplane/binaries.ts";
 import { startControlPlane, type ControlPlane } from "../../controlplane/controlplane.ts";
-import { waitFor } from "../../controlplane/testenv.ts";
+import { waitFor, testApis, type TestApis } from "../../controlplane/testenv.ts";
 import { createWidget, deleteWidget, widgetCrd, type WidgetCrd } from "./widgets.ts";
 
 /**
- * A Kube whose every request opens its own connection (client-node's own behaviour, which
- * keyward's createKube replaces with connection reuse): the parking proxy relies on the resume
- * request arriving as a new tunnel.
+ * A Kube whose every request opens its own connection (keyward's own access reuses one pool):
+ * the parking proxy relies on the resume request arriving as a new tunnel.
  */
 function freshConnectionKube(kc: KubeConfig): Kube {
+  const access = accessFrom(kc);
   return {
-    kc,
-    custom: kc.makeApiClient(CustomObjectsApi),
-    core: kc.makeApiClient(CoreV1Api),
-    coordination: kc.makeApiClient(CoordinationV1Api),
-    events: kc.makeApiClient(EventsV1Api),
+    access: {
+      ...access,
+      get dispatcher() {
+        return access.newDispatcher();
+      },
+    },
   };
 }
 
@@ -139,6 +141,8 @@ const existingCluster = Boolean(process.env.KEYWARD_E2E_KUBECONFIG);
 describe.skipIf(existingCluster)("informer after 410 Gone (watch served from etcd, etcd compacted)", () => {
   let plane!: ControlPlane;
   let kube!: Kube;
+  let planeApis!: TestApis;
+  let planeKc!: KubeConfig;
   let proxy!: TunnelProxy;
   let crd!: WidgetCrd;
   const namespace = "informer-gone";
@@ -149,10 +153,12 @@ describe.skipIf(existingCluster)("informer after 410 Gone (watch served from etc
     plane = await startControlPlane({ binaries, withControllerManager: false, extraApiserverArgs: ["--watch-cache=false"] });
     const kc = new KubeConfig();
     kc.loadFromFile(plane.kubeconfigPath);
+    planeKc = kc;
+    planeApis = testApis(kc);
     kube = createKube(kc);
-    crd = widgetCrd(kube);
+    crd = widgetCrd(planeApis);
     await crd.create();
-    await kube.core.createNamespace({ body: { metadata: { name: namespace } } });
+    await planeApis.core.createNamespace({ body: { metadata: { name: namespace } } });
     proxy = await startTunnelProxy(new URL(plane.server));
   });
 
@@ -162,7 +168,7 @@ describe.skipIf(existingCluster)("informer after 410 Gone (watch served from etc
     await plane?.stop();
   });
 
-  const widget = (name: string): Promise<KubeObject> => createWidget(kube, crd.kind, namespace, name, { size: 1 });
+  const widget = (name: string): Promise<KubeObject> => createWidget(planeApis, crd.kind, namespace, name, { size: 1 });
   const hasEvent = (events: Recorded[], type: InformerEventType, name: string): Promise<true | undefined> =>
     Promise.resolve(events.some((e) => e.type === type && e.name === name) ? true : undefined);
 
@@ -173,7 +179,7 @@ describe.skipIf(existingCluster)("informer after 410 Gone (watch served from etc
 
     const events: Recorded[] = [];
     const restarts: string[] = [];
-    const informer = watchKind(freshConnectionKube(throughProxy(kube.kc, proxy.url)), crd.kind, {
+    const informer = watchKind(freshConnectionKube(throughProxy(planeKc, proxy.url)), crd.kind, {
       namespaces: [namespace],
       logger: createLogger({ level: "silent" }),
       restartBackoff: { baseMs: 50, maxMs: 500 },
@@ -200,7 +206,7 @@ describe.skipIf(existingCluster)("informer after 410 Gone (watch served from etc
     const mark = events.length;
 
     // Meanwhile: an update, a create and a delete, then etcd compacted past all of them.
-    await kube.custom.patchNamespacedCustomObject({
+    await planeApis.custom.patchNamespacedCustomObject({
       group: crd.kind.group,
       version: crd.kind.version,
       namespace,
@@ -209,7 +215,7 @@ describe.skipIf(existingCluster)("informer after 410 Gone (watch served from etc
       body: [{ op: "replace", path: "/spec/size", value: 2 }],
     });
     await widget("born");
-    await deleteWidget(kube, crd.kind, namespace, "doomed");
+    await deleteWidget(planeApis, crd.kind, namespace, "doomed");
     const compactedAt = await compactEtcd(plane.etcdUrl);
     expect(BigInt(compactedAt)).toBeGreaterThan(BigInt(lastSeen));
 

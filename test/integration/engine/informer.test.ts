@@ -5,10 +5,11 @@ import { watchKind, type Informer, type InformerEventType } from "../../../src/k
 import { watchOnce } from "../../../src/kube/watch.ts";
 import { createLogger } from "../../../src/log.ts";
 import type { KubeObject } from "../../../src/engine/types.ts";
-import { createTestNamespace, testKubeConfig, waitFor, type TestNamespace } from "../../controlplane/testenv.ts";
+import { createTestNamespace, testKubeConfig, waitFor, type TestNamespace, testApis } from "../../controlplane/testenv.ts";
 import { createWidget, deleteWidget, widgetCrd, type WidgetCrd } from "./widgets.ts";
 
 let kube: Kube;
+const apis = (): ReturnType<typeof testApis> => testApis();
 let crd!: WidgetCrd;
 let ns!: TestNamespace;
 let other!: TestNamespace;
@@ -17,7 +18,7 @@ const informers: Informer[] = [];
 
 beforeAll(async () => {
   kube = createKube(testKubeConfig());
-  crd = widgetCrd(kube);
+  crd = widgetCrd(apis());
   await crd.create();
   ns = await createTestNamespace("engine-informer");
   other = await createTestNamespace("engine-informer-other");
@@ -56,8 +57,8 @@ const seen = (events: Recorded[], type: InformerEventType, name: string): Promis
 
 describe("informer", () => {
   it("lists what exists, then delivers adds, updates and deletes, keeping its cache in step", async () => {
-    await createWidget(kube, crd.kind, ns.name, "before");
-    await createWidget(kube, crd.kind, other.name, "elsewhere");
+    await createWidget(apis(), crd.kind, ns.name, "before");
+    await createWidget(apis(), crd.kind, other.name, "elsewhere");
     const { informer, events } = recordingInformer(crd.kind, [ns.name]);
     expect(informer.hasSynced()).toBe(false);
     await informer.start();
@@ -65,16 +66,16 @@ describe("informer", () => {
     expect(informer.list().map((o) => o.metadata.name)).toEqual(["before"]);
     expect(events).toEqual([expect.objectContaining({ type: "add", name: "before" })]);
 
-    await createWidget(kube, crd.kind, ns.name, "after", { size: 1 });
+    await createWidget(apis(), crd.kind, ns.name, "after", { size: 1 });
     await waitFor(() => seen(events, "add", "after"), { timeoutMs: 30_000, description: "add of after" });
-    const updated = (await kube.custom.patchNamespacedCustomObject(
+    const updated = (await apis().custom.patchNamespacedCustomObject(
       { group: crd.kind.group, version: crd.kind.version, namespace: ns.name, plural: crd.kind.plural, name: "after", body: [{ op: "replace", path: "/spec/size", value: 2 }] },
     )) as KubeObject;
     await waitFor(() => seen(events, "update", "after"), { timeoutMs: 30_000, description: "update of after" });
     expect(informer.get({ namespace: ns.name, name: "after" })?.metadata.resourceVersion).toBe(updated.metadata.resourceVersion);
     expect(informer.get({ namespace: ns.name, name: "after" })?.spec).toEqual({ size: 2 });
 
-    await deleteWidget(kube, crd.kind, ns.name, "before");
+    await deleteWidget(apis(), crd.kind, ns.name, "before");
     await waitFor(() => seen(events, "delete", "before"), { timeoutMs: 30_000, description: "delete of before" });
     expect(informer.get({ namespace: ns.name, name: "before" })).toBeUndefined();
     expect(informer.list().map((o) => o.metadata.name)).toEqual(["after"]);
@@ -83,9 +84,9 @@ describe("informer", () => {
   });
 
   it("restarts after its watch breaks (CRD deleted and recreated) and delivers later changes", async () => {
-    const kind = widgetCrd(kube);
+    const kind = widgetCrd(apis());
     await kind.create();
-    await createWidget(kube, kind.kind, ns.name, "old");
+    await createWidget(apis(), kind.kind, ns.name, "old");
     const { informer, events, restarts } = recordingInformer(kind.kind, []);
     await informer.start();
     expect(informer.list().map((o) => o.metadata.name)).toEqual(["old"]);
@@ -96,13 +97,13 @@ describe("informer", () => {
     await waitFor(() => seen(events, "delete", "old"), { timeoutMs: 60_000, description: "old to be reported deleted" });
 
     await kind.create();
-    await createWidget(kube, kind.kind, ns.name, "new");
+    await createWidget(apis(), kind.kind, ns.name, "new");
     await waitFor(() => seen(events, "add", "new"), { timeoutMs: 60_000, description: "add of new after the restart" });
     expect(informer.list().map((o) => o.metadata.name)).toEqual(["new"]);
     expect(informer.get({ namespace: ns.name, name: "old" })).toBeUndefined();
 
     // And it keeps watching after the restart.
-    await deleteWidget(kube, kind.kind, ns.name, "new");
+    await deleteWidget(apis(), kind.kind, ns.name, "new");
     await waitFor(() => seen(events, "delete", "new"), { timeoutMs: 60_000, description: "delete of new" });
     informer.stop();
     await kind.delete();
@@ -112,8 +113,8 @@ describe("informer", () => {
     const secrets: KindRef = { group: "", version: "v1", plural: "secrets", kind: "Secret" };
     const { informer, events } = recordingInformer(secrets, [ns.name], { labelSelector: "keyward.dev/owned=true" });
     await informer.start();
-    await kube.core.createNamespacedSecret({ namespace: ns.name, body: { metadata: { name: "ignored" }, stringData: { a: "b" } } });
-    await kube.core.createNamespacedSecret({
+    await apis().core.createNamespacedSecret({ namespace: ns.name, body: { metadata: { name: "ignored" }, stringData: { a: "b" } } });
+    await apis().core.createNamespacedSecret({
       namespace: ns.name,
       body: { metadata: { name: "owned", labels: { "keyward.dev/owned": "true" } }, stringData: { a: "b" } },
     });

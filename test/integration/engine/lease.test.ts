@@ -1,12 +1,14 @@
 // Leader election on a real Lease: one leader at a time, and a fast hand-over on stop.
+import { isConflict } from "../../../src/kube/objects.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { V1MicroTime } from "@kubernetes/client-node";
 import { createKube, type Kube } from "../../../src/kube/client.ts";
 import { runLeaderElection, type LeaderElection } from "../../../src/kube/lease.ts";
 import { createLogger } from "../../../src/log.ts";
-import { createTestNamespace, testKubeConfig, waitFor, type TestNamespace } from "../../controlplane/testenv.ts";
+import { createTestNamespace, testKubeConfig, waitFor, type TestNamespace, testApis } from "../../controlplane/testenv.ts";
 
 let kube: Kube;
+const apis = (): ReturnType<typeof testApis> => testApis();
 let ns!: TestNamespace;
 const logger = createLogger({ level: "silent" });
 const electors: LeaderElection[] = [];
@@ -39,7 +41,7 @@ function elector(identity: string, log: string[], leaseName = "keyward-leader") 
 }
 
 const holder = async (name = "keyward-leader") =>
-  (await kube.coordination.readNamespacedLease({ namespace: ns.name, name })).spec?.holderIdentity;
+  (await apis().coordination.readNamespacedLease({ namespace: ns.name, name })).spec?.holderIdentity;
 
 describe("leader election", () => {
   it("lets one of two candidates lead, and hands over to the other when the leader stops", async () => {
@@ -69,7 +71,7 @@ describe("leader election", () => {
     expect(await holder()).toBe("b");
     expect(log).toEqual(["a started", "b started"]);
 
-    const lease = await kube.coordination.readNamespacedLease({ namespace: ns.name, name: "keyward-leader" });
+    const lease = await apis().coordination.readNamespacedLease({ namespace: ns.name, name: "keyward-leader" });
     expect(lease.spec?.leaseTransitions).toBe(1);
     await b.stop();
   });
@@ -77,7 +79,7 @@ describe("leader election", () => {
   it("a candidate takes over a lease whose holder vanished without releasing it, once it expires", async () => {
     const log: string[] = [];
     const now = new V1MicroTime();
-    await kube.coordination.createNamespacedLease({
+    await apis().coordination.createNamespacedLease({
       namespace: ns.name,
       body: { metadata: { name: "abandoned" }, spec: { holderIdentity: "crashed", leaseDurationSeconds: 2, renewTime: now, acquireTime: now } },
     });
@@ -93,12 +95,24 @@ describe("leader election", () => {
     const d = elector("d", log, "hijacked");
     await waitFor(() => Promise.resolve(d.isLeader() ? true : undefined), { timeoutMs: 30_000, description: "d to lead" });
     // Someone else writes itself in as holder (as a replica with a stale view might).
-    const lease = await kube.coordination.readNamespacedLease({ namespace: ns.name, name: "hijacked" });
-    await kube.coordination.replaceNamespacedLease({
-      namespace: ns.name,
-      name: "hijacked",
-      body: { metadata: lease.metadata, spec: { holderIdentity: "intruder", leaseDurationSeconds: 60, renewTime: new V1MicroTime() } },
-    });
+    // d renews every retry period, so a read-then-replace can lose the race (409): try again.
+    await waitFor(
+      async () => {
+        const lease = await apis().coordination.readNamespacedLease({ namespace: ns.name, name: "hijacked" });
+        try {
+          await apis().coordination.replaceNamespacedLease({
+            namespace: ns.name,
+            name: "hijacked",
+            body: { metadata: lease.metadata, spec: { holderIdentity: "intruder", leaseDurationSeconds: 60, renewTime: new V1MicroTime() } },
+          });
+          return true;
+        } catch (err) {
+          if (isConflict(err)) return undefined;
+          throw err;
+        }
+      },
+      { timeoutMs: 30_000, intervalMs: 10, description: "the intruder to write itself in" },
+    );
     await waitFor(() => Promise.resolve(log.includes("d lost") ? true : undefined), { timeoutMs: 30_000, description: "d to notice" });
     expect(d.isLeader()).toBe(false);
     expect(log).toEqual(["d started", "d lost"]);

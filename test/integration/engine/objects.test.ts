@@ -1,18 +1,20 @@
 // getObject / patchStatus / patchMetadata against a real apiserver.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { createKube, type Kube } from "../../../src/kube/client.ts";
-import { getObject, patchMetadata, patchStatus, isConflict, isNotFound, mergePatchOptions } from "../../../src/kube/objects.ts";
+import { getObject, patchMetadata, patchStatus, isConflict, isNotFound } from "../../../src/kube/objects.ts";
 import { statusEqual } from "../../../src/engine/conditions.ts";
-import { createTestNamespace, testKubeConfig, type TestNamespace } from "../../controlplane/testenv.ts";
+import { createTestNamespace, testKubeConfig, type TestNamespace, testApis } from "../../controlplane/testenv.ts";
 import { createWidget, widgetCrd, type WidgetCrd } from "./widgets.ts";
 
 let kube: Kube;
+const apis = (): ReturnType<typeof testApis> => testApis();
 let crd!: WidgetCrd;
 let ns!: TestNamespace;
 
 beforeAll(async () => {
   kube = createKube(testKubeConfig());
-  crd = widgetCrd(kube);
+  crd = widgetCrd(apis());
   await crd.create();
   ns = await createTestNamespace("engine-objects");
 });
@@ -26,14 +28,14 @@ const keyOf = (name: string) => ({ namespace: ns.name, name });
 
 describe("getObject", () => {
   it("returns the object, and undefined for one that does not exist", async () => {
-    await createWidget(kube, crd.kind, ns.name, "got", { size: 1 });
+    await createWidget(apis(), crd.kind, ns.name, "got", { size: 1 });
     const obj = await getObject(kube, crd.kind, keyOf("got"));
     expect(obj?.spec).toEqual({ size: 1 });
     expect(await getObject(kube, crd.kind, keyOf("missing"))).toBeUndefined();
   });
 
   it("reads core kinds too", async () => {
-    await kube.core.createNamespacedConfigMap({ namespace: ns.name, body: { metadata: { name: "cm" }, data: { a: "1" } } });
+    await apis().core.createNamespacedConfigMap({ namespace: ns.name, body: { metadata: { name: "cm" }, data: { a: "1" } } });
     const cm = await getObject(kube, { group: "", version: "v1", plural: "configmaps", kind: "ConfigMap" }, keyOf("cm"));
     expect(cm?.metadata.name).toBe("cm");
     expect(await getObject(kube, { group: "", version: "v1", plural: "configmaps", kind: "ConfigMap" }, keyOf("nope"))).toBeUndefined();
@@ -42,7 +44,7 @@ describe("getObject", () => {
 
 describe("patchStatus", () => {
   it("writes the whole status through /status: nested keys dropped, conditions replaced, spec untouched", async () => {
-    const created = await createWidget(kube, crd.kind, ns.name, "status", { size: 2 });
+    const created = await createWidget(apis(), crd.kind, ns.name, "status", { size: 2 });
     const first = {
       observedGeneration: 1,
       projectId: "p-1",
@@ -69,10 +71,10 @@ describe("patchStatus", () => {
   });
 
   it("writes status only: a status sent with the main resource is ignored, and a status patch leaves spec alone", async () => {
-    const created = await createWidget(kube, crd.kind, ns.name, "subresource", { size: 1 });
-    await kube.custom.patchNamespacedCustomObject(
+    const created = await createWidget(apis(), crd.kind, ns.name, "subresource", { size: 1 });
+    await apis().custom.patchNamespacedCustomObject(
       { group: crd.kind.group, version: crd.kind.version, namespace: ns.name, plural: crd.kind.plural, name: "subresource", body: { status: { sneaky: true } } },
-      mergePatchOptions,
+      setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
     );
     expect((await getObject(kube, crd.kind, keyOf("subresource")))?.status).toBeUndefined();
     const patched = await patchStatus(kube, crd.kind, created, { seen: true });
@@ -81,7 +83,7 @@ describe("patchStatus", () => {
   });
 
   it("an unchanged status is recognised, and writing it anyway changes nothing on the server", async () => {
-    const created = await createWidget(kube, crd.kind, ns.name, "same");
+    const created = await createWidget(apis(), crd.kind, ns.name, "same");
     const status = { observedGeneration: 1, projectId: "p" };
     const written = await patchStatus(kube, crd.kind, created, status);
     const fresh = await getObject(kube, crd.kind, keyOf("same"));
@@ -93,14 +95,14 @@ describe("patchStatus", () => {
   it("is a merge patch, not a JSON patch: the content type reaches the apiserver", async () => {
     // A JSON patch body must be an array; the apiserver would reject this object with 400
     // if client-node sent its default application/json-patch+json.
-    const created = await createWidget(kube, crd.kind, ns.name, "content-type");
+    const created = await createWidget(apis(), crd.kind, ns.name, "content-type");
     await expect(patchStatus(kube, crd.kind, created, { ok: 1 })).resolves.toBeDefined();
   });
 });
 
 describe("patchMetadata", () => {
   it("sets and removes annotations (null removes)", async () => {
-    await createWidget(kube, crd.kind, ns.name, "annotated");
+    await createWidget(apis(), crd.kind, ns.name, "annotated");
     const set = await patchMetadata(kube, crd.kind, keyOf("annotated"), { annotations: { "keyward.dev/a": "1", "keyward.dev/b": "2" } });
     expect(set?.metadata.annotations).toMatchObject({ "keyward.dev/a": "1", "keyward.dev/b": "2" });
     const removed = await patchMetadata(kube, crd.kind, keyOf("annotated"), { annotations: { "keyward.dev/a": null } });
@@ -109,7 +111,7 @@ describe("patchMetadata", () => {
   });
 
   it("adds and removes a finalizer idempotently; undefined for a missing object", async () => {
-    await createWidget(kube, crd.kind, ns.name, "finalized");
+    await createWidget(apis(), crd.kind, ns.name, "finalized");
     const added = await patchMetadata(kube, crd.kind, keyOf("finalized"), { finalizers: { add: "keyward.dev/finalizer" } });
     expect(added?.metadata.finalizers).toEqual(["keyward.dev/finalizer"]);
     const again = await patchMetadata(kube, crd.kind, keyOf("finalized"), { finalizers: { add: "keyward.dev/finalizer" } });
@@ -120,44 +122,34 @@ describe("patchMetadata", () => {
   });
 
   it("retries from a fresh read when another writer changes the object between its read and its write", async () => {
-    await createWidget(kube, crd.kind, ns.name, "contended");
+    await createWidget(apis(), crd.kind, ns.name, "contended");
     await patchMetadata(kube, crd.kind, keyOf("contended"), { finalizers: { add: "keyward.dev/finalizer" } });
     // A second writer slips in right before our first PATCH reaches the apiserver: it adds its
     // own finalizer, so our precondition (the resourceVersion we read) is stale for real.
-    const patches: Array<"conflict" | "ok"> = [];
-    let interfered = false;
-    const custom = kube.custom;
+    // keyward asks its access for the credential once per request: the second ask is the PATCH
+    // (the first, the read), and that is when the other writer slips in.
+    let asked = 0;
     const contended: Kube = {
       ...kube,
-      custom: new Proxy(custom, {
-        get(target, prop, receiver) {
-          if (prop !== "patchNamespacedCustomObject") return Reflect.get(target, prop, receiver) as unknown;
-          return async (...args: Parameters<typeof custom.patchNamespacedCustomObject>) => {
-            if (!interfered) {
-              interfered = true;
-              await patchMetadata(kube, crd.kind, keyOf("contended"), { finalizers: { add: "other.dev/finalizer" } });
-            }
-            try {
-              const result: unknown = await target.patchNamespacedCustomObject(...args);
-              patches.push("ok");
-              return result;
-            } catch (err) {
-              if (isConflict(err)) patches.push("conflict");
-              throw err;
-            }
-          };
+      access: {
+        ...kube.access,
+        authorization: async () => {
+          asked += 1;
+          if (asked === 2) await patchMetadata(kube, crd.kind, keyOf("contended"), { finalizers: { add: "other.dev/finalizer" } });
+          return kube.access.authorization();
         },
-      }),
+      },
     };
     const result = await patchMetadata(contended, crd.kind, keyOf("contended"), { finalizers: { remove: "keyward.dev/finalizer" } });
-    expect(patches).toEqual(["conflict", "ok"]);
+    // read, PATCH (409), read again, PATCH
+    expect(asked).toBe(4);
     expect(result?.metadata.finalizers).toEqual(["other.dev/finalizer"]);
     expect((await getObject(kube, crd.kind, keyOf("contended")))?.metadata.finalizers).toEqual(["other.dev/finalizer"]);
     await patchMetadata(kube, crd.kind, keyOf("contended"), { finalizers: { remove: "other.dev/finalizer" } });
   });
 
   it("many concurrent writers each add their finalizer and none is lost", async () => {
-    await createWidget(kube, crd.kind, ns.name, "crowded");
+    await createWidget(apis(), crd.kind, ns.name, "crowded");
     const names = ["a", "b", "c", "d"].map((x) => `${x}.dev/finalizer`);
     await Promise.all(names.map((f) => patchMetadata(kube, crd.kind, keyOf("crowded"), { finalizers: { add: f } })));
     const stored = await getObject(kube, crd.kind, keyOf("crowded"));
@@ -167,7 +159,7 @@ describe("patchMetadata", () => {
 
   it("works on core kinds", async () => {
     const cmKind = { group: "", version: "v1", plural: "configmaps", kind: "ConfigMap" };
-    await kube.core.createNamespacedConfigMap({ namespace: ns.name, body: { metadata: { name: "cm-meta" } } });
+    await apis().core.createNamespacedConfigMap({ namespace: ns.name, body: { metadata: { name: "cm-meta" } } });
     const patched = await patchMetadata(kube, cmKind, keyOf("cm-meta"), {
       annotations: { "keyward.dev/x": "y" },
       finalizers: { add: "keyward.dev/finalizer" },
@@ -180,7 +172,7 @@ describe("patchMetadata", () => {
 
 describe("error predicates", () => {
   it("recognise client-node 2.x ApiExceptions", async () => {
-    const err = await kube.custom
+    const err = await apis().custom
       .getNamespacedCustomObject({ group: crd.kind.group, version: crd.kind.version, namespace: ns.name, plural: crd.kind.plural, name: "absent" })
       .then(
         () => undefined,

@@ -1,11 +1,11 @@
 // A small test CRD (group <random>.test.keyward.dev, kind Widget, status subresource) so each
 // test file has a kind of its own that it may create, break and recreate.
 import { randomBytes } from "node:crypto";
-import { ApiextensionsV1Api, type V1CustomResourceDefinition } from "@kubernetes/client-node";
-import type { KindRef, Kube } from "../../../src/kube/client.ts";
+import type { V1CustomResourceDefinition } from "@kubernetes/client-node";
+import type { KindRef } from "../../../src/kube/client.ts";
 import type { KubeObject } from "../../../src/engine/types.ts";
 import { isNotFound, statusCodeOf } from "../../../src/kube/objects.ts";
-import { waitFor } from "../../controlplane/testenv.ts";
+import { waitFor, type TestApis } from "../../controlplane/testenv.ts";
 
 export interface WidgetCrd {
   kind: KindRef;
@@ -39,14 +39,14 @@ function definition(kind: KindRef): V1CustomResourceDefinition {
   };
 }
 
-export function widgetCrd(kube: Kube): WidgetCrd {
+export function widgetCrd(apis: TestApis): WidgetCrd {
   const kind: KindRef = {
     group: `w${randomBytes(4).toString("hex")}.test.keyward.dev`,
     version: "v1alpha1",
     plural: "widgets",
     kind: "Widget",
   };
-  const api = kube.kc.makeApiClient(ApiextensionsV1Api);
+  const api = apis.apiext;
   const name = `${kind.plural}.${kind.group}`;
   return {
     kind,
@@ -56,7 +56,7 @@ export function widgetCrd(kube: Kube): WidgetCrd {
       await waitFor(
         async () => {
           try {
-            await kube.custom.listCustomObjectForAllNamespaces({ group: kind.group, version: kind.version, resourcePlural: kind.plural });
+            await apis.custom.listCustomObjectForAllNamespaces({ group: kind.group, version: kind.version, resourcePlural: kind.plural });
             return true;
           } catch (err) {
             // 404 until discovery serves it; 429 "storage is (re)initializing" while its watch cache fills.
@@ -86,13 +86,13 @@ export function widgetCrd(kube: Kube): WidgetCrd {
 }
 
 export async function createWidget(
-  kube: Kube,
+  apis: TestApis,
   kind: KindRef,
   namespace: string,
   name: string,
   spec: Record<string, unknown> = {},
 ): Promise<KubeObject> {
-  return (await kube.custom.createNamespacedCustomObject({
+  return (await apis.custom.createNamespacedCustomObject({
     group: kind.group,
     version: kind.version,
     namespace,
@@ -101,7 +101,7 @@ export async function createWidget(
   })) as KubeObject;
 }
 
-export async function deleteWidget(kube: Kube, kind: KindRef, namespace: string, name: string): Promise<void> {
-  await kube.custom.deleteNamespacedCustomObject({ group: kind.group, version: kind.version, namespace, plural: kind.plural, name });
+export async function deleteWidget(apis: TestApis, kind: KindRef, namespace: string, name: string): Promise<void> {
+  await apis.custom.deleteNamespacedCustomObject({ group: kind.group, version: kind.version, namespace, plural: kind.plural, name });
 }
 

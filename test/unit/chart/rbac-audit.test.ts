@@ -14,41 +14,14 @@ function sourceFiles(dir: string): string[] {
   );
 }
 
-const verbs: [RegExp, string][] = [
-  [/^read/, "get"],
-  [/^get/, "get"],
-  [/^list/, "list"],
-  [/^create/, "create"],
-  [/^replace/, "update"],
-  [/^patch/, "patch"],
-  [/^deleteCollection/, "deletecollection"],
-  [/^delete/, "delete"],
-];
-
-/** "group/resource: verb" grants one generated-client call needs; throws for a method it cannot map. */
-function grantsFor(api: string, method: string): string[] {
-  const verb = verbs.find(([re]) => re.test(method))?.[1];
-  const target = method.replace(/^(read|get|list|create|replace|patch|deleteCollection|delete)/, "").replace(/^Namespaced/, "");
-  if (!verb) throw new Error(`cannot map ${api}.${method} to a verb: extend rbac-audit.test.ts`);
-  if (api === "custom") {
-    if (target === "CustomObject") return keywardPlurals.map((p) => `keyward.dev/${p}: ${verb}`);
-    if (target === "CustomObjectStatus") return keywardPlurals.map((p) => `keyward.dev/${p}/status: ${verb}`);
-  }
-  const core: Record<string, string> = { Secret: "core/secrets", Event: "core/events", ConfigMap: "core/configmaps", ServiceAccountToken: "core/serviceaccounts/token" };
-  if (api === "core" && core[target]) return [`${core[target]}: ${verb}`];
-  if (api === "events" && target === "Event") return [`events.k8s.io/events: ${verb}`];
-  if (api === "coordination" && target === "Lease") return [`coordination.k8s.io/leases: ${verb}`];
-  throw new Error(`cannot map ${api}.${method} to a resource: extend rbac-audit.test.ts`);
-}
-
 const httpVerbs: Record<string, string> = { GET: "get", POST: "create", PUT: "update", PATCH: "patch", DELETE: "delete" };
 
-/** Core kinds named by a KindRef constant anywhere in src/: constant name → plural. */
-function coreKindRefs(texts: string[]): Map<string, string> {
+/** Built-in kinds named by a KindRef constant anywhere in src/: constant name → "group/plural" ("core" for the core group). */
+function builtinKindRefs(texts: string[]): Map<string, string> {
   const refs = new Map<string, string>();
   for (const text of texts) {
-    for (const m of text.matchAll(/(\w+)(?::\s*KindRef)?\s*=\s*\{\s*group:\s*"",\s*version:\s*"v1",\s*plural:\s*"(\w+)"/g)) {
-      refs.set(m[1] ?? "", m[2] ?? "");
+    for (const m of text.matchAll(/(\w+)(?::\s*KindRef)?\s*=\s*\{\s*group:\s*"([\w.]*)",\s*version:\s*"v1",\s*plural:\s*"(\w+)"/g)) {
+      refs.set(m[1] ?? "", `${m[2] || "core"}/${m[3] ?? ""}`);
     }
   }
   return refs;
@@ -61,24 +34,32 @@ function neededGrants(): Map<string, string> {
     if (!needed.has(grant)) needed.set(grant, where);
   };
   const files = sourceFiles(srcDir).map((file) => ({ where: file.slice(repoRoot.length + 1), text: readFileSync(file, "utf8") }));
-  const refs = coreKindRefs(files.map((f) => f.text));
+  const refs = builtinKindRefs(files.map((f) => f.text));
   for (const { where, text } of files) {
-    // The generated clients: kube.core.readNamespacedSecret(...), kube.custom.patchNamespacedCustomObjectStatus(...)
-    for (const m of text.matchAll(/\bkube\.(core|custom|coordination|events)\.(\w+)\(/g)) {
-      for (const grant of grantsFor(m[1] ?? "", m[2] ?? "")) add(grant, `${where}: ${m[1] ?? ""}.${m[2] ?? ""}`);
+    // Every request goes by path: { method: "PUT", path: resourcePath(secretKind, namespace, name) };
+    // a GET of a collection (namespace only) is a list.
+    for (const m of text.matchAll(/\{\s*(?:method:\s*"(\w+)",\s*)?path:\s*resourcePath\((\w+)((?:,\s*[\w.]+)*)\)/g)) {
+      const resource = refs.get(m[2] ?? "");
+      if (!resource) continue;
+      const method = m[1] ?? "GET";
+      const collection = (m[3] ?? "").split(",").filter((a) => a.trim() !== "").length < 2;
+      const verb = method === "GET" && collection ? "list" : (httpVerbs[method] ?? "?");
+      add(`${resource}: ${verb}`, `${where}: ${method} ${resource}`);
     }
-    // Requests by path to a core kind: { method: "PUT", path: resourcePath(secretRef, ...) }
-    for (const m of text.matchAll(/\{\s*(?:method:\s*"(\w+)",\s*)?path:\s*resourcePath\((\w+)/g)) {
-      const plural = refs.get(m[2] ?? "");
-      if (plural) add(`core/${plural}: ${httpVerbs[m[1] ?? "GET"] ?? "?"}`, `${where}: ${m[1] ?? "GET"} ${plural}`);
+    // The generic object helpers used with a built-in kind.
+    for (const m of text.matchAll(/\b(getObject|readCached|patchMetadata|patchStatus)\(\s*[\w.]+,\s*(\w+)/g)) {
+      const resource = refs.get(m[2] ?? "");
+      if (!resource) continue;
+      add(`${resource}: get`, `${where}: ${m[1] ?? ""}(${resource})`);
+      if (m[1] === "patchMetadata" || m[1] === "patchStatus") add(`${resource}${m[1] === "patchStatus" ? "/status" : ""}: patch`, `${where}: ${m[1]}(${resource})`);
     }
-    // The generic object helpers used with a core kind.
-    for (const m of text.matchAll(/\b(getObject|patchMetadata|patchStatus)\(\s*[\w.]+,\s*(\w+)/g)) {
-      const plural = refs.get(m[2] ?? "");
-      if (!plural) continue;
-      add(`core/${plural}: get`, `${where}: ${m[1] ?? ""}(${plural})`);
-      if (m[1] !== "getObject") add(`core/${plural}${m[1] === "patchStatus" ? "/status" : ""}: patch`, `${where}: ${m[1] ?? ""}(${plural})`);
-    }
+  }
+  // The engine reads, patches (metadata) and writes the status of every keyward kind through the
+  // generic helpers of src/kube/objects.ts, and the ProviderConfig lists its users on deletion.
+  for (const plural of keywardPlurals) {
+    add(`keyward.dev/${plural}: get`, "src/kube/objects.ts: getObject");
+    add(`keyward.dev/${plural}: patch`, "src/kube/objects.ts: patchMetadata");
+    add(`keyward.dev/${plural}/status: patch`, "src/kube/objects.ts: patchStatus");
   }
   // An owner reference with blockOwnerDeletion: true needs update on the owner's /finalizers
   // (the OwnerReferencesPermissionEnforcement admission plugin). The owner is the kind whose
@@ -96,8 +77,9 @@ function neededGrants(): Map<string, string> {
   for (const plural of keywardPlurals) {
     for (const verb of ["list", "watch"]) add(`keyward.dev/${plural}: ${verb}`, "src/kube/informer.ts: informers of every kind");
   }
-  for (const plural of refs.values()) {
-    for (const verb of ["list", "watch"]) add(`core/${plural}: ${verb}`, `src/kube/informer.ts: watch of ${plural}`);
+  for (const resource of refs.values()) {
+    if (!resource.startsWith("core/secrets")) continue;
+    for (const verb of ["list", "watch"]) add(`${resource}: ${verb}`, `src/kube/informer.ts: watch of ${resource}`);
   }
   return needed;
 }

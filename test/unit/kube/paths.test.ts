@@ -3,7 +3,7 @@ import { ApiException } from "@kubernetes/client-node";
 import { apiVersionOf, resourcePath } from "../../../src/kube/client.ts";
 import { isConflict, isNotFound, replacingPatch, statusCodeOf } from "../../../src/kube/objects.ts";
 import { truncateMessage, MAX_EVENT_MESSAGE } from "../../../src/kube/events.ts";
-import { errorSummary } from "../../../src/kube/rest.ts";
+import { errorSummary, errorFrom } from "../../../src/kube/rest.ts";
 
 const widget = { group: "keyward.dev", version: "v1alpha1", plural: "projects", kind: "Project" };
 const secret = { group: "", version: "v1", plural: "secrets", kind: "Secret" };
@@ -46,6 +46,13 @@ describe("error predicates", () => {
     expect(errorSummary(new ApiException(404, "Unknown API Status Code!", body, { h: "v" }))).toBe('HTTP 404: widgets "x" not found');
     expect(errorSummary(new ApiException(500, "oops", undefined, {}))).toBe("HTTP 500");
     expect(errorSummary(new Error("first\nsecond"))).toBe("first");
+  });
+
+  it("summarise keyward's own apiserver errors with the Status message", () => {
+    const err = errorFrom(409, JSON.stringify({ kind: "Status", message: "the object has been modified", reason: "Conflict", code: 409 }), "Conflict");
+    expect(err.reason).toBe("Conflict");
+    expect(errorSummary(err)).toBe("HTTP 409: the object has been modified");
+    expect(errorSummary(errorFrom(502, "<html>bad gateway</html>", "Bad Gateway"))).toBe("HTTP 502: Bad Gateway");
   });
 });
 

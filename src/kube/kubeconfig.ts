@@ -1,0 +1,249 @@
+// Where the apiserver is and how to authenticate to it, read from a kubeconfig or the pod's
+// service account. keyward does not use client-node at run time: importing its KubeConfig pulls
+// in the whole generated API (about 48 MB of resident memory, more than keyward's own working
+// set at a thousand objects), while keyward needs only an URL, TLS material and a credential.
+// What is supported: the in-cluster service account (its token re-read as the kubelet rotates
+// it), and kubeconfig files — $KUBECONFIG lists merged the way kubectl merges them — with
+// client certificates, bearer tokens (inline or tokenFile), basic auth, exec credential plugins
+// that return a token, and an http(s) proxy-url. Legacy auth-provider plugins are refused with a
+// clear message.
+import { execFile } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { delimiter, dirname, isAbsolute, join, resolve } from "node:path";
+import { load } from "js-yaml";
+import { Agent, ProxyAgent, type Dispatcher } from "undici";
+
+export interface KubeAccess {
+  /** The apiserver's base URL, e.g. https://10.96.0.1:443. */
+  server: string;
+  /** One connection pool for every request (TLS identity included): connections are reused. */
+  dispatcher: Dispatcher;
+  /** A pool of its own with the same TLS identity and proxy (tests that need fresh connections). */
+  newDispatcher(): Dispatcher;
+  /** The Authorization header value, when the user authenticates with one (refreshed as needed). */
+  authorization(): Promise<string | undefined>;
+  /** The current context's namespace (in-cluster: the pod's). */
+  namespace: string | undefined;
+  /** What the access was loaded from, for messages. */
+  source: string;
+}
+
+const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
+/** Bound service-account tokens rotate (the kubelet rewrites the file): read it again this often. */
+const TOKEN_FILE_REREAD_MS = 60_000;
+
+/** Something that can print a kubeconfig (client-node's KubeConfig.exportConfig, used by tests and tools). */
+export interface ExportableConfig {
+  exportConfig(): string;
+}
+
+export type KubeSource = KubeAccess | ExportableConfig;
+
+export function isKubeAccess(source: KubeSource): source is KubeAccess {
+  return typeof (source as Partial<KubeAccess>).authorization === "function";
+}
+
+/** An explicit path, else $KUBECONFIG, else the in-cluster service account, else ~/.kube/config. */
+export function loadKubeAccess(opts: { kubeconfigPath?: string } = {}): KubeAccess {
+  if (opts.kubeconfigPath) return fromFiles([opts.kubeconfigPath]);
+  const env = process.env["KUBECONFIG"];
+  if (env) return fromFiles(env.split(delimiter).filter((p) => p !== ""));
+  if (process.env["KUBERNETES_SERVICE_HOST"] && existsSync(join(SERVICE_ACCOUNT_DIR, "token"))) return inCluster();
+  return fromFiles([join(homedir(), ".kube", "config")]);
+}
+
+/** Access from a kubeconfig printed by another library (its file paths stay as they are). */
+export function accessFrom(source: KubeSource): KubeAccess {
+  if (isKubeAccess(source)) return source;
+  return fromConfig(load(source.exportConfig()) as RawConfig, process.cwd(), "exported kubeconfig");
+}
+
+function inCluster(): KubeAccess {
+  const host = process.env["KUBERNETES_SERVICE_HOST"] ?? "";
+  const port = process.env["KUBERNETES_SERVICE_PORT"] ?? "443";
+  const server = `https://${host.includes(":") ? `[${host}]` : host}:${port}`;
+  const namespaceFile = join(SERVICE_ACCOUNT_DIR, "namespace");
+  const connect = { ca: readFileSync(join(SERVICE_ACCOUNT_DIR, "ca.crt")) };
+  const newDispatcher = (): Dispatcher => new Agent({ connect });
+  return {
+    server,
+    dispatcher: newDispatcher(),
+    newDispatcher,
+    authorization: bearerFromFile(join(SERVICE_ACCOUNT_DIR, "token")),
+    namespace: existsSync(namespaceFile) ? readFileSync(namespaceFile, "utf8").trim() : undefined,
+    source: "in-cluster service account",
+  };
+}
+
+// ---------------------------------------------------------------- kubeconfig files
+
+interface Named<T> {
+  name: string;
+  [key: string]: unknown;
+  cluster?: T;
+  user?: T;
+  context?: T;
+}
+
+interface RawConfig {
+  clusters?: Named<Record<string, unknown>>[];
+  users?: Named<Record<string, unknown>>[];
+  contexts?: Named<Record<string, unknown>>[];
+  "current-context"?: string;
+}
+
+interface Located {
+  entry: Record<string, unknown>;
+  /** The directory relative paths in the entry are relative to. */
+  dir: string;
+}
+
+function fromFiles(paths: string[]): KubeAccess {
+  // kubectl's merge: the first file to name a cluster, user or context wins, and the first
+  // current-context set wins.
+  const merged = { clusters: new Map<string, Located>(), users: new Map<string, Located>(), contexts: new Map<string, Located>(), current: undefined as string | undefined };
+  const existing = paths.filter((p) => existsSync(p));
+  if (existing.length === 0) throw new Error(`no kubeconfig found at ${paths.join(delimiter)}`);
+  for (const path of existing) {
+    const raw = (load(readFileSync(path, "utf8")) ?? {}) as RawConfig;
+    const dir = dirname(resolve(path));
+    for (const [list, into, field] of [
+      [raw.clusters, merged.clusters, "cluster"],
+      [raw.users, merged.users, "user"],
+      [raw.contexts, merged.contexts, "context"],
+    ] as const) {
+      for (const item of list ?? []) {
+        if (!into.has(item.name)) into.set(item.name, { entry: (item[field] ?? {}), dir });
+      }
+    }
+    merged.current ??= raw["current-context"] || undefined;
+  }
+  return resolveContext(merged, existing.join(delimiter));
+}
+
+function fromConfig(raw: RawConfig, dir: string, source: string): KubeAccess {
+  const toMap = (list: Named<Record<string, unknown>>[] | undefined, field: "cluster" | "user" | "context") =>
+    new Map((list ?? []).map((item) => [item.name, { entry: (item[field] ?? {}), dir }]));
+  return resolveContext(
+    { clusters: toMap(raw.clusters, "cluster"), users: toMap(raw.users, "user"), contexts: toMap(raw.contexts, "context"), current: raw["current-context"] },
+    source,
+  );
+}
+
+/** A string field of a kubeconfig entry ("" when absent or not a string). */
+function text(entry: Record<string, unknown>, field: string): string {
+  const value = entry[field];
+  return typeof value === "string" ? value : "";
+}
+
+function resolveContext(
+  merged: { clusters: Map<string, Located>; users: Map<string, Located>; contexts: Map<string, Located>; current: string | undefined },
+  source: string,
+): KubeAccess {
+  const contextName = merged.current ?? (merged.contexts.size === 1 ? [...merged.contexts.keys()][0] : undefined);
+  if (!contextName) throw new Error(`kubeconfig ${source} has no current-context`);
+  const context = merged.contexts.get(contextName)?.entry;
+  if (!context) throw new Error(`kubeconfig ${source}: context ${contextName} not found`);
+  const cluster = merged.clusters.get(text(context, "cluster"));
+  if (!cluster) throw new Error(`kubeconfig ${source}: cluster ${text(context, "cluster")} of context ${contextName} not found`);
+  const user = merged.users.get(text(context, "user")) ?? { entry: {}, dir: cluster.dir };
+  const server = text(cluster.entry, "server");
+  if (!/^https?:\/\//.test(server)) throw new Error(`kubeconfig ${source}: cluster ${text(context, "cluster")} has no http(s) server`);
+  const c = cluster.entry;
+  const u = user.entry;
+  if (u["auth-provider"] !== undefined) {
+    throw new Error(`kubeconfig ${source}: user ${text(context, "user")} uses a legacy auth-provider plugin, which keyward does not support; use an exec credential plugin, a token or a client certificate`);
+  }
+  const connect = {
+    ...pem("ca", c["certificate-authority-data"], c["certificate-authority"], cluster.dir),
+    ...pem("cert", u["client-certificate-data"], u["client-certificate"], user.dir),
+    ...pem("key", u["client-key-data"], u["client-key"], user.dir),
+    ...(c["insecure-skip-tls-verify"] === true ? { rejectUnauthorized: false } : {}),
+    ...(typeof c["tls-server-name"] === "string" ? { servername: c["tls-server-name"] } : {}),
+  };
+  const proxyUrl = typeof c["proxy-url"] === "string" && c["proxy-url"] !== "" ? c["proxy-url"] : undefined;
+  const newDispatcher = (): Dispatcher => (proxyUrl ? new ProxyAgent({ uri: proxyUrl, requestTls: connect }) : new Agent({ connect }));
+  return {
+    server: server.replace(/\/+$/, ""),
+    dispatcher: newDispatcher(),
+    newDispatcher,
+    authorization: userAuthorization(u, user.dir),
+    namespace: typeof context["namespace"] === "string" ? context["namespace"] : undefined,
+    source,
+  };
+}
+
+function pem(field: "ca" | "cert" | "key", data: unknown, file: unknown, dir: string): Record<string, Buffer> {
+  if (typeof data === "string" && data !== "") return { [field]: Buffer.from(data, "base64") };
+  if (typeof file === "string" && file !== "") return { [field]: readFileSync(isAbsolute(file) ? file : join(dir, file)) };
+  return {};
+}
+
+function userAuthorization(u: Record<string, unknown>, dir: string): () => Promise<string | undefined> {
+  if (typeof u["token"] === "string" && u["token"] !== "") {
+    const header = `Bearer ${u["token"]}`;
+    return () => Promise.resolve(header);
+  }
+  if (typeof u["tokenFile"] === "string" && u["tokenFile"] !== "") {
+    return bearerFromFile(isAbsolute(u["tokenFile"]) ? u["tokenFile"] : join(dir, u["tokenFile"]));
+  }
+  if (typeof u["username"] === "string" && typeof u["password"] === "string") {
+    const header = `Basic ${Buffer.from(`${u["username"]}:${u["password"]}`).toString("base64")}`;
+    return () => Promise.resolve(header);
+  }
+  if (typeof u["exec"] === "object" && u["exec"] !== null) return execCredential(u["exec"]);
+  return () => Promise.resolve(undefined);
+}
+
+function bearerFromFile(path: string): () => Promise<string | undefined> {
+  let cached: { header: string; at: number } | undefined;
+  return () => {
+    if (!cached || Date.now() - cached.at > TOKEN_FILE_REREAD_MS) {
+      cached = { header: `Bearer ${readFileSync(path, "utf8").trim()}`, at: Date.now() };
+    }
+    return Promise.resolve(cached.header);
+  };
+}
+
+interface ExecConfig {
+  command?: string;
+  args?: string[];
+  env?: { name: string; value: string }[] | null;
+  apiVersion?: string;
+}
+
+/** client.authentication.k8s.io exec plugins: run the command, use status.token until it expires. */
+function execCredential(exec: ExecConfig): () => Promise<string | undefined> {
+  if (!exec.command) throw new Error("kubeconfig: exec credential plugin without a command");
+  const command = exec.command;
+  let cached: { header: string; expires: number } | undefined;
+  let running: Promise<string | undefined> | undefined;
+  const run = (): Promise<string | undefined> =>
+    new Promise((resolveToken, reject) => {
+      const env = { ...process.env, ...Object.fromEntries((exec.env ?? []).map((e) => [e.name, e.value])) };
+      if (exec.apiVersion) env["KUBERNETES_EXEC_INFO"] = JSON.stringify({ apiVersion: exec.apiVersion, kind: "ExecCredential", spec: { interactive: false } });
+      execFile(command, exec.args ?? [], { env, maxBuffer: 1 << 20 }, (err, stdout) => {
+        if (err) {
+          reject(new Error(`kubeconfig exec plugin ${command} failed: ${err.message.split("\n")[0] ?? ""}`));
+          return;
+        }
+        const status = (JSON.parse(stdout) as { status?: { token?: string; expirationTimestamp?: string; clientCertificateData?: string } }).status ?? {};
+        if (!status.token) {
+          reject(new Error(`kubeconfig exec plugin ${command} returned no token (client certificates from exec plugins are not supported)`));
+          return;
+        }
+        const expires = status.expirationTimestamp ? Date.parse(status.expirationTimestamp) : Number.POSITIVE_INFINITY;
+        cached = { header: `Bearer ${status.token}`, expires };
+        resolveToken(cached.header);
+      });
+    });
+  return async () => {
+    // Renewed a little before it expires, one run at a time.
+    if (cached && cached.expires - 10_000 > Date.now()) return cached.header;
+    running ??= run().finally(() => {
+      running = undefined;
+    });
+    return running;
+  };
+}
