@@ -77,7 +77,7 @@ export function createOperator(opts: OperatorOptions): Operator {
   const events = createEventRecorder(kube, { component: "keyward", logger: log });
   const providers = providerConfig.createProviderResolver({ kube, log, onRequest: apiMetrics(metrics) });
   const managed = <S, T, C>(module: ManagedModule<S, T, C>, peers?: () => KubeObject[]): ReconcileFn =>
-    managedReconciler(module, { kube, events, log, cache: informers.get(module.ref), ...(peers ? { peers } : {}) });
+    managedReconciler(module, { kube, events, log, metrics, cache: informers.get(module.ref), ...(peers ? { peers } : {}) });
 
   // Filled once the controllers exist: a membership compares itself with the others it knows.
   let membershipPeers: () => KubeObject[] = () => [];
@@ -131,6 +131,14 @@ interface SpecDeps {
   membershipPeers: () => KubeObject[];
 }
 
+/**
+ * How old a shared listing may be for a steady resync pass: the resync spreads its passes over a
+ * tenth of the interval, so half of it (at most 30 s) serves a whole resync with one or two lists.
+ */
+function listingTtl(resyncIntervalMs: number): number {
+  return Math.min(30_000, Math.max(1, Math.floor(resyncIntervalMs / 2)));
+}
+
 /** One controller per kind, with the secondary watches that requeue it. */
 function controllerSpecs(d: SpecDeps): ControllerSpec[] {
   return [
@@ -147,24 +155,24 @@ function controllerSpecs(d: SpecDeps): ControllerSpec[] {
       }),
       watches: [providerConfig.heldSecretWatch],
     },
-    { name: "project", kind: project.ref, reconcile: d.managed(project.projectModule({ providers: d.providers })), watches: [providerConfig.dependentsWatch] },
+    { name: "project", kind: project.ref, reconcile: d.managed(project.projectModule({ providers: d.providers, listingTtlMs: listingTtl(d.resyncIntervalMs) })), watches: [providerConfig.dependentsWatch] },
     {
       name: "projectmembership",
       kind: projectMembership.ref,
-      reconcile: d.managed(projectMembership.projectMembershipModule({ providers: d.providers }), d.membershipPeers),
+      reconcile: d.managed(projectMembership.projectMembershipModule({ providers: d.providers, listingTtlMs: listingTtl(d.resyncIntervalMs) }), d.membershipPeers),
       watches: [providerConfig.dependentsWatch, project.dependentsWatch],
     },
-    { name: "secretsync", kind: secretSync.ref, reconcile: d.managed(secretSync.secretSyncModule({ providers: d.providers })), watches: [providerConfig.dependentsWatch, project.dependentsWatch] },
+    { name: "secretsync", kind: secretSync.ref, reconcile: d.managed(secretSync.secretSyncModule({ providers: d.providers, metrics: d.metrics })), watches: [providerConfig.dependentsWatch, project.dependentsWatch] },
     {
       name: "accesstoken",
       kind: accessToken.ref,
-      reconcile: d.managed(accessToken.accessTokenModule({ providers: d.providers })),
+      reconcile: d.managed(accessToken.accessTokenModule({ providers: d.providers, metrics: d.metrics })),
       watches: [accessToken.secretWatch, providerConfig.dependentsWatch],
     },
     {
       name: "certificateprofile",
       kind: certificateProfile.ref,
-      reconcile: d.managed(certificateProfile.certificateProfileModule({ providers: d.providers, metrics: d.metrics })),
+      reconcile: d.managed(certificateProfile.certificateProfileModule({ providers: d.providers, metrics: d.metrics, listingTtlMs: listingTtl(d.resyncIntervalMs) })),
       watches: [providerConfig.dependentsWatch],
     },
   ];

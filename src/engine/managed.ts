@@ -11,6 +11,7 @@ import { errorSummary } from "../kube/rest.ts";
 import type { EventRecorder } from "../kube/events.ts";
 import { setCondition, statusEqual } from "./conditions.ts";
 import { createWrittenObjects, type WrittenObjects } from "./written.ts";
+import { kindGauge, type Metrics } from "./metrics.ts";
 import {
   done,
   requeueAfter,
@@ -208,20 +209,35 @@ export interface ManagedDeps {
    * over it until the cache catches up). Absent: every pass reads the apiserver.
    */
   cache?: SharedInformer;
+  /** For keyward_resource_ready{kind,namespace,name}. */
+  metrics?: Metrics;
+}
+
+/** 1 while an object's Ready condition is True, else 0; one series per object, gone with it. */
+function readyGauge(metrics: Metrics | undefined) {
+  if (!metrics) return undefined;
+  return kindGauge(metrics, {
+    name: "keyward_resource_ready",
+    help: "Whether a keyward resource is Ready (1) or not (0), per object",
+    labelNames: ["kind", "namespace", "name"],
+  });
 }
 
 /** Builds the ReconcileFn a controller runs for one kind. */
 export function managedReconciler<Spec, Status, Conn>(module: ManagedModule<Spec, Status, Conn>, deps: ManagedDeps): ReconcileFn {
   const written = createWrittenObjects();
+  const ready = readyGauge(deps.metrics);
   deps.cache?.subscribe((type, obj) => {
     if (type === "delete") written.forget(obj.metadata);
     else written.seen(obj);
   });
   return async (key, signal) => {
     const obj = (await readObject(deps, module.ref, key, written)) as KubeObject<unknown, Partial<Status>> | undefined;
+    const series = { kind: module.ref.kind, namespace: key.namespace, name: key.name };
     if (!obj) {
       module.forget?.(key);
       written.forget(key);
+      ready?.remove(series);
       return done();
     }
     const run = new Run(module, deps, key, obj, signal);
@@ -229,6 +245,8 @@ export function managedReconciler<Spec, Status, Conn>(module: ManagedModule<Spec
       return await run.reconcile();
     } finally {
       if (run.current !== obj) written.remember(run.current as KubeObject);
+      const condition = run.current.status?.conditions?.find((c) => c.type === "Ready");
+      if (condition) ready?.set(series, condition.status === "True" ? 1 : 0);
     }
   };
 }

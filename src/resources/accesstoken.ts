@@ -25,6 +25,7 @@ import { validations, type CrdSource } from "../kube/crd.ts";
 import { getObject, isNotFound, statusCodeOf } from "../kube/objects.ts";
 import { kubeJson } from "../kube/rest.ts";
 import type { SecondaryWatch } from "../engine/controller.ts";
+import { kindGauge, type Metrics } from "../engine/metrics.ts";
 import { ReconcileError, type ManagedContext, type ManagedModule, type Observation, type StatusPatch } from "../engine/managed.ts";
 import { API_VERSION, type KubeObject, type ObjectKey, type ObjectMeta, type OwnerReference } from "../engine/types.ts";
 import { ageColumn, commonStatus, dropUndefined, isObserveOnly, kindRef, managementPolicy, providerConfigRef, readyColumns } from "./common.ts";
@@ -420,7 +421,40 @@ export const secretWatch: SecondaryWatch = {
       .map((r) => ({ namespace: obj.metadata.namespace, name: r.name })),
 };
 
-export function accessTokenModule(deps: { providers: ProviderResolver; now?: () => Date }): ManagedModule<AccessTokenSpec, AccessTokenStatus, ApiClient> {
+/**
+ * keyward_token_expiry_timestamp_seconds and keyward_token_renewal_due_timestamp_seconds per
+ * AccessToken: when the token in its Secret expires and when keyward means to renew it (the
+ * alerts compare them with time()).
+ */
+function tokenGauges(metrics: Metrics | undefined) {
+  if (!metrics) return undefined;
+  const labelNames = ["kind", "namespace", "name"] as const;
+  const expiry = kindGauge(metrics, { name: "keyward_token_expiry_timestamp_seconds", help: "Unix time the token in use expires, per resource", labelNames });
+  const renewal = kindGauge(metrics, { name: "keyward_token_renewal_due_timestamp_seconds", help: "Unix time keyward plans to renew the token in use, per resource", labelNames });
+  const series = (key: ObjectKey) => ({ kind: ref.kind, namespace: key.namespace, name: key.name });
+  const put = (gauge: typeof expiry, key: ObjectKey, at: string | null | undefined): void => {
+    const ms = at ? Date.parse(at) : Number.NaN;
+    if (Number.isFinite(ms)) gauge.set(series(key), ms / 1000);
+    else gauge.remove(series(key));
+  };
+  return {
+    record(key: ObjectKey, status: StatusPatch<AccessTokenStatus>): void {
+      put(expiry, key, status.expiresAt);
+      put(renewal, key, status.renewAt);
+    },
+    clear(key: ObjectKey): void {
+      expiry.remove(series(key));
+      renewal.remove(series(key));
+    },
+  };
+}
+
+export function accessTokenModule(deps: { providers: ProviderResolver; now?: () => Date; metrics?: Metrics }): ManagedModule<AccessTokenSpec, AccessTokenStatus, ApiClient> {
+  const gauges = tokenGauges(deps.metrics);
+  const recorded = <T extends { status?: StatusPatch<AccessTokenStatus> } | StatusPatch<AccessTokenStatus>>(c: Ctx, result: T, status: StatusPatch<AccessTokenStatus>): T => {
+    gauges?.record(c.key, { ...c.status, ...status });
+    return result;
+  };
   return {
     ref,
     parseSpec: (raw) => {
@@ -432,10 +466,20 @@ export function accessTokenModule(deps: { providers: ProviderResolver; now?: () 
     needsFinalizer: () => false,
     guardCreate: false,
     connect: connectVia(deps.providers),
-    observe: (c) => observe(c, deps),
-    create: (c) => create(c, deps),
-    update: (c) => update(c, deps),
+    observe: async (c) => {
+      const obs = await observe(c, deps);
+      return recorded(c, obs, obs.status);
+    },
+    create: async (c) => {
+      const obs = await create(c, deps);
+      return recorded(c, obs, obs.status);
+    },
+    update: async (c) => {
+      const status = await update(c, deps);
+      return recorded(c, status, status);
+    },
     observeOnly: isObserveOnly,
+    forget: (key) => gauges?.clear(key),
   };
 }
 

@@ -14,7 +14,8 @@ import { exactlyOneOf, type CrdSource } from "../kube/crd.ts";
 import { ReconcileError, type ManagedContext, type ManagedModule, type Observation, type StatusPatch } from "../engine/managed.ts";
 import { kindGauge, type Metrics } from "../engine/metrics.ts";
 import type { ObjectKey } from "../engine/types.ts";
-import { ageColumn, commonStatus, kindRef, notFoundAsUndefined, projectId, projectRef, providerConfigRef, readyColumns } from "./common.ts";
+import { ageColumn, commonStatus, kindRef, notFoundAsUndefined, projectId, projectRef, providerConfigName, providerConfigRef, readyColumns } from "./common.ts";
+import { createSharedListing, DEFAULT_LISTING_TTL_MS, isSteady, type SharedListing } from "./listing.ts";
 import { connectVia, type ProviderResolver } from "./providerconfig.ts";
 import { resolveProjectId } from "./refs.ts";
 
@@ -108,6 +109,17 @@ export async function findListEntry(
   return undefined;
 }
 
+/** Every profile of a project, page by page (limit 100): one listing for a whole resync. */
+export async function listAllProfiles(api: Pick<ApiClient, "listCertificateProfiles">, projectId: string, pageSize = PAGE_SIZE): Promise<CertificateProfileListEntry[]> {
+  const all: CertificateProfileListEntry[] = [];
+  for (let page = 0, offset = 0; page < MAX_PAGES; page++, offset += pageSize) {
+    const { certificateProfiles, totalCount } = await api.listCertificateProfiles({ projectId, offset, limit: pageSize });
+    all.push(...certificateProfiles);
+    if (certificateProfiles.length === 0 || offset + pageSize >= totalCount) break;
+  }
+  return all;
+}
+
 /** Status from the get-by-slug scalars and the list entry; secrets of the EST config are left out. */
 /** Absent at the service → removed from status (null), so status never goes stale. */
 function orNull<T>(v: T | null | undefined): T | null {
@@ -161,8 +173,17 @@ function profileGauges(metrics: Metrics) {
   };
 }
 
-async function observe(c: Ctx, gauges: ReturnType<typeof profileGauges>): Promise<Observation<CertificateProfileStatus>> {
+/** A steady resync pass reads its profile from the project's shared listing (the entry carries the scalars too). */
+async function fromListing(listing: SharedListing<CertificateProfileListEntry>, c: Ctx, projectId: string): Promise<CertificateProfileListEntry | undefined> {
+  if (!isSteady(c.obj)) return undefined;
+  const scope = `${c.key.namespace}/${providerConfigName(c.spec)}/${projectId}`;
+  return (await listing.get(scope, () => listAllProfiles(c.conn, projectId))).get(c.spec.slug);
+}
+
+async function observe(c: Ctx, gauges: ReturnType<typeof profileGauges>, listing: SharedListing<CertificateProfileListEntry>): Promise<Observation<CertificateProfileStatus>> {
   const projectId = await resolveProjectId(c.kube, c.key.namespace, c.spec);
+  const listed = await fromListing(listing, c, projectId);
+  if (listed) return observed(c, gauges, listed, listed);
   const profile = await c.conn.getCertificateProfileBySlug(c.spec.slug, projectId).catch(notFoundAsUndefined);
   if (!profile) {
     gauges.clear(c.key);
@@ -178,6 +199,10 @@ async function observe(c: Ctx, gauges: ReturnType<typeof profileGauges>): Promis
   if (!entry) {
     throw new ReconcileError("NotListed", `certificate profile ${profile.slug} (${profile.id}) was found by slug but is not in the project's profile list`, { retryable: true });
   }
+  return observed(c, gauges, profile, entry);
+}
+
+function observed(c: Ctx, gauges: ReturnType<typeof profileGauges>, profile: CertificateProfile, entry: CertificateProfileListEntry): Observation<CertificateProfileStatus> {
   const status = statusFrom(profile, entry);
   if (status.certificates) gauges.set(c.key, profile.slug, status.certificates);
   else gauges.clear(c.key);
@@ -190,15 +215,16 @@ async function observe(c: Ctx, gauges: ReturnType<typeof profileGauges>): Promis
   };
 }
 
-export function certificateProfileModule(deps: { providers: ProviderResolver; metrics: Metrics }): ManagedModule<CertificateProfileSpec, CertificateProfileStatus, ApiClient> {
+export function certificateProfileModule(deps: { providers: ProviderResolver; metrics: Metrics; listingTtlMs?: number }): ManagedModule<CertificateProfileSpec, CertificateProfileStatus, ApiClient> {
   const gauges = profileGauges(deps.metrics);
+  const listing = createSharedListing<CertificateProfileListEntry>((p) => p.slug, deps.listingTtlMs ?? DEFAULT_LISTING_TTL_MS);
   return {
     ref,
     parseSpec: (raw) => specSchema.parse(raw),
     needsFinalizer: () => false,
     guardCreate: false,
     connect: connectVia(deps.providers),
-    observe: (c) => observe(c, gauges),
+    observe: (c) => observe(c, gauges, listing),
     forget: (key) => gauges.clear(key),
   };
 }

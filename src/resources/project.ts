@@ -6,7 +6,8 @@ import { isNotFound, type ApiClient, type Project, type UpdateProjectBody } from
 import type { CrdSource } from "../kube/crd.ts";
 import { ReconcileError, type DeleteResult, type ManagedContext, type ManagedModule, type Observation } from "../engine/managed.ts";
 import type { ObjectMeta } from "../engine/types.ts";
-import { ageColumn, commonStatus, isObserveOnly, kindRef, managementPolicy, notFoundAsUndefined, providerConfigRef, readyColumns, referrersWatch, sameStrings } from "./common.ts";
+import { ageColumn, commonStatus, isObserveOnly, kindRef, managementPolicy, notFoundAsUndefined, providerConfigName, providerConfigRef, readyColumns, referrersWatch, sameStrings } from "./common.ts";
+import { createSharedListing, DEFAULT_LISTING_TTL_MS, isSteady, type SharedListing } from "./listing.ts";
 import { connectVia, type ProviderResolver } from "./providerconfig.ts";
 
 export const ref = kindRef("Project", "projects");
@@ -127,10 +128,17 @@ export function projectDiff(spec: ProjectSpec, p: Project): UpdateProjectBody {
   return body;
 }
 
-async function findProject(c: Ctx): Promise<{ project: Project; adopted: boolean } | undefined> {
+/** Listings are per ProviderConfig: what one token sees. */
+const listingScope = (c: Ctx): string => `${c.key.namespace}/${providerConfigName(c.spec)}`;
+
+async function findProject(listing: SharedListing<Project>, c: Ctx): Promise<{ project: Project; adopted: boolean } | undefined> {
   const api = c.conn;
-  if (c.status.projectId) {
-    const byId = await api.getProject(c.status.projectId).catch(notFoundAsUndefined);
+  const id = c.status.projectId;
+  if (id) {
+    // A resync pass of a steady object takes its record from the listing the other passes share;
+    // absent there (created since), or any other pass, reads it.
+    const listed = isSteady(c.obj) && !c.createPending ? (await listing.get(listingScope(c), () => api.listProjects({}))).get(id) : undefined;
+    const byId = listed ?? (await api.getProject(id).catch(notFoundAsUndefined));
     if (byId) return { project: byId, adopted: false };
   }
   // While the resource is being deleted only what is known to be ours counts: a slug taken
@@ -148,8 +156,8 @@ async function findProject(c: Ctx): Promise<{ project: Project; adopted: boolean
   return { project: bySlug, adopted: true };
 }
 
-async function observe(c: Ctx): Promise<Observation<ProjectStatus>> {
-  const found = await findProject(c);
+async function observe(listing: SharedListing<Project>, c: Ctx): Promise<Observation<ProjectStatus>> {
+  const found = await findProject(listing, c);
   if (!found) {
     const adoptOnly = (c.spec.creationPolicy ?? "Create") === "Adopt";
     return {
@@ -164,7 +172,8 @@ async function observe(c: Ctx): Promise<Observation<ProjectStatus>> {
   return observed(c, found.project);
 }
 
-async function create(c: Ctx): Promise<Observation<ProjectStatus>> {
+async function create(listing: SharedListing<Project>, c: Ctx): Promise<Observation<ProjectStatus>> {
+  listing.invalidate(listingScope(c));
   const s = c.spec;
   const project = await c.conn.createProject({
     projectName: s.name ?? c.obj.metadata.name,
@@ -185,9 +194,10 @@ function observed(c: Ctx, project: Project): Observation<ProjectStatus> {
   return { exists: true, upToDate: diff.length === 0, diff, status: statusFrom(project), external: project };
 }
 
-async function update(c: Ctx, obs: Observation<ProjectStatus>): Promise<Partial<ProjectStatus>> {
+async function update(listing: SharedListing<Project>, c: Ctx, obs: Observation<ProjectStatus>): Promise<Partial<ProjectStatus>> {
   const id = obs.status.projectId;
   if (!id) throw new ReconcileError("NotFound", "project id unknown", { retryable: true });
+  listing.invalidate(listingScope(c));
   const current = (obs.external as Project | undefined) ?? (await c.conn.getProject(id));
   const body = projectDiff(c.spec, current);
   if (Object.keys(body).length === 0) return statusFrom(current);
@@ -197,9 +207,10 @@ async function update(c: Ctx, obs: Observation<ProjectStatus>): Promise<Partial<
 const protectedMessage = (slug: string | undefined): string =>
   `project ${slug ?? ""} has delete protection and is not deleted while protected; set spec.hasDeleteProtection: false to lift it and delete the project, or deletionPolicy: Retain to release the resource and keep the project`;
 
-async function remove(c: Ctx, obs: Observation<ProjectStatus>): Promise<DeleteResult> {
+async function remove(listing: SharedListing<Project>, c: Ctx, obs: Observation<ProjectStatus>): Promise<DeleteResult> {
   const id = obs.status.projectId;
   if (!id) return { done: true };
+  listing.invalidate(listingScope(c));
   if (obs.status.hasDeleteProtection) {
     // The spec lifting the protection is applied first, as the Blocked message advises.
     if (c.spec.hasDeleteProtection !== false) {
@@ -216,17 +227,18 @@ async function remove(c: Ctx, obs: Observation<ProjectStatus>): Promise<DeleteRe
   return { done: true };
 }
 
-export function projectModule(deps: { providers: ProviderResolver }): ManagedModule<ProjectSpec, ProjectStatus, ApiClient> {
+export function projectModule(deps: { providers: ProviderResolver; listingTtlMs?: number }): ManagedModule<ProjectSpec, ProjectStatus, ApiClient> {
+  const listing = createSharedListing<Project>((p) => p.id, deps.listingTtlMs ?? DEFAULT_LISTING_TTL_MS);
   return {
     ref,
     parseSpec: (raw) => specSchema.parse(raw),
     needsFinalizer: (spec) => spec.deletionPolicy === "Delete",
     guardCreate: true,
     connect: connectVia(deps.providers),
-    observe,
-    create,
-    update,
-    delete: remove,
+    observe: (c) => observe(listing, c),
+    create: (c) => create(listing, c),
+    update: (c, obs) => update(listing, c, obs),
+    delete: (c, obs) => remove(listing, c, obs),
     observeOnly: isObserveOnly,
   };
 }

@@ -7,7 +7,8 @@ import { isNotFound, type ApiClient, type GroupMembership, type MembershipRole, 
 import type { CrdSource } from "../kube/crd.ts";
 import { exactlyOneOf, immutable, validations } from "../kube/crd.ts";
 import { ReconcileError, type DeleteResult, type ManagedContext, type ManagedModule, type Observation, type StatusPatch } from "../engine/managed.ts";
-import { ageColumn, commonStatus, dropUndefined, isObserveOnly, kindRef, managementPolicy, notFoundAsUndefined, projectId, projectRef, providerConfigRef, readyColumns } from "./common.ts";
+import { ageColumn, commonStatus, dropUndefined, isObserveOnly, kindRef, managementPolicy, notFoundAsUndefined, projectId, projectRef, providerConfigName, providerConfigRef, readyColumns } from "./common.ts";
+import { createSharedListing, DEFAULT_LISTING_TTL_MS, isSteady, type SharedListing } from "./listing.ts";
 import { connectVia, type ProviderResolver } from "./providerconfig.ts";
 import { resolveProjectId } from "./refs.ts";
 
@@ -331,8 +332,33 @@ export function matchGroups(memberships: readonly GroupMembership[], selector: G
   });
 }
 
-async function findMember(api: ApiClient, projectId: string, spec: ProjectMembershipSpec): Promise<Member | undefined> {
+/** Shared listings of a project's user and group memberships, for steady resync passes. */
+interface Listings {
+  users: SharedListing<UserMembership>;
+  groups: SharedListing<GroupMembership>;
+}
+
+/** Where a pass reads members: the shared listings (a steady resync pass) or the service directly. */
+interface MemberSource {
+  api: ApiClient;
+  /** Set for a steady pass: the listings and their scope (ProviderConfig and project). */
+  shared?: { listings: Listings; scope: string };
+}
+
+function sourceOf(listings: Listings, c: Ctx, projectId: string): MemberSource {
+  if (!isSteady(c.obj)) return { api: c.conn };
+  return { api: c.conn, shared: { listings, scope: `${c.key.namespace}/${providerConfigName(c.spec)}/${projectId}` } };
+}
+
+async function findMember(source: MemberSource, projectId: string, spec: ProjectMembershipSpec): Promise<Member | undefined> {
+  const { api, shared } = source;
   if (spec.username !== undefined) {
+    if (shared) {
+      // One list of the project's users serves every membership of the project in this resync.
+      const users = await shared.listings.users.get(shared.scope, () => api.listProjectMemberships(projectId)).catch(notFoundAsUndefined);
+      const listed = users?.get(spec.username);
+      if (listed) return fromUser(listed);
+    }
     try {
       return fromUser(await api.getMembershipByUsername(projectId, spec.username));
     } catch (err) {
@@ -343,7 +369,9 @@ async function findMember(api: ApiClient, projectId: string, spec: ProjectMember
   }
   if (!spec.group) throw new ReconcileError("InvalidSpec", "exactly one of username or group must be set", { retryable: false });
   // A project that is gone answers 404: it has no members (and a deletion has nothing to revoke).
-  const groups = await api.listProjectGroups(projectId).catch(notFoundAsUndefined);
+  const groups = shared
+    ? [...((await shared.listings.groups.get(shared.scope, () => api.listProjectGroups(projectId)).catch(notFoundAsUndefined))?.values() ?? [])]
+    : await api.listProjectGroups(projectId).catch(notFoundAsUndefined);
   if (!groups) return undefined;
   const matches = matchGroups(groups, spec.group);
   if (matches.length > 1) {
@@ -411,12 +439,12 @@ export function claimant(self: KubeObject, peers: readonly KubeObject[], project
   return first && first.metadata.uid !== self.metadata.uid ? first : undefined;
 }
 
-async function observe(c: Ctx): Promise<Observation<ProjectMembershipStatus>> {
+async function observe(listings: Listings, c: Ctx): Promise<Observation<ProjectMembershipStatus>> {
   const projectId = await projectIdOf(c);
   if (projectId === undefined) {
     return { exists: false, upToDate: false, canCreate: false, status: wholeStatus({}), absent: { reason: "ReferenceNotReady", message: "the project is unknown" } };
   }
-  const member = await findMember(c.conn, projectId, c.spec);
+  const member = await findMember(sourceOf(listings, c, projectId), projectId, c.spec);
   if (!member) {
     return { exists: false, upToDate: false, canCreate: false, status: wholeStatus({ projectId }), absent: notMember(c, projectId) };
   }
@@ -440,34 +468,37 @@ async function observe(c: Ctx): Promise<Observation<ProjectMembershipStatus>> {
   };
 }
 
-async function writeRoles(c: Ctx, status: StatusPatch<ProjectMembershipStatus>, roles: RoleRequest[]): Promise<void> {
+async function writeRoles(listings: Listings, c: Ctx, status: StatusPatch<ProjectMembershipStatus>, roles: RoleRequest[]): Promise<void> {
   const projectId = status.projectId;
   const target = c.spec.username !== undefined ? status.membershipId : status.groupId;
   if (projectId == null || target == null) throw new ReconcileError("MemberNotFound", "the membership is not known yet", { retryable: true });
+  const scope = `${c.key.namespace}/${providerConfigName(c.spec)}/${projectId}`;
+  listings.users.invalidate(scope);
+  listings.groups.invalidate(scope);
   if (c.spec.username !== undefined) await c.conn.updateMembershipRoles(projectId, target, roles);
   else await c.conn.updateGroupRoles(projectId, target, roles);
 }
 
-async function update(c: Ctx, obs: Observation<ProjectMembershipStatus>): Promise<Partial<ProjectMembershipStatus>> {
+async function update(listings: Listings, c: Ctx, obs: Observation<ProjectMembershipStatus>): Promise<Partial<ProjectMembershipStatus>> {
   const projectId = obs.status.projectId ?? "";
   try {
-    await writeRoles(c, obs.status, c.spec.roles.map(roleRequest));
+    await writeRoles(listings, c, obs.status, c.spec.roles.map(roleRequest));
   } catch (err) {
     if (isNotFound(err)) throw new ReconcileError("MemberNotFound", notMember(c, projectId).message, { retryable: false, cause: err });
     throw err;
   }
   // The update's answer names custom roles by id only: read the membership again for status.
-  const member = await findMember(c.conn, projectId, c.spec);
+  const member = await findMember({ api: c.conn }, projectId, c.spec);
   if (!member) throw new ReconcileError("MemberNotFound", notMember(c, projectId).message, { retryable: false });
   return statusOf(projectId, member, Date.now());
 }
 
-async function revoke(c: Ctx, obs: Observation<ProjectMembershipStatus>): Promise<DeleteResult> {
+async function revoke(listings: Listings, c: Ctx, obs: Observation<ProjectMembershipStatus>): Promise<DeleteResult> {
   const role = c.spec.revokeRole ?? DEFAULT_REVOKE_ROLE;
   const target: RoleRequest[] = [{ role, isTemporary: false }];
   if (sameRoles(target, obs.status.roles ?? [])) return { done: true };
   try {
-    await writeRoles(c, obs.status, target);
+    await writeRoles(listings, c, obs.status, target);
   } catch (err) {
     if (isNotFound(err)) return { done: true };
     throw err;
@@ -476,16 +507,21 @@ async function revoke(c: Ctx, obs: Observation<ProjectMembershipStatus>): Promis
   return { done: true };
 }
 
-export function projectMembershipModule(deps: { providers: ProviderResolver }): ManagedModule<ProjectMembershipSpec, ProjectMembershipStatus, ApiClient> {
+export function projectMembershipModule(deps: { providers: ProviderResolver; listingTtlMs?: number }): ManagedModule<ProjectMembershipSpec, ProjectMembershipStatus, ApiClient> {
+  const ttl = deps.listingTtlMs ?? DEFAULT_LISTING_TTL_MS;
+  const listings: Listings = {
+    users: createSharedListing<UserMembership>((m) => m.user.username ?? m.id, ttl),
+    groups: createSharedListing<GroupMembership>((m) => m.id, ttl),
+  };
   return {
     ref,
     parseSpec: (raw) => specSchema.parse(raw),
     needsFinalizer: (spec) => spec.deletionPolicy === "Revoke",
     guardCreate: false,
     connect: connectVia(deps.providers),
-    observe,
-    update,
-    delete: revoke,
+    observe: (c) => observe(listings, c),
+    update: (c, obs) => update(listings, c, obs),
+    delete: (c, obs) => revoke(listings, c, obs),
     observeOnly: isObserveOnly,
   };
 }

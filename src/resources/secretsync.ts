@@ -39,7 +39,9 @@
 import type { ApiClient, CreateSecretSyncBody, Destination, SecretSync, UpdateSecretSyncBody } from "../api/index.ts";
 import { DEFAULT_INITIAL_SYNC_BEHAVIOR, isApiError, isJobInProgress, isNotFound, isRouteNotFound } from "../api/index.ts";
 import { ANNOTATION_CREATE_PENDING } from "../engine/managed.ts";
+import type { Gauge } from "prom-client";
 import { backoffCeiling } from "../engine/backoff.ts";
+import { kindGauge, type Metrics } from "../engine/metrics.ts";
 import { statusEqual } from "../engine/conditions.ts";
 import { mayHaveLanded, ReconcileError, type DeleteResult, type ManagedContext, type ManagedModule, type Observation, type Readiness } from "../engine/managed.ts";
 import type { KubeObject, ObjectKey, ObjectMeta } from "../engine/types.ts";
@@ -248,6 +250,8 @@ export function jobSince(mark: JobBaseline, s: Partial<Status>, kind: JobKind): 
 export interface SecretSyncModuleDeps {
   providers: ProviderResolver;
   now?: () => number;
+  /** For keyward_secretsync_last_job_failed{namespace,name,action}. */
+  metrics?: Metrics;
 }
 
 /** What the module keeps between passes (in memory; a restart only resets the poll interval). */
@@ -257,6 +261,15 @@ interface Runtime {
   activeSince: Map<string, number>;
   /** The record observe read, for update and act in the same pass (keyed by the pass's object). */
   records: WeakMap<KubeObject<unknown, Partial<Status>>, SecretSync>;
+  /** 1 when the last settled job of an action failed, 0 when it succeeded; no series before one settles. */
+  jobFailed: Gauge<"namespace" | "name" | "action"> | undefined;
+}
+
+function recordJobOutcomes(rt: Runtime, key: ObjectKey, s: Partial<Status>): void {
+  for (const kind of jobKinds) {
+    const status = s[jobFields[kind].status];
+    if (status === "succeeded" || status === "failed") rt.jobFailed?.set({ namespace: key.namespace, name: key.name, action: jobFields[kind].label }, status === "failed" ? 1 : 0);
+  }
 }
 
 const keyOf = (key: ObjectKey): string => `${key.namespace}/${key.name}`;
@@ -374,6 +387,7 @@ async function observe(rt: Runtime, c: Ctx): Promise<Observation<Status>> {
 function observedRecord(rt: Runtime, c: Ctx, record: SecretSync): Observation<Status> {
   rt.records.set(c.obj, record);
   const status = statusFrom(record);
+  recordJobOutcomes(rt, c.key, status);
   const diff = Object.keys(syncDiff(c.spec, syncName(c.spec, c.obj.metadata), record));
   const running = activeJob(status) !== undefined;
   if (!running) rt.activeSince.delete(keyOf(c.key));
@@ -536,7 +550,14 @@ async function remove(rt: Runtime, c: Ctx, obs: Observation<Status>): Promise<De
 }
 
 export function secretSyncModule(deps: SecretSyncModuleDeps): ManagedModule<SecretSyncSpec, Status, ApiClient> {
-  const rt: Runtime = { now: deps.now ?? Date.now, activeSince: new Map(), records: new WeakMap() };
+  const jobFailed = deps.metrics
+    ? kindGauge(deps.metrics, {
+        name: "keyward_secretsync_last_job_failed",
+        help: "Whether the last settled job of an action (sync, import, remove-secrets) of a SecretSync failed (1) or succeeded (0)",
+        labelNames: ["namespace", "name", "action"],
+      })
+    : undefined;
+  const rt: Runtime = { now: deps.now ?? Date.now, activeSince: new Map(), records: new WeakMap(), jobFailed };
   return {
     ref,
     parseSpec: (raw) => specSchema.parse(raw),
@@ -549,6 +570,9 @@ export function secretSyncModule(deps: SecretSyncModuleDeps): ManagedModule<Secr
     act: (c) => act(rt, c),
     delete: (c, obs) => remove(rt, c, obs),
     observeOnly: isObserveOnly,
-    forget: (key) => rt.activeSince.delete(keyOf(key)),
+    forget: (key) => {
+      rt.activeSince.delete(keyOf(key));
+      for (const kind of jobKinds) jobFailed?.remove({ namespace: key.namespace, name: key.name, action: jobFields[kind].label });
+    },
   };
 }
