@@ -22,7 +22,6 @@ import { fillPath, operationByName, type OperationInfo, type OperationName } fro
 import { sharedBucket, validateRateLimit, type RateLimit, type TokenBucket } from "./ratelimit.ts";
 import { parseRetryAfter, retryDecision, retryPolicy, type RetryPolicy } from "./retry.ts";
 import { errorBodySchema } from "./schemas/common.ts";
-import { buildMethods, type ApiClient } from "./methods.ts";
 
 export interface RequestInfo {
   operation: string;
@@ -94,9 +93,6 @@ interface Settings {
 
 export const DEFAULT_TIMEOUT_MS = 10_000;
 
-export function createApiClient(options: ClientOptions): ApiClient {
-  return buildMethods(createCaller(options));
-}
 
 function settingsFrom(options: ClientOptions): Settings {
   const url = new URL(options.baseUrl);

@@ -1,6 +1,6 @@
 // Public entry of keyward's client of the service. See README.md next to this file.
-export { createApiClient, DEFAULT_TIMEOUT_MS, type CallOptions, type ClientOptions, type RequestInfo } from "./client.ts";
-export type { ApiClient } from "./methods.ts";
+export { DEFAULT_TIMEOUT_MS, type CallOptions, type ClientOptions, type RequestInfo } from "./client.ts";
+export { createApiClient, type ApiClient } from "./methods.ts";
 export { operations, operationByName, type OperationInfo, type OperationName } from "./operations.ts";
 export { closeConnections } from "./http.ts";
 export {

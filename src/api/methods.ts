@@ -1,7 +1,7 @@
 // The ApiClient: one typed function per operation, each checking its arguments against
 // interface.md's limits (unless validateRequests is false) and unwrapping the response.
 import { z } from "zod";
-import type { CallOptions, Caller } from "./client.ts";
+import { createCaller, type CallOptions, type Caller, type ClientOptions } from "./client.ts";
 import { isNotFound } from "./errors.ts";
 import {
   createProjectBodySchema,
@@ -238,4 +238,9 @@ export function buildMethods(c: Caller): ApiClient {
   const withSignal = (signal: AbortSignal): ApiClient =>
     buildMethods({ ...c, call: (call, opts) => c.call(call, { signal, ...opts }) });
   return { withSignal, ...projectMethods(c), ...membershipMethods(c), ...accessMethods(c), ...syncMethods(c) };
+}
+
+/** A client of the service: one typed function per operation over one caller (retries, limits, timeouts). */
+export function createApiClient(options: ClientOptions): ApiClient {
+  return buildMethods(createCaller(options));
 }

@@ -1,5 +1,6 @@
 // When to try a request again, and after how long. Pure: the clock and the random source are
 // parameters so tests can pin them.
+import { backoffDelay as jittered } from "../lib/backoff.ts";
 import { ApiError, RETRIED_STATUSES, TransportError } from "./errors.ts";
 
 export interface RetryPolicy {
@@ -34,10 +35,7 @@ export type Idempotency = "idempotent" | "non-idempotent";
  * min(maxDelayMs, baseDelayMs * 2^(retry-1)); the delay is uniform in [ceiling/2, ceiling].
  */
 export function backoffDelay(retry: number, policy: RetryPolicy, random: () => number = Math.random): number {
-  const exponent = Math.min(Math.max(0, Math.floor(retry) - 1), 52);
-  const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** exponent);
-  const r = Math.min(Math.max(random(), 0), 1);
-  return Math.round(ceiling / 2 + (ceiling / 2) * r);
+  return jittered(Math.floor(retry) - 1, { baseMs: policy.baseDelayMs, maxMs: policy.maxDelayMs, jitter: "equal" }, random);
 }
 
 /**

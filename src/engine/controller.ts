@@ -6,7 +6,7 @@ import type { Logger } from "../log.ts";
 import type { Kube, KindRef } from "../kube/client.ts";
 import { createInformerFactory, type InformerFactory, type SharedInformer } from "../kube/informer.ts";
 import { errorSummary } from "../kube/rest.ts";
-import { jitterInterval, type BackoffPolicy } from "./backoff.ts";
+import { jitterInterval, type BackoffPolicy } from "../lib/backoff.ts";
 import { queueObserver, type Metrics, type ReconcileResult } from "./metrics.ts";
 import { createWorkQueue, formatKey, parseKey, type WorkQueue } from "./queue.ts";
 import type { KubeObject, ObjectKey, Outcome, ReconcileFn } from "./types.ts";

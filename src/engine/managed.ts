@@ -5,11 +5,11 @@
 // requeue intent lives here, once.
 import type { Logger } from "../log.ts";
 import type { Kube, KindRef } from "../kube/client.ts";
-import { getObject, isConflict, patchMetadata, patchStatus, type MetadataChange } from "../kube/objects.ts";
+import { getObject, isConflict, patchMetadata, type MetadataChange } from "../kube/objects.ts";
 import type { SharedInformer } from "../kube/informer.ts";
 import { errorSummary } from "../kube/rest.ts";
 import type { EventRecorder } from "../kube/events.ts";
-import { setCondition, statusEqual } from "./conditions.ts";
+import { writeStatus, type ConditionsToSet } from "./status.ts";
 import { createWrittenObjects, type WrittenObjects } from "./written.ts";
 import { kindGauge, type Metrics } from "./metrics.ts";
 import {
@@ -17,8 +17,6 @@ import {
   requeueAfter,
   retryable,
   terminal,
-  type CommonStatus,
-  type Condition,
   type KubeObject,
   type ObjectKey,
   type Outcome,
@@ -30,8 +28,6 @@ export const ANNOTATION_PAUSED = "keyward.dev/paused";
 export const ANNOTATION_CREATE_PENDING = "keyward.dev/create-pending";
 export const ANNOTATION_CREATE_SUCCEEDED = "keyward.dev/create-succeeded";
 
-/** Ready=False reasons that mean "on its way", recorded as Normal events rather than Warnings. */
-const progressReasons = new Set(["Creating", "Deleting", "Pending", "JobPending", "JobRunning", "SyncPending", "Renewing", "RemovingSecrets", "WaitingForJob"]);
 
 export interface Readiness {
   ready: boolean;
@@ -257,7 +253,7 @@ async function readObject(deps: ManagedDeps, ref: KindRef, key: ObjectKey, writt
   return latest === "stale" ? getObject(deps.kube, ref, key) : latest;
 }
 
-type Conditions = { ready?: Omit<Condition, "lastTransitionTime" | "observedGeneration">; synced?: Omit<Condition, "lastTransitionTime" | "observedGeneration"> };
+type Conditions = ConditionsToSet;
 
 // One pass over one object. A small class keeps the per-pass state (the object, the pending
 // status) together; it is created and dropped within a single reconcile.
@@ -466,28 +462,17 @@ class Run<Spec, Status, Conn> {
     this.kindStatus = merged as Partial<Status>;
   }
 
-  private async writeStatus(conds: Conditions): Promise<void> {
-    const old: Partial<Status> & CommonStatus = this.obj.status ?? {};
-    const generation = this.obj.metadata.generation ?? 0;
-    const now = this.now().toISOString();
-    let conditions: Condition[] = old.conditions ?? [];
-    for (const cond of [conds.ready, conds.synced]) {
-      if (cond) conditions = setCondition(conditions, { ...cond, observedGeneration: generation, lastTransitionTime: now }, now);
-    }
-    const next = { ...this.kindStatus, observedGeneration: generation, conditions };
-    if (statusEqual(old, next)) return;
-    this.recordTransitions(old.conditions ?? [], conditions);
-    this.obj = (await patchStatus(this.deps.kube, this.module.ref, this.obj, next)) as KubeObject<unknown, Partial<Status>>;
-  }
-
-  private recordTransitions(before: Condition[], after: Condition[]): void {
-    if (this.actionEvent) return;
-    const ready = after.find((x) => x.type === "Ready");
-    const was = before.find((x) => x.type === "Ready");
-    if (ready && (ready.status !== was?.status || ready.reason !== was.reason)) {
-      const progressing = ready.status === "True" || progressReasons.has(ready.reason);
-      this.deps.events.record(this.obj, progressing ? "Normal" : "Warning", ready.reason, ready.message);
-    }
+  private async writeStatus(conditions: ConditionsToSet): Promise<void> {
+    this.obj = (await writeStatus({
+      kube: this.deps.kube,
+      ref: this.module.ref,
+      obj: this.obj,
+      kindStatus: this.kindStatus,
+      conditions,
+      now: this.now(),
+      // A pass that records an action's own Event (Created) tells the Ready change in it.
+      ...(this.actionEvent ? {} : { events: this.deps.events }),
+    })) as KubeObject<unknown, Partial<Status>>;
   }
 
   /** `exact`: only on the version this pass holds (a 409 otherwise, which ends the pass). */

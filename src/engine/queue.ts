@@ -7,7 +7,7 @@
 // - shutDown stops accepting adds; keys already queued are still handed out (drain), then
 //   get() resolves undefined.
 import type { ObjectKey } from "./types.ts";
-import { backoffDelay, type BackoffPolicy } from "./backoff.ts";
+import { backoffDelay, type BackoffPolicy } from "../lib/backoff.ts";
 
 export interface QueueObserver {
   depth(n: number): void;

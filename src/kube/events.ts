@@ -12,7 +12,7 @@
 // Event already written (client-go's EventCorrelator) instead of creating a new one.
 import { hostname } from "node:os";
 import type { Logger } from "../log.ts";
-import type { ObjectMeta } from "../engine/types.ts";
+import type { ObjectMeta } from "./types.ts";
 import { resourcePath, type KindRef, type Kube } from "./client.ts";
 import { isNotFound } from "./objects.ts";
 import { errorSummary, kubeJson, MERGE_PATCH } from "./rest.ts";

@@ -7,8 +7,8 @@
 // A relist replaces the cache and reports the difference (deletes for objects that vanished
 // meanwhile), so the cache stays consistent whatever was missed.
 import type { Logger } from "../log.ts";
-import type { KubeObject, ObjectKey } from "../engine/types.ts";
-import { backoffDelay, interruptibleSleep, type BackoffPolicy } from "../engine/backoff.ts";
+import type { KubeObject, ObjectKey } from "./types.ts";
+import { backoffDelay, interruptibleSleep, type BackoffPolicy } from "../lib/backoff.ts";
 import { apiVersionOf, resourcePath, type KindRef, type Kube } from "./client.ts";
 import { listAll, watchOnce, type WatchEventType } from "./watch.ts";
 import { errorSummary } from "./rest.ts";

@@ -31,7 +31,7 @@ interface Lease {
 function microTime(ms: number): string {
   return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
 }
-import { interruptibleSleep } from "../engine/backoff.ts";
+import { interruptibleSleep } from "../lib/backoff.ts";
 
 export interface LeaderElectionOptions {
   kube: Kube;

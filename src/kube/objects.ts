@@ -1,7 +1,7 @@
 // Reading and patching one object of any kind: whole-status writes through /status, metadata
 // (annotations, finalizers) with optimistic concurrency, and the error predicates for
 // client-node 2.x (ApiException carries the HTTP status in .code).
-import type { KubeObject, ObjectKey, ObjectMeta } from "../engine/types.ts";
+import type { KubeObject, ObjectKey, ObjectMeta } from "./types.ts";
 import { resourcePath, type KindRef, type Kube } from "./client.ts";
 import { kubeJson, MERGE_PATCH } from "./rest.ts";
 

@@ -1,6 +1,6 @@
 // One list and one watch request against the apiserver, by path, for any kind. The informer
 // (informer.ts) strings them together and restarts them; here is only the protocol.
-import type { KubeObject } from "../engine/types.ts";
+import type { KubeObject } from "./types.ts";
 import type { Kube } from "./client.ts";
 import { errorFrom, KubeApiError, kubeFetch, kubeJson } from "./rest.ts";
 

@@ -5,11 +5,11 @@ import { createHash } from "node:crypto";
 import { z } from "zod";
 import { createApiClient, type ApiClient, type ClientOptions } from "../api/index.ts";
 import type { Logger } from "../log.ts";
-import { getObject, patchMetadata, patchStatus, readCached } from "../kube/objects.ts";
+import { getObject, patchMetadata, readCached } from "../kube/objects.ts";
 import { resourcePath, secretKind, type KindRef, type Kube } from "../kube/client.ts";
 import { kubeJson } from "../kube/rest.ts";
 import type { EventRecorder } from "../kube/events.ts";
-import { setCondition, statusEqual } from "../engine/conditions.ts";
+import { writeStatus } from "../engine/status.ts";
 import { classifyError, ReconcileError } from "../engine/managed.ts";
 import { done, requeueAfter, type KubeObject, type ObjectKey, type Outcome, type ReconcileFn } from "../engine/types.ts";
 import type { CrdSource } from "../kube/crd.ts";
@@ -223,17 +223,8 @@ async function release(deps: ReconcileDeps, pc: ProviderConfigObject): Promise<O
 }
 
 async function writeReady(deps: ReconcileDeps, pc: ProviderConfigObject, ready: { status: "True" | "False"; reason: string; message: string }, extra: Record<string, unknown> = {}): Promise<void> {
-  const now = new Date().toISOString();
-  const generation = pc.metadata.generation ?? 0;
-  const conditions = setCondition(pc.status?.conditions ?? [], { type: "Ready", ...ready, observedGeneration: generation, lastTransitionTime: now }, now);
   const { conditions: _c, observedGeneration: _g, ...kept } = pc.status ?? {};
-  const next = { ...kept, ...extra, observedGeneration: generation, conditions };
-  if (statusEqual(pc.status ?? {}, next)) return;
-  const was = pc.status?.conditions?.find((c) => c.type === "Ready");
-  if (was?.status !== ready.status || was.reason !== ready.reason) {
-    deps.events.record(pc, ready.status === "True" ? "Normal" : "Warning", ready.reason, ready.message);
-  }
-  await patchStatus(deps.kube, ref, pc, next);
+  await writeStatus({ kube: deps.kube, ref, obj: pc, kindStatus: { ...kept, ...extra }, conditions: { ready: { type: "Ready", ...ready } }, now: new Date(), events: deps.events });
 }
 
 /** ProviderConfig's own reconcile: does the service answer with this token? */

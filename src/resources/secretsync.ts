@@ -40,7 +40,7 @@ import type { ApiClient, CreateSecretSyncBody, Destination, SecretSync, UpdateSe
 import { DEFAULT_INITIAL_SYNC_BEHAVIOR, isApiError, isJobInProgress, isNotFound, isRouteNotFound } from "../api/index.ts";
 import { ANNOTATION_CREATE_PENDING } from "../engine/managed.ts";
 import type { Gauge } from "prom-client";
-import { backoffCeiling } from "../engine/backoff.ts";
+import { backoffCeiling } from "../lib/backoff.ts";
 import { kindGauge, type Metrics } from "../engine/metrics.ts";
 import { statusEqual } from "../engine/conditions.ts";
 import { mayHaveLanded, ReconcileError, type DeleteResult, type ManagedContext, type ManagedModule, type Observation, type Readiness } from "../engine/managed.ts";

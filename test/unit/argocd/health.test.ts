@@ -173,7 +173,7 @@ describe("the health script", () => {
   });
 
   it("knows every progress reason the engine records as Normal", () => {
-    const engine = readFileSync(join(repoRoot, "src", "engine", "managed.ts"), "utf8");
+    const engine = readFileSync(join(repoRoot, "src", "engine", "status.ts"), "utf8");
     const list = /const progressReasons = new Set\(\[([^\]]*)\]\)/.exec(engine)?.[1] ?? "";
     const reasons = [...list.matchAll(/"([A-Za-z]+)"/g)].map((m) => m[1]);
     expect(reasons.length).toBeGreaterThan(3);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { backoffCeiling, backoffDelay, jitterInterval } from "../../../src/engine/backoff.ts";
+import { backoffCeiling, backoffDelay, jitterInterval } from "../../../src/lib/backoff.ts";
 
 const policy = { baseMs: 100, maxMs: 10_000 };
 

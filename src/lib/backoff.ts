@@ -1,5 +1,7 @@
-// Exponential backoff with jitter (AWS architecture blog's "full" and "equal" jitter).
-// Pure: the random source is a parameter so tests can pin it.
+// Exponential backoff with jitter (AWS architecture blog's "full" and "equal" jitter), and a
+// sleep a stop can cut short. Pure and dependency-free: the service client (src/api), the
+// Kubernetes plumbing (src/kube) and the engine all build on it, so it sits below all three.
+// The random source is a parameter so tests can pin it.
 
 export type Jitter = "none" | "full" | "equal";
 
