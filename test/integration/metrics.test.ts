@@ -4,14 +4,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Emulator } from "../emulator/server.ts";
-import { loadDefaultSeed } from "../emulator/default-seed.ts";
+import { loadDefaultSeed, seedIds } from "../emulator/default-seed.ts";
 import { waitFor, type TestNamespace } from "../controlplane/testenv.ts";
-import { condition, createCustom, deleteCustom, mergePatchCustom, projectObject, startTestEnv, waitForObject, type KeywardTestEnv } from "./support/keyward.ts";
+import { condition, createCustom, dataPlatformSync, deleteCustom, mergePatchCustom, projectObject, startTestEnv, waitForObject, type KeywardTestEnv } from "./support/keyward.ts";
 
 const TOKEN = "kw-metrics-token-51aa0c";
-const DEMO_PROJECT = "a1b2c3d4-0005-4a00-8000-000000000001";
-const DATA_PLATFORM_CONNECTION = "a1b2c3d4-0004-4a00-8000-000000000003";
-const IDENTITY = "a1b2c3d4-0003-4a00-8000-000000000002";
 
 let env: KeywardTestEnv | undefined;
 let kc: KubeConfig;
@@ -43,12 +40,7 @@ describe("per-object gauges", () => {
   });
 
   it("keyward_secretsync_last_job_failed is 1 after a failed sync job and 0 after a good one", async () => {
-    await createCustom(kc, ns.name, "secretsyncs", {
-      apiVersion: "keyward.dev/v1alpha1",
-      kind: "SecretSync",
-      metadata: { name: "gauged-sync" },
-      spec: { projectId: DEMO_PROJECT, destination: "data-platform", connectionId: DATA_PLATFORM_CONNECTION, environment: "prod", secretPath: "/", destinationConfig: { scope: "workspace" }, isAutoSyncEnabled: false },
-    });
+    await createCustom(kc, ns.name, "secretsyncs", dataPlatformSync("gauged-sync", { isAutoSyncEnabled: false }));
     const created = await waitForObject(kc, ns.name, "secretsyncs", "gauged-sync", { until: (o) => typeof (o.status as { syncId?: string } | undefined)?.syncId === "string", timeoutMs: 60_000, description: "created" });
     const syncId = String((created.status as { syncId?: string }).syncId);
     emulator.setJobOutcome({ syncId, action: "sync", outcome: "failed", message: "destination refused" });
@@ -64,7 +56,7 @@ describe("per-object gauges", () => {
       apiVersion: "keyward.dev/v1alpha1",
       kind: "AccessToken",
       metadata: { name: "gauged-token" },
-      spec: { identityId: IDENTITY, secretName: "gauged-token" },
+      spec: { identityId: seedIds.identity, secretName: "gauged-token" },
     });
     const ready = await waitForObject(kc, ns.name, "accesstokens", "gauged-token", {
       until: (o) => condition(o, "Ready")?.status === "True" && typeof (o.status as { renewAt?: string } | undefined)?.renewAt === "string",

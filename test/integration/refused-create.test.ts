@@ -7,12 +7,10 @@ import type { KubeConfig } from "@kubernetes/client-node";
 import type { Emulator } from "../emulator/server.ts";
 import { loadDefaultSeed } from "../emulator/default-seed.ts";
 import { waitFor, type TestNamespace } from "../controlplane/testenv.ts";
-import { condition, createCustom, mergePatchCustom, projectObject, startTestEnv, waitForObject, type KeywardTestEnv } from "./support/keyward.ts";
+import { condition, createCustom, dataPlatformSync, mergePatchCustom, projectObject, startTestEnv, waitForObject, type KeywardTestEnv } from "./support/keyward.ts";
 
 const TOKEN = "kw-refused-create-token-71c0aa";
 const RESYNC_MS = 2_000;
-const DEMO_PROJECT = "a1b2c3d4-0005-4a00-8000-000000000001";
-const DATA_PLATFORM_CONNECTION = "a1b2c3d4-0004-4a00-8000-000000000003";
 
 let env: KeywardTestEnv | undefined;
 let kc: KubeConfig;
@@ -48,12 +46,7 @@ const cases: Record<string, Case> = {
     plural: "secretsyncs",
     operation: "createSecretSync",
     pathPattern: "^/api/v1/secret-syncs/data-platform$",
-    object: (name) => ({
-      apiVersion: "keyward.dev/v1alpha1",
-      kind: "SecretSync",
-      metadata: { name },
-      spec: { projectId: DEMO_PROJECT, destination: "data-platform", connectionId: DATA_PLATFORM_CONNECTION, environment: "prod", secretPath: "/", destinationConfig: { scope: "workspace" } },
-    }),
+    object: (name) => dataPlatformSync(name),
     specChange: { spec: { description: "changed" } },
   },
 };

@@ -8,7 +8,7 @@ import type { RecordedRequest } from "../emulator/types.ts";
 import { loadDefaultSeed } from "../emulator/default-seed.ts";
 import { kubectl, testKubeconfigPath, waitFor, type TestNamespace } from "../controlplane/testenv.ts";
 import { condition, createCustom, exposedTexts, getCustom, mergePatchCustom, startTestEnv, waitForObject, type TestEnv } from "./support/keyward.ts";
-import { spawnKeyward, type KeywardProcess } from "./support/keyward-process.ts";
+import { keywardProcesses, type KeywardProcess } from "./support/keyward-process.ts";
 import type { KubeObject } from "../../src/engine/types.ts";
 
 const TOKEN = "kw-secretsync-crash-token-93be17";
@@ -21,16 +21,10 @@ let env: TestEnv | undefined;
 let kc: KubeConfig;
 let emulator: Emulator;
 let ns: TestNamespace;
-const processes: KeywardProcess[] = [];
+// No periodic resync: every pass comes from keyward's own requeues or a change to the object.
+const keywards = keywardProcesses(testKubeconfigPath, () => ns.name, { resyncIntervalMs: 600_000 });
+const startChild = (): Promise<KeywardProcess> => keywards.start();
 
-async function startChild(): Promise<KeywardProcess> {
-  // No periodic resync here: every pass must come from keyward's own requeues (jobs followed
-  // until they settle) or from a change to the object.
-  const child = spawnKeyward(testKubeconfigPath(), ns.name, { resyncIntervalMs: 600_000 });
-  processes.push(child);
-  await child.started;
-  return child;
-}
 
 const statusOf = (obj: KubeObject | undefined): Record<string, unknown> => obj?.status ?? {};
 const logOf = (op: string, pathPart?: string): RecordedRequest[] =>
@@ -47,9 +41,7 @@ async function syncsNamed(name: string): Promise<{ id: string; name: string }[]>
 beforeAll(async () => {
   env = await startTestEnv({ prefix: "secretsync-crash", token: TOKEN, emulator: { seed, jobDelayMs: 300 }, keyward: false });
   ({ kc, emulator, ns } = env);
-  env.onStop(async () => {
-    for (const p of processes) if (p.child.exitCode === null && p.child.signalCode === null) await p.stop();
-  });
+  env.onStop(() => keywards.stopAll());
 });
 
 afterAll(() => env?.stop());
@@ -93,7 +85,7 @@ describe("SecretSync across a killed keyward", () => {
   it("makes no second sync-secrets call when keyward is killed between the call and the status write", async () => {
     const settled = await waitUntil("crashy", "first sync settled", (o) => statusOf(o)["syncStatus"] === "succeeded");
     const id = String(statusOf(settled)["syncId"]);
-    const running = processes.at(-1);
+    const running = keywards.latest();
     if (!running) throw new Error("no keyward running");
     emulator.setFaults({ match: { method: "POST", pathPattern: `/${id}/sync-secrets$` }, latencyMs: 120_000, latencyWhen: "after-handling" });
     await mergePatchCustom(kc, ns.name, PLURAL, "crashy", { metadata: { annotations: { "keyward.dev/sync-requested-at": "2025-02-02T02:02:02Z" } } });
@@ -122,7 +114,7 @@ describe("SecretSync across a killed keyward", () => {
   it("makes the call again when keyward was killed after marking a request but before sending it", async () => {
     const obj = await waitUntil("crashy", "sync settled", (o) => statusOf(o)["syncStatus"] === "succeeded");
     const id = String(statusOf(obj)["syncId"]);
-    const running = processes.at(-1);
+    const running = keywards.latest();
     if (!running) throw new Error("no keyward running");
     // the trigger is held before handling: it never reaches the service before keyward dies
     emulator.setFaults({ match: { method: "POST", pathPattern: `/${id}/sync-secrets$` }, latencyMs: 120_000 });
@@ -150,7 +142,7 @@ describe("SecretSync across a killed keyward", () => {
   });
 
   it("never writes the token into the logs of any keyward, events or status", async () => {
-    const logs = processes.flatMap((p) => p.logs);
+    const logs = keywards.all().flatMap((p) => p.logs);
     expect(logs.join("\n")).toContain("keyward started");
     for (const text of (await exposedTexts(ns.name, logs, "secretsyncs,providerconfigs")).all) expect(text).not.toContain(TOKEN);
   });

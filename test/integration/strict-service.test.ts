@@ -9,29 +9,23 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Emulator } from "../emulator/server.ts";
-import { loadDefaultSeed } from "../emulator/default-seed.ts";
+import { loadDefaultSeed, seedIds } from "../emulator/default-seed.ts";
 import { kubectl, testKubeconfigPath, waitFor, type TestNamespace } from "../controlplane/testenv.ts";
-import { condition, createCustom, getCustom, mergePatchCustom, startTestEnv, waitForObject, type TestEnv } from "./support/keyward.ts";
-import { spawnKeyward, type KeywardProcess } from "./support/keyward-process.ts";
+import { condition, createCustom, dataPlatformSync, getCustom, mergePatchCustom, startTestEnv, waitForObject, type TestEnv } from "./support/keyward.ts";
+import { keywardProcesses, type KeywardProcess } from "./support/keyward-process.ts";
 import type { KubeObject } from "../../src/engine/types.ts";
 
 const TOKEN = "kw-strict-service-token-5d21c0";
-const DEMO_PROJECT = "a1b2c3d4-0005-4a00-8000-000000000001";
-const DATA_PLATFORM_CONNECTION = "a1b2c3d4-0004-4a00-8000-000000000003";
 const samplesDir = fileURLToPath(new URL("../../config/samples/", import.meta.url));
 
 let env: TestEnv | undefined;
 let kc: KubeConfig;
 let emulator: Emulator;
 let ns: TestNamespace;
-const processes: KeywardProcess[] = [];
+// No periodic resync: every pass comes from keyward's own requeues or a change to the object.
+const keywards = keywardProcesses(testKubeconfigPath, () => ns.name, { resyncIntervalMs: 600_000 });
+const startChild = (): Promise<KeywardProcess> => keywards.start();
 
-async function startChild(): Promise<KeywardProcess> {
-  const child = spawnKeyward(testKubeconfigPath(), ns.name, { resyncIntervalMs: 600_000 });
-  processes.push(child);
-  await child.started;
-  return child;
-}
 
 const requestsOf = (operation: string) => emulator.requests().filter((r) => r.operation === operation);
 const routeMisses = () => emulator.requests().filter((r) => r.status === 404 && r.path.includes("/sync-name/"));
@@ -48,16 +42,14 @@ beforeAll(async () => {
     keyward: false,
   });
   ({ kc, emulator, ns } = env);
-  env.onStop(async () => {
-    for (const p of processes) if (p.child.exitCode === null && p.child.signalCode === null) await p.stop();
-  });
+  env.onStop(() => keywards.stopAll());
 });
 
 afterAll(() => env?.stop());
 
 describe("a server without find-by-name", () => {
   it("answers that path with a route 404, which is not an unknown sync", async () => {
-    const res = await fetch(`${emulator.url}/api/v1/secret-syncs/data-platform/sync-name/x?projectId=${DEMO_PROJECT}`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    const res = await fetch(`${emulator.url}/api/v1/secret-syncs/data-platform/sync-name/x?projectId=${seedIds.demoProject}`, { headers: { authorization: `Bearer ${TOKEN}` } });
     expect(res.status).toBe(404);
     expect(await res.json()).toMatchObject({ error: "Not Found", message: expect.stringMatching(/^Route GET:.* not found$/) as unknown });
   });
@@ -86,16 +78,11 @@ describe("a server without find-by-name", () => {
   });
 
   it("after a kill between a landed create and the status write: no second create, CreateOutcomeUnknown, then adoption by spec.syncId", async () => {
-    const running = processes.at(-1);
+    const running = keywards.latest();
     if (!running) throw new Error("no keyward running");
     emulator.setFaults({ match: { method: "POST", pathPattern: "^/api/v1/secret-syncs/data-platform$" }, latencyMs: 120_000, latencyWhen: "after-handling" });
     const createsBefore = requestsOf("createSecretSync").length;
-    await createCustom(kc, ns.name, "secretsyncs", {
-      apiVersion: "keyward.dev/v1alpha1",
-      kind: "SecretSync",
-      metadata: { name: "landed-then-killed" },
-      spec: { projectId: DEMO_PROJECT, destination: "data-platform", connectionId: DATA_PLATFORM_CONNECTION, environment: "prod", secretPath: "/", destinationConfig: { scope: "workspace" } },
-    });
+    await createCustom(kc, ns.name, "secretsyncs", dataPlatformSync("landed-then-killed"));
     await waitFor(() => Promise.resolve(requestsOf("createSecretSync").length > createsBefore ? true : undefined), { timeoutMs: 60_000, intervalMs: 20, description: "the create to reach the service" });
     expect(await running.kill()).toBe("SIGKILL");
     emulator.setFaults({});
@@ -136,20 +123,7 @@ describe("a server without find-by-name", () => {
 
   it("reports NotFound, and creates nothing, for a spec.syncId that does not exist", async () => {
     const createsBefore = requestsOf("createSecretSync").length;
-    await createCustom(kc, ns.name, "secretsyncs", {
-      apiVersion: "keyward.dev/v1alpha1",
-      kind: "SecretSync",
-      metadata: { name: "adopt-missing" },
-      spec: {
-        projectId: DEMO_PROJECT,
-        destination: "data-platform",
-        syncId: "0b7e6f2a-1c3d-4e5f-8a9b-0c1d2e3f4a5b",
-        connectionId: DATA_PLATFORM_CONNECTION,
-        environment: "prod",
-        secretPath: "/",
-        destinationConfig: { scope: "workspace" },
-      },
-    });
+    await createCustom(kc, ns.name, "secretsyncs", dataPlatformSync("adopt-missing", { syncId: "0b7e6f2a-1c3d-4e5f-8a9b-0c1d2e3f4a5b" }));
     const missing: KubeObject = await waitForObject(kc, ns.name, "secretsyncs", "adopt-missing", { until: (o) => condition(o, "Ready")?.reason === "NotFound", timeoutMs: 60_000, description: "NotFound" });
     expect(condition(missing, "Ready")?.message).toContain("spec.syncId");
     expect(requestsOf("createSecretSync")).toHaveLength(createsBefore);

@@ -23,6 +23,28 @@ export interface KeywardProcess {
   stop(): Promise<string>;
 }
 
+/**
+ * The keyward processes of one test file, one after another (a test kills one and starts the
+ * next): `start` spawns and waits for it to have started, `stopAll` stops whatever still runs.
+ */
+export function keywardProcesses(kubeconfigPath: () => string, namespace: () => string, opts: { resyncIntervalMs?: number } = {}) {
+  const processes: KeywardProcess[] = [];
+  return {
+    async start(): Promise<KeywardProcess> {
+      const child = spawnKeyward(kubeconfigPath(), namespace(), opts);
+      processes.push(child);
+      await child.started;
+      return child;
+    },
+    /** The one started last. */
+    latest: (): KeywardProcess | undefined => processes.at(-1),
+    all: (): readonly KeywardProcess[] => processes,
+    async stopAll(): Promise<void> {
+      for (const p of processes) if (p.child.exitCode === null && p.child.signalCode === null) await p.stop();
+    },
+  };
+}
+
 const script = fileURLToPath(import.meta.url);
 
 export function spawnKeyward(kubeconfigPath: string, namespace: string, opts: { resyncIntervalMs?: number } = {}): KeywardProcess {

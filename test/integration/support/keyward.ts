@@ -8,6 +8,7 @@ import { createLogger } from "../../../src/log.ts";
 import { createOperator, type Operator } from "../../../src/operator.ts";
 import { GROUP, VERSION, type KubeObject } from "../../../src/engine/types.ts";
 import { startEmulator, type Emulator, type EmulatorOptions } from "../../emulator/server.ts";
+import { connectionIds, seedIds } from "../../emulator/default-seed.ts";
 import { createTestNamespace, kubectl, testKubeConfig, waitFor, type TestNamespace } from "../../controlplane/testenv.ts";
 
 export interface RunningKeyward {
@@ -55,6 +56,24 @@ export async function installProvider(kc: KubeConfig, namespace: string, baseUrl
     metadata: { name },
     spec: { baseUrl, credentialsSecretRef: { name: `${name}-token` }, rateLimit: { requestsPerSecond: 200, burst: 200 }, timeoutSeconds: 5 },
   });
+}
+
+/** A data-platform SecretSync of the default seed's demo project, with `spec` laid over it. */
+export function dataPlatformSync(name: string, spec: Record<string, unknown> = {}): object {
+  return {
+    apiVersion: `${GROUP}/${VERSION}`,
+    kind: "SecretSync",
+    metadata: { name },
+    spec: {
+      projectId: seedIds.demoProject,
+      destination: "data-platform",
+      connectionId: connectionIds["data-platform"],
+      environment: "prod",
+      secretPath: "/",
+      destinationConfig: { scope: "workspace" },
+      ...spec,
+    },
+  };
 }
 
 /** A Project manifest. */

@@ -1,32 +1,13 @@
 // The emulator over real HTTP for the client's tests: one per test file, default seed.
 import { randomBytes } from "node:crypto";
-import { createApiClient, operationByName, type ApiClient, type ClientOptions, type Destination, type OperationName } from "../../../src/api/index.ts";
+import { createApiClient, operationByName, type ApiClient, type ClientOptions, type OperationName } from "../../../src/api/index.ts";
 import { loadDefaultSeed } from "../../emulator/default-seed.ts";
 import { startEmulator, type Emulator, type EmulatorOptions, type RecordedRequest } from "../../emulator/server.ts";
 
 /** A recognisable token, so a test can search for it in errors and logs. */
 export const TOKEN = `kw-test-${randomBytes(12).toString("hex")}`;
 
-/** Fixed ids of test/emulator/seed.default.json. */
-export const seedIds = {
-  demoProject: "a1b2c3d4-0005-4a00-8000-000000000001",
-  pkiProject: "a1b2c3d4-0005-4a00-8000-000000000002",
-  identity: "a1b2c3d4-0003-4a00-8000-000000000002",
-  platformGroup: "a1b2c3d4-0002-4a00-8000-000000000001",
-  securityGroup: "a1b2c3d4-0002-4a00-8000-000000000002",
-  alice: "alice@example.com",
-  bob: "bob@example.com",
-} as const;
-
-export const connectionIds: Record<Destination, string> = {
-  "workflow-engine": "a1b2c3d4-0004-4a00-8000-000000000001",
-  "code-host": "a1b2c3d4-0004-4a00-8000-000000000002",
-  "data-platform": "a1b2c3d4-0004-4a00-8000-000000000003",
-  "cloud-secrets-manager": "a1b2c3d4-0004-4a00-8000-000000000004",
-  "app-platform": "a1b2c3d4-0004-4a00-8000-000000000005",
-  "git-host": "a1b2c3d4-0004-4a00-8000-000000000006",
-  monitoring: "a1b2c3d4-0004-4a00-8000-000000000007",
-};
+export { connectionIds, seedIds } from "../../emulator/default-seed.ts";
 
 export const destinationConfigs = {
   "workflow-engine": { scope: "cluster", clusterUUID: "c0ffee00-0000-4000-8000-000000000001" },
