@@ -31,7 +31,7 @@ export const isConflict = (err: unknown): boolean => statusCodeOf(err) === 409;
 /** The object, or undefined when it does not exist. */
 export async function getObject(kube: Kube, kind: KindRef, key: ObjectKey): Promise<KubeObject | undefined> {
   try {
-    if (kind.group === "") {
+    if (kind.group === "" || kind.clusterScoped) {
       return await kubeJson<KubeObject>(kube.kc, { path: resourcePath(kind, key.namespace, key.name) });
     }
     return (await kube.custom.getNamespacedCustomObject({
@@ -62,7 +62,7 @@ export async function readCached(kube: Kube, kind: KindRef, key: ObjectKey, labe
 }
 
 async function mergePatch(kube: Kube, kind: KindRef, key: ObjectKey, body: object, subresource?: "status"): Promise<KubeObject> {
-  if (kind.group === "") {
+  if (kind.group === "" || kind.clusterScoped) {
     return kubeJson<KubeObject>(kube.kc, {
       method: "PATCH",
       path: resourcePath(kind, key.namespace, key.name, subresource),
