@@ -112,9 +112,9 @@ describe("tokenAuth credentials", () => {
     // Three minted tokens have expired (by the proxy's clock, which saw each answer after the
     // service started its lifetime) and a call made after the third expiry succeeded.
     await waitFor(
-      async () => {
+      () => {
         const lastCall = Math.max(0, ...seen.filter((s) => !isMint(s) && s.status === 200).map((s) => s.at));
-        return minted.filter((m) => m.at + m.expiresIn * 1000 < lastCall).length >= 3 ? true : undefined;
+        return Promise.resolve(minted.filter((m) => m.at + m.expiresIn * 1000 < lastCall).length >= 3 ? true : undefined);
       },
       { timeoutMs: 110_000, description: "three minted tokens expired while calls went on" },
     );
