@@ -4,7 +4,7 @@
 import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { expectedWorkloadGrants, keywardPlurals, leaseGrants, repoRoot } from "./helm.ts";
+import { clusterProviderConfigGrants, credentialsGrants, expectedWorkloadGrants, keywardClusterPlurals, keywardPlurals, leaseGrants, repoRoot } from "./helm.ts";
 
 const srcDir = join(repoRoot, "src");
 
@@ -72,12 +72,12 @@ function neededGrants(): Map<string, string> {
       const plural = refs.get(m[2] ?? "");
       if (plural) add(`core/${plural}: ${httpVerbs[m[1] ?? "GET"] ?? "?"}`, `${where}: ${m[1] ?? "GET"} ${plural}`);
     }
-    // The generic object helpers used with a core kind.
-    for (const m of text.matchAll(/\b(getObject|patchMetadata|patchStatus)\(\s*[\w.]+,\s*(\w+)/g)) {
+    // The generic object helpers used with a core kind (readCached reads the apiserver until its cache has synced).
+    for (const m of text.matchAll(/\b(getObject|readCached|patchMetadata|patchStatus)\(\s*[\w.]+,\s*(\w+)/g)) {
       const plural = refs.get(m[2] ?? "");
       if (!plural) continue;
       add(`core/${plural}: get`, `${where}: ${m[1] ?? ""}(${plural})`);
-      if (m[1] !== "getObject") add(`core/${plural}${m[1] === "patchStatus" ? "/status" : ""}: patch`, `${where}: ${m[1] ?? ""}(${plural})`);
+      if (m[1] !== "getObject" && m[1] !== "readCached") add(`core/${plural}${m[1] === "patchStatus" ? "/status" : ""}: patch`, `${where}: ${m[1] ?? ""}(${plural})`);
     }
   }
   // An owner reference with blockOwnerDeletion: true needs update on the owner's /finalizers
@@ -98,6 +98,16 @@ function neededGrants(): Map<string, string> {
   }
   for (const plural of refs.values()) {
     for (const verb of ["list", "watch"]) add(`core/${plural}: ${verb}`, `src/kube/informer.ts: watch of ${plural}`);
+  }
+  // Cluster-scoped kinds (clusterScoped: true in their KindRef): informers list and watch them,
+  // readCached falls back to get, status is a patch of /status.
+  for (const { where, text } of files) {
+    for (const m of text.matchAll(/kindRef\(\s*"\w+",\s*"(\w+)"\s*\),\s*clusterScoped:\s*true/g)) {
+      const plural = m[1] ?? "";
+      for (const verb of ["list", "watch"]) add(`keyward.dev/${plural}: ${verb}`, `${where}: informer of ${plural}`);
+      if (/\breadCached\(\s*[\w.]+,\s*ref\b/.test(text)) add(`keyward.dev/${plural}: get`, `${where}: readCached(${plural})`);
+      if (/\bpatchStatus\(\s*[\w.]+,\s*ref\b/.test(text)) add(`keyward.dev/${plural}/status: patch`, `${where}: patchStatus(${plural})`);
+    }
   }
   return needed;
 }
@@ -124,7 +134,7 @@ function reasonFor(grant: string): string | undefined {
 
 describe("the chart's roles against src/", () => {
   const needed = neededGrants();
-  const granted = new Set([...expectedWorkloadGrants, ...leaseGrants("x").map((g) => g.replace(/#x(?=:)/, ""))]);
+  const granted = new Set([...expectedWorkloadGrants, ...clusterProviderConfigGrants, ...credentialsGrants, ...leaseGrants("x").map((g) => g.replace(/#x(?=:)/, ""))]);
 
   it("grant every call keyward makes", () => {
     expect(needed.size).toBeGreaterThan(10);
@@ -141,6 +151,11 @@ describe("the chart's roles against src/", () => {
     const finalizers = (grants: Iterable<string>): string[] => [...grants].filter((g) => g.includes("/finalizers:")).sort();
     expect(finalizers(needed.keys())).toEqual(["keyward.dev/accesstokens/finalizers: update"]);
     expect(finalizers(granted)).toEqual(["keyward.dev/accesstokens/finalizers: update"]);
+  });
+
+  it("grant the cluster-scoped kinds' calls, which the source names", () => {
+    expect(keywardClusterPlurals.every((p) => needed.has(`keyward.dev/${p}: watch`) && needed.has(`keyward.dev/${p}/status: patch`))).toBe(true);
+    expect(needed.has("core/namespaces: watch")).toBe(true);
   });
 
   it("write Events through core/v1 only", () => {
