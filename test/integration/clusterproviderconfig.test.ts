@@ -4,10 +4,11 @@
 // the ClusterProviderConfig's namespaces list, or a namespace's labels, re-evaluates the users at
 // once (resync is an hour here, so only the secondary watches can explain it).
 import { randomBytes } from "node:crypto";
+import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from "@kubernetes/client-node";
 import type { Emulator } from "../emulator/server.ts";
-import { createTestNamespace, kubectl, type TestNamespace } from "../controlplane/testenv.ts";
+import { applyYaml, createTestNamespace, kubectl, type TestNamespace } from "../controlplane/testenv.ts";
 import { condition, createCustom, exposedTexts, projectObject, startKeyward, startTestEnv, waitForObject, type RunningKeyward, type TestEnv } from "./support/keyward.ts";
 
 const TOKEN = `kw-cpc-token-${randomBytes(6).toString("hex")}`;
@@ -123,5 +124,70 @@ describe("a ClusterProviderConfig selecting namespaces by label", () => {
       for (const text of texts.all) expect(text).not.toContain(TOKEN);
     }
     expect(JSON.stringify(await readCpc())).not.toContain(TOKEN);
+  });
+});
+
+describe("a ClusterProviderConfig with tokenAuth", () => {
+  const ROTATING = `rotating-${suffix}`;
+  it("mints its access token with the bootstrap token and serves an allowed namespace with it", async () => {
+    // A 60-second identity (as in the default seed); the bootstrap token is the emulator's static one.
+    emulator.seed({ identities: [{ id: "a1b2c3d4-0003-4a00-8000-000000000001", accessTokenTTL: 60, accessTokenMaxTTL: 300 }] });
+    await kc.makeApiClient(CoreV1Api).createNamespacedSecret({ namespace: ns.creds.name, body: { metadata: { name: "bootstrap" }, stringData: { token: TOKEN } } });
+    await kc.makeApiClient(CustomObjectsApi).createClusterCustomObject({
+      ...GROUP,
+      body: {
+        apiVersion: "keyward.dev/v1alpha1",
+        kind: "ClusterProviderConfig",
+        metadata: { name: ROTATING },
+        spec: { baseUrl: emulator.url, tokenAuth: { identityId: "a1b2c3d4-0003-4a00-8000-000000000001", bootstrapSecretRef: { name: "bootstrap" } }, namespaces: [ns.a.name] },
+      },
+    });
+    env?.onStop(() => kc.makeApiClient(CustomObjectsApi).deleteClusterCustomObject({ ...GROUP, name: ROTATING }));
+    await createCustom(kc, ns.a.name, "projects", projectObject("rotating", { providerConfigRef: { kind: "ClusterProviderConfig", name: ROTATING }, slug: slug("rotating") }));
+    const project = await waitForObject(kc, ns.a.name, "projects", "rotating", { until: (o) => condition(o, "Ready")?.status === "True", timeoutMs: 60_000, description: "Project through the tokenAuth ClusterProviderConfig Ready" });
+    expect((project.status as { projectId?: string }).projectId).toBeTruthy();
+    const cpc = (await kc.makeApiClient(CustomObjectsApi).getClusterCustomObject({ ...GROUP, name: ROTATING })) as { status?: { tokenExpiresAt?: string; conditions?: { type: string; status: string }[] } };
+    expect(cpc.status?.conditions?.find((c) => c.type === "Ready")?.status).toBe("True");
+    expect(Number.isNaN(Date.parse(cpc.status?.tokenExpiresAt ?? ""))).toBe(false);
+    const mints = emulator.requests().filter((r) => r.operation === "createIdentityToken");
+    expect(mints.length).toBeGreaterThanOrEqual(1);
+    expect(mints.every((r) => r.status === 200)).toBe(true);
+  });
+});
+
+describe("the CRDs", () => {
+  const sample = (f: string): string => fileURLToPath(new URL(`../../config/samples/${f}`, import.meta.url));
+
+  it("accept the samples (server-side dry run)", async () => {
+    const result = await kubectl(["apply", "--dry-run=server", "-n", ns.a.name, "-f", sample("clusterproviderconfig.yaml"), "-f", sample("providerconfig-tokenauth.yaml")]);
+    expect(result.code, result.stderr).toBe(0);
+  });
+
+  it("take exactly one of credentialsSecretRef and tokenAuth", async () => {
+    const tokenAuth = "tokenAuth: {identityId: a1b2c3d4-0003-4a00-8000-000000000001, bootstrapSecretRef: {name: b}}";
+    for (const [kind, extra] of [["ProviderConfig", ""], ["ClusterProviderConfig", "  namespaces: [x]\n"]]) {
+      const both = `apiVersion: keyward.dev/v1alpha1\nkind: ${kind}\nmetadata: {name: both-${suffix}}\nspec:\n  baseUrl: https://s.example.com\n  credentialsSecretRef: {name: t}\n  ${tokenAuth}\n${extra}`;
+      const neither = `apiVersion: keyward.dev/v1alpha1\nkind: ${kind}\nmetadata: {name: neither-${suffix}}\nspec:\n  baseUrl: https://s.example.com\n${extra}`;
+      for (const yaml of [both, neither]) {
+        const result = await applyYaml(yaml, ns.a.name, { allowFailure: true, extraArgs: ["--dry-run=server"] });
+        expect(result.code).not.toBe(0);
+        expect(result.stderr).toContain("exactly one of credentialsSecretRef and tokenAuth must be set");
+      }
+    }
+  });
+
+  it("take providerConfigRef.kind ClusterProviderConfig or ProviderConfig only", async () => {
+    const yaml = `apiVersion: keyward.dev/v1alpha1\nkind: Project\nmetadata: {name: badref}\nspec:\n  providerConfigRef: {kind: Secret, name: x}\n`;
+    const result = await applyYaml(yaml, ns.a.name, { allowFailure: true, extraArgs: ["--dry-run=server"] });
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toMatch(/providerConfigRef\.kind/);
+  });
+
+  it("describe the new fields for kubectl explain", async () => {
+    const explained = await kubectl(["explain", "clusterproviderconfig.spec.namespaceSelector"]);
+    expect(explained.code, explained.stderr).toBe(0);
+    expect(explained.stdout).toContain("Namespaces whose labels match");
+    const tokenAuth = await kubectl(["explain", "providerconfig.spec.tokenAuth"]);
+    expect(tokenAuth.stdout).toContain("mints short-lived access tokens");
   });
 });

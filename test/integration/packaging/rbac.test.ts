@@ -245,8 +245,8 @@ describe("every sample under the chart's namespaced Role", () => {
   let install: Install;
   let keyward: RunningKeyward | undefined;
   const samplesDir = join(repoRoot, "config", "samples");
-  // The samples' own ProviderConfig points at a local dev emulator; the test installs its own.
-  const samples = readdirSync(samplesDir).filter((f) => f.endsWith(".yaml") && f !== "providerconfig.yaml" && !f.startsWith("kustomization"));
+  // The samples' own ProviderConfigs (and ClusterProviderConfig) point at a local dev emulator; the test installs its own.
+  const samples = readdirSync(samplesDir).filter((f) => f.endsWith(".yaml") && !/^(cluster)?providerconfig/.test(f) && !f.startsWith("kustomization"));
   const objects = samples.flatMap((f) => parseYamlDocuments(readFileSync(join(samplesDir, f), "utf8"))).filter((d) => d.apiVersion.startsWith("keyward.dev/"));
 
   beforeAll(async () => {
