@@ -3,7 +3,7 @@
 // token. Every other kind resolves its ProviderConfig here into a client of src/api.
 import { createHash } from "node:crypto";
 import { z } from "zod";
-import { createApiClient, type ApiClient, type ClientOptions } from "../api/index.ts";
+import { createApiClient, type ApiClient, type ClientOptions, type RequestInfo } from "../api/index.ts";
 import type { Logger } from "../log.ts";
 import { getObject, patchMetadata, patchStatus, readCached } from "../kube/objects.ts";
 import { secretKind, type KindRef, type Kube } from "../kube/client.ts";
@@ -149,7 +149,7 @@ export function createConnector(deps: { log: Logger; onRequest?: ClientOptions["
   const minting = new Map<string, Promise<void>>();
   const now = (): number => deps.now?.() ?? Date.now();
 
-  function clientFor(cacheKey: string, spec: ConnectionSpec, token: string): ApiClient {
+  function clientFor(cacheKey: string, spec: ConnectionSpec, token: string, onRefused?: () => void): ApiClient {
     // The cache key holds a hash of the token, never the token.
     const fingerprint = [spec.baseUrl, spec.timeoutSeconds ?? "", JSON.stringify(spec.rateLimit ?? ""), hash(spec.caBundle ?? ""), hash(token)].join("|");
     const cached = clients.get(cacheKey);
@@ -160,7 +160,14 @@ export function createConnector(deps: { log: Logger; onRequest?: ClientOptions["
       timeoutMs: (spec.timeoutSeconds ?? 10) * 1000,
       rateLimit: spec.rateLimit ?? DEFAULT_RATE,
       ...(spec.caBundle ? { caBundle: spec.caBundle } : {}),
-      ...(deps.onRequest ? { onRequest: deps.onRequest } : {}),
+      ...(deps.onRequest || onRefused
+        ? {
+            onRequest: (info: RequestInfo) => {
+              deps.onRequest?.(info);
+              if (info.status === 401 || info.status === 403) onRefused?.();
+            },
+          }
+        : {}),
       logger: deps.log,
     });
     clients.set(cacheKey, { fingerprint, client });
@@ -227,7 +234,13 @@ export function createConnector(deps: { log: Logger; onRequest?: ClientOptions["
     /** A client of the config `configId` with spec `spec`, its Secrets read from `secretNamespace`. */
     async connect(configId: string, spec: ConnectionSpec, read: SecretReader, secretNamespace: string, signal?: AbortSignal): Promise<ApiClient> {
       const token = await sessionToken(configId, spec, read, secretNamespace);
-      const client = clientFor(configId, spec, token);
+      // A minted token the service refuses (revoked, or expired early) is not used again: the next connect mints anew.
+      const onRefused = spec.tokenAuth
+        ? (): void => {
+            if (sessions.get(configId)?.token === token) sessions.delete(configId);
+          }
+        : undefined;
+      const client = clientFor(configId, spec, token, onRefused);
       return signal ? client.withSignal(signal) : client;
     },
     tokenSchedule: (configId: string): TokenSchedule | undefined => sessions.get(configId)?.schedule,

@@ -104,6 +104,21 @@ describe("the connector's tokenAuth", () => {
     bootstrap = BOOTSTRAP;
   });
 
+  it("drops a minted token the service refuses, and mints anew at the next connect", async () => {
+    const connector = createConnector({ log: createLogger({ level: "silent" }), now: () => clock });
+    const client = await connector.connect("ProviderConfig/ns/refused", spec, read, "ns");
+    const before = mints();
+    emulator.setFaults({ match: { method: "GET", pathPattern: "^/api/v1/projects$" }, errorRate: 1, errorStatus: 403 });
+    try {
+      await expect(client.listProjects({})).rejects.toMatchObject({ status: 403 });
+    } finally {
+      emulator.setFaults({});
+    }
+    expect(connector.tokenSchedule("ProviderConfig/ns/refused")).toBeUndefined();
+    await (await connector.connect("ProviderConfig/ns/refused", spec, read, "ns")).listProjects({});
+    expect(mints()).toBe(before + 1);
+  });
+
   it("reports a refused bootstrap token as BootstrapTokenRejected, without the token", async () => {
     const connector = createConnector({ log: createLogger({ level: "silent" }), now: () => clock });
     bootstrap = "kw-unit-wrong-bootstrap";
