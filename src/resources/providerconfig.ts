@@ -174,33 +174,14 @@ export function createConnector(deps: { log: Logger; onRequest?: ClientOptions["
     return client;
   }
 
-  async function readToken(read: SecretReader, namespace: string, ref: { name: string; key?: string | undefined }): Promise<string> {
-    const key = ref.key ?? "token";
-    const secret = await read(namespace, ref.name);
-    if (!secret) throw new ReconcileError("CredentialsNotFound", `Secret ${namespace}/${ref.name} does not exist`, { retryable: true });
-    const encoded = (secret as { data?: Record<string, string> }).data?.[key];
-    if (!encoded) throw new ReconcileError("CredentialsNotFound", `Secret ${namespace}/${ref.name} has no key ${key}`, { retryable: true });
-    return Buffer.from(encoded, "base64").toString("utf8").trim();
-  }
-
   async function mint(configId: string, key: string, spec: ConnectionSpec, auth: NonNullable<ConnectionSpec["tokenAuth"]>, bootstrap: string, secretNamespace: string): Promise<void> {
     // Taken before the call: the service starts the lifetime later, so this expiry is never late.
     const issuedAt = new Date(Math.floor(now() / 1000) * 1000);
-    let minted;
-    try {
-      minted = await clientFor(`${configId}#bootstrap`, spec, bootstrap).createIdentityToken(auth.identityId, { name: `keyward ${configId}` });
-    } catch (err) {
-      const status = (err as { status?: unknown }).status;
-      if (status === 401 || status === 403 || status === 404) {
-        const c = classifyError(err);
-        throw new ReconcileError(
-          "BootstrapTokenRejected",
-          `create-token for identity ${auth.identityId} with the bootstrap token of Secret ${secretNamespace}/${auth.bootstrapSecretRef.name} was refused: ${c.message}`,
-          { retryable: false },
-        );
-      }
-      throw err;
-    }
+    const minted = await clientFor(`${configId}#bootstrap`, spec, bootstrap)
+      .createIdentityToken(auth.identityId, { name: `keyward ${configId}` })
+      .catch((err: unknown) => {
+        throw bootstrapError(err, auth, secretNamespace);
+      });
     const expiresAt = minted.expiresIn > 0 ? new Date(issuedAt.getTime() + minted.expiresIn * 1000) : undefined;
     const plan = renewalPlan(issuedAt, expiresAt, auth.renewBefore);
     sessions.set(configId, { key, token: minted.accessToken, schedule: { issuedAt, expiresAt, renewAt: plan?.renewAt } });
@@ -247,6 +228,27 @@ export function createConnector(deps: { log: Logger; onRequest?: ClientOptions["
   };
 }
 export type Connector = ReturnType<typeof createConnector>;
+
+/** The token in a credentials Secret (key `token` unless named). */
+async function readToken(read: SecretReader, namespace: string, ref: { name: string; key?: string | undefined }): Promise<string> {
+  const key = ref.key ?? "token";
+  const secret = await read(namespace, ref.name);
+  if (!secret) throw new ReconcileError("CredentialsNotFound", `Secret ${namespace}/${ref.name} does not exist`, { retryable: true });
+  const encoded = (secret as { data?: Record<string, string> }).data?.[key];
+  if (!encoded) throw new ReconcileError("CredentialsNotFound", `Secret ${namespace}/${ref.name} has no key ${key}`, { retryable: true });
+  return Buffer.from(encoded, "base64").toString("utf8").trim();
+}
+
+/** A refused create-token (401/403, or 404: no such identity) means the bootstrap credentials are wrong, not a passing failure. */
+function bootstrapError(err: unknown, auth: NonNullable<ConnectionSpec["tokenAuth"]>, secretNamespace: string): unknown {
+  const status = (err as { status?: unknown }).status;
+  if (status !== 401 && status !== 403 && status !== 404) return err;
+  return new ReconcileError(
+    "BootstrapTokenRejected",
+    `create-token for identity ${auth.identityId} with the bootstrap token of Secret ${secretNamespace}/${auth.bootstrapSecretRef.name} was refused: ${classifyError(err).message}`,
+    { retryable: false },
+  );
+}
 
 /** Connects the kinds to their ClusterProviderConfig (src/resources/clusterproviderconfig.ts), when keyward serves them. */
 export type ClusterConnect = (namespace: string, name: string, signal?: AbortSignal) => Promise<ApiClient>;
