@@ -133,7 +133,7 @@ export interface ProviderResolver {
   tokenSchedule(configId: string): TokenSchedule | undefined;
 }
 
-/** Reads a credentials Secret's token; `labelSelector` names the narrowed Secret cache it may be in. */
+/** Reads a credentials Secret (from the cache that holds it, else the apiserver); undefined when it does not exist. */
 export type SecretReader = (namespace: string, name: string) => Promise<KubeObject | undefined>;
 
 /**
@@ -178,7 +178,7 @@ export function createConnector(deps: { log: Logger; onRequest?: ClientOptions["
     // Taken before the call: the service starts the lifetime later, so this expiry is never late.
     const issuedAt = new Date(Math.floor(now() / 1000) * 1000);
     const minted = await clientFor(`${configId}#bootstrap`, spec, bootstrap)
-      .createIdentityToken(auth.identityId, { name: `keyward ${configId}` })
+      .createIdentityToken(auth.identityId, { name: `keyward ${configId}`.slice(0, 128) })
       .catch((err: unknown) => {
         throw bootstrapError(err, auth, secretNamespace);
       });
