@@ -118,6 +118,21 @@ describe("a ClusterProviderConfig selecting namespaces by label", () => {
     await waitForObject(kc, ns.b.name, "projects", "app", { until: (o) => condition(o, "Synced")?.status === "True", timeoutMs: 60_000, description: "Project in b Synced again" });
   });
 
+  it("re-evaluates every user at once when the namespaceSelector changes", async () => {
+    await Promise.all([readyProject("a"), readyProject("b")]);
+    const patchSelector = (value: string): Promise<unknown> =>
+      kc.makeApiClient(CustomObjectsApi).patchClusterCustomObject({ ...GROUP, name: CPC, body: { spec: { namespaceSelector: { matchLabels: { [LABEL]: value } } } } }, merge);
+    await patchSelector("other");
+    await Promise.all([notAllowed("a"), notAllowed("b")]);
+    // c is still allowed by name.
+    const c = await readyProject("c");
+    expect(condition(c, "Synced")?.status).toBe("True");
+    await patchSelector("yes");
+    for (const n of ["a", "b"] as const) {
+      await waitForObject(kc, ns[n].name, "projects", "app", { until: (o) => condition(o, "Synced")?.status === "True", timeoutMs: 60_000, description: `Project in ${n} Synced again` });
+    }
+  });
+
   it("keeps the token out of logs, events and statuses", async () => {
     for (const n of ["a", "b", "c"] as const) {
       const texts = await exposedTexts(ns[n].name, keyward.logs, "projects");
