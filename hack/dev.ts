@@ -55,7 +55,7 @@ async function main(): Promise<void> {
 
   const logFile = join(stateDir, "keyward.log");
   const log = createLogger({ level: process.env["LOG_LEVEL"] ?? "info" }, createWriteStream(logFile, { flags: "a" }));
-  const operator = createOperator({ kc: loadKubeConfig({ kubeconfigPath: cp.kubeconfig }), log, namespaces: [NAMESPACE], concurrency: 4, resyncIntervalMs: 30_000 });
+  const operator = createOperator({ kc: loadKubeConfig({ kubeconfigPath: cp.kubeconfig }), log, namespaces: [NAMESPACE], concurrency: 4, resyncIntervalMs: 30_000, clusterProviderConfigs: { credentialsNamespace: NAMESPACE } });
   await operator.start();
   console.log(`keyward running (logs: .keyward/keyward.log). Ctrl-C stops keyward and the emulator; \`npm run control-plane -- down\` stops the control plane.\n`);
 

@@ -45,6 +45,8 @@ export const configSchema = z
   retryPeriod: duration.default(2_000),
   identity: z.string().optional(),
   shutdownTimeout: duration.default(30_000),
+  clusterProviderConfigs: bool.default(false),
+  credentialsNamespace: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/).max(63).optional(),
   })
   .refine((c) => c.leaseDuration > c.renewDeadline && c.renewDeadline > c.retryPeriod, {
     message: "leader election needs leaseDuration > renewDeadline > retryPeriod",
@@ -69,6 +71,8 @@ const settings = {
   retryPeriod: "RETRY_PERIOD",
   identity: "POD_NAME",
   shutdownTimeout: "SHUTDOWN_TIMEOUT",
+  clusterProviderConfigs: "CLUSTER_PROVIDER_CONFIGS",
+  credentialsNamespace: "CREDENTIALS_NAMESPACE",
 } as const satisfies Record<keyof Config, string>;
 
 const flagName = (key: string): string => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);

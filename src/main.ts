@@ -62,6 +62,8 @@ async function run(config: Config, log: Logger): Promise<void> {
     resyncIntervalMs: config.resyncInterval,
     // In-flight reconciles get most of the shutdown budget; the rest is for the lease and exit.
     stopGraceMs: Math.max(1_000, config.shutdownTimeout - 5_000),
+    // ClusterProviderConfigs read their Secrets in one namespace: the flag's, else keyward's own.
+    ...(config.clusterProviderConfigs ? { clusterProviderConfigs: { credentialsNamespace: config.credentialsNamespace ?? podNamespace() } } : {}),
   });
   const health: Health = { ready: false };
   const servers = startEndpoints(config, operator.metrics.registry, health);

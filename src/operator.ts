@@ -11,6 +11,7 @@ import { createMetrics, type Metrics } from "./engine/metrics.ts";
 import type { KubeObject, ReconcileFn } from "./engine/types.ts";
 import type { KubeSource } from "./kube/kubeconfig.ts";
 import * as providerConfig from "./resources/providerconfig.ts";
+import * as clusterProviderConfig from "./resources/clusterproviderconfig.ts";
 import * as project from "./resources/project.ts";
 import * as projectMembership from "./resources/projectmembership.ts";
 import * as accessToken from "./resources/accesstoken.ts";
@@ -27,6 +28,8 @@ export interface OperatorOptions {
   metrics?: Metrics;
   /** How long stop() lets in-flight reconciles run before aborting them. */
   stopGraceMs?: number;
+  /** Serve ClusterProviderConfigs (watched cluster-wide), reading their Secrets from `credentialsNamespace` only. */
+  clusterProviderConfigs?: { credentialsNamespace: string };
 }
 
 export interface Operator {
@@ -75,13 +78,19 @@ export function createOperator(opts: OperatorOptions): Operator {
   });
   kube.informers = informers;
   const events = createEventRecorder(kube, { component: "keyward", logger: log });
-  const providers = providerConfig.createProviderResolver({ kube, log, onRequest: apiMetrics(metrics) });
+  const connector = providerConfig.createConnector({ log, onRequest: apiMetrics(metrics) });
+  let cluster: clusterProviderConfig.ClusterProviderConfigs | undefined;
+  const providers = providerConfig.createProviderResolver({ kube, log, connector, cluster: () => cluster?.connect });
+  if (opts.clusterProviderConfigs) {
+    const { credentialsNamespace } = opts.clusterProviderConfigs;
+    cluster = clusterProviderConfig.createClusterProviderConfigs({ kube, log, events, connector, providers: () => providers, credentialsNamespace, recheckMs: opts.resyncIntervalMs });
+  }
   const managed = <S, T, C>(module: ManagedModule<S, T, C>, peers?: () => KubeObject[]): ReconcileFn =>
     managedReconciler(module, { kube, events, log, metrics, cache: informers.get(module.ref), ...(peers ? { peers } : {}) });
 
   // Filled once the controllers exist: a membership compares itself with the others it knows.
   let membershipPeers: () => KubeObject[] = () => [];
-  const specs = controllerSpecs({ kube, events, log, providers, metrics, managed, resyncIntervalMs: opts.resyncIntervalMs, membershipPeers: () => membershipPeers() });
+  const specs = controllerSpecs({ kube, events, log, providers, metrics, managed, resyncIntervalMs: opts.resyncIntervalMs, membershipPeers: () => membershipPeers(), cluster });
 
   const controllers = specs.map((s) =>
     createController({
@@ -108,12 +117,14 @@ export function createOperator(opts: OperatorOptions): Operator {
     metrics,
     kube,
     async start() {
+      await cluster?.start();
       await Promise.all(controllers.map((c) => c.start()));
       log.info({ controllers: specs.map((s) => s.name), namespaces: opts.namespaces }, "keyward started");
     },
     async stop() {
       await Promise.all(controllers.map((c) => c.stop()));
       informers.stop();
+      cluster?.stop();
       await events.flush();
       log.info("keyward stopped");
     },
@@ -129,6 +140,7 @@ interface SpecDeps {
   managed: <S, T, C>(module: ManagedModule<S, T, C>, peers?: () => KubeObject[]) => ReconcileFn;
   resyncIntervalMs: number;
   membershipPeers: () => KubeObject[];
+  cluster: clusterProviderConfig.ClusterProviderConfigs | undefined;
 }
 
 /**
@@ -141,7 +153,11 @@ function listingTtl(resyncIntervalMs: number): number {
 
 /** One controller per kind, with the secondary watches that requeue it. */
 function controllerSpecs(d: SpecDeps): ControllerSpec[] {
+  // With ClusterProviderConfigs served, a change of one, or of a namespace's labels, re-evaluates its users.
+  const cluster = d.cluster ? [clusterProviderConfig.usersWatch, clusterProviderConfig.namespaceWatch] : [];
+  const clusterController: ControllerSpec[] = d.cluster ? [{ name: "clusterproviderconfig", kind: clusterProviderConfig.ref, reconcile: d.cluster.reconcile }] : [];
   return [
+    ...clusterController,
     {
       name: "providerconfig",
       kind: providerConfig.ref,
@@ -155,25 +171,25 @@ function controllerSpecs(d: SpecDeps): ControllerSpec[] {
       }),
       watches: [providerConfig.heldSecretWatch],
     },
-    { name: "project", kind: project.ref, reconcile: d.managed(project.projectModule({ providers: d.providers, listingTtlMs: listingTtl(d.resyncIntervalMs) })), watches: [providerConfig.dependentsWatch] },
+    { name: "project", kind: project.ref, reconcile: d.managed(project.projectModule({ providers: d.providers, listingTtlMs: listingTtl(d.resyncIntervalMs) })), watches: [providerConfig.dependentsWatch, ...cluster] },
     {
       name: "projectmembership",
       kind: projectMembership.ref,
       reconcile: d.managed(projectMembership.projectMembershipModule({ providers: d.providers, listingTtlMs: listingTtl(d.resyncIntervalMs) }), d.membershipPeers),
-      watches: [providerConfig.dependentsWatch, project.dependentsWatch],
+      watches: [providerConfig.dependentsWatch, project.dependentsWatch, ...cluster],
     },
-    { name: "secretsync", kind: secretSync.ref, reconcile: d.managed(secretSync.secretSyncModule({ providers: d.providers, metrics: d.metrics })), watches: [providerConfig.dependentsWatch, project.dependentsWatch] },
+    { name: "secretsync", kind: secretSync.ref, reconcile: d.managed(secretSync.secretSyncModule({ providers: d.providers, metrics: d.metrics })), watches: [providerConfig.dependentsWatch, project.dependentsWatch, ...cluster] },
     {
       name: "accesstoken",
       kind: accessToken.ref,
       reconcile: d.managed(accessToken.accessTokenModule({ providers: d.providers, metrics: d.metrics })),
-      watches: [accessToken.secretWatch, providerConfig.dependentsWatch],
+      watches: [accessToken.secretWatch, providerConfig.dependentsWatch, ...cluster],
     },
     {
       name: "certificateprofile",
       kind: certificateProfile.ref,
       reconcile: d.managed(certificateProfile.certificateProfileModule({ providers: d.providers, metrics: d.metrics, listingTtlMs: listingTtl(d.resyncIntervalMs) })),
-      watches: [providerConfig.dependentsWatch],
+      watches: [providerConfig.dependentsWatch, ...cluster],
     },
   ];
 }

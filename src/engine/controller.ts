@@ -214,7 +214,8 @@ function sameRecord(a: Record<string, string> | undefined, b: Record<string, str
 }
 
 function keyOf(obj: KubeObject): ObjectKey {
-  return { namespace: obj.metadata.namespace, name: obj.metadata.name };
+  // A cluster-scoped object has no namespace: its key is "/name".
+  return { namespace: obj.metadata.namespace ?? "", name: obj.metadata.name };
 }
 
 function subscribeInformers(opts: ControllerOptions, factory: InformerFactory, queue: WorkQueue): { informers: SharedInformer[]; unsubscribe: (() => void)[] } {

@@ -9,10 +9,15 @@ export interface KindRef {
   version: string;
   plural: string;
   kind: string;
+  /** A cluster-scoped kind (Namespace, ClusterProviderConfig): listed and watched cluster-wide, keys have namespace "". */
+  clusterScoped?: boolean;
 }
 
 /** Core v1 Secrets, as a KindRef for the generic object helpers. */
 export const secretKind: KindRef = { group: "", version: "v1", plural: "secrets", kind: "Secret" };
+
+/** Core v1 Namespaces (cluster-scoped): their labels decide which may use a ClusterProviderConfig. */
+export const namespaceKind: KindRef = { group: "", version: "v1", plural: "namespaces", kind: "Namespace", clusterScoped: true };
 
 export interface Kube {
   access: KubeAccess;

@@ -26,6 +26,8 @@ export interface CrdSource {
   categories?: string[];
   /** The kind's description, shown by `kubectl explain <kind>`. */
   description: string;
+  /** Default Namespaced. */
+  scope?: "Namespaced" | "Cluster";
   spec: z.ZodType;
   status: z.ZodType;
   printerColumns: PrinterColumn[];
@@ -52,7 +54,7 @@ export type CustomResourceDefinition = {
   spec: {
     group: string;
     names: { kind: string; listKind: string; plural: string; singular: string; shortNames?: string[]; categories?: string[] };
-    scope: "Namespaced";
+    scope: "Namespaced" | "Cluster";
     versions: CustomResourceDefinitionVersion[];
   };
 };
@@ -122,7 +124,7 @@ export function crdFromSources(src: CrdSource): CustomResourceDefinition {
     apiVersion: "apiextensions.k8s.io/v1",
     kind: "CustomResourceDefinition",
     metadata: { name: `${src.plural}.${src.group}` },
-    spec: { group: src.group, names, scope: "Namespaced", versions: [version] },
+    spec: { group: src.group, names, scope: src.scope ?? "Namespaced", versions: [version] },
   };
 }
 

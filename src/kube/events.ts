@@ -109,7 +109,7 @@ export function createEventRecorder(kube: Kube, opts: EventRecorderOptions): Eve
       if (s) {
         series.delete(key); // re-insert: Map order doubles as least-recently-used order
       } else {
-        s = { namespace: obj.metadata.namespace, name: undefined, count: 0, chain: Promise.resolve() };
+        s = { namespace: eventNamespace(obj.metadata), name: undefined, count: 0, chain: Promise.resolve() };
       }
       series.set(key, s);
       evictOldest(series, cacheSize);
@@ -154,7 +154,7 @@ function eventBody(
 ): CoreEvent {
   const meta = obj.metadata;
   return {
-    metadata: { name: eventName(meta.name, now), namespace: meta.namespace },
+    metadata: { name: eventName(meta.name, now), namespace: eventNamespace(meta) },
     involvedObject: {
       apiVersion: obj.apiVersion,
       kind: obj.kind,
@@ -173,6 +173,11 @@ function eventBody(
     lastTimestamp: now.toISOString(),
     count: 1,
   };
+}
+
+/** A cluster-scoped object's Events go to `default`, as client-go's recorder puts them. */
+function eventNamespace(meta: ObjectMeta): string {
+  return meta.namespace || "default";
 }
 
 // client-go names Events "<object>.<unix nanos in hex>"; the random tail keeps two Events

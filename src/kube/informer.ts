@@ -165,7 +165,8 @@ async function runScope(d: ScopeDeps, scope: string | undefined): Promise<void> 
 
 
 export function watchKind(kube: Kube, kind: KindRef, opts: WatchKindOptions): Informer {
-  const scopes = opts.namespaces && opts.namespaces.length > 0 ? [...new Set(opts.namespaces)] : [undefined];
+  // A cluster-scoped kind has no namespaces to narrow to: one cluster-wide list+watch.
+  const scopes = !kind.clusterScoped && opts.namespaces && opts.namespaces.length > 0 ? [...new Set(opts.namespaces)] : [undefined];
   const log = opts.logger.child({ informer: kind.kind });
   const store = createStore(kind, (type, obj, old) => {
     try {

@@ -7,9 +7,15 @@ import { ageColumn, conditionColumn } from "../kube/crd.ts";
 
 export const providerConfigRef = z
   .object({
-    name: z.string().min(1).max(253).describe("Name of a ProviderConfig in the same namespace."),
+    kind: z
+      .enum(["ProviderConfig", "ClusterProviderConfig"])
+      .optional()
+      .describe("ProviderConfig (in the same namespace) or ClusterProviderConfig (cluster-scoped, if it allows this namespace). Default: ProviderConfig."),
+    name: z.string().min(1).max(253).describe("Name of a ProviderConfig in the same namespace, or of a ClusterProviderConfig."),
   })
-  .describe("The ProviderConfig to use; default: the one named `default` in the same namespace.");
+  .describe("The ProviderConfig or ClusterProviderConfig to use; default: the ProviderConfig named `default` in the same namespace.");
+
+export type ProviderConfigRef = { kind?: "ProviderConfig" | "ClusterProviderConfig" | undefined; name: string };
 
 export const projectRef = z
   .object({
@@ -50,8 +56,13 @@ export function isObserveOnly(spec: { managementPolicy?: string | undefined }): 
 }
 
 /** The ProviderConfig name a spec refers to. */
-export function providerConfigName(spec: { providerConfigRef?: { name: string } | undefined }): string {
+export function providerConfigName(spec: { providerConfigRef?: ProviderConfigRef | undefined }): string {
   return spec.providerConfigRef?.name ?? "default";
+}
+
+/** The kind of provider config a spec refers to: ProviderConfig unless it names a ClusterProviderConfig. */
+export function providerConfigKind(spec: { providerConfigRef?: ProviderConfigRef | undefined }): "ProviderConfig" | "ClusterProviderConfig" {
+  return spec.providerConfigRef?.kind ?? "ProviderConfig";
 }
 
 /** Sorted copy, for order-insensitive comparison of string lists. */

@@ -3,7 +3,7 @@
 // token. Every other kind resolves its ProviderConfig here into a client of src/api.
 import { createHash } from "node:crypto";
 import { z } from "zod";
-import { createApiClient, type ApiClient, type ClientOptions } from "../api/index.ts";
+import { createApiClient, type ApiClient, type ClientOptions, type RequestInfo } from "../api/index.ts";
 import type { Logger } from "../log.ts";
 import { getObject, patchMetadata, readCached } from "../kube/objects.ts";
 import { resourcePath, secretKind, type KindRef, type Kube } from "../kube/client.ts";
@@ -12,39 +12,77 @@ import type { EventRecorder } from "../kube/events.ts";
 import { writeStatus } from "../engine/status.ts";
 import { classifyError, ReconcileError } from "../engine/managed.ts";
 import { done, requeueAfter, type KubeObject, type ObjectKey, type Outcome, type ReconcileFn } from "../engine/types.ts";
-import type { CrdSource } from "../kube/crd.ts";
-import { ageColumn, commonStatus, kindRef, providerConfigName, referrersWatch } from "./common.ts";
+import { exactlyOneOf, type CrdSource } from "../kube/crd.ts";
+import { ageColumn, commonStatus, kindRef, providerConfigKind, providerConfigName, referrersWatch, type ProviderConfigRef } from "./common.ts";
+import { renewalPlan, rfc3339 } from "./accesstoken.ts";
 
 export const ref = kindRef("ProviderConfig", "providerconfigs");
 
+const secretKeySelector = (where: string) =>
+  z.object({
+    name: z.string().min(1).max(253).describe(`Secret ${where}.`),
+    key: z.string().min(1).max(253).optional().describe("Key in the Secret holding the token. Default: token."),
+  });
+
+const durationPattern = /^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$/;
+
+/** Self-rotating credentials: a bootstrap token used only to mint short-lived access tokens. */
+export const tokenAuthSchema = (where: string) =>
+  z
+    .object({
+      identityId: z.guid().describe("The machine identity keyward mints its access tokens for (create-token)."),
+      bootstrapSecretRef: secretKeySelector(where).describe("The Secret holding the bootstrap token, used only to call create-token; never for anything else and never copied."),
+      renewBefore: z
+        .string()
+        .max(32)
+        .regex(durationPattern)
+        .optional()
+        .describe("Mint the next access token this long before the current one expires (10m, 1h30m; at most half its lifetime). Default: a third of its lifetime, as AccessToken."),
+    })
+    .strict()
+    .describe("Instead of credentialsSecretRef: keyward mints short-lived access tokens for the identity with the bootstrap token, uses them for every call and mints the next one before the current expires. status.tokenExpiresAt shows when the current one expires.");
+
+/** Fields every provider config shares (ProviderConfig and ClusterProviderConfig). */
+export const connectionFields = {
+  baseUrl: z
+    .url({ protocol: /^https?$/ })
+    .max(2048)
+    .describe("Base URL of the service, e.g. https://secrets.example.com (paths /api/... are appended)."),
+  timeoutSeconds: z.number().int().min(1).max(300).optional().describe("Timeout of one request. Default: 10."),
+  rateLimit: z
+    .object({
+      requestsPerSecond: z.number().min(0.01).max(10000).describe("Sustained request rate to this base URL."),
+      burst: z.number().int().min(1).max(10000).describe("Requests allowed at once above the rate."),
+    })
+    .optional()
+    .describe("Client-side rate limit per base URL, to stay under the service's limits. Default: 2/s, burst 10."),
+  caBundle: z.string().max(65536).optional().describe("PEM CA bundle to trust for an https baseUrl with a private CA."),
+};
+
 export const specSchema = z
   .object({
-    baseUrl: z
-      .url({ protocol: /^https?$/ })
-      .max(2048)
-      .describe("Base URL of the service, e.g. https://secrets.example.com (paths /api/... are appended)."),
-    credentialsSecretRef: z
-      .object({
-        name: z.string().min(1).max(253).describe("Secret in the same namespace."),
-        key: z.string().min(1).max(253).optional().describe("Key in the Secret holding the access token. Default: token."),
-      })
-      .describe("The Secret holding the bearer access token. The token never leaves it."),
-    timeoutSeconds: z.number().int().min(1).max(300).optional().describe("Timeout of one request. Default: 10."),
-    rateLimit: z
-      .object({
-        requestsPerSecond: z.number().min(0.01).max(10000).describe("Sustained request rate to this base URL."),
-        burst: z.number().int().min(1).max(10000).describe("Requests allowed at once above the rate."),
-      })
+    baseUrl: connectionFields.baseUrl,
+    credentialsSecretRef: secretKeySelector("in the same namespace")
       .optional()
-      .describe("Client-side rate limit per base URL, to stay under the service's limits. Default: 2/s, burst 10."),
-    caBundle: z.string().max(65536).optional().describe("PEM CA bundle to trust for an https baseUrl with a private CA."),
+      .describe("The Secret holding a static bearer access token. The token never leaves it. Exactly one of credentialsSecretRef and tokenAuth."),
+    tokenAuth: tokenAuthSchema("in the same namespace").optional(),
+    timeoutSeconds: connectionFields.timeoutSeconds,
+    rateLimit: connectionFields.rateLimit,
+    caBundle: connectionFields.caBundle,
   })
   .strict();
 export type ProviderConfigSpec = z.infer<typeof specSchema>;
 
+/** Status of a tokenAuth config: when its current access token expires and the next is minted; never the token. */
+export const tokenStatusFields = {
+  tokenExpiresAt: z.string().optional().describe("tokenAuth: when the current access token expires (RFC 3339)."),
+  tokenRenewAt: z.string().optional().describe("tokenAuth: when keyward mints the next access token (RFC 3339)."),
+};
+
 export const statusSchema = z.object({
   ...commonStatus,
   baseUrl: z.string().optional().describe("The base URL last checked."),
+  ...tokenStatusFields,
   heldSecret: z.string().optional().describe("The token Secret this ProviderConfig holds (finalizer keyward.dev/in-use) while it exists."),
 });
 
@@ -53,48 +91,184 @@ export const crdSource: CrdSource = {
   singular: "providerconfig",
   shortNames: ["kwpc"],
   categories: ["keyward"],
-  description: "Where the service is and which access token (from a Secret in the same namespace) keyward uses for it.",
+  description: "Where the service is and which credentials (from a Secret in the same namespace: a static access token, or a bootstrap token keyward mints short-lived access tokens with) keyward uses for it.",
   spec: specSchema,
+  specValidations: [exactlyOneOf(["credentialsSecretRef", "tokenAuth"], "exactly one of credentialsSecretRef and tokenAuth must be set")],
   status: statusSchema,
   printerColumns: [
     { name: "URL", type: "string", jsonPath: ".spec.baseUrl" },
     { name: "Ready", type: "string", jsonPath: `.status.conditions[?(@.type=="Ready")].status` },
     { name: "Reason", type: "string", jsonPath: `.status.conditions[?(@.type=="Ready")].reason`, priority: 1 },
+    { name: "Token-Expires", type: "string", jsonPath: ".status.tokenExpiresAt", priority: 1 },
     ageColumn,
   ],
 };
 
 const DEFAULT_RATE = { requestsPerSecond: 2, burst: 10 };
 
-export interface ProviderResolver {
-  /** A client for the ProviderConfig `name` in `namespace`; errors are ReconcileErrors with a reason. `signal` cancels its calls. */
-  connect(namespace: string, name: string, signal?: AbortSignal): Promise<ApiClient>;
+/** What connecting needs of a ProviderConfig or ClusterProviderConfig spec. */
+export interface ConnectionSpec {
+  baseUrl: string;
+  credentialsSecretRef?: { name: string; key?: string | undefined } | undefined;
+  tokenAuth?: { identityId: string; bootstrapSecretRef: { name: string; key?: string | undefined }; renewBefore?: string | undefined } | undefined;
+  timeoutSeconds?: number | undefined;
+  rateLimit?: { requestsPerSecond: number; burst: number } | undefined;
+  caBundle?: string | undefined;
 }
 
+/** A tokenAuth config's current access token, as status shows it: its times, never the token. */
+export interface TokenSchedule {
+  issuedAt: Date;
+  expiresAt: Date | undefined;
+  renewAt: Date | undefined;
+}
+
+export interface ProviderResolver {
+  /**
+   * A client for the provider config `name` — the ProviderConfig of `namespace`, or with kind
+   * ClusterProviderConfig the cluster-scoped one, if it allows `namespace`. Errors are
+   * ReconcileErrors with a reason. `signal` cancels its calls.
+   */
+  connect(namespace: string, name: string, signal?: AbortSignal, kind?: "ProviderConfig" | "ClusterProviderConfig"): Promise<ApiClient>;
+  /** The current minted token's schedule of a tokenAuth config (`ProviderConfig/ns/name`, `ClusterProviderConfig/name`). */
+  tokenSchedule(configId: string): TokenSchedule | undefined;
+}
+
+/** Reads a credentials Secret (from the cache that holds it, else the apiserver); undefined when it does not exist. */
+export type SecretReader = (namespace: string, name: string) => Promise<KubeObject | undefined>;
+
 /**
- * Resolves ProviderConfigs to clients, caching one client per (config, token) pair so
- * connections and the rate-limit bucket are reused across reconciles.
+ * Clients for provider configs, one per config, replaced when its settings or token change (so a
+ * rotated token does not leave the old client, and the old token, behind). With tokenAuth it
+ * holds the minted access token in memory only: minted with the bootstrap token through
+ * create-token, used for every call, and minted again once renewalPlan (AccessToken's rule)
+ * says so. Concurrent reconciles share one mint.
+ */
+export function createConnector(deps: { log: Logger; onRequest?: ClientOptions["onRequest"]; now?: () => number }) {
+  const clients = new Map<string, { fingerprint: string; client: ApiClient }>();
+  const sessions = new Map<string, { key: string; token: string; schedule: TokenSchedule }>();
+  const minting = new Map<string, Promise<void>>();
+  const now = (): number => deps.now?.() ?? Date.now();
+
+  function clientFor(cacheKey: string, spec: ConnectionSpec, token: string, onRefused?: () => void): ApiClient {
+    // The cache key holds a hash of the token, never the token.
+    const fingerprint = [spec.baseUrl, spec.timeoutSeconds ?? "", JSON.stringify(spec.rateLimit ?? ""), hash(spec.caBundle ?? ""), hash(token)].join("|");
+    const cached = clients.get(cacheKey);
+    if (cached?.fingerprint === fingerprint) return cached.client;
+    const client = createApiClient({
+      baseUrl: spec.baseUrl,
+      token,
+      timeoutMs: (spec.timeoutSeconds ?? 10) * 1000,
+      rateLimit: spec.rateLimit ?? DEFAULT_RATE,
+      ...(spec.caBundle ? { caBundle: spec.caBundle } : {}),
+      ...(deps.onRequest || onRefused
+        ? {
+            onRequest: (info: RequestInfo) => {
+              deps.onRequest?.(info);
+              if (info.status === 401 || info.status === 403) onRefused?.();
+            },
+          }
+        : {}),
+      logger: deps.log,
+    });
+    clients.set(cacheKey, { fingerprint, client });
+    return client;
+  }
+
+  async function mint(configId: string, key: string, spec: ConnectionSpec, auth: NonNullable<ConnectionSpec["tokenAuth"]>, bootstrap: string, secretNamespace: string): Promise<void> {
+    // Taken before the call: the service starts the lifetime later, so this expiry is never late.
+    const issuedAt = new Date(Math.floor(now() / 1000) * 1000);
+    const minted = await clientFor(`${configId}#bootstrap`, spec, bootstrap)
+      .createIdentityToken(auth.identityId, { name: `keyward ${configId}`.slice(0, 128) })
+      .catch((err: unknown) => {
+        throw bootstrapError(err, auth, secretNamespace);
+      });
+    const expiresAt = minted.expiresIn > 0 ? new Date(issuedAt.getTime() + minted.expiresIn * 1000) : undefined;
+    const plan = renewalPlan(issuedAt, expiresAt, auth.renewBefore);
+    sessions.set(configId, { key, token: minted.accessToken, schedule: { issuedAt, expiresAt, renewAt: plan?.renewAt } });
+    deps.log.info({ config: configId, tokenId: minted.tokenData.id, expiresAt: expiresAt?.toISOString(), renewAt: plan?.renewAt.toISOString() }, "minted an access token with tokenAuth");
+  }
+
+  /** The token to call with: the static one, or the current minted one (minted first when due). */
+  async function sessionToken(configId: string, spec: ConnectionSpec, read: SecretReader, secretNamespace: string): Promise<string> {
+    if (spec.credentialsSecretRef && !spec.tokenAuth) return readToken(read, secretNamespace, spec.credentialsSecretRef);
+    const auth = spec.tokenAuth;
+    if (!auth || spec.credentialsSecretRef) throw new ReconcileError("ProviderConfigInvalid", `${configId}: exactly one of credentialsSecretRef and tokenAuth must be set`, { retryable: false });
+    const bootstrap = await readToken(read, secretNamespace, auth.bootstrapSecretRef);
+    // A new bootstrap token, identity or service mints anew; the key holds hashes, never tokens.
+    const key = [auth.identityId, auth.renewBefore ?? "", spec.baseUrl, hash(bootstrap)].join("|");
+    for (;;) {
+      const session = sessions.get(configId);
+      const due = !session || session.key !== key || (session.schedule.renewAt !== undefined && now() >= session.schedule.renewAt.getTime());
+      if (!due) return session.token;
+      let pending = minting.get(configId);
+      if (!pending) {
+        pending = mint(configId, key, spec, auth, bootstrap, secretNamespace).finally(() => minting.delete(configId));
+        minting.set(configId, pending);
+      }
+      await pending;
+      const fresh = sessions.get(configId);
+      if (fresh?.key === key) return fresh.token;
+    }
+  }
+
+  return {
+    /** A client of the config `configId` with spec `spec`, its Secrets read from `secretNamespace`. */
+    async connect(configId: string, spec: ConnectionSpec, read: SecretReader, secretNamespace: string, signal?: AbortSignal): Promise<ApiClient> {
+      const token = await sessionToken(configId, spec, read, secretNamespace);
+      // A minted token the service refuses (revoked, or expired early) is not used again: the next connect mints anew.
+      const onRefused = spec.tokenAuth
+        ? (): void => {
+            if (sessions.get(configId)?.token === token) sessions.delete(configId);
+          }
+        : undefined;
+      const client = clientFor(configId, spec, token, onRefused);
+      return signal ? client.withSignal(signal) : client;
+    },
+    tokenSchedule: (configId: string): TokenSchedule | undefined => sessions.get(configId)?.schedule,
+  };
+}
+export type Connector = ReturnType<typeof createConnector>;
+
+/** The token in a credentials Secret (key `token` unless named). */
+async function readToken(read: SecretReader, namespace: string, ref: { name: string; key?: string | undefined }): Promise<string> {
+  const key = ref.key ?? "token";
+  const secret = await read(namespace, ref.name);
+  if (!secret) throw new ReconcileError("CredentialsNotFound", `Secret ${namespace}/${ref.name} does not exist`, { retryable: true });
+  const encoded = (secret as { data?: Record<string, string> }).data?.[key];
+  if (!encoded) throw new ReconcileError("CredentialsNotFound", `Secret ${namespace}/${ref.name} has no key ${key}`, { retryable: true });
+  return Buffer.from(encoded, "base64").toString("utf8").trim();
+}
+
+/** A refused create-token (401/403, or 404: no such identity) means the bootstrap credentials are wrong, not a passing failure. */
+function bootstrapError(err: unknown, auth: NonNullable<ConnectionSpec["tokenAuth"]>, secretNamespace: string): unknown {
+  const status = (err as { status?: unknown }).status;
+  if (status !== 401 && status !== 403 && status !== 404) return err;
+  return new ReconcileError(
+    "BootstrapTokenRejected",
+    `create-token for identity ${auth.identityId} with the bootstrap token of Secret ${secretNamespace}/${auth.bootstrapSecretRef.name} was refused: ${classifyError(err).message}`,
+    { retryable: false },
+  );
+}
+
+/** Connects the kinds to their ClusterProviderConfig (src/resources/clusterproviderconfig.ts), when keyward serves them. */
+export type ClusterConnect = (namespace: string, name: string, signal?: AbortSignal) => Promise<ApiClient>;
+
+/**
+ * Resolves ProviderConfigs (and, through `cluster`, ClusterProviderConfigs) to clients, caching
+ * one client per config so connections and the rate-limit bucket are reused across reconciles.
  */
 export function createProviderResolver(deps: {
   kube: Kube;
   log: Logger;
   onRequest?: ClientOptions["onRequest"];
   now?: () => number;
+  connector?: Connector;
+  cluster?: () => ClusterConnect | undefined;
 }): ProviderResolver {
-  // One client per ProviderConfig, replaced when its settings or token change, so a rotated
-  // token does not leave the old client (and the old token) behind.
-  const clients = new Map<string, { fingerprint: string; client: ApiClient }>();
-
-  async function readToken(namespace: string, spec: ProviderConfigSpec): Promise<string> {
-    const secretName = spec.credentialsSecretRef.name;
-    const key = spec.credentialsSecretRef.key ?? "token";
-    // A held token Secret carries the label, so it is in the narrowed Secret cache.
-    const secret = await readCached(deps.kube, secretKind, { namespace, name: secretName }, PROVIDER_CONFIG_LABEL);
-    if (!secret) throw new ReconcileError("CredentialsNotFound", `Secret ${namespace}/${secretName} does not exist`, { retryable: true });
-    const encoded = (secret as { data?: Record<string, string> }).data?.[key];
-    if (!encoded) throw new ReconcileError("CredentialsNotFound", `Secret ${namespace}/${secretName} has no key ${key}`, { retryable: true });
-    return Buffer.from(encoded, "base64").toString("utf8").trim();
-  }
+  const connector = deps.connector ?? createConnector(deps);
+  // A held token Secret carries the label, so it is in the narrowed Secret cache.
+  const read: SecretReader = (namespace, name) => readCached(deps.kube, secretKind, { namespace, name }, PROVIDER_CONFIG_LABEL);
 
   async function readSpec(namespace: string, name: string): Promise<ProviderConfigSpec> {
     const obj = await readCached(deps.kube, ref, { namespace, name });
@@ -105,28 +279,16 @@ export function createProviderResolver(deps: {
   }
 
   return {
-    async connect(namespace, name, signal) {
-      const spec = await readSpec(namespace, name);
-      const token = await readToken(namespace, spec);
-      // The cache key holds a hash of the token, never the token.
-      const fingerprint = [spec.baseUrl, spec.timeoutSeconds ?? "", JSON.stringify(spec.rateLimit ?? ""), hash(spec.caBundle ?? ""), hash(token)].join("|");
-      const cacheKey = `${namespace}/${name}`;
-      const cached = clients.get(cacheKey);
-      let client = cached?.fingerprint === fingerprint ? cached.client : undefined;
-      if (!client) {
-        client = createApiClient({
-          baseUrl: spec.baseUrl,
-          token,
-          timeoutMs: (spec.timeoutSeconds ?? 10) * 1000,
-          rateLimit: spec.rateLimit ?? DEFAULT_RATE,
-          ...(spec.caBundle ? { caBundle: spec.caBundle } : {}),
-          ...(deps.onRequest ? { onRequest: deps.onRequest } : {}),
-          logger: deps.log,
-        });
-        clients.set(cacheKey, { fingerprint, client });
+    async connect(namespace, name, signal, kind = "ProviderConfig") {
+      if (kind === "ClusterProviderConfig") {
+        const cluster = deps.cluster?.();
+        if (!cluster) throw new ReconcileError("ClusterProviderConfigsDisabled", `ClusterProviderConfig ${name}: this keyward does not serve ClusterProviderConfigs (--cluster-provider-configs)`, { retryable: false });
+        return cluster(namespace, name, signal);
       }
-      return signal ? client.withSignal(signal) : client;
+      const spec = await readSpec(namespace, name);
+      return connector.connect(`ProviderConfig/${namespace}/${name}`, spec, read, namespace, signal);
     },
+    tokenSchedule: (configId) => connector.tokenSchedule(configId),
   };
 }
 
@@ -136,8 +298,8 @@ function hash(s: string): string {
 
 /** The `connect` of every kind that talks to the service through its spec.providerConfigRef. */
 export function connectVia(providers: ProviderResolver) {
-  return ({ namespace, spec, signal }: { namespace: string; spec: { providerConfigRef?: { name: string } | undefined }; signal: AbortSignal }): Promise<ApiClient> =>
-    providers.connect(namespace, providerConfigName(spec), signal);
+  return ({ namespace, spec, signal }: { namespace: string; spec: { providerConfigRef?: ProviderConfigRef | undefined }; signal: AbortSignal }): Promise<ApiClient> =>
+    providers.connect(namespace, providerConfigName(spec), signal, providerConfigKind(spec));
 }
 
 /**
@@ -172,14 +334,15 @@ async function usersOf(deps: ReconcileDeps, pc: ProviderConfigObject): Promise<s
     // A fresh list, not the cache: letting go too early would strand a user's finalizer.
     const list = await kubeJson<{ items?: KubeObject[] }>(deps.kube.access, { path: resourcePath(kind, namespace) });
     for (const o of list.items ?? []) {
-      if (providerConfigName(o.spec) === name) found.push(`${kind.kind}/${o.metadata.name}`);
+      if (providerConfigKind(o.spec) === "ProviderConfig" && providerConfigName(o.spec) === name) found.push(`${kind.kind}/${o.metadata.name}`);
     }
   }
   return found;
 }
 
 function tokenSecretName(pc: ProviderConfigObject): string | undefined {
-  return (pc.spec as { credentialsSecretRef?: { name?: string } } | undefined)?.credentialsSecretRef?.name;
+  const spec = pc.spec as { credentialsSecretRef?: { name?: string }; tokenAuth?: { bootstrapSecretRef?: { name?: string } } } | undefined;
+  return spec?.credentialsSecretRef?.name ?? spec?.tokenAuth?.bootstrapSecretRef?.name;
 }
 
 /** Holds the token Secret while the ProviderConfig uses it; lets go of a Secret it no longer uses or that the user deletes. */
@@ -248,9 +411,21 @@ export function providerConfigReconciler(deps: ReconcileDeps): ReconcileFn {
     }
     const baseUrl = (pc.spec as { baseUrl?: string }).baseUrl;
     const secret = tokenSecretName(pc);
-    await writeReady(deps, pc, ready, { ...(baseUrl ? { baseUrl } : {}), ...(secret ? { heldSecret: secret } : {}) });
-    return retry ? requeueAfter(Math.min(deps.recheckMs, 30_000)) : done();
+    const token = tokenStatus(deps.providers, `ProviderConfig/${key.namespace}/${key.name}`, pc.spec);
+    await writeReady(deps, pc, ready, { ...(baseUrl ? { baseUrl } : {}), ...(secret ? { heldSecret: secret } : {}), ...token.status });
+    return retry ? requeueAfter(Math.min(deps.recheckMs, 30_000)) : token.renewInMs !== undefined ? requeueAfter(token.renewInMs) : done();
   };
+}
+
+/**
+ * A tokenAuth config's status fields (the current token's expiry and renewal, never the token)
+ * and when to look again so the next token is minted on time even when nothing else calls.
+ */
+export function tokenStatus(providers: ProviderResolver, configId: string, spec: unknown, now = Date.now()): { status: Record<string, string | undefined>; renewInMs?: number } {
+  const schedule = (spec as { tokenAuth?: unknown } | undefined)?.tokenAuth ? providers.tokenSchedule(configId) : undefined;
+  if (!schedule) return { status: { tokenExpiresAt: undefined, tokenRenewAt: undefined } };
+  const status = { tokenExpiresAt: schedule.expiresAt ? rfc3339(schedule.expiresAt) : undefined, tokenRenewAt: schedule.renewAt ? rfc3339(schedule.renewAt) : undefined };
+  return schedule.renewAt ? { status, renewInMs: Math.max(0, schedule.renewAt.getTime() - now) + 250 } : { status };
 }
 
 /** Token Secrets map back to their ProviderConfig (a user deleting one is let go at once). */
@@ -269,4 +444,4 @@ export const heldSecretWatch = {
  * of at their next resync. The informer updates its cache before the event, so the requeued
  * passes judge the fixed ProviderConfig, never the stale copy.
  */
-export const dependentsWatch = referrersWatch(ref, (spec) => providerConfigName(spec ?? {}));
+export const dependentsWatch = referrersWatch(ref, (spec) => (providerConfigKind(spec ?? {}) === "ProviderConfig" ? providerConfigName(spec ?? {}) : undefined));

@@ -68,7 +68,7 @@ named metrics, and the probes use it. Empty otherwise.
 
 {{/*
 What keyward does in a namespace it watches, and nothing more (see src/ for every call):
-- its six kinds: informers list and watch them; finalizers and annotations are merge patches;
+- its six namespaced kinds: informers list and watch them; finalizers and annotations are merge patches;
 - their /status: whole-status merge patches;
 - accesstokens/finalizers: update, which the apiserver checks (OwnerReferencesPermissionEnforcement)
   when keyward writes a Secret whose owner reference to its AccessToken sets blockOwnerDeletion;
@@ -104,6 +104,34 @@ What keyward does in a namespace it watches, and nothing more (see src/ for ever
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create", "patch"]
+{{- end }}
+
+{{/*
+ClusterProviderConfigs (clusterProviderConfig.enabled, cluster-wide installs only): read them
+and write their /status; list and watch Namespaces, whose labels their namespaceSelector matches
+(get when a cache has not synced yet). Their credentials Secrets are read through a Role in the
+credentials namespace only ("keyward.credentialsNamespace").
+*/}}
+{{- define "keyward.clusterProviderConfigRules" -}}
+- apiGroups: ["keyward.dev"]
+  resources: ["clusterproviderconfigs"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["keyward.dev"]
+  resources: ["clusterproviderconfigs/status"]
+  verbs: ["get", "patch", "update"]
+- apiGroups: [""]
+  resources: ["namespaces"]
+  verbs: ["get", "list", "watch"]
+{{- end }}
+
+{{/* Where ClusterProviderConfigs' credentials Secrets live: clusterProviderConfig.credentialsNamespace, else the release namespace. */}}
+{{- define "keyward.credentialsNamespace" -}}
+{{- default .Release.Namespace .Values.clusterProviderConfig.credentialsNamespace }}
+{{- end }}
+
+{{/* "true" when keyward serves ClusterProviderConfigs: asked for, and a cluster-wide install. */}}
+{{- define "keyward.clusterProviderConfigs" -}}
+{{- if and .Values.clusterProviderConfig.enabled (empty .Values.watchNamespaces) }}true{{ end }}
 {{- end }}
 
 {{/* A duration of whole seconds, minutes or hours ("90s", "5m", "1h"; the schema allows no other) in seconds. */}}

@@ -28,12 +28,12 @@ interface Install {
 }
 
 /** Renders the chart and applies it for real (kubectl apply), as `helm install` would. */
-async function installChart(namespace: string, watchNamespaces: string[]): Promise<Install> {
+async function installChart(namespace: string, watchNamespaces: string[], values: Record<string, unknown> = {}): Promise<Install> {
   const release = `kw-${randomBytes(3).toString("hex")}`;
   // A cluster-wide install leaves out the aggregated ClusterRoles (shared by the whole control
   // plane); a namespaced one keeps the default, which must render nothing cluster-scoped.
   const rbac = watchNamespaces.length === 0 ? { aggregateToDefaultRoles: false } : {};
-  const yaml = await renderChart({ release, namespace, setJson: { watchNamespaces, rbac } });
+  const yaml = await renderChart({ release, namespace, setJson: { watchNamespaces, rbac, ...values } });
   const applied = await kubectl(["apply", "-f", "-"], { input: yaml });
   expect(applied.code, applied.stderr).toBe(0);
   const docs = parseYamlDocuments(yaml);
@@ -98,7 +98,8 @@ async function expectReady(kc: KubeConfig, namespace: string, plural: string, na
 }
 
 function expectNoForbidden(keyward: RunningKeyward): void {
-  expect(keyward.logs.filter((line) => /forbidden|\b403\b/i.test(line) && !line.includes(TOKEN))).toEqual([]);
+  // 403 as a status, not as digits of a decimal such as "durationMs":21.403.
+  expect(keyward.logs.filter((line) => /forbidden|(?<![.\d])\b403\b(?!\.\d)/i.test(line) && !line.includes(TOKEN))).toEqual([]);
   expect(keyward.logs.join("\n")).not.toContain(TOKEN);
 }
 
@@ -183,6 +184,52 @@ describe("a cluster-wide install (ClusterRole)", () => {
   });
 });
 
+describe("a cluster-wide install serving ClusterProviderConfigs", () => {
+  let releaseNs: TestNamespace;
+  let creds: TestNamespace;
+  let watched: TestNamespace;
+  let install: Install;
+  let keyward: RunningKeyward | undefined;
+  const cpc = `rbac-${randomBytes(3).toString("hex")}`;
+  const cpcApi = { group: "keyward.dev", version: "v1alpha1", plural: "clusterproviderconfigs" };
+
+  beforeAll(async () => {
+    [releaseNs, creds, watched] = await Promise.all([createTestNamespace("rbaccpc-release"), createTestNamespace("rbaccpc-creds"), createTestNamespace("rbaccpc-watched")]);
+    install = await installChart(releaseNs.name, [], { clusterProviderConfig: { enabled: true, create: false, credentialsNamespace: creds.name } });
+  });
+  afterAll(async () => {
+    await keyward?.stop();
+    await admin().makeApiClient(CustomObjectsApi).deleteClusterCustomObject({ ...cpcApi, name: cpc }).catch(() => undefined);
+    if (install.clusterScoped.length > 0) await kubectl(["delete", "--ignore-not-found", ...install.clusterScoped]);
+    await Promise.all([releaseNs.cleanup(), creds.cleanup(), watched.cleanup()]);
+  });
+
+  it("lets keyward, as its ServiceAccount, bring a ClusterProviderConfig and a Project using it to Ready", async () => {
+    const kc = await serviceAccountKubeConfig(install);
+    await admin().makeApiClient(CoreV1Api).createNamespacedSecret({ namespace: creds.name, body: { metadata: { name: "service-token" }, stringData: { token: TOKEN } } });
+    await admin().makeApiClient(CustomObjectsApi).createClusterCustomObject({
+      ...cpcApi,
+      body: { apiVersion: "keyward.dev/v1alpha1", kind: "ClusterProviderConfig", metadata: { name: cpc }, spec: { baseUrl: emulator.url, credentialsSecretRef: { name: "service-token" }, namespaces: [watched.name] } },
+    });
+    await createCustom(admin(), watched.name, "projects", { ...(project("rbac-cpc", "rbac-cluster-config") as { spec: object }), spec: { name: "rbac-cpc", slug: "rbac-cluster-config", providerConfigRef: { kind: "ClusterProviderConfig", name: cpc } } });
+    keyward = await startKeyward(kc, { namespaces: [watched.name], resyncIntervalMs: 60_000, clusterProviderConfigs: { credentialsNamespace: creds.name } });
+    await expectReady(admin(), watched.name, "projects", "rbac-cpc");
+    const status = ((await admin().makeApiClient(CustomObjectsApi).getClusterCustomObject({ ...cpcApi, name: cpc })) as { status?: { conditions?: { type: string; status: string }[] } }).status;
+    expect(status?.conditions?.find((c) => c.type === "Ready")?.status).toBe("True");
+    expectNoForbidden(keyward);
+  });
+
+  it("can read ClusterProviderConfigs and Namespaces, change neither, and read Secrets in the credentials namespace", async () => {
+    expect(await canI(install, "watch", "clusterproviderconfigs.keyward.dev")).toBe(true);
+    expect(await canI(install, "patch", "clusterproviderconfigs.keyward.dev", undefined, "status")).toBe(true);
+    expect(await canI(install, "patch", "clusterproviderconfigs.keyward.dev")).toBe(false);
+    expect(await canI(install, "delete", "clusterproviderconfigs.keyward.dev")).toBe(false);
+    expect(await canI(install, "list", "namespaces")).toBe(true);
+    expect(await canI(install, "patch", "namespaces")).toBe(false);
+    expect(await canI(install, "list", "secrets", creds.name)).toBe(true);
+  });
+});
+
 describe("a namespaced install (Role in one namespace)", () => {
   let releaseNs: TestNamespace;
   let inside: TestNamespace;
@@ -245,8 +292,8 @@ describe("every sample under the chart's namespaced Role", () => {
   let install: Install;
   let keyward: RunningKeyward | undefined;
   const samplesDir = join(repoRoot, "config", "samples");
-  // The samples' own ProviderConfig points at a local dev emulator; the test installs its own.
-  const samples = readdirSync(samplesDir).filter((f) => f.endsWith(".yaml") && f !== "providerconfig.yaml" && !f.startsWith("kustomization"));
+  // The samples' own ProviderConfigs (and ClusterProviderConfig) point at a local dev emulator; the test installs its own.
+  const samples = readdirSync(samplesDir).filter((f) => f.endsWith(".yaml") && !/^(cluster)?providerconfig/.test(f) && !f.startsWith("kustomization"));
   const objects = samples.flatMap((f) => parseYamlDocuments(readFileSync(join(samplesDir, f), "utf8"))).filter((d) => d.apiVersion.startsWith("keyward.dev/"));
 
   beforeAll(async () => {

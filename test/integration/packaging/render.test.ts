@@ -104,7 +104,7 @@ describe("helm install --dry-run=server", () => {
     expect(result.code, result.stderr).toBe(0);
     const notes = result.stdout.slice(result.stdout.indexOf("NOTES:"));
     expect(notes).toContain(`only in: ${watchedA.name}`);
-    expect(notes).toMatch(/The release has no cluster-scoped objects[\s\S]*except the six CRDs/);
+    expect(notes).toMatch(/The release has no cluster-scoped objects[\s\S]*except the seven CRDs/);
     expect(result.stdout.slice(0, result.stdout.indexOf("NOTES:"))).not.toMatch(/^kind: Cluster/m);
   });
 });

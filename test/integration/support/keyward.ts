@@ -21,6 +21,8 @@ export interface KeywardOptions {
   namespaces: string[];
   resyncIntervalMs?: number;
   concurrency?: number;
+  /** Serve ClusterProviderConfigs, their Secrets read in this namespace (off by default: they are cluster-wide, shared by every test file). */
+  clusterProviderConfigs?: { credentialsNamespace: string };
 }
 
 export async function startKeyward(kc: KubeConfig, opts: KeywardOptions): Promise<RunningKeyward> {
@@ -38,6 +40,7 @@ export async function startKeyward(kc: KubeConfig, opts: KeywardOptions): Promis
     namespaces: opts.namespaces,
     concurrency: opts.concurrency ?? 4,
     resyncIntervalMs: opts.resyncIntervalMs ?? 3_000,
+    ...(opts.clusterProviderConfigs ? { clusterProviderConfigs: opts.clusterProviderConfigs } : {}),
   });
   await operator.start();
   return { operator, logs, stop: () => operator.stop() };

@@ -6,9 +6,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { healthFile, healthScripts, keywardKinds, renderValues, valuesFile } from "../../../hack/tools/render-argocd-cm.ts";
-import { keywardPlurals, parseYamlDocuments, readYamlFile, repoRoot } from "../chart/helm.ts";
+import { keywardClusterPlurals, keywardPlurals, parseYamlDocuments, readYamlFile, repoRoot } from "../chart/helm.ts";
 
-const kinds = ["AccessToken", "CertificateProfile", "Project", "ProjectMembership", "ProviderConfig", "SecretSync"];
+const kinds = ["AccessToken", "CertificateProfile", "ClusterProviderConfig", "Project", "ProjectMembership", "ProviderConfig", "SecretSync"];
 
 function luaBinary(): string {
   const fromEnv = process.env["KEYWARD_LUA"];
@@ -162,7 +162,7 @@ const scriptPath = (_kind: string): string => healthFile;
 describe("the health script", () => {
   it("serves every keyward kind", () => {
     expect(keywardKinds()).toEqual(kinds);
-    expect(keywardPlurals).toHaveLength(kinds.length);
+    expect(keywardPlurals.length + keywardClusterPlurals.length).toBe(kinds.length);
   });
 
   it("starts with `hs = {}` and returns hs, as argocd-cm expects", () => {

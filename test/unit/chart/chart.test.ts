@@ -5,6 +5,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
+  clusterProviderConfigGrants,
+  credentialsGrants,
   chartDir,
   expectedWorkloadGrants,
   findDoc,
@@ -153,7 +155,7 @@ describe("a namespaced install (watchNamespaces: [a, b])", () => {
   it("says in its notes and README that the CRDs are the only cluster-scoped objects", () => {
     const notes = readFileSync(join(chartDir, "templates", "NOTES.txt"), "utf8");
     expect(notes).not.toContain("nothing cluster-wide");
-    expect(notes).toMatch(/no cluster-scoped objects[^{]*except the six CRDs/);
+    expect(notes).toMatch(/no cluster-scoped objects[^{]*except the seven CRDs/);
     expect(readFileSync(join(chartDir, "README.md"), "utf8")).toMatch(/no cluster-scoped object at all[^#]*CRDs in `crds\/`/);
   });
 
@@ -232,6 +234,62 @@ describe("every option on (values-all.yaml)", () => {
     const two = parseYamlDocuments(await renderChart({ setJson: { replicas: 2 } }));
     expect(one.some((d) => d.kind === "PodDisruptionBudget")).toBe(false);
     expect(findDoc(two, "PodDisruptionBudget")).toMatchObject({ spec: { minAvailable: 1 } });
+  });
+});
+
+describe("clusterProviderConfig", () => {
+  const values = {
+    clusterProviderConfig: {
+      enabled: true,
+      credentialsNamespace: "creds",
+      create: true,
+      name: "shared",
+      baseUrl: "https://secrets.example.test",
+      secretName: "bootstrap",
+      secretKey: "token",
+      identityId: "a1b2c3d4-0003-4a00-8000-000000000002",
+      namespaceSelector: { matchLabels: { team: "payments" } },
+      namespaces: ["extra"],
+    },
+  };
+
+  it("adds ClusterProviderConfig and Namespace reads to the ClusterRole and reads Secrets in the credentials namespace only", async () => {
+    const docs = parseYamlDocuments(await renderChart({ setJson: values }));
+    expect(rulesOf(findDoc(docs, "ClusterRole", "kw-keyward"))).toEqual([...expectedWorkloadGrants, ...clusterProviderConfigGrants].sort());
+    expect(rulesOf(findDoc(docs, "Role", "kw-keyward-credentials", "creds"))).toEqual(credentialsGrants);
+    const binding = findDoc(docs, "RoleBinding", "kw-keyward-credentials", "creds") as unknown as { roleRef: { kind: string; name: string }; subjects: object[] };
+    expect(binding.roleRef).toMatchObject({ kind: "Role", name: "kw-keyward-credentials" });
+    expect(binding.subjects).toEqual([{ kind: "ServiceAccount", name: "kw-keyward", namespace: "keyward-system" }]);
+    expect(envOf(docs)).toMatchObject({ CLUSTER_PROVIDER_CONFIGS: "true", CREDENTIALS_NAMESPACE: "creds" });
+    expect(findDoc(docs, "ClusterProviderConfig", "shared")).toMatchObject({
+      spec: {
+        baseUrl: "https://secrets.example.test",
+        tokenAuth: { identityId: "a1b2c3d4-0003-4a00-8000-000000000002", bootstrapSecretRef: { name: "bootstrap", key: "token" } },
+        namespaceSelector: { matchLabels: { team: "payments" } },
+        namespaces: ["extra"],
+      },
+    });
+    expect(findDoc(docs, "ClusterProviderConfig", "shared").metadata.namespace).toBeUndefined();
+  });
+
+  it("defaults the credentials namespace to the release namespace and renders a static token with no identityId", async () => {
+    const docs = parseYamlDocuments(await renderChart({ setJson: { clusterProviderConfig: { ...values.clusterProviderConfig, credentialsNamespace: "", identityId: "" } } }));
+    expect(rulesOf(findDoc(docs, "Role", "kw-keyward-credentials", "keyward-system"))).toEqual(credentialsGrants);
+    expect(envOf(docs)["CREDENTIALS_NAMESPACE"]).toBe("keyward-system");
+    expect(findDoc(docs, "ClusterProviderConfig", "shared")).toMatchObject({ spec: { credentialsSecretRef: { name: "bootstrap", key: "token" } } });
+  });
+
+  it("is ignored by a namespaced install, which renders nothing cluster-scoped", async () => {
+    const docs = parseYamlDocuments(await renderChart({ setJson: { ...values, watchNamespaces: ["a"] } }));
+    expect(docs.filter((d) => d.kind.startsWith("Cluster") || d.metadata.namespace === undefined).map((d) => d.kind)).toEqual([]);
+    expect(docs.some((d) => d.metadata.name === "kw-keyward-credentials")).toBe(false);
+    expect(envOf(docs)["CLUSTER_PROVIDER_CONFIGS"]).toBeUndefined();
+  });
+
+  it("refuses create without enabled", async () => {
+    const result = await helm(templateArgs({ setJson: { clusterProviderConfig: { ...values.clusterProviderConfig, enabled: false } } }));
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain("/clusterProviderConfig/enabled");
   });
 });
 

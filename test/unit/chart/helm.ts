@@ -158,6 +158,19 @@ export const expectedWorkloadGrants: string[] = flattenRules([
   { apiGroups: [""], resources: ["events"], verbs: ["create", "patch"] },
 ]);
 
+/** The cluster-scoped kinds keyward serves (clusterProviderConfig.enabled, cluster-wide installs). */
+export const keywardClusterPlurals = ["clusterproviderconfigs"];
+
+/** What serving ClusterProviderConfigs adds to the ClusterRole. */
+export const clusterProviderConfigGrants: string[] = flattenRules([
+  { apiGroups: ["keyward.dev"], resources: keywardClusterPlurals, verbs: ["get", "list", "watch"] },
+  { apiGroups: ["keyward.dev"], resources: keywardClusterPlurals.map((p) => `${p}/status`), verbs: ["get", "patch", "update"] },
+  { apiGroups: [""], resources: ["namespaces"], verbs: ["get", "list", "watch"] },
+]);
+
+/** The Role in the credentials namespace: ClusterProviderConfigs read their Secrets there only. */
+export const credentialsGrants: string[] = flattenRules([{ apiGroups: [""], resources: ["secrets"], verbs: ["get", "list", "watch"] }]);
+
 export function leaseGrants(leaseName: string): string[] {
   return flattenRules([
     { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["create"] },

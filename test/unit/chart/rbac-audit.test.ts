@@ -4,7 +4,7 @@
 import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { expectedWorkloadGrants, keywardPlurals, leaseGrants, repoRoot } from "./helm.ts";
+import { clusterProviderConfigGrants, credentialsGrants, expectedWorkloadGrants, keywardClusterPlurals, keywardPlurals, leaseGrants, repoRoot } from "./helm.ts";
 
 const srcDir = join(repoRoot, "src");
 
@@ -77,9 +77,23 @@ function neededGrants(): Map<string, string> {
   for (const plural of keywardPlurals) {
     for (const verb of ["list", "watch"]) add(`keyward.dev/${plural}: ${verb}`, "src/kube/informer.ts: informers of every kind");
   }
-  for (const resource of refs.values()) {
-    if (!resource.startsWith("core/secrets")) continue;
-    for (const verb of ["list", "watch"]) add(`${resource}: ${verb}`, `src/kube/informer.ts: watch of ${resource}`);
+  // Built-in kinds a secondary watch names ({ kind: secretKind, ... }) are listed and watched.
+  for (const { where, text } of files) {
+    for (const m of text.matchAll(/\bkind:\s*(\w+)\s*,/g)) {
+      const resource = refs.get(m[1] ?? "");
+      if (!resource) continue;
+      for (const verb of ["list", "watch"]) add(`${resource}: ${verb}`, `${where}: watch of ${resource}`);
+    }
+  }
+  // Cluster-scoped kinds (clusterScoped: true in their KindRef): informers list and watch them,
+  // readCached falls back to get, status is a patch of /status.
+  for (const { where, text } of files) {
+    for (const m of text.matchAll(/kindRef\(\s*"\w+",\s*"(\w+)"\s*\),\s*clusterScoped:\s*true/g)) {
+      const plural = m[1] ?? "";
+      for (const verb of ["list", "watch"]) add(`keyward.dev/${plural}: ${verb}`, `${where}: informer of ${plural}`);
+      if (/\breadCached\(\s*[\w.]+,\s*ref\b/.test(text)) add(`keyward.dev/${plural}: get`, `${where}: readCached(${plural})`);
+      if (/\bpatchStatus\(\s*[\w.]+,\s*ref\b|\bwriteStatus\(\{[^}]*\bref\b/.test(text)) add(`keyward.dev/${plural}/status: patch`, `${where}: status of ${plural}`);
+    }
   }
   return needed;
 }
@@ -106,7 +120,7 @@ function reasonFor(grant: string): string | undefined {
 
 describe("the chart's roles against src/", () => {
   const needed = neededGrants();
-  const granted = new Set([...expectedWorkloadGrants, ...leaseGrants("x").map((g) => g.replace(/#x(?=:)/, ""))]);
+  const granted = new Set([...expectedWorkloadGrants, ...clusterProviderConfigGrants, ...credentialsGrants, ...leaseGrants("x").map((g) => g.replace(/#x(?=:)/, ""))]);
 
   it("grant every call keyward makes", () => {
     expect(needed.size).toBeGreaterThan(10);
@@ -123,6 +137,11 @@ describe("the chart's roles against src/", () => {
     const finalizers = (grants: Iterable<string>): string[] => [...grants].filter((g) => g.includes("/finalizers:")).sort();
     expect(finalizers(needed.keys())).toEqual(["keyward.dev/accesstokens/finalizers: update"]);
     expect(finalizers(granted)).toEqual(["keyward.dev/accesstokens/finalizers: update"]);
+  });
+
+  it("grant the cluster-scoped kinds' calls, which the source names", () => {
+    expect(keywardClusterPlurals.every((p) => needed.has(`keyward.dev/${p}: watch`) && needed.has(`keyward.dev/${p}/status: patch`))).toBe(true);
+    expect(needed.has("core/namespaces: watch")).toBe(true);
   });
 
   it("write Events through core/v1 only", () => {

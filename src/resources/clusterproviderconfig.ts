@@ -1,0 +1,233 @@
+// ClusterProviderConfig: a ProviderConfig for many namespaces. Cluster-scoped; its credentials
+// Secret lives in one namespace the cluster admin names (keyward's own by default,
+// --credentials-namespace), so no application namespace holds a copy of the token. Its
+// namespaceSelector and namespaces list say which namespaces may use it: a resource of any other
+// namespace that names it gets Synced=False NotAllowed, and keyward makes no call for it.
+//
+// Changing the selector (or a namespace's labels) re-evaluates every user at once: the user
+// kinds watch ClusterProviderConfigs and Namespaces (secondary watches below). There is no in-use
+// finalizer as on ProviderConfig: deleting a namespace never deletes a ClusterProviderConfig.
+import { z } from "zod";
+import type { ApiClient } from "../api/index.ts";
+import type { Logger } from "../log.ts";
+import { namespaceKind, secretKind, type KindRef, type Kube } from "../kube/client.ts";
+import type { EventRecorder } from "../kube/events.ts";
+import { exactlyOneOf, type CrdSource } from "../kube/crd.ts";
+import { watchKind, type Informer } from "../kube/informer.ts";
+import { getObject, readCached } from "../kube/objects.ts";
+import type { SecondaryWatch } from "../engine/controller.ts";
+import { writeStatus } from "../engine/status.ts";
+import { classifyError, ReconcileError } from "../engine/managed.ts";
+import { done, requeueAfter, type KubeObject, type ObjectKey, type ReconcileFn } from "../engine/types.ts";
+import { ageColumn, commonStatus, kindRef, providerConfigKind, providerConfigName } from "./common.ts";
+import { connectionFields, tokenAuthSchema, tokenStatus, tokenStatusFields, type ClusterConnect, type Connector, type ProviderResolver } from "./providerconfig.ts";
+
+export const ref: KindRef = { ...kindRef("ClusterProviderConfig", "clusterproviderconfigs"), clusterScoped: true };
+
+const labelName = z.string().min(1).max(317);
+
+export const labelSelectorSchema = z
+  .object({
+    matchLabels: z.record(z.string(), z.string().max(63)).optional().describe("Labels a namespace must all have, with these values."),
+    matchExpressions: z
+      .array(
+        z
+          .object({
+            key: labelName.describe("The label key."),
+            operator: z.enum(["In", "NotIn", "Exists", "DoesNotExist"]).describe("In, NotIn, Exists or DoesNotExist."),
+            values: z.array(z.string().max(63)).max(256).optional().describe("The values for In and NotIn (not empty); none for Exists and DoesNotExist."),
+          })
+          .strict(),
+      )
+      .max(64)
+      .optional()
+      .describe("Requirements a namespace's labels must all meet."),
+  })
+  .strict();
+export type LabelSelector = z.infer<typeof labelSelectorSchema>;
+
+const where = "in the credentials namespace (keyward's --credentials-namespace, by default its own namespace)";
+
+export const specSchema = z
+  .object({
+    baseUrl: connectionFields.baseUrl,
+    credentialsSecretRef: z
+      .object({
+        name: z.string().min(1).max(253).describe(`Secret ${where}.`),
+        key: z.string().min(1).max(253).optional().describe("Key in the Secret holding the access token. Default: token."),
+      })
+      .optional()
+      .describe("The Secret holding a static bearer access token. The token never leaves it. Exactly one of credentialsSecretRef and tokenAuth."),
+    tokenAuth: tokenAuthSchema(where).optional(),
+    timeoutSeconds: connectionFields.timeoutSeconds,
+    rateLimit: connectionFields.rateLimit,
+    caBundle: connectionFields.caBundle,
+    namespaceSelector: labelSelectorSchema
+      .optional()
+      .describe("Namespaces whose labels match may use this ClusterProviderConfig ({} matches every namespace). With neither namespaceSelector nor namespaces, no namespace may."),
+    namespaces: z
+      .array(z.string().min(1).max(63))
+      .max(1024)
+      .optional()
+      .describe("Namespaces that may use this ClusterProviderConfig, besides those namespaceSelector matches."),
+  })
+  .strict();
+export type ClusterProviderConfigSpec = z.infer<typeof specSchema>;
+
+export const statusSchema = z.object({
+  ...commonStatus,
+  baseUrl: z.string().optional().describe("The base URL last checked."),
+  credentialsNamespace: z.string().optional().describe("The namespace its credentials Secret is read from."),
+  ...tokenStatusFields,
+});
+
+export const crdSource: CrdSource = {
+  ...ref,
+  scope: "Cluster",
+  singular: "clusterproviderconfig",
+  shortNames: ["kwcpc"],
+  categories: ["keyward"],
+  description:
+    "Cluster-scoped: where the service is and which credentials keyward uses for it, for the namespaces its namespaceSelector and namespaces allow. Resources refer to it with spec.providerConfigRef {kind: ClusterProviderConfig, name}. The credentials Secret lives in keyward's credentials namespace only.",
+  spec: specSchema,
+  status: statusSchema,
+  specValidations: [exactlyOneOf(["credentialsSecretRef", "tokenAuth"], "exactly one of credentialsSecretRef and tokenAuth must be set")],
+  printerColumns: [
+    { name: "URL", type: "string", jsonPath: ".spec.baseUrl" },
+    { name: "Ready", type: "string", jsonPath: `.status.conditions[?(@.type=="Ready")].status` },
+    { name: "Reason", type: "string", jsonPath: `.status.conditions[?(@.type=="Ready")].reason`, priority: 1 },
+    { name: "Token-Expires", type: "string", jsonPath: ".status.tokenExpiresAt", priority: 1 },
+    ageColumn,
+  ],
+};
+
+/** Whether `labels` meet the selector (Kubernetes' semantics: all of matchLabels and matchExpressions). */
+export function selectorMatches(selector: LabelSelector, labels: Record<string, string> | undefined): boolean {
+  const have = labels ?? {};
+  for (const [k, v] of Object.entries(selector.matchLabels ?? {})) {
+    if (have[k] !== v) return false;
+  }
+  for (const e of selector.matchExpressions ?? []) {
+    const value = have[e.key];
+    const values = e.values ?? [];
+    const ok =
+      e.operator === "In" ? value !== undefined && values.includes(value)
+        : e.operator === "NotIn" ? value === undefined || !values.includes(value)
+          : e.operator === "Exists" ? value !== undefined
+            : value === undefined;
+    if (!ok) return false;
+  }
+  return true;
+}
+
+/** Whether the ClusterProviderConfig allows `namespace` (with those labels): listed, or matched by the selector. */
+export function namespaceAllowed(spec: Pick<ClusterProviderConfigSpec, "namespaceSelector" | "namespaces">, namespace: string, labels: Record<string, string> | undefined): boolean {
+  if ((spec.namespaces ?? []).includes(namespace)) return true;
+  return spec.namespaceSelector !== undefined && selectorMatches(spec.namespaceSelector, labels);
+}
+
+function parseSpec(name: string, raw: unknown): ClusterProviderConfigSpec {
+  const parsed = specSchema.safeParse(raw);
+  if (!parsed.success) {
+    throw new ReconcileError("ProviderConfigInvalid", `ClusterProviderConfig ${name} is invalid: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`, { retryable: true });
+  }
+  return parsed.data;
+}
+
+const configId = (name: string): string => `ClusterProviderConfig/${name}`;
+
+export interface ClusterProviderConfigs {
+  /** Connects a resource of `namespace` through the ClusterProviderConfig `name`, if it allows that namespace. */
+  connect: ClusterConnect;
+  reconcile: ReconcileFn;
+  /** Starts (and stops) the cache of Secrets in the credentials namespace. */
+  start(): Promise<void>;
+  stop(): void;
+}
+
+/**
+ * ClusterProviderConfigs for one keyward: the connect the user kinds go through and the
+ * ClusterProviderConfig's own reconcile (does the service answer with its credentials?).
+ */
+export function createClusterProviderConfigs(deps: {
+  kube: Kube;
+  log: Logger;
+  events: EventRecorder;
+  connector: Connector;
+  providers: () => ProviderResolver;
+  credentialsNamespace: string;
+  recheckMs: number;
+}): ClusterProviderConfigs {
+  // One list+watch of the credentials namespace's Secrets, so connecting reads no Secret from the apiserver.
+  const secrets: Informer = watchKind(deps.kube, secretKind, { namespaces: [deps.credentialsNamespace], logger: deps.log, onEvent: () => undefined });
+  const readSecret = async (namespace: string, name: string): Promise<KubeObject | undefined> =>
+    secrets.hasSynced() ? secrets.get({ namespace, name }) : getObject(deps.kube, secretKind, { namespace, name });
+
+  async function readConfig(name: string): Promise<{ obj: KubeObject; spec: ClusterProviderConfigSpec }> {
+    const obj = await readCached(deps.kube, ref, { namespace: "", name });
+    if (!obj) throw new ReconcileError("ProviderConfigNotFound", `ClusterProviderConfig ${name} does not exist`, { retryable: true });
+    return { obj, spec: parseSpec(name, obj.spec) };
+  }
+
+  const connect: ClusterConnect = async (namespace, name, signal) => {
+    const { spec } = await readConfig(name);
+    const ns = await readCached(deps.kube, namespaceKind, { namespace: "", name: namespace });
+    if (!namespaceAllowed(spec, namespace, ns?.metadata.labels)) {
+      throw new ReconcileError("NotAllowed", `ClusterProviderConfig ${name} does not allow namespace ${namespace} (not in its namespaces, not matched by its namespaceSelector)`, { retryable: false });
+    }
+    return deps.connector.connect(configId(name), spec, readSecret, deps.credentialsNamespace, signal);
+  };
+
+  const reconcile: ReconcileFn = async (key) => {
+    const obj = await readCached(deps.kube, ref, { namespace: "", name: key.name });
+    if (!obj) return done();
+    let ready: { status: "True" | "False"; reason: string; message: string };
+    let retry = false;
+    try {
+      const spec = parseSpec(key.name, obj.spec);
+      const client: ApiClient = await deps.connector.connect(configId(key.name), spec, readSecret, deps.credentialsNamespace);
+      await client.listProjects({});
+      ready = { status: "True", reason: "Connected", message: "the service answers with these credentials" };
+    } catch (err) {
+      const c = classifyError(err);
+      retry = c.retryable;
+      ready = { status: "False", reason: c.reason, message: c.message };
+    }
+    const token = tokenStatus(deps.providers(), configId(key.name), obj.spec);
+    const baseUrl = (obj.spec as { baseUrl?: string } | undefined)?.baseUrl;
+    await writeReady(deps, obj, ready, { ...(baseUrl ? { baseUrl } : {}), credentialsNamespace: deps.credentialsNamespace, ...token.status });
+    if (retry) return requeueAfter(Math.min(deps.recheckMs, 30_000));
+    return token.renewInMs !== undefined ? requeueAfter(token.renewInMs) : done();
+  };
+
+  return {
+    connect,
+    reconcile,
+    start: () => secrets.start(),
+    stop: () => secrets.stop(),
+  };
+}
+
+async function writeReady(deps: { kube: Kube; events: EventRecorder }, obj: KubeObject, ready: { status: "True" | "False"; reason: string; message: string }, extra: Record<string, unknown>): Promise<void> {
+  const { conditions: _c, observedGeneration: _g, ...kept } = obj.status ?? {};
+  await writeStatus({ kube: deps.kube, ref, obj, kindStatus: { ...kept, ...extra }, conditions: { ready: { type: "Ready", ...ready } }, now: new Date(), events: deps.events });
+}
+
+const usesClusterConfig = (o: KubeObject): boolean => providerConfigKind(o.spec) === "ClusterProviderConfig";
+
+/** Secondary watch of every user kind: a ClusterProviderConfig change re-evaluates, at once, every resource naming it. */
+export const usersWatch: SecondaryWatch = {
+  kind: ref,
+  mapToKeys: (cpc, primaries) =>
+    (primaries?.() ?? []).filter((o) => usesClusterConfig(o) && providerConfigName(o.spec) === cpc.metadata.name).map(keyOf),
+};
+
+/** Secondary watch of every user kind: a Namespace's labels changing re-evaluates its resources that use a ClusterProviderConfig. */
+export const namespaceWatch: SecondaryWatch = {
+  kind: namespaceKind,
+  mapToKeys: (ns, primaries) => (primaries?.() ?? []).filter((o) => o.metadata.namespace === ns.metadata.name && usesClusterConfig(o)).map(keyOf),
+};
+
+function keyOf(o: KubeObject): ObjectKey {
+  return { namespace: o.metadata.namespace, name: o.metadata.name };
+}

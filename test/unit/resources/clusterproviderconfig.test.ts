@@ -1,0 +1,140 @@
+// ClusterProviderConfig's pure parts (which namespaces it allows) and the connector's tokenAuth
+// schedule, against the emulator over loopback HTTP with a clock the test moves.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createLogger } from "../../../src/log.ts";
+import { namespaceAllowed, selectorMatches, specSchema as clusterSpec } from "../../../src/resources/clusterproviderconfig.ts";
+import { createConnector, specSchema, type ConnectionSpec } from "../../../src/resources/providerconfig.ts";
+import type { KubeObject } from "../../../src/engine/types.ts";
+import { loadDefaultSeed } from "../../emulator/default-seed.ts";
+import { startEmulator, type Emulator } from "../../emulator/server.ts";
+
+describe("selectorMatches", () => {
+  const labels = { team: "payments", env: "prod" };
+  it.each([
+    [{}, true],
+    [{ matchLabels: { team: "payments" } }, true],
+    [{ matchLabels: { team: "payments", env: "dev" } }, false],
+    [{ matchExpressions: [{ key: "env", operator: "In" as const, values: ["prod", "staging"] }] }, true],
+    [{ matchExpressions: [{ key: "env", operator: "In" as const, values: ["dev"] }] }, false],
+    [{ matchExpressions: [{ key: "env", operator: "NotIn" as const, values: ["prod"] }] }, false],
+    [{ matchExpressions: [{ key: "tier", operator: "NotIn" as const, values: ["web"] }] }, true],
+    [{ matchExpressions: [{ key: "team", operator: "Exists" as const }] }, true],
+    [{ matchExpressions: [{ key: "tier", operator: "Exists" as const }] }, false],
+    [{ matchExpressions: [{ key: "tier", operator: "DoesNotExist" as const }] }, true],
+    [{ matchLabels: { team: "payments" }, matchExpressions: [{ key: "env", operator: "DoesNotExist" as const }] }, false],
+  ])("%j → %s", (selector, expected) => {
+    expect(selectorMatches(selector, labels)).toBe(expected);
+  });
+
+  it("treats a namespace without labels as having none", () => {
+    expect(selectorMatches({ matchLabels: { team: "payments" } }, undefined)).toBe(false);
+    expect(selectorMatches({ matchExpressions: [{ key: "team", operator: "DoesNotExist" }] }, undefined)).toBe(true);
+  });
+});
+
+describe("namespaceAllowed", () => {
+  it("allows a listed namespace or one the selector matches, and nothing without either", () => {
+    expect(namespaceAllowed({ namespaces: ["a"] }, "a", {})).toBe(true);
+    expect(namespaceAllowed({ namespaces: ["a"] }, "b", { team: "x" })).toBe(false);
+    expect(namespaceAllowed({ namespaceSelector: { matchLabels: { team: "x" } } }, "b", { team: "x" })).toBe(true);
+    expect(namespaceAllowed({ namespaceSelector: { matchLabels: { team: "x" } }, namespaces: ["c"] }, "c", {})).toBe(true);
+    expect(namespaceAllowed({}, "a", { team: "x" })).toBe(false);
+    expect(namespaceAllowed({ namespaceSelector: {} }, "anything", undefined)).toBe(true);
+  });
+
+  it("is what the spec schema accepts: a selector, a list, tokenAuth or a static token", () => {
+    expect(clusterSpec.safeParse({ baseUrl: "https://s.example.com", credentialsSecretRef: { name: "t" }, namespaceSelector: { matchLabels: { a: "b" } }, namespaces: ["x"] }).success).toBe(true);
+    expect(clusterSpec.safeParse({ baseUrl: "https://s.example.com", tokenAuth: { identityId: IDENTITY, bootstrapSecretRef: { name: "t" } } }).success).toBe(true);
+    expect(clusterSpec.safeParse({ baseUrl: "https://s.example.com", credentialsSecretRef: { name: "t" }, namespaceSelector: { matchExpressions: [{ key: "a", operator: "Equals" }] } }).success).toBe(false);
+    expect(specSchema.safeParse({ baseUrl: "https://s.example.com", tokenAuth: { identityId: "not-a-uuid", bootstrapSecretRef: { name: "t" } } }).success).toBe(false);
+  });
+});
+
+const BOOTSTRAP = "kw-unit-bootstrap-token";
+const IDENTITY = "a1b2c3d4-0003-4a00-8000-000000000001"; // the default seed's 60-second identity
+
+describe("the connector's tokenAuth", () => {
+  let emulator: Emulator;
+  let clock = Date.UTC(2030, 0, 1);
+  const secret = (token: string): KubeObject => ({ apiVersion: "v1", kind: "Secret", metadata: { name: "bootstrap", namespace: "ns" }, spec: {}, data: { token: Buffer.from(token).toString("base64") } }) as unknown as KubeObject;
+  let bootstrap = BOOTSTRAP;
+  const read = (): Promise<KubeObject | undefined> => Promise.resolve(secret(bootstrap));
+  const mints = (): number => emulator.requests().filter((r) => r.operation === "createIdentityToken").length;
+  let spec: ConnectionSpec;
+
+  beforeAll(async () => {
+    emulator = await startEmulator({ tokens: [BOOTSTRAP, "kw-unit-other-bootstrap"], seed: loadDefaultSeed() });
+    spec = { baseUrl: emulator.url, tokenAuth: { identityId: IDENTITY, bootstrapSecretRef: { name: "bootstrap" } } };
+  });
+  afterAll(() => emulator.close());
+
+  it("mints once, reuses the token until a third of its lifetime is left, then mints the next", async () => {
+    const connector = createConnector({ log: createLogger({ level: "silent" }), now: () => clock });
+    // Concurrent first connects share one mint.
+    const clients = await Promise.all([1, 2, 3].map(() => connector.connect("ProviderConfig/ns/a", spec, read, "ns")));
+    expect(mints()).toBe(1);
+    await clients[0]?.listProjects({});
+    const first = connector.tokenSchedule("ProviderConfig/ns/a");
+    expect(first?.expiresAt && first.expiresAt.getTime() - first.issuedAt.getTime()).toBe(60_000);
+    expect(first?.renewAt && first.renewAt.getTime() - first.issuedAt.getTime()).toBe(40_000);
+
+    clock += 39_000;
+    await connector.connect("ProviderConfig/ns/a", spec, read, "ns");
+    expect(mints()).toBe(1);
+    clock += 1_000;
+    const renewed = await connector.connect("ProviderConfig/ns/a", spec, read, "ns");
+    expect(mints()).toBe(2);
+    expect(connector.tokenSchedule("ProviderConfig/ns/a")?.issuedAt.getTime()).toBeGreaterThan(first?.issuedAt.getTime() ?? Infinity);
+    // The calls go with the minted token: the bootstrap token served create-token only.
+    await renewed.listProjects({});
+    const calls = emulator.requests().filter((r) => r.operation === "listProjects");
+    expect(calls.length).toBe(2);
+    expect(calls.every((r) => r.auth === "valid")).toBe(true);
+  });
+
+  it("mints anew when the bootstrap token changes, and keeps configs apart", async () => {
+    const connector = createConnector({ log: createLogger({ level: "silent" }), now: () => clock });
+    const before = mints();
+    await connector.connect("ClusterProviderConfig/x", spec, read, "ns");
+    await connector.connect("ClusterProviderConfig/y", spec, read, "ns");
+    expect(mints()).toBe(before + 2);
+    bootstrap = "kw-unit-other-bootstrap";
+    await connector.connect("ClusterProviderConfig/x", spec, read, "ns");
+    expect(mints()).toBe(before + 3);
+    bootstrap = BOOTSTRAP;
+  });
+
+  it("drops a minted token the service refuses, and mints anew at the next connect", async () => {
+    const connector = createConnector({ log: createLogger({ level: "silent" }), now: () => clock });
+    const client = await connector.connect("ProviderConfig/ns/refused", spec, read, "ns");
+    const before = mints();
+    emulator.setFaults({ match: { method: "GET", pathPattern: "^/api/v1/projects$" }, errorRate: 1, errorStatus: 403 });
+    try {
+      await expect(client.listProjects({})).rejects.toMatchObject({ status: 403 });
+    } finally {
+      emulator.setFaults({});
+    }
+    expect(connector.tokenSchedule("ProviderConfig/ns/refused")).toBeUndefined();
+    await (await connector.connect("ProviderConfig/ns/refused", spec, read, "ns")).listProjects({});
+    expect(mints()).toBe(before + 1);
+  });
+
+  it("reports a refused bootstrap token as BootstrapTokenRejected, without the token", async () => {
+    const connector = createConnector({ log: createLogger({ level: "silent" }), now: () => clock });
+    bootstrap = "kw-unit-wrong-bootstrap";
+    const err = (await connector.connect("ProviderConfig/ns/b", spec, read, "ns").catch((e: unknown) => e)) as { reason?: string; message: string; retryable?: boolean };
+    bootstrap = BOOTSTRAP;
+    expect(err.reason).toBe("BootstrapTokenRejected");
+    expect(err.retryable).toBe(false);
+    expect(err.message).toContain(IDENTITY);
+    expect(err.message).not.toContain("kw-unit-wrong-bootstrap");
+    expect(connector.tokenSchedule("ProviderConfig/ns/b")).toBeUndefined();
+  });
+
+  it("refuses a spec with both or neither credentials", async () => {
+    const connector = createConnector({ log: createLogger({ level: "silent" }), now: () => clock });
+    const both = { ...spec, credentialsSecretRef: { name: "bootstrap" } };
+    await expect(connector.connect("ProviderConfig/ns/c", both, read, "ns")).rejects.toMatchObject({ reason: "ProviderConfigInvalid" });
+    await expect(connector.connect("ProviderConfig/ns/c", { baseUrl: emulator.url }, read, "ns")).rejects.toMatchObject({ reason: "ProviderConfigInvalid" });
+  });
+});
