@@ -15,7 +15,7 @@
 //    project reconcile count reaches N (its first pass over the cached objects);
 // 4. steady state: ENGINE_BENCH_STEADY_RESYNCS (3) resync periods of ENGINE_BENCH_RESYNC (10s)
 //    with nothing changing: apiserver and service requests per object per resync.
-// The floor (first run of each N): the same N createProject calls sent straight to the same
+// The floor (first run of each N up to ENGINE_BENCH_FLOOR_MAX, 1000): the same N createProject calls sent straight to the same
 // emulator, 4 in flight (keyward's concurrency): what the service alone needs for N creates.
 // A benchmark: it prints medians and never asserts on timing.
 import { existsSync } from "node:fs";
@@ -27,7 +27,7 @@ import { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import { repoRoot } from "../test/controlplane/binaries.ts";
 import { startCluster, type BenchCluster } from "./support/cluster.ts";
 import { startEmulatorThread, serviceDelta, type EmulatorThread, type ServiceCounts } from "./support/emulator.ts";
-import { startKeyward, total, type Entry, type KeywardProcess } from "./support/keyward.ts";
+import { parseHistogram, parseReconciles, startKeyward, total, type Entry, type KeywardProcess } from "./support/keyward.ts";
 import { watchReady } from "./support/readiness.ts";
 import { countsDelta, parseRequestCounts, type RequestCounts } from "./support/apiserver-metrics.ts";
 import { runInFlight } from "./support/in-flight.ts";
@@ -52,6 +52,9 @@ const CREATES_IN_FLIGHT = 32;
 const TOKEN = "bench-engine-token";
 // The ProviderConfig's client-side limit at its maximum: the figures are the engine's, not its limiter's.
 const SERVICE_RATE_LIMIT = { requestsPerSecond: 10_000, burst: 10_000 };
+// The floor is skipped above this N: the emulator finds slugs by scanning every project, so N
+// straight creates take O(N²) there (minutes at 10,000) and say more about the emulator.
+const FLOOR_MAX_N = Number(env["ENGINE_BENCH_FLOOR_MAX"] ?? 1000);
 const readyTimeoutMs = (n: number): number => 120_000 + 300 * n;
 // keyward's resources at the apiserver, namespaced requests only (the bench's watch is across
 // namespaces). Leases: keyward runs without leader election, so these are kube-apiserver's own
@@ -70,6 +73,9 @@ interface Window {
   svc: ServiceCounts;
   reconciles: number;
   reconcileResults: Map<string, number>;
+  /** Mean seconds per project reconcile, and mean wait in the work queue before it. */
+  reconcileSeconds: number;
+  queueSeconds: number;
   cpuS: number;
   apiserverCpuS: number;
 }
@@ -209,7 +215,7 @@ async function runOnce(ctx: Ctx, n: number, rep: number): Promise<RunResult> {
   const names = Array.from({ length: n }, (_, i) => `${namespace}-${i}`);
   const logPath = join(ctx.logDir, `${namespace}.log`);
   await ctx.emulator.reset();
-  const floorMs = rep === 1 ? await measureFloor(ctx, names) : undefined;
+  const floorMs = rep === 1 && n <= FLOOR_MAX_N ? await measureFloor(ctx, names) : undefined;
   await setUpNamespace(ctx, namespace);
   progress(`N=${n} run ${rep}: starting keyward (${ENTRY}/)`);
   const idleStart = await startIdle(ctx, namespace, ENTRY, logPath);
@@ -325,22 +331,26 @@ interface Snapshot {
   api: RequestCounts;
   svc: ServiceCounts;
   reconciles: Map<string, number>;
+  reconcileTime: { sum: number; count: number };
+  queueTime: { sum: number; count: number };
   cpuS: number;
   apiserverCpuS: number;
 }
 
 async function snapshot(ctx: Ctx, keyward: KeywardProcess | undefined): Promise<Snapshot> {
-  const [metrics, svc, reconciles] = await Promise.all([
+  const [metrics, svc, own] = await Promise.all([
     ctx.cluster.kubectl(["get", "--raw", "/metrics"]),
     ctx.emulator.counts(),
-    keyward ? keyward.reconciles("project") : Promise.resolve(new Map<string, number>()),
+    keyward ? keyward.metrics() : Promise.resolve(""),
   ]);
   const pid = ctx.cluster.apiserverPid;
   return {
     at: Date.now(),
     api: parseRequestCounts(metrics),
     svc,
-    reconciles,
+    reconciles: parseReconciles(own, "project"),
+    reconcileTime: parseHistogram(own, "controller_runtime_reconcile_time_seconds", "controller", "project"),
+    queueTime: parseHistogram(own, "workqueue_queue_duration_seconds", "name", "project"),
     cpuS: keyward ? cpuSeconds(keyward.pid) : 0,
     apiserverCpuS: pid === undefined ? Number.NaN : cpuSeconds(pid),
   };
@@ -355,10 +365,15 @@ function windowBetween(a: Snapshot, b: Snapshot): Window {
     svc: serviceDelta(a.svc, b.svc),
     reconciles: total(reconcileResults),
     reconcileResults,
+    reconcileSeconds: meanBetween(a.reconcileTime, b.reconcileTime),
+    queueSeconds: meanBetween(a.queueTime, b.queueTime),
     cpuS: b.cpuS - a.cpuS,
     apiserverCpuS: b.apiserverCpuS - a.apiserverCpuS,
   };
 }
+
+const meanBetween = (a: { sum: number; count: number }, b: { sum: number; count: number }): number =>
+  b.count === a.count ? Number.NaN : (b.sum - a.sum) / (b.count - a.count);
 
 /** Time from spawn until keyward's project reconcile count reaches n. */
 async function firstPass(keyward: KeywardProcess, n: number, timeoutMs: number): Promise<number> {
@@ -441,6 +456,7 @@ function report(cluster: BenchCluster, idle: Array<{ entry: Entry; rss: number }
       row("  of which writes", (runs) => med(each(runs, (r) => apiWrites(r.create) / r.n), f2)),
       row("  Project writes seen by a watch / object", (runs) => med(each(runs, (r) => r.objectWrites / r.n), f2)),
       row("reconciles / object while creating", (runs) => spread(each(runs, (r) => r.create.reconciles / r.n), f2)),
+      row("  mean reconcile time / queue wait, creating", (runs) => `${med(each(runs, (r) => 1000 * r.create.reconcileSeconds), (v) => `${v.toFixed(0)} ms`)} / ${med(each(runs, (r) => r.create.queueSeconds), sec)}`),
       row("service reads / object while creating", (runs) => med(each(runs, (r) => sumWhere(r.create.svc, isRead) / r.n), f2)),
       row("service writes / object while creating", (runs) => med(each(runs, (r) => sumWhere(r.create.svc, (k) => !isRead(k)) / r.n), f2)),
       row("steady: resyncs seen per object", (runs) => med(each(runs, (r) => r.steady.reconciles / r.n), f2)),

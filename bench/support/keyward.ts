@@ -111,4 +111,16 @@ export function parseReconciles(text: string, controller: string): Map<string, n
   return byResult;
 }
 
+/** _sum and _count of a histogram for the series whose `label` is `value`. */
+export function parseHistogram(text: string, metric: string, label: string, value: string): { sum: number; count: number } {
+  const out = { sum: 0, count: 0 };
+  const re = new RegExp(`^${metric}_(sum|count)\\{([^}]*)\\}\\s+(\\S+)$`);
+  for (const line of text.split("\n")) {
+    const m = re.exec(line);
+    if (!m || !(m[2] ?? "").includes(`${label}="${value}"`)) continue;
+    out[m[1] as "sum" | "count"] += Number(m[3]);
+  }
+  return out;
+}
+
 export const total = (counts: ReadonlyMap<string, number>): number => [...counts.values()].reduce((a, b) => a + b, 0);
