@@ -510,6 +510,7 @@ namespaces; its creates are subtracted); leases are kube-apiserver's own heartbe
 leader election) and are left out of the totals. Service requests = the emulator's log (GET = read).
 "Per object per resync" divides by the project reconciles in the window (one per object per resync when
 the engine wakes on resync only). The floor is what the service alone needs for N creates, 4 in flight.
+kube-apiserver CPU is its whole process: it includes serving the bench's N creates and its watch.
 The machine is shared: figures are noisy, read medians.`);
 }
 
