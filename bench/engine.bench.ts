@@ -5,7 +5,7 @@
 //
 // For each N (ENGINE_BENCH_SIZES, default 100,1000,10000), ENGINE_BENCH_REPEATS runs (default 3
 // for N < 10000, 1 for 10000), each in a fresh namespace with a reset emulator:
-// 1. idle: keyward started on the namespace (a ProviderConfig, no Projects), /readyz up and
+// 1. idle: keyward started (resync ENGINE_BENCH_CREATE_RESYNC, 1h) on the namespace (a ProviderConfig, no Projects), /readyz up and
 //    the ProviderConfig Ready: RSS then;
 // 2. create: N Projects created through the apiserver (32 in flight) until the bench's watcher
 //    sees all Ready: wall time; then, once keyward's reconcile count has stopped moving,
@@ -42,8 +42,9 @@ const env = process.env;
 const SIZES = (env["ENGINE_BENCH_SIZES"] ?? "100,1000,10000").split(",").map(Number).filter((n) => n > 0);
 const repeatsFor = (n: number): number => Number(env["ENGINE_BENCH_REPEATS"] ?? (n >= 10_000 ? 1 : 3));
 const ENTRY: Entry = env["ENGINE_BENCH_ENTRY"] === "dist" ? "dist" : "src";
-// keyward's default resync (10 min) while creating, so no resync competes with the creates.
-const CREATE_RESYNC = "10m";
+// An hour while creating, so no resync competes with the creates (keyward's default, 10 min,
+// fired in the middle of a 20-minute N = 10000 run on a loaded machine).
+const CREATE_RESYNC = env["ENGINE_BENCH_CREATE_RESYNC"] ?? "1h";
 const STEADY_RESYNC = env["ENGINE_BENCH_RESYNC"] ?? "10s";
 const STEADY_RESYNCS = Number(env["ENGINE_BENCH_STEADY_RESYNCS"] ?? 3);
 // keyward's default concurrency, and the floor's calls in flight.
