@@ -1,5 +1,7 @@
 // The apiserver's own request counters (apiserver_request_total from /metrics), summed by verb
 // and resource, so a window's Kubernetes API traffic can be told apart by what it touched.
+// Requests across all namespaces (scope "cluster") carry a " (all namespaces)" suffix: keyward
+// watching named namespaces makes none, the bench's own readiness watch makes only those.
 export type RequestCounts = Map<string, number>;
 
 const sample = /^apiserver_request_total\{([^}]*)\}\s+(\S+)$/;
@@ -14,7 +16,8 @@ export function parseRequestCounts(metricsText: string): RequestCounts {
     const resource = labels.get("resource");
     if (!resource) continue;
     const subresource = labels.get("subresource");
-    const key = `${labels.get("verb") ?? "?"} ${resource}${subresource ? `/${subresource}` : ""}`;
+    const scope = labels.get("scope") === "cluster" ? " (all namespaces)" : "";
+    const key = `${labels.get("verb") ?? "?"} ${resource}${subresource ? `/${subresource}` : ""}${scope}`;
     counts.set(key, (counts.get(key) ?? 0) + Number(m[2]));
   }
   return counts;

@@ -8,11 +8,15 @@ import { promisify } from "node:util";
 import { KubeConfig } from "@kubernetes/client-node";
 import { ensureBinaries, repoRoot } from "../../test/controlplane/binaries.ts";
 import { startControlPlane } from "../../test/controlplane/controlplane.ts";
+import { childPid } from "./proc.ts";
 
 const execFileAsync = promisify(execFile);
 
 export interface BenchCluster {
   kc: KubeConfig;
+  kubeconfigPath: string;
+  /** The kube-apiserver process (a child of this one), for its CPU time. */
+  apiserverPid: number | undefined;
   kubeVersion: string;
   /** Runs kubectl against the cluster; resolves to stdout, rejects with stderr. */
   kubectl(args: string[]): Promise<string>;
@@ -39,7 +43,7 @@ export async function startCluster(log: (line: string) => void): Promise<BenchCl
   }
   const kc = new KubeConfig();
   kc.loadFromFile(plane.kubeconfigPath);
-  return { kc, kubeVersion: binaries.version ?? "(KUBEBUILDER_ASSETS)", kubectl, stop: plane.stop };
+  return { kc, kubeconfigPath: plane.kubeconfigPath, apiserverPid: childPid("kube-apiserver"), kubeVersion: binaries.version ?? "(KUBEBUILDER_ASSETS)", kubectl, stop: plane.stop };
 }
 
 async function installCrds(kubectl: BenchCluster["kubectl"]): Promise<void> {

@@ -1,15 +1,15 @@
-// The emulator in a worker thread (emulator-thread.ts), reached over its HTTP admin API.
+// The emulator in a worker thread (emulator-thread.ts): its URL, its state reset over its HTTP
+// admin API, and the running count of the requests it answered.
 import { Worker } from "node:worker_threads";
-import type { RecordedRequest } from "../../test/emulator/server.ts";
+
+/** "METHOD operation status" → requests answered since the emulator started. */
+export type ServiceCounts = Map<string, number>;
 
 export interface EmulatorThread {
   url: string;
-  requests(): Promise<RecordedRequest[]>;
-  clearRequests(): Promise<void>;
-  /** Back to an empty state: no projects, an empty request log. */
+  counts(): Promise<ServiceCounts>;
+  /** Back to an empty state: no projects (the counts keep running). */
   reset(): Promise<void>;
-  /** V8 heap used by the emulator's thread, in bytes. */
-  heapUsed(): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -21,21 +21,18 @@ export async function startEmulatorThread(token: string): Promise<EmulatorThread
     worker.once("error", reject);
     void exited.then(() => { reject(new Error("the emulator thread exited before it listened")); });
   });
-  const admin = async (method: "GET" | "POST" | "DELETE", path: string): Promise<unknown> => {
-    const response = await fetch(`${url}/_emulator/${path}`, { method });
-    if (!response.ok) throw new Error(`emulator admin ${method} ${path}: HTTP ${response.status}`);
-    return response.json();
-  };
   return {
     url,
-    requests: async () => ((await admin("GET", "requests")) as { requests: RecordedRequest[] }).requests,
-    clearRequests: async () => {
-      await admin("DELETE", "requests");
-    },
+    counts: () =>
+      new Promise((resolve) => {
+        worker.once("message", (message: { counts: Array<[string, number]> }) => { resolve(new Map(message.counts)); });
+        worker.postMessage("counts");
+      }),
     reset: async () => {
-      await admin("POST", "reset");
+      const response = await fetch(`${url}/_emulator/reset`, { method: "POST" });
+      if (!response.ok) throw new Error(`emulator reset: HTTP ${response.status}`);
+      await response.body?.cancel();
     },
-    heapUsed: async () => (await worker.getHeapStatistics()).used_heap_size,
     close: async () => {
       worker.postMessage("close");
       const timer = setTimeout(() => void worker.terminate(), 5_000);
@@ -43,4 +40,14 @@ export async function startEmulatorThread(token: string): Promise<EmulatorThread
       clearTimeout(timer);
     },
   };
+}
+
+/** What changed between two readings, without the keys that did not move. */
+export function serviceDelta(before: ServiceCounts, after: ServiceCounts): ServiceCounts {
+  const delta: ServiceCounts = new Map();
+  for (const [key, value] of after) {
+    const d = value - (before.get(key) ?? 0);
+    if (d > 0) delta.set(key, d);
+  }
+  return delta;
 }

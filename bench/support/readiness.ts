@@ -1,79 +1,77 @@
-// Watches one namespace's objects of a kind through the apiserver and records, per object,
-// when it was created and when it became Ready: only three numbers each, so the watcher adds
-// next to nothing to the heap figures. Also counts MODIFIED events, i.e. writes to the objects.
-import type { KindRef, Kube } from "../../src/kube/client.ts";
-import { resourcePath } from "../../src/kube/client.ts";
-import { listAll, watchOnce } from "../../src/kube/watch.ts";
-import type { KubeObject } from "../../src/engine/types.ts";
+// Watches one namespace's Projects through the apiserver and records when the bench saw each
+// Ready. It lists and watches across all namespaces (with a field selector on the namespace),
+// so its requests carry scope "cluster" in apiserver_request_total and are told apart from
+// keyward's, which are all namespaced. Also counts MODIFIED events: writes to the objects.
+import { CustomObjectsApi, Watch, type KubeConfig } from "@kubernetes/client-node";
 
-export interface ReadyTimes {
-  /** metadata.creationTimestamp (whole seconds: the apiserver truncates it). */
-  createdMs: number;
-  /** lastTransitionTime of the Ready condition (as keyward wrote it, in milliseconds). */
-  readyMs: number;
-  /** When this watcher saw the object Ready. */
-  seenMs: number;
+export interface KindRef {
+  group: string;
+  version: string;
+  plural: string;
+}
+
+interface Obj {
+  metadata: { name: string; namespace?: string; generation?: number; resourceVersion?: string };
+  status?: { conditions?: Array<{ type: string; status: string; observedGeneration?: number }> };
 }
 
 export interface ReadyWatch {
-  ready: ReadonlyMap<string, ReadyTimes>;
-  /** MODIFIED events seen so far: every write of an object (spec, metadata or status). */
+  /** name → when the bench saw it Ready (Date.now()). */
+  ready: ReadonlyMap<string, number>;
+  /** MODIFIED events so far: every write of an object (spec, metadata or status). */
   modifications(): number;
   /** Resolves once `count` objects are Ready; rejects after timeoutMs (a safety net). */
   waitForReady(count: number, timeoutMs: number): Promise<void>;
   stop(): void;
 }
 
-function readyTimes(obj: KubeObject, seenMs: number): ReadyTimes | undefined {
-  const ready = obj.status?.conditions?.find((c) => c.type === "Ready");
-  if (ready?.status !== "True" || ready.observedGeneration !== obj.metadata.generation) return undefined;
-  return { createdMs: Date.parse(obj.metadata.creationTimestamp ?? ""), readyMs: Date.parse(ready.lastTransitionTime), seenMs };
-}
+const isReady = (obj: Obj): boolean => {
+  const c = obj.status?.conditions?.find((x) => x.type === "Ready");
+  return c?.status === "True" && c.observedGeneration === obj.metadata.generation;
+};
 
-export async function watchReady(kube: Kube, kind: KindRef, namespace: string): Promise<ReadyWatch> {
-  const ready = new Map<string, ReadyTimes>();
+export async function watchReady(kc: KubeConfig, kind: KindRef, namespace: string): Promise<ReadyWatch> {
+  const custom = kc.makeApiClient(CustomObjectsApi);
+  const fieldSelector = `metadata.namespace=${namespace}`;
+  const ready = new Map<string, number>();
   const waiters = new Set<() => void>();
-  const stop = new AbortController();
   let modified = 0;
+  let stopped = false;
+  let abort: AbortController | undefined;
 
-  const see = (obj: KubeObject): void => {
-    if (ready.has(obj.metadata.name)) return;
-    const times = readyTimes(obj, Date.now());
-    if (!times) return;
-    ready.set(obj.metadata.name, times);
+  const see = (obj: Obj): void => {
+    if (ready.has(obj.metadata.name) || !isReady(obj)) return;
+    ready.set(obj.metadata.name, Date.now());
     for (const check of waiters) check();
   };
-
-  const path = resourcePath(kind, namespace);
-  const listed = await listAll(kube, path);
-  listed.items.forEach(see);
-
-  const run = async (resourceVersion: string): Promise<void> => {
-    let rv = resourceVersion;
-    while (!stop.signal.aborted) {
-      try {
-        const end = await watchOnce(kube, path, {
-          resourceVersion: rv,
-          timeoutSeconds: 600,
-          signal: stop.signal,
-          onEvent: (type, obj) => {
-            rv = obj.metadata.resourceVersion ?? rv;
-            if (type === "MODIFIED") modified += 1;
-            if (type === "ADDED" || type === "MODIFIED") see(obj);
-          },
-        });
-        if (end.end === "gone") {
-          const relisted = await listAll(kube, path);
-          relisted.items.forEach(see);
-          rv = relisted.resourceVersion;
-        }
-      } catch {
-        if (stop.signal.aborted) return;
-        await new Promise((resolve) => setTimeout(resolve, 500));
-      }
-    }
+  const list = async (): Promise<string> => {
+    const listed = (await custom.listClusterCustomObject({ ...kind, fieldSelector })) as { items: Obj[]; metadata: { resourceVersion: string } };
+    listed.items.forEach(see);
+    return listed.metadata.resourceVersion;
   };
-  void run(listed.resourceVersion);
+  const path = `/apis/${kind.group}/${kind.version}/${kind.plural}`;
+  const watchFrom = async (resourceVersion: string): Promise<void> => {
+    let rv = resourceVersion;
+    abort = await new Watch(kc).watch(
+      path,
+      { resourceVersion: rv, fieldSelector, allowWatchBookmarks: true, timeoutSeconds: 3600 },
+      (phase, obj: Obj) => {
+        rv = obj.metadata.resourceVersion ?? rv;
+        if (phase === "MODIFIED") modified += 1;
+        if (phase === "ADDED" || phase === "MODIFIED") see(obj);
+      },
+      (err: unknown) => {
+        if (stopped) return;
+        // Ended (timeout, error, 410 Gone): relist and watch again after a pause.
+        void (async () => {
+          await new Promise((resolve) => setTimeout(resolve, err ? 500 : 0));
+          if (stopped) return;
+          await watchFrom(await list().catch(() => rv));
+        })();
+      },
+    );
+  };
+  await watchFrom(await list());
 
   return {
     ready,
@@ -94,7 +92,8 @@ export async function watchReady(kube: Kube, kind: KindRef, namespace: string): 
         check();
       }),
     stop: () => {
-      stop.abort();
+      stopped = true;
+      abort?.abort();
     },
   };
 }
