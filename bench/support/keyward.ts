@@ -37,7 +37,10 @@ export async function startKeyward(opts: KeywardOptions): Promise<KeywardProcess
   const metricsPort = await freePort();
   const healthPort = await freePort();
   const script = opts.entry === "dist" ? join(repoRoot, "dist", "main.js") : join(repoRoot, "src", "main.ts");
+  // ENGINE_BENCH_NODE_FLAGS: V8 flags for keyward's process alone (e.g. --max-semi-space-size=2).
+  const nodeFlags = (process.env["ENGINE_BENCH_NODE_FLAGS"] ?? "").split(/\s+/).filter((f) => f !== "");
   const args = [
+    ...nodeFlags,
     script,
     "--kubeconfig", opts.kubeconfigPath,
     "--namespaces", opts.namespace,

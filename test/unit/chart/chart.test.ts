@@ -123,6 +123,7 @@ describe("default values", () => {
     expect(envOf(defaults)).toEqual({
       POD_NAME: "fieldRef:metadata.name",
       WATCH_NAMESPACES: "",
+      NODE_OPTIONS: "--max-semi-space-size=1 --max-old-space-size=160",
       CONCURRENCY: "4",
       RESYNC_INTERVAL: "10m",
       LOG_LEVEL: "info",
