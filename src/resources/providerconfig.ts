@@ -308,7 +308,8 @@ export function connectVia(providers: ProviderResolver) {
  * reach the service. So a ProviderConfig keeps a finalizer, and puts one on its token Secret,
  * while it exists; once it is being deleted, both stay until no keyward resource of its
  * namespace refers to it any more (crossplane's ProviderConfigUsage, in small). A Secret the
- * user deletes while its ProviderConfig stays is let go at once: that deletion is deliberate.
+ * user deletes while its ProviderConfig stays is let go after DELETED_SECRET_GRACE_MS: that
+ * deletion is deliberate.
  */
 export const IN_USE_FINALIZER = "keyward.dev/in-use";
 /** Label on the token Secret naming its ProviderConfig, so a narrow Secret watch can map back. */
@@ -345,28 +346,42 @@ function tokenSecretName(pc: ProviderConfigObject): string | undefined {
   return spec?.credentialsSecretRef?.name ?? spec?.tokenAuth?.bootstrapSecretRef?.name;
 }
 
-/** Holds the token Secret while the ProviderConfig uses it; lets go of a Secret it no longer uses or that the user deletes. */
-async function holdSecret(deps: ReconcileDeps, pc: ProviderConfigObject): Promise<void> {
+/**
+ * How long a deleted token Secret is still held before keyward takes the deletion as the user's
+ * own. Deleting a namespace deletes its Secrets, ProviderConfigs and resources in an order of the
+ * namespace controller's choosing, often the Secrets first: within this window the ProviderConfig
+ * (or a resource using it) shows its own deletion, and the Secret stays until they are finalized.
+ */
+export const DELETED_SECRET_GRACE_MS = 15_000;
+
+/**
+ * Holds the token Secret while the ProviderConfig uses it; lets go of a Secret it no longer uses
+ * or that the user deletes (after the grace). Returns when to look again, if it must.
+ */
+async function holdSecret(deps: ReconcileDeps, pc: ProviderConfigObject, now = Date.now()): Promise<number | undefined> {
   const namespace = pc.metadata.namespace;
   const wanted = tokenSecretName(pc);
   const held = pc.status?.heldSecret;
   if (held && held !== wanted) await patchMetadata(deps.kube, secretKind, { namespace, name: held }, { finalizers: { remove: IN_USE_FINALIZER } });
-  if (!wanted) return;
+  if (!wanted) return undefined;
   const secret = await readCached(deps.kube, secretKind, { namespace, name: wanted }, PROVIDER_CONFIG_LABEL);
-  if (!secret) return;
-  if (secret.metadata.deletionTimestamp) {
-    // Let go only of a Secret deleted on its own. When the whole namespace goes, the cached
-    // ProviderConfig may not show its own deletion yet (another watch stream): ask the apiserver,
-    // or the resources still to be finalized would lose their token.
+  if (!secret) return undefined;
+  const deletedAt = secret.metadata.deletionTimestamp;
+  if (deletedAt) {
+    // Let go only of a Secret deleted on its own: ask the apiserver (the cache may lag) whether
+    // the ProviderConfig is being deleted too, and give a namespace deletion time to show.
     const fresh = await getObject(deps.kube, ref, { namespace, name: pc.metadata.name });
-    if (fresh?.metadata.deletionTimestamp) return;
+    if (fresh?.metadata.deletionTimestamp) return undefined;
+    const wait = Date.parse(deletedAt) + DELETED_SECRET_GRACE_MS - now;
+    if (wait > 0) return wait;
     await patchMetadata(deps.kube, secretKind, { namespace, name: wanted }, { finalizers: { remove: IN_USE_FINALIZER } });
-    return;
+    return undefined;
   }
   const holding = (secret.metadata.finalizers ?? []).includes(IN_USE_FINALIZER);
   const labelled = secret.metadata.labels?.[PROVIDER_CONFIG_LABEL] === pc.metadata.name;
-  if (holding && labelled) return;
+  if (holding && labelled) return undefined;
   await patchMetadata(deps.kube, secretKind, { namespace, name: wanted }, { finalizers: { add: IN_USE_FINALIZER }, labels: { [PROVIDER_CONFIG_LABEL]: pc.metadata.name } });
+  return undefined;
 }
 
 /** A ProviderConfig being deleted: released (with its Secret) once nothing uses it. */
@@ -397,7 +412,7 @@ export function providerConfigReconciler(deps: ReconcileDeps): ReconcileFn {
     if (!pc) return done();
     if (pc.metadata.deletionTimestamp) return release(deps, pc);
     if (!(pc.metadata.finalizers ?? []).includes(IN_USE_FINALIZER)) await patchMetadata(deps.kube, ref, key, { finalizers: { add: IN_USE_FINALIZER } });
-    await holdSecret(deps, pc);
+    const secretRecheckMs = await holdSecret(deps, pc);
     let ready: { status: "True" | "False"; reason: string; message: string };
     let retry = false;
     try {
@@ -413,7 +428,8 @@ export function providerConfigReconciler(deps: ReconcileDeps): ReconcileFn {
     const secret = tokenSecretName(pc);
     const token = tokenStatus(deps.providers, `ProviderConfig/${key.namespace}/${key.name}`, pc.spec);
     await writeReady(deps, pc, ready, { ...(baseUrl ? { baseUrl } : {}), ...(secret ? { heldSecret: secret } : {}), ...token.status });
-    return retry ? requeueAfter(Math.min(deps.recheckMs, 30_000)) : token.renewInMs !== undefined ? requeueAfter(token.renewInMs) : done();
+    const after = [retry ? Math.min(deps.recheckMs, 30_000) : undefined, token.renewInMs, secretRecheckMs].filter((ms) => ms !== undefined);
+    return after.length > 0 ? requeueAfter(Math.min(...after)) : done();
   };
 }
 
@@ -428,7 +444,7 @@ export function tokenStatus(providers: ProviderResolver, configId: string, spec:
   return schedule.renewAt ? { status, renewInMs: Math.max(0, schedule.renewAt.getTime() - now) + 250 } : { status };
 }
 
-/** Token Secrets map back to their ProviderConfig (a user deleting one is let go at once). */
+/** Token Secrets map back to their ProviderConfig (a user deleting one is let go after the grace). */
 export const heldSecretWatch = {
   kind: secretKind,
   labelSelector: PROVIDER_CONFIG_LABEL,

@@ -71,7 +71,7 @@ it("holds the ProviderConfig and its token Secret while a resource uses them", a
   expect(after.metadata?.finalizers ?? []).not.toContain("keyward.dev/in-use");
 });
 
-it("lets a token Secret the user deletes go at once", async () => {
+it("lets a token Secret the user deletes go, after a grace that lets a namespace deletion show", async () => {
   await installProvider(kc, kept.name, emulator.url, TOKEN, "second");
   const core = kc.makeApiClient(CoreV1Api);
   await waitFor(async () => {
@@ -79,7 +79,7 @@ it("lets a token Secret the user deletes go at once", async () => {
     return s.metadata?.finalizers?.includes("keyward.dev/in-use") ? true : undefined;
   }, { timeoutMs: 30_000, description: "Secret held" });
   await core.deleteNamespacedSecret({ name: "second-token", namespace: kept.name });
-  await waitFor(() => goneWhen404(core.readNamespacedSecret({ name: "second-token", namespace: kept.name })), { timeoutMs: 30_000, description: "Secret gone" });
+  await waitFor(() => goneWhen404(core.readNamespacedSecret({ name: "second-token", namespace: kept.name })), { timeoutMs: 60_000, description: "Secret gone" });
   const pc = await waitFor(async () => {
     const o = await getCustom(kc, kept.name, "providerconfigs", "second");
     return condition(o, "Ready")?.reason === "CredentialsNotFound" ? o : undefined;
