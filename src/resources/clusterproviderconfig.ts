@@ -19,8 +19,8 @@ import type { SecondaryWatch } from "../engine/controller.ts";
 import { writeStatus } from "../engine/status.ts";
 import { classifyError, ReconcileError } from "../engine/managed.ts";
 import { done, requeueAfter, type KubeObject, type ObjectKey, type ReconcileFn } from "../engine/types.ts";
-import { ageColumn, commonStatus, kindRef, providerConfigKind, providerConfigName } from "./common.ts";
-import { connectionFields, tokenAuthSchema, tokenStatus, tokenStatusFields, type ClusterConnect, type Connector, type ProviderResolver } from "./providerconfig.ts";
+import { commonStatus, kindRef, providerConfigKind, providerConfigName } from "./common.ts";
+import { connectionFields, providerConfigColumns, tokenAuthSchema, tokenStatus, tokenStatusFields, type ClusterConnect, type Connector, type ProviderResolver } from "./providerconfig.ts";
 
 export const ref: KindRef = { ...kindRef("ClusterProviderConfig", "clusterproviderconfigs"), clusterScoped: true };
 
@@ -92,13 +92,7 @@ export const crdSource: CrdSource = {
   spec: specSchema,
   status: statusSchema,
   specValidations: [exactlyOneOf(["credentialsSecretRef", "tokenAuth"], "exactly one of credentialsSecretRef and tokenAuth must be set")],
-  printerColumns: [
-    { name: "URL", type: "string", jsonPath: ".spec.baseUrl" },
-    { name: "Ready", type: "string", jsonPath: `.status.conditions[?(@.type=="Ready")].status` },
-    { name: "Reason", type: "string", jsonPath: `.status.conditions[?(@.type=="Ready")].reason`, priority: 1 },
-    { name: "Token-Expires", type: "string", jsonPath: ".status.tokenExpiresAt", priority: 1 },
-    ageColumn,
-  ],
+  printerColumns: providerConfigColumns,
 };
 
 /** Whether `labels` meet the selector (Kubernetes' semantics: all of matchLabels and matchExpressions). */

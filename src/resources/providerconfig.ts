@@ -12,7 +12,7 @@ import type { EventRecorder } from "../kube/events.ts";
 import { writeStatus } from "../engine/status.ts";
 import { classifyError, ReconcileError } from "../engine/managed.ts";
 import { done, requeueAfter, type KubeObject, type ObjectKey, type Outcome, type ReconcileFn } from "../engine/types.ts";
-import { exactlyOneOf, type CrdSource } from "../kube/crd.ts";
+import { exactlyOneOf, type CrdSource, type PrinterColumn } from "../kube/crd.ts";
 import { ageColumn, commonStatus, kindRef, providerConfigKind, providerConfigName, referrersWatch, type ProviderConfigRef } from "./common.ts";
 import { renewalPlan, rfc3339 } from "./accesstoken.ts";
 
@@ -86,6 +86,15 @@ export const statusSchema = z.object({
   heldSecret: z.string().optional().describe("The token Secret this ProviderConfig holds (finalizer keyward.dev/in-use) while it exists."),
 });
 
+/** Printer columns of ProviderConfig and ClusterProviderConfig alike. */
+export const providerConfigColumns: PrinterColumn[] = [
+  { name: "URL", type: "string", jsonPath: ".spec.baseUrl" },
+  { name: "Ready", type: "string", jsonPath: `.status.conditions[?(@.type=="Ready")].status` },
+  { name: "Reason", type: "string", jsonPath: `.status.conditions[?(@.type=="Ready")].reason`, priority: 1 },
+  { name: "Token-Expires", type: "string", jsonPath: ".status.tokenExpiresAt", priority: 1 },
+  ageColumn,
+];
+
 export const crdSource: CrdSource = {
   ...ref,
   singular: "providerconfig",
@@ -95,13 +104,7 @@ export const crdSource: CrdSource = {
   spec: specSchema,
   specValidations: [exactlyOneOf(["credentialsSecretRef", "tokenAuth"], "exactly one of credentialsSecretRef and tokenAuth must be set")],
   status: statusSchema,
-  printerColumns: [
-    { name: "URL", type: "string", jsonPath: ".spec.baseUrl" },
-    { name: "Ready", type: "string", jsonPath: `.status.conditions[?(@.type=="Ready")].status` },
-    { name: "Reason", type: "string", jsonPath: `.status.conditions[?(@.type=="Ready")].reason`, priority: 1 },
-    { name: "Token-Expires", type: "string", jsonPath: ".status.tokenExpiresAt", priority: 1 },
-    ageColumn,
-  ],
+  printerColumns: providerConfigColumns,
 };
 
 const DEFAULT_RATE = { requestsPerSecond: 2, burst: 10 };

@@ -1,5 +1,6 @@
 // Test helpers: plain fetch against a started emulator.
 import { startEmulator, type Emulator, type EmulatorOptions } from "./server.ts";
+import { connectionIds } from "./default-seed.ts";
 
 export const TOKEN = "test-static-token";
 
@@ -49,13 +50,5 @@ export const ids = {
   securityTeam: "a1b2c3d4-0002-4a00-8000-000000000002",
   shortIdentity: "a1b2c3d4-0003-4a00-8000-000000000001",
   identity: "a1b2c3d4-0003-4a00-8000-000000000002",
-  connections: {
-    "workflow-engine": "a1b2c3d4-0004-4a00-8000-000000000001",
-    "code-host": "a1b2c3d4-0004-4a00-8000-000000000002",
-    "data-platform": "a1b2c3d4-0004-4a00-8000-000000000003",
-    "cloud-secrets-manager": "a1b2c3d4-0004-4a00-8000-000000000004",
-    "app-platform": "a1b2c3d4-0004-4a00-8000-000000000005",
-    "git-host": "a1b2c3d4-0004-4a00-8000-000000000006",
-    monitoring: "a1b2c3d4-0004-4a00-8000-000000000007",
-  } as Record<string, string>,
+  connections: connectionIds as Record<string, string>,
 };
