@@ -450,6 +450,7 @@ function report(cluster: BenchCluster, idle: Array<{ entry: Entry; rss: number }
   console.log(
     table([
       row("time until all Ready", (runs) => spread(each(runs, (r) => r.allReadyMs), sec)),
+      row("  the bench's N creates accepted by the apiserver in", (runs) => spread(each(runs, (r) => r.createsSentMs), sec)),
       row("  objects Ready per second", (runs) => med(each(runs, (r) => r.n / (r.allReadyMs / 1000)), (v) => v.toFixed(0))),
       row("  create sent → seen Ready, p50 / p99", (runs) => `${med(runs.map((r) => median(r.latencies)), sec)} / ${med(runs.map((r) => percentile(r.latencies, 99)), sec)}`),
       row("  floor: N creates straight to the service", (runs) => med(runs.flatMap((r) => (r.floorMs === undefined ? [] : [r.floorMs])), sec)),
