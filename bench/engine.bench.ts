@@ -458,7 +458,7 @@ function report(cluster: BenchCluster, idle: Array<{ entry: Entry; rss: number }
       row("  of which writes", (runs) => med(each(runs, (r) => apiWrites(r.create) / r.n), f2)),
       row("  Project writes seen by a watch / object", (runs) => med(each(runs, (r) => r.objectWrites / r.n), f2)),
       row("reconciles / object while creating", (runs) => spread(each(runs, (r) => r.create.reconciles / r.n), f2)),
-      row("  mean reconcile time / queue wait, creating", (runs) => `${med(each(runs, (r) => 1000 * r.create.reconcileSeconds), (v) => `${v.toFixed(0)} ms`)} / ${med(each(runs, (r) => r.create.queueSeconds), sec)}`),
+      row("  mean reconcile time / queue wait, creating", (runs) => `${med(each(runs, (r) => 1000 * r.create.reconcileSeconds), (v) => `${v.toFixed(0)} ms`)} / ${med(each(runs, (r) => 1000 * r.create.queueSeconds), sec)}`),
       row("service reads / object while creating", (runs) => med(each(runs, (r) => sumWhere(r.create.svc, isRead) / r.n), f2)),
       row("service writes / object while creating", (runs) => med(each(runs, (r) => sumWhere(r.create.svc, (k) => !isRead(k)) / r.n), f2)),
       row("steady: resyncs seen per object", (runs) => med(each(runs, (r) => r.steady.reconciles / r.n), f2)),
