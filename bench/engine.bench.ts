@@ -53,8 +53,9 @@ const CREATES_IN_FLIGHT = 32;
 const TOKEN = "bench-engine-token";
 // The ProviderConfig's client-side limit at its maximum: the figures are the engine's, not its limiter's.
 const SERVICE_RATE_LIMIT = { requestsPerSecond: 10_000, burst: 10_000 };
-// The floor is skipped above this N: the emulator finds slugs by scanning every project, so N
-// straight creates take O(N²) there (minutes at 10,000) and say more about the emulator.
+// The floor is skipped above this N: the emulator's createProject scans every project role
+// (findProjectRole, 5 roles per project), so N straight creates take O(N²) there (~15 minutes
+// at 10,000) and say more about the emulator than about keyward.
 const FLOOR_MAX_N = Number(env["ENGINE_BENCH_FLOOR_MAX"] ?? 1000);
 const readyTimeoutMs = (n: number): number => 120_000 + 300 * n;
 // keyward's resources at the apiserver, namespaced requests only (the bench's watch is across
