@@ -53,8 +53,9 @@ const CREATES_IN_FLIGHT = 32;
 const TOKEN = "bench-engine-token";
 // The ProviderConfig's client-side limit at its maximum: the figures are the engine's, not its limiter's.
 const SERVICE_RATE_LIMIT = { requestsPerSecond: 10_000, burst: 10_000 };
-// The floor is skipped above this N: the emulator finds slugs by scanning every project, so N
-// straight creates take O(N²) there (minutes at 10,000) and say more about the emulator.
+// The floor is skipped above this N: the emulator's createProject scans every project role
+// (findProjectRole, 5 roles per project), so N straight creates take O(N²) there (~15 minutes
+// at 10,000) and say more about the emulator than about keyward.
 const FLOOR_MAX_N = Number(env["ENGINE_BENCH_FLOOR_MAX"] ?? 1000);
 const readyTimeoutMs = (n: number): number => 120_000 + 300 * n;
 // keyward's resources at the apiserver, namespaced requests only (the bench's watch is across
@@ -450,6 +451,7 @@ function report(cluster: BenchCluster, idle: Array<{ entry: Entry; rss: number }
   console.log(
     table([
       row("time until all Ready", (runs) => spread(each(runs, (r) => r.allReadyMs), sec)),
+      row("  the bench's N creates accepted by the apiserver in", (runs) => spread(each(runs, (r) => r.createsSentMs), sec)),
       row("  objects Ready per second", (runs) => med(each(runs, (r) => r.n / (r.allReadyMs / 1000)), (v) => v.toFixed(0))),
       row("  create sent → seen Ready, p50 / p99", (runs) => `${med(runs.map((r) => median(r.latencies)), sec)} / ${med(runs.map((r) => percentile(r.latencies, 99)), sec)}`),
       row("  floor: N creates straight to the service", (runs) => med(runs.flatMap((r) => (r.floorMs === undefined ? [] : [r.floorMs])), sec)),
@@ -457,7 +459,7 @@ function report(cluster: BenchCluster, idle: Array<{ entry: Entry; rss: number }
       row("  of which writes", (runs) => med(each(runs, (r) => apiWrites(r.create) / r.n), f2)),
       row("  Project writes seen by a watch / object", (runs) => med(each(runs, (r) => r.objectWrites / r.n), f2)),
       row("reconciles / object while creating", (runs) => spread(each(runs, (r) => r.create.reconciles / r.n), f2)),
-      row("  mean reconcile time / queue wait, creating", (runs) => `${med(each(runs, (r) => 1000 * r.create.reconcileSeconds), (v) => `${v.toFixed(0)} ms`)} / ${med(each(runs, (r) => r.create.queueSeconds), sec)}`),
+      row("  mean reconcile time / queue wait, creating", (runs) => `${med(each(runs, (r) => 1000 * r.create.reconcileSeconds), (v) => `${v.toFixed(0)} ms`)} / ${med(each(runs, (r) => 1000 * r.create.queueSeconds), sec)}`),
       row("service reads / object while creating", (runs) => med(each(runs, (r) => sumWhere(r.create.svc, isRead) / r.n), f2)),
       row("service writes / object while creating", (runs) => med(each(runs, (r) => sumWhere(r.create.svc, (k) => !isRead(k)) / r.n), f2)),
       row("steady: resyncs seen per object", (runs) => med(each(runs, (r) => r.steady.reconciles / r.n), f2)),

@@ -10,6 +10,9 @@ import { freePort } from "../../test/controlplane/controlplane.ts";
 
 export type Entry = "src" | "dist";
 
+// On Ctrl-C or SIGTERM, exit through process.exit so the "exit" hooks below kill keyward too.
+for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => process.exit(130));
+
 export interface KeywardOptions {
   entry: Entry;
   kubeconfigPath: string;
@@ -56,7 +59,15 @@ export async function startKeyward(opts: KeywardOptions): Promise<KeywardProcess
   const child: ChildProcess = spawn(process.execPath, args, { cwd: repoRoot, stdio: ["ignore", "pipe", "pipe"] });
   child.stdout?.pipe(log, { end: false });
   child.stderr?.pipe(log, { end: false });
-  const exited = new Promise<void>((resolve) => child.once("exit", () => { resolve(); }));
+  // A bench stopped midway (Ctrl-C, SIGTERM) must not leave keyward running on its own.
+  const killOnExit = (): void => {
+    child.kill("SIGKILL");
+  };
+  process.once("exit", killOnExit);
+  const exited = new Promise<void>((resolve) => child.once("exit", () => {
+    process.off("exit", killOnExit);
+    resolve();
+  }));
   let hasExited = false;
   void exited.then(() => { hasExited = true; });
   if (child.pid === undefined) throw new Error(`could not start keyward (${script})`);
