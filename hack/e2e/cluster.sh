@@ -38,7 +38,12 @@ case ${1:-} in
     ;;
   load)
     shift
-    for image in "$@"; do timed "kind load $image" kind_ load docker-image "$image" --name "$CLUSTER_NAME" >&2; done
+    for image in "$@"; do
+      # already there (same name and id) after an earlier run: nothing to do
+      id=$(docker image inspect -f '{{.Id}}' "$image")
+      if docker exec "$CLUSTER_NAME-control-plane" crictl inspecti -o go-template --template '{{.status.id}}' "docker.io/$image" 2>/dev/null | grep -qx "$id"; then continue; fi
+      timed "kind load $image" kind_ load docker-image "$image" --name "$CLUSTER_NAME" >&2
+    done
     ;;
   *) echo "usage: $0 up|down|load IMAGE..." >&2; exit 2 ;;
 esac

@@ -24,6 +24,26 @@ else
   kubeconfig=$("$E2E_DIR/cluster.sh" up)
 fi
 
+# What an earlier run left (it is torn down in the order the tests need: no keyward may run
+# while its namespaces go, or it would reconcile their objects one last time): helm releases
+# first, then keyward's finalizers (on its objects and on the token Secrets it holds), then the
+# namespaces.
+kubectl() { "$kubectl_dir/kubectl" --kubeconfig "$kubeconfig" "$@"; }
+leftovers=$(kubectl get namespaces -o name | sed -n 's|^namespace/\(keyward-system\)$|\1|p; s|^namespace/\(kw-e2e-.*\)$|\1|p')
+if [[ -n $leftovers ]]; then
+  log "removing what an earlier run left: $(echo $leftovers)"
+  for ns in $leftovers; do
+    for r in $("$helm" list -n "$ns" -q --kubeconfig "$kubeconfig"); do "$helm" uninstall "$r" -n "$ns" --wait --kubeconfig "$kubeconfig" >&2; done
+  done
+  kinds=secrets,providerconfigs.keyward.dev,projects.keyward.dev,projectmemberships.keyward.dev,secretsyncs.keyward.dev,accesstokens.keyward.dev,certificateprofiles.keyward.dev
+  for ns in $leftovers; do
+    for obj in $(kubectl get "$kinds" -n "$ns" -o name 2>/dev/null); do
+      kubectl patch -n "$ns" "$obj" --type merge -p '{"metadata":{"finalizers":null}}' >/dev/null
+    done
+  done
+  kubectl delete namespace $leftovers --wait=true --timeout=300s >&2
+fi
+
 images=$("$E2E_DIR/images.sh")
 eval "$images"
 next="${KEYWARD_IMAGE}-next"
