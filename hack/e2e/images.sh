@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds keyward's image (the repo's Dockerfile) and the emulator's image with the local dockerd,
-# each tagged by a hash of its inputs, and prints `KEYWARD_IMAGE=...` and `EMULATOR_IMAGE=...`.
+# Builds keyward's image (the repo's Dockerfile), the emulator's and Argo CD's with the local dockerd,
+# each tagged by a hash of its inputs, and prints KEYWARD_IMAGE=, EMULATOR_IMAGE=, ARGOCD_IMAGE= lines.
 # The Dockerfile's base images (node:24-bookworm, -slim) are built locally as hack/tools/build-image.sh
 # does (debootstrap'd Debian bookworm + the Node 24 of the `node` devDependency + npm), unless
 # KEYWARD_E2E_PUBLIC_BASE=1 (then the public node:24 images are pulled).
@@ -77,5 +77,20 @@ if ! docker image inspect "$EMULATOR_IMAGE" >/dev/null 2>&1; then
   timed "docker build emulator" build --build-arg "RUNTIME_IMAGE=$RUNTIME_IMAGE" -t "$EMULATOR_IMAGE" "$stage"
 fi
 
+# --- argocd (for test/e2e/argocd.test.ts) ----------------------------------------------------
+argocd_dir=$("$E2E_DIR/build-tools.sh" argocd)
+helm=$(bash "$REPO_ROOT/hack/tools/ensure-helm.sh")
+astage=$(mktemp -d)
+trap 'rm -rf "$stage" "$astage"' EXIT
+cp "$argocd_dir/argocd" "$argocd_dir/git-verify-wrapper.sh" "$helm" "$astage/"
+cp "$E2E_DIR/argocd.Dockerfile" "$astage/Dockerfile"
+argocd_hash=$( { echo "$RUNTIME_IMAGE"; basename "$argocd_dir"; "$helm" version --short; cat "$astage/Dockerfile"; } | sha256sum | cut -c1-12)
+ARGOCD_IMAGE="keyward-e2e/argocd:$argocd_hash"
+if ! docker image inspect "$ARGOCD_IMAGE" >/dev/null 2>&1; then
+  timed "docker build argocd" build --network host --build-arg "BASE_IMAGE=$RUNTIME_IMAGE" -t "$ARGOCD_IMAGE" "$astage"
+fi
+
 echo "KEYWARD_IMAGE=$KEYWARD_IMAGE"
+echo "ARGOCD_IMAGE=$ARGOCD_IMAGE"
+echo "ARGOCD_MANIFESTS=$argocd_dir/manifests"
 echo "EMULATOR_IMAGE=$EMULATOR_IMAGE"

@@ -3,8 +3,9 @@
 # for test/e2e/global-setup.ts:
 #   KUBECONFIG        $KEYWARD_E2E_KUBECONFIG when set, else the kind cluster of cluster.sh up
 #   KUBECTL, HELM     the control plane's kubectl, hack/tools/ensure-helm.sh's helm
-#   KEYWARD_IMAGE, KEYWARD_IMAGE_NEXT, EMULATOR_IMAGE   built by images.sh (NEXT: the same
-#                     image under a second tag, for `helm upgrade` to a new tag)
+#   KEYWARD_IMAGE, KEYWARD_IMAGE_NEXT, EMULATOR_IMAGE, ARGOCD_IMAGE   built by images.sh (NEXT:
+#                     the same image under a second tag, for `helm upgrade` to a new tag)
+#   ARGOCD_MANIFESTS  Argo CD's CRDs and stock argocd-cm/-secret/-rbac-cm from its module
 # With KEYWARD_E2E_KUBECONFIG the images are loaded with `kind load` into the kind cluster
 # KEYWARD_E2E_CLUSTER names when set; otherwise that cluster must be able to get them itself.
 set -euo pipefail
@@ -48,7 +49,7 @@ images=$("$E2E_DIR/images.sh")
 eval "$images"
 next="${KEYWARD_IMAGE}-next"
 docker tag "$KEYWARD_IMAGE" "$next"
-if [[ -n $load ]]; then "$E2E_DIR/cluster.sh" load "$KEYWARD_IMAGE" "$next" "$EMULATOR_IMAGE"; fi
+if [[ -n $load ]]; then "$E2E_DIR/cluster.sh" load "$KEYWARD_IMAGE" "$next" "$EMULATOR_IMAGE" "$ARGOCD_IMAGE"; fi
 
 echo "KUBECONFIG=$kubeconfig"
 echo "KUBECTL=$kubectl_dir/kubectl"
@@ -56,3 +57,5 @@ echo "HELM=$helm"
 echo "KEYWARD_IMAGE=$KEYWARD_IMAGE"
 echo "KEYWARD_IMAGE_NEXT=$next"
 echo "EMULATOR_IMAGE=$EMULATOR_IMAGE"
+echo "ARGOCD_IMAGE=$ARGOCD_IMAGE"
+echo "ARGOCD_MANIFESTS=$ARGOCD_MANIFESTS"

@@ -12,6 +12,9 @@ export interface E2eContext {
   keywardImage: string;
   keywardImageNext: string;
   emulatorImage: string;
+  argocdImage: string;
+  /** Argo CD's CRDs and stock argocd-secret/-rbac-cm, from its Go module. */
+  argocdManifests: string;
 }
 
 declare module "vitest" {
@@ -48,6 +51,8 @@ export default async function setup(project: TestProject): Promise<void> {
     keywardImage: get("KEYWARD_IMAGE"),
     keywardImageNext: get("KEYWARD_IMAGE_NEXT"),
     emulatorImage: get("EMULATOR_IMAGE"),
+    argocdImage: get("ARGOCD_IMAGE"),
+    argocdManifests: get("ARGOCD_MANIFESTS"),
   };
   process.stderr.write(`[e2e] ready in ${Math.round((Date.now() - started) / 1000)}s: ${JSON.stringify(context)}\n`);
   project.provide("e2e", context);
