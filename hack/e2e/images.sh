@@ -21,30 +21,22 @@ else
   # carries the host's bundle at the same path, and the build gets NODE_EXTRA_CA_CERTS.
   ca_file=
   if [[ -n ${NODE_EXTRA_CA_CERTS:-} && -f $NODE_EXTRA_CA_CERTS ]]; then ca_file=$NODE_EXTRA_CA_CERTS; fi
-  base_tag=$( { "$node24" --version; cat "$npm_dir/package.json"; echo bookworm-minbase "$ca_file"; [[ -z $ca_file ]] || cat "$ca_file"; } | sha256sum | cut -c1-12)
+  base_rootfs=$(rootfs_image base)
+  base_tag=$( { echo "$base_rootfs"; "$node24" --version; cat "$npm_dir/package.json"; echo "$ca_file"; [[ -z $ca_file ]] || cat "$ca_file"; } | sha256sum | cut -c1-12)
   NODE_IMAGE="keyward-e2e/node:24-bookworm-$base_tag" RUNTIME_IMAGE="keyward-e2e/node:24-bookworm-slim-$base_tag"
   if ! docker image inspect "$NODE_IMAGE" "$RUNTIME_IMAGE" >/dev/null 2>&1; then
-    exec 9>"$E2E_CACHE/base-image.lock"
-    flock 9
-    if ! docker image inspect "$NODE_IMAGE" "$RUNTIME_IMAGE" >/dev/null 2>&1; then
-      mirror=${KEYWARD_E2E_DEBIAN_MIRROR:-$(awk '/^URIs:/{print $2; exit}' /etc/apt/sources.list.d/*.sources 2>/dev/null || true)}
-      [[ -n $mirror ]] || mirror=http://deb.debian.org/debian
-      rootfs=$(mktemp -d "$E2E_CACHE/rootfs-base.XXXXXX")
-      trap 'rm -rf "$rootfs" "$rootfs.log"' EXIT
-      timed "debootstrap base" "${NICE[@]}" debootstrap --variant=minbase bookworm "$rootfs" "$mirror" >"$rootfs.log" 2>&1 ||
-        { tail -n 20 "$rootfs.log" >&2; die "debootstrap failed"; }
-      rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
-      install -m 0755 "$node24" "$rootfs/usr/local/bin/node"
-      tar -C "$rootfs" -c . | docker import -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' -c 'CMD ["node"]' - "$RUNTIME_IMAGE" >/dev/null
-      mkdir -p "$rootfs/usr/local/lib/node_modules"
-      cp -a "$npm_dir" "$rootfs/usr/local/lib/node_modules/npm"
-      ln -sf ../lib/node_modules/npm/bin/npm-cli.js "$rootfs/usr/local/bin/npm"
-      if [[ -n $ca_file ]]; then mkdir -p "$rootfs$(dirname "$ca_file")" && cp "$ca_file" "$rootfs$ca_file"; fi
-      tar -C "$rootfs" -c . | docker import -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' -c 'CMD ["node"]' - "$NODE_IMAGE" >/dev/null
-      rm -rf "$rootfs" "$rootfs.log"
-      trap - EXIT
-    fi
-    flock -u 9
+    bstage=$(mktemp -d)
+    install -m 0755 "$node24" "$bstage/node"
+    printf 'FROM %s\nCOPY node /usr/local/bin/node\nCMD ["node"]\n' "$base_rootfs" >"$bstage/Dockerfile.slim"
+    build -f "$bstage/Dockerfile.slim" -t "$RUNTIME_IMAGE" "$bstage"
+    cp -a "$npm_dir" "$bstage/npm"
+    {
+      printf 'FROM %s\nCOPY npm /usr/local/lib/node_modules/npm\n' "$RUNTIME_IMAGE"
+      printf 'RUN ln -s ../lib/node_modules/npm/bin/npm-cli.js /usr/local/bin/npm\n'
+      if [[ -n $ca_file ]]; then cp "$ca_file" "$bstage/ca.crt"; printf 'COPY ca.crt %s\n' "$ca_file"; fi
+    } >"$bstage/Dockerfile.build"
+    build -f "$bstage/Dockerfile.build" -t "$NODE_IMAGE" "$bstage"
+    rm -rf "$bstage"
   fi
 fi
 

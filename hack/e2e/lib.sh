@@ -61,5 +61,36 @@ with_lock() {
   )
 }
 
+# Debian root filesystems (debootstrap, minbase) that the offline images start FROM.
+SUITE=bookworm
+NODE_PKGS=systemd,dbus,conntrack,iptables,nftables,iproute2,ethtool,util-linux,mount,kmod,libseccomp2,pigz,e2fsprogs,bash,ca-certificates,curl,jq,procps,containerd,runc,containernetworking-plugins,socat,ebtables
+COMP_PKGS=iptables,nftables,conntrack,ca-certificates,iproute2
+debian_mirror() {
+  local m=${KEYWARD_E2E_DEBIAN_MIRROR:-}
+  [[ -n $m ]] || m=$(awk '/^URIs:/{print $2; exit}' /etc/apt/sources.list.d/*.sources 2>/dev/null || true)
+  [[ -n $m ]] || m=$(awk '/^deb /{print $2; exit}' /etc/apt/sources.list 2>/dev/null || true)
+  echo "${m:-http://deb.debian.org/debian}"
+}
+
+# rootfs_image NAME [PACKAGES]: a debootstrap'd root filesystem imported into dockerd as
+# keyward-e2e/rootfs-NAME:<hash of suite and packages>; prints the tag (built once, locked).
+rootfs_image() {
+  local name=$1 pkgs=${2:-} tag
+  tag="keyward-e2e/rootfs-$name:$(echo "$SUITE $pkgs" | sha256sum | cut -c1-12)"
+  docker image inspect "$tag" >/dev/null 2>&1 || with_lock "rootfs-$name" _rootfs_image "$tag" "$name" "$pkgs"
+  echo "$tag"
+}
+_rootfs_image() {
+  local tag=$1 name=$2 pkgs=$3 dir
+  docker image inspect "$tag" >/dev/null 2>&1 && return 0
+  command -v debootstrap >/dev/null || [[ -x /usr/sbin/debootstrap ]] || die "debootstrap is not installed (hack/e2e/ensure-docker.sh installs it)"
+  dir=$(mktemp -d "$E2E_CACHE/rootfs-$name.XXXXXX")
+  timed "debootstrap $name" "${NICE[@]}" debootstrap --variant=minbase ${pkgs:+--include="$pkgs"} "$SUITE" "$dir" "$(debian_mirror)" >"$dir.log" 2>&1 ||
+    { tail -n 20 "$dir.log" >&2; rm -rf "$dir"; die "debootstrap $name failed (log: $dir.log)"; }
+  rm -rf "$dir"/var/cache/apt/archives/*.deb "$dir"/var/lib/apt/lists/* "$dir"/usr/share/doc/* "$dir"/usr/share/man/* "$dir"/usr/share/locale/*
+  tar -C "$dir" -c . | docker import -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' - "$tag" >/dev/null
+  rm -rf "$dir" "$dir.log"
+}
+
 # The kubeconfig of the e2e cluster this machine's scripts create.
 cluster_kubeconfig() { echo "$E2E_CACHE/cluster/$CLUSTER_NAME.kubeconfig"; }

@@ -26,13 +26,6 @@ if docker image inspect "$PUBLIC_IMAGE" >/dev/null 2>&1 ||
 fi
 log "kind's node image $PUBLIC_IMAGE cannot be pulled: using an offline node image"
 
-NODE_PKGS=systemd,dbus,conntrack,iptables,nftables,iproute2,ethtool,util-linux,mount,kmod,libseccomp2,pigz,e2fsprogs,bash,ca-certificates,curl,jq,procps,containerd,runc,containernetworking-plugins,socat,ebtables
-COMP_PKGS=iptables,nftables,conntrack,ca-certificates,iproute2
-SUITE=bookworm
-MIRROR=${KEYWARD_E2E_DEBIAN_MIRROR:-$(awk '/^URIs:/{print $2; exit}' /etc/apt/sources.list.d/*.sources 2>/dev/null || true)}
-[[ -n $MIRROR ]] || MIRROR=$(awk '/^deb /{print $2; exit}' /etc/apt/sources.list 2>/dev/null || true)
-[[ -n $MIRROR ]] || MIRROR=http://deb.debian.org/debian
-
 NODE_BIN=$("$E2E_DIR/build-tools.sh" node-binaries)
 CP_BIN=$(cd "$REPO_ROOT" && npx --no-install node test/controlplane/cli.ts build | sed -n 's/^binaries (.*) in //p')
 [[ -x $CP_BIN/kube-apiserver && -x $CP_BIN/etcd ]] || die "no control-plane binaries (npm run control-plane -- build)"
@@ -46,22 +39,6 @@ inputs_hash=$( {
 NODE_IMAGE="keyward-e2e/node:$K8S_VERSION-$inputs_hash"
 if docker image inspect "$NODE_IMAGE" >/dev/null 2>&1; then echo "$NODE_IMAGE"; exit 0; fi
 
-# rootfs NAME PACKAGES: a debootstrap'd root filesystem imported as keyward-e2e/rootfs-NAME:<hash>
-rootfs_image() {
-  local name=$1 pkgs=$2 tag dir
-  tag="keyward-e2e/rootfs-$name:$(echo "$SUITE $pkgs" | sha256sum | cut -c1-12)"
-  if ! docker image inspect "$tag" >/dev/null 2>&1; then
-    command -v debootstrap >/dev/null || die "debootstrap is not installed (hack/e2e/ensure-docker.sh installs it)"
-    dir=$(mktemp -d "$E2E_CACHE/rootfs-$name.XXXXXX")
-    timed "debootstrap $name" "${NICE[@]}" debootstrap --variant=minbase --include="$pkgs" "$SUITE" "$dir" "$MIRROR" >"$dir.log" 2>&1 ||
-      { tail -n 20 "$dir.log" >&2; rm -rf "$dir"; die "debootstrap failed (log: $dir.log)"; }
-    rm -rf "$dir"/var/cache/apt/archives/*.deb "$dir"/var/lib/apt/lists/* "$dir"/usr/share/doc/* "$dir"/usr/share/man/* "$dir"/usr/share/locale/*
-    tar -C "$dir" -c . | docker import - "$tag" >/dev/null
-    rm -rf "$dir" "$dir.log"
-  fi
-  echo "$tag"
-}
-
 build() { # legacy builder: FROM local images only
   DOCKER_BUILDKIT=0 docker build -q "$@" >/dev/null
 }
@@ -74,7 +51,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"; docker rm -f -v keyward-e2e-node-build >/dev/null 2>&1 || true' EXIT
 
 node_rootfs=$(rootfs_image node "$NODE_PKGS")
-comp_rootfs=$(rootfs_image comp "$COMP_PKGS")
+comp_rootfs=$(rootfs_image comp "$COMP_PKGS")  # prepare.sh makes both at once, ahead of time
 
 # 1. the node base image
 mkdir -p "$work/base"

@@ -38,9 +38,8 @@ if [[ -n $leftovers ]]; then
   done
   kinds=secrets,providerconfigs.keyward.dev,projects.keyward.dev,projectmemberships.keyward.dev,secretsyncs.keyward.dev,accesstokens.keyward.dev,certificateprofiles.keyward.dev
   for ns in $leftovers; do
-    for obj in $(kubectl get "$kinds" -n "$ns" -o name 2>/dev/null); do
-      kubectl patch -n "$ns" "$obj" --type merge -p '{"metadata":{"finalizers":null}}' >/dev/null
-    done
+    kubectl get "$kinds" -n "$ns" -o name 2>/dev/null |
+      xargs -r -P 4 -I{} "$kubectl_dir/kubectl" --kubeconfig "$kubeconfig" patch -n "$ns" {} --type merge -p '{"metadata":{"finalizers":null}}' >/dev/null
   done
   kubectl delete namespace $leftovers --wait=true --timeout=300s >&2
 fi

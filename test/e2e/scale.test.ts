@@ -50,8 +50,10 @@ describe(`${count} Projects`, () => {
   }, 600_000);
 
   afterAll(async () => {
+    // keyward, still running, lets the 1000 Projects go (their finalizers) before it is uninstalled.
+    await kubectl(["delete", "namespace", projectsNs, "--wait=true", "--timeout=600s"], { allowFailure: true });
     await helm(["uninstall", release, "-n", systemNs, "--wait", "--ignore-not-found"]);
-  }, 300_000);
+  }, 900_000);
 
   test("all Ready under the chart's default memory limit, restartCount 0", async () => {
     const [pod] = (await keywardPods(systemNs, release)) as Pod[];
