@@ -294,9 +294,14 @@ describe("a real Argo CD managing keyward and its resources", () => {
     // Application): wait until the last operation is over, then nothing new may start.
     const before = await waitApp("keyward-samples", "settled", settled);
     const startedAt = before.status?.operationState?.startedAt;
-    const withKeywardWrites = await kubectlJson(["-n", samplesNs, "get", "projects.keyward.dev", "payments"]);
-    expect(withKeywardWrites.metadata.finalizers ?? []).not.toEqual([]);
-    expect(withKeywardWrites.status?.conditions?.length).toBeGreaterThan(0);
+    // What keyward wrote into objects Argo CD manages: status and its annotation on the Project,
+    // its finalizer and label on the token Secret.
+    const project = await kubectlJson(["-n", samplesNs, "get", "projects.keyward.dev", "payments"]);
+    expect(Object.keys(project.metadata.annotations ?? {})).toContain("keyward.dev/create-succeeded");
+    expect(project.status?.conditions?.length).toBeGreaterThan(0);
+    const secret = await kubectlJson(["-n", samplesNs, "get", "secret", "keyward-token"]);
+    expect(secret.metadata.finalizers).toContain("keyward.dev/in-use");
+    expect(secret.metadata.labels?.["keyward.dev/provider-config"]).toBe("default");
     for (let i = 0; i < 2; i++) {
       const after = await hardRefresh("keyward-samples");
       expect(after.status?.sync?.status, summary(after)).toBe("Synced");
