@@ -232,6 +232,7 @@ describe("a real Argo CD managing keyward and its resources", () => {
     // keyward running until the namespaces go; the chart's own release is removed with them.
     await kubectl(["-n", argoNs, "delete", "applications.argoproj.io", "--all", "--wait=true", "--timeout=120s"], { allowFailure: true });
     await kubectl(["-n", keywardNs, "delete", "deployment", "--all", "--wait=true", "--timeout=120s"], { allowFailure: true });
+    await kubectl(["delete", "clusterrole,clusterrolebinding", "-l", "app.kubernetes.io/instance=kw-argo", "--wait=true"], { allowFailure: true });
   }, 300_000);
 
   test("before keyward runs, the samples Application waits on its first wave: the ProviderConfig is Progressing", async () => {
@@ -252,7 +253,7 @@ describe("a real Argo CD managing keyward and its resources", () => {
       [
         application("keyward", "chart", keywardNs, {
           helm: {
-            releaseName: "keyward",
+            releaseName: "kw-argo",
             parameters: [
               { name: "image.repository", value: image.slice(0, at) },
               { name: "image.tag", value: image.slice(at + 1) },
@@ -267,7 +268,7 @@ describe("a real Argo CD managing keyward and its resources", () => {
     const kinds = new Set((a.status?.resources ?? []).map((r) => r.kind));
     for (const kind of ["CustomResourceDefinition", "Deployment", "ServiceAccount", "ClusterRole", "Service"]) expect(kinds, kind).toContain(kind);
     expect((a.status?.resources ?? []).filter((r) => r.status !== "Synced").map((r) => `${r.kind}/${r.name}`)).toEqual([]);
-    await kubectl(["-n", keywardNs, "rollout", "status", "deployment/keyward", "--timeout=300s"]);
+    await kubectl(["-n", keywardNs, "rollout", "status", "deployment/kw-argo-keyward", "--timeout=300s"]);
     // No diff from the chart's own objects (defaulted Deployment fields, the CRDs' status): a
     // hard refresh compares again and finds nothing.
     const refreshed = await hardRefresh("keyward");
