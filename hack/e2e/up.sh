@@ -43,6 +43,9 @@ if [[ -n $leftovers ]]; then
   done
   kubectl delete namespace $leftovers --wait=true --timeout=300s >&2
 fi
+# Cluster-scoped objects of keyward installs that no helm release owns any more (Argo CD's).
+kubectl delete clusterrole,clusterrolebinding -l app.kubernetes.io/name=keyward --ignore-not-found >&2
+kubectl delete clusterrolebinding kw-e2e-argocd --ignore-not-found >&2
 
 images=$("$E2E_DIR/images.sh")
 eval "$images"
