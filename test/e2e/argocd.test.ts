@@ -19,6 +19,7 @@ import {
   context,
   createNamespace,
   deployEmulator,
+  emulatorToken,
   kubectl,
   kubectlJson,
   ready,
@@ -249,6 +250,10 @@ describe("a real Argo CD managing keyward and its resources", () => {
   test("an Application whose source is charts/keyward installs keyward and stays Synced", async () => {
     const image = context().keywardImage;
     const at = image.lastIndexOf(":");
+    // The chart's own ProviderConfig (providerConfig.create) is a keyward resource in the same
+    // Application as the CRDs: Argo CD must apply the CRDs first. Its token Secret exists already.
+    await createNamespace(keywardNs);
+    await apply([{ apiVersion: "v1", kind: "Secret", metadata: { name: "keyward-token" }, stringData: { token: emulatorToken } }], keywardNs);
     await apply(
       [
         application("keyward", "chart", keywardNs, {
@@ -258,6 +263,9 @@ describe("a real Argo CD managing keyward and its resources", () => {
               { name: "image.repository", value: image.slice(0, at) },
               { name: "image.tag", value: image.slice(at + 1) },
               { name: "image.pullPolicy", value: "IfNotPresent" },
+              { name: "providerConfig.create", value: "true" },
+              { name: "providerConfig.baseUrl", value: emulator.baseUrl },
+              { name: "providerConfig.secretName", value: "keyward-token" },
             ],
           },
         }),
@@ -266,7 +274,11 @@ describe("a real Argo CD managing keyward and its resources", () => {
     );
     const a = await waitApp("keyward", "Synced and Healthy", settled, 600_000);
     const kinds = new Set((a.status?.resources ?? []).map((r) => r.kind));
-    for (const kind of ["CustomResourceDefinition", "Deployment", "ServiceAccount", "ClusterRole", "Service"]) expect(kinds, kind).toContain(kind);
+    for (const kind of ["CustomResourceDefinition", "Deployment", "ServiceAccount", "ClusterRole", "Service", "ProviderConfig"]) expect(kinds, kind).toContain(kind);
+    // keyward, installed by this Application, reconciles the Application's own ProviderConfig.
+    const provider = a.status?.resources?.find((r) => r.kind === "ProviderConfig");
+    expect(provider?.health?.status).toBe("Healthy");
+    expect(ready(await kubectlJson(["-n", keywardNs, "get", "providerconfigs.keyward.dev", provider?.name ?? "default"]))?.status).toBe("True");
     expect((a.status?.resources ?? []).filter((r) => r.status !== "Synced").map((r) => `${r.kind}/${r.name}`)).toEqual([]);
     await kubectl(["-n", keywardNs, "rollout", "status", "deployment/kw-argo-keyward", "--timeout=300s"]);
     // No diff from the chart's own objects (defaulted Deployment fields, the CRDs' status): a
