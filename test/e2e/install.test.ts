@@ -27,11 +27,11 @@ import {
   type List,
 } from "./support.ts";
 
-const release = "keyward";
-const systemNs = "keyward-system";
+const release = "kw-e2e";
+const systemNs = "kw-e2e-system";
 const emulatorNs = "kw-e2e-emulator";
 const samplesNs = "kw-e2e-samples";
-const fullname = "keyward"; // the release name contains the chart name
+const fullname = "kw-e2e-keyward"; // <release>-<chart>
 
 interface Pod extends KubeObject {
   spec: {
