@@ -1,6 +1,7 @@
--- Argo CD health check for every keyward.dev kind (Lua 5.1), installed under one argocd-cm key
--- per kind: resource.customizations.health.keyward.dev_<Kind> (argocd/argocd-cm-health.yaml is
--- rendered from this file). argocd/README.md gives the mapping and why.
+-- Argo CD health check for every keyward.dev kind (Lua 5.1). One script serves them all through
+-- argocd-cm's wildcard form (resource.customizations with keyward.dev/*); argocd/argocd-cm.yaml,
+-- argocd/argocd-cm-health.yaml and argocd/resource_customizations/ are rendered from this file
+-- (npx node hack/tools/render-argocd-cm.ts). argocd/README.md gives the mapping and why.
 hs = {}
 
 -- Reasons keyward retries by itself, or that clear once another object in the same sync
@@ -69,7 +70,12 @@ end
 
 -- A SecretSync runs jobs at the service: sync, import and remove.
 if obj.kind == "SecretSync" then
-  local jobs = { { "syncStatus", "sync" }, { "importStatus", "import" }, { "removeStatus", "remove" } }
+  -- { status field, job name, message field }. Argo CD's Lua has no string library: no string.upper.
+  local jobs = {
+    { "syncStatus", "sync", "lastSyncMessage" },
+    { "importStatus", "import", "lastImportMessage" },
+    { "removeStatus", "remove", "lastRemoveMessage" },
+  }
   for _, job in ipairs(jobs) do
     local state = status[job[1]]
     if state == "pending" or state == "running" then
@@ -79,7 +85,7 @@ if obj.kind == "SecretSync" then
   for _, job in ipairs(jobs) do
     if status[job[1]] == "failed" then
       local message = "The " .. job[2] .. " job failed"
-      local detail = status["last" .. string.upper(string.sub(job[2], 1, 1)) .. string.sub(job[2], 2) .. "Message"]
+      local detail = status[job[3]]
       if detail ~= nil and detail ~= "" then message = message .. ": " .. detail end
       return set("Degraded", message)
     end

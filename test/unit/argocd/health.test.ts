@@ -1,77 +1,45 @@
 // The Argo CD health checks of argocd/health.lua, run by a real Lua 5.1 interpreter (Debian's
 // lua5.1, as Argo CD's gopher-lua implements 5.1) against sample objects for every state.
 import { execFile } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { healthFile, healthScripts, keywardKinds, renderValues, valuesFile } from "../../../hack/tools/render-argocd-cm.ts";
+import { beforeAll, describe, expect, it } from "vitest";
+import { assessWithLua, type Health } from "../../../hack/tools/argocd-lua.ts";
+import { configMapFile, customizationsKey, groupPattern, healthFile, healthScript, keywardKinds, staleFiles, upstreamDir, valuesFile } from "../../../hack/tools/render-argocd-cm.ts";
 import { keywardClusterPlurals, keywardPlurals, parseYamlDocuments, readYamlFile, repoRoot } from "../chart/helm.ts";
 
 const kinds = ["AccessToken", "CertificateProfile", "ClusterProviderConfig", "Project", "ProjectMembership", "ProviderConfig", "SecretSync"];
 
-function luaBinary(): string {
-  const fromEnv = process.env["KEYWARD_LUA"];
-  if (fromEnv) return fromEnv;
-  for (const dir of (process.env["PATH"] ?? "").split(":")) {
-    if (dir && existsSync(join(dir, "lua5.1"))) return join(dir, "lua5.1");
-  }
-  throw new Error("lua5.1 not found on PATH (nor $KEYWARD_LUA): install it with `apt-get update && apt-get install -y lua5.1`");
+/** Runs the script over every object with lua5.1, the way Argo CD calls it. */
+function assess(scriptPath: string, objects: object[]): Promise<Health[]> {
+  return assessWithLua(scriptPath, objects);
 }
 
-/** A JSON value as a Lua table constructor (null fields left out, as Argo CD's conversion does). */
-function luaLiteral(value: unknown): string {
-  if (value === null || value === undefined) return "nil";
-  if (typeof value === "string") return luaString(value);
-  if (typeof value === "number" || typeof value === "boolean") return String(value);
-  if (Array.isArray(value)) return `{${value.map(luaLiteral).join(", ")}}`;
-  const fields = Object.entries(value as Record<string, unknown>)
-    .filter(([, v]) => v !== null && v !== undefined)
-    .map(([k, v]) => `[${luaString(k)}] = ${luaLiteral(v)}`);
-  return `{${fields.join(", ")}}`;
+/** The argocd binary (hack/e2e/build-tools.sh argocd, found by the unit global setup). */
+function argocdBinary(): string {
+  const path = process.env["KEYWARD_ARGOCD"];
+  if (!path || !existsSync(path)) throw new Error("argocd not built: run `bash hack/e2e/build-tools.sh argocd` (the unit global setup does)");
+  return path;
 }
 
-function luaString(text: string): string {
-  // Lua 5.1 decimal escapes for every control character, quote and backslash.
-  let out = "";
-  for (const c of text) {
-    const code = c.charCodeAt(0);
-    out += code < 32 || c === '"' || c === "\\" ? `\\${code}` : c;
-  }
-  return `"${out}"`;
-}
-
-interface Health {
-  status: string;
-  message: string;
-}
-
-/** Runs one script over every object in one interpreter, the way Argo CD calls it: `obj` global, `hs` returned. */
-async function assess(scriptPath: string, objects: object[], workDir: string): Promise<Health[]> {
-  const program = [
-    `local run = assert(loadfile(${luaString(scriptPath)}))`,
-    `local objects = {${objects.map(luaLiteral).join(",\n")}}`,
-    "for i, o in ipairs(objects) do",
-    "  obj = o",
-    "  hs = nil",
-    "  local ok, result = pcall(run)",
-    "  if not ok then io.write('ERROR\\t', tostring(result), '\\n')",
-    "  elseif type(result) ~= 'table' then io.write('ERROR\\tno table returned\\n')",
-    "  else io.write(tostring(result.status), '\\t', (string.gsub(tostring(result.message), '[\\t\\n]', ' ')), '\\n') end",
-    "end",
-  ].join("\n");
-  const file = join(workDir, `run-${String(Math.random()).slice(2)}.lua`);
-  writeFileSync(file, program);
-  const stdout = await new Promise<string>((resolve, reject) => {
-    execFile(luaBinary(), [file], (error, out, err) => (error ? reject(new Error(`lua5.1 failed: ${err || error.message}`)) : resolve(out)));
+/** Argo CD's own Lua engine on one saved object, with argocd/argocd-cm.yaml as argocd-cm. */
+function assessWithArgocd(objectFile: string): Promise<Health> {
+  return new Promise((resolvePromise, reject) => {
+    execFile(
+      argocdBinary(),
+      ["admin", "settings", "resource-overrides", "health", objectFile, "--argocd-cm-path", configMapFile],
+      { env: { ...process.env, KUBECONFIG: "/dev/null" } },
+      (error, stdout, stderr) => {
+        if (error) {
+          reject(new Error(`argocd admin settings resource-overrides health ${objectFile}: ${stderr.split("\n").filter((l) => l.includes("fatal") || l.includes("error")).join(" ") || error.message}`));
+          return;
+        }
+        const status = /^STATUS: (.*)$/m.exec(stdout)?.[1] ?? "";
+        const message = /^MESSAGE: (.*)$/m.exec(stdout)?.[1] ?? "";
+        resolvePromise({ status, message });
+      },
+    );
   });
-  return stdout
-    .trimEnd()
-    .split("\n")
-    .map((line) => {
-      const [status = "", message = ""] = line.split("\t");
-      return { status, message };
-    });
 }
 
 type Cond = [type: string, status: string, reason: string, message?: string, observedGeneration?: number];
@@ -150,13 +118,6 @@ const secretSyncCases: Case[] = [
   ["a job running before the first status write of the generation", { generation: 5, observed: 4, conditions: ok, status: { syncStatus: "running" } }, "Progressing", "generation 5"],
 ];
 
-let workDir: string;
-beforeAll(() => {
-  workDir = mkdtempSync(join(tmpdir(), "keyward-argocd-"));
-});
-afterAll(() => rmSync(workDir, { recursive: true, force: true }));
-
-const scripts = healthScripts();
 const scriptPath = (_kind: string): string => healthFile;
 
 describe("the health script", () => {
@@ -186,7 +147,7 @@ describe.each(kinds)("%s", (kind) => {
   const cases = kind === "SecretSync" ? [...commonCases.filter(([what]) => !what.startsWith("a SecretSync-only")), ...secretSyncCases] : commonCases;
   let results: Health[];
   beforeAll(async () => {
-    results = await assess(scriptPath(kind), cases.map(([, opts]) => object(kind, opts)), workDir);
+    results = await assess(scriptPath(kind), cases.map(([, opts]) => object(kind, opts)));
   });
 
   it.each(cases.map((c, i) => [c[0], i, c[2], c[3]] as const))("%s", (_what, index, status, message) => {
@@ -196,22 +157,69 @@ describe.each(kinds)("%s", (kind) => {
   });
 });
 
-describe("argocd/argocd-cm-health.yaml", () => {
-  it("is rendered from the script (npx node hack/tools/render-argocd-cm.ts)", () => {
-    expect(readFileSync(valuesFile, "utf8")).toBe(renderValues(scripts));
-  });
+describe("the rendered argocd/ files (npx node hack/tools/render-argocd-cm.ts)", () => {
+  it("are up to date with health.lua and the samples", async () => {
+    expect(await staleFiles()).toEqual([]);
+  }, 30_000);
 
-  it("holds one valid argocd-cm key per kind whose value is that kind's script", () => {
+  it("use argocd-cm's wildcard form: resource.customizations with keyward.dev/* and the one script", () => {
     const [values] = parseYamlDocuments(readFileSync(valuesFile, "utf8")) as unknown as [{ configs: { cm: Record<string, string> } }];
-    const cm = values.configs.cm;
-    expect(Object.keys(cm).sort()).toEqual(kinds.map((k) => `resource.customizations.health.keyward.dev_${k}`));
-    for (const key of Object.keys(cm)) expect(key).toMatch(/^[-._a-zA-Z0-9]+$/);
-    for (const s of scripts) expect(cm[`resource.customizations.health.keyward.dev_${s.kind}`]).toBe(s.script);
+    const [configMap] = readYamlFile(configMapFile) as unknown as [{ kind: string; metadata: { name: string }; data: Record<string, string> }];
+    expect(configMap.kind).toBe("ConfigMap");
+    expect(configMap.metadata.name).toBe("argocd-cm");
+    for (const cm of [values.configs.cm, configMap.data]) {
+      expect(Object.keys(cm)).toEqual([customizationsKey]);
+      const [customizations] = parseYamlDocuments(cm[customizationsKey] ?? "") as unknown as [Record<string, { "health.lua": string }>];
+      expect(Object.keys(customizations)).toEqual([groupPattern]);
+      expect(customizations[groupPattern]?.["health.lua"]).toBe(healthScript());
+    }
   });
 
-  it("is documented in argocd/README.md for every kind", () => {
+  it("ship Argo CD's upstream layout for every kind: health.lua, health_test.yaml, testdata", () => {
+    expect(readdirSync(upstreamDir).sort()).toEqual(kinds);
+    for (const kind of kinds) {
+      expect(readFileSync(join(upstreamDir, kind, "health.lua"), "utf8")).toBe(healthScript());
+      const tests = upstreamTests(kind);
+      expect(new Set(tests.map((t) => t.healthStatus.status))).toEqual(new Set(["Progressing", "Healthy", "Degraded", "Suspended"]));
+      for (const t of tests) expect(existsSync(join(upstreamDir, kind, t.inputPath)), t.inputPath).toBe(true);
+    }
+  });
+
+  it("are documented in argocd/README.md", () => {
     const readme = readFileSync(join(repoRoot, "argocd", "README.md"), "utf8");
-    for (const kind of kinds) expect(readme).toContain(`resource.customizations.health.keyward.dev_${kind}`);
+    expect(readme).toContain(customizationsKey);
+    expect(readme).toContain(groupPattern);
+    expect(readme).toContain("resource_customizations/keyward.dev/");
+  });
+});
+
+interface UpstreamTest {
+  healthStatus: Health;
+  inputPath: string;
+}
+
+function upstreamTests(kind: string): UpstreamTest[] {
+  const [file] = readYamlFile(join(upstreamDir, kind, "health_test.yaml")) as unknown as [{ tests: UpstreamTest[] }];
+  return file.tests;
+}
+
+// health_test.yaml as Argo CD's own test (resource_customizations_test.go) reads it, run through
+// Argo CD's Lua engine (`argocd admin settings resource-overrides health` with argocd-cm.yaml)
+// and through lua5.1: both must give exactly the recorded status and message.
+describe.each(kinds)("%s through Argo CD's own engine and lua5.1", (kind) => {
+  const tests = upstreamTests(kind);
+  let fromArgocd: Health[];
+  let fromLua: Health[];
+  beforeAll(async () => {
+    const files = tests.map((t) => join(upstreamDir, kind, t.inputPath));
+    fromArgocd = await Promise.all(files.map((f) => assessWithArgocd(f)));
+    fromLua = await assess(healthFile, files.map((f) => readYamlFile(f)[0] as object));
+  }, 120_000);
+
+  it.each(tests.map((t, i) => [t.inputPath, i] as const))("%s", (_path, index) => {
+    const expected = tests[index]?.healthStatus;
+    expect(fromArgocd[index]).toEqual(expected);
+    expect(fromLua[index]).toEqual(expected);
   });
 });
 

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Everything the e2e tests need, built or reused from ~/.cache/keyward; prints KEY=VALUE lines
+# for test/e2e/global-setup.ts:
+#   KUBECONFIG        $KEYWARD_E2E_KUBECONFIG when set, else the kind cluster of cluster.sh up
+#   KUBECTL, HELM     the control plane's kubectl, hack/tools/ensure-helm.sh's helm
+#   KEYWARD_IMAGE, KEYWARD_IMAGE_NEXT, EMULATOR_IMAGE, ARGOCD_IMAGE   built by images.sh (NEXT:
+#                     the same image under a second tag, for `helm upgrade` to a new tag)
+#   ARGOCD_MANIFESTS  Argo CD's CRDs and stock argocd-cm/-secret/-rbac-cm from its module
+# With KEYWARD_E2E_KUBECONFIG the images are loaded with `kind load` into the kind cluster
+# KEYWARD_E2E_CLUSTER names when set; otherwise that cluster must be able to get them itself.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+
+"$E2E_DIR/ensure-docker.sh"
+kubectl_dir=$(cd "$REPO_ROOT" && npx --no-install node test/controlplane/cli.ts build | sed -n 's/^binaries (.*) in //p')
+[[ -x $kubectl_dir/kubectl ]] || die "no kubectl from the control-plane build"
+helm=$(bash "$REPO_ROOT/hack/tools/ensure-helm.sh")
+
+load=1
+if [[ -n ${KEYWARD_E2E_KUBECONFIG:-} ]]; then
+  kubeconfig=$KEYWARD_E2E_KUBECONFIG
+  [[ -n ${KEYWARD_E2E_CLUSTER:-} ]] || load=
+  log "using the cluster of KEYWARD_E2E_KUBECONFIG=$kubeconfig"
+else
+  kubeconfig=$("$E2E_DIR/cluster.sh" up)
+fi
+
+# What an earlier run left (it is torn down in the order the tests need: no keyward may run
+# while its namespaces go, or it would reconcile their objects one last time): helm releases
+# first, then keyward's finalizers (on its objects and on the token Secrets it holds), then the
+# namespaces.
+kubectl() { "$kubectl_dir/kubectl" --kubeconfig "$kubeconfig" "$@"; }
+# Only what the e2e creates: namespaces kw-e2e-*, its releases kw-e2e, kw-ns, kw-scale, kw-argo.
+leftovers=$(kubectl get namespaces -o name | sed -n 's|^namespace/\(kw-e2e-.*\)$|\1|p')
+if [[ -n $leftovers ]]; then
+  log "removing what an earlier run left: $(echo $leftovers)"
+  for ns in $leftovers; do
+    for r in $("$helm" list -n "$ns" -q --kubeconfig "$kubeconfig"); do "$helm" uninstall "$r" -n "$ns" --wait --kubeconfig "$kubeconfig" >&2; done
+  done
+  kinds=secrets,providerconfigs.keyward.dev,projects.keyward.dev,projectmemberships.keyward.dev,secretsyncs.keyward.dev,accesstokens.keyward.dev,certificateprofiles.keyward.dev
+  for ns in $leftovers; do
+    kubectl get "$kinds" -n "$ns" -o name 2>/dev/null |
+      xargs -r -P 4 -I{} "$kubectl_dir/kubectl" --kubeconfig "$kubeconfig" patch -n "$ns" {} --type merge -p '{"metadata":{"finalizers":null}}' >/dev/null
+  done
+  kubectl delete namespace $leftovers --wait=true --timeout=300s >&2
+fi
+# Cluster-scoped objects of keyward installs that no helm release owns any more (Argo CD's).
+kubectl delete clusterrole,clusterrolebinding -l 'app.kubernetes.io/name=keyward,app.kubernetes.io/instance in (kw-e2e,kw-ns,kw-scale,kw-argo)' --ignore-not-found >&2
+kubectl delete clusterrolebinding kw-e2e-argocd --ignore-not-found >&2
+
+images=$("$E2E_DIR/images.sh")
+eval "$images"
+next="${KEYWARD_IMAGE}-next"
+docker tag "$KEYWARD_IMAGE" "$next"
+if [[ -n $load ]]; then "$E2E_DIR/cluster.sh" load "$KEYWARD_IMAGE" "$next" "$EMULATOR_IMAGE" "$ARGOCD_IMAGE"; fi
+
+echo "KUBECONFIG=$kubeconfig"
+echo "KUBECTL=$kubectl_dir/kubectl"
+echo "HELM=$helm"
+echo "KEYWARD_IMAGE=$KEYWARD_IMAGE"
+echo "KEYWARD_IMAGE_NEXT=$next"
+echo "EMULATOR_IMAGE=$EMULATOR_IMAGE"
+echo "ARGOCD_IMAGE=$ARGOCD_IMAGE"
+echo "ARGOCD_MANIFESTS=$ARGOCD_MANIFESTS"

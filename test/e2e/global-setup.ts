@@ -1,0 +1,59 @@
+// vitest globalSetup of the e2e project: hack/e2e/up.sh builds or reuses everything (docker,
+// kind, the node image, the cluster, keyward's and the emulator's images, loaded into the
+// cluster) and prints KEY=VALUE lines; they reach the test files through provide/inject.
+import { spawn } from "node:child_process";
+import { join, resolve } from "node:path";
+import type { TestProject } from "vitest/node";
+
+export interface E2eContext {
+  kubeconfig: string;
+  kubectl: string;
+  helm: string;
+  keywardImage: string;
+  keywardImageNext: string;
+  emulatorImage: string;
+  argocdImage: string;
+  /** Argo CD's CRDs and stock argocd-secret/-rbac-cm, from its Go module. */
+  argocdManifests: string;
+}
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    e2e: E2eContext;
+  }
+}
+
+const repoRoot = resolve(import.meta.dirname, "..", "..");
+
+export default async function setup(project: TestProject): Promise<void> {
+  const started = Date.now();
+  const out = await new Promise<string>((resolvePromise, reject) => {
+    const child = spawn("bash", [join(repoRoot, "hack", "e2e", "up.sh")], { cwd: repoRoot, stdio: ["ignore", "pipe", "inherit"] });
+    let stdout = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+    child.on("error", reject);
+    child.on("close", (code) => (code === 0 ? resolvePromise(stdout) : reject(new Error(`hack/e2e/up.sh exited with ${code}`))));
+  });
+  const values = new Map<string, string>();
+  for (const line of out.split("\n")) {
+    const m = /^([A-Z_]+)=(.*)$/.exec(line.trim());
+    if (m?.[1] !== undefined && m[2] !== undefined) values.set(m[1], m[2]);
+  }
+  const get = (key: string): string => {
+    const value = values.get(key);
+    if (value === undefined || value === "") throw new Error(`hack/e2e/up.sh printed no ${key}`);
+    return value;
+  };
+  const context: E2eContext = {
+    kubeconfig: get("KUBECONFIG"),
+    kubectl: get("KUBECTL"),
+    helm: get("HELM"),
+    keywardImage: get("KEYWARD_IMAGE"),
+    keywardImageNext: get("KEYWARD_IMAGE_NEXT"),
+    emulatorImage: get("EMULATOR_IMAGE"),
+    argocdImage: get("ARGOCD_IMAGE"),
+    argocdManifests: get("ARGOCD_MANIFESTS"),
+  };
+  process.stderr.write(`[e2e] ready in ${Math.round((Date.now() - started) / 1000)}s: ${JSON.stringify(context)}\n`);
+  project.provide("e2e", context);
+}

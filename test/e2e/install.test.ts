@@ -1,0 +1,212 @@
+// keyward installed by its Helm chart as users install it: two replicas with leader election,
+// the locally built image, the emulator in the cluster. The tests of this file run in order on
+// one install; the last one uninstalls it.
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import {
+  apply,
+  context,
+  countBy,
+  createNamespace,
+  deployEmulator,
+  emulatorRequests,
+  helm,
+  chartDir,
+  imageValues,
+  installKeyward,
+  keywardKinds,
+  keywardObjects,
+  keywardPods,
+  kubectl,
+  kubectlJson,
+  kubectlResult,
+  samples,
+  waitAllReady,
+  waitFor,
+  type Emulator,
+  type KubeObject,
+  type List,
+} from "./support.ts";
+
+const release = "kw-e2e";
+const systemNs = "kw-e2e-system";
+const emulatorNs = "kw-e2e-emulator";
+const samplesNs = "kw-e2e-samples";
+const fullname = "kw-e2e-keyward"; // <release>-<chart>
+
+interface Pod extends KubeObject {
+  spec: {
+    securityContext?: Record<string, unknown>;
+    containers: { name: string; image: string; resources?: { limits?: Record<string, string> }; securityContext?: Record<string, unknown> }[];
+  };
+  status: { phase: string; containerStatuses?: { name: string; ready: boolean; restartCount: number; imageID: string; image: string }[]; conditions?: { type: string; status: string }[] };
+}
+
+let emulator: Emulator;
+let sampleCount = 0;
+
+async function leaseHolder(): Promise<string> {
+  const lease = await kubectlJson<{ spec: { holderIdentity?: string } }>(["-n", systemNs, "get", "lease", `${fullname}-leader`]);
+  return lease.spec.holderIdentity ?? "";
+}
+
+async function runningPods(): Promise<Pod[]> {
+  return (await keywardPods(systemNs, release)).filter((p) => p.metadata.deletionTimestamp === undefined) as Pod[];
+}
+
+describe("keyward installed by its chart", () => {
+  beforeAll(async () => {
+    await createNamespace(emulatorNs);
+    emulator = await deployEmulator(emulatorNs);
+    await createNamespace(systemNs);
+    await installKeyward(release, systemNs, ["--set", "replicas=2", "--set", "logLevel=debug"]);
+  }, 600_000);
+
+  afterAll(async () => {
+    // Leave nothing running for the next file (helm uninstall is also what the last test checks).
+    await helm(["uninstall", release, "-n", systemNs, "--wait", "--ignore-not-found"]);
+  }, 300_000);
+
+  test("the pods run with the chart's security context and memory limit, and pass their probes", async () => {
+    const pods = await waitFor(
+      "two Ready keyward pods",
+      async () => {
+        const all = (await keywardPods(systemNs, release)) as Pod[];
+        return all.length === 2 && all.every((p) => p.status.containerStatuses?.every((c) => c.ready)) ? all : undefined;
+      },
+      180_000,
+    );
+    for (const pod of pods) {
+      const container = pod.spec.containers.find((c) => c.name === "keyward");
+      expect(container?.image).toBe(context().keywardImage);
+      expect(pod.spec.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532 });
+      expect(container?.securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false });
+      expect(container?.resources?.limits?.["memory"]).toBe("256Mi");
+      // What the kernel enforces, seen from inside the running container.
+      expect((await kubectl(["-n", systemNs, "exec", pod.metadata.name, "-c", "keyward", "--", "id", "-u"])).trim()).toBe("65532");
+      const write = await kubectlResult(["-n", systemNs, "exec", pod.metadata.name, "-c", "keyward", "--", "touch", "/app/written"]);
+      expect(write.code).not.toBe(0);
+      expect(write.stderr).toMatch(/Read-only file system/);
+      const limit = (await kubectl(["-n", systemNs, "exec", pod.metadata.name, "-c", "keyward", "--", "cat", "/sys/fs/cgroup/memory/memory.limit_in_bytes"], { allowFailure: true })).trim()
+        || (await kubectl(["-n", systemNs, "exec", pod.metadata.name, "-c", "keyward", "--", "cat", "/sys/fs/cgroup/memory.max"])).trim();
+      expect(Number(limit)).toBe(256 * 1024 * 1024);
+      // Readiness passed (Ready above); liveness: no restarts and no failed probe events.
+      expect(pod.status.containerStatuses?.[0]?.restartCount).toBe(0);
+    }
+    // (A readiness probe may fail while Node starts; a failed liveness probe would be a restart.)
+    const events = await kubectlJson<List<KubeObject & { reason?: string; message?: string }>>(["-n", systemNs, "get", "events", "--field-selector", "reason=Unhealthy"]);
+    expect(events.items.map((e) => e.message).filter((m) => m?.startsWith("Liveness"))).toEqual([]);
+    // The probes' endpoints answer through the pod, as the kubelet calls them.
+    const probe = await kubectl(["get", "--raw", `/api/v1/namespaces/${systemNs}/pods/${pods[0]?.metadata.name ?? ""}:8081/proxy/readyz`]);
+    expect(probe.trim()).toBe("ok");
+  }, 300_000);
+
+  test("/metrics answers through the metrics Service", async () => {
+    const body = await kubectl(["get", "--raw", `/api/v1/namespaces/${systemNs}/services/http:${fullname}-metrics:8080/proxy/metrics`]);
+    expect(body).toMatch(/^# HELP keyward_api_requests_total /m);
+    // Either replica may answer (the Service picks one; a standby has no series yet): what both serve.
+    expect(body).toMatch(/^# TYPE keyward_api_requests_total counter$/m);
+    expect(body).toMatch(/^# TYPE controller_runtime_reconcile_total counter$/m);
+  });
+
+  test("every sample of config/samples reaches Ready", async () => {
+    await createNamespace(samplesNs);
+    const docs = samples(emulator.baseUrl);
+    sampleCount = docs.filter((d) => d.apiVersion.startsWith("keyward.dev/")).length;
+    expect(sampleCount).toBeGreaterThanOrEqual(13);
+    await apply(docs, samplesNs);
+    const objects = await waitAllReady(samplesNs, sampleCount, 300_000);
+    expect(new Set(objects.map((o) => o.kind))).toEqual(new Set(["ProviderConfig", "Project", "ProjectMembership", "SecretSync", "AccessToken", "CertificateProfile"]));
+    // The AccessToken wrote its Secret.
+    const secret = await kubectlJson<{ data: Record<string, string> }>(["-n", samplesNs, "get", "secret", "ci-pipeline-token"]);
+    expect(Object.keys(secret.data).length).toBeGreaterThan(0);
+  }, 400_000);
+
+  test("two replicas: delete the leader pod, the other takes over, nothing is created twice", async () => {
+    const holder = await waitFor("a lease holder", async () => (await leaseHolder()) || undefined, 60_000);
+    const pods = await runningPods();
+    expect(pods.map((p) => p.metadata.name)).toContain(holder);
+    const standby = pods.find((p) => p.metadata.name !== holder)?.metadata.name;
+    expect(standby).toBeDefined();
+
+    // With the node cordoned the Deployment's replacement pod cannot start and race the standby
+    // for the lease: the running standby has to take over.
+    const [node] = (await kubectlJson<List>(["get", "nodes"])).items;
+    const nodeName = node?.metadata.name ?? "";
+    await kubectl(["cordon", nodeName]);
+    try {
+      await kubectl(["-n", systemNs, "delete", "pod", holder, "--wait=false"]);
+      const newHolder = await waitFor("the standby pod to take the lease", async () => {
+        const h = await leaseHolder();
+        return h !== "" && h !== holder ? h : undefined;
+      }, 180_000);
+      expect(newHolder).toBe(standby);
+      // The new leader reconciles: a Project created after the takeover becomes Ready.
+      await apply(
+        [{ apiVersion: "keyward.dev/v1alpha1", kind: "Project", metadata: { name: "after-takeover" }, spec: { name: "After takeover", slug: "after-takeover", type: "secret-manager" } }],
+        samplesNs,
+      );
+      await waitAllReady(samplesNs, sampleCount + 1, 180_000);
+    } finally {
+      await kubectl(["uncordon", nodeName]);
+    }
+
+    await kubectl(["-n", systemNs, "rollout", "status", `deployment/${fullname}`, "--timeout=180s"]);
+
+    const requests = await emulatorRequests(emulator);
+    const projectCreates = countBy(requests, "createProject", (r) => (r.body as { slug?: string }).slug ?? "?");
+    expect([...projectCreates.values()].every((n) => n === 1), JSON.stringify([...projectCreates])).toBe(true);
+    expect(projectCreates.get("after-takeover")).toBe(1);
+    expect(projectCreates.get("payments-team")).toBe(1);
+    const syncCreates = countBy(requests, "createSecretSync", (r) => `${r.path} ${(r.body as { name?: string }).name ?? "?"}`);
+    expect(syncCreates.size).toBe(7);
+    expect([...syncCreates.values()].every((n) => n === 1), JSON.stringify([...syncCreates])).toBe(true);
+  }, 600_000);
+
+  test("helm upgrade to a new image tag while sync requests are pending: each is handled exactly once", async () => {
+    const syncs = (await keywardObjects(samplesNs)).filter((o) => o.kind === "SecretSync");
+    expect(syncs.length).toBe(7);
+    const before = countBy(await emulatorRequests(emulator), "triggerSecretSync", (r) => r.path);
+    const value = `e2e-upgrade-${Date.now()}`;
+    await kubectl(["-n", samplesNs, "annotate", "secretsyncs.keyward.dev", "--all", `keyward.dev/sync-requested-at=${value}`, "--overwrite"]);
+    await helm(["upgrade", release, chartDir, "-n", systemNs, "--reuse-values", "--wait", "--timeout", "5m", ...imageValues(context().keywardImageNext)]);
+    const pods = await waitFor("the upgraded pods", async () => {
+      const all = await runningPods();
+      return all.length === 2 && all.every((p) => p.spec.containers[0]?.image === context().keywardImageNext && p.status.containerStatuses?.[0]?.ready) ? all : undefined;
+    }, 300_000);
+    expect(pods).toHaveLength(2);
+    const handled = await waitFor("every SecretSync to record the request handled", async () => {
+      const all = (await keywardObjects(samplesNs)).filter((o) => o.kind === "SecretSync");
+      return all.every((o) => o.status?.["lastHandledSyncRequest"] === value) ? all : undefined;
+    }, 300_000);
+    expect(handled).toHaveLength(7);
+    // Give a late duplicate a chance to show: every sync settles (no pending request) first.
+    await waitFor("no pending request left", async () => {
+      const all = (await keywardObjects(samplesNs)).filter((o) => o.kind === "SecretSync");
+      return all.every((o) => o.status?.["pendingRequest"] === undefined) ? true : undefined;
+    }, 120_000);
+    const after = countBy(await emulatorRequests(emulator), "triggerSecretSync", (r) => r.path);
+    for (const sync of syncs) {
+      const syncId = typeof sync.status?.["syncId"] === "string" ? sync.status["syncId"] : "none";
+      const path = [...after.keys()].find((p) => p.endsWith(`/${syncId}/sync-secrets`));
+      expect(path, `a trigger of ${sync.metadata.name}`).toBeDefined();
+      expect((after.get(path ?? "") ?? 0) - (before.get(path ?? "") ?? 0), sync.metadata.name).toBe(1);
+    }
+  }, 900_000);
+
+  test("helm uninstall leaves the CRDs and the resources, as the chart documents", async () => {
+    const objectsBefore = await keywardObjects(samplesNs);
+    const requestsBefore = (await emulatorRequests(emulator)).length;
+    await helm(["uninstall", release, "-n", systemNs, "--wait"]);
+    await waitFor("keyward's pods gone", async () => ((await keywardPods(systemNs, release)).length === 0 ? true : undefined), 120_000);
+    const crds = await kubectlJson<List>(["get", "crd", ...keywardKinds.map((k) => `${k}.keyward.dev`)]);
+    expect(crds.items).toHaveLength(6);
+    const objectsAfter = await keywardObjects(samplesNs);
+    expect(objectsAfter.map((o) => o.metadata.uid).sort()).toEqual(objectsBefore.map((o) => o.metadata.uid).sort());
+    // Nothing was deleted at the service either: no DELETE request since the uninstall began.
+    const deletes = (await emulatorRequests(emulator)).slice(requestsBefore).filter((r) => r.method === "DELETE");
+    expect(deletes).toEqual([]);
+    // And the cluster-scoped RBAC the release made is gone with it.
+    const roles = await kubectlJson<List>(["get", "clusterrole", "-l", `app.kubernetes.io/instance=${release}`]);
+    expect(roles.items).toEqual([]);
+  }, 300_000);
+});
