@@ -224,13 +224,18 @@ export async function keywardPods(namespace: string, release: string): Promise<K
   return pods.items;
 }
 
-/** The samples of config/samples, the ProviderConfig pointed at `baseUrl`. */
+/**
+ * The namespaced samples of config/samples, the ProviderConfigs pointed at `baseUrl`. The
+ * ClusterProviderConfig sample is left out: it is cluster-scoped, served only by a cluster-wide
+ * install with clusterProviderConfig enabled, and no namespaced sample refers to it.
+ */
 export function samples(baseUrl: string): Doc[] {
   const dir = join(repoRoot, "config", "samples");
   const docs = readdirSync(dir)
     .filter((f) => f.endsWith(".yaml") && f !== "kustomization.yaml")
     .sort()
-    .flatMap((f) => parseYamlDocuments(readFileSync(join(dir, f), "utf8")));
+    .flatMap((f) => parseYamlDocuments(readFileSync(join(dir, f), "utf8")))
+    .filter((doc) => doc.kind !== "ClusterProviderConfig");
   for (const doc of docs) {
     if (doc.kind === "ProviderConfig") (doc["spec"] as { baseUrl: string }).baseUrl = baseUrl;
   }
