@@ -37,10 +37,14 @@ if [[ -n $leftovers ]]; then
   for ns in $leftovers; do
     for r in $("$helm" list -n "$ns" -q --kubeconfig "$kubeconfig"); do "$helm" uninstall "$r" -n "$ns" --wait --kubeconfig "$kubeconfig" >&2; done
   done
-  kinds=secrets,providerconfigs.keyward.dev,projects.keyward.dev,projectmemberships.keyward.dev,secretsyncs.keyward.dev,accesstokens.keyward.dev,certificateprofiles.keyward.dev
+  # One kind at a time: a kind whose CRD is gone (Argo CD's, after an interrupted run) must not
+  # hide the others' finalizers.
+  kinds="secrets providerconfigs.keyward.dev projects.keyward.dev projectmemberships.keyward.dev secretsyncs.keyward.dev accesstokens.keyward.dev certificateprofiles.keyward.dev applications.argoproj.io"
   for ns in $leftovers; do
-    kubectl get "$kinds" -n "$ns" -o name 2>/dev/null |
-      xargs -r -P 4 -I{} "$kubectl_dir/kubectl" --kubeconfig "$kubeconfig" patch -n "$ns" {} --type merge -p '{"metadata":{"finalizers":null}}' >/dev/null
+    for kind in $kinds; do
+      kubectl get "$kind" -n "$ns" -o name 2>/dev/null |
+        xargs -r -P 4 -I{} "$kubectl_dir/kubectl" --kubeconfig "$kubeconfig" patch -n "$ns" {} --type merge -p '{"metadata":{"finalizers":null}}' >/dev/null
+    done
   done
   kubectl delete namespace $leftovers --wait=true --timeout=300s >&2
 fi
