@@ -253,7 +253,6 @@ async function readObject(deps: ManagedDeps, ref: KindRef, key: ObjectKey, writt
   return latest === "stale" ? getObject(deps.kube, ref, key) : latest;
 }
 
-type Conditions = ConditionsToSet;
 
 // One pass over one object. A small class keeps the per-pass state (the object, the pending
 // status) together; it is created and dropped within a single reconcile.
@@ -493,7 +492,7 @@ class Run<Spec, Status, Conn> {
 
 const AVAILABLE: Readiness = { ready: true, reason: "Available", message: "the external object is available" };
 
-function syncedCondition(obs: Observation<unknown>, observeOnly: boolean): Conditions["synced"] {
+function syncedCondition(obs: Observation<unknown>, observeOnly: boolean): ConditionsToSet["synced"] {
   if (observeOnly) {
     return obs.upToDate
       ? { type: "Synced", status: "True", reason: "ObserveOnly", message: "observed; the external object matches the spec" }

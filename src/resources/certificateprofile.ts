@@ -14,8 +14,8 @@ import { exactlyOneOf, type CrdSource } from "../kube/crd.ts";
 import { ReconcileError, type ManagedContext, type ManagedModule, type Observation, type StatusPatch } from "../engine/managed.ts";
 import { kindGauge, type Metrics } from "../engine/metrics.ts";
 import type { ObjectKey } from "../engine/types.ts";
-import { ageColumn, commonStatus, kindRef, notFoundAsUndefined, projectId, projectRef, providerConfigName, providerConfigRef, readyColumns } from "./common.ts";
-import { createSharedListing, DEFAULT_LISTING_TTL_MS, isSteady, type SharedListing } from "./listing.ts";
+import { ageColumn, commonStatus, kindRef, notFoundAsUndefined, projectId, projectRef, providerConfigRef, readyColumns } from "./common.ts";
+import { createSharedListing, DEFAULT_LISTING_TTL_MS, isSteady, listingScope, type SharedListing } from "./listing.ts";
 import { connectVia, type ProviderResolver } from "./providerconfig.ts";
 import { resolveProjectId } from "./refs.ts";
 
@@ -176,8 +176,7 @@ function profileGauges(metrics: Metrics) {
 /** A steady resync pass reads its profile from the project's shared listing (the entry carries the scalars too). */
 async function fromListing(listing: SharedListing<CertificateProfileListEntry>, c: Ctx, projectId: string): Promise<CertificateProfileListEntry | undefined> {
   if (!isSteady(c.obj)) return undefined;
-  const scope = `${c.key.namespace}/${providerConfigName(c.spec)}/${projectId}`;
-  return (await listing.get(scope, () => listAllProfiles(c.conn, projectId))).get(c.spec.slug);
+  return (await listing.get(listingScope(c, projectId), () => listAllProfiles(c.conn, projectId))).get(c.spec.slug);
 }
 
 async function observe(c: Ctx, gauges: ReturnType<typeof profileGauges>, listing: SharedListing<CertificateProfileListEntry>): Promise<Observation<CertificateProfileStatus>> {

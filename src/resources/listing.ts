@@ -6,9 +6,11 @@
 // itself, never a listing. Listings are kept per scope (a ProviderConfig, a project), and
 // dropped when keyward writes to the scope, so a steady pass never judges a listing older than
 // keyward's own last write.
+import { providerConfigKind, providerConfigName, type ProviderConfigRef } from "./common.ts";
 
 /** How old a listing may be for a steady pass by default (the operator passes one from its resync interval). */
 export const DEFAULT_LISTING_TTL_MS = 30_000;
+
 
 export interface SharedListing<T> {
   /** The items of `scope` by id: the cached listing, or a new one from `list` when older than the TTL (one call at a time per scope). */
@@ -36,6 +38,15 @@ export function createSharedListing<T>(idOf: (item: T) => string, ttlMs: number,
       listings.delete(scope);
     },
   };
+}
+
+/**
+ * The scope of a listing: what one set of credentials sees — the kind and name of the
+ * ProviderConfig (a namespaced one and a ClusterProviderConfig may share a name) in the object's
+ * namespace — narrowed by `parts` (a project id).
+ */
+export function listingScope(c: { key: { namespace: string }; spec: { providerConfigRef?: ProviderConfigRef | undefined } }, ...parts: string[]): string {
+  return [providerConfigKind(c.spec), c.key.namespace, providerConfigName(c.spec), ...parts].join("/");
 }
 
 /** A pass of an object keyward already holds in steady state (Ready and Synced for this generation, nothing pending). */

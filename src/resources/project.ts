@@ -6,8 +6,8 @@ import { isNotFound, type ApiClient, type Project, type UpdateProjectBody } from
 import type { CrdSource } from "../kube/crd.ts";
 import { ReconcileError, type DeleteResult, type ManagedContext, type ManagedModule, type Observation } from "../engine/managed.ts";
 import type { ObjectMeta } from "../engine/types.ts";
-import { ageColumn, commonStatus, isObserveOnly, kindRef, managementPolicy, notFoundAsUndefined, providerConfigName, providerConfigRef, readyColumns, referrersWatch, sameStrings } from "./common.ts";
-import { createSharedListing, DEFAULT_LISTING_TTL_MS, isSteady, type SharedListing } from "./listing.ts";
+import { ageColumn, commonStatus, isObserveOnly, kindRef, managementPolicy, notFoundAsUndefined, providerConfigRef, readyColumns, referrersWatch, sameStrings } from "./common.ts";
+import { createSharedListing, DEFAULT_LISTING_TTL_MS, isSteady, listingScope, type SharedListing } from "./listing.ts";
 import { connectVia, type ProviderResolver } from "./providerconfig.ts";
 
 export const ref = kindRef("Project", "projects");
@@ -127,9 +127,6 @@ export function projectDiff(spec: ProjectSpec, p: Project): UpdateProjectBody {
   }
   return body;
 }
-
-/** Listings are per ProviderConfig: what one token sees. */
-const listingScope = (c: Ctx): string => `${c.key.namespace}/${providerConfigName(c.spec)}`;
 
 async function findProject(listing: SharedListing<Project>, c: Ctx): Promise<{ project: Project; adopted: boolean } | undefined> {
   const api = c.conn;

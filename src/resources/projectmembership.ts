@@ -7,8 +7,8 @@ import { isNotFound, type ApiClient, type GroupMembership, type MembershipRole, 
 import type { CrdSource } from "../kube/crd.ts";
 import { exactlyOneOf, immutable, validations } from "../kube/crd.ts";
 import { ReconcileError, type DeleteResult, type ManagedContext, type ManagedModule, type Observation, type StatusPatch } from "../engine/managed.ts";
-import { ageColumn, commonStatus, dropUndefined, isObserveOnly, kindRef, managementPolicy, notFoundAsUndefined, projectId, projectRef, providerConfigName, providerConfigRef, readyColumns } from "./common.ts";
-import { createSharedListing, DEFAULT_LISTING_TTL_MS, isSteady, type SharedListing } from "./listing.ts";
+import { ageColumn, commonStatus, dropUndefined, isObserveOnly, kindRef, managementPolicy, notFoundAsUndefined, projectId, projectRef, providerConfigRef, readyColumns } from "./common.ts";
+import { createSharedListing, DEFAULT_LISTING_TTL_MS, isSteady, listingScope, type SharedListing } from "./listing.ts";
 import { connectVia, type ProviderResolver } from "./providerconfig.ts";
 import { resolveProjectId } from "./refs.ts";
 
@@ -347,7 +347,7 @@ interface MemberSource {
 
 function sourceOf(listings: Listings, c: Ctx, projectId: string): MemberSource {
   if (!isSteady(c.obj)) return { api: c.conn };
-  return { api: c.conn, shared: { listings, scope: `${c.key.namespace}/${providerConfigName(c.spec)}/${projectId}` } };
+  return { api: c.conn, shared: { listings, scope: listingScope(c, projectId) } };
 }
 
 async function findMember(source: MemberSource, projectId: string, spec: ProjectMembershipSpec): Promise<Member | undefined> {
@@ -472,7 +472,7 @@ async function writeRoles(listings: Listings, c: Ctx, status: StatusPatch<Projec
   const projectId = status.projectId;
   const target = c.spec.username !== undefined ? status.membershipId : status.groupId;
   if (projectId == null || target == null) throw new ReconcileError("MemberNotFound", "the membership is not known yet", { retryable: true });
-  const scope = `${c.key.namespace}/${providerConfigName(c.spec)}/${projectId}`;
+  const scope = listingScope(c, projectId);
   listings.users.invalidate(scope);
   listings.groups.invalidate(scope);
   if (c.spec.username !== undefined) await c.conn.updateMembershipRoles(projectId, target, roles);

@@ -1,6 +1,6 @@
 // The shared listing that lets a resync's steady passes share one list call (pure; a fake clock).
 import { describe, expect, it } from "vitest";
-import { createSharedListing, isSteady } from "../../../src/resources/listing.ts";
+import { createSharedListing, isSteady, listingScope } from "../../../src/resources/listing.ts";
 
 describe("createSharedListing", () => {
   it("serves every pass of a scope from one call until the TTL passes, then lists again", async () => {
@@ -52,5 +52,16 @@ describe("isSteady", () => {
     expect(isSteady({ ...ok, status: { ...ok.status, conditions: [{ type: "Ready", status: "False" }, { type: "Synced", status: "True" }] } })).toBe(false);
     expect(isSteady({ ...ok, status: { ...ok.status, conditions: [{ type: "Ready", status: "True" }] } })).toBe(false);
     expect(isSteady({ metadata: {} })).toBe(false);
+  });
+});
+
+describe("listingScope", () => {
+  it("tells a ProviderConfig from a ClusterProviderConfig of the same name, and narrows by project", () => {
+    const key = { namespace: "team-a" };
+    const namespaced = listingScope({ key, spec: { providerConfigRef: { name: "shared" } } });
+    const cluster = listingScope({ key, spec: { providerConfigRef: { kind: "ClusterProviderConfig", name: "shared" } } });
+    expect(namespaced).not.toBe(cluster);
+    expect(listingScope({ key, spec: {} })).toBe(listingScope({ key, spec: { providerConfigRef: { name: "default" } } }));
+    expect(listingScope({ key, spec: {} }, "p1")).not.toBe(listingScope({ key, spec: {} }, "p2"));
   });
 });
