@@ -20,6 +20,7 @@ import {
   createNamespace,
   deployEmulator,
   emulatorToken,
+  installCrds,
   kubectl,
   kubectlJson,
   ready,
@@ -223,6 +224,10 @@ async function installArgocd(bundle: Buffer): Promise<void> {
 
 describe("a real Argo CD managing keyward and its resources", () => {
   beforeAll(async () => {
+    // keyward's CRDs exist before Argo CD starts, as in a cluster where keyward is installed:
+    // Argo CD can then discover keyward.dev/v1alpha1 when it syncs the samples, whichever file
+    // ran before this one (on a fresh cluster none had installed them).
+    await installCrds();
     await createNamespace(argoNs);
     emulator = await deployEmulator(await createNamespace(emulatorNs));
     await installArgocd(gitBundle());

@@ -213,6 +213,18 @@ export function imageValues(image: string): string[] {
   return ["--set", `image.repository=${image.slice(0, at)}`, "--set", `image.tag=${image.slice(at + 1)}`, "--set", "image.pullPolicy=IfNotPresent"];
 }
 
+/**
+ * keyward's CRDs (charts/keyward/crds) applied and Established, as a user applies them before
+ * anything that creates keyward resources: a file that needs them must not rely on an earlier
+ * file's `helm install` having left them.
+ */
+export async function installCrds(): Promise<void> {
+  const dir = join(chartDir, "crds");
+  const names = readdirSync(dir).filter((f) => f.endsWith(".yaml")).map((f) => `crd/${f.slice(0, -".yaml".length)}`);
+  await kubectl(["apply", "--server-side", "--force-conflicts", "-f", dir]);
+  await kubectl(["wait", "--for=condition=Established", "--timeout=120s", ...names]);
+}
+
 /** `helm install --wait` of charts/keyward with the locally built image. */
 export async function installKeyward(release: string, namespace: string, extra: string[] = []): Promise<void> {
   await helm(["uninstall", release, "-n", namespace, "--wait", "--ignore-not-found"]);
