@@ -158,7 +158,7 @@ export default async function bench(): Promise<void> {
 
 async function setUpNamespace(ctx: Ctx, namespace: string): Promise<void> {
   await ctx.core.createNamespace({ body: { metadata: { name: namespace } } });
-  await ctx.core.createNamespacedSecret({ namespace, body: { metadata: { name: "default-token" }, stringData: { token: TOKEN } } });
+  await ctx.core.createNamespacedSecret({ namespace, body: { metadata: { name: "default-token", labels: { "keyward.dev/credentials": "true" } }, stringData: { token: TOKEN } } });
   await ctx.custom.createNamespacedCustomObject({
     group: GROUP,
     version: VERSION,

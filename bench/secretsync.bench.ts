@@ -51,7 +51,7 @@ async function setUp(kc: KubeConfig, kubectl: string, kubeconfigPath: string, em
   await run(kubectl, ["--kubeconfig", kubeconfigPath, "wait", "--for=condition=Established", "--timeout=120s", ...crds]);
   const core = kc.makeApiClient(CoreV1Api);
   await core.createNamespace({ body: { metadata: { name: NAMESPACE } } });
-  await core.createNamespacedSecret({ namespace: NAMESPACE, body: { metadata: { name: "token" }, stringData: { token: TOKEN } } });
+  await core.createNamespacedSecret({ namespace: NAMESPACE, body: { metadata: { name: "token", labels: { "keyward.dev/credentials": "true" } }, stringData: { token: TOKEN } } });
   const custom = kc.makeApiClient(CustomObjectsApi);
   const create = (plural: string, body: object) => custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NAMESPACE, plural, body });
   await create("providerconfigs", {

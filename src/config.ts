@@ -2,6 +2,7 @@
 // and a bad value stops the process with a message naming the setting.
 import { parseArgs } from "node:util";
 import { z } from "zod";
+import { invalidBaseUrl, parseBaseUrlList } from "./lib/baseurl.ts";
 
 const durationPattern = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/;
 const unitMs = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const;
@@ -47,6 +48,16 @@ export const configSchema = z
   shutdownTimeout: duration.default(30_000),
   clusterProviderConfigs: bool.default(false),
   credentialsNamespace: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/).max(63).optional(),
+  allowedBaseUrls: z
+    .string()
+    .default("")
+    .transform(parseBaseUrlList)
+    .superRefine((urls, ctx) => {
+      for (const url of urls) {
+        const why = invalidBaseUrl(url);
+        if (why) ctx.addIssue({ code: "custom", message: why });
+      }
+    }),
   })
   .refine((c) => c.leaseDuration > c.renewDeadline && c.renewDeadline > c.retryPeriod, {
     message: "leader election needs leaseDuration > renewDeadline > retryPeriod",
@@ -73,6 +84,7 @@ const settings = {
   shutdownTimeout: "SHUTDOWN_TIMEOUT",
   clusterProviderConfigs: "CLUSTER_PROVIDER_CONFIGS",
   credentialsNamespace: "CREDENTIALS_NAMESPACE",
+  allowedBaseUrls: "ALLOWED_BASE_URLS",
 } as const satisfies Record<keyof Config, string>;
 
 const flagName = (key: string): string => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);

@@ -63,6 +63,7 @@ async function run(config: Config, log: Logger): Promise<void> {
     // In-flight reconciles get most of the shutdown budget; the rest is for the lease and exit.
     stopGraceMs: Math.max(1_000, config.shutdownTimeout - 5_000),
     // ClusterProviderConfigs read their Secrets in one namespace: the flag's, else keyward's own.
+    allowedBaseUrls: config.allowedBaseUrls,
     ...(config.clusterProviderConfigs ? { clusterProviderConfigs: { credentialsNamespace: config.credentialsNamespace ?? podNamespace() } } : {}),
   });
   const health: Health = { ready: false };

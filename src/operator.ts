@@ -30,6 +30,8 @@ export interface OperatorOptions {
   stopGraceMs?: number;
   /** Serve ClusterProviderConfigs (watched cluster-wide), reading their Secrets from `credentialsNamespace` only. */
   clusterProviderConfigs?: { credentialsNamespace: string };
+  /** The base URLs provider configs may name (--allowed-base-urls); empty allows every URL. */
+  allowedBaseUrls?: readonly string[];
 }
 
 export interface Operator {
@@ -78,7 +80,7 @@ export function createOperator(opts: OperatorOptions): Operator {
   });
   kube.informers = informers;
   const events = createEventRecorder(kube, { component: "keyward", logger: log });
-  const connector = providerConfig.createConnector({ log, onRequest: apiMetrics(metrics) });
+  const connector = providerConfig.createConnector({ log, onRequest: apiMetrics(metrics), allowedBaseUrls: opts.allowedBaseUrls ?? [] });
   let cluster: clusterProviderConfig.ClusterProviderConfigs | undefined;
   const providers = providerConfig.createProviderResolver({ kube, log, connector, cluster: () => cluster?.connect });
   if (opts.clusterProviderConfigs) {
@@ -169,9 +171,9 @@ function controllerSpecs(d: SpecDeps): ControllerSpec[] {
         recheckMs: d.resyncIntervalMs,
         users: [project.ref, projectMembership.ref, secretSync.ref, accessToken.ref, certificateProfile.ref],
       }),
-      watches: [providerConfig.heldSecretWatch],
+      watches: [providerConfig.credentialsSecretWatch],
     },
-    { name: "project", kind: project.ref, reconcile: d.managed(project.projectModule({ providers: d.providers, listingTtlMs: listingTtl(d.resyncIntervalMs) })), watches: [providerConfig.dependentsWatch, ...cluster] },
+    { name: "project", kind: project.ref, reconcile: d.managed(project.projectModule({ providers: d.providers, listingTtlMs: listingTtl(d.resyncIntervalMs), dependentKinds: [secretSync.ref, projectMembership.ref, certificateProfile.ref] })), watches: [providerConfig.dependentsWatch, ...cluster] },
     {
       name: "projectmembership",
       kind: projectMembership.ref,

@@ -53,6 +53,12 @@ export interface Observation<Status> {
   canCreate?: boolean;
   /** Why the object is absent and cannot be created (Ready=False with this reason). */
   absent?: { reason: string; message: string };
+  /**
+   * Being deleted: the external object is gone though keyward did not delete it (say, with its
+   * project). Recorded as a Warning Event and Ready=False before the resource is released, so
+   * the release is never taken for the cleanup having run.
+   */
+  vanished?: { reason: string; message: string };
   /** Come back sooner than the resync, e.g. while a job at the service is running. */
   requeueAfterMs?: number;
   /** The external object as observe (or create) read it, for update in the same pass. */
@@ -432,6 +438,9 @@ class Run<Spec, Status, Conn> {
         return requeueAfter(result.requeueAfterMs);
       }
       c.event("Normal", "Deleted", "deleted the external object");
+    } else if (!obs.exists && obs.vanished) {
+      await this.writeStatus({ ready: { type: "Ready", status: "False", reason: obs.vanished.reason, message: obs.vanished.message } });
+      c.event("Warning", obs.vanished.reason, obs.vanished.message);
     }
     await this.patchMeta({ finalizers: { remove: FINALIZER } });
     return done();

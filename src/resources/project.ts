@@ -4,8 +4,10 @@ import { createHash } from "node:crypto";
 import { z } from "zod";
 import { isNotFound, type ApiClient, type Project, type UpdateProjectBody } from "../api/index.ts";
 import type { CrdSource } from "../kube/crd.ts";
-import { ReconcileError, type DeleteResult, type ManagedContext, type ManagedModule, type Observation } from "../engine/managed.ts";
-import type { ObjectMeta } from "../engine/types.ts";
+import { FINALIZER, ReconcileError, type DeleteResult, type ManagedContext, type ManagedModule, type Observation } from "../engine/managed.ts";
+import type { KubeObject, ObjectMeta } from "../engine/types.ts";
+import { resourcePath, type KindRef } from "../kube/client.ts";
+import { kubeJson } from "../kube/rest.ts";
 import { ageColumn, commonStatus, isObserveOnly, kindRef, managementPolicy, notFoundAsUndefined, providerConfigRef, readyColumns, referrersWatch, sameStrings } from "./common.ts";
 import { createSharedListing, DEFAULT_LISTING_TTL_MS, isSteady, listingScope, type SharedListing } from "./listing.ts";
 import { connectVia, type ProviderResolver } from "./providerconfig.ts";
@@ -204,9 +206,45 @@ async function update(listing: SharedListing<Project>, c: Ctx, obs: Observation<
 const protectedMessage = (slug: string | undefined): string =>
   `project ${slug ?? ""} has delete protection and is not deleted while protected; set spec.hasDeleteProtection: false to lift it and delete the project, or deletionPolicy: Retain to release the resource and keep the project`;
 
-async function remove(listing: SharedListing<Project>, c: Ctx, obs: Observation<ProjectStatus>): Promise<DeleteResult> {
+/** How often a Project whose deletion waits for its dependents looks again. */
+const DEPENDENTS_RECHECK_MS = 3_000;
+
+/**
+ * The resources of the namespace that use this project (by spec.projectRef, or by
+ * spec.projectId = its id) and still hold keyward's finalizer: their own deletion calls the
+ * service in this project (a SecretSync's remove-secrets, a membership's revoke). Deleting the
+ * project first would cascade their records away at the service and strand what they were to
+ * clean up (the synced secrets at the destination), so the project's deletion waits for them.
+ * A fresh list, not the cache: a dependent missed here would lose its cleanup.
+ */
+async function holdingDependents(c: Ctx, kinds: readonly KindRef[], projectId: string): Promise<string[]> {
+  const found: string[] = [];
+  for (const kind of kinds) {
+    const list = await kubeJson<{ items?: KubeObject[] }>(c.kube.access, { path: resourcePath(kind, c.key.namespace) });
+    for (const o of list.items ?? []) {
+      const spec = o.spec as { projectRef?: { name?: string }; projectId?: string } | undefined;
+      const uses = spec?.projectRef?.name === c.key.name || spec?.projectId === projectId;
+      if (uses && (o.metadata.finalizers ?? []).includes(FINALIZER)) found.push(`${kind.kind}/${o.metadata.name}`);
+    }
+  }
+  return found;
+}
+
+function waitingFor(dependents: string[]): DeleteResult {
+  const shown = dependents.slice(0, 5).join(", ") + (dependents.length > 5 ? `, and ${dependents.length - 5} more` : "");
+  return {
+    done: false,
+    reason: "InUse",
+    message: `the project is deleted at the service after the resources that use it have finished their own deletion (deleting the project first would discard their cleanup): ${shown}`,
+    requeueAfterMs: DEPENDENTS_RECHECK_MS,
+  };
+}
+
+async function remove(listing: SharedListing<Project>, dependentKinds: readonly KindRef[], c: Ctx, obs: Observation<ProjectStatus>): Promise<DeleteResult> {
   const id = obs.status.projectId;
   if (!id) return { done: true };
+  const dependents = await holdingDependents(c, dependentKinds, id);
+  if (dependents.length > 0) return waitingFor(dependents);
   listing.invalidate(listingScope(c));
   if (obs.status.hasDeleteProtection) {
     // The spec lifting the protection is applied first, as the Blocked message advises.
@@ -224,7 +262,12 @@ async function remove(listing: SharedListing<Project>, c: Ctx, obs: Observation<
   return { done: true };
 }
 
-export function projectModule(deps: { providers: ProviderResolver; listingTtlMs?: number }): ManagedModule<ProjectSpec, ProjectStatus, ApiClient> {
+export function projectModule(deps: {
+  providers: ProviderResolver;
+  listingTtlMs?: number;
+  /** The kinds whose resources use a project (spec.projectRef / spec.projectId) and may hold a finalizer for it. */
+  dependentKinds?: readonly KindRef[];
+}): ManagedModule<ProjectSpec, ProjectStatus, ApiClient> {
   const listing = createSharedListing<Project>((p) => p.id, deps.listingTtlMs ?? DEFAULT_LISTING_TTL_MS);
   return {
     ref,
@@ -235,7 +278,7 @@ export function projectModule(deps: { providers: ProviderResolver; listingTtlMs?
     observe: (c) => observe(listing, c),
     create: (c) => create(listing, c),
     update: (c, obs) => update(listing, c, obs),
-    delete: (c, obs) => remove(listing, c, obs),
+    delete: (c, obs) => remove(listing, deps.dependentKinds ?? [], c, obs),
     observeOnly: isObserveOnly,
   };
 }

@@ -11,10 +11,11 @@ import { kubeJson } from "../kube/rest.ts";
 import type { EventRecorder } from "../kube/events.ts";
 import { writeStatus } from "../engine/status.ts";
 import { classifyError, ReconcileError } from "../engine/managed.ts";
-import { done, requeueAfter, type KubeObject, type ObjectKey, type Outcome, type ReconcileFn } from "../engine/types.ts";
+import { done, requeueAfter, type KubeObject, type Outcome, type ReconcileFn } from "../engine/types.ts";
 import { exactlyOneOf, type CrdSource, type PrinterColumn } from "../kube/crd.ts";
 import { ageColumn, commonStatus, kindRef, providerConfigKind, providerConfigName, referrersWatch, type ProviderConfigRef } from "./common.ts";
 import { renewalPlan, rfc3339 } from "./accesstoken.ts";
+import { checkAllowedBaseUrl, CREDENTIALS_SELECTOR, isMarkedCredentials, tokenFrom } from "./credentials.ts";
 
 export const ref = kindRef("ProviderConfig", "providerconfigs");
 
@@ -147,7 +148,7 @@ export type SecretReader = (namespace: string, name: string) => Promise<KubeObje
  * create-token, used for every call, and minted again once renewalPlan (AccessToken's rule)
  * says so. Concurrent reconciles share one mint.
  */
-export function createConnector(deps: { log: Logger; onRequest?: ClientOptions["onRequest"]; now?: () => number }) {
+export function createConnector(deps: { log: Logger; onRequest?: ClientOptions["onRequest"]; now?: () => number; allowedBaseUrls?: readonly string[] }) {
   const clients = new Map<string, { fingerprint: string; client: ApiClient }>();
   const sessions = new Map<string, { key: string; token: string; schedule: TokenSchedule }>();
   const minting = new Map<string, Promise<void>>();
@@ -194,10 +195,10 @@ export function createConnector(deps: { log: Logger; onRequest?: ClientOptions["
 
   /** The token to call with: the static one, or the current minted one (minted first when due). */
   async function sessionToken(configId: string, spec: ConnectionSpec, read: SecretReader, secretNamespace: string): Promise<string> {
-    if (spec.credentialsSecretRef && !spec.tokenAuth) return readToken(read, secretNamespace, spec.credentialsSecretRef);
+    if (spec.credentialsSecretRef && !spec.tokenAuth) return readToken(read, secretNamespace, spec.credentialsSecretRef, spec.baseUrl);
     const auth = spec.tokenAuth;
     if (!auth || spec.credentialsSecretRef) throw new ReconcileError("ProviderConfigInvalid", `${configId}: exactly one of credentialsSecretRef and tokenAuth must be set`, { retryable: false });
-    const bootstrap = await readToken(read, secretNamespace, auth.bootstrapSecretRef);
+    const bootstrap = await readToken(read, secretNamespace, auth.bootstrapSecretRef, spec.baseUrl);
     // A new bootstrap token, identity or service mints anew; the key holds hashes, never tokens.
     const key = [auth.identityId, auth.renewBefore ?? "", spec.baseUrl, hash(bootstrap)].join("|");
     for (;;) {
@@ -218,6 +219,8 @@ export function createConnector(deps: { log: Logger; onRequest?: ClientOptions["
   return {
     /** A client of the config `configId` with spec `spec`, its Secrets read from `secretNamespace`. */
     async connect(configId: string, spec: ConnectionSpec, read: SecretReader, secretNamespace: string, signal?: AbortSignal): Promise<ApiClient> {
+      // Before any Secret is read: a URL the cluster admin does not allow never gets a token.
+      checkAllowedBaseUrl(configId, spec.baseUrl, deps.allowedBaseUrls ?? []);
       const token = await sessionToken(configId, spec, read, secretNamespace);
       // A minted token the service refuses (revoked, or expired early) is not used again: the next connect mints anew.
       const onRefused = spec.tokenAuth
@@ -233,14 +236,9 @@ export function createConnector(deps: { log: Logger; onRequest?: ClientOptions["
 }
 export type Connector = ReturnType<typeof createConnector>;
 
-/** The token in a credentials Secret (key `token` unless named). */
-async function readToken(read: SecretReader, namespace: string, ref: { name: string; key?: string | undefined }): Promise<string> {
-  const key = ref.key ?? "token";
-  const secret = await read(namespace, ref.name);
-  if (!secret) throw new ReconcileError("CredentialsNotFound", `Secret ${namespace}/${ref.name} does not exist`, { retryable: true });
-  const encoded = (secret as { data?: Record<string, string> }).data?.[key];
-  if (!encoded) throw new ReconcileError("CredentialsNotFound", `Secret ${namespace}/${ref.name} has no key ${key}`, { retryable: true });
-  return Buffer.from(encoded, "base64").toString("utf8").trim();
+/** The token of a credentials Secret keyward may use for `baseUrl` (src/resources/credentials.ts). */
+async function readToken(read: SecretReader, namespace: string, ref: { name: string; key?: string | undefined }, baseUrl: string): Promise<string> {
+  return tokenFrom(await read(namespace, ref.name), { namespace, ...ref }, baseUrl);
 }
 
 /** A refused create-token (401/403, or 404: no such identity) means the bootstrap credentials are wrong, not a passing failure. */
@@ -270,8 +268,8 @@ export function createProviderResolver(deps: {
   cluster?: () => ClusterConnect | undefined;
 }): ProviderResolver {
   const connector = deps.connector ?? createConnector(deps);
-  // A held token Secret carries the label, so it is in the narrowed Secret cache.
-  const read: SecretReader = (namespace, name) => readCached(deps.kube, secretKind, { namespace, name }, PROVIDER_CONFIG_LABEL);
+  // A Secret marked as credentials is in the narrowed Secret cache; any other is read only to say why it is not used.
+  const read: SecretReader = (namespace, name) => readCached(deps.kube, secretKind, { namespace, name }, CREDENTIALS_SELECTOR);
 
   async function readSpec(namespace: string, name: string): Promise<ProviderConfigSpec> {
     const obj = await readCached(deps.kube, ref, { namespace, name });
@@ -315,7 +313,7 @@ export function connectVia(providers: ProviderResolver) {
  * deletion is deliberate.
  */
 export const IN_USE_FINALIZER = "keyward.dev/in-use";
-/** Label on the token Secret naming its ProviderConfig, so a narrow Secret watch can map back. */
+/** The label earlier keywards wrote on every token Secret; keyward now only removes it (releaseSecret). */
 export const PROVIDER_CONFIG_LABEL = "keyward.dev/provider-config";
 const IN_USE_RECHECK_MS = 5_000;
 
@@ -344,8 +342,9 @@ async function usersOf(deps: ReconcileDeps, pc: ProviderConfigObject): Promise<s
   return found;
 }
 
-function tokenSecretName(pc: ProviderConfigObject): string | undefined {
-  const spec = pc.spec as { credentialsSecretRef?: { name?: string }; tokenAuth?: { bootstrapSecretRef?: { name?: string } } } | undefined;
+/** The Secret a ProviderConfig spec names: its static token, or its tokenAuth bootstrap token. */
+function tokenSecretName(pcSpec: unknown): string | undefined {
+  const spec = pcSpec as { credentialsSecretRef?: { name?: string }; tokenAuth?: { bootstrapSecretRef?: { name?: string } } } | undefined;
   return spec?.credentialsSecretRef?.name ?? spec?.tokenAuth?.bootstrapSecretRef?.name;
 }
 
@@ -358,17 +357,33 @@ function tokenSecretName(pc: ProviderConfigObject): string | undefined {
 export const DELETED_SECRET_GRACE_MS = 15_000;
 
 /**
- * Holds the token Secret while the ProviderConfig uses it; lets go of a Secret it no longer uses
- * or that the user deletes (after the grace). Returns when to look again, if it must.
+ * Lets go of a token Secret: keyward's finalizer, and the label an earlier keyward wrote on every
+ * token Secret (PROVIDER_CONFIG_LABEL; keyward no longer writes it), come off in one patch.
+ */
+async function releaseSecret(deps: ReconcileDeps, namespace: string, name: string): Promise<void> {
+  await patchMetadata(deps.kube, secretKind, { namespace, name }, { finalizers: { remove: IN_USE_FINALIZER }, labels: { [PROVIDER_CONFIG_LABEL]: null } });
+}
+
+/**
+ * Holds the token Secret while the ProviderConfig uses it, if the Secret is marked as
+ * credentials (src/resources/credentials.ts; keyward writes nothing on any other Secret); lets go
+ * of a Secret it no longer uses, that is no longer marked, or that the user deletes (after the
+ * grace). Returns when to look again, if it must.
  */
 async function holdSecret(deps: ReconcileDeps, pc: ProviderConfigObject, now = Date.now()): Promise<number | undefined> {
   const namespace = pc.metadata.namespace;
-  const wanted = tokenSecretName(pc);
+  const wanted = tokenSecretName(pc.spec);
   const held = pc.status?.heldSecret;
-  if (held && held !== wanted) await patchMetadata(deps.kube, secretKind, { namespace, name: held }, { finalizers: { remove: IN_USE_FINALIZER } });
+  if (held && held !== wanted) await releaseSecret(deps, namespace, held);
   if (!wanted) return undefined;
-  const secret = await readCached(deps.kube, secretKind, { namespace, name: wanted }, PROVIDER_CONFIG_LABEL);
+  const secret = await readCached(deps.kube, secretKind, { namespace, name: wanted }, CREDENTIALS_SELECTOR);
   if (!secret) return undefined;
+  const holding = (secret.metadata.finalizers ?? []).includes(IN_USE_FINALIZER);
+  if (!isMarkedCredentials(secret)) {
+    // An earlier keyward held every named Secret; this one only takes its own finalizer back.
+    if (holding || secret.metadata.labels?.[PROVIDER_CONFIG_LABEL] !== undefined) await releaseSecret(deps, namespace, wanted);
+    return undefined;
+  }
   const deletedAt = secret.metadata.deletionTimestamp;
   if (deletedAt) {
     // Let go only of a Secret deleted on its own: ask the apiserver (the cache may lag) whether
@@ -377,13 +392,11 @@ async function holdSecret(deps: ReconcileDeps, pc: ProviderConfigObject, now = D
     if (fresh?.metadata.deletionTimestamp) return undefined;
     const wait = Date.parse(deletedAt) + DELETED_SECRET_GRACE_MS - now;
     if (wait > 0) return wait;
-    await patchMetadata(deps.kube, secretKind, { namespace, name: wanted }, { finalizers: { remove: IN_USE_FINALIZER } });
+    await releaseSecret(deps, namespace, wanted);
     return undefined;
   }
-  const holding = (secret.metadata.finalizers ?? []).includes(IN_USE_FINALIZER);
-  const labelled = secret.metadata.labels?.[PROVIDER_CONFIG_LABEL] === pc.metadata.name;
-  if (holding && labelled) return undefined;
-  await patchMetadata(deps.kube, secretKind, { namespace, name: wanted }, { finalizers: { add: IN_USE_FINALIZER }, labels: { [PROVIDER_CONFIG_LABEL]: pc.metadata.name } });
+  if (holding) return undefined;
+  await patchMetadata(deps.kube, secretKind, { namespace, name: wanted }, { finalizers: { add: IN_USE_FINALIZER } });
   return undefined;
 }
 
@@ -397,8 +410,8 @@ async function release(deps: ReconcileDeps, pc: ProviderConfigObject): Promise<O
     await writeReady(deps, pc, { status: "False", reason: "InUse", message: `kept until no resource uses it: ${shown}` });
     return requeueAfter(IN_USE_RECHECK_MS);
   }
-  const secret = pc.status?.heldSecret ?? tokenSecretName(pc);
-  if (secret) await patchMetadata(deps.kube, secretKind, { namespace: key.namespace, name: secret }, { finalizers: { remove: IN_USE_FINALIZER } });
+  const secret = pc.status?.heldSecret ?? tokenSecretName(pc.spec);
+  if (secret) await releaseSecret(deps, key.namespace, secret);
   await patchMetadata(deps.kube, ref, key, { finalizers: { remove: IN_USE_FINALIZER } });
   return done();
 }
@@ -428,7 +441,7 @@ export function providerConfigReconciler(deps: ReconcileDeps): ReconcileFn {
       ready = { status: "False", reason: c.reason, message: c.message };
     }
     const baseUrl = (pc.spec as { baseUrl?: string }).baseUrl;
-    const secret = tokenSecretName(pc);
+    const secret = tokenSecretName(pc.spec);
     const token = tokenStatus(deps.providers, `ProviderConfig/${key.namespace}/${key.name}`, pc.spec);
     await writeReady(deps, pc, ready, { ...(baseUrl ? { baseUrl } : {}), ...(secret ? { heldSecret: secret } : {}), ...token.status });
     const after = [retry ? Math.min(deps.recheckMs, 30_000) : undefined, token.renewInMs, secretRecheckMs].filter((ms) => ms !== undefined);
@@ -447,14 +460,14 @@ export function tokenStatus(providers: ProviderResolver, configId: string, spec:
   return schedule.renewAt ? { status, renewInMs: Math.max(0, schedule.renewAt.getTime() - now) + 250 } : { status };
 }
 
-/** Token Secrets map back to their ProviderConfig (a user deleting one is let go after the grace). */
-export const heldSecretWatch = {
-  kind: secretKind,
-  labelSelector: PROVIDER_CONFIG_LABEL,
-  mapToKeys: (secret: KubeObject): ObjectKey[] => {
-    const name = secret.metadata.labels?.[PROVIDER_CONFIG_LABEL];
-    return name ? [{ namespace: secret.metadata.namespace, name }] : [];
-  },
+/**
+ * Marked credentials Secrets map back to the ProviderConfigs of their namespace that name them:
+ * marking a Secret, rotating its token or deleting it reconciles them at once. Only marked
+ * Secrets are cached (the label selector), so keyward holds no other Secret in memory.
+ */
+export const credentialsSecretWatch = {
+  ...referrersWatch(secretKind, (spec) => tokenSecretName(spec)),
+  labelSelector: CREDENTIALS_SELECTOR,
 };
 
 /**

@@ -282,7 +282,7 @@ function pollAfter(rt: Runtime, key: ObjectKey): number {
 }
 
 /** What a lookup found: the record, nothing, or why keyward cannot tell (then it must not create). */
-type Found = { record: SecretSync } | { absent: { reason: string; message: string }; canCreate: boolean };
+type Found = { record: SecretSync } | { absent: { reason: string; message: string }; canCreate: boolean; vanished?: { reason: string; message: string } };
 
 const foundNothing: Found = { absent: { reason: "NotFound", message: "" }, canCreate: true };
 
@@ -321,6 +321,21 @@ function createOutcomeUnknown(destination: string, name: string, projectId: stri
   };
 }
 
+/**
+ * Being deleted, the sync keyward knew is gone at the service, and keyward did not delete it (it
+ * releases the resource in the pass that deletes the sync or sees its secrets removed): say so,
+ * and never let the release read as the secrets having been removed.
+ */
+function vanishedWhileDeleting(c: Ctx, id: string): Found {
+  const what = `the ${c.spec.destination} sync ${id} no longer exists at the service, though keyward did not delete it (it was deleted outside keyward, or with its project)`;
+  const removed = c.status.deletionRemoval !== undefined && c.status.removeStatus === "succeeded";
+  const vanished =
+    c.spec.deletionPolicy === "RemoveSecrets" && !removed
+      ? { reason: "SecretsNotRemoved", message: `${what}: its synced secrets were not removed from the destination and may still be there; the resource is released` }
+      : { reason: "SyncVanished", message: `${what}; the resource is released` };
+  return { ...foundNothing, vanished };
+}
+
 async function findSync(c: Ctx): Promise<Found> {
   const destination = c.spec.destination;
   const deleting = c.obj.metadata.deletionTimestamp !== undefined;
@@ -330,7 +345,7 @@ async function findSync(c: Ctx): Promise<Found> {
     const byId = await c.conn.getSecretSync(destination, knownId).catch(notFoundAsUndefined);
     if (byId) return { record: byId };
     if (adoptId) return { canCreate: false, absent: { reason: "NotFound", message: `spec.syncId: no ${destination} sync with id ${adoptId} exists` } };
-    if (deleting) return foundNothing;
+    if (deleting) return vanishedWhileDeleting(c, knownId);
   }
   let projectId: string;
   try {
@@ -376,7 +391,7 @@ async function observe(rt: Runtime, c: Ctx): Promise<Observation<Status>> {
   if ("absent" in found) {
     rt.activeSince.delete(keyOf(c.key));
     const message = found.absent.message || `no ${c.spec.destination} sync named ${c.spec.name ?? c.obj.metadata.name} exists`;
-    return { exists: false, upToDate: false, status: {}, canCreate: found.canCreate, absent: { reason: found.absent.reason, message } };
+    return { exists: false, upToDate: false, status: {}, canCreate: found.canCreate, absent: { reason: found.absent.reason, message }, ...(found.vanished ? { vanished: found.vanished } : {}) };
   }
   const record = found.record;
   await checkProject(c, record);

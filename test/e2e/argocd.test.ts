@@ -258,7 +258,7 @@ describe("a real Argo CD managing keyward and its resources", () => {
     // The chart's own ProviderConfig (providerConfig.create) is a keyward resource in the same
     // Application as the CRDs: Argo CD must apply the CRDs first. Its token Secret exists already.
     await createNamespace(keywardNs);
-    await apply([{ apiVersion: "v1", kind: "Secret", metadata: { name: "keyward-token" }, stringData: { token: emulatorToken } }], keywardNs);
+    await apply([{ apiVersion: "v1", kind: "Secret", metadata: { name: "keyward-token", labels: { "keyward.dev/credentials": "true" } }, stringData: { token: emulatorToken } }], keywardNs);
     await apply(
       [
         application("keyward", "chart", keywardNs, {
@@ -313,13 +313,14 @@ describe("a real Argo CD managing keyward and its resources", () => {
     const before = await waitApp("keyward-samples", "settled", settled);
     const startedAt = before.status?.operationState?.startedAt;
     // What keyward wrote into objects Argo CD manages: status and its annotation on the Project,
-    // its finalizer and label on the token Secret.
+    // its finalizer on the token Secret (marked as credentials by the user; keyward adds no label).
     const project = await kubectlJson(["-n", samplesNs, "get", "projects.keyward.dev", "payments"]);
     expect(Object.keys(project.metadata.annotations ?? {})).toContain("keyward.dev/create-succeeded");
     expect(project.status?.conditions?.length).toBeGreaterThan(0);
     const secret = await kubectlJson(["-n", samplesNs, "get", "secret", "keyward-token"]);
     expect(secret.metadata.finalizers).toContain("keyward.dev/in-use");
-    expect(secret.metadata.labels?.["keyward.dev/provider-config"]).toBe("default");
+    expect(secret.metadata.labels?.["keyward.dev/credentials"]).toBe("true");
+    expect(secret.metadata.labels?.["keyward.dev/provider-config"]).toBeUndefined();
     for (let i = 0; i < 2; i++) {
       const after = await hardRefresh("keyward-samples");
       expect(after.status?.sync?.status, summary(after)).toBe("Synced");

@@ -62,7 +62,7 @@ describe(`${count} Projects`, () => {
     expect(pod.spec.containers[0]?.resources?.limits?.["memory"]).toBe(limit);
 
     const objects: unknown[] = [
-      { apiVersion: "v1", kind: "Secret", metadata: { name: "keyward-token" }, stringData: { token: emulatorToken } },
+      { apiVersion: "v1", kind: "Secret", metadata: { name: "keyward-token", labels: { "keyward.dev/credentials": "true" } }, stringData: { token: emulatorToken } },
       {
         apiVersion: "keyward.dev/v1alpha1",
         kind: "ProviderConfig",

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from "@kubernetes/client-node";
 import type { Emulator } from "../emulator/server.ts";
 import { applyYaml, createTestNamespace, kubectl, type TestNamespace } from "../controlplane/testenv.ts";
-import { condition, createCustom, exposedTexts, projectObject, startKeyward, startTestEnv, waitForObject, type RunningKeyward, type TestEnv } from "./support/keyward.ts";
+import { condition, credentialsLabels, createCustom, exposedTexts, projectObject, startKeyward, startTestEnv, waitForObject, type RunningKeyward, type TestEnv } from "./support/keyward.ts";
 
 const TOKEN = `kw-cpc-token-${randomBytes(6).toString("hex")}`;
 const suffix = randomBytes(3).toString("hex");
@@ -46,7 +46,7 @@ beforeAll(async () => {
   }
   await labelNamespace(ns.a.name, "yes");
   await labelNamespace(ns.b.name, "yes");
-  await kc.makeApiClient(CoreV1Api).createNamespacedSecret({ namespace: ns.creds.name, body: { metadata: { name: "service-token" }, stringData: { token: TOKEN } } });
+  await kc.makeApiClient(CoreV1Api).createNamespacedSecret({ namespace: ns.creds.name, body: { metadata: { name: "service-token", labels: credentialsLabels }, stringData: { token: TOKEN } } });
   await kc.makeApiClient(CustomObjectsApi).createClusterCustomObject({
     ...GROUP,
     body: {
@@ -147,7 +147,7 @@ describe("a ClusterProviderConfig with tokenAuth", () => {
   it("mints its access token with the bootstrap token and serves an allowed namespace with it", async () => {
     // A 60-second identity (as in the default seed); the bootstrap token is the emulator's static one.
     emulator.seed({ identities: [{ id: "a1b2c3d4-0003-4a00-8000-000000000001", accessTokenTTL: 60, accessTokenMaxTTL: 300 }] });
-    await kc.makeApiClient(CoreV1Api).createNamespacedSecret({ namespace: ns.creds.name, body: { metadata: { name: "bootstrap" }, stringData: { token: TOKEN } } });
+    await kc.makeApiClient(CoreV1Api).createNamespacedSecret({ namespace: ns.creds.name, body: { metadata: { name: "bootstrap", labels: credentialsLabels }, stringData: { token: TOKEN } } });
     await kc.makeApiClient(CustomObjectsApi).createClusterCustomObject({
       ...GROUP,
       body: {

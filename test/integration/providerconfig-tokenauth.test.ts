@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import type { Emulator } from "../emulator/server.ts";
 import { waitFor, type TestNamespace } from "../controlplane/testenv.ts";
-import { condition, createCustom, exposedTexts, getCustom, projectObject, startKeyward, startTestEnv, waitForObject, type RunningKeyward, type TestEnv } from "./support/keyward.ts";
+import { condition, credentialsLabels, createCustom, exposedTexts, getCustom, projectObject, startKeyward, startTestEnv, waitForObject, type RunningKeyward, type TestEnv } from "./support/keyward.ts";
 
 const BOOTSTRAP = `kw-bootstrap-${randomBytes(8).toString("hex")}`;
 const WRONG_BOOTSTRAP = `kw-wrong-bootstrap-${randomBytes(8).toString("hex")}`;
@@ -80,7 +80,7 @@ function startProxy(target: string): Promise<void> {
 }
 
 async function tokenAuthProvider(name: string, secretName: string, bootstrap: string): Promise<void> {
-  await kc.makeApiClient(CoreV1Api).createNamespacedSecret({ namespace: ns.name, body: { metadata: { name: secretName }, stringData: { token: bootstrap } } });
+  await kc.makeApiClient(CoreV1Api).createNamespacedSecret({ namespace: ns.name, body: { metadata: { name: secretName, labels: credentialsLabels }, stringData: { token: bootstrap } } });
   await createCustom(kc, ns.name, "providerconfigs", {
     apiVersion: "keyward.dev/v1alpha1",
     kind: "ProviderConfig",

@@ -8,7 +8,7 @@ import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { startEmulator, type Emulator } from "../emulator/server.ts";
 import { createTestNamespace, testKubeConfig, waitFor } from "../controlplane/testenv.ts";
 import { freePort } from "../controlplane/controlplane.ts";
-import { condition, projectObject as project, createCustom, getCustom, installProvider, startKeyward, type RunningKeyward } from "./support/keyward.ts";
+import { condition, credentialsLabels, projectObject as project, createCustom, getCustom, installProvider, startKeyward, type RunningKeyward } from "./support/keyward.ts";
 
 const TOKEN = "kw-recovery-token-e5";
 let kc: KubeConfig;
@@ -55,7 +55,7 @@ it("waits for a missing token Secret with a reason and recovers when it appears"
   const waiting = await reasonOf(home.name, "patient", "Synced", "CredentialsNotFound");
   expect(waiting.status).toBe("False");
   expect(waiting.message).toContain("later-token");
-  await kc.makeApiClient(CoreV1Api).createNamespacedSecret({ namespace: home.name, body: { metadata: { name: "later-token" }, stringData: { token: TOKEN } } });
+  await kc.makeApiClient(CoreV1Api).createNamespacedSecret({ namespace: home.name, body: { metadata: { name: "later-token", labels: credentialsLabels }, stringData: { token: TOKEN } } });
   expect((await reasonOf(home.name, "patient", "Ready", "Available")).status).toBe("True");
 });
 

@@ -206,7 +206,7 @@ describe("a cluster-wide install serving ClusterProviderConfigs", () => {
 
   it("lets keyward, as its ServiceAccount, bring a ClusterProviderConfig and a Project using it to Ready", async () => {
     const kc = await serviceAccountKubeConfig(install);
-    await admin().makeApiClient(CoreV1Api).createNamespacedSecret({ namespace: creds.name, body: { metadata: { name: "service-token" }, stringData: { token: TOKEN } } });
+    await admin().makeApiClient(CoreV1Api).createNamespacedSecret({ namespace: creds.name, body: { metadata: { name: "service-token", labels: { "keyward.dev/credentials": "true" } }, stringData: { token: TOKEN } } });
     await admin().makeApiClient(CustomObjectsApi).createClusterCustomObject({
       ...cpcApi,
       body: { apiVersion: "keyward.dev/v1alpha1", kind: "ClusterProviderConfig", metadata: { name: cpc }, spec: { baseUrl: emulator.url, credentialsSecretRef: { name: "service-token" }, namespaces: [watched.name] } },

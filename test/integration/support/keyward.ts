@@ -9,7 +9,11 @@ import { createOperator, type Operator } from "../../../src/operator.ts";
 import { GROUP, VERSION, type KubeObject } from "../../../src/engine/types.ts";
 import { startEmulator, type Emulator, type EmulatorOptions } from "../../emulator/server.ts";
 import { connectionIds, seedIds } from "../../emulator/default-seed.ts";
+import { CREDENTIALS_LABEL } from "../../../src/resources/credentials.ts";
 import { createTestNamespace, kubectl, testKubeConfig, waitFor, type TestNamespace } from "../../controlplane/testenv.ts";
+
+/** The label a Secret needs before keyward uses it as credentials. */
+export const credentialsLabels = { [CREDENTIALS_LABEL]: "true" };
 
 export interface RunningKeyward {
   operator: Operator;
@@ -23,6 +27,8 @@ export interface KeywardOptions {
   concurrency?: number;
   /** Serve ClusterProviderConfigs, their Secrets read in this namespace (off by default: they are cluster-wide, shared by every test file). */
   clusterProviderConfigs?: { credentialsNamespace: string };
+  /** --allowed-base-urls */
+  allowedBaseUrls?: string[];
 }
 
 export async function startKeyward(kc: KubeConfig, opts: KeywardOptions): Promise<RunningKeyward> {
@@ -41,6 +47,7 @@ export async function startKeyward(kc: KubeConfig, opts: KeywardOptions): Promis
     concurrency: opts.concurrency ?? 4,
     resyncIntervalMs: opts.resyncIntervalMs ?? 3_000,
     ...(opts.clusterProviderConfigs ? { clusterProviderConfigs: opts.clusterProviderConfigs } : {}),
+    ...(opts.allowedBaseUrls ? { allowedBaseUrls: opts.allowedBaseUrls } : {}),
   });
   await operator.start();
   return { operator, logs, stop: () => operator.stop() };
@@ -51,7 +58,7 @@ export async function installProvider(kc: KubeConfig, namespace: string, baseUrl
   const core = kc.makeApiClient(CoreV1Api);
   await core.createNamespacedSecret({
     namespace,
-    body: { metadata: { name: `${name}-token` }, stringData: { token } },
+    body: { metadata: { name: `${name}-token`, labels: credentialsLabels }, stringData: { token } },
   });
   await createCustom(kc, namespace, "providerconfigs", {
     apiVersion: `${GROUP}/${VERSION}`,

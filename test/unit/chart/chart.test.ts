@@ -205,6 +205,7 @@ describe("every option on (values-all.yaml)", () => {
     expect(pod.securityContext).toMatchObject({ runAsUser: 10001 });
     expect(envOf(everything)).toMatchObject({
       WATCH_NAMESPACES: "team-a,team-b",
+      ALLOWED_BASE_URLS: "https://secrets.example.test,https://secrets-eu.example.test/api",
       CONCURRENCY: "16",
       RESYNC_INTERVAL: "5m",
       LOG_LEVEL: "debug",

@@ -21,6 +21,12 @@ describe("configuration", () => {
     );
   });
 
+  it("reads the base-URL allow-list and names a bad entry", () => {
+    expect(loadConfig([], {}).allowedBaseUrls).toEqual([]);
+    expect(loadConfig(["--allowed-base-urls", "https://a.test, https://b.test/api"], {}).allowedBaseUrls).toEqual(["https://a.test", "https://b.test/api"]);
+    expect(() => loadConfig([], { ALLOWED_BASE_URLS: "https://a.test,a.test" })).toThrow(/--allowed-base-urls \/ ALLOWED_BASE_URLS: "a.test" is not a URL/);
+  });
+
   it("rejects unknown flags", () => {
     expect(() => loadConfig(["--no-such-flag", "1"], {})).toThrow(/no-such-flag/);
   });

@@ -1,0 +1,59 @@
+// Which Secrets keyward may use as credentials, and where it may send them.
+//
+// A ProviderConfig names a Secret and a URL, and keyward sends the Secret's value to that URL as
+// a bearer token. Without a check, anyone allowed to create a ProviderConfig could have keyward
+// send any Secret of the namespace to a URL of their choosing, without the right to read that
+// Secret themselves (a confused deputy). So a Secret is credentials only when whoever may write
+// it said so, with the label CREDENTIALS_LABEL=true; it may further pin the base URLs its token
+// may go to (annotation ALLOWED_BASE_URLS_ANNOTATION); and the cluster admin may pin the base
+// URLs of every ProviderConfig (--allowed-base-urls). keyward never labels, annotates or puts a
+// finalizer on a Secret that is not marked.
+import type { KubeObject } from "../engine/types.ts";
+import { ReconcileError } from "../engine/managed.ts";
+import { baseUrlAllowed, parseBaseUrlList } from "../lib/baseurl.ts";
+
+/** The label, set by someone who may write the Secret, that lets keyward use it as credentials. */
+export const CREDENTIALS_LABEL = "keyward.dev/credentials";
+/** The label selector of the Secret cache: marked Secrets only. */
+export const CREDENTIALS_SELECTOR = `${CREDENTIALS_LABEL}=true`;
+/** Optional, on a marked Secret: the base URLs (comma-separated) its token may be sent to. */
+export const ALLOWED_BASE_URLS_ANNOTATION = "keyward.dev/allowed-base-urls";
+
+export function isMarkedCredentials(secret: KubeObject): boolean {
+  return secret.metadata.labels?.[CREDENTIALS_LABEL] === "true";
+}
+
+/** The cluster admin's allow-list (--allowed-base-urls): empty allows every URL. */
+export function checkAllowedBaseUrl(configId: string, baseUrl: string, allowed: readonly string[]): void {
+  if (allowed.length === 0 || baseUrlAllowed(baseUrl, allowed)) return;
+  throw new ReconcileError(
+    "BaseUrlNotAllowed",
+    `${configId}: baseUrl ${baseUrl} is not among the base URLs this keyward may call (--allowed-base-urls: ${allowed.join(", ")})`,
+    { retryable: false },
+  );
+}
+
+/**
+ * The token in a credentials Secret (key `token` unless named), if the Secret is marked for it
+ * and, when it pins base URLs, `baseUrl` is one of them. Messages name the Secret and the
+ * label, never a value of the Secret.
+ */
+export function tokenFrom(secret: KubeObject | undefined, where: { namespace: string; name: string; key?: string | undefined }, baseUrl: string): string {
+  const key = where.key ?? "token";
+  const id = `Secret ${where.namespace}/${where.name}`;
+  if (!secret) throw new ReconcileError("CredentialsNotFound", `${id} does not exist`, { retryable: true });
+  if (!isMarkedCredentials(secret)) {
+    throw new ReconcileError(
+      "CredentialsNotMarked",
+      `${id} is not marked as credentials for keyward: someone who may edit it marks it with \`kubectl -n ${where.namespace} label secret ${where.name} ${CREDENTIALS_SELECTOR}\``,
+      { retryable: false },
+    );
+  }
+  const pinned = secret.metadata.annotations?.[ALLOWED_BASE_URLS_ANNOTATION];
+  if (pinned !== undefined && !baseUrlAllowed(baseUrl, parseBaseUrlList(pinned))) {
+    throw new ReconcileError("BaseUrlNotAllowed", `${id} does not allow its token to be sent to ${baseUrl} (annotation ${ALLOWED_BASE_URLS_ANNOTATION})`, { retryable: false });
+  }
+  const encoded = (secret as { data?: Record<string, string> }).data?.[key];
+  if (!encoded) throw new ReconcileError("CredentialsNotFound", `${id} has no key ${key}`, { retryable: true });
+  return Buffer.from(encoded, "base64").toString("utf8").trim();
+}
