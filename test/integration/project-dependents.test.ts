@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { startEmulator, type Emulator, type RecordedRequest } from "../emulator/server.ts";
+import { loadDefaultSeed } from "../emulator/default-seed.ts";
 import { isNotFound } from "../../src/kube/objects.ts";
 import { createTestNamespace, kubectl, testKubeConfig, waitFor, type TestNamespace } from "../controlplane/testenv.ts";
 import { condition, createCustom, dataPlatformSync, deleteCustom, getCustom, installProvider, isReady, projectObject, startKeyward, waitForObject, type RunningKeyward } from "./support/keyward.ts";
@@ -21,7 +22,12 @@ const ops = (op: string): RecordedRequest[] => emulator.requests().filter((r) =>
 const seqOf = (op: string, pathPart: string): number[] => ops(op).filter((r) => r.path.includes(pathPart) && r.status < 300).map((r) => r.seq);
 
 async function ready(namespace: string, plural: string, name: string): Promise<KubeObject> {
-  return waitForObject(kc, namespace, plural, name, { until: isReady, timeoutMs: 60_000, description: `${plural}/${name} Ready` });
+  try {
+    return await waitForObject(kc, namespace, plural, name, { until: isReady, timeoutMs: 60_000, description: `${plural}/${name} Ready` });
+  } catch (err) {
+    const last = await getCustom(kc, namespace, plural, name);
+    throw new Error(`${(err as Error).message}; its conditions: ${JSON.stringify(last?.status?.conditions)}`, { cause: err });
+  }
 }
 
 async function gone(namespace: string, plural: string, name: string, timeoutMs = 60_000): Promise<void> {
@@ -60,7 +66,7 @@ async function projectWithDependents(namespace: string, slug: string): Promise<{
 
 beforeAll(async () => {
   kc = testKubeConfig();
-  emulator = await startEmulator({ tokens: [TOKEN], jobDelayMs: 300 });
+  emulator = await startEmulator({ tokens: [TOKEN], seed: loadDefaultSeed(), jobDelayMs: 300 });
   ns = await createTestNamespace("dependents");
   doomed = await createTestNamespace("dependents-ns");
   await installProvider(kc, ns.name, emulator.url, TOKEN);
