@@ -9,6 +9,7 @@ import type { Logger } from "../log.ts";
 import {
   ApiError,
   RequestValidationError,
+  ResponseTooLargeError,
   ResponseValidationError,
   TransportError,
   isApiError,
@@ -40,6 +41,8 @@ export interface ClientOptions {
   token?: string;
   /** Limit of one attempt: connecting, sending and reading the whole response. Default 10 000. */
   timeoutMs?: number;
+  /** The largest response body read, in bytes (any status); past it the call fails with ResponseTooLargeError. Default 16 MiB. */
+  maxResponseBytes?: number;
   /** Client-side limit, shared by every client of the same base URL. */
   rateLimit?: RateLimit;
   /** The rate limiter's clock (ms), when this client creates its base URL's bucket; default performance.now. */
@@ -83,6 +86,7 @@ interface Settings {
   baseUrl: string;
   token: string | undefined;
   timeoutMs: number;
+  maxResponseBytes: number;
   caBundle: string | undefined;
   retry: RetryPolicy;
   bucket: TokenBucket | undefined;
@@ -92,6 +96,13 @@ interface Settings {
 }
 
 export const DEFAULT_TIMEOUT_MS = 10_000;
+/**
+ * 16 MiB. The largest answer is list-projects, which the interface does not page: about 840
+ * bytes a project (the emulator's, environments included), so 8.4 MB at the bench's 10 000
+ * projects under one ProviderConfig; 16 MiB leaves room for twice that and still bounds what a
+ * broken or hostile service can make keyward hold.
+ */
+export const DEFAULT_MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
 
 
 function settingsFrom(options: ClientOptions): Settings {
@@ -99,10 +110,13 @@ function settingsFrom(options: ClientOptions): Settings {
   if (url.protocol !== "http:" && url.protocol !== "https:") throw new TypeError("baseUrl must be an http or https URL");
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   if (!(timeoutMs > 0)) throw new RangeError("timeoutMs must be positive");
+  const maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+  if (!(Number.isSafeInteger(maxResponseBytes) && maxResponseBytes > 0)) throw new RangeError("maxResponseBytes must be a positive integer");
   return {
     baseUrl: options.baseUrl,
     token: options.token,
     timeoutMs,
+    maxResponseBytes,
     caBundle: options.caBundle,
     retry: retryPolicy(options.retry),
     bucket: options.rateLimit ? sharedBucket(options.baseUrl, validateRateLimit(options.rateLimit), options.rateLimitClock) : undefined,
@@ -185,6 +199,7 @@ async function attemptOnce<S extends z.ZodType>(s: Settings, p: Prepared, schema
       path: p.path,
       headers: p.headers,
       timeoutMs: s.timeoutMs,
+      maxResponseBytes: s.maxResponseBytes,
       ...(p.body !== undefined ? { body: p.body } : {}),
       ...(s.caBundle !== undefined ? { caBundle: s.caBundle } : {}),
       ...(p.signal ? { signal: p.signal } : {}),
@@ -280,5 +295,6 @@ function apiErrorFrom(operation: string, res: HttpResponse, tokens: (string | un
 function describeError(err: unknown): string {
   if (isApiError(err)) return `${err.status} ${err.error}`;
   if (err instanceof TransportError) return `${err.kind}${err.code ? ` ${err.code}` : ""}`;
+  if (err instanceof ResponseTooLargeError) return `response larger than ${err.limitBytes} bytes`;
   return err instanceof Error ? err.name : "unknown";
 }

@@ -148,7 +148,7 @@ export type SecretReader = (namespace: string, name: string) => Promise<KubeObje
  * create-token, used for every call, and minted again once renewalPlan (AccessToken's rule)
  * says so. Concurrent reconciles share one mint.
  */
-export function createConnector(deps: { log: Logger; onRequest?: ClientOptions["onRequest"]; now?: () => number; allowedBaseUrls?: readonly string[] }) {
+export function createConnector(deps: { log: Logger; onRequest?: ClientOptions["onRequest"]; now?: () => number; allowedBaseUrls?: readonly string[]; maxResponseBytes?: number }) {
   const clients = new Map<string, { fingerprint: string; client: ApiClient }>();
   const sessions = new Map<string, { key: string; token: string; schedule: TokenSchedule }>();
   const minting = new Map<string, Promise<void>>();
@@ -163,6 +163,7 @@ export function createConnector(deps: { log: Logger; onRequest?: ClientOptions["
       baseUrl: spec.baseUrl,
       token,
       timeoutMs: (spec.timeoutSeconds ?? 10) * 1000,
+      ...(deps.maxResponseBytes !== undefined ? { maxResponseBytes: deps.maxResponseBytes } : {}),
       rateLimit: spec.rateLimit ?? DEFAULT_RATE,
       ...(spec.caBundle ? { caBundle: spec.caBundle } : {}),
       ...(deps.onRequest || onRefused
