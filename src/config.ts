@@ -69,6 +69,8 @@ export const configSchema = z
   credentialsNamespace: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/).max(63).optional(),
   // A service response body past this fails its call (ResponseTooLarge) instead of growing memory.
   maxResponseBytes: size.pipe(z.number().int().min(1024).max(1024 ** 3)).default(16 * 1024 * 1024),
+  // Each apiserver request (headers and body; a watch's headers, not its stream) must be answered within this.
+  kubeRequestTimeout: duration.pipe(z.number().min(100).max(600_000)).default(30_000),
   allowedBaseUrls: z
     .string()
     .default("")
@@ -107,6 +109,7 @@ const settings = {
   credentialsNamespace: "CREDENTIALS_NAMESPACE",
   allowedBaseUrls: "ALLOWED_BASE_URLS",
   maxResponseBytes: "MAX_RESPONSE_BYTES",
+  kubeRequestTimeout: "KUBE_REQUEST_TIMEOUT",
 } as const satisfies Record<keyof Config, string>;
 
 const flagName = (key: string): string => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);

@@ -53,7 +53,7 @@ function podNamespace(): string {
 }
 
 async function run(config: Config, log: Logger): Promise<void> {
-  const kc = loadKubeConfig(config.kubeconfig ? { kubeconfigPath: config.kubeconfig } : {});
+  const kc = { ...loadKubeConfig(config.kubeconfig ? { kubeconfigPath: config.kubeconfig } : {}), requestTimeoutMs: config.kubeRequestTimeout };
   const operator: Operator = createOperator({
     kc,
     log,

@@ -27,6 +27,8 @@ export interface KubeAccess {
   namespace: string | undefined;
   /** What the access was loaded from, for messages. */
   source: string;
+  /** The deadline of one apiserver request (not of a watch's stream); default DEFAULT_KUBE_REQUEST_TIMEOUT_MS. */
+  requestTimeoutMs?: number;
 }
 
 const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
