@@ -71,6 +71,8 @@ export const configSchema = z
   maxResponseBytes: size.pipe(z.number().int().min(1024).max(1024 ** 3)).default(16 * 1024 * 1024),
   // Each apiserver request (headers and body; a watch's headers, not its stream) must be answered within this.
   kubeRequestTimeout: duration.pipe(z.number().min(100).max(600_000)).default(30_000),
+  // An exec credential plugin of the kubeconfig is killed after this.
+  execPluginTimeout: duration.pipe(z.number().min(100).max(600_000)).default(30_000),
   allowedBaseUrls: z
     .string()
     .default("")
@@ -110,6 +112,7 @@ const settings = {
   allowedBaseUrls: "ALLOWED_BASE_URLS",
   maxResponseBytes: "MAX_RESPONSE_BYTES",
   kubeRequestTimeout: "KUBE_REQUEST_TIMEOUT",
+  execPluginTimeout: "EXEC_PLUGIN_TIMEOUT",
 } as const satisfies Record<keyof Config, string>;
 
 const flagName = (key: string): string => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);

@@ -53,7 +53,8 @@ function podNamespace(): string {
 }
 
 async function run(config: Config, log: Logger): Promise<void> {
-  const kc = { ...loadKubeConfig(config.kubeconfig ? { kubeconfigPath: config.kubeconfig } : {}), requestTimeoutMs: config.kubeRequestTimeout };
+  const loaded = loadKubeConfig({ ...(config.kubeconfig ? { kubeconfigPath: config.kubeconfig } : {}), execTimeoutMs: config.execPluginTimeout });
+  const kc = { ...loaded, requestTimeoutMs: config.kubeRequestTimeout };
   const operator: Operator = createOperator({
     kc,
     log,

@@ -35,10 +35,12 @@ describe("configuration", () => {
     expect(() => loadConfig([], { MAX_RESPONSE_BYTES: "10" })).toThrow(/--max-response-bytes/);
   });
 
-  it("reads the apiserver request timeout (default 30 s)", () => {
+  it("reads the apiserver request and exec plugin timeouts (default 30 s each)", () => {
     expect(loadConfig([], {}).kubeRequestTimeout).toBe(30_000);
     expect(loadConfig(["--kube-request-timeout", "5s"], { KUBE_REQUEST_TIMEOUT: "1m" }).kubeRequestTimeout).toBe(5_000);
     expect(() => loadConfig([], { KUBE_REQUEST_TIMEOUT: "10ms" })).toThrow(/--kube-request-timeout \/ KUBE_REQUEST_TIMEOUT/);
+    expect(loadConfig([], {}).execPluginTimeout).toBe(30_000);
+    expect(loadConfig([], { EXEC_PLUGIN_TIMEOUT: "2m" }).execPluginTimeout).toBe(120_000);
   });
 
   it("rejects unknown flags", () => {
