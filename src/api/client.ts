@@ -32,6 +32,8 @@ export interface RequestInfo {
   attempt: number;
   /** How long the client-side rate limit held the attempt, as the limiter computed it. */
   rateLimitWaitMs: number;
+  /** A non-2xx answer's `error` field (e.g. "TokenError", "PermissionDenied"), tokens redacted. */
+  error?: string;
 }
 
 export interface ClientOptions {
@@ -214,7 +216,7 @@ async function attemptOnce<S extends z.ZodType>(s: Settings, p: Prepared, schema
     return parseResponse(p.op.name, schema, res.text);
   }
   const error = apiErrorFrom(p.op.name, res, p.tokens);
-  report(s, p.op, { status: res.status, started, attempt, waitMs, ...(error.reqId ? { reqId: error.reqId } : {}) });
+  report(s, p.op, { status: res.status, started, attempt, waitMs, error: error.error, ...(error.reqId ? { reqId: error.reqId } : {}) });
   throw error;
 }
 
@@ -240,6 +242,7 @@ interface Report {
   waitMs: number;
   reqId?: string;
   cause?: string;
+  error?: string;
 }
 
 /** Metrics hook and a debug line per attempt: operation, template path, status — no bodies, no headers. */
@@ -250,7 +253,7 @@ function report(s: Settings, op: OperationInfo, r: Report): void {
     "service request",
   );
   try {
-    s.onRequest?.({ operation: op.name, method: op.method, status: r.status, durationMs, attempt: r.attempt, rateLimitWaitMs: r.waitMs });
+    s.onRequest?.({ operation: op.name, method: op.method, status: r.status, durationMs, attempt: r.attempt, rateLimitWaitMs: r.waitMs, ...(r.error !== undefined ? { error: r.error } : {}) });
   } catch (err) {
     s.logger?.warn({ operation: op.name, error: describeError(err) }, "onRequest hook threw");
   }
