@@ -23,6 +23,25 @@ const duration = z.string().transform((s, ctx) => {
   }
 });
 
+const sizePattern = /^(\d+)(Ki|Mi|Gi)?$/;
+const sizeUnits = { "": 1, Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3 } as const;
+
+/** "4Mi", "512Ki", "1048576" (Kubernetes' binary suffixes) → bytes. */
+export function parseSize(text: string): number {
+  const m = sizePattern.exec(text.trim());
+  if (!m?.[1]) throw new Error(`"${text}" is not a size like 4Mi, 512Ki or 1048576`);
+  return Number(m[1]) * sizeUnits[(m[2] ?? "") as keyof typeof sizeUnits];
+}
+
+const size = z.string().transform((s, ctx) => {
+  try {
+    return parseSize(s);
+  } catch (err) {
+    ctx.addIssue({ code: "custom", message: (err as Error).message });
+    return z.NEVER;
+  }
+});
+
 const bool = z.enum(["true", "false", "1", "0", "yes", "no"]).transform((s) => s === "true" || s === "1" || s === "yes");
 
 export const configSchema = z
@@ -48,6 +67,12 @@ export const configSchema = z
   shutdownTimeout: duration.default(30_000),
   clusterProviderConfigs: bool.default(false),
   credentialsNamespace: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/).max(63).optional(),
+  // A service response body past this fails its call (ResponseTooLarge) instead of growing memory.
+  maxResponseBytes: size.pipe(z.number().int().min(1024).max(1024 ** 3)).default(16 * 1024 * 1024),
+  // Each apiserver request (headers and body; a watch's headers, not its stream) must be answered within this.
+  kubeRequestTimeout: duration.pipe(z.number().min(100).max(600_000)).default(30_000),
+  // An exec credential plugin of the kubeconfig is killed after this.
+  execPluginTimeout: duration.pipe(z.number().min(100).max(600_000)).default(30_000),
   allowedBaseUrls: z
     .string()
     .default("")
@@ -85,6 +110,9 @@ const settings = {
   clusterProviderConfigs: "CLUSTER_PROVIDER_CONFIGS",
   credentialsNamespace: "CREDENTIALS_NAMESPACE",
   allowedBaseUrls: "ALLOWED_BASE_URLS",
+  maxResponseBytes: "MAX_RESPONSE_BYTES",
+  kubeRequestTimeout: "KUBE_REQUEST_TIMEOUT",
+  execPluginTimeout: "EXEC_PLUGIN_TIMEOUT",
 } as const satisfies Record<keyof Config, string>;
 
 const flagName = (key: string): string => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
@@ -95,7 +123,7 @@ Every setting is a flag or an environment variable (the flag wins):
 ${Object.entries(settings)
   .map(([k, env]) => `  --${flagName(k).padEnd(28)} ${env}`)
   .join("\n")}
-Durations: 500ms, 30s, 10m, 1h. Booleans: true/false.`;
+Durations: 500ms, 30s, 10m, 1h. Sizes: 4Mi, 512Ki, 1048576. Booleans: true/false.`;
 
 /** Reads the configuration; throws an Error whose message names every bad setting. */
 export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {

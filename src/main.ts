@@ -53,7 +53,8 @@ function podNamespace(): string {
 }
 
 async function run(config: Config, log: Logger): Promise<void> {
-  const kc = loadKubeConfig(config.kubeconfig ? { kubeconfigPath: config.kubeconfig } : {});
+  const loaded = loadKubeConfig({ ...(config.kubeconfig ? { kubeconfigPath: config.kubeconfig } : {}), execTimeoutMs: config.execPluginTimeout });
+  const kc = { ...loaded, requestTimeoutMs: config.kubeRequestTimeout };
   const operator: Operator = createOperator({
     kc,
     log,
@@ -64,6 +65,7 @@ async function run(config: Config, log: Logger): Promise<void> {
     stopGraceMs: Math.max(1_000, config.shutdownTimeout - 5_000),
     // ClusterProviderConfigs read their Secrets in one namespace: the flag's, else keyward's own.
     allowedBaseUrls: config.allowedBaseUrls,
+    maxResponseBytes: config.maxResponseBytes,
     ...(config.clusterProviderConfigs ? { clusterProviderConfigs: { credentialsNamespace: config.credentialsNamespace ?? podNamespace() } } : {}),
   });
   const health: Health = { ready: false };

@@ -32,6 +32,8 @@ export interface OperatorOptions {
   clusterProviderConfigs?: { credentialsNamespace: string };
   /** The base URLs provider configs may name (--allowed-base-urls); empty allows every URL. */
   allowedBaseUrls?: readonly string[];
+  /** The largest service response body read (--max-response-bytes); default the client's 16 MiB. */
+  maxResponseBytes?: number;
 }
 
 export interface Operator {
@@ -80,7 +82,12 @@ export function createOperator(opts: OperatorOptions): Operator {
   });
   kube.informers = informers;
   const events = createEventRecorder(kube, { component: "keyward", logger: log });
-  const connector = providerConfig.createConnector({ log, onRequest: apiMetrics(metrics), allowedBaseUrls: opts.allowedBaseUrls ?? [] });
+  const connector = providerConfig.createConnector({
+    log,
+    onRequest: apiMetrics(metrics),
+    allowedBaseUrls: opts.allowedBaseUrls ?? [],
+    ...(opts.maxResponseBytes !== undefined ? { maxResponseBytes: opts.maxResponseBytes } : {}),
+  });
   let cluster: clusterProviderConfig.ClusterProviderConfigs | undefined;
   const providers = providerConfig.createProviderResolver({ kube, log, connector, cluster: () => cluster?.connect });
   if (opts.clusterProviderConfigs) {

@@ -9,6 +9,7 @@ import type { Logger } from "../log.ts";
 import {
   ApiError,
   RequestValidationError,
+  ResponseTooLargeError,
   ResponseValidationError,
   TransportError,
   isApiError,
@@ -31,6 +32,8 @@ export interface RequestInfo {
   attempt: number;
   /** How long the client-side rate limit held the attempt, as the limiter computed it. */
   rateLimitWaitMs: number;
+  /** A non-2xx answer's `error` field (e.g. "TokenError", "PermissionDenied"), tokens redacted. */
+  error?: string;
 }
 
 export interface ClientOptions {
@@ -40,6 +43,8 @@ export interface ClientOptions {
   token?: string;
   /** Limit of one attempt: connecting, sending and reading the whole response. Default 10 000. */
   timeoutMs?: number;
+  /** The largest response body read, in bytes (any status); past it the call fails with ResponseTooLargeError. Default 16 MiB. */
+  maxResponseBytes?: number;
   /** Client-side limit, shared by every client of the same base URL. */
   rateLimit?: RateLimit;
   /** The rate limiter's clock (ms), when this client creates its base URL's bucket; default performance.now. */
@@ -83,6 +88,7 @@ interface Settings {
   baseUrl: string;
   token: string | undefined;
   timeoutMs: number;
+  maxResponseBytes: number;
   caBundle: string | undefined;
   retry: RetryPolicy;
   bucket: TokenBucket | undefined;
@@ -92,6 +98,13 @@ interface Settings {
 }
 
 export const DEFAULT_TIMEOUT_MS = 10_000;
+/**
+ * 16 MiB. The largest answer is list-projects, which the interface does not page: about 840
+ * bytes a project (the emulator's, environments included), so 8.4 MB at the bench's 10 000
+ * projects under one ProviderConfig; 16 MiB leaves room for twice that and still bounds what a
+ * broken or hostile service can make keyward hold.
+ */
+export const DEFAULT_MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
 
 
 function settingsFrom(options: ClientOptions): Settings {
@@ -99,10 +112,13 @@ function settingsFrom(options: ClientOptions): Settings {
   if (url.protocol !== "http:" && url.protocol !== "https:") throw new TypeError("baseUrl must be an http or https URL");
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   if (!(timeoutMs > 0)) throw new RangeError("timeoutMs must be positive");
+  const maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+  if (!(Number.isSafeInteger(maxResponseBytes) && maxResponseBytes > 0)) throw new RangeError("maxResponseBytes must be a positive integer");
   return {
     baseUrl: options.baseUrl,
     token: options.token,
     timeoutMs,
+    maxResponseBytes,
     caBundle: options.caBundle,
     retry: retryPolicy(options.retry),
     bucket: options.rateLimit ? sharedBucket(options.baseUrl, validateRateLimit(options.rateLimit), options.rateLimitClock) : undefined,
@@ -185,6 +201,7 @@ async function attemptOnce<S extends z.ZodType>(s: Settings, p: Prepared, schema
       path: p.path,
       headers: p.headers,
       timeoutMs: s.timeoutMs,
+      maxResponseBytes: s.maxResponseBytes,
       ...(p.body !== undefined ? { body: p.body } : {}),
       ...(s.caBundle !== undefined ? { caBundle: s.caBundle } : {}),
       ...(p.signal ? { signal: p.signal } : {}),
@@ -199,7 +216,7 @@ async function attemptOnce<S extends z.ZodType>(s: Settings, p: Prepared, schema
     return parseResponse(p.op.name, schema, res.text);
   }
   const error = apiErrorFrom(p.op.name, res, p.tokens);
-  report(s, p.op, { status: res.status, started, attempt, waitMs, ...(error.reqId ? { reqId: error.reqId } : {}) });
+  report(s, p.op, { status: res.status, started, attempt, waitMs, error: error.error, ...(error.reqId ? { reqId: error.reqId } : {}) });
   throw error;
 }
 
@@ -225,6 +242,7 @@ interface Report {
   waitMs: number;
   reqId?: string;
   cause?: string;
+  error?: string;
 }
 
 /** Metrics hook and a debug line per attempt: operation, template path, status — no bodies, no headers. */
@@ -235,7 +253,7 @@ function report(s: Settings, op: OperationInfo, r: Report): void {
     "service request",
   );
   try {
-    s.onRequest?.({ operation: op.name, method: op.method, status: r.status, durationMs, attempt: r.attempt, rateLimitWaitMs: r.waitMs });
+    s.onRequest?.({ operation: op.name, method: op.method, status: r.status, durationMs, attempt: r.attempt, rateLimitWaitMs: r.waitMs, ...(r.error !== undefined ? { error: r.error } : {}) });
   } catch (err) {
     s.logger?.warn({ operation: op.name, error: describeError(err) }, "onRequest hook threw");
   }
@@ -280,5 +298,6 @@ function apiErrorFrom(operation: string, res: HttpResponse, tokens: (string | un
 function describeError(err: unknown): string {
   if (isApiError(err)) return `${err.status} ${err.error}`;
   if (err instanceof TransportError) return `${err.kind}${err.code ? ` ${err.code}` : ""}`;
+  if (err instanceof ResponseTooLargeError) return `response larger than ${err.limitBytes} bytes`;
   return err instanceof Error ? err.name : "unknown";
 }

@@ -107,6 +107,32 @@ export class TransportError extends Error {
   }
 }
 
+/**
+ * A response body (of any status) longer than the client's maxResponseBytes. The client stops
+ * reading at the limit and closes the connection, so a service that answers with an endless or
+ * huge body costs keyward at most the limit in memory. Not retried: the same request would get
+ * the same body. The message names the operation and the limit, never any of the body.
+ */
+export class ResponseTooLargeError extends Error {
+  override readonly name = "ResponseTooLargeError";
+  /** The condition reason the engine shows (classifyError reads it). */
+  readonly conditionReason = "ResponseTooLarge";
+  readonly operation: string;
+  /** The HTTP status the oversized response came with (not `status`: it is no ApiError). */
+  readonly httpStatus: number;
+  readonly limitBytes: number;
+  readonly retryable = false;
+  readonly mayHaveLanded = true;
+
+  constructor(init: { operation: string; status: number; limitBytes: number; declaredBytes?: number }) {
+    const declared = init.declaredBytes === undefined ? "" : ` (it declared ${init.declaredBytes} bytes)`;
+    super(`${init.operation}: the service's response (HTTP ${init.status}) is larger than the limit of ${init.limitBytes} bytes${declared}; it was not read (--max-response-bytes)`);
+    this.operation = init.operation;
+    this.httpStatus = init.status;
+    this.limitBytes = init.limitBytes;
+  }
+}
+
 /** One field that failed a schema: where, and what kind of failure — never the value. */
 export interface FieldIssue {
   path: string;
@@ -143,12 +169,13 @@ export class RequestValidationError extends Error {
   }
 }
 
-export type ClientError = ApiError | TransportError | ResponseValidationError | RequestValidationError;
+export type ClientError = ApiError | TransportError | ResponseValidationError | RequestValidationError | ResponseTooLargeError;
 
 export const isApiError = (e: unknown): e is ApiError => e instanceof ApiError;
 export const isTransportError = (e: unknown): e is TransportError => e instanceof TransportError;
 export const isResponseValidationError = (e: unknown): e is ResponseValidationError => e instanceof ResponseValidationError;
 export const isRequestValidationError = (e: unknown): e is RequestValidationError => e instanceof RequestValidationError;
+export const isResponseTooLarge = (e: unknown): e is ResponseTooLargeError => e instanceof ResponseTooLargeError;
 /** The object does not exist: a 404 for an id or slug, never one for an unknown route. */
 export const isNotFound = (e: unknown): boolean => isApiError(e) && e.status === 404 && !e.routeNotFound;
 /** The service does not serve the operation's path at all (an older or stricter server). */

@@ -2,8 +2,8 @@
 // and the mapping of transport failures to TransportError.
 import { createHash, randomUUID } from "node:crypto";
 import diagnosticsChannel from "node:diagnostics_channel";
-import { Pool, request } from "undici";
-import { TransportError, type TransportErrorKind } from "./errors.ts";
+import { Pool, request, type Dispatcher } from "undici";
+import { ResponseTooLargeError, TransportError, type TransportErrorKind } from "./errors.ts";
 
 export interface HttpRequest {
   baseUrl: string;
@@ -15,6 +15,8 @@ export interface HttpRequest {
   timeoutMs: number;
   caBundle?: string;
   signal?: AbortSignal;
+  /** The most bytes of body (any status) read; past it the body is dropped and ResponseTooLargeError thrown. */
+  maxResponseBytes: number;
 }
 
 export interface HttpResponse {
@@ -76,7 +78,9 @@ diagnosticsChannel.subscribe("undici:client:sendHeaders", onSendHeaders);
 /**
  * Sends one request and reads the whole body within timeoutMs (connect, send, headers and
  * body together; a precise timer — undici's own timeouts are coarse below a second and only
- * back this one up). Failures come back as a classified TransportError.
+ * back this one up; its bodyTimeout only bounds the silence between chunks, so a body that
+ * trickles would outlive it) and within maxResponseBytes. Failures come back as a classified
+ * TransportError, or ResponseTooLargeError.
  */
 export async function sendRequest(req: HttpRequest, operation: string): Promise<HttpResponse> {
   const url = joinUrl(req.baseUrl, req.path);
@@ -94,15 +98,41 @@ export async function sendRequest(req: HttpRequest, operation: string): Promise<
       bodyTimeout: req.timeoutMs,
       signal,
     });
-    const text = await res.body.text();
+    const text = await readBounded(res, req.maxResponseBytes, operation);
     return { status: res.statusCode, headers: res.headers, text };
   } catch (err) {
+    if (err instanceof ResponseTooLargeError) throw err;
     const progress = { sent: sentAttempts.has(attemptId), timedOut: deadline.signal.aborted, aborted: req.signal?.aborted === true };
     throw toTransportError(err, operation, url.host, progress);
   } finally {
     clearTimeout(timer);
     sentAttempts.delete(attemptId);
   }
+}
+
+/**
+ * The body as UTF-8 text, at most `limit` bytes. A declared content-length past the limit is
+ * refused before a byte is read; an undeclared one is counted chunk by chunk. Either way the body
+ * is destroyed at once (undici then closes the connection rather than drain it), so memory holds
+ * at most the limit plus one chunk, and an endless body ends here.
+ */
+async function readBounded(res: Dispatcher.ResponseData, limit: number, operation: string): Promise<string> {
+  const declared = Number(res.headers["content-length"]);
+  if (Number.isFinite(declared) && declared > limit) {
+    res.body.destroy();
+    throw new ResponseTooLargeError({ operation, status: res.statusCode, limitBytes: limit, declaredBytes: declared });
+  }
+  const chunks: Buffer[] = [];
+  let total = 0;
+  for await (const chunk of res.body as AsyncIterable<Buffer>) {
+    total += chunk.length;
+    if (total > limit) {
+      res.body.destroy();
+      throw new ResponseTooLargeError({ operation, status: res.statusCode, limitBytes: limit });
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks, total).toString("utf8");
 }
 
 interface Classified {

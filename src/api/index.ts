@@ -1,11 +1,12 @@
 // Public entry of keyward's client of the service. See README.md next to this file.
-export { DEFAULT_TIMEOUT_MS, type CallOptions, type ClientOptions, type RequestInfo } from "./client.ts";
+export { DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_TIMEOUT_MS, type CallOptions, type ClientOptions, type RequestInfo } from "./client.ts";
 export { createApiClient, type ApiClient } from "./methods.ts";
 export { operations, operationByName, type OperationInfo, type OperationName } from "./operations.ts";
 export { closeConnections } from "./http.ts";
 export {
   ApiError,
   RequestValidationError,
+  ResponseTooLargeError,
   ResponseValidationError,
   TransportError,
   isApiError,
@@ -13,6 +14,7 @@ export {
   isNotFound,
   isRequestValidationError,
   isRouteNotFound,
+  isResponseTooLarge,
   isResponseValidationError,
   isTransportError,
   type ClientError,

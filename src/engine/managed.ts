@@ -165,7 +165,9 @@ export function classifyError(err: unknown): ErrorClass {
     return withRetryAfter({ reason: err.reason, message: err.message, retryable: err.retryable }, err.retryAfterMs);
   }
   if (err instanceof Error) {
-    const e = err as Error & { status?: unknown; code?: unknown; retryable?: unknown; retryAfterMs?: unknown };
+    const e = err as Error & { status?: unknown; code?: unknown; retryable?: unknown; retryAfterMs?: unknown; conditionReason?: unknown };
+    // An error that names its own reason (the client's ResponseTooLargeError) keeps it.
+    if (typeof e.conditionReason === "string" && typeof e.retryable === "boolean") return { reason: e.conditionReason, message: errorSummary(err), retryable: e.retryable };
     const status = typeof e.status === "number" ? e.status : typeof e.code === "number" ? e.code : undefined;
     const fromService = typeof e.retryable === "boolean";
     const isRetryable = fromService ? (e.retryable as boolean) : status === undefined || status >= 500 || status === 409 || status === 429;

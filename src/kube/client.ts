@@ -1,7 +1,7 @@
 // How keyward reaches the apiserver: its access (URL, TLS, credential — kubeconfig.ts) and the
 // shared informers whose caches reads go to.
 import type { InformerFactory } from "./informer.ts";
-import { accessFrom, loadKubeAccess, type KubeAccess, type KubeSource } from "./kubeconfig.ts";
+import { accessFrom, loadKubeAccess, type KubeAccess, type KubeSource, type LoadOptions } from "./kubeconfig.ts";
 
 /** Names a resource type: group "" is the core group (Secrets, ConfigMaps, ...). */
 export interface KindRef {
@@ -26,7 +26,7 @@ export interface Kube {
 }
 
 /** An explicit path, else $KUBECONFIG, else the in-cluster service account, else ~/.kube/config. */
-export function loadKubeConfig(opts: { kubeconfigPath?: string } = {}): KubeAccess {
+export function loadKubeConfig(opts: LoadOptions = {}): KubeAccess {
   return loadKubeAccess(opts);
 }
 

@@ -1,7 +1,8 @@
 // A list+watch cache of one kind (client-go's reflector + store, in small). Per namespace (or
 // cluster-wide) it lists, then watches from the list's resourceVersion, and keeps going:
 // - the server ending a watch (its timeout) resumes from the last resourceVersion seen;
-// - 410 Gone (resourceVersion too old) relists at once;
+// - 410 Gone (resourceVersion too old) relists, at once when the watch had delivered events,
+//   else after the backoff (a server answering every watch with 410 is no relist storm);
 // - any other failure (network, 404 while a CRD is gone, 5xx) counts a restart, waits a
 //   jittered exponential backoff and relists.
 // A relist replaces the cache and reports the difference (deletes for objects that vanished
@@ -148,6 +149,13 @@ async function runScope(d: ScopeDeps, scope: string | undefined): Promise<void> 
       if (ended.end === "gone") {
         resourceVersion = undefined;
         restart("resourceVersion expired (410 Gone): relisting", failures);
+        // A watch that is gone before delivering anything, again and again, would be a relist
+        // storm (a whole list per round trip): it backs off like a failure. One that delivered
+        // events first relists at once, as client-go's reflector does.
+        if (ended.events === 0) {
+          await interruptibleSleep(backoffDelay(failures, d.backoff), d.signal);
+          failures += 1;
+        }
       } else if (ended.events > 0 || Date.now() - began >= MIN_HEALTHY_WATCH_MS) {
         failures = 0;
       } else {

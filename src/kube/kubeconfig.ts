@@ -7,7 +7,7 @@
 // client certificates, bearer tokens (inline or tokenFile), basic auth, exec credential plugins
 // that return a token, and an http(s) proxy-url. Legacy auth-provider plugins are refused with a
 // clear message.
-import { execFile } from "node:child_process";
+import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { delimiter, dirname, isAbsolute, join, resolve } from "node:path";
@@ -27,6 +27,8 @@ export interface KubeAccess {
   namespace: string | undefined;
   /** What the access was loaded from, for messages. */
   source: string;
+  /** The deadline of one apiserver request (not of a watch's stream); default DEFAULT_KUBE_REQUEST_TIMEOUT_MS. */
+  requestTimeoutMs?: number;
 }
 
 const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
@@ -44,19 +46,25 @@ export function isKubeAccess(source: KubeSource): source is KubeAccess {
   return typeof (source as Partial<KubeAccess>).authorization === "function";
 }
 
+export interface LoadOptions {
+  kubeconfigPath?: string;
+  /** How long an exec credential plugin may run before it is killed; default DEFAULT_EXEC_TIMEOUT_MS. */
+  execTimeoutMs?: number;
+}
+
 /** An explicit path, else $KUBECONFIG, else the in-cluster service account, else ~/.kube/config. */
-export function loadKubeAccess(opts: { kubeconfigPath?: string } = {}): KubeAccess {
-  if (opts.kubeconfigPath) return fromFiles([opts.kubeconfigPath]);
+export function loadKubeAccess(opts: LoadOptions = {}): KubeAccess {
+  if (opts.kubeconfigPath) return fromFiles([opts.kubeconfigPath], opts);
   const env = process.env["KUBECONFIG"];
-  if (env) return fromFiles(env.split(delimiter).filter((p) => p !== ""));
+  if (env) return fromFiles(env.split(delimiter).filter((p) => p !== ""), opts);
   if (process.env["KUBERNETES_SERVICE_HOST"] && existsSync(join(SERVICE_ACCOUNT_DIR, "token"))) return inCluster();
-  return fromFiles([join(homedir(), ".kube", "config")]);
+  return fromFiles([join(homedir(), ".kube", "config")], opts);
 }
 
 /** Access from a kubeconfig printed by another library (its file paths stay as they are). */
 export function accessFrom(source: KubeSource): KubeAccess {
   if (isKubeAccess(source)) return source;
-  return fromConfig(load(source.exportConfig()) as RawConfig, process.cwd(), "exported kubeconfig");
+  return fromConfig(load(source.exportConfig()) as RawConfig, process.cwd(), "exported kubeconfig", {});
 }
 
 function inCluster(): KubeAccess {
@@ -99,7 +107,7 @@ interface Located {
   dir: string;
 }
 
-function fromFiles(paths: string[]): KubeAccess {
+function fromFiles(paths: string[], opts: LoadOptions): KubeAccess {
   // kubectl's merge: the first file to name a cluster, user or context wins, and the first
   // current-context set wins.
   const merged = { clusters: new Map<string, Located>(), users: new Map<string, Located>(), contexts: new Map<string, Located>(), current: undefined as string | undefined };
@@ -119,15 +127,16 @@ function fromFiles(paths: string[]): KubeAccess {
     }
     merged.current ??= raw["current-context"] || undefined;
   }
-  return resolveContext(merged, existing.join(delimiter));
+  return resolveContext(merged, existing.join(delimiter), opts);
 }
 
-function fromConfig(raw: RawConfig, dir: string, source: string): KubeAccess {
+function fromConfig(raw: RawConfig, dir: string, source: string, opts: LoadOptions): KubeAccess {
   const toMap = (list: Named<Record<string, unknown>>[] | undefined, field: "cluster" | "user" | "context") =>
     new Map((list ?? []).map((item) => [item.name, { entry: (item[field] ?? {}), dir }]));
   return resolveContext(
     { clusters: toMap(raw.clusters, "cluster"), users: toMap(raw.users, "user"), contexts: toMap(raw.contexts, "context"), current: raw["current-context"] },
     source,
+    opts,
   );
 }
 
@@ -140,6 +149,7 @@ function text(entry: Record<string, unknown>, field: string): string {
 function resolveContext(
   merged: { clusters: Map<string, Located>; users: Map<string, Located>; contexts: Map<string, Located>; current: string | undefined },
   source: string,
+  opts: LoadOptions,
 ): KubeAccess {
   const contextName = merged.current ?? (merged.contexts.size === 1 ? [...merged.contexts.keys()][0] : undefined);
   if (!contextName) throw new Error(`kubeconfig ${source} has no current-context`);
@@ -168,7 +178,7 @@ function resolveContext(
     server: server.replace(/\/+$/, ""),
     dispatcher: newDispatcher(),
     newDispatcher,
-    authorization: userAuthorization(u, user.dir),
+    authorization: userAuthorization(u, user.dir, opts.execTimeoutMs ?? DEFAULT_EXEC_TIMEOUT_MS),
     namespace: typeof context["namespace"] === "string" ? context["namespace"] : undefined,
     source,
   };
@@ -180,7 +190,7 @@ function pem(field: "ca" | "cert" | "key", data: unknown, file: unknown, dir: st
   return {};
 }
 
-function userAuthorization(u: Record<string, unknown>, dir: string): () => Promise<string | undefined> {
+function userAuthorization(u: Record<string, unknown>, dir: string, execTimeoutMs: number): () => Promise<string | undefined> {
   if (typeof u["token"] === "string" && u["token"] !== "") {
     const header = `Bearer ${u["token"]}`;
     return () => Promise.resolve(header);
@@ -192,7 +202,7 @@ function userAuthorization(u: Record<string, unknown>, dir: string): () => Promi
     const header = `Basic ${Buffer.from(`${u["username"]}:${u["password"]}`).toString("base64")}`;
     return () => Promise.resolve(header);
   }
-  if (typeof u["exec"] === "object" && u["exec"] !== null) return execCredential(u["exec"]);
+  if (typeof u["exec"] === "object" && u["exec"] !== null) return execCredential(u["exec"], execTimeoutMs);
   return () => Promise.resolve(undefined);
 }
 
@@ -213,31 +223,85 @@ interface ExecConfig {
   apiVersion?: string;
 }
 
+/** An exec plugin that has not printed its credential by then is killed (kubectl waits forever). */
+export const DEFAULT_EXEC_TIMEOUT_MS = 30_000;
+/** The most a plugin may print; an ExecCredential is a few KiB. */
+const EXEC_MAX_OUTPUT_BYTES = 1 << 20;
+
+/**
+ * Runs the plugin: stdin closed (keyward is never interactive, and a plugin that reads stdin gets
+ * EOF rather than hanging), stdout kept up to EXEC_MAX_OUTPUT_BYTES, stderr discarded, killed
+ * at `timeoutMs`. Resolves with its stdout; rejects with our own words only — the exit code or
+ * signal — never what it printed or its arguments, since either may hold the token.
+ */
+function runPlugin(command: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs: number): Promise<string> {
+  return new Promise((resolveOut, reject) => {
+    const child = spawn(command, args, { env, stdio: ["ignore", "pipe", "ignore"] });
+    const chunks: Buffer[] = [];
+    let bytes = 0;
+    let failure: string | undefined;
+    const kill = (why: string): void => {
+      failure ??= why;
+      child.kill("SIGKILL");
+    };
+    const timer = setTimeout(() => kill(`did not finish within ${timeoutMs} ms and was killed`), timeoutMs);
+    child.stdout.on("data", (chunk: Buffer) => {
+      bytes += chunk.length;
+      if (bytes > EXEC_MAX_OUTPUT_BYTES) kill(`printed more than ${EXEC_MAX_OUTPUT_BYTES} bytes and was killed`);
+      else chunks.push(chunk);
+    });
+    child.on("error", (err: NodeJS.ErrnoException) => {
+      failure ??= `could not be started${err.code ? ` (${err.code})` : ""}`;
+    });
+    // "close" waits for stdout to end too; a killed plugin's grandchildren could hold it open, so
+    // a kill settles on "exit".
+    const settle = (code: number | null, signal: NodeJS.Signals | null): void => {
+      clearTimeout(timer);
+      child.stdout.destroy();
+      if (failure) reject(new Error(`kubeconfig exec plugin ${command} ${failure}`));
+      else if (code !== 0) reject(new Error(`kubeconfig exec plugin ${command} failed: ${signal ? `killed by ${signal}` : `exited with code ${code ?? "?"}`}`));
+      else resolveOut(Buffer.concat(chunks).toString("utf8"));
+    };
+    child.on("exit", (code, signal) => {
+      if (failure) settle(code, signal);
+    });
+    child.on("close", settle);
+  });
+}
+
+/** status.token of an ExecCredential, checked field by field; errors never quote the output. */
+function tokenOfCredential(command: string, stdout: string): { token: string; expires: number } {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(stdout);
+  } catch {
+    throw new Error(`kubeconfig exec plugin ${command} printed no ExecCredential (not JSON)`);
+  }
+  const status = typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) ? (parsed as { status?: unknown }).status : undefined;
+  if (status !== undefined && (typeof status !== "object" || status === null || Array.isArray(status))) {
+    throw new Error(`kubeconfig exec plugin ${command} printed no ExecCredential (status is not an object)`);
+  }
+  const { token, expirationTimestamp } = (status ?? {}) as { token?: unknown; expirationTimestamp?: unknown };
+  if (typeof token !== "string" || token === "") {
+    throw new Error(`kubeconfig exec plugin ${command} returned no token (client certificates from exec plugins are not supported)`);
+  }
+  const expires = typeof expirationTimestamp === "string" ? Date.parse(expirationTimestamp) : Number.NaN;
+  return { token, expires: Number.isNaN(expires) ? Number.POSITIVE_INFINITY : expires };
+}
+
 /** client.authentication.k8s.io exec plugins: run the command, use status.token until it expires. */
-function execCredential(exec: ExecConfig): () => Promise<string | undefined> {
+function execCredential(exec: ExecConfig, timeoutMs: number): () => Promise<string | undefined> {
   if (!exec.command) throw new Error("kubeconfig: exec credential plugin without a command");
   const command = exec.command;
   let cached: { header: string; expires: number } | undefined;
   let running: Promise<string | undefined> | undefined;
-  const run = (): Promise<string | undefined> =>
-    new Promise((resolveToken, reject) => {
-      const env = { ...process.env, ...Object.fromEntries((exec.env ?? []).map((e) => [e.name, e.value])) };
-      if (exec.apiVersion) env["KUBERNETES_EXEC_INFO"] = JSON.stringify({ apiVersion: exec.apiVersion, kind: "ExecCredential", spec: { interactive: false } });
-      execFile(command, exec.args ?? [], { env, maxBuffer: 1 << 20 }, (err, stdout) => {
-        if (err) {
-          reject(new Error(`kubeconfig exec plugin ${command} failed: ${err.message.split("\n")[0] ?? ""}`));
-          return;
-        }
-        const status = (JSON.parse(stdout) as { status?: { token?: string; expirationTimestamp?: string; clientCertificateData?: string } }).status ?? {};
-        if (!status.token) {
-          reject(new Error(`kubeconfig exec plugin ${command} returned no token (client certificates from exec plugins are not supported)`));
-          return;
-        }
-        const expires = status.expirationTimestamp ? Date.parse(status.expirationTimestamp) : Number.POSITIVE_INFINITY;
-        cached = { header: `Bearer ${status.token}`, expires };
-        resolveToken(cached.header);
-      });
-    });
+  const run = async (): Promise<string | undefined> => {
+    const env = { ...process.env, ...Object.fromEntries((exec.env ?? []).map((e) => [e.name, e.value])) };
+    if (exec.apiVersion) env["KUBERNETES_EXEC_INFO"] = JSON.stringify({ apiVersion: exec.apiVersion, kind: "ExecCredential", spec: { interactive: false } });
+    const { token, expires } = tokenOfCredential(command, await runPlugin(command, exec.args ?? [], env, timeoutMs));
+    cached = { header: `Bearer ${token}`, expires };
+    return cached.header;
+  };
   return async () => {
     // Renewed a little before it expires, one run at a time.
     if (cached && cached.expires - 10_000 > Date.now()) return cached.header;

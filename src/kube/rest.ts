@@ -28,6 +28,49 @@ export class KubeApiError extends Error {
   }
 }
 
+/**
+ * How long one apiserver request may take, headers and body (client-go leaves requests unbounded;
+ * a half-open connection or a stuck apiserver would then hold a reconcile, a lease renewal or an
+ * informer's list forever). A watch's stream is not one request: only its headers are bounded.
+ */
+export const DEFAULT_KUBE_REQUEST_TIMEOUT_MS = 30_000;
+
+/** The apiserver did not answer one request within its deadline. Retryable. */
+export class KubeTimeoutError extends Error {
+  override readonly name = "KubeTimeoutError";
+  /** The condition reason the engine shows (classifyError reads it). */
+  readonly conditionReason = "ApiserverTimeout";
+  readonly retryable = true;
+  readonly timeoutMs: number;
+  constructor(method: string, path: string, timeoutMs: number) {
+    super(`${method} ${path}: no answer from the apiserver within ${timeoutMs} ms`);
+    this.timeoutMs = timeoutMs;
+  }
+}
+
+function requestTimeoutMs(access: KubeAccess): number {
+  return access.requestTimeoutMs ?? DEFAULT_KUBE_REQUEST_TIMEOUT_MS;
+}
+
+/**
+ * Runs `work` with a signal that aborts at the deadline (or with the caller's signal); a
+ * deadline abort becomes KubeTimeoutError, a caller's abort stays what it was.
+ */
+export async function withDeadline<T>(access: KubeAccess, req: KubeRequest, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const ms = requestTimeoutMs(access);
+  const deadline = new AbortController();
+  const timer = setTimeout(() => deadline.abort(), ms);
+  const signal = req.signal ? AbortSignal.any([deadline.signal, req.signal]) : deadline.signal;
+  try {
+    return await work(signal);
+  } catch (err) {
+    if (deadline.signal.aborted && !req.signal?.aborted) throw new KubeTimeoutError(req.method ?? "GET", req.path, ms);
+    throw err;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export async function kubeFetch(access: KubeAccess, req: KubeRequest): Promise<Response> {
   const url = new URL(access.server + req.path);
   for (const [key, value] of Object.entries(req.query ?? {})) {
@@ -46,11 +89,16 @@ export async function kubeFetch(access: KubeAccess, req: KubeRequest): Promise<R
   });
 }
 
-/** A JSON request; a non-2xx answer throws KubeApiError. */
+/**
+ * A JSON request, answered (headers and body) within the access's request timeout, else
+ * KubeTimeoutError; a non-2xx answer throws KubeApiError.
+ */
 export async function kubeJson<T>(access: KubeAccess, req: KubeRequest): Promise<T> {
-  const response = await kubeFetch(access, req);
-  const text = await response.text();
-  if (response.status < 200 || response.status > 299) throw errorFrom(response.status, text, response.statusText);
+  const { status, statusText, text } = await withDeadline(access, req, async (signal) => {
+    const response = await kubeFetch(access, { ...req, signal });
+    return { status: response.status, statusText: response.statusText, text: await response.text() };
+  });
+  if (status < 200 || status > 299) throw errorFrom(status, text, statusText);
   return JSON.parse(text) as T;
 }
 

@@ -2,7 +2,8 @@
 // (informer.ts) strings them together and restarts them; here is only the protocol.
 import type { KubeObject } from "./types.ts";
 import type { Kube } from "./client.ts";
-import { errorFrom, KubeApiError, kubeFetch, kubeJson } from "./rest.ts";
+import type { Response } from "undici";
+import { errorFrom, KubeApiError, kubeFetch, kubeJson, withDeadline } from "./rest.ts";
 
 export interface ListResult {
   items: KubeObject[];
@@ -81,7 +82,9 @@ async function streamWatch(
   signal: AbortSignal,
   touch: () => void,
 ): Promise<WatchEnd> {
-  const response = await kubeFetch(kube.access, {
+  // The headers come within the request deadline; the stream then runs for as long as the
+  // server keeps it (its timeoutSeconds, and watchOnce's idle limit behind it).
+  const request = {
     path,
     query: {
       watch: true,
@@ -91,7 +94,25 @@ async function streamWatch(
       labelSelector: opts.labelSelector,
     },
     signal,
-  });
+  };
+  // The caller's signal (and watchOnce's idle limit) end the stream at any time; the deadline
+  // only until the headers are in.
+  const stream = new AbortController();
+  const follow = (): void => stream.abort();
+  if (signal.aborted) stream.abort();
+  signal.addEventListener("abort", follow, { once: true });
+  try {
+    const response = await withDeadline(kube.access, request, (headersSignal) => {
+      headersSignal.addEventListener("abort", follow, { once: true });
+      return kubeFetch(kube.access, { ...request, signal: stream.signal });
+    });
+    return await readWatch(response, path, opts, touch);
+  } finally {
+    signal.removeEventListener("abort", follow);
+  }
+}
+
+async function readWatch(response: Response, path: string, opts: WatchOptions, touch: () => void): Promise<WatchEnd> {
   if (response.status === 410) {
     await response.body?.cancel();
     return { end: "gone", events: 0 };

@@ -12,9 +12,11 @@
 // and a duplicate only wastes a token.
 //
 // createIdentityToken is not idempotent and the interface can neither look a token up nor
-// revoke one. If keyward dies, or the Secret write fails, after the service minted a token and
-// before the Secret holds it, the next pass mints another: the first one is leaked at the
-// service until it expires. That is accepted — it was never written anywhere, so nobody holds
+// revoke one. A token minted whose Secret write then fails is kept in memory (per object, with
+// the spec it was minted for) and written again by the next pass instead of minting another, so
+// a Secret that cannot be written (a quota, an admission policy, an apiserver outage) does not
+// leak a token per pass. If keyward dies in between, the next pass mints another and the first
+// is leaked at the service until it expires — it was never written anywhere, so nobody holds
 // it. Likewise a token replaced by a renewal, or whose AccessToken is deleted, stays valid at
 // the service until its own expiry.
 import { createHash } from "node:crypto";
@@ -22,8 +24,8 @@ import { z } from "zod";
 import type { ApiClient } from "../api/index.ts";
 import { resourcePath, secretKind, type Kube } from "../kube/client.ts";
 import { validations, type CrdSource } from "../kube/crd.ts";
-import { getObject, isNotFound, statusCodeOf } from "../kube/objects.ts";
-import { kubeJson } from "../kube/rest.ts";
+import { getObject, isNotFound, replacingPatch, statusCodeOf } from "../kube/objects.ts";
+import { kubeJson, MERGE_PATCH } from "../kube/rest.ts";
 import type { SecondaryWatch } from "../engine/controller.ts";
 import { kindGauge, type Metrics } from "../engine/metrics.ts";
 import { ReconcileError, type ManagedContext, type ManagedModule, type Observation, type StatusPatch } from "../engine/managed.ts";
@@ -268,47 +270,53 @@ function ownerReference(c: Ctx): OwnerReference {
   return { apiVersion: API_VERSION, kind: ref.kind, name: c.key.name, uid: c.obj.metadata.uid ?? "", controller: true, blockOwnerDeletion: true };
 }
 
-function secretBody(c: Ctx, existing: SecretObject | undefined, data: Record<string, string>, hash: string): SecretObject {
-  const meta: Partial<ObjectMeta> = existing?.metadata ?? {};
-  const otherOwners = (meta.ownerReferences ?? []).filter((r) => r.uid !== c.obj.metadata.uid);
+function ownedMetadata(c: Ctx, existing: SecretObject | undefined, hash: string) {
+  const otherOwners = (existing?.metadata.ownerReferences ?? []).filter((r) => r.uid !== c.obj.metadata.uid);
   return {
-    apiVersion: "v1",
-    kind: "Secret",
-    metadata: {
-      name: c.spec.secretName,
-      namespace: c.key.namespace,
-      ...(meta.resourceVersion ? { resourceVersion: meta.resourceVersion } : {}),
-      labels: { ...meta.labels, [LABEL_MANAGED_BY]: "keyward", [LABEL_OWNER_KIND]: ref.kind },
-      annotations: { ...meta.annotations, [ANNOTATION_DATA_HASH]: hash },
-      ownerReferences: [...otherOwners, ownerReference(c)],
-    },
-    type: existing?.type ?? "Opaque",
-    // Replaced whole: the Secret holds what keyward wrote and nothing else.
-    data,
+    labels: { [LABEL_MANAGED_BY]: "keyward", [LABEL_OWNER_KIND]: ref.kind },
+    annotations: { [ANNOTATION_DATA_HASH]: hash },
+    ownerReferences: [...otherOwners, ownerReference(c)],
+  };
+}
+
+/** A new Secret: keyward's labels, annotation and ownerReference, and the data. */
+function newSecretBody(c: Ctx, data: Record<string, string>, hash: string): SecretObject {
+  return { apiVersion: "v1", kind: "Secret", metadata: { name: c.spec.secretName, namespace: c.key.namespace, ...ownedMetadata(c, undefined, hash) }, type: "Opaque", data };
+}
+
+/**
+ * A merge patch of an existing Secret, on the resourceVersion read: labels and annotations are
+ * merged (other controllers' stay), finalizers are not sent (they stay), the ownerReferences are
+ * the read ones with ours, and the data is replaced whole — what keyward wrote and nothing else:
+ * keys it no longer writes (spec.secretKeys changed, or someone added one) are sent as null.
+ */
+function secretPatch(c: Ctx, existing: SecretObject, data: Record<string, string>, hash: string): object {
+  return {
+    metadata: { ...(existing.metadata.resourceVersion ? { resourceVersion: existing.metadata.resourceVersion } : {}), ...ownedMetadata(c, existing, hash) },
+    data: replacingPatch(existing.data ?? {}, data),
   };
 }
 
 const SECRET_WRITE_ATTEMPTS = 3;
 
 /**
- * Writes the token just minted. A conflict (someone labelled the Secret meanwhile, or created it)
- * is retried from a fresh read with the same token: the token is already issued, and giving up
- * here would mint another on the next pass.
+ * Writes the token just minted: a new Secret is created, an existing one patched (see
+ * secretPatch; a replace would strip other controllers' finalizers). A conflict (someone labelled
+ * the Secret meanwhile, or created it) is retried from a fresh read with the same token.
  */
 async function writeSecret(c: Ctx, existing: SecretObject | undefined, data: Record<string, string>, hash: string): Promise<void> {
   const { namespace } = c.key;
   const name = c.spec.secretName;
   let current = existing;
   for (let attempt = 1; ; attempt++) {
-    const body = secretBody(c, current, data, hash);
     try {
-      if (current) await kubeJson(c.kube.access, { method: "PUT", path: resourcePath(secretKind, namespace, name), body });
-      else await kubeJson(c.kube.access, { method: "POST", path: resourcePath(secretKind, namespace), body });
+      if (current) await kubeJson(c.kube.access, { method: "PATCH", path: resourcePath(secretKind, namespace, name), body: secretPatch(c, current, data, hash), contentType: MERGE_PATCH });
+      else await kubeJson(c.kube.access, { method: "POST", path: resourcePath(secretKind, namespace), body: newSecretBody(c, data, hash) });
       return;
     } catch (err) {
       const code = statusCodeOf(err);
       const retry = (code === 409 || (code === 404 && current !== undefined)) && attempt < SECRET_WRITE_ATTEMPTS;
-      if (!retry) throw secretError(current ? "replace" : "create", namespace, name, err);
+      if (!retry) throw secretError(current ? "patch" : "create", namespace, name, err);
     }
     current = await readSecret(c.kube, namespace, name);
     if (current && !controlledBy(current, c.obj.metadata.uid ?? "")) {
@@ -333,19 +341,63 @@ async function removeOldSecret(c: Ctx): Promise<void> {
 
 const b64 = (s: string): string => Buffer.from(s, "utf8").toString("base64");
 
-async function issue(c: Ctx, deps: { now?: () => Date }, reason: IssueReason, existing: SecretObject | undefined): Promise<StatusPatch<AccessTokenStatus>> {
-  const keys = secretKeysOf(c.spec);
+/** A token minted for an object whose Secret write failed: written again by the next pass. */
+interface UnwrittenToken {
+  uid: string;
+  /** The spec fields the token was minted for (identity, name, Secret, keys): another spec mints anew. */
+  mintedFor: string;
+  accessToken: string;
+  tokenType: string;
+  tokenId: string;
+  issuedAt: Date;
+  expiresAt: Date | undefined;
+}
+
+/** Unwritten tokens by object key; held only in memory (a restart mints anew). */
+export type UnwrittenTokens = Map<string, UnwrittenToken>;
+
+const mintedFor = (spec: AccessTokenSpec): string => JSON.stringify([spec.identityId, spec.name ?? "", spec.secretName, secretKeysOf(spec)]);
+const objectKey = (c: Ctx): string => `${c.key.namespace}/${c.key.name}`;
+
+/** The token to write: the unwritten one of this object, if it is still for this spec and not due, else a new one. */
+async function tokenToWrite(c: Ctx, deps: { now?: () => Date }, unwritten: UnwrittenTokens): Promise<UnwrittenToken> {
+  const now = clock(deps);
+  const kept = unwritten.get(objectKey(c));
+  if (kept) {
+    const plan = renewalPlan(kept.issuedAt, kept.expiresAt, c.spec.renewBefore);
+    if (kept.uid === c.obj.metadata.uid && kept.mintedFor === mintedFor(c.spec) && (!plan || now.getTime() < plan.renewAt.getTime())) {
+      c.log.info({ tokenId: kept.tokenId, secret: c.spec.secretName }, "writing the token minted earlier, whose Secret write failed, instead of minting another");
+      return kept;
+    }
+    unwritten.delete(objectKey(c));
+  }
   // Taken before the call: the service starts the token's lifetime later, so an expiry
   // counted from here is never later than the real one.
-  const issuedAt = new Date(Math.floor(clock(deps).getTime() / 1000) * 1000);
+  const issuedAt = new Date(Math.floor(now.getTime() / 1000) * 1000);
   const minted = await c.conn.createIdentityToken(c.spec.identityId, c.spec.name === undefined ? {} : { name: c.spec.name });
-  const expiresAt = minted.expiresIn > 0 ? new Date(issuedAt.getTime() + minted.expiresIn * 1000) : undefined;
+  const token: UnwrittenToken = {
+    uid: c.obj.metadata.uid ?? "",
+    mintedFor: mintedFor(c.spec),
+    accessToken: minted.accessToken,
+    tokenType: minted.tokenType,
+    tokenId: minted.tokenData.id,
+    issuedAt,
+    expiresAt: minted.expiresIn > 0 ? new Date(issuedAt.getTime() + minted.expiresIn * 1000) : undefined,
+  };
+  unwritten.set(objectKey(c), token);
+  return token;
+}
+
+async function issue(c: Ctx, deps: { now?: () => Date }, unwritten: UnwrittenTokens, reason: IssueReason, existing: SecretObject | undefined): Promise<StatusPatch<AccessTokenStatus>> {
+  const keys = secretKeysOf(c.spec);
+  const minted = await tokenToWrite(c, deps, unwritten);
+  const { issuedAt, expiresAt, tokenId } = minted;
   const data: Record<string, string> = { [keys.token]: b64(minted.accessToken), [keys.tokenType]: b64(minted.tokenType) };
   if (expiresAt) data[keys.expiresAt] = b64(rfc3339(expiresAt));
   const hash = dataHash(c.obj.metadata.uid ?? "", data, keys);
   await writeSecret(c, existing, data, hash);
+  unwritten.delete(objectKey(c));
   await removeOldSecret(c);
-  const tokenId = minted.tokenData.id;
   c.log.info({ tokenId, reason, expiresAt: expiresAt ? rfc3339(expiresAt) : undefined, secret: c.spec.secretName }, "issued a token into the Secret");
   const plan = renewalPlan(issuedAt, expiresAt, c.spec.renewBefore);
   return {
@@ -396,19 +448,19 @@ async function observe(c: Ctx, deps: { now?: () => Date }): Promise<Observation<
   }
 }
 
-async function create(c: Ctx, deps: { now?: () => Date }): Promise<Observation<AccessTokenStatus>> {
-  const status = await issue(c, deps, c.status.tokenId ? "SecretMissing" : "Initial", undefined);
+async function create(c: Ctx, deps: { now?: () => Date }, unwritten: UnwrittenTokens): Promise<Observation<AccessTokenStatus>> {
+  const status = await issue(c, deps, unwritten, c.status.tokenId ? "SecretMissing" : "Initial", undefined);
   // The next pass reads the Secret back and plans the renewal from it.
   return { exists: true, upToDate: true, status, requeueAfterMs: AFTER_ISSUE_REQUEUE_MS };
 }
 
-async function update(c: Ctx, deps: { now?: () => Date }): Promise<StatusPatch<AccessTokenStatus>> {
+async function update(c: Ctx, deps: { now?: () => Date }, unwritten: UnwrittenTokens): Promise<StatusPatch<AccessTokenStatus>> {
   // Read again: the replace needs the current resourceVersion, and the reason is recorded.
   const secret = await readSecret(c.kube, c.key.namespace, c.spec.secretName);
   const verdict = assess({ secret, ownerUid: c.obj.metadata.uid ?? "", spec: c.spec, status: c.status, now: clock(deps) });
   if (verdict.kind === "conflict") throw new ReconcileError("SecretConflict", `Secret ${c.spec.secretName} is not owned by this AccessToken`, { retryable: true });
   if (verdict.kind === "valid") return {};
-  return issue(c, deps, verdict.kind === "missing" ? "SecretMissing" : verdict.reason, secret);
+  return issue(c, deps, unwritten, verdict.kind === "missing" ? "SecretMissing" : verdict.reason, secret);
 }
 
 /** Secondary watch: a change to a Secret an AccessToken controls reconciles that AccessToken. */
@@ -451,6 +503,7 @@ function tokenGauges(metrics: Metrics | undefined) {
 
 export function accessTokenModule(deps: { providers: ProviderResolver; now?: () => Date; metrics?: Metrics }): ManagedModule<AccessTokenSpec, AccessTokenStatus, ApiClient> {
   const gauges = tokenGauges(deps.metrics);
+  const unwritten: UnwrittenTokens = new Map();
   const recorded = <T extends { status?: StatusPatch<AccessTokenStatus> } | StatusPatch<AccessTokenStatus>>(c: Ctx, result: T, status: StatusPatch<AccessTokenStatus>): T => {
     gauges?.record(c.key, { ...c.status, ...status });
     return result;
@@ -471,15 +524,18 @@ export function accessTokenModule(deps: { providers: ProviderResolver; now?: () 
       return recorded(c, obs, obs.status);
     },
     create: async (c) => {
-      const obs = await create(c, deps);
+      const obs = await create(c, deps, unwritten);
       return recorded(c, obs, obs.status);
     },
     update: async (c) => {
-      const status = await update(c, deps);
+      const status = await update(c, deps, unwritten);
       return recorded(c, status, status);
     },
     observeOnly: isObserveOnly,
-    forget: (key) => gauges?.clear(key),
+    forget: (key) => {
+      gauges?.clear(key);
+      unwritten.delete(`${key.namespace}/${key.name}`);
+    },
   };
 }
 

@@ -15,6 +15,7 @@ import { done, requeueAfter, type KubeObject, type Outcome, type ReconcileFn } f
 import { exactlyOneOf, type CrdSource, type PrinterColumn } from "../kube/crd.ts";
 import { ageColumn, commonStatus, kindRef, providerConfigKind, providerConfigName, referrersWatch, type ProviderConfigRef } from "./common.ts";
 import { renewalPlan, rfc3339 } from "./accesstoken.ts";
+import { backoffDelay, type BackoffPolicy } from "../lib/backoff.ts";
 import { checkAllowedBaseUrl, CREDENTIALS_SELECTOR, isMarkedCredentials, tokenFrom } from "./credentials.ts";
 
 export const ref = kindRef("ProviderConfig", "providerconfigs");
@@ -109,6 +110,8 @@ export const crdSource: CrdSource = {
 };
 
 const DEFAULT_RATE = { requestsPerSecond: 2, burst: 10 };
+/** Between mints that failed (or whose tokens the service refused) in a row: 1 s doubling to 5 min. */
+const MINT_BACKOFF: BackoffPolicy = { baseMs: 1_000, maxMs: 5 * 60_000, jitter: "equal" };
 
 /** What connecting needs of a ProviderConfig or ClusterProviderConfig spec. */
 export interface ConnectionSpec {
@@ -142,19 +145,69 @@ export interface ProviderResolver {
 export type SecretReader = (namespace: string, name: string) => Promise<KubeObject | undefined>;
 
 /**
+ * A minted token the service says is bad — 401, or 403 with the service's TokenError (revoked,
+ * expired early) — is not used again, and the next mint waits out the backoff, so a service
+ * that refuses every minted token sees no mint storm. A 403 for a permission (PermissionDenied:
+ * a delete-protected project, a role the identity lacks) says nothing about the token: it is
+ * kept, shared by every resource of the config. A success ends the setbacks.
+ */
+function onMintedAnswer(
+  state: { sessions: Map<string, { key: string; token: string }>; setbacks: ReturnType<typeof mintSetbacks> },
+  configId: string,
+  token: string,
+  info: RequestInfo,
+): void {
+  const { sessions, setbacks } = state;
+  const session = sessions.get(configId);
+  if (session?.token !== token) return;
+  if (typeof info.status === "number" && info.status >= 200 && info.status < 300) {
+    setbacks.clear(configId);
+  } else if (info.status === 401 || (info.status === 403 && info.error === "TokenError")) {
+    sessions.delete(configId);
+    setbacks.record(configId, session.key, new ReconcileError("MintedTokenRefused", `${configId}: the service refused the access token minted with tokenAuth (HTTP ${info.status}); minting the next one`, { retryable: true }));
+  }
+}
+
+/**
+ * Per config: mints that failed, or minted tokens the service refused, in a row (for the session
+ * key of the time). Until notBefore no mint is tried, and connects fail with the last error.
+ */
+function mintSetbacks(now: () => number) {
+  const setbacks = new Map<string, { key: string; failures: number; notBefore: number; error: Error }>();
+  return {
+    record(configId: string, key: string, err: unknown): void {
+      const before = setbacks.get(configId);
+      const failures = before?.key === key ? before.failures + 1 : 1;
+      const error = err instanceof Error ? err : new Error(String(err));
+      setbacks.set(configId, { key, failures, notBefore: now() + backoffDelay(failures - 1, MINT_BACKOFF), error });
+    },
+    /** The error a connect fails with while minting waits out its backoff: the last one, with the wait as Retry-After. */
+    heldBack(configId: string, key: string): Error | undefined {
+      const held = setbacks.get(configId);
+      if (!held || held.key !== key || now() >= held.notBefore) return undefined;
+      const err = held.error;
+      return err instanceof ReconcileError ? new ReconcileError(err.reason, err.message, { retryable: err.retryable, retryAfterMs: held.notBefore - now() }) : err;
+    },
+    clear(configId: string): void {
+      setbacks.delete(configId);
+    },
+  };
+}
+
+/**
  * Clients for provider configs, one per config, replaced when its settings or token change (so a
  * rotated token does not leave the old client, and the old token, behind). With tokenAuth it
  * holds the minted access token in memory only: minted with the bootstrap token through
  * create-token, used for every call, and minted again once renewalPlan (AccessToken's rule)
  * says so. Concurrent reconciles share one mint.
  */
-export function createConnector(deps: { log: Logger; onRequest?: ClientOptions["onRequest"]; now?: () => number; allowedBaseUrls?: readonly string[] }) {
+export function createConnector(deps: { log: Logger; onRequest?: ClientOptions["onRequest"]; now?: () => number; allowedBaseUrls?: readonly string[]; maxResponseBytes?: number }) {
   const clients = new Map<string, { fingerprint: string; client: ApiClient }>();
   const sessions = new Map<string, { key: string; token: string; schedule: TokenSchedule }>();
   const minting = new Map<string, Promise<void>>();
   const now = (): number => deps.now?.() ?? Date.now();
-
-  function clientFor(cacheKey: string, spec: ConnectionSpec, token: string, onRefused?: () => void): ApiClient {
+  const setbacks = mintSetbacks(now);
+  function clientFor(cacheKey: string, spec: ConnectionSpec, token: string, onAnswer?: (info: RequestInfo) => void): ApiClient {
     // The cache key holds a hash of the token, never the token.
     const fingerprint = [spec.baseUrl, spec.timeoutSeconds ?? "", JSON.stringify(spec.rateLimit ?? ""), hash(spec.caBundle ?? ""), hash(token)].join("|");
     const cached = clients.get(cacheKey);
@@ -163,13 +216,14 @@ export function createConnector(deps: { log: Logger; onRequest?: ClientOptions["
       baseUrl: spec.baseUrl,
       token,
       timeoutMs: (spec.timeoutSeconds ?? 10) * 1000,
+      ...(deps.maxResponseBytes !== undefined ? { maxResponseBytes: deps.maxResponseBytes } : {}),
       rateLimit: spec.rateLimit ?? DEFAULT_RATE,
       ...(spec.caBundle ? { caBundle: spec.caBundle } : {}),
-      ...(deps.onRequest || onRefused
+      ...(deps.onRequest || onAnswer
         ? {
             onRequest: (info: RequestInfo) => {
               deps.onRequest?.(info);
-              if (info.status === 401 || info.status === 403) onRefused?.();
+              onAnswer?.(info);
             },
           }
         : {}),
@@ -185,7 +239,9 @@ export function createConnector(deps: { log: Logger; onRequest?: ClientOptions["
     const minted = await clientFor(`${configId}#bootstrap`, spec, bootstrap)
       .createIdentityToken(auth.identityId, { name: `keyward ${configId}`.slice(0, 128) })
       .catch((err: unknown) => {
-        throw bootstrapError(err, auth, secretNamespace);
+        const error = bootstrapError(err, auth, secretNamespace);
+        setbacks.record(configId, key, error);
+        throw error;
       });
     const expiresAt = minted.expiresIn > 0 ? new Date(issuedAt.getTime() + minted.expiresIn * 1000) : undefined;
     const plan = renewalPlan(issuedAt, expiresAt, auth.renewBefore);
@@ -207,6 +263,8 @@ export function createConnector(deps: { log: Logger; onRequest?: ClientOptions["
       if (!due) return session.token;
       let pending = minting.get(configId);
       if (!pending) {
+        const held = setbacks.heldBack(configId, key);
+        if (held) throw held;
         pending = mint(configId, key, spec, auth, bootstrap, secretNamespace).finally(() => minting.delete(configId));
         minting.set(configId, pending);
       }
@@ -222,13 +280,7 @@ export function createConnector(deps: { log: Logger; onRequest?: ClientOptions["
       // Before any Secret is read: a URL the cluster admin does not allow never gets a token.
       checkAllowedBaseUrl(configId, spec.baseUrl, deps.allowedBaseUrls ?? []);
       const token = await sessionToken(configId, spec, read, secretNamespace);
-      // A minted token the service refuses (revoked, or expired early) is not used again: the next connect mints anew.
-      const onRefused = spec.tokenAuth
-        ? (): void => {
-            if (sessions.get(configId)?.token === token) sessions.delete(configId);
-          }
-        : undefined;
-      const client = clientFor(configId, spec, token, onRefused);
+      const client = clientFor(configId, spec, token, spec.tokenAuth ? (info) => onMintedAnswer({ sessions, setbacks }, configId, token, info) : undefined);
       return signal ? client.withSignal(signal) : client;
     },
     tokenSchedule: (configId: string): TokenSchedule | undefined => sessions.get(configId)?.schedule,

@@ -27,6 +27,22 @@ describe("configuration", () => {
     expect(() => loadConfig([], { ALLOWED_BASE_URLS: "https://a.test,a.test" })).toThrow(/--allowed-base-urls \/ ALLOWED_BASE_URLS: "a.test" is not a URL/);
   });
 
+  it("reads the response size limit (default 16 MiB) in bytes or with a binary suffix", () => {
+    expect(loadConfig([], {}).maxResponseBytes).toBe(16 * 1024 * 1024);
+    expect(loadConfig(["--max-response-bytes", "512Ki"], { MAX_RESPONSE_BYTES: "1Gi" }).maxResponseBytes).toBe(512 * 1024);
+    expect(loadConfig([], { MAX_RESPONSE_BYTES: "1048576" }).maxResponseBytes).toBe(1_048_576);
+    expect(() => loadConfig([], { MAX_RESPONSE_BYTES: "4MB" })).toThrow(/--max-response-bytes \/ MAX_RESPONSE_BYTES: "4MB" is not a size/);
+    expect(() => loadConfig([], { MAX_RESPONSE_BYTES: "10" })).toThrow(/--max-response-bytes/);
+  });
+
+  it("reads the apiserver request and exec plugin timeouts (default 30 s each)", () => {
+    expect(loadConfig([], {}).kubeRequestTimeout).toBe(30_000);
+    expect(loadConfig(["--kube-request-timeout", "5s"], { KUBE_REQUEST_TIMEOUT: "1m" }).kubeRequestTimeout).toBe(5_000);
+    expect(() => loadConfig([], { KUBE_REQUEST_TIMEOUT: "10ms" })).toThrow(/--kube-request-timeout \/ KUBE_REQUEST_TIMEOUT/);
+    expect(loadConfig([], {}).execPluginTimeout).toBe(30_000);
+    expect(loadConfig([], { EXEC_PLUGIN_TIMEOUT: "2m" }).execPluginTimeout).toBe(120_000);
+  });
+
   it("rejects unknown flags", () => {
     expect(() => loadConfig(["--no-such-flag", "1"], {})).toThrow(/no-such-flag/);
   });

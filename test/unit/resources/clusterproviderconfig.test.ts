@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../../src/log.ts";
 import { namespaceAllowed, selectorMatches, specSchema as clusterSpec } from "../../../src/resources/clusterproviderconfig.ts";
+import { CREDENTIALS_LABEL } from "../../../src/resources/credentials.ts";
 import { createConnector, specSchema, type ConnectionSpec } from "../../../src/resources/providerconfig.ts";
 import type { KubeObject } from "../../../src/engine/types.ts";
 import { loadDefaultSeed } from "../../emulator/default-seed.ts";
@@ -56,7 +57,7 @@ const IDENTITY = "a1b2c3d4-0003-4a00-8000-000000000001"; // the default seed's 6
 describe("the connector's tokenAuth", () => {
   let emulator: Emulator;
   let clock = Date.UTC(2030, 0, 1);
-  const secret = (token: string): KubeObject => ({ apiVersion: "v1", kind: "Secret", metadata: { name: "bootstrap", namespace: "ns" }, spec: {}, data: { token: Buffer.from(token).toString("base64") } }) as unknown as KubeObject;
+  const secret = (token: string): KubeObject => ({ apiVersion: "v1", kind: "Secret", metadata: { name: "bootstrap", namespace: "ns", labels: { [CREDENTIALS_LABEL]: "true" } }, spec: {}, data: { token: Buffer.from(token).toString("base64") } }) as unknown as KubeObject;
   let bootstrap = BOOTSTRAP;
   const read = (): Promise<KubeObject | undefined> => Promise.resolve(secret(bootstrap));
   const mints = (): number => emulator.requests().filter((r) => r.operation === "createIdentityToken").length;
@@ -104,19 +105,96 @@ describe("the connector's tokenAuth", () => {
     bootstrap = BOOTSTRAP;
   });
 
-  it("drops a minted token the service refuses, and mints anew at the next connect", async () => {
+  it("a 403 for a permission (PermissionDenied) keeps the shared minted token: no new mint", async () => {
+    const connector = createConnector({ log: createLogger({ level: "silent" }), now: () => clock });
+    const client = await connector.connect("ProviderConfig/ns/perm", spec, read, "ns");
+    const before = mints();
+    const schedule = connector.tokenSchedule("ProviderConfig/ns/perm");
+    // A real PermissionDenied: deleting a project with delete protection.
+    const project = await client.createProject({ projectName: `protected-${clock}`, slug: `protected-${clock}` });
+    await client.updateProject(project.id, { hasDeleteProtection: true });
+    await expect(client.deleteProject(project.id)).rejects.toMatchObject({ status: 403, error: "PermissionDenied" });
+    const again = await connector.connect("ProviderConfig/ns/perm", spec, read, "ns");
+    expect(connector.tokenSchedule("ProviderConfig/ns/perm")).toBe(schedule);
+    await again.listProjects({});
+    expect(mints()).toBe(before);
+  });
+
+  it("a token the service says is bad (403 TokenError) is dropped and minted anew once; a 401 too", async () => {
     const connector = createConnector({ log: createLogger({ level: "silent" }), now: () => clock });
     const client = await connector.connect("ProviderConfig/ns/refused", spec, read, "ns");
-    const before = mints();
-    emulator.setFaults({ match: { method: "GET", pathPattern: "^/api/v1/projects$" }, errorRate: 1, errorStatus: 403 });
+    // The emulator forgets every minted token (and its request log): the token is now unknown.
+    await fetch(`${emulator.url}/_emulator/reset`, { method: "POST" });
+    await expect(client.listProjects({})).rejects.toMatchObject({ status: 403, error: "TokenError" });
+    expect(connector.tokenSchedule("ProviderConfig/ns/refused")).toBeUndefined();
+    clock += 1_000; // the first setback's backoff is at most 1 s
+    const fresh = await connector.connect("ProviderConfig/ns/refused", spec, read, "ns");
+    await fresh.listProjects({});
+    expect(mints()).toBe(1);
+
+    emulator.setFaults({ match: { method: "GET", pathPattern: "^/api/v1/projects$" }, errorRate: 1, errorStatus: 401 });
     try {
-      await expect(client.listProjects({})).rejects.toMatchObject({ status: 403 });
+      await expect(fresh.listProjects({})).rejects.toMatchObject({ status: 401 });
     } finally {
       emulator.setFaults({});
     }
     expect(connector.tokenSchedule("ProviderConfig/ns/refused")).toBeUndefined();
-    await (await connector.connect("ProviderConfig/ns/refused", spec, read, "ns")).listProjects({});
-    expect(mints()).toBe(before + 1);
+  });
+
+  it("a service refusing every minted token sees one mint per backoff step, not a storm", async () => {
+    const connector = createConnector({ log: createLogger({ level: "silent" }), now: () => clock });
+    const id = "ProviderConfig/ns/storm";
+    const before = mints();
+    emulator.setFaults({ match: { method: "GET", pathPattern: "^/api/v1/projects$" }, errorRate: 1, errorStatus: 401 });
+    const errors: unknown[] = [];
+    try {
+      // 3 backoff steps (ceilings 1 s, 2 s, 4 s), 30 reconciles each at the same instant.
+      for (const step of [1_000, 2_000, 4_000]) {
+        for (let i = 0; i < 30; i++) {
+          try {
+            await (await connector.connect(id, spec, read, "ns")).listProjects({});
+          } catch (err) {
+            errors.push(err);
+          }
+        }
+        clock += step;
+      }
+    } finally {
+      emulator.setFaults({});
+    }
+    expect(mints() - before).toBe(3);
+    expect(errors).toHaveLength(90);
+    const held = errors.filter((e) => (e as { reason?: string }).reason === "MintedTokenRefused");
+    expect(held.length).toBe(87);
+    expect(held.every((e) => (e as { retryable?: boolean; retryAfterMs?: number }).retryable === true && ((e as { retryAfterMs?: number }).retryAfterMs ?? 0) > 0)).toBe(true);
+    // A success ends it: the next mint is not held back.
+    const ok = await connector.connect(id, spec, read, "ns");
+    await ok.listProjects({});
+    expect(mints() - before).toBe(4);
+  });
+
+  it("a refused bootstrap token is tried once per backoff step, whatever the number of connects; a new one at once", async () => {
+    const connector = createConnector({ log: createLogger({ level: "silent" }), now: () => clock });
+    const id = "ProviderConfig/ns/wrong";
+    bootstrap = "kw-unit-wrong-bootstrap-2";
+    const before = mints();
+    try {
+      const concurrent = await Promise.all(Array.from({ length: 40 }, () => connector.connect(id, spec, read, "ns").catch((e: unknown) => e)));
+      expect(mints() - before).toBe(1);
+      expect(concurrent.every((e) => (e as { reason?: string }).reason === "BootstrapTokenRejected")).toBe(true);
+      for (let i = 0; i < 40; i++) await expect(connector.connect(id, spec, read, "ns")).rejects.toMatchObject({ reason: "BootstrapTokenRejected" });
+      expect(mints() - before).toBe(1);
+      clock += 1_000;
+      for (let i = 0; i < 40; i++) await expect(connector.connect(id, spec, read, "ns")).rejects.toMatchObject({ reason: "BootstrapTokenRejected" });
+      expect(mints() - before).toBe(2);
+      const messages = concurrent.map((e) => (e as Error).message).join("\n");
+      expect(messages).not.toContain("kw-unit-wrong-bootstrap-2");
+    } finally {
+      bootstrap = BOOTSTRAP;
+    }
+    // The fixed bootstrap token is another session key: minted at once.
+    await connector.connect(id, spec, read, "ns");
+    expect(mints() - before).toBe(3);
   });
 
   it("reports a refused bootstrap token as BootstrapTokenRejected, without the token", async () => {
