@@ -20,6 +20,7 @@ import { startControlPlane } from "../test/controlplane/controlplane.ts";
 import { startEmulator, type Emulator } from "../test/emulator/server.ts";
 import type { Seed } from "../test/emulator/types.ts";
 import { fmtMs, median, percentile, table } from "./stats.ts";
+import { waitForCrdsEstablished } from "../test/controlplane/crds-established.ts";
 
 const run = promisify(execFile);
 const TOKEN = "bench-secretsync-token";
@@ -48,7 +49,7 @@ async function inBatches<T>(items: readonly T[], limit: number, fn: (item: T) =>
 async function setUp(kc: KubeConfig, kubectl: string, kubeconfigPath: string, emulator: Emulator): Promise<void> {
   const crds = readdirSync(join(repoRoot, "crds")).filter((f) => f.endsWith(".yaml")).flatMap((f) => ["-f", join(repoRoot, "crds", f)]);
   await run(kubectl, ["--kubeconfig", kubeconfigPath, "apply", "--server-side", ...crds]);
-  await run(kubectl, ["--kubeconfig", kubeconfigPath, "wait", "--for=condition=Established", "--timeout=120s", ...crds]);
+  await waitForCrdsEstablished(async (args) => (await run(kubectl, ["--kubeconfig", kubeconfigPath, ...args])).stdout, crds);
   const core = kc.makeApiClient(CoreV1Api);
   await core.createNamespace({ body: { metadata: { name: NAMESPACE } } });
   await core.createNamespacedSecret({ namespace: NAMESPACE, body: { metadata: { name: "token", labels: { "keyward.dev/credentials": "true" } }, stringData: { token: TOKEN } } });

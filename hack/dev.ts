@@ -9,6 +9,7 @@ import { startEmulator } from "../test/emulator/server.ts";
 import { createLogger } from "../src/log.ts";
 import { loadKubeConfig } from "../src/kube/client.ts";
 import { createOperator } from "../src/operator.ts";
+import { waitForCrdsEstablished } from "../test/controlplane/crds-established.ts";
 
 const run = promisify(execFile);
 const root = resolve(import.meta.dirname, "..");
@@ -49,7 +50,7 @@ async function main(): Promise<void> {
   console.log(`emulator at ${emulator.url} (token: dev-token, state in .keyward/emulator.json)`);
 
   await kubectl(["apply", "--server-side", "-f", "crds/"]);
-  await kubectl(["wait", "--for=condition=Established", "--timeout=60s", "-f", "crds/"]);
+  await waitForCrdsEstablished(async (args) => (await kubectl(args)).stdout, ["-f", "crds/"], 60_000);
   await kubectl(["apply", "-n", NAMESPACE, "-k", "config/samples/"]);
   console.log(`CRDs installed; samples applied in namespace ${NAMESPACE}`);
 

@@ -9,6 +9,7 @@ import { KubeConfig } from "@kubernetes/client-node";
 import { ensureBinaries, repoRoot } from "../../test/controlplane/binaries.ts";
 import { startControlPlane } from "../../test/controlplane/controlplane.ts";
 import { childPid } from "./proc.ts";
+import { waitForCrdsEstablished } from "../../test/controlplane/crds-established.ts";
 
 const execFileAsync = promisify(execFile);
 
@@ -53,5 +54,5 @@ async function installCrds(kubectl: BenchCluster["kubectl"]): Promise<void> {
     .map((name) => ["-f", join(dir, name)]);
   if (files.length === 0) throw new Error("crds/ holds no CRD files");
   await kubectl(["apply", "--server-side", "--force-conflicts", ...files.flat()]);
-  await kubectl(["wait", "--for=condition=Established", "--timeout=120s", ...files.flat()]);
+  await waitForCrdsEstablished(kubectl, files.flat());
 }

@@ -8,6 +8,7 @@ import { promisify } from "node:util";
 import type { TestProject } from "vitest/node";
 import { ensureBinaries, repoRoot } from "./binaries.ts";
 import { startControlPlane } from "./controlplane.ts";
+import { waitForCrdsEstablished } from "./crds-established.ts";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -75,6 +76,6 @@ async function installCrds(cluster: Cluster): Promise<void> {
       throw new Error(`kubectl ${args[0] ?? ""} of crds/ failed: ${stderr.trim()}`);
     });
   await kubectl(["apply", "--server-side", "--force-conflicts", ...fileArgs]);
-  await kubectl(["wait", "--for=condition=Established", "--timeout=120s", ...fileArgs]);
+  await waitForCrdsEstablished(async (args) => (await kubectl(args)).stdout, fileArgs);
   log(`installed ${files.length} CRD file(s) from crds/`);
 }

@@ -59,6 +59,13 @@ export interface KubectlResult {
 }
 
 /** Runs kubectl against the test cluster; never throws for a non-zero exit. */
+/** kubectl against the test cluster, resolving to its stdout; a non-zero exit rejects with its stderr. */
+export async function kubectlStdout(args: string[]): Promise<string> {
+  const result = await kubectl(args);
+  if (result.code !== 0) throw new Error(`kubectl ${args.join(" ")}: ${result.stderr.trim()}`);
+  return result.stdout;
+}
+
 export function kubectl(args: string[], opts: { input?: string } = {}): Promise<KubectlResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(testKubectlPath(), ["--kubeconfig", testKubeconfigPath(), ...args], { stdio: ["pipe", "pipe", "pipe"] });

@@ -13,6 +13,7 @@ import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } f
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { waitForCrdsEstablished } from "../controlplane/crds-established.ts";
 import {
   apply,
   chartDir,
@@ -171,7 +172,7 @@ function deployment(name: string, command: string[], opts: { env?: Record<string
 async function installArgocd(bundle: Buffer): Promise<void> {
   const manifests = context().argocdManifests;
   await kubectl(["apply", "--server-side", "--force-conflicts", "-f", join(manifests, "application-crd.yaml"), "-f", join(manifests, "appproject-crd.yaml")]);
-  await kubectl(["wait", "--for=condition=Established", "--timeout=120s", "crd/applications.argoproj.io", "crd/appprojects.argoproj.io"]);
+  await waitForCrdsEstablished(kubectl, ["crd/applications.argoproj.io", "crd/appprojects.argoproj.io"]);
   // argocd-cm: the stock one plus keyward's health checks (the wildcard form), as a user installs them.
   await kubectl(["-n", argoNs, "apply", "-f", join(manifests, "argocd-secret.yaml"), "-f", join(manifests, "argocd-rbac-cm.yaml"), "-f", join(repoRoot, "argocd", "argocd-cm.yaml")]);
   await apply(

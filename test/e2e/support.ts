@@ -8,6 +8,7 @@ import { inject } from "vitest";
 import { parseYamlDocuments, type Doc } from "../unit/chart/helm.ts";
 import { readFileSync } from "node:fs";
 import type { E2eContext } from "./global-setup.ts";
+import { waitForCrdsEstablished } from "../controlplane/crds-established.ts";
 
 export const repoRoot = resolve(import.meta.dirname, "..", "..");
 export const chartDir = join(repoRoot, "charts", "keyward");
@@ -222,7 +223,7 @@ export async function installCrds(): Promise<void> {
   const dir = join(chartDir, "crds");
   const names = readdirSync(dir).filter((f) => f.endsWith(".yaml")).map((f) => `crd/${f.slice(0, -".yaml".length)}`);
   await kubectl(["apply", "--server-side", "--force-conflicts", "-f", dir]);
-  await kubectl(["wait", "--for=condition=Established", "--timeout=120s", ...names]);
+  await waitForCrdsEstablished(kubectl, names);
 }
 
 /** `helm install --wait` of charts/keyward with the locally built image. */

@@ -17,6 +17,7 @@ import { startControlPlane, type ControlPlane } from "../controlplane/controlpla
 import { waitFor } from "../controlplane/testenv.ts";
 import { condition, projectObject as project, createCustom, getCustom, installProvider, isReady, mergePatchCustom, startKeyward, type RunningKeyward } from "./support/keyward.ts";
 import type { KubeObject } from "../../src/engine/types.ts";
+import { waitForCrdsEstablished } from "../controlplane/crds-established.ts";
 
 const execFileAsync = promisify(execFile);
 const TOKEN = "kw-test-apiserver-restart-token-51c2e8";
@@ -34,7 +35,7 @@ async function installCrds(plane: ControlPlane): Promise<void> {
   const fileArgs = files.flatMap((file) => ["-f", file]);
   const kubectl = plane.binaries.kubectl ?? "kubectl";
   await execFileAsync(kubectl, ["--kubeconfig", plane.kubeconfigPath, "apply", "--server-side", ...fileArgs]);
-  await execFileAsync(kubectl, ["--kubeconfig", plane.kubeconfigPath, "wait", "--for=condition=Established", "--timeout=120s", ...fileArgs]);
+  await waitForCrdsEstablished(async (args) => (await execFileAsync(kubectl, ["--kubeconfig", plane.kubeconfigPath, ...args])).stdout, fileArgs);
 }
 
 describe.skipIf(existingCluster)("kube-apiserver restarted under a running keyward", () => {

@@ -4,9 +4,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { crdFromSources, crdToYaml, type CustomResourceDefinition } from "../../../src/kube/crd.ts";
 import { toYaml } from "../../../src/kube/crd-yaml.ts";
-import { applyYaml, createTestNamespace, kubectl, waitFor, type TestNamespace } from "../../controlplane/testenv.ts";
+import { applyYaml, createTestNamespace, kubectl, kubectlStdout, waitFor, type TestNamespace } from "../../controlplane/testenv.ts";
 import { kitchenSinkSource } from "../../unit/crd/kitchen-sink-example.ts";
 import { exampleSource } from "../../unit/crd/secret-sync-example.ts";
+import { waitForCrdsEstablished } from "../../controlplane/crds-established.ts";
 
 const source = exampleSource("crdtest.keyward.dev");
 const crd = crdFromSources(source);
@@ -47,8 +48,7 @@ const good = {
 async function install(crd: CustomResourceDefinition, plural: string): Promise<void> {
   // the YAML text, not the object: this also proves the emitter's output is what kubectl reads
   await applyYaml(crdToYaml(crd), "default", { extraArgs: ["--server-side", "--force-conflicts"] });
-  const result = await kubectl(["wait", "--for=condition=Established", "--timeout=60s", `crd/${crd.metadata.name}`]);
-  expect(result.code, result.stderr).toBe(0);
+  await waitForCrdsEstablished(kubectlStdout, [`crd/${crd.metadata.name}`], 60_000);
   // the CRD is served once discovery knows it; an apply straight after Established can race it
   await waitFor(async () => ((await kubectl(["get", plural, "-A"])).code === 0 ? true : undefined), {
     timeoutMs: 60_000,

@@ -1,8 +1,9 @@
 // The chart's renderings and the kustomize install, accepted by the real apiserver.
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestNamespace, kubectl, testKubeconfigPath, type TestNamespace } from "../../controlplane/testenv.ts";
+import { createTestNamespace, kubectl, kubectlStdout, testKubeconfigPath, type TestNamespace } from "../../controlplane/testenv.ts";
 import { chartDir, helm, parseYamlDocuments, renderChart, repoRoot, valuesAllFile } from "../../unit/chart/helm.ts";
+import { waitForCrdsEstablished } from "../../controlplane/crds-established.ts";
 
 // A ServiceMonitor and a PrometheusRule need prometheus-operator's CRDs; these minimal stand-ins
 // let the apiserver accept (and validate the envelope of) the ones the chart renders.
@@ -44,8 +45,7 @@ beforeAll(async () => {
     const created = await kubectl(["create", "-f", "-"], { input: crd.yaml });
     if (created.code === 0) installedCrds.push(crd.name);
     expect(created.code, created.stderr).toBe(0);
-    const established = await kubectl(["wait", "--for=condition=Established", "--timeout=60s", `crd/${crd.name}`]);
-    expect(established.code, established.stderr).toBe(0);
+    await waitForCrdsEstablished(kubectlStdout, [`crd/${crd.name}`], 60_000);
   }
 });
 
