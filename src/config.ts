@@ -37,6 +37,7 @@ export const configSchema = z
   metricsPort: z.coerce.number().int().min(0).max(65535).default(8080),
   healthPort: z.coerce.number().int().min(0).max(65535).default(8081),
   bindAddress: z.string().default("0.0.0.0"),
+  metricsAuth: z.enum(["kubernetes", "localhost"]).default("kubernetes"),
   logLevel: z.enum(["trace", "debug", "info", "warn", "error", "fatal"]).default("info"),
   leaderElect: bool.default(false),
   leaderElectionNamespace: z.string().optional(),
@@ -62,6 +63,11 @@ export const configSchema = z
   .refine((c) => c.leaseDuration > c.renewDeadline && c.renewDeadline > c.retryPeriod, {
     message: "leader election needs leaseDuration > renewDeadline > retryPeriod",
     path: ["leaseDuration"],
+  })
+  // "localhost" puts /metrics on 127.0.0.1; sharing that server would hide the probes from the kubelet.
+  .refine((c) => c.metricsAuth !== "localhost" || c.metricsPort !== c.healthPort, {
+    message: "localhost serves /metrics on 127.0.0.1 only, so the health port (the kubelet's probes) must differ from the metrics port",
+    path: ["metricsAuth"],
   });
 export type Config = z.infer<typeof configSchema>;
 
@@ -73,6 +79,7 @@ const settings = {
   metricsPort: "METRICS_PORT",
   healthPort: "HEALTH_PORT",
   bindAddress: "BIND_ADDRESS",
+  metricsAuth: "METRICS_AUTH",
   logLevel: "LOG_LEVEL",
   leaderElect: "LEADER_ELECT",
   leaderElectionNamespace: "LEADER_ELECTION_NAMESPACE",

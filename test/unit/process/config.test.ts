@@ -27,6 +27,17 @@ describe("configuration", () => {
     expect(() => loadConfig([], { ALLOWED_BASE_URLS: "https://a.test,a.test" })).toThrow(/--allowed-base-urls \/ ALLOWED_BASE_URLS: "a.test" is not a URL/);
   });
 
+  it("reviews /metrics callers by default, or serves /metrics on localhost only on a port of its own", () => {
+    expect(loadConfig([], {}).metricsAuth).toBe("kubernetes");
+    expect(loadConfig(["--metrics-auth", "localhost"], { METRICS_AUTH: "kubernetes" }).metricsAuth).toBe("localhost");
+    expect(() => loadConfig([], { METRICS_AUTH: "none" })).toThrow(/--metrics-auth \/ METRICS_AUTH/);
+    expect(() => loadConfig(["--metrics-auth", "localhost", "--metrics-port", "9000", "--health-port", "9000"], {})).toThrow(
+      /--metrics-auth \/ METRICS_AUTH: localhost serves \/metrics on 127\.0\.0\.1 only/,
+    );
+    // One port for both is fine when callers are reviewed: the probes need no token.
+    expect(loadConfig(["--metrics-port", "9000", "--health-port", "9000"], {}).metricsAuth).toBe("kubernetes");
+  });
+
   it("rejects unknown flags", () => {
     expect(() => loadConfig(["--no-such-flag", "1"], {})).toThrow(/no-such-flag/);
   });
