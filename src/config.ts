@@ -3,6 +3,7 @@
 import { parseArgs } from "node:util";
 import { z } from "zod";
 import { invalidBaseUrl, parseBaseUrlList } from "./lib/baseurl.ts";
+import { leaseTimesProblems } from "./kube/lease.ts";
 
 const durationPattern = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/;
 const unitMs = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const;
@@ -60,9 +61,12 @@ export const configSchema = z
       }
     }),
   })
-  .refine((c) => c.leaseDuration > c.renewDeadline && c.renewDeadline > c.retryPeriod, {
-    message: "leader election needs leaseDuration > renewDeadline > retryPeriod",
-    path: ["leaseDuration"],
+  // Checked at start, in client-go's terms, naming the setting to change.
+  .superRefine((c, ctx) => {
+    const settingOf = { leaseDurationMs: "leaseDuration", renewDeadlineMs: "renewDeadline", retryPeriodMs: "retryPeriod" } as const;
+    for (const problem of leaseTimesProblems({ leaseDurationMs: c.leaseDuration, renewDeadlineMs: c.renewDeadline, retryPeriodMs: c.retryPeriod })) {
+      ctx.addIssue({ code: "custom", message: problem.message, path: [settingOf[problem.setting]] });
+    }
   })
   // "localhost" puts /metrics on 127.0.0.1; sharing that server would hide the probes from the kubelet.
   .refine((c) => c.metricsAuth !== "localhost" || c.metricsPort !== c.healthPort, {

@@ -38,6 +38,12 @@ describe("configuration", () => {
     expect(loadConfig(["--metrics-port", "9000", "--health-port", "9000"], {}).metricsAuth).toBe("kubernetes");
   });
 
+  it("checks the leader election times at start and names the setting to change", () => {
+    expect(loadConfig(["--lease-duration", "30s", "--renew-deadline", "20s", "--retry-period", "5s"], {})).toMatchObject({ leaseDuration: 30_000, renewDeadline: 20_000, retryPeriod: 5_000 });
+    expect(() => loadConfig(["--renew-deadline", "15s"], {})).toThrow(/--renew-deadline \/ RENEW_DEADLINE: renew deadline 15s must be below the lease duration 15s/);
+    expect(() => loadConfig([], { RETRY_PERIOD: "10s" })).toThrow(/--retry-period \/ RETRY_PERIOD: retry period 10s must be below the renew deadline 10s/);
+  });
+
   it("rejects unknown flags", () => {
     expect(() => loadConfig(["--no-such-flag", "1"], {})).toThrow(/no-such-flag/);
   });
