@@ -8,6 +8,7 @@ import { runLeaderElection } from "./kube/lease.ts";
 import { createOperator, type Operator } from "./operator.ts";
 import { startEndpoints, type Health } from "./endpoints.ts";
 import { createMetricsAuthorizer } from "./kube/metrics-auth.ts";
+import { releaseFinalizers } from "./uninstall.ts";
 import { readFileSync, existsSync } from "node:fs";
 import { hostname } from "node:os";
 import { randomUUID } from "node:crypto";
@@ -99,7 +100,19 @@ async function run(config: Config, log: Logger): Promise<void> {
   log.info("bye");
 }
 
+/**
+ * `keyward uninstall [flags]`: releases keyward's finalizers in the namespaces the flags name
+ * (src/uninstall.ts), for a pre-delete hook once keyward itself has stopped.
+ */
+async function uninstall(config: Config, log: Logger): Promise<void> {
+  const kc = loadKubeConfig(config.kubeconfig ? { kubeconfigPath: config.kubeconfig } : {});
+  const released = await releaseFinalizers({ kube: createKube(kc), namespaces: config.namespaces, clusterProviderConfigs: config.clusterProviderConfigs, log });
+  log.info({ released: released.length }, "released keyward's finalizers");
+}
+
 export async function main(argv: string[]): Promise<void> {
+  const mode = argv[0] === "uninstall" ? "uninstall" : "run";
+  if (mode === "uninstall") argv = argv.slice(1);
   if (argv.includes("--help") || argv.includes("-h")) {
     process.stdout.write(`${usage}\n`);
     return;
@@ -113,7 +126,8 @@ export async function main(argv: string[]): Promise<void> {
     return;
   }
   const log = createLogger({ level: config.logLevel });
-  await run(config, log);
+  if (mode === "uninstall") await uninstall(config, log);
+  else await run(config, log);
 }
 
 if (import.meta.url === `file://${process.argv[1] ?? ""}` || process.argv[1]?.endsWith("main.ts") || process.argv[1]?.endsWith("main.js")) {
