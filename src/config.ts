@@ -3,6 +3,7 @@
 import { parseArgs } from "node:util";
 import { z } from "zod";
 import { invalidBaseUrl, parseBaseUrlList } from "./lib/baseurl.ts";
+import { leaseTimesProblems } from "./kube/lease.ts";
 
 const durationPattern = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/;
 const unitMs = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const;
@@ -56,6 +57,7 @@ export const configSchema = z
   metricsPort: z.coerce.number().int().min(0).max(65535).default(8080),
   healthPort: z.coerce.number().int().min(0).max(65535).default(8081),
   bindAddress: z.string().default("0.0.0.0"),
+  metricsAuth: z.enum(["kubernetes", "localhost"]).default("kubernetes"),
   logLevel: z.enum(["trace", "debug", "info", "warn", "error", "fatal"]).default("info"),
   leaderElect: bool.default(false),
   leaderElectionNamespace: z.string().optional(),
@@ -84,9 +86,17 @@ export const configSchema = z
       }
     }),
   })
-  .refine((c) => c.leaseDuration > c.renewDeadline && c.renewDeadline > c.retryPeriod, {
-    message: "leader election needs leaseDuration > renewDeadline > retryPeriod",
-    path: ["leaseDuration"],
+  // Checked at start, in client-go's terms, naming the setting to change.
+  .superRefine((c, ctx) => {
+    const settingOf = { leaseDurationMs: "leaseDuration", renewDeadlineMs: "renewDeadline", retryPeriodMs: "retryPeriod" } as const;
+    for (const problem of leaseTimesProblems({ leaseDurationMs: c.leaseDuration, renewDeadlineMs: c.renewDeadline, retryPeriodMs: c.retryPeriod })) {
+      ctx.addIssue({ code: "custom", message: problem.message, path: [settingOf[problem.setting]] });
+    }
+  })
+  // "localhost" puts /metrics on 127.0.0.1; sharing that server would hide the probes from the kubelet.
+  .refine((c) => c.metricsAuth !== "localhost" || c.metricsPort !== c.healthPort, {
+    message: "localhost serves /metrics on 127.0.0.1 only, so the health port (the kubelet's probes) must differ from the metrics port",
+    path: ["metricsAuth"],
   });
 export type Config = z.infer<typeof configSchema>;
 
@@ -98,6 +108,7 @@ const settings = {
   metricsPort: "METRICS_PORT",
   healthPort: "HEALTH_PORT",
   bindAddress: "BIND_ADDRESS",
+  metricsAuth: "METRICS_AUTH",
   logLevel: "LOG_LEVEL",
   leaderElect: "LEADER_ELECT",
   leaderElectionNamespace: "LEADER_ELECTION_NAMESPACE",

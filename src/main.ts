@@ -1,51 +1,17 @@
 // keyward's process: configuration, logger, health and metrics endpoints, leader election,
 // start, and graceful shutdown on SIGTERM (stop taking work, finish in-flight reconciles, exit).
-import { createServer, type Server } from "node:http";
 import { once } from "node:events";
 import { loadConfig, usage, type Config } from "./config.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { loadKubeConfig, createKube } from "./kube/client.ts";
 import { runLeaderElection } from "./kube/lease.ts";
 import { createOperator, type Operator } from "./operator.ts";
-import type { Registry } from "prom-client";
+import { startEndpoints, type Health } from "./endpoints.ts";
+import { createMetricsAuthorizer } from "./kube/metrics-auth.ts";
+import { releaseFinalizers } from "./uninstall.ts";
 import { readFileSync, existsSync } from "node:fs";
 import { hostname } from "node:os";
 import { randomUUID } from "node:crypto";
-
-interface Health {
-  ready: boolean;
-}
-
-function startHttp(port: number, host: string, handler: (path: string) => { status: number; body: string; type?: string } | Promise<{ status: number; body: string; type?: string }>): Server {
-  const server = createServer((req, res) => {
-    const path = (req.url ?? "/").split("?")[0] ?? "/";
-    Promise.resolve(handler(path))
-      .then((r) => {
-        res.writeHead(r.status, { "content-type": r.type ?? "text/plain; charset=utf-8" });
-        res.end(r.body);
-      })
-      .catch((err: unknown) => {
-        res.writeHead(500);
-        res.end(String(err));
-      });
-  });
-  server.listen(port, host);
-  return server;
-}
-
-function startEndpoints(config: Config, registry: Registry, health: Health): Server[] {
-  const probes = (path: string): { status: number; body: string } => {
-    if (path === "/healthz" || path === "/livez") return { status: 200, body: "ok" };
-    if (path === "/readyz") return health.ready ? { status: 200, body: "ok" } : { status: 503, body: "not ready" };
-    return { status: 404, body: "not found" };
-  };
-  const metrics = async (path: string): Promise<{ status: number; body: string; type?: string }> => {
-    if (path === "/metrics") return { status: 200, body: await registry.metrics(), type: registry.contentType };
-    return probes(path);
-  };
-  if (config.metricsPort === config.healthPort) return [startHttp(config.metricsPort, config.bindAddress, metrics)];
-  return [startHttp(config.metricsPort, config.bindAddress, metrics), startHttp(config.healthPort, config.bindAddress, probes)];
-}
 
 function podNamespace(): string {
   const path = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
@@ -69,7 +35,14 @@ async function run(config: Config, log: Logger): Promise<void> {
     ...(config.clusterProviderConfigs ? { clusterProviderConfigs: { credentialsNamespace: config.credentialsNamespace ?? podNamespace() } } : {}),
   });
   const health: Health = { ready: false };
-  const servers = startEndpoints(config, operator.metrics.registry, health);
+  const servers = await startEndpoints({
+    metricsPort: config.metricsPort,
+    healthPort: config.healthPort,
+    bindAddress: config.bindAddress,
+    registry: operator.metrics.registry,
+    health,
+    ...(config.metricsAuth === "kubernetes" ? { authorizer: createMetricsAuthorizer({ access: kc }) } : {}),
+  });
   // Listening before anything starts, so a SIGTERM during start is a graceful stop too.
   const stopSignal = Promise.race([once(process, "SIGTERM").then(() => "SIGTERM"), once(process, "SIGINT").then(() => "SIGINT")]);
   let election: { stop(): Promise<void> } | undefined;
@@ -129,7 +102,19 @@ async function run(config: Config, log: Logger): Promise<void> {
   log.info("bye");
 }
 
+/**
+ * `keyward uninstall [flags]`: releases keyward's finalizers in the namespaces the flags name
+ * (src/uninstall.ts), for a pre-delete hook once keyward itself has stopped.
+ */
+async function uninstall(config: Config, log: Logger): Promise<void> {
+  const kc = loadKubeConfig(config.kubeconfig ? { kubeconfigPath: config.kubeconfig } : {});
+  const released = await releaseFinalizers({ kube: createKube(kc), namespaces: config.namespaces, clusterProviderConfigs: config.clusterProviderConfigs, log });
+  log.info({ released: released.length }, "released keyward's finalizers");
+}
+
 export async function main(argv: string[]): Promise<void> {
+  const mode = argv[0] === "uninstall" ? "uninstall" : "run";
+  if (mode === "uninstall") argv = argv.slice(1);
   if (argv.includes("--help") || argv.includes("-h")) {
     process.stdout.write(`${usage}\n`);
     return;
@@ -143,7 +128,8 @@ export async function main(argv: string[]): Promise<void> {
     return;
   }
   const log = createLogger({ level: config.logLevel });
-  await run(config, log);
+  if (mode === "uninstall") await uninstall(config, log);
+  else await run(config, log);
 }
 
 if (import.meta.url === `file://${process.argv[1] ?? ""}` || process.argv[1]?.endsWith("main.ts") || process.argv[1]?.endsWith("main.js")) {

@@ -51,6 +51,8 @@ export async function startKeyward(opts: KeywardOptions): Promise<KeywardProcess
     "--metrics-port", String(metricsPort),
     "--health-port", String(healthPort),
     "--bind-address", "127.0.0.1",
+    // The bench reads /metrics without a token: loopback only, as the flag says.
+    "--metrics-auth", "localhost",
     "--log-level", "warn",
   ];
   const log = createWriteStream(opts.logPath, { flags: "a" });

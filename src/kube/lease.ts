@@ -5,6 +5,10 @@
 // - every write carries the read resourceVersion, so two candidates cannot both win;
 // - the leader renews every retryPeriod and gives up when it could not renew for renewDeadline;
 // - stop() releases the lease (empty holder, 1 s duration) so a successor takes over at once.
+// Every expiry decision is measured on a monotonic clock (performance.now): a wall-clock step
+// (NTP, a VM resumed) must neither make a live lease look expired nor stretch our own deadline.
+// Only the times written into the Lease (acquireTime, renewTime) are wall-clock, as in client-go.
+import { performance } from "node:perf_hooks";
 import type { Logger } from "../log.ts";
 import { resourcePath, type KindRef, type Kube } from "./client.ts";
 import { isConflict, isNotFound } from "./objects.ts";
@@ -33,6 +37,40 @@ function microTime(ms: number): string {
 }
 import { interruptibleSleep } from "../lib/backoff.ts";
 
+export interface LeaseTimes {
+  leaseDurationMs: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
+}
+
+/**
+ * Why these times cannot work, or undefined: client-go's rules. The leader gives up after
+ * renewDeadline without a renewal, and a standby takes over after leaseDuration; a deadline not
+ * below the duration lets both lead at once. A retry period not below the deadline leaves no
+ * second attempt before the deadline.
+ */
+export function leaseTimesProblems(t: LeaseTimes): { setting: keyof LeaseTimes; message: string }[] {
+  const s = (ms: number): string => `${ms / 1000}s`;
+  const problems: { setting: keyof LeaseTimes; message: string }[] = [];
+  for (const setting of ["leaseDurationMs", "renewDeadlineMs", "retryPeriodMs"] as const) {
+    const ms = t[setting];
+    if (!Number.isFinite(ms) || ms <= 0) problems.push({ setting, message: `must be positive, not ${String(ms)}ms` });
+  }
+  if (problems.length > 0) return problems;
+  if (t.renewDeadlineMs >= t.leaseDurationMs) {
+    problems.push({ setting: "renewDeadlineMs", message: `renew deadline ${s(t.renewDeadlineMs)} must be below the lease duration ${s(t.leaseDurationMs)}, or an old leader may still act when a standby takes over` });
+  }
+  if (t.retryPeriodMs >= t.renewDeadlineMs) {
+    problems.push({ setting: "retryPeriodMs", message: `retry period ${s(t.retryPeriodMs)} must be below the renew deadline ${s(t.renewDeadlineMs)}, or the leader has no second try before it gives up` });
+  }
+  return problems;
+}
+
+/** Whether a lease another holder last changed at `observedAt` (this process's monotonic ms) has expired at `now`. */
+export function leaseExpired(observedAt: number, leaseDurationMs: number, now: number): boolean {
+  return now >= observedAt + leaseDurationMs;
+}
+
 export interface LeaderElectionOptions {
   kube: Kube;
   namespace: string;
@@ -45,6 +83,8 @@ export interface LeaderElectionOptions {
   /** Called when leadership is lost (not renewed within renewDeadline); not on stop(). */
   onStoppedLeading: () => void;
   logger: Logger;
+  /** A monotonic clock in ms; performance.now by default. Never the wall clock. */
+  monotonicNow?: () => number;
 }
 
 export interface LeaderElection {
@@ -62,6 +102,7 @@ interface LeaseClient {
 function leaseClient(opts: LeaderElectionOptions, log: Logger): LeaseClient {
   const { kube, namespace, name, identity } = opts;
   const durationSeconds = Math.max(1, Math.ceil(opts.leaseDurationMs / 1000));
+  const monotonic = opts.monotonicNow ?? (() => performance.now());
   let observed = { resourceVersion: undefined as string | undefined, at: 0 };
 
   const read = async (): Promise<Lease | undefined> => {
@@ -83,7 +124,7 @@ function leaseClient(opts: LeaderElectionOptions, log: Logger): LeaseClient {
   };
 
   const create = async (now: number): Promise<boolean> => {
-    const at = microTime(now);
+    const at = microTime(Date.now());
     const spec = { holderIdentity: identity, leaseDurationSeconds: durationSeconds, acquireTime: at, renewTime: at, leaseTransitions: 0 };
     const body: Lease = { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: { name, namespace }, spec };
     observe(await kubeJson<Lease>(kube.access, { method: "POST", path: resourcePath(leaseKind, namespace), body }), now);
@@ -91,16 +132,16 @@ function leaseClient(opts: LeaderElectionOptions, log: Logger): LeaseClient {
   };
 
   const tryAcquireOrRenew = async (): Promise<boolean> => {
-    const now = Date.now();
     const lease = await read();
+    const now = monotonic();
     if (!lease) return create(now);
     observe(lease, now);
     const spec = lease.spec ?? {};
     const holder = spec.holderIdentity ?? "";
     const heldForMs = (spec.leaseDurationSeconds ?? durationSeconds) * 1000;
-    if (holder !== "" && holder !== identity && observed.at + heldForMs > now) return false;
+    if (holder !== "" && holder !== identity && !leaseExpired(observed.at, heldForMs, now)) return false;
     const mine = holder === identity;
-    const at = microTime(now);
+    const at = microTime(Date.now());
     await write(lease, {
       holderIdentity: identity,
       leaseDurationSeconds: durationSeconds,
@@ -116,9 +157,8 @@ function leaseClient(opts: LeaderElectionOptions, log: Logger): LeaseClient {
       const lease = await read();
       const spec = lease?.spec;
       if (!lease || spec?.holderIdentity !== identity) return;
-      const now = Date.now();
       const { acquireTime, leaseTransitions } = spec;
-      await write(lease, { holderIdentity: "", leaseDurationSeconds: 1, renewTime: microTime(now), acquireTime, leaseTransitions }, now);
+      await write(lease, { holderIdentity: "", leaseDurationSeconds: 1, renewTime: microTime(Date.now()), acquireTime, leaseTransitions }, monotonic());
       log.info("released the lease");
     } catch (err) {
       log.warn({ err: errorSummary(err) }, "could not release the lease; it expires on its own");
@@ -129,6 +169,9 @@ function leaseClient(opts: LeaderElectionOptions, log: Logger): LeaseClient {
 }
 
 export function runLeaderElection(opts: LeaderElectionOptions): LeaderElection {
+  const problems = leaseTimesProblems(opts);
+  if (problems.length > 0) throw new Error(`leader election: ${problems.map((p) => p.message).join("; ")}`);
+  const monotonic = opts.monotonicNow ?? (() => performance.now());
   const log = opts.logger.child({ lease: `${opts.namespace}/${opts.name}`, identity: opts.identity });
   const client = leaseClient(opts, log);
   const wake = new AbortController();
@@ -155,16 +198,16 @@ export function runLeaderElection(opts: LeaderElectionOptions): LeaderElection {
   };
 
   const renew = async (): Promise<void> => {
-    let renewedAt = Date.now();
+    let renewedAt = monotonic();
     while (!wake.signal.aborted) {
       await sleep(opts.retryPeriodMs);
       if (wake.signal.aborted) return;
       // A renew that hangs (a half-open connection) must not outlast the deadline: past it a
       // standby may already lead, so this replica has to stop.
-      const left = opts.renewDeadlineMs - (Date.now() - renewedAt);
+      const left = opts.renewDeadlineMs - (monotonic() - renewedAt);
       if (left > 0 && (await withDeadline(attempt(), left))) {
-        renewedAt = Date.now();
-      } else if (Date.now() - renewedAt >= opts.renewDeadlineMs) {
+        renewedAt = monotonic();
+      } else if (monotonic() - renewedAt >= opts.renewDeadlineMs) {
         leader = false;
         log.warn("could not renew the lease within the renew deadline; leadership lost");
         callSafely(opts.onStoppedLeading, log, "onStoppedLeading");

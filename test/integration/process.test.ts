@@ -45,7 +45,8 @@ it("refuses a bad setting with a clear message and exit code 2", async () => {
 
 it("serves health, readiness and controller-runtime metrics, and stops gracefully on SIGTERM", async () => {
   const [metricsPort, healthPort] = [await freePort(), await freePort()];
-  const p = run(["--namespaces", ns.name, "--metrics-port", String(metricsPort), "--health-port", String(healthPort), "--bind-address", "127.0.0.1", "--resync-interval", "5s"]);
+  // localhost: /metrics without a token (metrics-auth.test.ts covers the reviewed default).
+  const p = run(["--namespaces", ns.name, "--metrics-port", String(metricsPort), "--health-port", String(healthPort), "--bind-address", "127.0.0.1", "--metrics-auth", "localhost", "--resync-interval", "5s"]);
   try {
     await waitFor(async () => ((await get(`http://127.0.0.1:${healthPort}/readyz`)).status === 200 ? true : undefined), { timeoutMs: 30_000, description: "/readyz 200" });
     expect((await get(`http://127.0.0.1:${healthPort}/healthz`)).status).toBe(200);

@@ -73,7 +73,9 @@ What keyward does in a namespace it watches, and nothing more (see src/ for ever
 - accesstokens/finalizers: update, which the apiserver checks (OwnerReferencesPermissionEnforcement)
   when keyward writes a Secret whose owner reference to its AccessToken sets blockOwnerDeletion;
   no other kind owns anything;
-- Secrets: ProviderConfig reads its token; AccessToken writes the Secret it issues into;
+- Secrets: ProviderConfig reads its token and patches its keyward.dev/in-use finalizer onto it;
+  AccessToken reads the Secret it issues into (writing it is "keyward.secretWriterRules", granted
+  only where accessTokens.namespaces says);
 - Events: written as core/v1 Events (src/kube/events.ts), created then patched on repeats.
 */}}
 {{- define "keyward.rules" -}}
@@ -100,10 +102,20 @@ What keyward does in a namespace it watches, and nothing more (see src/ for ever
   verbs: ["update"]
 - apiGroups: [""]
   resources: ["secrets"]
-  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+  verbs: ["get", "list", "watch", "patch"]
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create", "patch"]
+{{- end }}
+
+{{/*
+AccessTokens create the Secret they issue into, replace it with each new token, and delete the
+old one when spec.secretName changes (src/resources/accesstoken.ts).
+*/}}
+{{- define "keyward.secretWriterRules" -}}
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["create", "update", "delete"]
 {{- end }}
 
 {{/*
@@ -138,4 +150,54 @@ credentials namespace only ("keyward.credentialsNamespace").
 {{- define "keyward.seconds" -}}
 {{- $n := regexFind "^[0-9]+" . -}}
 {{- mul (int $n) (get (dict "s" 1 "m" 60 "h" 3600) (trimPrefix $n .)) -}}
+{{- end }}
+
+{{/*
+The NetworkPolicy's egress rules to the service, from allowedBaseUrls: one rule per port (the
+URL's, else 443 for https and 80 for http). A URL whose host is an IP address opens its port to
+that address only; a hostname cannot be matched by a NetworkPolicy, so its port is opened to any
+address. With no allowedBaseUrls the service could be anywhere: networkPolicy.servicePorts are
+opened to any address. networkPolicy.extraEgress narrows nothing; it adds rules.
+*/}}
+{{- define "keyward.serviceEgress" -}}
+{{- $byPort := dict }}
+{{- range .Values.allowedBaseUrls }}
+{{- $url := urlParse . }}
+{{- $hostPort := $url.host }}
+{{- $host := $hostPort }}
+{{- $port := "" }}
+{{- if hasPrefix "[" $hostPort }}
+{{- $host = regexReplaceAll "^\\[([^\\]]+)\\].*$" $hostPort "${1}" }}
+{{- $port = trimPrefix ":" (regexFind ":[0-9]+$" (regexReplaceAll "^\\[[^\\]]+\\]" $hostPort "")) }}
+{{- else if contains ":" $hostPort }}
+{{- $host = first (splitList ":" $hostPort) }}
+{{- $port = last (splitList ":" $hostPort) }}
+{{- end }}
+{{- if eq $port "" }}{{ $port = ternary "443" "80" (eq $url.scheme "https") }}{{ end }}
+{{- $cidr := "any" }}
+{{- if regexMatch "^[0-9]+\\.[0-9]+\\.[0-9]+\\.[0-9]+$" $host }}{{ $cidr = printf "%s/32" $host }}
+{{- else if contains ":" $host }}{{ $cidr = printf "%s/128" $host }}{{ end }}
+{{- $_ := set $byPort $port (uniq (append (get $byPort $port | default list) $cidr)) }}
+{{- end }}
+{{- if empty .Values.allowedBaseUrls }}
+{{- range .Values.networkPolicy.servicePorts }}{{ $_ := set $byPort (toString .) (list "any") }}{{ end }}
+{{- end }}
+{{- range $port := keys $byPort | sortAlpha }}
+{{- $cidrs := get $byPort $port }}
+- ports:
+    - port: {{ $port }}
+      protocol: TCP
+  {{- if not (has "any" $cidrs) }}
+  to:
+    {{- range $cidrs | sortAlpha }}
+    - ipBlock:
+        cidr: {{ . }}
+    {{- end }}
+  {{- end }}
+{{- end }}
+{{- end }}
+
+{{/* How /metrics is protected: metrics.auth, else kubernetes cluster-wide and localhost in a namespaced install. */}}
+{{- define "keyward.metricsAuth" -}}
+{{- if .Values.metrics.auth }}{{ .Values.metrics.auth }}{{ else if empty .Values.watchNamespaces }}kubernetes{{ else }}localhost{{ end }}
 {{- end }}

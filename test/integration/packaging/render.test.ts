@@ -86,8 +86,19 @@ describe("helm template | kubectl apply --dry-run=server", () => {
   });
 
   it("accepts every option on", async () => {
-    const yaml = await renderChart({ namespace: release.name, valuesFiles: [valuesAllFile], setJson: { watchNamespaces: [watchedA.name, watchedB.name] } });
-    expect(await clusterScopedAmong(yaml)).toEqual([]);
+    const yaml = await renderChart({
+      namespace: release.name,
+      valuesFiles: [valuesAllFile],
+      setJson: { watchNamespaces: [watchedA.name, watchedB.name], accessTokens: { namespaces: [watchedA.name] } },
+    });
+    // values-all asks for metrics.auth kubernetes: its reviews are cluster-scoped APIs, so those
+    // roles are the one exception to a namespaced install holding nothing cluster-scoped.
+    expect((await clusterScopedAmong(yaml)).sort()).toEqual([
+      "ClusterRole/keyward-operator-metrics-auth",
+      "ClusterRole/keyward-operator-metrics-reader",
+      "ClusterRoleBinding/keyward-operator-metrics-auth",
+      "ClusterRoleBinding/keyward-operator-metrics-reader",
+    ]);
     const out = await serverDryRun(yaml);
     for (const kind of ["poddisruptionbudget.policy", "servicemonitor.monitoring.coreos.com", "prometheusrule.monitoring.coreos.com", "configmap", "providerconfig.keyward.dev", "deployment.apps", "service"]) {
       expect(out).toMatch(new RegExp(`^${kind.replaceAll(".", "\\.")}/\\S+ created \\(server dry run\\)$`, "m"));

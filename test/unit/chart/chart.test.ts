@@ -13,7 +13,9 @@ import {
   flattenRules,
   helm,
   leaseGrants,
+  metricsAuthGrants,
   parseYamlDocuments,
+  secretWriterGrants,
   renderChart,
   repoRoot,
   templateArgs,
@@ -80,9 +82,15 @@ describe("default values", () => {
     expect(kinds(defaults)).toEqual([
       "ClusterRole//kw-keyward",
       "ClusterRole//kw-keyward-edit",
+      "ClusterRole//kw-keyward-metrics-auth",
+      "ClusterRole//kw-keyward-metrics-reader",
+      "ClusterRole//kw-keyward-secret-writer",
       "ClusterRole//kw-keyward-view",
       "ClusterRoleBinding//kw-keyward",
+      "ClusterRoleBinding//kw-keyward-metrics-auth",
+      "ClusterRoleBinding//kw-keyward-secret-writer",
       "Deployment/keyward-system/kw-keyward",
+      "NetworkPolicy/keyward-system/kw-keyward",
       "Role/keyward-system/kw-keyward-leader-election",
       "RoleBinding/keyward-system/kw-keyward-leader-election",
       "Service/keyward-system/kw-keyward-metrics",
@@ -129,6 +137,8 @@ describe("default values", () => {
       LOG_LEVEL: "info",
       METRICS_PORT: "8080",
       HEALTH_PORT: "8081",
+      METRICS_AUTH: "kubernetes",
+      SHUTDOWN_TIMEOUT: "30s",
       LEADER_ELECT: "true",
       LEADER_ELECTION_NAMESPACE: "keyward-system",
       LEADER_ELECTION_ID: "kw-keyward-leader",
@@ -142,11 +152,16 @@ describe("a namespaced install (watchNamespaces: [a, b])", () => {
     expect(namespaced.filter((d) => d.metadata.namespace === undefined).map((d) => `${d.kind}/${d.metadata.name}`)).toEqual([]);
     expect(kinds(namespaced)).toEqual([
       "Deployment/keyward-system/kw-keyward",
+      "NetworkPolicy/keyward-system/kw-keyward",
       "Role/a/kw-keyward",
+      "Role/a/kw-keyward-secret-writer",
       "Role/b/kw-keyward",
+      "Role/b/kw-keyward-secret-writer",
       "Role/keyward-system/kw-keyward-leader-election",
       "RoleBinding/a/kw-keyward",
+      "RoleBinding/a/kw-keyward-secret-writer",
       "RoleBinding/b/kw-keyward",
+      "RoleBinding/b/kw-keyward-secret-writer",
       "RoleBinding/keyward-system/kw-keyward-leader-election",
       "Service/keyward-system/kw-keyward-metrics",
       "ServiceAccount/keyward-system/kw-keyward",
@@ -174,18 +189,26 @@ describe("a namespaced install (watchNamespaces: [a, b])", () => {
 
 describe("every option on (values-all.yaml)", () => {
   it("renders every optional object", () => {
-    // watchNamespaces is set, so no ClusterRole although rbac.aggregateToDefaultRoles is on.
+    // watchNamespaces is set, so no ClusterRole although rbac.aggregateToDefaultRoles is on, but
+    // for metrics.auth kubernetes, whose reviews are cluster-scoped APIs.
     expect(kinds(everything)).toEqual([
+      "ClusterRole//keyward-operator-metrics-auth",
+      "ClusterRole//keyward-operator-metrics-reader",
+      "ClusterRoleBinding//keyward-operator-metrics-auth",
+      "ClusterRoleBinding//keyward-operator-metrics-reader",
       "ConfigMap/keyward-system/keyward-operator-dashboard",
       "Deployment/keyward-system/keyward-operator",
+      "NetworkPolicy/keyward-system/keyward-operator",
       "PodDisruptionBudget/keyward-system/keyward-operator",
       "PrometheusRule/keyward-system/keyward-operator",
       "ProviderConfig/keyward-system/default",
       "Role/keyward-system/keyward-operator-leader-election",
       "Role/team-a/keyward-operator",
+      "Role/team-a/keyward-operator-secret-writer",
       "Role/team-b/keyward-operator",
       "RoleBinding/keyward-system/keyward-operator-leader-election",
       "RoleBinding/team-a/keyward-operator",
+      "RoleBinding/team-a/keyward-operator-secret-writer",
       "RoleBinding/team-b/keyward-operator",
       "Service/keyward-system/keyward-operator-metrics",
       "ServiceAccount/keyward-system/keyward-sa",
@@ -220,15 +243,42 @@ describe("every option on (values-all.yaml)", () => {
       spec: { baseUrl: "https://secrets.example.test/api", credentialsSecretRef: { name: "keyward-token", key: "access-token" } },
     });
     expect(findDoc(everything, "PodDisruptionBudget")).toMatchObject({ spec: { maxUnavailable: 1 } });
+    expect(findDoc(everything, "NetworkPolicy")).toMatchObject({
+      spec: {
+        ingress: [{ ports: [{ port: 9090 }], from: [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "monitoring" } } }] }, { ports: [{ port: 9091 }] }],
+        egress: [
+          { ports: [{ port: 6443 }], to: [{ ipBlock: { cidr: "192.168.10.0/28" } }] },
+          { to: [{ podSelector: { matchLabels: { "k8s-app": "kube-dns" } } }] },
+          // allowedBaseUrls is set, so servicePorts (8443) are not used: the URLs' hostnames open 443.
+          { ports: [{ port: 443 }] },
+          { ports: [{ port: 443 }], to: [{ ipBlock: { cidr: "203.0.113.0/24" } }] },
+        ],
+      },
+    });
     expect(findDoc(everything, "ServiceMonitor")).toMatchObject({
       metadata: { labels: { release: "prometheus" } },
-      spec: { endpoints: [{ port: "metrics", path: "/metrics", interval: "15s", scrapeTimeout: "10s", honorLabels: true }] },
+      spec: {
+        endpoints: [{ port: "metrics", path: "/metrics", interval: "15s", scrapeTimeout: "10s", honorLabels: true, bearerTokenFile: "/var/run/secrets/kubernetes.io/serviceaccount/token" }],
+      },
     });
+    expect(envOf(everything)["METRICS_AUTH"]).toBe("kubernetes");
+    const readers = findDoc(everything, "ClusterRoleBinding", "keyward-operator-metrics-reader") as unknown as { roleRef: { name: string }; subjects: object[] };
+    expect(readers.roleRef.name).toBe("keyward-operator-metrics-reader");
+    expect(readers.subjects).toEqual([
+      { kind: "ServiceAccount", name: "prometheus-k8s", namespace: "monitoring" },
+      { kind: "Group", name: "metrics-scrapers", apiGroup: "rbac.authorization.k8s.io" },
+    ]);
   });
 
   it("aggregates keyward's kinds into the built-in roles in a cluster-wide install only", async () => {
     const clusterWide = parseYamlDocuments(await renderChart({ valuesFiles: [valuesAllFile], setJson: { watchNamespaces: [] } }));
-    expect(clusterWide.filter((d) => d.kind === "ClusterRole").map((d) => d.metadata.name).sort()).toEqual(["keyward-operator", "keyward-operator-edit", "keyward-operator-view"]);
+    expect(clusterWide.filter((d) => d.kind === "ClusterRole").map((d) => d.metadata.name).sort()).toEqual([
+      "keyward-operator",
+      "keyward-operator-edit",
+      "keyward-operator-metrics-auth",
+      "keyward-operator-metrics-reader",
+      "keyward-operator-view",
+    ]);
   });
 
   it("renders a PodDisruptionBudget only with more than one replica", async () => {
@@ -342,6 +392,169 @@ describe("metrics.port equal to health.port", () => {
   });
 });
 
+interface PolicyPort {
+  port: number;
+  protocol: string;
+}
+interface NetworkPolicyRule {
+  ports: PolicyPort[];
+  to?: object[];
+  from?: object[];
+}
+interface NetworkPolicySpec {
+  podSelector: { matchLabels: Record<string, string> };
+  policyTypes: string[];
+  ingress: NetworkPolicyRule[];
+  egress: NetworkPolicyRule[];
+}
+const networkPolicy = (docs: Doc[]): NetworkPolicySpec => (findDoc(docs, "NetworkPolicy") as unknown as { spec: NetworkPolicySpec }).spec;
+const tcp = (...ports: number[]): PolicyPort[] => ports.map((port) => ({ port, protocol: "TCP" }));
+const dnsRule: NetworkPolicyRule = { ports: [{ port: 53, protocol: "UDP" }, { port: 53, protocol: "TCP" }] };
+
+describe("the NetworkPolicy", () => {
+  it("by default selects keyward's pods, admits the metrics and health ports, and lets out the apiserver, DNS and 443", () => {
+    const np = networkPolicy(defaults);
+    expect(np.podSelector.matchLabels).toEqual({ "app.kubernetes.io/name": "keyward", "app.kubernetes.io/instance": "kw" });
+    expect(np.policyTypes).toEqual(["Ingress", "Egress"]);
+    expect(np.ingress).toEqual([{ ports: tcp(8080) }, { ports: tcp(8081) }]);
+    // No allowedBaseUrls: the service may be anywhere, so servicePorts (443) to any address.
+    expect(np.egress).toEqual([{ ports: tcp(443, 6443) }, dnsRule, { ports: tcp(443) }]);
+  });
+
+  it("derives the service's ports from allowedBaseUrls, and its address when the URL names an IP", async () => {
+    const np = networkPolicy(
+      parseYamlDocuments(
+        await renderChart({
+          setJson: {
+            allowedBaseUrls: ["https://secrets.example.test", "http://10.1.2.3:8080/api", "https://[fd00::7]:9443", "http://10.1.2.4:8080", "https://192.0.2.9"],
+            networkPolicy: { enabled: true, apiServer: { ports: [6443], cidrs: ["192.168.0.10/32"] } },
+          },
+        }),
+      ),
+    );
+    expect(np.egress).toEqual([
+      { ports: tcp(6443), to: [{ ipBlock: { cidr: "192.168.0.10/32" } }] },
+      dnsRule,
+      // A hostname on 443: no NetworkPolicy can match it, so 443 goes to any address (192.0.2.9 included).
+      { ports: tcp(443) },
+      { ports: tcp(8080), to: [{ ipBlock: { cidr: "10.1.2.3/32" } }, { ipBlock: { cidr: "10.1.2.4/32" } }] },
+      { ports: tcp(9443), to: [{ ipBlock: { cidr: "fd00::7/128" } }] },
+    ]);
+  });
+
+  it("takes extra egress rules, DNS peers and metrics scrapers as given", async () => {
+    const dnsPeer = { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "kube-system" } }, podSelector: { matchLabels: { "k8s-app": "kube-dns" } } };
+    const scraper = { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "monitoring" } } };
+    const extra = { to: [{ ipBlock: { cidr: "203.0.113.0/24" } }], ports: [{ port: 8443, protocol: "TCP" }] };
+    const np = networkPolicy(
+      parseYamlDocuments(
+        await renderChart({
+          setJson: {
+            metrics: { port: 9000 },
+            health: { port: 9000 },
+            networkPolicy: { enabled: true, dns: { to: [dnsPeer] }, servicePorts: [443, 8443], metricsFrom: [scraper], extraEgress: [extra] },
+          },
+        }),
+      ),
+    );
+    // One port serves metrics and health: one ingress rule, restricted to the scrapers given.
+    expect(np.ingress).toEqual([{ ports: tcp(9000), from: [scraper] }]);
+    expect(np.egress).toEqual([{ ports: tcp(443, 6443) }, { ...dnsRule, to: [dnsPeer] }, { ports: tcp(443) }, { ports: tcp(8443) }, extra]);
+  });
+
+  it("is not rendered with networkPolicy.enabled false", async () => {
+    const docs = parseYamlDocuments(await renderChart({ setJson: { networkPolicy: { enabled: false } } }));
+    expect(docs.some((d) => d.kind === "NetworkPolicy")).toBe(false);
+  });
+});
+
+describe("metrics.auth", () => {
+  it("defaults to kubernetes cluster-wide: keyward may review tokens, and a reader role exists for scrapers", () => {
+    expect(envOf(defaults)["METRICS_AUTH"]).toBe("kubernetes");
+    expect(rulesOf(findDoc(defaults, "ClusterRole", "kw-keyward-metrics-auth"))).toEqual(metricsAuthGrants);
+    const binding = findDoc(defaults, "ClusterRoleBinding", "kw-keyward-metrics-auth") as unknown as { roleRef: { name: string }; subjects: object[] };
+    expect(binding.roleRef.name).toBe("kw-keyward-metrics-auth");
+    expect(binding.subjects).toEqual([{ kind: "ServiceAccount", name: "kw-keyward", namespace: "keyward-system" }]);
+    expect((findDoc(defaults, "ClusterRole", "kw-keyward-metrics-reader") as unknown as { rules: object[] }).rules).toEqual([{ nonResourceURLs: ["/metrics"], verbs: ["get"] }]);
+    // No readers given: nobody is bound to it.
+    expect(defaults.some((d) => d.kind === "ClusterRoleBinding" && d.metadata.name === "kw-keyward-metrics-reader")).toBe(false);
+  });
+
+  it("defaults to localhost in a namespaced install, which keeps it free of cluster-scoped objects", () => {
+    expect(envOf(namespaced)["METRICS_AUTH"]).toBe("localhost");
+  });
+
+  it("localhost renders no review roles, even cluster-wide", async () => {
+    const docs = parseYamlDocuments(await renderChart({ setJson: { metrics: { auth: "localhost" } } }));
+    expect(envOf(docs)["METRICS_AUTH"]).toBe("localhost");
+    expect(docs.filter((d) => d.metadata.name.includes("metrics-")).map((d) => d.kind)).toEqual([]);
+  });
+
+  it("refuses localhost with one port for metrics and probes, and a ServiceMonitor that could not scrape", async () => {
+    const shared = await helm(templateArgs({ setJson: { metrics: { auth: "localhost", port: 9000 }, health: { port: 9000 } } }));
+    expect(shared.code).not.toBe(0);
+    expect(shared.stderr).toContain("metrics.auth localhost serves /metrics on 127.0.0.1 only");
+    const monitor = await helm(templateArgs({ setJson: { metrics: { auth: "localhost" }, serviceMonitor: { enabled: true } } }));
+    expect(monitor.code).not.toBe(0);
+    expect(monitor.stderr).toContain("serviceMonitor.enabled needs metrics.auth kubernetes");
+  });
+});
+
+describe("the process", () => {
+  const deployment = (docs: Doc[]): { spec: { strategy?: { type: string }; template: { spec: { terminationGracePeriodSeconds: number } } } } =>
+    findDoc(docs, "Deployment") as unknown as { spec: { strategy?: { type: string }; template: { spec: { terminationGracePeriodSeconds: number } } } };
+
+  it("gives the pod its shutdown timeout plus a margin to stop in", async () => {
+    expect(deployment(defaults).spec.template.spec.terminationGracePeriodSeconds).toBe(45);
+    expect(deployment(everything).spec.template.spec.terminationGracePeriodSeconds).toBe(60);
+    const long = parseYamlDocuments(await renderChart({ setJson: { shutdownTimeout: "2m" } }));
+    expect(deployment(long).spec.template.spec.terminationGracePeriodSeconds).toBe(135);
+    expect(envOf(long)["SHUTDOWN_TIMEOUT"]).toBe("2m");
+  });
+
+  it("refuses SHUTDOWN_TIMEOUT in extraEnv, which the grace period would not follow", async () => {
+    const result = await helm(templateArgs({ setJson: { extraEnv: [{ name: "SHUTDOWN_TIMEOUT", value: "5m" }] } }));
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain("set shutdownTimeout, not SHUTDOWN_TIMEOUT in extraEnv");
+  });
+
+  it("recreates the pod when leader election is off, so two never reconcile side by side; rolls with a lease", async () => {
+    expect(deployment(defaults).spec.strategy).toBeUndefined();
+    const noLease = parseYamlDocuments(await renderChart({ setJson: { leaderElection: { enabled: false } } }));
+    expect(deployment(noLease).spec.strategy).toEqual({ type: "Recreate" });
+  });
+});
+
+describe("Secret writes (accessTokens.namespaces)", () => {
+  it("cluster-wide by default: reads and the in-use patch in the ClusterRole, writes in their own ClusterRole", () => {
+    expect(rulesOf(findDoc(defaults, "ClusterRole", "kw-keyward")).filter((g) => g.startsWith("core/secrets"))).toEqual(["core/secrets: get", "core/secrets: list", "core/secrets: patch", "core/secrets: watch"]);
+    expect(rulesOf(findDoc(defaults, "ClusterRole", "kw-keyward-secret-writer"))).toEqual(secretWriterGrants);
+    const binding = findDoc(defaults, "ClusterRoleBinding", "kw-keyward-secret-writer") as unknown as { roleRef: { kind: string; name: string }; subjects: object[] };
+    expect(binding.roleRef).toMatchObject({ kind: "ClusterRole", name: "kw-keyward-secret-writer" });
+    expect(binding.subjects).toEqual([{ kind: "ServiceAccount", name: "kw-keyward", namespace: "keyward-system" }]);
+  });
+
+  it("only in the listed namespaces when set, also in a cluster-wide install", async () => {
+    const docs = parseYamlDocuments(await renderChart({ setJson: { accessTokens: { namespaces: ["tokens-a", "tokens-b"] } } }));
+    expect(docs.some((d) => d.kind === "ClusterRole" && d.metadata.name === "kw-keyward-secret-writer")).toBe(false);
+    expect(docs.filter((d) => d.metadata.name === "kw-keyward-secret-writer").map((d) => `${d.kind}/${d.metadata.namespace ?? ""}`).sort()).toEqual([
+      "Role/tokens-a",
+      "Role/tokens-b",
+      "RoleBinding/tokens-a",
+      "RoleBinding/tokens-b",
+    ]);
+    expect(rulesOf(findDoc(docs, "Role", "kw-keyward-secret-writer", "tokens-a"))).toEqual(secretWriterGrants);
+    // Reading stays cluster-wide: ProviderConfigs everywhere hold their credentials Secrets.
+    expect(rulesOf(findDoc(docs, "ClusterRole", "kw-keyward"))).toEqual(expectedWorkloadGrants);
+  });
+
+  it("in each watched namespace of a namespaced install, or only the listed ones", () => {
+    expect(rulesOf(findDoc(namespaced, "Role", "kw-keyward-secret-writer", "a"))).toEqual(secretWriterGrants);
+    expect(rulesOf(findDoc(namespaced, "Role", "kw-keyward-secret-writer", "b"))).toEqual(secretWriterGrants);
+    expect(everything.filter((d) => d.kind === "Role" && d.metadata.name === "keyward-operator-secret-writer").map((d) => d.metadata.namespace)).toEqual(["team-a"]);
+  });
+});
+
 describe("values.schema.json", () => {
   let dir: string;
   beforeAll(() => {
@@ -382,6 +595,12 @@ describe("values.schema.json", () => {
     ["a PodDisruptionBudget percentage above 100%", "podDisruptionBudget:\n  minAvailable: 150%\n", "/podDisruptionBudget/minAvailable"],
     ["leader election as a string", "leaderElection:\n  enabled: \"yes\"\n", "/leaderElection/enabled"],
     ["an extra env var with both value and valueFrom", "extraEnv:\n  - name: X\n    value: a\n    valueFrom: {secretKeyRef: {name: s, key: k}}\n", "/extraEnv/0"],
+    ["a NetworkPolicy apiserver address that is not a CIDR", "networkPolicy:\n  enabled: true\n  apiServer:\n    cidrs: [10.0.0.1]\n", "/networkPolicy/apiServer/cidrs/0"],
+    ["a NetworkPolicy service port out of range", "networkPolicy:\n  enabled: true\n  servicePorts: [70000]\n", "/networkPolicy/servicePorts/0"],
+    ["a shutdown timeout the chart cannot turn into seconds", "shutdownTimeout: 1.5m\n", "/shutdownTimeout"],
+    ["an AccessToken namespace that is not a DNS label", "accessTokens:\n  namespaces: [Tokens]\n", "/accessTokens/namespaces/0"],
+    ["an unknown metrics.auth", "metrics:\n  auth: none\n", "/metrics/auth"],
+    ["a metrics reader of an unknown kind", "metrics:\n  readers:\n    - {kind: Robot, name: r}\n", "/metrics/readers/0/kind"],
     ["a ServiceMonitor interval that is not a duration", "serviceMonitor:\n  enabled: true\n  interval: fast\n", "/serviceMonitor/interval"],
   ];
 

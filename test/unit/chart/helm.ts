@@ -154,9 +154,13 @@ export const expectedWorkloadGrants: string[] = flattenRules([
   { apiGroups: ["keyward.dev"], resources: keywardPlurals.map((p) => `${p}/status`), verbs: ["get", "patch", "update"] },
   // Only AccessToken owns something (its Secret, with blockOwnerDeletion): rbac-audit.test.ts.
   { apiGroups: ["keyward.dev"], resources: ["accesstokens/finalizers"], verbs: ["update"] },
-  { apiGroups: [""], resources: ["secrets"], verbs: ["get", "list", "watch", "create", "update", "patch", "delete"] },
+  // Read everywhere; patch for the in-use finalizer on credentials Secrets. Writes: secretWriterGrants.
+  { apiGroups: [""], resources: ["secrets"], verbs: ["get", "list", "watch", "patch"] },
   { apiGroups: [""], resources: ["events"], verbs: ["create", "patch"] },
 ]);
+
+/** Where AccessTokens write their Secrets (accessTokens.namespaces, else every watched namespace). */
+export const secretWriterGrants: string[] = flattenRules([{ apiGroups: [""], resources: ["secrets"], verbs: ["create", "update", "delete"] }]);
 
 /** The cluster-scoped kinds keyward serves (clusterProviderConfig.enabled, cluster-wide installs). */
 export const keywardClusterPlurals = ["clusterproviderconfigs"];
@@ -170,6 +174,12 @@ export const clusterProviderConfigGrants: string[] = flattenRules([
 
 /** The Role in the credentials namespace: ClusterProviderConfigs read their Secrets there only. */
 export const credentialsGrants: string[] = flattenRules([{ apiGroups: [""], resources: ["secrets"], verbs: ["get", "list", "watch"] }]);
+
+/** metrics.auth kubernetes: who is this token, and may it get /metrics (src/kube/metrics-auth.ts). */
+export const metricsAuthGrants: string[] = flattenRules([
+  { apiGroups: ["authentication.k8s.io"], resources: ["tokenreviews"], verbs: ["create"] },
+  { apiGroups: ["authorization.k8s.io"], resources: ["subjectaccessreviews"], verbs: ["create"] },
+]);
 
 export function leaseGrants(leaseName: string): string[] {
   return flattenRules([

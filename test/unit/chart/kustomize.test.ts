@@ -3,7 +3,7 @@
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { expectedWorkloadGrants, findDoc, flattenRules, leaseGrants, readYamlFile, repoRoot, type PolicyRule } from "./helm.ts";
+import { expectedWorkloadGrants, findDoc, flattenRules, leaseGrants, metricsAuthGrants, readYamlFile, repoRoot, secretWriterGrants, type PolicyRule } from "./helm.ts";
 
 const config = join(repoRoot, "config");
 const kustomization = (dir: string): { resources: string[]; namespace?: string; namePrefix?: string } =>
@@ -38,6 +38,17 @@ describe("config/rbac", () => {
     const role = readYamlFile(join(config, "rbac", "role.yaml"))[0] as unknown as { kind: string; rules: PolicyRule[] };
     expect(role.kind).toBe("ClusterRole");
     expect(flattenRules(role.rules)).toEqual(expectedWorkloadGrants);
+    const writer = readYamlFile(join(config, "rbac", "secret_writer_role.yaml"))[0] as unknown as { rules: PolicyRule[] };
+    expect(flattenRules(writer.rules)).toEqual(secretWriterGrants);
+    expect(kustomization("rbac").resources).toEqual(expect.arrayContaining(["secret_writer_role.yaml", "secret_writer_role_binding.yaml"]));
+  });
+
+  it("lets keyward review /metrics callers, and offers scrapers a reader role", () => {
+    const auth = readYamlFile(join(config, "rbac", "metrics_auth_role.yaml"))[0] as unknown as { kind: string; rules: PolicyRule[] };
+    expect(flattenRules(auth.rules)).toEqual(metricsAuthGrants);
+    const reader = readYamlFile(join(config, "rbac", "metrics_reader_role.yaml"))[0] as unknown as { rules: object[] };
+    expect(reader.rules).toEqual([{ nonResourceURLs: ["/metrics"], verbs: ["get"] }]);
+    expect(kustomization("rbac").resources).toEqual(expect.arrayContaining(["metrics_auth_role.yaml", "metrics_auth_role_binding.yaml", "metrics_reader_role.yaml"]));
   });
 
   it("limits leader election to the Lease the manager uses", () => {

@@ -4,7 +4,7 @@
 import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { clusterProviderConfigGrants, credentialsGrants, expectedWorkloadGrants, keywardClusterPlurals, keywardPlurals, leaseGrants, repoRoot } from "./helm.ts";
+import { clusterProviderConfigGrants, credentialsGrants, expectedWorkloadGrants, keywardClusterPlurals, keywardPlurals, leaseGrants, metricsAuthGrants, repoRoot, secretWriterGrants } from "./helm.ts";
 
 const srcDir = join(repoRoot, "src");
 
@@ -120,7 +120,7 @@ function reasonFor(grant: string): string | undefined {
 
 describe("the chart's roles against src/", () => {
   const needed = neededGrants();
-  const granted = new Set([...expectedWorkloadGrants, ...clusterProviderConfigGrants, ...credentialsGrants, ...leaseGrants("x").map((g) => g.replace(/#x(?=:)/, ""))]);
+  const granted = new Set([...expectedWorkloadGrants, ...clusterProviderConfigGrants, ...credentialsGrants, ...metricsAuthGrants, ...secretWriterGrants, ...leaseGrants("x").map((g) => g.replace(/#x(?=:)/, ""))]);
 
   it("grant every call keyward makes", () => {
     expect(needed.size).toBeGreaterThan(10);
@@ -142,6 +142,10 @@ describe("the chart's roles against src/", () => {
   it("grant the cluster-scoped kinds' calls, which the source names", () => {
     expect(keywardClusterPlurals.every((p) => needed.has(`keyward.dev/${p}: watch`) && needed.has(`keyward.dev/${p}/status: patch`))).toBe(true);
     expect(needed.has("core/namespaces: watch")).toBe(true);
+  });
+
+  it("review /metrics callers through TokenReview and SubjectAccessReview, which the source calls", () => {
+    expect(metricsAuthGrants.every((g) => needed.has(g))).toBe(true);
   });
 
   it("write Events through core/v1 only", () => {

@@ -43,6 +43,23 @@ describe("configuration", () => {
     expect(loadConfig([], { EXEC_PLUGIN_TIMEOUT: "2m" }).execPluginTimeout).toBe(120_000);
   });
 
+  it("reviews /metrics callers by default, or serves /metrics on localhost only on a port of its own", () => {
+    expect(loadConfig([], {}).metricsAuth).toBe("kubernetes");
+    expect(loadConfig(["--metrics-auth", "localhost"], { METRICS_AUTH: "kubernetes" }).metricsAuth).toBe("localhost");
+    expect(() => loadConfig([], { METRICS_AUTH: "none" })).toThrow(/--metrics-auth \/ METRICS_AUTH/);
+    expect(() => loadConfig(["--metrics-auth", "localhost", "--metrics-port", "9000", "--health-port", "9000"], {})).toThrow(
+      /--metrics-auth \/ METRICS_AUTH: localhost serves \/metrics on 127\.0\.0\.1 only/,
+    );
+    // One port for both is fine when callers are reviewed: the probes need no token.
+    expect(loadConfig(["--metrics-port", "9000", "--health-port", "9000"], {}).metricsAuth).toBe("kubernetes");
+  });
+
+  it("checks the leader election times at start and names the setting to change", () => {
+    expect(loadConfig(["--lease-duration", "30s", "--renew-deadline", "20s", "--retry-period", "5s"], {})).toMatchObject({ leaseDuration: 30_000, renewDeadline: 20_000, retryPeriod: 5_000 });
+    expect(() => loadConfig(["--renew-deadline", "15s"], {})).toThrow(/--renew-deadline \/ RENEW_DEADLINE: renew deadline 15s must be below the lease duration 15s/);
+    expect(() => loadConfig([], { RETRY_PERIOD: "10s" })).toThrow(/--retry-period \/ RETRY_PERIOD: retry period 10s must be below the renew deadline 10s/);
+  });
+
   it("rejects unknown flags", () => {
     expect(() => loadConfig(["--no-such-flag", "1"], {})).toThrow(/no-such-flag/);
   });

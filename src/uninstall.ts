@@ -1,0 +1,82 @@
+// `keyward uninstall`: lets go of every finalizer keyward holds, so that once keyward is gone no
+// object (and no namespace being deleted) waits for it. Run it after keyward has stopped: a
+// running keyward puts its finalizers back on its next pass.
+// - keyward.dev/in-use on ProviderConfigs and on the credentials Secrets they hold;
+// - keyward.dev/finalizer on managed resources: their deletion no longer reaches the service,
+//   which is what uninstalling the operator means (the objects at the service stay as they are).
+// Nothing is deleted, in Kubernetes or at the service.
+import type { Logger } from "./log.ts";
+import { resourcePath, secretKind, type KindRef, type Kube } from "./kube/client.ts";
+import { patchMetadata } from "./kube/objects.ts";
+import { kubeJson } from "./kube/rest.ts";
+import type { KubeObject } from "./kube/types.ts";
+import { FINALIZER } from "./engine/managed.ts";
+import { IN_USE_FINALIZER, ref as providerConfigRef } from "./resources/providerconfig.ts";
+import { CREDENTIALS_SELECTOR } from "./resources/credentials.ts";
+import { ref as projectRef } from "./resources/project.ts";
+import { ref as membershipRef } from "./resources/projectmembership.ts";
+import { ref as syncRef } from "./resources/secretsync-schema.ts";
+import { ref as tokenRef } from "./resources/accesstoken.ts";
+import { ref as profileRef } from "./resources/certificateprofile.ts";
+import { ref as clusterProviderConfigRef } from "./resources/clusterproviderconfig.ts";
+
+export const KEYWARD_FINALIZERS = [IN_USE_FINALIZER, FINALIZER] as const;
+
+/** The namespaced kinds whose objects may hold a keyward finalizer. */
+export const namespacedKinds: KindRef[] = [providerConfigRef, projectRef, membershipRef, syncRef, tokenRef, profileRef];
+
+export interface ReleaseOptions {
+  kube: Kube;
+  /** Where keyward worked; empty: every namespace. */
+  namespaces: string[];
+  /** Whether ClusterProviderConfigs were served (they hold no finalizer today; listed for safety). */
+  clusterProviderConfigs?: boolean;
+  log: Logger;
+}
+
+async function list(kube: Kube, kind: KindRef, namespace: string | undefined, labelSelector?: string): Promise<KubeObject[]> {
+  const answer = await kubeJson<{ items?: KubeObject[] }>(kube.access, { path: resourcePath(kind, namespace), ...(labelSelector ? { query: { labelSelector } } : {}) });
+  return answer.items ?? [];
+}
+
+/** Releases keyward's finalizers; returns what it released, as "Kind namespace/name". */
+export async function releaseFinalizers(opts: ReleaseOptions): Promise<string[]> {
+  const { kube, log } = opts;
+  const scopes: (string | undefined)[] = opts.namespaces.length > 0 ? opts.namespaces : [undefined];
+  const released: string[] = [];
+  const release = async (kind: KindRef, obj: KubeObject): Promise<void> => {
+    const held = KEYWARD_FINALIZERS.filter((f) => (obj.metadata.finalizers ?? []).includes(f));
+    const key = { namespace: obj.metadata.namespace ?? "", name: obj.metadata.name };
+    for (const finalizer of held) await patchMetadata(kube, kind, key, { finalizers: { remove: finalizer } });
+    if (held.length > 0) {
+      released.push(`${kind.kind} ${key.namespace ? `${key.namespace}/` : ""}${key.name}`);
+      log.info({ kind: kind.kind, namespace: key.namespace, name: key.name, finalizers: held }, "released");
+    }
+  };
+  // Secrets the ProviderConfigs name in status (held) even if their credentials label is gone.
+  const heldSecrets = new Set<string>();
+  for (const namespace of scopes) {
+    for (const kind of namespacedKinds) {
+      for (const obj of await list(kube, kind, namespace)) {
+        if (kind === providerConfigRef) {
+          const held = (obj.status as { heldSecret?: unknown } | undefined)?.heldSecret;
+          if (typeof held === "string") heldSecrets.add(`${obj.metadata.namespace ?? ""}/${held}`);
+        }
+        await release(kind, obj);
+      }
+    }
+    for (const secret of await list(kube, secretKind, namespace, CREDENTIALS_SELECTOR)) {
+      heldSecrets.delete(`${secret.metadata.namespace ?? ""}/${secret.metadata.name}`);
+      await release(secretKind, secret);
+    }
+  }
+  for (const entry of heldSecrets) {
+    const [namespace = "", name = ""] = entry.split("/");
+    const secret = await patchMetadata(kube, secretKind, { namespace, name }, { finalizers: { remove: IN_USE_FINALIZER } });
+    if (secret) released.push(`Secret ${entry}`);
+  }
+  if (opts.clusterProviderConfigs) {
+    for (const obj of await list(kube, clusterProviderConfigRef, undefined)) await release(clusterProviderConfigRef, obj);
+  }
+  return released;
+}
