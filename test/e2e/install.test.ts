@@ -53,12 +53,22 @@ async function runningPods(): Promise<Pod[]> {
   return (await keywardPods(systemNs, release)).filter((p) => p.metadata.deletionTimestamp === undefined) as Pod[];
 }
 
+const scraper = "metrics-scraper";
+
 describe("keyward installed by its chart", () => {
   beforeAll(async () => {
     await createNamespace(emulatorNs);
     emulator = await deployEmulator(emulatorNs);
     await createNamespace(systemNs);
-    await installKeyward(release, systemNs, ["--set", "replicas=2", "--set", "logLevel=debug"]);
+    await installKeyward(release, systemNs, [
+      "--set",
+      "replicas=2",
+      "--set",
+      "logLevel=debug",
+      "--set-json",
+      `metrics.readers=[{"kind":"ServiceAccount","name":"${scraper}","namespace":"${systemNs}"}]`,
+    ]);
+    await kubectl(["-n", systemNs, "create", "serviceaccount", scraper]);
   }, 600_000);
 
   afterAll(async () => {
@@ -100,10 +110,21 @@ describe("keyward installed by its chart", () => {
     expect(probe.trim()).toBe("ok");
   }, 300_000);
 
-  test("/metrics answers through the metrics Service", async () => {
-    const body = await kubectl(["get", "--raw", `/api/v1/namespaces/${systemNs}/services/http:${fullname}-metrics:8080/proxy/metrics`]);
+  test("/metrics answers a caller allowed to read it (TokenReview + SubjectAccessReview), and refuses one without a token", async () => {
+    // The apiserver's service proxy forwards no credentials: an anonymous scrape.
+    const anonymous = await kubectlResult(["get", "--raw", `/api/v1/namespaces/${systemNs}/services/http:${fullname}-metrics:8080/proxy/metrics`]);
+    expect(anonymous.code).not.toBe(0);
+    expect(anonymous.stdout).not.toMatch(/keyward_api_requests_total/);
+    // A ServiceAccount bound to the chart's metrics-reader role (metrics.readers), as Prometheus is.
+    const token = (await kubectl(["-n", systemNs, "create", "token", scraper, "--duration=10m"])).trim();
+    const pod = (await runningPods())[0]?.metadata.name ?? "";
+    const scrape = "fetch('http://127.0.0.1:8080/metrics',{headers:{authorization:'Bearer '+require('fs').readFileSync(0,'utf8')}}).then(async r=>{process.stdout.write(String(r.status)+'\\n'+await r.text())})";
+    const answer = await kubectl(["-n", systemNs, "exec", "-i", pod, "-c", "keyward", "--", "node", "-e", scrape], { input: token });
+    const [status, ...rest] = answer.split("\n");
+    expect(status).toBe("200");
+    const body = rest.join("\n");
     expect(body).toMatch(/^# HELP keyward_api_requests_total /m);
-    // Either replica may answer (the Service picks one; a standby has no series yet): what both serve.
+    // The pod may be the standby (no series yet): what both replicas serve.
     expect(body).toMatch(/^# TYPE keyward_api_requests_total counter$/m);
     expect(body).toMatch(/^# TYPE controller_runtime_reconcile_total counter$/m);
   });

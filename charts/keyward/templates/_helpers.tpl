@@ -109,13 +109,14 @@ What keyward does in a namespace it watches, and nothing more (see src/ for ever
 {{- end }}
 
 {{/*
-AccessTokens create the Secret they issue into, replace it with each new token, and delete the
+AccessTokens create the Secret they issue into (and patch it with each new token: patch is in the
+main role, for the credentials finalizer), and delete the
 old one when spec.secretName changes (src/resources/accesstoken.ts).
 */}}
 {{- define "keyward.secretWriterRules" -}}
 - apiGroups: [""]
   resources: ["secrets"]
-  verbs: ["create", "update", "delete"]
+  verbs: ["create", "delete"]
 {{- end }}
 
 {{/*

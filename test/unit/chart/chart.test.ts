@@ -139,6 +139,8 @@ describe("default values", () => {
       HEALTH_PORT: "8081",
       METRICS_AUTH: "kubernetes",
       SHUTDOWN_TIMEOUT: "30s",
+      MAX_RESPONSE_BYTES: "16Mi",
+      KUBE_REQUEST_TIMEOUT: "30s",
       LEADER_ELECT: "true",
       LEADER_ELECTION_NAMESPACE: "keyward-system",
       LEADER_ELECTION_ID: "kw-keyward-leader",
@@ -236,6 +238,8 @@ describe("every option on (values-all.yaml)", () => {
       HEALTH_PORT: "9091",
       LEADER_ELECTION_ID: "keyward-operator-lease",
       SHUTDOWN_TIMEOUT: "45s",
+      MAX_RESPONSE_BYTES: "4Mi",
+      KUBE_REQUEST_TIMEOUT: "20s",
       NODE_OPTIONS: "valueFrom",
     });
     expect(rulesOf(findDoc(everything, "Role", "keyward-operator-leader-election"))).toEqual(leaseGrants("keyward-operator-lease"));

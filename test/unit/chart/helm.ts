@@ -160,7 +160,7 @@ export const expectedWorkloadGrants: string[] = flattenRules([
 ]);
 
 /** Where AccessTokens write their Secrets (accessTokens.namespaces, else every watched namespace). */
-export const secretWriterGrants: string[] = flattenRules([{ apiGroups: [""], resources: ["secrets"], verbs: ["create", "update", "delete"] }]);
+export const secretWriterGrants: string[] = flattenRules([{ apiGroups: [""], resources: ["secrets"], verbs: ["create", "delete"] }]);
 
 /** The cluster-scoped kinds keyward serves (clusterProviderConfig.enabled, cluster-wide installs). */
 export const keywardClusterPlurals = ["clusterproviderconfigs"];
