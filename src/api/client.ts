@@ -1,7 +1,7 @@
 // keyward's typed client of the service: one function per operation (see operations.ts),
 // requests checked against interface.md's limits before sending, responses checked against
-// their schemas, retries with backoff where a repeat is safe, a shared per-base-URL rate limit
-// and keep-alive connections (undici). Tokens go into the Authorization header and nowhere else.
+// their schemas, retries with backoff where a repeat is safe, a rate limit per credential that
+// turns a call away rather than making it wait, and keep-alive connections (undici). Tokens go into the Authorization header and nowhere else.
 import { performance } from "node:perf_hooks";
 import { setTimeout as sleepFor } from "node:timers/promises";
 import type { z } from "zod";
@@ -16,10 +16,11 @@ import {
   requestIssues,
   responseIssues,
   serviceMessage,
+  ThrottledError,
 } from "./errors.ts";
 import { sendRequest, type HttpResponse } from "./http.ts";
 import { fillPath, operationByName, type OperationInfo, type OperationName } from "./operations.ts";
-import { sharedBucket, validateRateLimit, type RateLimit, type TokenBucket } from "./ratelimit.ts";
+import { bucketFor, credentialKey, validateRateLimit, type RateLimit } from "./ratelimit.ts";
 import { parseRetryAfter, retryDecision, retryPolicy, type RetryPolicy } from "./retry.ts";
 import { errorBodySchema } from "./schemas/common.ts";
 
@@ -29,8 +30,6 @@ export interface RequestInfo {
   status: number | "error";
   durationMs: number;
   attempt: number;
-  /** How long the client-side rate limit held the attempt, as the limiter computed it. */
-  rateLimitWaitMs: number;
 }
 
 export interface ClientOptions {
@@ -40,9 +39,12 @@ export interface ClientOptions {
   token?: string;
   /** Limit of one attempt: connecting, sending and reading the whole response. Default 10 000. */
   timeoutMs?: number;
-  /** Client-side limit, shared by every client of the same base URL. */
+  /**
+   * Client-side limit, shared by every client of the same credential (base URL and token) with
+   * the same limit. A call that finds no token fails at once with a ThrottledError; none waits.
+   */
   rateLimit?: RateLimit;
-  /** The rate limiter's clock (ms), when this client creates its base URL's bucket; default performance.now. */
+  /** The rate limiter's clock (ms), when this client creates its credential's bucket; default performance.now. */
   rateLimitClock?: () => number;
   /** PEM bundle to trust for an https base URL with a private CA. */
   caBundle?: string;
@@ -57,7 +59,7 @@ export interface ClientOptions {
 export interface CallOptions {
   /** Overrides the client's token for this call. */
   token?: string;
-  /** Cancels the call, its rate-limit wait and its retries. */
+  /** Cancels the call and its retries. */
   signal?: AbortSignal;
 }
 
@@ -75,6 +77,8 @@ export interface Call<S extends z.ZodType> {
 
 /** What the method functions use: check a request, send a call. */
 export interface Caller {
+  /** The client's credential: a hash of its base URL and token (ratelimit.ts credentialKey). */
+  readonly credential: string;
   check(op: OperationName, schema: z.ZodType, value: unknown): void;
   call<S extends z.ZodType>(c: Call<S>, opts?: CallOptions): Promise<z.output<S>>;
 }
@@ -85,7 +89,9 @@ interface Settings {
   timeoutMs: number;
   caBundle: string | undefined;
   retry: RetryPolicy;
-  bucket: TokenBucket | undefined;
+  credential: string;
+  rateLimit: RateLimit | undefined;
+  rateLimitClock: (() => number) | undefined;
   onRequest: ClientOptions["onRequest"];
   logger: Logger | undefined;
   validateRequests: boolean;
@@ -105,7 +111,9 @@ function settingsFrom(options: ClientOptions): Settings {
     timeoutMs,
     caBundle: options.caBundle,
     retry: retryPolicy(options.retry),
-    bucket: options.rateLimit ? sharedBucket(options.baseUrl, validateRateLimit(options.rateLimit), options.rateLimitClock) : undefined,
+    credential: credentialKey(options.baseUrl, options.token),
+    rateLimit: options.rateLimit ? validateRateLimit(options.rateLimit) : undefined,
+    rateLimitClock: options.rateLimitClock,
     onRequest: options.onRequest,
     logger: options.logger,
     validateRequests: options.validateRequests ?? true,
@@ -115,6 +123,7 @@ function settingsFrom(options: ClientOptions): Settings {
 export function createCaller(options: ClientOptions): Caller {
   const s = settingsFrom(options);
   return {
+    credential: s.credential,
     check(op, schema, value) {
       if (!s.validateRequests) return;
       const result = schema.safeParse(value);
@@ -130,6 +139,8 @@ interface Prepared {
   headers: Record<string, string>;
   body: string | undefined;
   tokens: (string | undefined)[];
+  /** The credential of this call's token (a call may carry its own). */
+  credential: string;
   signal: AbortSignal | undefined;
 }
 
@@ -145,6 +156,7 @@ function prepare<S extends z.ZodType>(s: Settings, c: Call<S>, opts: CallOptions
     headers,
     body: c.body === undefined ? undefined : JSON.stringify(c.body),
     tokens: [token, s.token],
+    credential: token === s.token ? s.credential : credentialKey(s.baseUrl, token),
     signal: opts.signal,
   };
 }
@@ -174,8 +186,11 @@ async function execute<S extends z.ZodType>(s: Settings, c: Call<S>, opts: CallO
 }
 
 async function attemptOnce<S extends z.ZodType>(s: Settings, p: Prepared, schema: S, attempt: number): Promise<z.output<S>> {
-  const waitMs = s.bucket?.reserve() ?? 0;
-  await pause(waitMs, p);
+  if (p.signal?.aborted) throw abortedError(p.op.name);
+  // Never a wait here: a worker that slept for its turn would stall every other key it could serve.
+  const bucket = s.rateLimit ? bucketFor(p.credential, s.rateLimit, s.rateLimitClock) : undefined;
+  const turnMs = bucket?.take() ?? 0;
+  if (turnMs > 0) throw new ThrottledError(p.op.name, turnMs);
   const started = performance.now();
   let res: HttpResponse;
   try {
@@ -191,19 +206,21 @@ async function attemptOnce<S extends z.ZodType>(s: Settings, p: Prepared, schema
     };
     res = await sendRequest(request, p.op.name);
   } catch (err) {
-    report(s, p.op, { status: "error", started, attempt, waitMs, cause: describeError(err) });
+    report(s, p.op, { status: "error", started, attempt, cause: describeError(err) });
     throw err;
   }
   if (res.status >= 200 && res.status < 300) {
-    report(s, p.op, { status: res.status, started, attempt, waitMs });
+    report(s, p.op, { status: res.status, started, attempt });
     return parseResponse(p.op.name, schema, res.text);
   }
   const error = apiErrorFrom(p.op.name, res, p.tokens);
-  report(s, p.op, { status: res.status, started, attempt, waitMs, ...(error.reqId ? { reqId: error.reqId } : {}) });
+  // The service's Retry-After holds off every call of the credential, not just this one.
+  if (error.retryAfterMs !== undefined) bucket?.holdOff(error.retryAfterMs);
+  report(s, p.op, { status: res.status, started, attempt, ...(error.reqId ? { reqId: error.reqId } : {}) });
   throw error;
 }
 
-/** Waits (rate limit, backoff); an abort ends the call with a non-retryable TransportError. */
+/** Waits a short retry backoff; an abort ends the call with a non-retryable TransportError. */
 async function pause(ms: number, p: Prepared): Promise<void> {
   if (p.signal?.aborted) throw abortedError(p.op.name);
   if (ms <= 0) return;
@@ -222,7 +239,6 @@ interface Report {
   status: number | "error";
   started: number;
   attempt: number;
-  waitMs: number;
   reqId?: string;
   cause?: string;
 }
@@ -235,7 +251,7 @@ function report(s: Settings, op: OperationInfo, r: Report): void {
     "service request",
   );
   try {
-    s.onRequest?.({ operation: op.name, method: op.method, status: r.status, durationMs, attempt: r.attempt, rateLimitWaitMs: r.waitMs });
+    s.onRequest?.({ operation: op.name, method: op.method, status: r.status, durationMs, attempt: r.attempt });
   } catch (err) {
     s.logger?.warn({ operation: op.name, error: describeError(err) }, "onRequest hook threw");
   }

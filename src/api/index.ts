@@ -7,12 +7,14 @@ export {
   ApiError,
   RequestValidationError,
   ResponseValidationError,
+  ThrottledError,
   TransportError,
   isApiError,
   isJobInProgress,
   isNotFound,
   isRequestValidationError,
   isRouteNotFound,
+  isThrottled,
   isResponseValidationError,
   isTransportError,
   type ClientError,
@@ -20,5 +22,5 @@ export {
   type TransportErrorKind,
 } from "./errors.ts";
 export { backoffDelay, defaultRetryPolicy, parseRetryAfter, retryDecision, type RetryPolicy } from "./retry.ts";
-export { bucketKey, createTokenBucket, sharedBucket, type RateLimit, type TokenBucket } from "./ratelimit.ts";
+export { bucketFor, bucketKey, createTokenBucket, credentialKey, type RateLimit, type TokenBucket } from "./ratelimit.ts";
 export * from "./schemas.ts";

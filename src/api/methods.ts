@@ -58,6 +58,8 @@ import {
 } from "./schemas/syncs.ts";
 
 export interface ApiClient {
+  /** A hash of the base URL and token: what the service knows the caller by (rate limits, what it may list). */
+  readonly credential: string;
   /** The same client (connections, rate limit) whose every call is cancelled by `signal`. */
   withSignal(signal: AbortSignal): ApiClient;
   createProject(body: CreateProjectBody, opts?: CallOptions): Promise<ProjectWithEnvironments>;
@@ -237,7 +239,7 @@ function syncMethods(c: Caller): SyncMethods {
 export function buildMethods(c: Caller): ApiClient {
   const withSignal = (signal: AbortSignal): ApiClient =>
     buildMethods({ ...c, call: (call, opts) => c.call(call, { signal, ...opts }) });
-  return { withSignal, ...projectMethods(c), ...membershipMethods(c), ...accessMethods(c), ...syncMethods(c) };
+  return { credential: c.credential, withSignal, ...projectMethods(c), ...membershipMethods(c), ...accessMethods(c), ...syncMethods(c) };
 }
 
 /** A client of the service: one typed function per operation over one caller (retries, limits, timeouts). */
