@@ -155,8 +155,9 @@ function settle(queue: WorkQueue, metrics: Metrics, labels: { controller: string
       return "requeue_after";
     case "retryable":
       metrics.reconcileErrors.inc(labels);
-      if (outcome.retryAfterMs !== undefined) queue.addAfter(key, outcome.retryAfterMs);
-      else queue.addRateLimited(key);
+      // Retry-After is a floor on the key's backoff (queue.ts retryDelay): a 0, a past date or
+      // garbage from the service cannot turn a failing key into a hot loop.
+      queue.addRateLimited(key, outcome.retryAfterMs);
       return "error";
     case "throttled":
       // The client's rate limit gave the key a turn; the worker is free for other keys (and other

@@ -3,11 +3,11 @@
 // - a key being processed is never handed to a second worker: adding it while in flight
 //   marks it dirty, and done() puts it back so it runs again after;
 // - addAfter delays an add; addRateLimited delays it by a per-key exponential backoff that
-//   forget() resets;
+//   forget() resets, a Retry-After being a floor on it (retryDelay), never a replacement;
 // - shutDown stops accepting adds; keys already queued are still handed out (drain), then
 //   get() resolves undefined.
 import type { ObjectKey } from "./types.ts";
-import { backoffDelay, type BackoffPolicy } from "../lib/backoff.ts";
+import { backoffDelay, retryAfterFloor, type BackoffPolicy } from "../lib/backoff.ts";
 
 export interface QueueObserver {
   depth(n: number): void;
@@ -28,7 +28,8 @@ export interface WorkQueueOptions {
 export interface WorkQueue {
   add(key: string): void;
   addAfter(key: string, delayMs: number): void;
-  addRateLimited(key: string): void;
+  /** Requeues a failed key after retryDelay: its backoff, at least `retryAfterMs` when the service gave one. */
+  addRateLimited(key: string, retryAfterMs?: number): void;
   forget(key: string): void;
   numRequeues(key: string): number;
   /** The next key to work on (marked in flight until done), or undefined once shut down and empty. */
@@ -42,6 +43,16 @@ export interface WorkQueue {
 }
 
 export const DEFAULT_QUEUE_BACKOFF: BackoffPolicy = { baseMs: 5, maxMs: 5 * 60_000, jitter: "equal" };
+
+/**
+ * How long a key waits before retry number `attempt` (0-based): the backoff, or the service's
+ * Retry-After when that is longer. Never less than the backoff — a Retry-After of 0, a date in the
+ * past or garbage would otherwise requeue a failing key at once, again and again — and never more
+ * than MAX_RETRY_AFTER_MS for the Retry-After part.
+ */
+export function retryDelay(attempt: number, policy: BackoffPolicy, retryAfterMs: number | undefined, random?: () => number): number {
+  return Math.max(backoffDelay(attempt, policy, random), retryAfterFloor(retryAfterMs));
+}
 
 export function formatKey(key: ObjectKey): string {
   return `${key.namespace}/${key.name}`;
@@ -169,11 +180,11 @@ export function createWorkQueue(options: WorkQueueOptions = {}): WorkQueue {
   return {
     add,
     addAfter,
-    addRateLimited: (key) => {
+    addRateLimited: (key, retryAfterMs) => {
       const attempt = failures.get(key) ?? 0;
       failures.set(key, attempt + 1);
       observer?.retried();
-      addAfter(key, backoffDelay(attempt, backoff, options.random));
+      addAfter(key, retryDelay(attempt, backoff, retryAfterMs, options.random));
     },
     forget: (key) => void failures.delete(key),
     numRequeues: (key) => failures.get(key) ?? 0,
