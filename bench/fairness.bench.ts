@@ -5,18 +5,24 @@
 // The real work queue (src/engine/queue.ts) and workers shaped like the controller's (get →
 // reconcile → done, CONCURRENCY of them); a reconcile is one real service read over loopback HTTP
 // through keyward's client, against the emulator in a worker thread (so the service's work does
-// not share keyward's event loop). A's KEYS keys are queued, the workers start, and once they
-// are busy B's one key is added: the figure is the time from that add until a worker takes B's
-// key, and how many keys were taken before it. Medians of RUNS runs per order.
+// not share keyward's event loop). A's keys are queued, the workers start, and once they are
+// busy B's one key is added: the figure is the time from that add until a worker takes B's key,
+// and how many keys were taken before it. Medians of RUNS runs per order.
 //
-// FAIRNESS_BENCH_KEYS (default 10000), FAIRNESS_BENCH_RUNS (default 3),
-// FAIRNESS_BENCH_CONCURRENCY (default 4, keyward's default).
+// Two scenarios: 10,000 A keys with the emulator answering at once (a read takes well under a
+// millisecond on loopback), and 2,000 A keys with the emulator holding every answer 20 ms (the
+// emulator's latency fault), closer to a real pass: a service across a network plus apiserver
+// writes. FAIRNESS_BENCH_KEYS and FAIRNESS_BENCH_SERVICE_MS run one scenario of your own instead;
+// FAIRNESS_BENCH_RUNS (default 3), FAIRNESS_BENCH_CONCURRENCY (default 4, keyward's default).
 import { closeConnections, createApiClient } from "../src/api/index.ts";
 import { createWorkQueue } from "../src/engine/queue.ts";
 import { startEmulatorThread } from "./support/emulator.ts";
 import { fmtMs, median, table } from "./stats.ts";
 
-const KEYS = Number(process.env["FAIRNESS_BENCH_KEYS"] ?? 10_000);
+const SCENARIOS: Array<{ keys: number; serviceMs: number }> =
+  process.env["FAIRNESS_BENCH_KEYS"] !== undefined || process.env["FAIRNESS_BENCH_SERVICE_MS"] !== undefined
+    ? [{ keys: Number(process.env["FAIRNESS_BENCH_KEYS"] ?? 10_000), serviceMs: Number(process.env["FAIRNESS_BENCH_SERVICE_MS"] ?? 0) }]
+    : [{ keys: 10_000, serviceMs: 0 }, { keys: 2_000, serviceMs: 20 }];
 const RUNS = Number(process.env["FAIRNESS_BENCH_RUNS"] ?? 3);
 const CONCURRENCY = Number(process.env["FAIRNESS_BENCH_CONCURRENCY"] ?? 4);
 const B_KEY = "team-b/the-change";
@@ -30,9 +36,9 @@ interface RunResult {
   reconcileMs: number;
 }
 
-async function run(order: "fifo" | "fair", reconcile: () => Promise<void>): Promise<RunResult> {
+async function run(order: "fifo" | "fair", keys: number, reconcile: () => Promise<void>): Promise<RunResult> {
   const queue = createWorkQueue({ order });
-  for (let i = 0; i < KEYS; i++) queue.add(`team-a/project-${i}`);
+  for (let i = 0; i < keys; i++) queue.add(`team-a/project-${i}`);
   // When B's key was added; set once the workers are busy.
   const b: { addedAt?: number } = {};
   let takenSinceAdd = 0;
@@ -69,6 +75,13 @@ async function run(order: "fifo" | "fair", reconcile: () => Promise<void>): Prom
   return { ...result, reconcileMs: median(durations) };
 }
 
+/** Every answer of the emulator held `ms` (its latency fault, over its admin API). */
+async function setLatency(url: string, ms: number): Promise<void> {
+  const response = await fetch(`${url}/_emulator/faults`, { method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify(ms > 0 ? { latencyMs: ms } : {}) });
+  if (!response.ok) throw new Error(`emulator faults: HTTP ${response.status}`);
+  await response.body?.cancel();
+}
+
 export default async function bench(): Promise<void> {
   const token = "bench-fairness-token";
   const emulator = await startEmulatorThread(token);
@@ -77,19 +90,25 @@ export default async function bench(): Promise<void> {
   const reconcile = async (): Promise<void> => {
     await api.getProject(project.id);
   };
-  console.log(`A's backlog: ${KEYS} keys; ${CONCURRENCY} workers; one service read per reconcile; ${RUNS} runs per order`);
+  console.log(`${CONCURRENCY} workers; one service read per reconcile; ${RUNS} runs per order`);
   const rows: Array<Record<string, string | number>> = [];
-  for (const order of ["fifo", "fair"] as const) {
-    const results: RunResult[] = [];
-    for (let i = 0; i < RUNS; i++) results.push(await run(order, reconcile));
-    rows.push({
-      queue: order === "fifo" ? "FIFO (before)" : "fair by namespace (now)",
-      "B waited (median)": fmtMs(median(results.map((r) => r.waitMs))),
-      "B waited (max)": fmtMs(Math.max(...results.map((r) => r.waitMs))),
-      "keys taken before B (median)": median(results.map((r) => r.takenBefore)),
-      "reconcile (median)": fmtMs(median(results.map((r) => r.reconcileMs))),
-    });
+  for (const { keys, serviceMs } of SCENARIOS) {
+    await setLatency(emulator.url, serviceMs);
+    for (const order of ["fifo", "fair"] as const) {
+      const results: RunResult[] = [];
+      for (let i = 0; i < RUNS; i++) results.push(await run(order, keys, reconcile));
+      rows.push({
+        "A's backlog": keys,
+        "service answers after": `${serviceMs} ms`,
+        queue: order === "fifo" ? "FIFO (before)" : "fair by namespace (now)",
+        "B waited (median)": fmtMs(median(results.map((r) => r.waitMs))),
+        "B waited (max)": fmtMs(Math.max(...results.map((r) => r.waitMs))),
+        "keys taken before B (median)": median(results.map((r) => r.takenBefore)),
+        "reconcile (median)": fmtMs(median(results.map((r) => r.reconcileMs))),
+      });
+    }
   }
+  await setLatency(emulator.url, 0);
   console.log(table(rows));
   await closeConnections();
   await emulator.close();
