@@ -20,7 +20,7 @@ import {
 } from "./errors.ts";
 import { sendRequest, type HttpResponse } from "./http.ts";
 import { fillPath, operationByName, type OperationInfo, type OperationName } from "./operations.ts";
-import { bucketFor, credentialKey, validateRateLimit, type RateLimit } from "./ratelimit.ts";
+import { bucketFor, credentialKey, holdOffCredential, validateRateLimit, type RateLimit } from "./ratelimit.ts";
 import { parseRetryAfter, retryDecision, retryPolicy, type RetryPolicy } from "./retry.ts";
 import { errorBodySchema } from "./schemas/common.ts";
 
@@ -214,8 +214,9 @@ async function attemptOnce<S extends z.ZodType>(s: Settings, p: Prepared, schema
     return parseResponse(p.op.name, schema, res.text);
   }
   const error = apiErrorFrom(p.op.name, res, p.tokens);
-  // The service's Retry-After holds off every call of the credential, not just this one.
-  if (error.retryAfterMs !== undefined) bucket?.holdOff(error.retryAfterMs);
+  // The service's Retry-After holds off every call of the credential (every limit its configs
+  // give it), not just this one.
+  if (error.retryAfterMs !== undefined && bucket) holdOffCredential(p.credential, error.retryAfterMs);
   report(s, p.op, { status: res.status, started, attempt, ...(error.reqId ? { reqId: error.reqId } : {}) });
   throw error;
 }

@@ -22,5 +22,5 @@ export {
   type TransportErrorKind,
 } from "./errors.ts";
 export { backoffDelay, defaultRetryPolicy, parseRetryAfter, retryDecision, type RetryPolicy } from "./retry.ts";
-export { bucketFor, bucketKey, createTokenBucket, credentialKey, type RateLimit, type TokenBucket } from "./ratelimit.ts";
+export { bucketFor, bucketKey, createTokenBucket, credentialKey, holdOffCredential, type RateLimit, type TokenBucket } from "./ratelimit.ts";
 export * from "./schemas.ts";

@@ -2,6 +2,9 @@
 // since the service counts its limits per token — and per limit, so no ProviderConfig's settings
 // ever change the bucket of another (two namespaces at one base URL each keep their own).
 //
+// A service's Retry-After is the token's, so it holds off every bucket of the credential
+// (holdOffCredential), whatever limit each config gives it.
+//
 // A bucket never makes a caller wait: a call that finds no token, or a Retry-After of the service
 // still pending, is turned away at once with the time of its turn (ThrottledError), and the
 // engine requeues its key for then. A worker is never held by the limit.
@@ -95,7 +98,8 @@ export function credentialKey(baseUrl: string, token: string | undefined): strin
   return createHash("sha256").update(`${bucketKey(baseUrl)}\n${token ?? ""}`).digest("hex").slice(0, 32);
 }
 
-const buckets = new Map<string, TokenBucket>();
+/** credential → limit → bucket: one credential may be used by configs with different limits. */
+const buckets = new Map<string, Map<string, TokenBucket>>();
 const SWEEP_EVERY = 1024;
 let lookups = 0;
 
@@ -106,23 +110,41 @@ let lookups = 0;
  */
 export function bucketFor(credential: string, limit: RateLimit, now?: () => number): TokenBucket {
   const valid = validateRateLimit(limit);
-  const key = `${credential}|${valid.requestsPerSecond}/${valid.burst}`;
+  const limitKey = `${valid.requestsPerSecond}/${valid.burst}`;
   lookups += 1;
   if (lookups % SWEEP_EVERY === 0) sweepIdleBuckets();
-  let bucket = buckets.get(key);
+  let group = buckets.get(credential);
+  if (!group) {
+    group = new Map();
+    buckets.set(credential, group);
+  }
+  let bucket = group.get(limitKey);
   if (!bucket) {
     bucket = createTokenBucket(valid, now);
-    buckets.set(key, bucket);
+    group.set(limitKey, bucket);
   }
   return bucket;
 }
 
+/**
+ * The service answered the credential with Retry-After: it counts per token, so every bucket of
+ * the token is held off, whichever config's limit it carries.
+ */
+export function holdOffCredential(credential: string, ms: number): void {
+  for (const bucket of buckets.get(credential)?.values() ?? []) bucket.holdOff(ms);
+}
+
 /** Drops every bucket that is full and not held off. */
 export function sweepIdleBuckets(): void {
-  for (const [key, bucket] of buckets) if (bucket.idle()) buckets.delete(key);
+  for (const [credential, group] of buckets) {
+    for (const [limitKey, bucket] of group) if (bucket.idle()) group.delete(limitKey);
+    if (group.size === 0) buckets.delete(credential);
+  }
 }
 
 /** How many buckets are held (for tests and metrics). */
 export function bucketsHeld(): number {
-  return buckets.size;
+  let n = 0;
+  for (const group of buckets.values()) n += group.size;
+  return n;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { bucketFor, bucketKey, bucketsHeld, createTokenBucket, credentialKey, MAX_HOLD_OFF_MS, sweepIdleBuckets } from "../../../src/api/ratelimit.ts";
+import { bucketFor, bucketKey, bucketsHeld, createTokenBucket, credentialKey, holdOffCredential, MAX_HOLD_OFF_MS, sweepIdleBuckets } from "../../../src/api/ratelimit.ts";
 
 function clock(start = 0) {
   let t = start;
@@ -118,6 +118,24 @@ describe("buckets per credential", () => {
     bucketFor(cred, { requestsPerSecond: 1000, burst: 1000 }, c.now).take();
     expect(bucketFor(cred, { requestsPerSecond: 1, burst: 1 }, c.now).limit).toEqual({ requestsPerSecond: 1, burst: 1 });
     expect(bucketFor(cred, { requestsPerSecond: 1, burst: 1 }, c.now).take()).toBe(1000);
+  });
+
+  it("the service's Retry-After holds off the whole credential: every bucket of its token, whatever the limit, and no other token", () => {
+    const url = `http://held-${Date.now()}.example`;
+    const c = clock();
+    const cred = credentialKey(url, "token-429");
+    const other = credentialKey(url, "token-fine");
+    const slow = { requestsPerSecond: 1, burst: 5 };
+    const fast = { requestsPerSecond: 100, burst: 5 };
+    bucketFor(cred, slow, c.now);
+    bucketFor(cred, fast, c.now);
+    bucketFor(other, fast, c.now);
+    holdOffCredential(cred, 30_000);
+    expect(bucketFor(cred, slow, c.now).take()).toBe(30_000);
+    expect(bucketFor(cred, fast, c.now).take()).toBe(30_000);
+    expect(bucketFor(other, fast, c.now).take()).toBe(0);
+    c.advance(30_000);
+    expect(bucketFor(cred, fast, c.now).take()).toBe(0);
   });
 
   it("idle buckets are dropped (rotated tokens leave nothing behind)", () => {
