@@ -61,6 +61,17 @@ export interface CallOptions {
   token?: string;
   /** Cancels the call and its retries. */
   signal?: AbortSignal;
+  /** The unit of work (a reconcile pass) the call belongs to: see PassAdmission. */
+  pass?: PassAdmission;
+}
+
+/**
+ * The calls of one reconcile pass share this. Only a pass's first call can be turned away by the
+ * rate limit; once one has gone out, the pass's later calls borrow from the bucket, so a pass
+ * that got its turn finishes (a create after its lookup) instead of being turned away half way.
+ */
+export interface PassAdmission {
+  admitted: boolean;
 }
 
 export type QueryValue = string | number | boolean | undefined;
@@ -142,6 +153,7 @@ interface Prepared {
   /** The credential of this call's token (a call may carry its own). */
   credential: string;
   signal: AbortSignal | undefined;
+  pass: PassAdmission | undefined;
 }
 
 function prepare<S extends z.ZodType>(s: Settings, c: Call<S>, opts: CallOptions): Prepared {
@@ -158,6 +170,7 @@ function prepare<S extends z.ZodType>(s: Settings, c: Call<S>, opts: CallOptions
     tokens: [token, s.token],
     credential: token === s.token ? s.credential : credentialKey(s.baseUrl, token),
     signal: opts.signal,
+    pass: opts.pass,
   };
 }
 
@@ -189,8 +202,9 @@ async function attemptOnce<S extends z.ZodType>(s: Settings, p: Prepared, schema
   if (p.signal?.aborted) throw abortedError(p.op.name);
   // Never a wait here: a worker that slept for its turn would stall every other key it could serve.
   const bucket = s.rateLimit ? bucketFor(p.credential, s.rateLimit, s.rateLimitClock) : undefined;
-  const turnMs = bucket?.take() ?? 0;
+  const turnMs = bucket?.take(p.pass?.admitted === true) ?? 0;
   if (turnMs > 0) throw new ThrottledError(p.op.name, turnMs);
+  if (p.pass) p.pass.admitted = true;
   const started = performance.now();
   let res: HttpResponse;
   try {

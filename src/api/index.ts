@@ -1,5 +1,5 @@
 // Public entry of keyward's client of the service. See README.md next to this file.
-export { DEFAULT_TIMEOUT_MS, type CallOptions, type ClientOptions, type RequestInfo } from "./client.ts";
+export { DEFAULT_TIMEOUT_MS, type CallOptions, type ClientOptions, type PassAdmission, type RequestInfo } from "./client.ts";
 export { createApiClient, type ApiClient } from "./methods.ts";
 export { operations, operationByName, type OperationInfo, type OperationName } from "./operations.ts";
 export { closeConnections } from "./http.ts";

@@ -60,7 +60,11 @@ import {
 export interface ApiClient {
   /** A hash of the base URL and token: what the service knows the caller by (rate limits, what it may list). */
   readonly credential: string;
-  /** The same client (connections, rate limit) whose every call is cancelled by `signal`. */
+  /**
+   * The same client (connections, rate limit) for one reconcile pass: every call is cancelled by
+   * `signal`, and once one call has gone out, the rate limit never turns the later ones away
+   * (they borrow; see PassAdmission), so a pass that got its turn finishes.
+   */
   withSignal(signal: AbortSignal): ApiClient;
   createProject(body: CreateProjectBody, opts?: CallOptions): Promise<ProjectWithEnvironments>;
   listProjects(query?: ListProjectsQuery, opts?: CallOptions): Promise<ProjectWithEnvironments[]>;
@@ -237,8 +241,10 @@ function syncMethods(c: Caller): SyncMethods {
 }
 
 export function buildMethods(c: Caller): ApiClient {
-  const withSignal = (signal: AbortSignal): ApiClient =>
-    buildMethods({ ...c, call: (call, opts) => c.call(call, { signal, ...opts }) });
+  const withSignal = (signal: AbortSignal): ApiClient => {
+    const pass = { admitted: false };
+    return buildMethods({ ...c, call: (call, opts) => c.call(call, { signal, pass, ...opts }) });
+  };
   return { credential: c.credential, withSignal, ...projectMethods(c), ...membershipMethods(c), ...accessMethods(c), ...syncMethods(c) };
 }
 

@@ -21,8 +21,13 @@ export interface TokenBucket {
    * Takes a token and returns 0, or takes nothing and returns in how many ms (> 0) this caller's
    * turn comes. Callers turned away get turns one interval apart, so they do not all come back at
    * the same moment and find one token between them.
+   *
+   * `borrow`: a later call of a unit of work whose first call went out takes a token even when
+   * none is left (the count goes below zero, so newcomers' turns come later and the rate holds
+   * on average). Turned away, the unit would come back for one token, spend it on its first call
+   * and be turned away again, for ever. A pending Retry-After turns even a borrower away.
    */
-  take(): number;
+  take(borrow?: boolean): number;
   /** The service said Retry-After: no call gets a token for `ms` (capped at MAX_HOLD_OFF_MS; garbage ignored). */
   holdOff(ms: number): void;
   /** Full and not held off: the same as a new bucket, so dropping it loses nothing. */
@@ -57,10 +62,10 @@ export function createTokenBucket(limit: RateLimit, now: () => number = () => pe
   }
 
   return {
-    take() {
+    take(borrow = false) {
       const t = now();
       refill(t);
-      if (t >= heldUntil && tokens >= 1) {
+      if (t >= heldUntil && (tokens >= 1 || borrow)) {
         tokens -= 1;
         return 0;
       }

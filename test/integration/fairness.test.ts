@@ -58,9 +58,11 @@ describe("a credential out of budget", () => {
     const ready = await waitForObject(kc, b.name, "projects", "b-one", { until: isReady, timeoutMs: 60_000, description: "B's Project Ready" });
     expect(condition(ready, "Synced")?.status).toBe("True");
 
-    // A's budget (one request per 100 s) was spent on one call at most; B's limit did not loosen it.
+    // A's budget (one request per 100 s) admitted one pass at most — its lookup and its create —
+    // and B's limit did not loosen it: no second A project was created.
     const aCalls = emulator.requests().filter((r) => JSON.stringify(r.body ?? "").includes("fair-a-") || r.path.includes("fair-a-"));
-    expect(aCalls.length).toBeLessThanOrEqual(1);
+    expect(aCalls.length).toBeLessThanOrEqual(2);
+    expect(aCalls.filter((r) => r.operation === "createProject").length).toBeLessThanOrEqual(1);
     const aReady = await Promise.all(["a-one", "a-two", "a-three"].map(async (n) => isReady(await getCustom(kc, a.name, "projects", n))));
     expect(aReady.filter(Boolean).length).toBeLessThanOrEqual(1);
     // Being turned away is a wait, not a failure: no RateLimited condition, no Event storm.
@@ -70,5 +72,31 @@ describe("a credential out of budget", () => {
     }
     expect(condition(await getCustom(kc, a.name, "providerconfigs", "default"), "Ready")?.reason).not.toBe("RateLimited");
     expect(keyward.logs.some((l) => l.includes("held back by the rate limit"))).toBe(true);
+  });
+});
+
+describe("a tight budget", () => {
+  it("still lets every pass that got its turn finish: creates of a burst-1 credential are not starved", async () => {
+    // One token at a time, five a second: a create pass makes two calls (the lookup by slug, the
+    // create). Were its second call turned away like a newcomer, the pass would come back for
+    // one token, spend it on the lookup and be turned away again, for ever.
+    const c = await createTestNamespace("fair-tight");
+    try {
+      await provider(c.name, TOKEN_A, { requestsPerSecond: 5, burst: 1 });
+      const tight = await startKeyward(kc, { namespaces: [c.name], concurrency: 2, resyncIntervalMs: 600_000 });
+      try {
+        const names = ["tight-one", "tight-two", "tight-three"];
+        for (const name of names) await createCustom(kc, c.name, "projects", projectObject(name, { name, slug: `fair-${name}` }));
+        for (const name of names) await waitForObject(kc, c.name, "projects", name, { until: isReady, timeoutMs: 60_000, description: `${name} Ready` });
+        // Each created once, and a pending mark was never written and taken back for a turned-away create.
+        for (const name of names) {
+          expect(emulator.requests().filter((r) => r.operation === "createProject" && JSON.stringify(r.body).includes(`fair-${name}`))).toHaveLength(1);
+        }
+      } finally {
+        await tight.stop();
+      }
+    } finally {
+      await c.cleanup();
+    }
   });
 });

@@ -62,4 +62,33 @@ describe("client-side rate limit", () => {
     expect(await rejectionOf(strict.getProject(seedIds.demoProject))).toMatchObject({ retryAfterMs: 1000 });
     expect(await rejectionOf(generous.getProject(seedIds.demoProject))).toMatchObject({ retryAfterMs: 10 });
   });
+
+  it("a pass whose first call went out finishes: its later calls borrow, and the next callers' turns come later", async () => {
+    const rateLimit = { requestsPerSecond: 4, burst: 1 };
+    h.em.clearRequests();
+    const client = h.client({ rateLimit, rateLimitClock: frozen, token: OTHER_TOKEN });
+    const pass = client.withSignal(new AbortController().signal);
+    await pass.getProject(seedIds.demoProject);
+    // No token is left, but this pass has begun: its second and third calls go out.
+    await pass.listProjects({});
+    await pass.getProject(seedIds.pkiProject);
+    // A newcomer — another pass, or a call outside any — waits out the debt: three calls on a budget of one.
+    expect(await rejectionOf(client.withSignal(new AbortController().signal).getProject(seedIds.demoProject))).toMatchObject({ retryAfterMs: 750 });
+    expect(await rejectionOf(client.getProject(seedIds.demoProject))).toMatchObject({ retryAfterMs: 1000 });
+    expect(h.em.requests().filter((r) => r.path.startsWith("/api/"))).toHaveLength(3);
+  });
+
+  it("a pass turned away at its first call sends nothing; a Retry-After stops even a pass that has begun", async () => {
+    const rateLimit = { requestsPerSecond: 2, burst: 2 };
+    const client = h.client({ rateLimit, rateLimitClock: frozen, token: OTHER_TOKEN });
+    const pass = client.withSignal(new AbortController().signal);
+    await pass.getProject(seedIds.demoProject);
+    h.em.setFaults({ rateLimit: { count: 1, retryAfterSeconds: 30 } });
+    expect(await rejectionOf(pass.listProjects({}))).toMatchObject({ status: 429 });
+    h.em.setFaults({});
+    h.em.clearRequests();
+    expect(await rejectionOf(pass.getProject(seedIds.demoProject))).toBeInstanceOf(ThrottledError);
+    expect(h.em.requests()).toHaveLength(0);
+  });
 });
+
