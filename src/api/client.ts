@@ -1,7 +1,7 @@
 // keyward's typed client of the service: one function per operation (see operations.ts),
 // requests checked against interface.md's limits before sending, responses checked against
-// their schemas, retries with backoff where a repeat is safe, a shared per-base-URL rate limit
-// and keep-alive connections (undici). Tokens go into the Authorization header and nowhere else.
+// their schemas, retries with backoff where a repeat is safe, a rate limit per credential that
+// turns a call away rather than making it wait, and keep-alive connections (undici). Tokens go into the Authorization header and nowhere else.
 import { performance } from "node:perf_hooks";
 import { setTimeout as sleepFor } from "node:timers/promises";
 import type { z } from "zod";
@@ -17,10 +17,11 @@ import {
   requestIssues,
   responseIssues,
   serviceMessage,
+  ThrottledError,
 } from "./errors.ts";
 import { sendRequest, type HttpResponse } from "./http.ts";
 import { fillPath, operationByName, type OperationInfo, type OperationName } from "./operations.ts";
-import { sharedBucket, validateRateLimit, type RateLimit, type TokenBucket } from "./ratelimit.ts";
+import { bucketFor, credentialKey, holdOffCredential, validateRateLimit, type RateLimit } from "./ratelimit.ts";
 import { parseRetryAfter, retryDecision, retryPolicy, type RetryPolicy } from "./retry.ts";
 import { errorBodySchema } from "./schemas/common.ts";
 
@@ -30,8 +31,6 @@ export interface RequestInfo {
   status: number | "error";
   durationMs: number;
   attempt: number;
-  /** How long the client-side rate limit held the attempt, as the limiter computed it. */
-  rateLimitWaitMs: number;
   /** A non-2xx answer's `error` field (e.g. "TokenError", "PermissionDenied"), tokens redacted. */
   error?: string;
 }
@@ -45,9 +44,12 @@ export interface ClientOptions {
   timeoutMs?: number;
   /** The largest response body read, in bytes (any status); past it the call fails with ResponseTooLargeError. Default 16 MiB. */
   maxResponseBytes?: number;
-  /** Client-side limit, shared by every client of the same base URL. */
+  /**
+   * Client-side limit, shared by every client of the same credential (base URL and token) with
+   * the same limit. A call that finds no token fails at once with a ThrottledError; none waits.
+   */
   rateLimit?: RateLimit;
-  /** The rate limiter's clock (ms), when this client creates its base URL's bucket; default performance.now. */
+  /** The rate limiter's clock (ms), when this client creates its credential's bucket; default performance.now. */
   rateLimitClock?: () => number;
   /** PEM bundle to trust for an https base URL with a private CA. */
   caBundle?: string;
@@ -62,8 +64,19 @@ export interface ClientOptions {
 export interface CallOptions {
   /** Overrides the client's token for this call. */
   token?: string;
-  /** Cancels the call, its rate-limit wait and its retries. */
+  /** Cancels the call and its retries. */
   signal?: AbortSignal;
+  /** The unit of work (a reconcile pass) the call belongs to: see PassAdmission. */
+  pass?: PassAdmission;
+}
+
+/**
+ * The calls of one reconcile pass share this. Only a pass's first call can be turned away by the
+ * rate limit; once one has gone out, the pass's later calls borrow from the bucket, so a pass
+ * that got its turn finishes (a create after its lookup) instead of being turned away half way.
+ */
+export interface PassAdmission {
+  admitted: boolean;
 }
 
 export type QueryValue = string | number | boolean | undefined;
@@ -80,6 +93,8 @@ export interface Call<S extends z.ZodType> {
 
 /** What the method functions use: check a request, send a call. */
 export interface Caller {
+  /** The client's credential: a hash of its base URL and token (ratelimit.ts credentialKey). */
+  readonly credential: string;
   check(op: OperationName, schema: z.ZodType, value: unknown): void;
   call<S extends z.ZodType>(c: Call<S>, opts?: CallOptions): Promise<z.output<S>>;
 }
@@ -91,7 +106,9 @@ interface Settings {
   maxResponseBytes: number;
   caBundle: string | undefined;
   retry: RetryPolicy;
-  bucket: TokenBucket | undefined;
+  credential: string;
+  rateLimit: RateLimit | undefined;
+  rateLimitClock: (() => number) | undefined;
   onRequest: ClientOptions["onRequest"];
   logger: Logger | undefined;
   validateRequests: boolean;
@@ -121,7 +138,9 @@ function settingsFrom(options: ClientOptions): Settings {
     maxResponseBytes,
     caBundle: options.caBundle,
     retry: retryPolicy(options.retry),
-    bucket: options.rateLimit ? sharedBucket(options.baseUrl, validateRateLimit(options.rateLimit), options.rateLimitClock) : undefined,
+    credential: credentialKey(options.baseUrl, options.token),
+    rateLimit: options.rateLimit ? validateRateLimit(options.rateLimit) : undefined,
+    rateLimitClock: options.rateLimitClock,
     onRequest: options.onRequest,
     logger: options.logger,
     validateRequests: options.validateRequests ?? true,
@@ -131,6 +150,7 @@ function settingsFrom(options: ClientOptions): Settings {
 export function createCaller(options: ClientOptions): Caller {
   const s = settingsFrom(options);
   return {
+    credential: s.credential,
     check(op, schema, value) {
       if (!s.validateRequests) return;
       const result = schema.safeParse(value);
@@ -146,7 +166,10 @@ interface Prepared {
   headers: Record<string, string>;
   body: string | undefined;
   tokens: (string | undefined)[];
+  /** The credential of this call's token (a call may carry its own). */
+  credential: string;
   signal: AbortSignal | undefined;
+  pass: PassAdmission | undefined;
 }
 
 function prepare<S extends z.ZodType>(s: Settings, c: Call<S>, opts: CallOptions): Prepared {
@@ -161,7 +184,9 @@ function prepare<S extends z.ZodType>(s: Settings, c: Call<S>, opts: CallOptions
     headers,
     body: c.body === undefined ? undefined : JSON.stringify(c.body),
     tokens: [token, s.token],
+    credential: token === s.token ? s.credential : credentialKey(s.baseUrl, token),
     signal: opts.signal,
+    pass: opts.pass,
   };
 }
 
@@ -190,8 +215,12 @@ async function execute<S extends z.ZodType>(s: Settings, c: Call<S>, opts: CallO
 }
 
 async function attemptOnce<S extends z.ZodType>(s: Settings, p: Prepared, schema: S, attempt: number): Promise<z.output<S>> {
-  const waitMs = s.bucket?.reserve() ?? 0;
-  await pause(waitMs, p);
+  if (p.signal?.aborted) throw abortedError(p.op.name);
+  // Never a wait here: a worker that slept for its turn would stall every other key it could serve.
+  const bucket = s.rateLimit ? bucketFor(p.credential, s.rateLimit, s.rateLimitClock) : undefined;
+  const turnMs = bucket?.take(p.pass?.admitted === true) ?? 0;
+  if (turnMs > 0) throw new ThrottledError(p.op.name, turnMs);
+  if (p.pass) p.pass.admitted = true;
   const started = performance.now();
   let res: HttpResponse;
   try {
@@ -208,19 +237,22 @@ async function attemptOnce<S extends z.ZodType>(s: Settings, p: Prepared, schema
     };
     res = await sendRequest(request, p.op.name);
   } catch (err) {
-    report(s, p.op, { status: "error", started, attempt, waitMs, cause: describeError(err) });
+    report(s, p.op, { status: "error", started, attempt, cause: describeError(err) });
     throw err;
   }
   if (res.status >= 200 && res.status < 300) {
-    report(s, p.op, { status: res.status, started, attempt, waitMs });
+    report(s, p.op, { status: res.status, started, attempt });
     return parseResponse(p.op.name, schema, res.text);
   }
   const error = apiErrorFrom(p.op.name, res, p.tokens);
-  report(s, p.op, { status: res.status, started, attempt, waitMs, error: error.error, ...(error.reqId ? { reqId: error.reqId } : {}) });
+  // The service's Retry-After holds off every call of the credential (every limit its configs
+  // give it), not just this one.
+  if (error.retryAfterMs !== undefined && bucket) holdOffCredential(p.credential, error.retryAfterMs);
+  report(s, p.op, { status: res.status, started, attempt, error: error.error, ...(error.reqId ? { reqId: error.reqId } : {}) });
   throw error;
 }
 
-/** Waits (rate limit, backoff); an abort ends the call with a non-retryable TransportError. */
+/** Waits a short retry backoff; an abort ends the call with a non-retryable TransportError. */
 async function pause(ms: number, p: Prepared): Promise<void> {
   if (p.signal?.aborted) throw abortedError(p.op.name);
   if (ms <= 0) return;
@@ -239,7 +271,6 @@ interface Report {
   status: number | "error";
   started: number;
   attempt: number;
-  waitMs: number;
   reqId?: string;
   cause?: string;
   error?: string;
@@ -253,7 +284,7 @@ function report(s: Settings, op: OperationInfo, r: Report): void {
     "service request",
   );
   try {
-    s.onRequest?.({ operation: op.name, method: op.method, status: r.status, durationMs, attempt: r.attempt, rateLimitWaitMs: r.waitMs, ...(r.error !== undefined ? { error: r.error } : {}) });
+    s.onRequest?.({ operation: op.name, method: op.method, status: r.status, durationMs, attempt: r.attempt, ...(r.error !== undefined ? { error: r.error } : {}) });
   } catch (err) {
     s.logger?.warn({ operation: op.name, error: describeError(err) }, "onRequest hook threw");
   }

@@ -15,8 +15,8 @@ export function redact(text: string, secrets: readonly (string | undefined)[]): 
   return out;
 }
 
-/** Status codes the client retries by itself (idempotent calls, or provably never processed). */
-export const RETRIED_STATUSES: ReadonlySet<number> = new Set([429, 502, 503, 504]);
+/** Status codes the client retries by itself, for idempotent calls without a Retry-After (a 429 goes to the caller: retry.ts). */
+export const RETRIED_STATUSES: ReadonlySet<number> = new Set([502, 503, 504]);
 
 export interface ApiErrorInit {
   operation: string;
@@ -139,6 +139,27 @@ export interface FieldIssue {
   problem: string;
 }
 
+/**
+ * keyward's own rate limit for the credential turned the call away before sending it: no token
+ * left, or the service's Retry-After still pending. Nothing was sent and nobody waited; try again
+ * after `retryAfterMs` (the caller's turn, so turned-away callers come back spread out).
+ */
+export class ThrottledError extends Error {
+  override readonly name = "ThrottledError";
+  readonly operation: string;
+  readonly retryAfterMs: number;
+  readonly retryable = true;
+  readonly mayHaveLanded = false;
+  /** Read by the engine (which knows nothing of this module): a wait, not a failure. */
+  readonly throttled = true;
+
+  constructor(operation: string, retryAfterMs: number) {
+    super(`${operation}: held back by the client-side rate limit of this credential; next turn in ${retryAfterMs} ms`);
+    this.operation = operation;
+    this.retryAfterMs = retryAfterMs;
+  }
+}
+
 /** A 2xx body that does not match the operation's response schema. Not retryable. */
 export class ResponseValidationError extends Error {
   override readonly name = "ResponseValidationError";
@@ -169,9 +190,10 @@ export class RequestValidationError extends Error {
   }
 }
 
-export type ClientError = ApiError | TransportError | ResponseValidationError | RequestValidationError | ResponseTooLargeError;
+export type ClientError = ApiError | TransportError | ResponseValidationError | RequestValidationError | ResponseTooLargeError | ThrottledError;
 
 export const isApiError = (e: unknown): e is ApiError => e instanceof ApiError;
+export const isThrottled = (e: unknown): e is ThrottledError => e instanceof ThrottledError;
 export const isTransportError = (e: unknown): e is TransportError => e instanceof TransportError;
 export const isResponseValidationError = (e: unknown): e is ResponseValidationError => e instanceof ResponseValidationError;
 export const isRequestValidationError = (e: unknown): e is RequestValidationError => e instanceof RequestValidationError;

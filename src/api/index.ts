@@ -1,5 +1,5 @@
 // Public entry of keyward's client of the service. See README.md next to this file.
-export { DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_TIMEOUT_MS, type CallOptions, type ClientOptions, type RequestInfo } from "./client.ts";
+export { DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_TIMEOUT_MS, type CallOptions, type ClientOptions, type PassAdmission, type RequestInfo } from "./client.ts";
 export { createApiClient, type ApiClient } from "./methods.ts";
 export { operations, operationByName, type OperationInfo, type OperationName } from "./operations.ts";
 export { closeConnections } from "./http.ts";
@@ -8,6 +8,7 @@ export {
   RequestValidationError,
   ResponseTooLargeError,
   ResponseValidationError,
+  ThrottledError,
   TransportError,
   isApiError,
   isJobInProgress,
@@ -15,6 +16,7 @@ export {
   isRequestValidationError,
   isRouteNotFound,
   isResponseTooLarge,
+  isThrottled,
   isResponseValidationError,
   isTransportError,
   type ClientError,
@@ -22,5 +24,5 @@ export {
   type TransportErrorKind,
 } from "./errors.ts";
 export { backoffDelay, defaultRetryPolicy, parseRetryAfter, retryDecision, type RetryPolicy } from "./retry.ts";
-export { bucketKey, createTokenBucket, sharedBucket, type RateLimit, type TokenBucket } from "./ratelimit.ts";
+export { bucketFor, bucketKey, createTokenBucket, credentialKey, holdOffCredential, type RateLimit, type TokenBucket } from "./ratelimit.ts";
 export * from "./schemas.ts";

@@ -58,7 +58,13 @@ import {
 } from "./schemas/syncs.ts";
 
 export interface ApiClient {
-  /** The same client (connections, rate limit) whose every call is cancelled by `signal`. */
+  /** A hash of the base URL and token: what the service knows the caller by (rate limits, what it may list). */
+  readonly credential: string;
+  /**
+   * The same client (connections, rate limit) for one reconcile pass: every call is cancelled by
+   * `signal`, and once one call has gone out, the rate limit never turns the later ones away
+   * (they borrow; see PassAdmission), so a pass that got its turn finishes.
+   */
   withSignal(signal: AbortSignal): ApiClient;
   createProject(body: CreateProjectBody, opts?: CallOptions): Promise<ProjectWithEnvironments>;
   listProjects(query?: ListProjectsQuery, opts?: CallOptions): Promise<ProjectWithEnvironments[]>;
@@ -235,9 +241,11 @@ function syncMethods(c: Caller): SyncMethods {
 }
 
 export function buildMethods(c: Caller): ApiClient {
-  const withSignal = (signal: AbortSignal): ApiClient =>
-    buildMethods({ ...c, call: (call, opts) => c.call(call, { signal, ...opts }) });
-  return { withSignal, ...projectMethods(c), ...membershipMethods(c), ...accessMethods(c), ...syncMethods(c) };
+  const withSignal = (signal: AbortSignal): ApiClient => {
+    const pass = { admitted: false };
+    return buildMethods({ ...c, call: (call, opts) => c.call(call, { signal, pass, ...opts }) });
+  };
+  return { credential: c.credential, withSignal, ...projectMethods(c), ...membershipMethods(c), ...accessMethods(c), ...syncMethods(c) };
 }
 
 /** A client of the service: one typed function per operation over one caller (retries, limits, timeouts). */

@@ -7,7 +7,7 @@ export interface RetryPolicy {
   /** Attempts in all, the first included. 1 = never retry. */
   maxAttempts: number;
   baseDelayMs: number;
-  /** Cap of one backoff; a Retry-After longer than this is not waited for in the client. */
+  /** Cap of one backoff. */
   maxDelayMs: number;
 }
 
@@ -58,11 +58,13 @@ export type RetryDecision = { retry: true; delayMs: number } | { retry: false };
 
 /**
  * Whether to send the request again after `error` on attempt `attempt` (1-based).
- * - idempotent calls: 429, 502, 503, 504 and retryable transport failures (timeouts included).
- * - non-idempotent calls: only 429 (refused before processing) and a connection that was
- *   never established; after a timeout or a lost response the first may have landed, so the
- *   error goes to the caller, who looks the object up.
- * - a Retry-After above maxDelayMs is not waited for here: the caller requeues with it.
+ * - idempotent calls: 502, 503, 504 and retryable transport failures (timeouts included).
+ * - non-idempotent calls: only a connection that was never established; after a timeout or a
+ *   lost response the first may have landed, so the error goes to the caller, who looks the
+ *   object up.
+ * - never a 429, nor any answer with a Retry-After: the service asked for time, and waiting it
+ *   out here would hold a worker; the error (retryable, with retryAfterMs) goes to the caller,
+ *   whose engine requeues the key, and the credential's bucket turns its other calls away until then.
  */
 export function retryDecision(
   error: unknown,
@@ -72,17 +74,13 @@ export function retryDecision(
   random: () => number = Math.random,
 ): RetryDecision {
   if (attempt >= policy.maxAttempts || !mayRetry(error, idempotency)) return { retry: false };
-  const backoff = backoffDelay(attempt, policy, random);
-  const retryAfterMs = error instanceof ApiError ? error.retryAfterMs : undefined;
-  if (retryAfterMs === undefined) return { retry: true, delayMs: backoff };
-  if (retryAfterMs > policy.maxDelayMs) return { retry: false };
-  return { retry: true, delayMs: Math.max(retryAfterMs, backoff) };
+  return { retry: true, delayMs: backoffDelay(attempt, policy, random) };
 }
 
 function mayRetry(error: unknown, idempotency: Idempotency): boolean {
   if (error instanceof ApiError) {
-    if (!RETRIED_STATUSES.has(error.status)) return false;
-    return idempotency === "idempotent" || error.status === 429;
+    if (!RETRIED_STATUSES.has(error.status) || error.retryAfterMs !== undefined) return false;
+    return idempotency === "idempotent";
   }
   if (error instanceof TransportError) {
     if (!error.retryable) return false;

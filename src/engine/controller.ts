@@ -155,9 +155,15 @@ function settle(queue: WorkQueue, metrics: Metrics, labels: { controller: string
       return "requeue_after";
     case "retryable":
       metrics.reconcileErrors.inc(labels);
-      if (outcome.retryAfterMs !== undefined) queue.addAfter(key, outcome.retryAfterMs);
-      else queue.addRateLimited(key);
+      // Retry-After is a floor on the key's backoff (queue.ts retryDelay): a 0, a past date or
+      // garbage from the service cannot turn a failing key into a hot loop.
+      queue.addRateLimited(key, outcome.retryAfterMs);
       return "error";
+    case "throttled":
+      // The client's rate limit gave the key a turn; the worker is free for other keys (and other
+      // namespaces) meanwhile. The failure count stays as it was: this is neither one nor a success.
+      queue.addAfter(key, Math.max(1, outcome.afterMs));
+      return "requeue_after";
     case "terminal":
       // No requeue: the next change of the object, or the resync, brings it back.
       metrics.reconcileErrors.inc(labels);
@@ -251,6 +257,9 @@ function logOutcome(log: Logger, key: string, outcome: Outcome, requeues: number
         { key, outcome: "retryable", err: outcome.error.message, retryAfterMs: outcome.retryAfterMs, requeues },
         "reconcile failed; retrying",
       );
+      return;
+    case "throttled":
+      log.debug({ key, outcome: "throttled", afterMs: outcome.afterMs }, "held back by the rate limit of its credential; back at its turn");
       return;
     case "terminal":
       log.error({ key, outcome: "terminal", err: outcome.error.message }, "reconcile failed; waiting for a change");

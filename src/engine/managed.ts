@@ -9,6 +9,7 @@ import { getObject, isConflict, patchMetadata, type MetadataChange } from "../ku
 import type { SharedInformer } from "../kube/informer.ts";
 import { errorSummary } from "../kube/rest.ts";
 import type { EventRecorder } from "../kube/events.ts";
+import { statusEqual } from "./conditions.ts";
 import { writeStatus, type ConditionsToSet } from "./status.ts";
 import { createWrittenObjects, type WrittenObjects } from "./written.ts";
 import { kindGauge, type Metrics } from "./metrics.ts";
@@ -17,6 +18,7 @@ import {
   requeueAfter,
   retryable,
   terminal,
+  throttled,
   type KubeObject,
   type ObjectKey,
   type Outcome,
@@ -161,6 +163,8 @@ const statusReasons: Record<number, string> = {
  * leaves status unchanged and writes nothing.
  */
 export function classifyError(err: unknown): ErrorClass {
+  const turn = throttleDelay(err);
+  if (turn !== undefined) return { reason: "RateLimited", message: "held back by keyward's rate limit for these credentials", retryable: true, retryAfterMs: turn };
   if (err instanceof ReconcileError) {
     return withRetryAfter({ reason: err.reason, message: err.message, retryable: err.retryable }, err.retryAfterMs);
   }
@@ -182,6 +186,15 @@ export function classifyError(err: unknown): ErrorClass {
     return withRetryAfter({ reason, message: stableMessage(err), retryable: isRetryable }, retryAfter);
   }
   return { reason: "InternalError", message: String(err), retryable: true };
+}
+
+/**
+ * The client's rate limit turned a call away (src/api's ThrottledError, read by its fields: the
+ * engine knows nothing of src/api): in how many ms the key's turn comes, else undefined.
+ */
+export function throttleDelay(err: unknown): number | undefined {
+  const e = err as { throttled?: unknown; retryAfterMs?: unknown } | null | undefined;
+  return e?.throttled === true && typeof e.retryAfterMs === "number" ? e.retryAfterMs : undefined;
 }
 
 function stableMessage(err: Error): string {
@@ -312,6 +325,8 @@ class Run<Spec, Status, Conn> {
       // Someone wrote the object since it was read: the newer version's event brings the key
       // back (and the queue's backoff spaces out repeats); nothing to report.
       if (isConflict(err)) return retryable(new Error("the object changed while it was reconciled; looking again"));
+      const turn = throttleDelay(err);
+      if (turn !== undefined) return this.deferred(turn);
       return this.fail(classifyError(err));
     }
   }
@@ -446,6 +461,23 @@ class Run<Spec, Status, Conn> {
     }
     await this.patchMeta({ finalizers: { remove: FINALIZER } });
     return done();
+  }
+
+  /**
+   * The credential's rate limit turned a call away: back at the turn it gave, with no condition,
+   * Event or status write for it (at scale most passes would otherwise write "RateLimited" and
+   * then write it away again). Only what this pass learned before (a created object's id) is
+   * recorded.
+   */
+  private async deferred(turnMs: number): Promise<Outcome> {
+    if (!statusEqual(kindFields(this.obj.status ?? {}), this.kindStatus)) {
+      try {
+        await this.writeStatus({});
+      } catch (err) {
+        this.log.warn({ err: String(err) }, "could not record what the pass learned before it was held back");
+      }
+    }
+    return throttled(turnMs);
   }
 
   private async fail(c: ErrorClass): Promise<Outcome> {

@@ -3,11 +3,14 @@
 // - a key being processed is never handed to a second worker: adding it while in flight
 //   marks it dirty, and done() puts it back so it runs again after;
 // - addAfter delays an add; addRateLimited delays it by a per-key exponential backoff that
-//   forget() resets;
+//   forget() resets, a Retry-After being a floor on it (retryDelay), never a replacement;
 // - shutDown stops accepting adds; keys already queued are still handed out (drain), then
 //   get() resolves undefined.
+// - fair across namespaces: ready keys are handed out one namespace at a time, in turn (round
+//   robin over the namespaces that have ready keys; FIFO within one), so a change in namespace B
+//   waits for at most one key of each other namespace, never behind A's backlog of thousands.
 import type { ObjectKey } from "./types.ts";
-import { backoffDelay, type BackoffPolicy } from "../lib/backoff.ts";
+import { backoffDelay, retryAfterFloor, type BackoffPolicy } from "../lib/backoff.ts";
 
 export interface QueueObserver {
   depth(n: number): void;
@@ -23,12 +26,15 @@ export interface WorkQueueOptions {
   observer?: QueueObserver;
   now?: () => number;
   random?: () => number;
+  /** "fair" (default): namespaces in turn; "fifo": plain arrival order (the benchmark's "before"). */
+  order?: "fair" | "fifo";
 }
 
 export interface WorkQueue {
   add(key: string): void;
   addAfter(key: string, delayMs: number): void;
-  addRateLimited(key: string): void;
+  /** Requeues a failed key after retryDelay: its backoff, at least `retryAfterMs` when the service gave one. */
+  addRateLimited(key: string, retryAfterMs?: number): void;
   forget(key: string): void;
   numRequeues(key: string): number;
   /** The next key to work on (marked in flight until done), or undefined once shut down and empty. */
@@ -43,6 +49,16 @@ export interface WorkQueue {
 
 export const DEFAULT_QUEUE_BACKOFF: BackoffPolicy = { baseMs: 5, maxMs: 5 * 60_000, jitter: "equal" };
 
+/**
+ * How long a key waits before retry number `attempt` (0-based): the backoff, or the service's
+ * Retry-After when that is longer. Never less than the backoff — a Retry-After of 0, a date in the
+ * past or garbage would otherwise requeue a failing key at once, again and again — and never more
+ * than MAX_RETRY_AFTER_MS for the Retry-After part.
+ */
+export function retryDelay(attempt: number, policy: BackoffPolicy, retryAfterMs: number | undefined, random?: () => number): number {
+  return Math.max(backoffDelay(attempt, policy, random), retryAfterFloor(retryAfterMs));
+}
+
 export function formatKey(key: ObjectKey): string {
   return `${key.namespace}/${key.name}`;
 }
@@ -50,6 +66,80 @@ export function formatKey(key: ObjectKey): string {
 export function parseKey(key: string): ObjectKey {
   const slash = key.indexOf("/");
   return slash < 0 ? { namespace: "", name: key } : { namespace: key.slice(0, slash), name: key.slice(slash + 1) };
+}
+
+/** A FIFO with O(1) push and shift (Array.prototype.shift is O(n): 10,000 keys would cost 10^8). */
+function createFifo<T>() {
+  let items: T[] = [];
+  let head = 0;
+  return {
+    push(item: T): void {
+      items.push(item);
+    },
+    shift(): T | undefined {
+      if (head >= items.length) return undefined;
+      const item = items[head] as T;
+      head += 1;
+      // Drop the consumed prefix once it is most of the array.
+      if (head > 1024 && head * 2 > items.length) {
+        items = items.slice(head);
+        head = 0;
+      }
+      return item;
+    },
+    get length(): number {
+      return items.length - head;
+    },
+  };
+}
+
+/** The ready keys, in the order they are handed out. */
+interface ReadyKeys {
+  push(key: string): void;
+  shift(): string | undefined;
+  readonly length: number;
+}
+
+const namespaceOf = (key: string): string => {
+  const slash = key.indexOf("/");
+  return slash < 0 ? "" : key.slice(0, slash);
+};
+
+/**
+ * One FIFO per namespace and a turn order of the namespaces that have ready keys: each shift
+ * takes the head of the namespace whose turn it is, and puts that namespace at the back of the
+ * turns if it has more. Empty namespaces are dropped, so nothing stays behind per namespace.
+ */
+function fairByNamespace(): ReadyKeys {
+  const byNamespace = new Map<string, ReturnType<typeof createFifo<string>>>();
+  const turns = createFifo<string>();
+  let length = 0;
+  return {
+    push(key) {
+      const ns = namespaceOf(key);
+      let keys = byNamespace.get(ns);
+      if (!keys) {
+        keys = createFifo<string>();
+        byNamespace.set(ns, keys);
+        turns.push(ns);
+      }
+      keys.push(key);
+      length += 1;
+    },
+    shift() {
+      const ns = turns.shift();
+      if (ns === undefined) return undefined;
+      const keys = byNamespace.get(ns) as ReturnType<typeof createFifo<string>>;
+      const key = keys.shift() as string;
+      length -= 1;
+      if (keys.length > 0) turns.push(ns);
+      else byNamespace.delete(ns);
+      return key;
+    },
+    get length() {
+      return length;
+    },
+  };
 }
 
 interface Waiting {
@@ -110,7 +200,7 @@ export function createWorkQueue(options: WorkQueueOptions = {}): WorkQueue {
   const observer = options.observer;
   const timings = createTimings(now, observer);
 
-  const queue: string[] = [];
+  const queue: ReadyKeys = options.order === "fifo" ? createFifo<string>() : fairByNamespace();
   const dirty = new Set<string>();
   const processing = new Set<string>();
   const failures = new Map<string, number>();
@@ -169,11 +259,11 @@ export function createWorkQueue(options: WorkQueueOptions = {}): WorkQueue {
   return {
     add,
     addAfter,
-    addRateLimited: (key) => {
+    addRateLimited: (key, retryAfterMs) => {
       const attempt = failures.get(key) ?? 0;
       failures.set(key, attempt + 1);
       observer?.retried();
-      addAfter(key, backoffDelay(attempt, backoff, options.random));
+      addAfter(key, retryDelay(attempt, backoff, retryAfterMs, options.random));
     },
     forget: (key) => void failures.delete(key),
     numRequeues: (key) => failures.get(key) ?? 0,

@@ -8,21 +8,25 @@ import type { ObjectKey } from "../kube/types.ts";
  * What a reconcile asks of the work queue next (ACK's requeue intent, typed).
  * - done: steady state; the periodic resync still applies.
  * - requeueAfter: come back after a delay without counting as a failure (a job still running).
- * - retryable: failed, try again with per-key exponential backoff (or after retryAfterMs when the
- *   service said so).
+ * - retryable: failed, try again with per-key exponential backoff (never sooner than retryAfterMs
+ *   when the service said so).
+ * - throttled: keyward's own rate limit turned a call away before sending it; come back at the
+ *   turn it gave. Not a failure: no backoff step, no status write.
  * - terminal: failed in a way retrying cannot fix; wait for the object to change (or resync).
  */
 export type Outcome =
   | { type: "done" }
   | { type: "requeueAfter"; afterMs: number }
   | { type: "retryable"; error: Error; retryAfterMs?: number }
-  | { type: "terminal"; error: Error };
+  | { type: "terminal"; error: Error }
+  | { type: "throttled"; afterMs: number };
 
 export const done = (): Outcome => ({ type: "done" });
 export const requeueAfter = (afterMs: number): Outcome => ({ type: "requeueAfter", afterMs });
 export const retryable = (error: Error, retryAfterMs?: number): Outcome =>
   retryAfterMs === undefined ? { type: "retryable", error } : { type: "retryable", error, retryAfterMs };
 export const terminal = (error: Error): Outcome => ({ type: "terminal", error });
+export const throttled = (afterMs: number): Outcome => ({ type: "throttled", afterMs });
 
 /** One reconcile of one key. The engine's controller calls it; it never throws on purpose. */
 export type ReconcileFn = (key: ObjectKey, signal: AbortSignal) => Promise<Outcome>;

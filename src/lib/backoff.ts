@@ -40,6 +40,21 @@ export function backoffDelay(attempt: number, policy: BackoffPolicy, random: () 
   }
 }
 
+/**
+ * The longest a Retry-After is honoured: a garbage or hostile value (a year, a date far off) must
+ * not park a key or a credential for ever. The periodic resync comes sooner anyway.
+ */
+export const MAX_RETRY_AFTER_MS = 10 * 60_000;
+
+/**
+ * A Retry-After (ms) as a floor on a delay: 0 for absent, negative, NaN or infinite (garbage
+ * never counts), capped at MAX_RETRY_AFTER_MS.
+ */
+export function retryAfterFloor(retryAfterMs: number | undefined): number {
+  if (retryAfterMs === undefined || !Number.isFinite(retryAfterMs) || retryAfterMs <= 0) return 0;
+  return Math.min(retryAfterMs, MAX_RETRY_AFTER_MS);
+}
+
 /** Spread a fixed interval by ±fraction so periodic work started together drifts apart. */
 export function jitterInterval(intervalMs: number, fraction: number, random: () => number = Math.random): number {
   const f = Math.min(Math.max(fraction, 0), 1);

@@ -17,8 +17,8 @@ import { watchKind, type Informer } from "../kube/informer.ts";
 import { getObject, readCached } from "../kube/objects.ts";
 import type { SecondaryWatch } from "../engine/controller.ts";
 import { writeStatus } from "../engine/status.ts";
-import { classifyError, ReconcileError } from "../engine/managed.ts";
-import { done, requeueAfter, type KubeObject, type ObjectKey, type ReconcileFn } from "../engine/types.ts";
+import { classifyError, ReconcileError, throttleDelay } from "../engine/managed.ts";
+import { done, requeueAfter, throttled, type KubeObject, type ObjectKey, type ReconcileFn } from "../engine/types.ts";
 import { commonStatus, kindRef, providerConfigKind, providerConfigName } from "./common.ts";
 import { connectionFields, providerConfigColumns, tokenAuthSchema, tokenStatus, tokenStatusFields, type ClusterConnect, type Connector, type ProviderResolver } from "./providerconfig.ts";
 
@@ -183,6 +183,10 @@ export function createClusterProviderConfigs(deps: {
       await client.listProjects({});
       ready = { status: "True", reason: "Connected", message: "the service answers with these credentials" };
     } catch (err) {
+      // Its check shares the credential's rate limit with its users: when that turns it away, the
+      // check waits its turn and Ready stays as it was (a flip would requeue every user).
+      const turn = throttleDelay(err);
+      if (turn !== undefined) return throttled(turn);
       const c = classifyError(err);
       retry = c.retryable;
       ready = { status: "False", reason: c.reason, message: c.message };

@@ -3,10 +3,12 @@
 // objects per 10-minute resync; a resync pass of an object in steady state instead takes its
 // record from a listing at most `ttlMs` old, so N objects cost a handful of list calls per
 // resync. Passes that act on a change (a new spec, a failure, a pending create) read the object
-// itself, never a listing. Listings are kept per scope (a ProviderConfig, a project), and
-// dropped when keyward writes to the scope, so a steady pass never judges a listing older than
-// keyward's own last write.
-import { providerConfigKind, providerConfigName, type ProviderConfigRef } from "./common.ts";
+// itself, never a listing. Listings are kept per scope — the credential (a hash of base URL and
+// token: what one token sees at one service, whichever namespaces or kind of config use it),
+// narrowed by a project — and dropped when keyward writes to the scope, so a steady pass never
+// judges a listing older than keyward's own last write, and when no pass has used them for a TTL
+// (a listing that old is never served again), so a gone config, a rotated token or a deleted
+// project leaves nothing behind.
 
 /** How old a listing may be for a steady pass by default (the operator passes one from its resync interval). */
 export const DEFAULT_LISTING_TTL_MS = 30_000;
@@ -17,17 +19,42 @@ export interface SharedListing<T> {
   get(scope: string, list: () => Promise<T[]>): Promise<Map<string, T>>;
   /** Keyward wrote to the scope: the next get lists again. */
   invalidate(scope: string): void;
+  /** Listings held now (tests, metrics). */
+  size(): number;
 }
 
+/**
+ * `now` is the clock of the TTL; the sweep that drops listings nobody used for a TTL runs on every
+ * get once a TTL has passed since the last, and on a timer (unref'd) while any listing is held, so
+ * an idle keyward lets go of them too.
+ */
 export function createSharedListing<T>(idOf: (item: T) => string, ttlMs: number, now: () => number = Date.now): SharedListing<T> {
   const listings = new Map<string, { at: number; items: Promise<Map<string, T>> }>();
+  let lastSweep = now();
+  let timer: NodeJS.Timeout | undefined;
+  const sweep = (): void => {
+    const t = now();
+    lastSweep = t;
+    for (const [scope, entry] of listings) if (t - entry.at >= ttlMs) listings.delete(scope);
+  };
+  const arm = (): void => {
+    if (timer !== undefined || listings.size === 0) return;
+    timer = setTimeout(() => {
+      timer = undefined;
+      sweep();
+      arm();
+    }, ttlMs);
+    timer.unref();
+  };
   return {
     get(scope, list) {
+      if (now() - lastSweep >= ttlMs) sweep();
       const cached = listings.get(scope);
       if (cached && now() - cached.at < ttlMs) return cached.items;
       const items = list().then((all) => new Map(all.map((item) => [idOf(item), item])));
       const entry = { at: now(), items };
       listings.set(scope, entry);
+      arm();
       // A failed listing is not kept: the next pass tries again.
       items.catch(() => {
         if (listings.get(scope) === entry) listings.delete(scope);
@@ -37,16 +64,18 @@ export function createSharedListing<T>(idOf: (item: T) => string, ttlMs: number,
     invalidate(scope) {
       listings.delete(scope);
     },
+    size: () => listings.size,
   };
 }
 
 /**
- * The scope of a listing: what one set of credentials sees — the kind and name of the
- * ProviderConfig (a namespaced one and a ClusterProviderConfig may share a name) in the object's
- * namespace — narrowed by `parts` (a project id).
+ * The scope of a listing: what one set of credentials sees — the connection's credential, a hash
+ * of base URL and token (src/api/ratelimit.ts credentialKey), so the objects of every namespace a
+ * ClusterProviderConfig serves share one listing, and configs with other tokens never do —
+ * narrowed by `parts` (a project id).
  */
-export function listingScope(c: { key: { namespace: string }; spec: { providerConfigRef?: ProviderConfigRef | undefined } }, ...parts: string[]): string {
-  return [providerConfigKind(c.spec), c.key.namespace, providerConfigName(c.spec), ...parts].join("/");
+export function listingScope(c: { conn: { credential: string } }, ...parts: string[]): string {
+  return [c.conn.credential, ...parts].join("/");
 }
 
 /** A pass of an object keyward already holds in steady state (Ready and Synced for this generation, nothing pending). */

@@ -10,8 +10,8 @@ import { resourcePath, secretKind, type KindRef, type Kube } from "../kube/clien
 import { kubeJson } from "../kube/rest.ts";
 import type { EventRecorder } from "../kube/events.ts";
 import { writeStatus } from "../engine/status.ts";
-import { classifyError, ReconcileError } from "../engine/managed.ts";
-import { done, requeueAfter, type KubeObject, type Outcome, type ReconcileFn } from "../engine/types.ts";
+import { classifyError, ReconcileError, throttleDelay } from "../engine/managed.ts";
+import { done, requeueAfter, throttled, type KubeObject, type Outcome, type ReconcileFn } from "../engine/types.ts";
 import { exactlyOneOf, type CrdSource, type PrinterColumn } from "../kube/crd.ts";
 import { ageColumn, commonStatus, kindRef, providerConfigKind, providerConfigName, referrersWatch, type ProviderConfigRef } from "./common.ts";
 import { renewalPlan, rfc3339 } from "./accesstoken.ts";
@@ -57,7 +57,7 @@ export const connectionFields = {
       burst: z.number().int().min(1).max(10000).describe("Requests allowed at once above the rate."),
     })
     .optional()
-    .describe("Client-side rate limit per base URL, to stay under the service's limits. Default: 2/s, burst 10."),
+    .describe("Client-side rate limit of these credentials (base URL and token: the service limits per token), to stay under the service's limits; never shared with another config's limit. Default: 2/s, burst 10."),
   caBundle: z.string().max(65536).optional().describe("PEM CA bundle to trust for an https baseUrl with a private CA."),
 };
 
@@ -488,6 +488,10 @@ export function providerConfigReconciler(deps: ReconcileDeps): ReconcileFn {
       await client.listProjects({});
       ready = { status: "True", reason: "Connected", message: "the service answers with this token" };
     } catch (err) {
+      // Its check shares the credential's rate limit with its users: when that turns it away, the
+      // check waits its turn and Ready stays as it was (a flip would requeue every user).
+      const turn = throttleDelay(err);
+      if (turn !== undefined) return throttled(turn);
       const c = classifyError(err);
       retry = c.retryable;
       ready = { status: "False", reason: c.reason, message: c.message };

@@ -143,8 +143,8 @@ describe("controller", () => {
     expect(await counterValue(metrics.reconcileTotal, { controller: name, result: "success" })).toBe(2);
     expect(await counterValue(metrics.reconcileErrors, { controller: name })).toBe(4);
     expect(await counterValue(metrics.terminalReconcileErrors, { controller: name })).toBe(0);
-    // Only the backoff retries count as workqueue retries; the Retry-After one is a plain delay.
-    expect(await counterValue(metrics.workqueueRetries, { name })).toBe(3);
+    // The Retry-After one is a retry too: Retry-After is a floor on the key's backoff, not a plain delay.
+    expect(await counterValue(metrics.workqueueRetries, { name })).toBe(4);
   });
 
   it("treats a throwing reconcile as retryable", async () => {

@@ -122,25 +122,23 @@ describe("400 while a job of the sync is in progress", () => {
 });
 
 describe("429", () => {
-  it("a read waits at least Retry-After, then succeeds", async () => {
+  it("a read is not retried inside the client: the error carries Retry-After for the engine's requeue", async () => {
     h.em.setFaults({ match: { method: "GET" }, rateLimit: { count: 1, retryAfterSeconds: 1 } });
-    await api.getProject(seedIds.demoProject);
-    const [first, second] = h.requestsOf("getProject");
-    expect([first?.status, second?.status]).toEqual([429, 200]);
-    expect(Date.parse(second!.at) - Date.parse(first!.at)).toBeGreaterThanOrEqual(1000);
+    const err = await apiErrorOf(api.getProject(seedIds.demoProject));
+    expect(err).toMatchObject({ status: 429, retryable: true, retryAfterMs: 1000, error: "RateLimitExceeded", mayHaveLanded: false });
+    expect(h.requestsOf("getProject").map((r) => r.status)).toEqual([429]);
   });
 
-  it("a create is retried too: the 429 proves it was not processed", async () => {
+  it("nor is a create: refused before processing, it fails with mayHaveLanded false (the caller may create again later)", async () => {
     h.em.setFaults({ match: { method: "POST", pathPattern: "^/api/v2/workspace$" }, rateLimit: { count: 1, retryAfterSeconds: 1 } });
     const slug = unique("rl");
-    await api.createProject({ projectName: "rate limited", slug });
-    const sent = h.requestsOf("createProject");
-    expect(sent.map((r) => r.status)).toEqual([429, 200]);
-    expect(Date.parse(sent[1]!.at) - Date.parse(sent[0]!.at)).toBeGreaterThanOrEqual(1000);
-    expect((await api.listProjects()).filter((p) => p.slug === slug)).toHaveLength(1);
+    const err = await apiErrorOf(api.createProject({ projectName: "rate limited", slug }));
+    expect(err).toMatchObject({ status: 429, retryable: true, mayHaveLanded: false, retryAfterMs: 1000 });
+    expect(h.requestsOf("createProject").map((r) => r.status)).toEqual([429]);
+    expect((await api.listProjects()).filter((p) => p.slug === slug)).toHaveLength(0);
   });
 
-  it("a Retry-After above maxDelayMs is left to the caller", async () => {
+  it("a long Retry-After is carried as is", async () => {
     h.em.setFaults({ rateLimit: { count: 1, retryAfterSeconds: 120 } });
     const err = await apiErrorOf(api.listProjects());
     expect(err).toMatchObject({ status: 429, retryable: true, retryAfterMs: 120_000, error: "RateLimitExceeded" });

@@ -55,8 +55,8 @@ describe("parseRetryAfter", () => {
 
 describe("retryDecision", () => {
   const fixed = () => 1;
-  it("retries idempotent calls on 429, 502, 503, 504 and retryable transport failures", () => {
-    for (const e of [apiError(429), apiError(502), apiError(503), apiError(504), transport(true), transport(false)]) {
+  it("retries idempotent calls on 502, 503, 504 and retryable transport failures", () => {
+    for (const e of [apiError(502), apiError(503), apiError(504), transport(true), transport(false)]) {
       expect(retryDecision(e, 1, "idempotent", policy, fixed)).toEqual({ retry: true, delayMs: 100 });
     }
   });
@@ -65,8 +65,7 @@ describe("retryDecision", () => {
       expect(retryDecision(e, 1, "idempotent", policy, fixed)).toEqual({ retry: false });
     }
   });
-  it("retries a create only when it provably never landed: 429 or no connection", () => {
-    expect(retryDecision(apiError(429), 1, "non-idempotent", policy, fixed).retry).toBe(true);
+  it("retries a create only when it provably never landed: no connection", () => {
     expect(retryDecision(transport(false), 1, "non-idempotent", policy, fixed).retry).toBe(true);
     expect(retryDecision(transport(true), 1, "non-idempotent", policy, fixed).retry).toBe(false);
     for (const s of [502, 503, 504]) expect(retryDecision(apiError(s), 1, "non-idempotent", policy, fixed).retry).toBe(false);
@@ -75,9 +74,12 @@ describe("retryDecision", () => {
     expect(retryDecision(apiError(503), 4, "idempotent", policy, fixed).retry).toBe(true);
     expect(retryDecision(apiError(503), 5, "idempotent", policy, fixed).retry).toBe(false);
   });
-  it("waits at least Retry-After, and leaves a Retry-After above maxDelayMs to the caller", () => {
-    expect(retryDecision(apiError(429, 700), 1, "idempotent", policy, fixed)).toEqual({ retry: true, delayMs: 700 });
-    expect(retryDecision(apiError(429, 10), 3, "idempotent", policy, fixed)).toEqual({ retry: true, delayMs: 400 });
-    expect(retryDecision(apiError(429, 5_000), 1, "idempotent", policy, fixed)).toEqual({ retry: false });
+  it("never waits out a 429 or a Retry-After inside the call: that would hold a worker; the caller requeues", () => {
+    for (const idempotency of ["idempotent", "non-idempotent"] as const) {
+      expect(retryDecision(apiError(429), 1, idempotency, policy, fixed)).toEqual({ retry: false });
+      expect(retryDecision(apiError(429, 700), 1, idempotency, policy, fixed)).toEqual({ retry: false });
+      expect(retryDecision(apiError(429, 0), 1, idempotency, policy, fixed)).toEqual({ retry: false });
+      expect(retryDecision(apiError(503, 10), 1, idempotency, policy, fixed)).toEqual({ retry: false });
+    }
   });
 });

@@ -1,5 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { createWorkQueue, formatKey, parseKey, type QueueObserver } from "../../../src/engine/queue.ts";
+import { createWorkQueue, formatKey, parseKey, retryDelay, type QueueObserver } from "../../../src/engine/queue.ts";
+import { MAX_RETRY_AFTER_MS } from "../../../src/lib/backoff.ts";
+import { parseRetryAfter } from "../../../src/api/retry.ts";
 
 // Resolves a pending get() if it settles within the current macrotask, else "pending".
 async function settled<T>(promise: Promise<T>): Promise<T | "pending"> {
@@ -125,6 +127,126 @@ describe("work queue delays", () => {
     q.forget("ns/a");
     expect(q.numRequeues("ns/a")).toBe(0);
     expect(await delayOf("ns/a")).toBe(10);
+  });
+});
+
+describe("fair queuing across namespaces", () => {
+  it("with 10,000 keys of namespace A queued, B's one key is handed out second, not 10,001st", async () => {
+    const q = createWorkQueue();
+    for (let i = 0; i < 10_000; i++) q.add(`a/k${i}`);
+    q.add("b/only");
+    expect(q.len()).toBe(10_001);
+    const order: string[] = [];
+    for (let i = 0; i < 5; i++) order.push((await q.get()) as string);
+    expect(order.indexOf("b/only")).toBeLessThanOrEqual(1);
+    expect(order.filter((k) => k.startsWith("a/"))).toEqual(["a/k0", "a/k1", "a/k2", "a/k3"]);
+  });
+
+  it("a key of B added while A's backlog is being worked comes next, whatever A's depth", async () => {
+    const q = createWorkQueue();
+    for (let i = 0; i < 10_000; i++) q.add(`a/k${i}`);
+    for (let i = 0; i < 100; i++) q.done((await q.get()) as string);
+    q.add("b/late");
+    const next = [(await q.get()) as string, (await q.get()) as string];
+    expect(next).toContain("b/late");
+  });
+
+  it("takes namespaces in turn, each in its own arrival order", async () => {
+    const q = createWorkQueue();
+    for (const key of ["a/1", "a/2", "a/3", "b/1", "c/1", "c/2", "/cluster-scoped"]) q.add(key);
+    const order: string[] = [];
+    while (q.len() > 0) order.push((await q.get()) as string);
+    expect(order).toEqual(["a/1", "b/1", "c/1", "/cluster-scoped", "a/2", "c/2", "a/3"]);
+  });
+
+  it("keeps dedupe and in-flight semantics per key: never twice at once, re-run once after done, behind its namespace's turn", async () => {
+    const q = createWorkQueue();
+    q.add("a/1");
+    q.add("a/2");
+    q.add("b/1");
+    expect(await q.get()).toBe("a/1");
+    q.add("a/1");
+    q.add("a/1");
+    expect(q.len()).toBe(2);
+    expect(await q.get()).toBe("b/1");
+    q.done("a/1");
+    expect(q.len()).toBe(2);
+    expect(await q.get()).toBe("a/2");
+    expect(await q.get()).toBe("a/1");
+    expect(q.len()).toBe(0);
+    expect(await settled(q.get())).toBe("pending");
+  });
+
+  it("order fifo is the plain arrival order (kept for the benchmark's before/after)", async () => {
+    const q = createWorkQueue({ order: "fifo" });
+    for (let i = 0; i < 1000; i++) q.add(`a/k${i}`);
+    q.add("b/only");
+    const order: string[] = [];
+    while (q.len() > 0) order.push((await q.get()) as string);
+    expect(order.indexOf("b/only")).toBe(1000);
+  });
+});
+
+describe("retry delay: Retry-After is a floor on the backoff, never a replacement", () => {
+  const policy = { baseMs: 1000, maxMs: 300_000, jitter: "none" as const };
+  const now = Date.parse("2030-01-01T00:00:00Z");
+
+  it("without Retry-After: the backoff", () => {
+    expect([0, 1, 2, 3].map((attempt) => retryDelay(attempt, policy, undefined))).toEqual([1000, 2000, 4000, 8000]);
+  });
+
+  it("a Retry-After of 0, a date in the past or garbage cannot shorten the backoff (no hot loop)", () => {
+    const zero = parseRetryAfter("0", now);
+    const past = parseRetryAfter("Wed, 01 Jan 2020 00:00:00 GMT", now);
+    const garbage = parseRetryAfter("soon, promise", now);
+    expect([zero, past, garbage]).toEqual([0, 0, undefined]);
+    for (const retryAfterMs of [zero, past, garbage, -5, Number.NaN, Number.NEGATIVE_INFINITY]) {
+      expect([0, 1, 2].map((attempt) => retryDelay(attempt, policy, retryAfterMs))).toEqual([1000, 2000, 4000]);
+    }
+  });
+
+  it("a Retry-After above the backoff is waited for", () => {
+    expect(retryDelay(0, policy, 30_000)).toBe(30_000);
+    expect(retryDelay(6, policy, 30_000)).toBe(64_000);
+    expect(retryDelay(0, policy, parseRetryAfter("Tue, 01 Jan 2030 00:00:45 GMT", now))).toBe(45_000);
+  });
+
+  it("a huge or infinite Retry-After is capped, so it cannot park a key for ever", () => {
+    expect(retryDelay(0, policy, 1e15)).toBe(MAX_RETRY_AFTER_MS);
+    expect(retryDelay(0, policy, Number.POSITIVE_INFINITY)).toBe(1000);
+  });
+
+  it("the jitter still applies to the backoff under the floor", () => {
+    const equal = { ...policy, jitter: "equal" as const };
+    expect(retryDelay(2, equal, 0, () => 0)).toBe(2000);
+    expect(retryDelay(2, equal, 0, () => 1)).toBe(4000);
+    expect(retryDelay(2, equal, 3000, () => 0)).toBe(3000);
+  });
+});
+
+describe("work queue retries with Retry-After", () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("a key failing again and again with Retry-After 0 backs off like any failure and counts its requeues", async () => {
+    const q = createWorkQueue({ backoff: { baseMs: 10, maxMs: 50, jitter: "none" }, now: () => Date.now() });
+    const delayOf = async (retryAfterMs: number): Promise<number> => {
+      q.addRateLimited("ns/a", retryAfterMs);
+      let waited = 0;
+      while (q.len() === 0 && waited < 1000) {
+        vi.advanceTimersByTime(1);
+        waited += 1;
+      }
+      q.done((await q.get()) as string);
+      return waited;
+    };
+    expect([await delayOf(0), await delayOf(0), await delayOf(0)]).toEqual([10, 20, 40]);
+    expect(await delayOf(300)).toBe(300);
+    expect(q.numRequeues("ns/a")).toBe(4);
   });
 });
 

@@ -1,5 +1,6 @@
 // The shared listing that lets a resync's steady passes share one list call (pure; a fake clock).
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { createApiClient } from "../../../src/api/index.ts";
 import { createSharedListing, isSteady, listingScope } from "../../../src/resources/listing.ts";
 
 describe("createSharedListing", () => {
@@ -55,13 +56,57 @@ describe("isSteady", () => {
   });
 });
 
+describe("listings are dropped when no pass uses them", () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+  const list = (): Promise<{ id: string }[]> => Promise.resolve([{ id: "a" }]);
+
+  it("a listing unused for its TTL is dropped at the next get of any scope", async () => {
+    let t = 0;
+    const listing = createSharedListing<{ id: string }>((x) => x.id, 1_000, () => t);
+    await listing.get("token-of-a-config-since-deleted", list);
+    await listing.get("busy", list);
+    expect(listing.size()).toBe(2);
+    t = 999;
+    await listing.get("busy", list);
+    expect(listing.size()).toBe(2);
+    t = 1_500;
+    await listing.get("busy", list);
+    expect(listing.size()).toBe(1);
+  });
+
+  it("an idle keyward drops them too: the sweep runs on a timer while any listing is held", async () => {
+    vi.useFakeTimers();
+    const listing = createSharedListing<{ id: string }>((x) => x.id, 1_000);
+    for (const scope of ["cred-1", "cred-2", "cred-3/project-9"]) await listing.get(scope, list);
+    expect(listing.size()).toBe(3);
+    vi.advanceTimersByTime(999);
+    expect(listing.size()).toBe(3);
+    vi.advanceTimersByTime(1);
+    expect(listing.size()).toBe(0);
+    // Nothing re-arms without listings; a new one lists again.
+    expect(vi.getTimerCount()).toBe(0);
+    await listing.get("cred-1", list);
+    expect(listing.size()).toBe(1);
+  });
+});
+
 describe("listingScope", () => {
-  it("tells a ProviderConfig from a ClusterProviderConfig of the same name, and narrows by project", () => {
-    const key = { namespace: "team-a" };
-    const namespaced = listingScope({ key, spec: { providerConfigRef: { name: "shared" } } });
-    const cluster = listingScope({ key, spec: { providerConfigRef: { kind: "ClusterProviderConfig", name: "shared" } } });
-    expect(namespaced).not.toBe(cluster);
-    expect(listingScope({ key, spec: {} })).toBe(listingScope({ key, spec: { providerConfigRef: { name: "default" } } }));
-    expect(listingScope({ key, spec: {} }, "p1")).not.toBe(listingScope({ key, spec: {} }, "p2"));
+  const conn = (baseUrl: string, token: string) => ({ conn: createApiClient({ baseUrl, token }) });
+
+  it("is one per credential: every namespace using one ClusterProviderConfig (one token) shares it; another token never does", () => {
+    const token = "kw-listing-token-0123456789abcdef";
+    const teamA = conn("https://secrets.example.com", token);
+    const teamB = conn("https://secrets.example.com/", token);
+    expect(listingScope(teamA)).toBe(listingScope(teamB));
+    expect(listingScope(teamA)).not.toBe(listingScope(conn("https://secrets.example.com", `${token}-other`)));
+    expect(listingScope(teamA)).not.toBe(listingScope(conn("https://other.example.com", token)));
+    expect(listingScope(teamA, "p1")).not.toBe(listingScope(teamA, "p2"));
+  });
+
+  it("never holds the token in clear", () => {
+    const token = "kw-listing-token-0123456789abcdef";
+    expect(listingScope(conn("https://secrets.example.com", token), "p1")).not.toContain(token);
   });
 });
