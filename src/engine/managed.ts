@@ -10,6 +10,7 @@ import type { SharedInformer } from "../kube/informer.ts";
 import { errorSummary } from "../kube/rest.ts";
 import type { EventRecorder } from "../kube/events.ts";
 import { writeStatus, type ConditionsToSet } from "./status.ts";
+import { clipMessage } from "./conditions.ts";
 import { createWrittenObjects, type WrittenObjects } from "./written.ts";
 import { kindGauge, type Metrics } from "./metrics.ts";
 import {
@@ -158,9 +159,15 @@ const statusReasons: Record<number, string> = {
 /**
  * Map any thrown value to a condition reason, a message and a requeue intent. Messages are
  * built from stable parts only (no request ids, no response headers), so a failure that repeats
- * leaves status unchanged and writes nothing.
+ * leaves status unchanged and writes nothing, and clipped to a condition's limit (a service's
+ * error message can be as long as the response limit, 16 MiB).
  */
 export function classifyError(err: unknown): ErrorClass {
+  const c = classify(err);
+  return { ...c, message: clipMessage(c.message) };
+}
+
+function classify(err: unknown): ErrorClass {
   if (err instanceof ReconcileError) {
     return withRetryAfter({ reason: err.reason, message: err.message, retryable: err.retryable }, err.retryAfterMs);
   }
