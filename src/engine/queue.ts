@@ -7,7 +7,7 @@
 // - shutDown stops accepting adds; keys already queued are still handed out (drain), then
 //   get() resolves undefined.
 import type { ObjectKey } from "./types.ts";
-import { backoffDelay, type BackoffPolicy } from "../lib/backoff.ts";
+import { backoffDelay, timerDelay, type BackoffPolicy } from "../lib/backoff.ts";
 
 export interface QueueObserver {
   depth(n: number): void;
@@ -62,7 +62,9 @@ interface Waiting {
 function createDelays(add: (key: string) => void, now: () => number) {
   const waiting = new Map<string, Waiting>();
   return {
-    schedule(key: string, delayMs: number): void {
+    schedule(key: string, delay: number): void {
+      // A timer longer than MAX_TIMER_MS fires at once: clamp, so a long Retry-After or requeue waits.
+      const delayMs = timerDelay(delay);
       const readyAt = now() + delayMs;
       const existing = waiting.get(key);
       if (existing && existing.readyAt <= readyAt) return;
