@@ -530,10 +530,39 @@ export function mayHaveLanded(err: unknown): boolean {
 }
 
 
-function specErrorMessage(err: unknown): string {
-  const issues = (err as { issues?: Array<{ path: PropertyKey[]; message: string }> }).issues;
+/** The longest InvalidSpec message: a few issues, readable in `kubectl get -o wide` and an Event. */
+export const MAX_SPEC_MESSAGE = 4096;
+/** Issues named in an InvalidSpec message; the rest are counted. */
+const MAX_SPEC_ISSUES = 8;
+/** The longest one issue's text (zod names every unknown key of a strict object in one issue). */
+const MAX_ISSUE_TEXT = 512;
+
+/**
+ * The InvalidSpec message of a spec that failed its schema: the first issues as
+ * "spec.path: message", then how many more, bounded (a spec the CRD did not check can carry
+ * thousands of issues, or one issue naming hundreds of unknown keys).
+ */
+export function specErrorMessage(err: unknown): string {
+  const issues = (err as { issues?: unknown } | null | undefined)?.issues;
   if (Array.isArray(issues)) {
-    return issues.map((i) => `spec.${i.path.map(String).join(".")}: ${i.message}`).join("; ");
+    const shown = issues.slice(0, MAX_SPEC_ISSUES).map((i) => clipMessage(describeIssue(i), MAX_ISSUE_TEXT));
+    const more = issues.length - shown.length;
+    return clipMessage(`${shown.join("; ")}${more > 0 ? `; and ${more} more` : ""}`, MAX_SPEC_MESSAGE);
   }
-  return err instanceof Error ? err.message : String(err);
+  return clipMessage(err instanceof Error ? err.message : safeString(err), MAX_SPEC_MESSAGE);
+}
+
+function describeIssue(issue: unknown): string {
+  const { path, message } = (issue ?? {}) as { path?: unknown; message?: unknown };
+  const where = Array.isArray(path) ? path.map((p) => safeString(p)).join(".") : "";
+  return `spec.${where}: ${typeof message === "string" ? message : "invalid"}`;
+}
+
+/** String(value), which throws for an object without a prototype or a throwing toString. */
+function safeString(value: unknown): string {
+  try {
+    return String(value);
+  } catch {
+    return Object.prototype.toString.call(value);
+  }
 }

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { ApiError } from "../../../src/api/errors.ts";
 import { clipMessage, conditionsEqual, getCondition, MAX_CONDITION_MESSAGE, setCondition, statusEqual } from "../../../src/engine/conditions.ts";
-import { classifyError } from "../../../src/engine/managed.ts";
+import { classifyError, MAX_SPEC_MESSAGE, specErrorMessage } from "../../../src/engine/managed.ts";
+import { specSchema as projectSpecSchema } from "../../../src/resources/project.ts";
 import type { Condition } from "../../../src/engine/types.ts";
 
 const t0 = "2025-01-01T00:00:00.000Z";
@@ -80,6 +81,39 @@ describe("condition messages are bounded", () => {
     const c = classifyError(err);
     expect(c.message.length).toBeLessThanOrEqual(MAX_CONDITION_MESSAGE);
     expect(c.message.startsWith("getProject: 400 BadRequest: yyy")).toBe(true);
+  });
+});
+
+// Found by spec-schemas.property.test.ts: one issue of a strict object names every unknown key
+// (50 long keys gave an InvalidSpec message of 10,914 characters), and a list of 1000 bad items
+// gives 1000 issues; the message named them all.
+describe("specErrorMessage", () => {
+  it("names the first issues as spec.path: message", () => {
+    const r = projectSpecSchema.safeParse({ pitVersionLimit: 0, slug: 5 });
+    expect(r.success).toBe(false);
+    expect(specErrorMessage(r.error)).toMatch(/^spec\.slug: .+; spec\.pitVersionLimit: .+$/);
+  });
+
+  it("stays within MAX_SPEC_MESSAGE however many issues, counting the ones it leaves out", () => {
+    const r = projectSpecSchema.safeParse({ secretDetectionIgnoreValues: Array.from({ length: 1000 }, (_, i) => i) });
+    expect(r.error?.issues).toHaveLength(1000);
+    const message = specErrorMessage(r.error);
+    expect(message.length).toBeLessThanOrEqual(MAX_SPEC_MESSAGE);
+    expect(message).toContain("spec.secretDetectionIgnoreValues.0: ");
+    expect(message).toMatch(/; and 992 more$/);
+  });
+
+  it("clips one issue that names hundreds of unknown keys", () => {
+    const spec = Object.fromEntries(Array.from({ length: 400 }, (_, i) => [`unknownField${i}${"x".repeat(200)}`, 1]));
+    const message = specErrorMessage(projectSpecSchema.safeParse(spec).error);
+    expect(message.length).toBeLessThanOrEqual(MAX_SPEC_MESSAGE);
+    expect(message.startsWith("spec.: Unrecognized keys")).toBe(true);
+  });
+
+  it("never throws on odd thrown values", () => {
+    expect(specErrorMessage(Object.create(null))).toBe("[object Object]");
+    expect(specErrorMessage({ issues: [null, { path: [Symbol("s")], message: 1 }] })).toBe("spec.: invalid; spec.Symbol(s): invalid");
+    expect(specErrorMessage(new Error("e".repeat(10_000))).length).toBe(MAX_SPEC_MESSAGE);
   });
 });
 
