@@ -6,11 +6,19 @@ import type { z } from "zod";
 
 export const REDACTED = "[REDACTED]";
 
-/** Replaces every occurrence of each secret in `text` (secrets shorter than 4 chars are ignored). */
+/**
+ * Replaces every occurrence of each secret in `text` (secrets shorter than 4 chars are ignored),
+ * also as JSON writes it: a service message that is an object or issue list is rendered with
+ * JSON.stringify, which escapes `"`, `\` and control characters, so a token holding one of them
+ * would otherwise pass through in its escaped form.
+ */
 export function redact(text: string, secrets: readonly (string | undefined)[]): string {
   let out = text;
   for (const secret of secrets) {
-    if (secret !== undefined && secret.length >= 4) out = out.split(secret).join(REDACTED);
+    if (secret === undefined || secret.length < 4) continue;
+    const escaped = JSON.stringify(secret).slice(1, -1);
+    if (escaped !== secret) out = out.split(escaped).join(REDACTED);
+    out = out.split(secret).join(REDACTED);
   }
   return out;
 }

@@ -1,6 +1,6 @@
 // When to try a request again, and after how long. Pure: the clock and the random source are
 // parameters so tests can pin them.
-import { backoffDelay as jittered } from "../lib/backoff.ts";
+import { backoffDelay as jittered, timerDelay } from "../lib/backoff.ts";
 import { ApiError, RETRIED_STATUSES, TransportError } from "./errors.ts";
 
 export interface RetryPolicy {
@@ -40,18 +40,19 @@ export function backoffDelay(retry: number, policy: RetryPolicy, random: () => n
 
 /**
  * Retry-After (RFC 9110 §10.2.3): delay-seconds or an HTTP-date. Returns milliseconds from
- * `nowMs` (never negative), or undefined when absent or unreadable.
+ * `nowMs` (never negative, at most MAX_TIMER_MS: a longer wait made a timer fire at once, so a
+ * service asking for days of quiet got an immediate retry), or undefined when absent or unreadable.
  */
 export function parseRetryAfter(value: string | undefined, nowMs: number = Date.now()): number | undefined {
   if (value === undefined) return undefined;
   const trimmed = value.trim();
   if (trimmed === "") return undefined;
-  if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000;
+  if (/^\d+$/.test(trimmed)) return timerDelay(Number(trimmed) * 1000);
   // Only the date forms: Date.parse would also read "5" or "1.5" as dates.
   if (!/[a-z]/i.test(trimmed)) return undefined;
   const at = Date.parse(trimmed);
   if (Number.isNaN(at)) return undefined;
-  return Math.max(0, at - nowMs);
+  return timerDelay(at - nowMs);
 }
 
 export type RetryDecision = { retry: true; delayMs: number } | { retry: false };

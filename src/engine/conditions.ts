@@ -2,6 +2,24 @@
 // equality used to skip status writes that would change nothing.
 import type { Condition } from "./types.ts";
 
+/**
+ * metav1.Condition's message limit, which the CRDs' status schema enforces: a longer message
+ * makes the apiserver refuse the whole status write.
+ */
+export const MAX_CONDITION_MESSAGE = 32768;
+
+/**
+ * `message` cut to at most `max` UTF-16 units (so at most `max` characters as the apiserver
+ * counts them), ending in "…" when cut, never splitting a surrogate pair.
+ */
+export function clipMessage(message: string, max = MAX_CONDITION_MESSAGE): string {
+  if (message.length <= max) return message;
+  let end = max - 1;
+  const last = message.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end -= 1;
+  return `${message.slice(0, end)}…`;
+}
+
 export function getCondition(conditions: readonly Condition[] | undefined, type: string): Condition | undefined {
   return conditions?.find((c) => c.type === type);
 }
@@ -9,7 +27,8 @@ export function getCondition(conditions: readonly Condition[] | undefined, type:
 /**
  * A new list with `next` in place of the condition of the same type (appended if absent).
  * lastTransitionTime moves only when the status changes; otherwise the existing one is kept,
- * so a reconcile that re-asserts the same status writes nothing new.
+ * so a reconcile that re-asserts the same status writes nothing new. The message is clipped to
+ * MAX_CONDITION_MESSAGE.
  */
 export function setCondition(
   conditions: readonly Condition[] | undefined,
@@ -26,7 +45,7 @@ export function setCondition(
     type: next.type,
     status: next.status,
     reason: next.reason,
-    message: next.message,
+    message: clipMessage(next.message),
     observedGeneration: next.observedGeneration,
     lastTransitionTime,
   };

@@ -9,7 +9,7 @@ import { getObject, isConflict, patchMetadata, type MetadataChange } from "../ku
 import type { SharedInformer } from "../kube/informer.ts";
 import { errorSummary } from "../kube/rest.ts";
 import type { EventRecorder } from "../kube/events.ts";
-import { statusEqual } from "./conditions.ts";
+import { clipMessage, statusEqual } from "./conditions.ts";
 import { writeStatus, type ConditionsToSet } from "./status.ts";
 import { createWrittenObjects, type WrittenObjects } from "./written.ts";
 import { kindGauge, type Metrics } from "./metrics.ts";
@@ -160,9 +160,15 @@ const statusReasons: Record<number, string> = {
 /**
  * Map any thrown value to a condition reason, a message and a requeue intent. Messages are
  * built from stable parts only (no request ids, no response headers), so a failure that repeats
- * leaves status unchanged and writes nothing.
+ * leaves status unchanged and writes nothing, and clipped to a condition's limit (a service's
+ * error message can be as long as the response limit, 16 MiB).
  */
 export function classifyError(err: unknown): ErrorClass {
+  const c = classify(err);
+  return { ...c, message: clipMessage(c.message) };
+}
+
+function classify(err: unknown): ErrorClass {
   const turn = throttleDelay(err);
   if (turn !== undefined) return { reason: "RateLimited", message: "held back by keyward's rate limit for these credentials", retryable: true, retryAfterMs: turn };
   if (err instanceof ReconcileError) {
@@ -555,10 +561,39 @@ export function mayHaveLanded(err: unknown): boolean {
 }
 
 
-function specErrorMessage(err: unknown): string {
-  const issues = (err as { issues?: Array<{ path: PropertyKey[]; message: string }> }).issues;
+/** The longest InvalidSpec message: a few issues, readable in `kubectl get -o wide` and an Event. */
+export const MAX_SPEC_MESSAGE = 4096;
+/** Issues named in an InvalidSpec message; the rest are counted. */
+const MAX_SPEC_ISSUES = 8;
+/** The longest one issue's text (zod names every unknown key of a strict object in one issue). */
+const MAX_ISSUE_TEXT = 512;
+
+/**
+ * The InvalidSpec message of a spec that failed its schema: the first issues as
+ * "spec.path: message", then how many more, bounded (a spec the CRD did not check can carry
+ * thousands of issues, or one issue naming hundreds of unknown keys).
+ */
+export function specErrorMessage(err: unknown): string {
+  const issues = (err as { issues?: unknown } | null | undefined)?.issues;
   if (Array.isArray(issues)) {
-    return issues.map((i) => `spec.${i.path.map(String).join(".")}: ${i.message}`).join("; ");
+    const shown = issues.slice(0, MAX_SPEC_ISSUES).map((i) => clipMessage(describeIssue(i), MAX_ISSUE_TEXT));
+    const more = issues.length - shown.length;
+    return clipMessage(`${shown.join("; ")}${more > 0 ? `; and ${more} more` : ""}`, MAX_SPEC_MESSAGE);
   }
-  return err instanceof Error ? err.message : String(err);
+  return clipMessage(err instanceof Error ? err.message : safeString(err), MAX_SPEC_MESSAGE);
+}
+
+function describeIssue(issue: unknown): string {
+  const { path, message } = (issue ?? {}) as { path?: unknown; message?: unknown };
+  const where = Array.isArray(path) ? path.map((p) => safeString(p)).join(".") : "";
+  return `spec.${where}: ${typeof message === "string" ? message : "invalid"}`;
+}
+
+/** String(value), which throws for an object without a prototype or a throwing toString. */
+function safeString(value: unknown): string {
+  try {
+    return String(value);
+  } catch {
+    return Object.prototype.toString.call(value);
+  }
 }

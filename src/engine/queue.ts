@@ -10,7 +10,7 @@
 //   robin over the namespaces that have ready keys; FIFO within one), so a change in namespace B
 //   waits for at most one key of each other namespace, never behind A's backlog of thousands.
 import type { ObjectKey } from "./types.ts";
-import { backoffDelay, retryAfterFloor, type BackoffPolicy } from "../lib/backoff.ts";
+import { backoffDelay, retryAfterFloor, timerDelay, type BackoffPolicy } from "../lib/backoff.ts";
 
 export interface QueueObserver {
   depth(n: number): void;
@@ -152,7 +152,9 @@ interface Waiting {
 function createDelays(add: (key: string) => void, now: () => number) {
   const waiting = new Map<string, Waiting>();
   return {
-    schedule(key: string, delayMs: number): void {
+    schedule(key: string, delay: number): void {
+      // A timer longer than MAX_TIMER_MS fires at once: clamp, so a long Retry-After or requeue waits.
+      const delayMs = timerDelay(delay);
       const readyAt = now() + delayMs;
       const existing = waiting.get(key);
       if (existing && existing.readyAt <= readyAt) return;

@@ -79,3 +79,15 @@ export function interruptibleSleep(ms: number, signal: AbortSignal): Promise<voi
     );
   });
 }
+
+/**
+ * The longest a Node timer waits: setTimeout with a longer delay (or a non-finite one) fires
+ * after 1 ms instead, so every delay that becomes a timer is clamped to this (about 24.8 days).
+ */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** `delayMs` as a timer can wait it: finite, in [0, MAX_TIMER_MS] (NaN counts as 0). */
+export function timerDelay(delayMs: number): number {
+  if (!(delayMs > 0)) return 0;
+  return Math.min(delayMs, MAX_TIMER_MS);
+}

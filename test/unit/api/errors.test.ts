@@ -18,6 +18,18 @@ describe("error helpers", () => {
     expect(redact("short ab", ["ab"])).toBe("short ab");
   });
 
+  // Found by client-decoding.property.test.ts: a 400 whose message is an object echoing the
+  // Authorization header is rendered with JSON.stringify, which escapes the token's `"` and `\`.
+  it("redact also replaces a secret as JSON escapes it (quotes, backslashes, control characters)", () => {
+    const token = 'tok-"quoted"\\slash\u0001';
+    const rendered = serviceMessage([{ path: ["x"], message: "bad" }, { code: `Bearer ${token}` }]);
+    expect(rendered).toContain(JSON.stringify(token).slice(1, -1));
+    const out = redact(`${rendered} raw ${token}`, [token]);
+    expect(out).not.toContain(token);
+    expect(out).not.toContain(JSON.stringify(token).slice(1, -1));
+    expect(out).toBe(`x: bad; {"code":"Bearer ${REDACTED}"} raw ${REDACTED}`);
+  });
+
   it("renders 422 zod issue lists readably", () => {
     const issues = [
       { code: "too_big", path: ["name"], message: "Too big: expected string to have <=64 characters" },

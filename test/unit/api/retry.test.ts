@@ -48,6 +48,14 @@ describe("parseRetryAfter", () => {
     expect(parseRetryAfter("Thu, 01 Jan 2026 00:00:05 GMT", now)).toBe(5000);
     expect(parseRetryAfter("Wed, 31 Dec 2025 23:59:00 GMT", now)).toBe(0);
   });
+  // Found by client-decoding.property.test.ts: "9"×400 seconds read as Infinity and a far date or
+  // 30 days as more than a timer can wait (Node fires those after 1 ms); both are clamped.
+  it("clamps a huge delay or a far date to the longest a timer waits (2^31-1 ms)", () => {
+    expect(parseRetryAfter("9".repeat(400), now)).toBe(2 ** 31 - 1);
+    expect(parseRetryAfter("2592000", now)).toBe(2 ** 31 - 1);
+    expect(parseRetryAfter("Fri, 01 Jan 2300 00:00:00 GMT", now)).toBe(2 ** 31 - 1);
+    expect(parseRetryAfter("86400", now)).toBe(86_400_000);
+  });
   it("ignores absent and unreadable values", () => {
     for (const v of [undefined, "", "soon", "-1", "1.5", "Thu, 99 Foo 2026"]) expect(parseRetryAfter(v, now)).toBeUndefined();
   });

@@ -1,5 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { conditionsEqual, getCondition, setCondition, statusEqual } from "../../../src/engine/conditions.ts";
+import { ApiError } from "../../../src/api/errors.ts";
+import { clipMessage, conditionsEqual, getCondition, MAX_CONDITION_MESSAGE, setCondition, statusEqual } from "../../../src/engine/conditions.ts";
+import { classifyError, MAX_SPEC_MESSAGE, specErrorMessage } from "../../../src/engine/managed.ts";
+import { specSchema as projectSpecSchema } from "../../../src/resources/project.ts";
 import type { Condition } from "../../../src/engine/types.ts";
 
 const t0 = "2025-01-01T00:00:00.000Z";
@@ -45,6 +48,72 @@ describe("setCondition", () => {
   it("accepts a Date for now", () => {
     const list = setCondition([], ready("True"), new Date(t1));
     expect(list[0]?.lastTransitionTime).toBe(t1);
+  });
+});
+
+// Found by client-decoding.property.test.ts: a service error message (up to the 16 MiB response
+// limit) became the Synced message whole, and the apiserver refuses a status whose condition
+// message is past the CRDs' maxLength of 32768, so the failure was never recorded.
+describe("condition messages are bounded", () => {
+  it("clipMessage keeps short messages and cuts long ones to the limit, ending in …", () => {
+    expect(clipMessage("short")).toBe("short");
+    expect(clipMessage("x".repeat(MAX_CONDITION_MESSAGE))).toHaveLength(MAX_CONDITION_MESSAGE);
+    const cut = clipMessage("x".repeat(MAX_CONDITION_MESSAGE + 1));
+    expect(cut).toHaveLength(MAX_CONDITION_MESSAGE);
+    expect(cut.endsWith("…")).toBe(true);
+  });
+
+  it("never splits a surrogate pair", () => {
+    const cut = clipMessage("😀".repeat(10), 6);
+    expect(cut).toBe("😀😀…");
+    expect(cut.isWellFormed()).toBe(true);
+  });
+
+  it("setCondition stores a clipped message, so re-asserting the same long message writes nothing new", () => {
+    const long = "m".repeat(100_000);
+    const list = setCondition([], ready("False", "ServiceError", long), t0);
+    expect(list[0]?.message.length).toBe(MAX_CONDITION_MESSAGE);
+    expect(conditionsEqual(list, setCondition(list, ready("False", "ServiceError", long), t1))).toBe(true);
+  });
+
+  it("classifyError clips a service's long error message", () => {
+    const err = new ApiError({ operation: "getProject", status: 400, error: "BadRequest", message: "y".repeat(1_000_000) });
+    const c = classifyError(err);
+    expect(c.message.length).toBeLessThanOrEqual(MAX_CONDITION_MESSAGE);
+    expect(c.message.startsWith("getProject: 400 BadRequest: yyy")).toBe(true);
+  });
+});
+
+// Found by spec-schemas.property.test.ts: one issue of a strict object names every unknown key
+// (50 long keys gave an InvalidSpec message of 10,914 characters), and a list of 1000 bad items
+// gives 1000 issues; the message named them all.
+describe("specErrorMessage", () => {
+  it("names the first issues as spec.path: message", () => {
+    const r = projectSpecSchema.safeParse({ pitVersionLimit: 0, slug: 5 });
+    expect(r.success).toBe(false);
+    expect(specErrorMessage(r.error)).toMatch(/^spec\.slug: .+; spec\.pitVersionLimit: .+$/);
+  });
+
+  it("stays within MAX_SPEC_MESSAGE however many issues, counting the ones it leaves out", () => {
+    const r = projectSpecSchema.safeParse({ secretDetectionIgnoreValues: Array.from({ length: 1000 }, (_, i) => i) });
+    expect(r.error?.issues).toHaveLength(1000);
+    const message = specErrorMessage(r.error);
+    expect(message.length).toBeLessThanOrEqual(MAX_SPEC_MESSAGE);
+    expect(message).toContain("spec.secretDetectionIgnoreValues.0: ");
+    expect(message).toMatch(/; and 992 more$/);
+  });
+
+  it("clips one issue that names hundreds of unknown keys", () => {
+    const spec = Object.fromEntries(Array.from({ length: 400 }, (_, i) => [`unknownField${i}${"x".repeat(200)}`, 1]));
+    const message = specErrorMessage(projectSpecSchema.safeParse(spec).error);
+    expect(message.length).toBeLessThanOrEqual(MAX_SPEC_MESSAGE);
+    expect(message.startsWith("spec.: Unrecognized keys")).toBe(true);
+  });
+
+  it("never throws on odd thrown values", () => {
+    expect(specErrorMessage(Object.create(null))).toBe("[object Object]");
+    expect(specErrorMessage({ issues: [null, { path: [Symbol("s")], message: 1 }] })).toBe("spec.: invalid; spec.Symbol(s): invalid");
+    expect(specErrorMessage(new Error("e".repeat(10_000))).length).toBe(MAX_SPEC_MESSAGE);
   });
 });
 

@@ -89,6 +89,19 @@ describe("work queue delays", () => {
     expect(q.len()).toBe(1);
   });
 
+  // Found by client-decoding.property.test.ts: a Retry-After of 30 days (or a requeue that long)
+  // became a timer past 2^31-1 ms, which Node fires after 1 ms: a hot loop where the service
+  // asked for quiet. Delays are clamped to the longest a timer waits.
+  it("addAfter past the longest timer (2^31-1 ms) waits that long instead of firing at once", () => {
+    const q = createWorkQueue({ now: () => Date.now() });
+    q.addAfter("ns/a", 30 * 24 * 3_600_000);
+    q.addAfter("ns/b", Number.POSITIVE_INFINITY);
+    vi.advanceTimersByTime(60_000);
+    expect(q.len()).toBe(0);
+    vi.advanceTimersByTime(2 ** 31 - 1);
+    expect(q.len()).toBe(2);
+  });
+
   it("of two pending delays for one key the earlier wins, and the key is added once", () => {
     const q = createWorkQueue({ now: () => Date.now() });
     q.addAfter("ns/a", 1000);
