@@ -3,7 +3,7 @@
 // token. Every other kind resolves its ProviderConfig here into a client of src/api.
 import { createHash } from "node:crypto";
 import { z } from "zod";
-import { createApiClient, type ApiClient, type ClientOptions, type RequestInfo } from "../api/index.ts";
+import { createApiClient, isThrottled, type ApiClient, type ClientOptions, type RequestInfo } from "../api/index.ts";
 import type { Logger } from "../log.ts";
 import { getObject, patchMetadata, readCached } from "../kube/objects.ts";
 import { resourcePath, secretKind, type KindRef, type Kube } from "../kube/client.ts";
@@ -239,6 +239,9 @@ export function createConnector(deps: { log: Logger; onRequest?: ClientOptions["
     const minted = await clientFor(`${configId}#bootstrap`, spec, bootstrap)
       .createIdentityToken(auth.identityId, { name: `keyward ${configId}`.slice(0, 128) })
       .catch((err: unknown) => {
+        // Turned away by the client-side rate limit: nothing was sent, so nothing was refused;
+        // the pass comes back at its turn, and minting does not back off for it.
+        if (isThrottled(err)) throw err;
         const error = bootstrapError(err, auth, secretNamespace);
         setbacks.record(configId, key, error);
         throw error;

@@ -1,6 +1,7 @@
 // ClusterProviderConfig's pure parts (which namespaces it allows) and the connector's tokenAuth
 // schedule, against the emulator over loopback HTTP with a clock the test moves.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { isThrottled } from "../../../src/api/index.ts";
 import { createLogger } from "../../../src/log.ts";
 import { namespaceAllowed, selectorMatches, specSchema as clusterSpec } from "../../../src/resources/clusterproviderconfig.ts";
 import { CREDENTIALS_LABEL } from "../../../src/resources/credentials.ts";
@@ -65,7 +66,8 @@ describe("the connector's tokenAuth", () => {
 
   beforeAll(async () => {
     emulator = await startEmulator({ tokens: [BOOTSTRAP, "kw-unit-other-bootstrap"], seed: loadDefaultSeed() });
-    spec = { baseUrl: emulator.url, tokenAuth: { identityId: IDENTITY, bootstrapSecretRef: { name: "bootstrap" } } };
+    // A limit far above these tests' calls: the buckets are shared by credential across tests, and the limit is not what they test.
+    spec = { baseUrl: emulator.url, tokenAuth: { identityId: IDENTITY, bootstrapSecretRef: { name: "bootstrap" } }, rateLimit: { requestsPerSecond: 10_000, burst: 10_000 } };
   });
   afterAll(() => emulator.close());
 
@@ -171,6 +173,23 @@ describe("the connector's tokenAuth", () => {
     const ok = await connector.connect(id, spec, read, "ns");
     await ok.listProjects({});
     expect(mints() - before).toBe(4);
+  });
+
+  it("a mint the client-side rate limit turns away is not a failure: no backoff, the pass comes back at its turn", async () => {
+    // The connector's clock stands still: a setback recorded for the throttled mint would hold
+    // the next mint back for its whole backoff step, however long the test waits.
+    const connector = createConnector({ log: createLogger({ level: "silent" }), now: () => clock });
+    // Burst 1 at 20 per second: the first config's mint takes the only token for 50 ms.
+    const tight = { ...spec, rateLimit: { requestsPerSecond: 20, burst: 1 } };
+    const before = mints();
+    await connector.connect("ProviderConfig/ns/tight-a", tight, read, "ns");
+    expect(mints() - before).toBe(1);
+    const turnedAway = await connector.connect("ProviderConfig/ns/tight-b", tight, read, "ns").catch((e: unknown) => e);
+    expect(isThrottled(turnedAway)).toBe(true);
+    expect((turnedAway as { retryAfterMs?: number }).retryAfterMs ?? 0).toBeGreaterThan(0);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    await connector.connect("ProviderConfig/ns/tight-b", tight, read, "ns");
+    expect(mints() - before).toBe(2);
   });
 
   it("a refused bootstrap token is tried once per backoff step, whatever the number of connects; a new one at once", async () => {
