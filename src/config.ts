@@ -75,6 +75,20 @@ export const configSchema = z
   kubeRequestTimeout: duration.pipe(z.number().min(100).max(600_000)).default(30_000),
   // An exec credential plugin of the kubeconfig is killed after this.
   execPluginTimeout: duration.pipe(z.number().min(100).max(600_000)).default(30_000),
+  // `keyward uninstall` only (the chart's pre-delete hook): keyward's Deployment, scaled to 0 and
+  // waited for before the finalizers are released, as namespace/name.
+  stopDeployment: z
+    .string()
+    .optional()
+    .transform((text, ctx) => {
+      if (text === undefined) return undefined;
+      const match = /^([a-z0-9](?:[-a-z0-9]*[a-z0-9])?)\/([a-z0-9](?:[-.a-z0-9]*[a-z0-9])?)$/.exec(text);
+      if (!match?.[1] || !match[2]) {
+        ctx.addIssue({ code: "custom", message: `"${text}" is not namespace/name of a Deployment` });
+        return z.NEVER;
+      }
+      return { namespace: match[1], name: match[2] };
+    }),
   allowedBaseUrls: z
     .string()
     .default("")
@@ -124,6 +138,7 @@ const settings = {
   maxResponseBytes: "MAX_RESPONSE_BYTES",
   kubeRequestTimeout: "KUBE_REQUEST_TIMEOUT",
   execPluginTimeout: "EXEC_PLUGIN_TIMEOUT",
+  stopDeployment: "STOP_DEPLOYMENT",
 } as const satisfies Record<keyof Config, string>;
 
 const flagName = (key: string): string => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);

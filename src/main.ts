@@ -8,7 +8,7 @@ import { runLeaderElection } from "./kube/lease.ts";
 import { createOperator, type Operator } from "./operator.ts";
 import { startEndpoints, type Health } from "./endpoints.ts";
 import { createMetricsAuthorizer } from "./kube/metrics-auth.ts";
-import { releaseFinalizers } from "./uninstall.ts";
+import { releaseFinalizers, stopDeployment } from "./uninstall.ts";
 import { readFileSync, existsSync } from "node:fs";
 import { hostname } from "node:os";
 import { randomUUID } from "node:crypto";
@@ -104,11 +104,14 @@ async function run(config: Config, log: Logger): Promise<void> {
 
 /**
  * `keyward uninstall [flags]`: releases keyward's finalizers in the namespaces the flags name
- * (src/uninstall.ts), for a pre-delete hook once keyward itself has stopped.
+ * (src/uninstall.ts); with --stop-deployment (the chart's pre-delete hook) it first scales
+ * keyward's Deployment to 0 and waits for its pods to go.
  */
 async function uninstall(config: Config, log: Logger): Promise<void> {
   const kc = loadKubeConfig(config.kubeconfig ? { kubeconfigPath: config.kubeconfig } : {});
-  const released = await releaseFinalizers({ kube: createKube(kc), namespaces: config.namespaces, clusterProviderConfigs: config.clusterProviderConfigs, log });
+  const kube = createKube(kc);
+  if (config.stopDeployment) await stopDeployment(kube, config.stopDeployment, log);
+  const released = await releaseFinalizers({ kube, namespaces: config.namespaces, clusterProviderConfigs: config.clusterProviderConfigs, log });
   log.info({ released: released.length }, "released keyward's finalizers");
 }
 

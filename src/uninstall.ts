@@ -6,9 +6,10 @@
 //   which is what uninstalling the operator means (the objects at the service stay as they are).
 // Nothing is deleted, in Kubernetes or at the service.
 import type { Logger } from "./log.ts";
-import { resourcePath, secretKind, type KindRef, type Kube } from "./kube/client.ts";
+import { deploymentKind, podKind, resourcePath, secretKind, type KindRef, type Kube } from "./kube/client.ts";
 import { patchMetadata } from "./kube/objects.ts";
-import { kubeJson } from "./kube/rest.ts";
+import { isNotFound } from "./kube/objects.ts";
+import { kubeJson, MERGE_PATCH } from "./kube/rest.ts";
 import type { KubeObject } from "./kube/types.ts";
 import { FINALIZER } from "./engine/managed.ts";
 import { IN_USE_FINALIZER, ref as providerConfigRef } from "./resources/providerconfig.ts";
@@ -79,4 +80,38 @@ export async function releaseFinalizers(opts: ReleaseOptions): Promise<string[]>
     for (const obj of await list(kube, clusterProviderConfigRef, undefined)) await release(clusterProviderConfigRef, obj);
   }
   return released;
+}
+
+/** Where a running keyward is stopped before its finalizers are released: its Deployment. */
+export interface DeploymentRef {
+  namespace: string;
+  name: string;
+}
+
+/**
+ * Scales keyward's Deployment to 0 and waits until none of its pods is left (a terminating pod
+ * still reconciles until its shutdown ends), so that no keyward puts a finalizer back after the
+ * release. A Deployment already gone is fine. Throws when pods remain after `timeoutMs`.
+ */
+export async function stopDeployment(kube: Kube, ref: DeploymentRef, log: Logger, timeoutMs = 120_000): Promise<void> {
+  let selector: string;
+  try {
+    const deployment = await kubeJson<{ spec?: { selector?: { matchLabels?: Record<string, string> } } }>(kube.access, { path: resourcePath(deploymentKind, ref.namespace, ref.name) });
+    selector = Object.entries(deployment.spec?.selector?.matchLabels ?? {})
+      .map(([k, v]) => `${k}=${v}`)
+      .join(",");
+    await kubeJson(kube.access, { method: "PATCH", path: resourcePath(deploymentKind, ref.namespace, ref.name, "scale"), body: { spec: { replicas: 0 } }, contentType: MERGE_PATCH });
+  } catch (err) {
+    if (isNotFound(err)) return;
+    throw err;
+  }
+  if (!selector) throw new Error(`deployment ${ref.namespace}/${ref.name} has no matchLabels selector; not waiting on an unbounded set of pods`);
+  log.info({ deployment: `${ref.namespace}/${ref.name}` }, "scaled keyward to 0; waiting for its pods to stop");
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const pods = await kubeJson<{ items?: unknown[] }>(kube.access, { path: resourcePath(podKind, ref.namespace), query: { labelSelector: selector } });
+    if ((pods.items ?? []).length === 0) return;
+    if (Date.now() >= deadline) throw new Error(`${String(pods.items?.length)} pod(s) of deployment ${ref.namespace}/${ref.name} still running after ${timeoutMs / 1000}s`);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+  }
 }

@@ -17,6 +17,9 @@ export interface KindRef {
 export const secretKind: KindRef = { group: "", version: "v1", plural: "secrets", kind: "Secret" };
 
 /** Core v1 Namespaces (cluster-scoped): their labels decide which may use a ClusterProviderConfig. */
+/** keyward's own Deployment and its pods: `keyward uninstall --stop-deployment` scales it to 0 and waits for them. */
+export const deploymentKind: KindRef = { group: "apps", version: "v1", plural: "deployments", kind: "Deployment" };
+export const podKind: KindRef = { group: "", version: "v1", plural: "pods", kind: "Pod" };
 export const namespaceKind: KindRef = { group: "", version: "v1", plural: "namespaces", kind: "Namespace", clusterScoped: true };
 
 export interface Kube {

@@ -214,7 +214,7 @@ describe("keyward installed by its chart", () => {
     }
   }, 900_000);
 
-  test("helm uninstall leaves the CRDs and the resources, as the chart documents", async () => {
+  test("helm uninstall leaves the CRDs and the resources, as the chart documents, and releases keyward's finalizers", async () => {
     const objectsBefore = await keywardObjects(samplesNs);
     const requestsBefore = (await emulatorRequests(emulator)).length;
     await helm(["uninstall", release, "-n", systemNs, "--wait"]);
@@ -223,6 +223,12 @@ describe("keyward installed by its chart", () => {
     expect(crds.items).toHaveLength(6);
     const objectsAfter = await keywardObjects(samplesNs);
     expect(objectsAfter.map((o) => o.metadata.uid).sort()).toEqual(objectsBefore.map((o) => o.metadata.uid).sort());
+    // The pre-delete hook stopped keyward and released its finalizers: nothing deleted later
+    // (an object, the namespace) waits for a keyward that is gone.
+    expect(objectsBefore.some((o) => (o.metadata.finalizers ?? []).some((f) => f.startsWith("keyward.dev/")))).toBe(true);
+    expect(objectsAfter.flatMap((o) => (o.metadata.finalizers ?? []).filter((f) => f.startsWith("keyward.dev/")).map((f) => `${o.kind}/${o.metadata.name}: ${f}`))).toEqual([]);
+    const secrets = await kubectlJson<List>(["-n", samplesNs, "get", "secrets"]);
+    expect(secrets.items.filter((o) => (o.metadata.finalizers ?? []).includes("keyward.dev/in-use")).map((o) => o.metadata.name)).toEqual([]);
     // Nothing was deleted at the service either: no DELETE request since the uninstall began.
     const deletes = (await emulatorRequests(emulator)).slice(requestsBefore).filter((r) => r.method === "DELETE");
     expect(deletes).toEqual([]);

@@ -3,10 +3,10 @@
 // Project), stops, and the release lets all of them go, so deleting everything finishes without
 // keyward, and nothing reaches the service.
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { CoreV1Api, CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
+import { AppsV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
 import { createKube } from "../../src/kube/client.ts";
 import { createLogger } from "../../src/log.ts";
-import { KEYWARD_FINALIZERS, releaseFinalizers } from "../../src/uninstall.ts";
+import { KEYWARD_FINALIZERS, releaseFinalizers, stopDeployment } from "../../src/uninstall.ts";
 import { waitFor, type TestNamespace } from "../controlplane/testenv.ts";
 import type { Emulator } from "../emulator/server.ts";
 import { createCustom, getCustom, isReady, projectObject, startTestEnv, waitForObject, type KeywardTestEnv } from "./support/keyward.ts";
@@ -57,4 +57,33 @@ it("releases every keyward finalizer, after which the objects delete without key
   await expect(core.readNamespacedSecret({ name: "default-token", namespace: ns.name })).rejects.toMatchObject({ code: 404 });
   // Uninstalling is not deleting: the project stays at the service.
   expect(emulator.requests().filter((r) => r.method === "DELETE").length).toBe(deletesBefore);
+});
+
+it("scales keyward's Deployment to 0 and waits for its pods before releasing (the chart's pre-delete hook)", async () => {
+  const apps = kc.makeApiClient(AppsV1Api);
+  const core = kc.makeApiClient(CoreV1Api);
+  const labels = { "app.kubernetes.io/name": "keyward", "app.kubernetes.io/instance": "uninstall-test" };
+  await apps.createNamespacedDeployment({
+    namespace: ns.name,
+    body: {
+      metadata: { name: "keyward" },
+      spec: { replicas: 2, selector: { matchLabels: labels }, template: { metadata: { labels }, spec: { containers: [{ name: "keyward", image: "keyward:test" }] } } },
+    },
+  });
+  // The test plane runs no deployment controller and no kubelet: a pod of the Deployment's
+  // labels stands for a keyward still shutting down, and the test deletes it as the ReplicaSet
+  // controller would.
+  await core.createNamespacedPod({ namespace: ns.name, body: { metadata: { name: "keyward-0", labels }, spec: { containers: [{ name: "keyward", image: "keyward:test" }] } } });
+  let stopped = false;
+  const stopping = stopDeployment(createKube(kc), { namespace: ns.name, name: "keyward" }, createLogger({ level: "fatal" }), 60_000).then(() => {
+    stopped = true;
+  });
+  await waitFor(async () => ((await apps.readNamespacedDeployment({ namespace: ns.name, name: "keyward" })).spec?.replicas === 0 ? true : undefined), { timeoutMs: 30_000, description: "scaled to 0" });
+  expect(stopped).toBe(false);
+  await core.deleteNamespacedPod({ namespace: ns.name, name: "keyward-0", gracePeriodSeconds: 0 });
+  await stopping;
+  expect(stopped).toBe(true);
+  // A Deployment already gone is not an error.
+  await apps.deleteNamespacedDeployment({ namespace: ns.name, name: "keyward" });
+  await expect(stopDeployment(createKube(kc), { namespace: ns.name, name: "keyward" }, createLogger({ level: "fatal" }), 5_000)).resolves.toBeUndefined();
 });

@@ -16,6 +16,7 @@ import {
   metricsAuthGrants,
   parseYamlDocuments,
   secretWriterGrants,
+  uninstallGrants,
   renderChart,
   repoRoot,
   templateArgs,
@@ -90,9 +91,12 @@ describe("default values", () => {
       "ClusterRoleBinding//kw-keyward-metrics-auth",
       "ClusterRoleBinding//kw-keyward-secret-writer",
       "Deployment/keyward-system/kw-keyward",
+      "Job/keyward-system/kw-keyward-uninstall",
       "NetworkPolicy/keyward-system/kw-keyward",
       "Role/keyward-system/kw-keyward-leader-election",
+      "Role/keyward-system/kw-keyward-uninstall",
       "RoleBinding/keyward-system/kw-keyward-leader-election",
+      "RoleBinding/keyward-system/kw-keyward-uninstall",
       "Service/keyward-system/kw-keyward-metrics",
       "ServiceAccount/keyward-system/kw-keyward",
     ]);
@@ -154,17 +158,20 @@ describe("a namespaced install (watchNamespaces: [a, b])", () => {
     expect(namespaced.filter((d) => d.metadata.namespace === undefined).map((d) => `${d.kind}/${d.metadata.name}`)).toEqual([]);
     expect(kinds(namespaced)).toEqual([
       "Deployment/keyward-system/kw-keyward",
+      "Job/keyward-system/kw-keyward-uninstall",
       "NetworkPolicy/keyward-system/kw-keyward",
       "Role/a/kw-keyward",
       "Role/a/kw-keyward-secret-writer",
       "Role/b/kw-keyward",
       "Role/b/kw-keyward-secret-writer",
       "Role/keyward-system/kw-keyward-leader-election",
+      "Role/keyward-system/kw-keyward-uninstall",
       "RoleBinding/a/kw-keyward",
       "RoleBinding/a/kw-keyward-secret-writer",
       "RoleBinding/b/kw-keyward",
       "RoleBinding/b/kw-keyward-secret-writer",
       "RoleBinding/keyward-system/kw-keyward-leader-election",
+      "RoleBinding/keyward-system/kw-keyward-uninstall",
       "Service/keyward-system/kw-keyward-metrics",
       "ServiceAccount/keyward-system/kw-keyward",
     ]);
@@ -200,15 +207,18 @@ describe("every option on (values-all.yaml)", () => {
       "ClusterRoleBinding//keyward-operator-metrics-reader",
       "ConfigMap/keyward-system/keyward-operator-dashboard",
       "Deployment/keyward-system/keyward-operator",
+      "Job/keyward-system/keyward-operator-uninstall",
       "NetworkPolicy/keyward-system/keyward-operator",
       "PodDisruptionBudget/keyward-system/keyward-operator",
       "PrometheusRule/keyward-system/keyward-operator",
       "ProviderConfig/keyward-system/default",
       "Role/keyward-system/keyward-operator-leader-election",
+      "Role/keyward-system/keyward-operator-uninstall",
       "Role/team-a/keyward-operator",
       "Role/team-a/keyward-operator-secret-writer",
       "Role/team-b/keyward-operator",
       "RoleBinding/keyward-system/keyward-operator-leader-election",
+      "RoleBinding/keyward-system/keyward-operator-uninstall",
       "RoleBinding/team-a/keyward-operator",
       "RoleBinding/team-a/keyward-operator-secret-writer",
       "RoleBinding/team-b/keyward-operator",
@@ -662,5 +672,41 @@ describe("the chart's CRDs", () => {
     for (const name of names) {
       expect(readFileSync(join(chartCrds, name), "utf8"), name).toBe(readFileSync(join(rootCrds, name), "utf8"));
     }
+  });
+});
+
+describe("the uninstall hook (uninstall.releaseFinalizers, on by default)", () => {
+  type JobSpec = { metadata: { annotations: Record<string, string> }; spec: { template: { metadata: { labels: Record<string, string> }; spec: PodSpec & { restartPolicy: string } } } };
+  const job = (docs: Doc[]): JobSpec => findDoc(docs, "Job", "kw-keyward-uninstall") as unknown as JobSpec;
+
+  it("is a pre-delete Job that stops keyward's Deployment and releases its finalizers in the release's namespaces", () => {
+    const j = job(namespaced);
+    expect(j.metadata.annotations["helm.sh/hook"]).toBe("pre-delete");
+    const pod = j.spec.template.spec;
+    expect(pod.serviceAccountName).toBe("kw-keyward");
+    expect(pod.restartPolicy).toBe("Never");
+    const c = pod.containers[0];
+    expect((c as { args?: string[] } | undefined)?.args).toEqual(["uninstall"]);
+    const env = Object.fromEntries((c?.env ?? []).map((e) => [e.name, e.value]));
+    expect(env).toMatchObject({ STOP_DEPLOYMENT: "keyward-system/kw-keyward", WATCH_NAMESPACES: "a,b" });
+    expect(c?.securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false });
+  });
+
+  it("runs in a pod keyward's selector does not match, so it never waits for itself", () => {
+    const deployment = findDoc(defaults, "Deployment") as unknown as { spec: { selector: { matchLabels: Record<string, string> } } };
+    const labels = job(defaults).spec.template.metadata.labels;
+    const matches = Object.entries(deployment.spec.selector.matchLabels).every(([k, v]) => labels[k] === v);
+    expect(matches).toBe(false);
+  });
+
+  it("may scale and read keyward's Deployment only, and list pods, in the release namespace", () => {
+    expect(rulesOf(findDoc(defaults, "Role", "kw-keyward-uninstall", "keyward-system"))).toEqual(uninstallGrants("kw-keyward"));
+    const binding = findDoc(defaults, "RoleBinding", "kw-keyward-uninstall") as unknown as { subjects: object[] };
+    expect(binding.subjects).toEqual([{ kind: "ServiceAccount", name: "kw-keyward", namespace: "keyward-system" }]);
+  });
+
+  it("renders nothing with uninstall.releaseFinalizers false", async () => {
+    const docs = parseYamlDocuments(await renderChart({ setJson: { uninstall: { releaseFinalizers: false } } }));
+    expect(kinds(docs).filter((k) => k.includes("uninstall"))).toEqual([]);
   });
 });

@@ -162,6 +162,15 @@ export const expectedWorkloadGrants: string[] = flattenRules([
 /** Where AccessTokens write their Secrets (accessTokens.namespaces, else every watched namespace). */
 export const secretWriterGrants: string[] = flattenRules([{ apiGroups: [""], resources: ["secrets"], verbs: ["create", "delete"] }]);
 
+/** The pre-delete hook's Role in the release namespace: scale keyward's Deployment to 0 and wait for its pods. */
+export function uninstallGrants(deployment: string): string[] {
+  return flattenRules([
+    { apiGroups: ["apps"], resources: ["deployments"], resourceNames: [deployment], verbs: ["get"] },
+    { apiGroups: ["apps"], resources: ["deployments/scale"], resourceNames: [deployment], verbs: ["patch"] },
+    { apiGroups: [""], resources: ["pods"], verbs: ["list"] },
+  ]);
+}
+
 /** The cluster-scoped kinds keyward serves (clusterProviderConfig.enabled, cluster-wide installs). */
 export const keywardClusterPlurals = ["clusterproviderconfigs"];
 

@@ -4,7 +4,7 @@
 import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { clusterProviderConfigGrants, credentialsGrants, expectedWorkloadGrants, keywardClusterPlurals, keywardPlurals, leaseGrants, metricsAuthGrants, repoRoot, secretWriterGrants } from "./helm.ts";
+import { clusterProviderConfigGrants, credentialsGrants, expectedWorkloadGrants, keywardClusterPlurals, keywardPlurals, leaseGrants, metricsAuthGrants, repoRoot, secretWriterGrants, uninstallGrants } from "./helm.ts";
 
 const srcDir = join(repoRoot, "src");
 
@@ -38,9 +38,10 @@ function neededGrants(): Map<string, string> {
   for (const { where, text } of files) {
     // Every request goes by path: { method: "PUT", path: resourcePath(secretKind, namespace, name) };
     // a GET of a collection (namespace only) is a list.
-    for (const m of text.matchAll(/\{\s*(?:method:\s*"(\w+)",\s*)?path:\s*resourcePath\((\w+)((?:,\s*[\w.]+)*)\)/g)) {
-      const resource = refs.get(m[2] ?? "");
-      if (!resource) continue;
+    for (const m of text.matchAll(/\{\s*(?:method:\s*"(\w+)",\s*)?path:\s*resourcePath\((\w+)((?:,\s*[\w.]+)*)(?:,\s*"(\w+)")?\)/g)) {
+      const kind = refs.get(m[2] ?? "");
+      if (!kind) continue;
+      const resource = m[4] ? `${kind}/${m[4]}` : kind;
       const method = m[1] ?? "GET";
       const collection = (m[3] ?? "").split(",").filter((a) => a.trim() !== "").length < 2;
       const verb = method === "GET" && collection ? "list" : (httpVerbs[method] ?? "?");
@@ -120,7 +121,7 @@ function reasonFor(grant: string): string | undefined {
 
 describe("the chart's roles against src/", () => {
   const needed = neededGrants();
-  const granted = new Set([...expectedWorkloadGrants, ...clusterProviderConfigGrants, ...credentialsGrants, ...metricsAuthGrants, ...secretWriterGrants, ...leaseGrants("x").map((g) => g.replace(/#x(?=:)/, ""))]);
+  const granted = new Set([...expectedWorkloadGrants, ...clusterProviderConfigGrants, ...credentialsGrants, ...metricsAuthGrants, ...secretWriterGrants, ...leaseGrants("x").map((g) => g.replace(/#x(?=:)/, "")), ...uninstallGrants("x").map((g) => g.replace(/#x(?=:)/, ""))]);
 
   it("grant every call keyward makes", () => {
     expect(needed.size).toBeGreaterThan(10);
