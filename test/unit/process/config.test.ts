@@ -60,6 +60,12 @@ describe("configuration", () => {
     expect(() => loadConfig([], { RETRY_PERIOD: "10s" })).toThrow(/--retry-period \/ RETRY_PERIOD: retry period 10s must be below the renew deadline 10s/);
   });
 
+  it("reads the Deployment `keyward uninstall` stops first, as namespace/name", () => {
+    expect(loadConfig([], {}).stopDeployment).toBeUndefined();
+    expect(loadConfig([], { STOP_DEPLOYMENT: "keyward-system/kw-keyward" }).stopDeployment).toEqual({ namespace: "keyward-system", name: "kw-keyward" });
+    expect(() => loadConfig(["--stop-deployment", "kw-keyward"], {})).toThrow(/--stop-deployment \/ STOP_DEPLOYMENT: "kw-keyward" is not namespace\/name/);
+  });
+
   it("rejects unknown flags", () => {
     expect(() => loadConfig(["--no-such-flag", "1"], {})).toThrow(/no-such-flag/);
   });
