@@ -19,6 +19,7 @@ import type { SecondaryWatch } from "../engine/controller.ts";
 import { writeStatus } from "../engine/status.ts";
 import { classifyError, ReconcileError, throttleDelay } from "../engine/managed.ts";
 import { done, requeueAfter, throttled, type KubeObject, type ObjectKey, type ReconcileFn } from "../engine/types.ts";
+import { CREDENTIALS_SELECTOR } from "./credentials.ts";
 import { commonStatus, kindRef, providerConfigKind, providerConfigName } from "./common.ts";
 import { connectionFields, providerConfigColumns, tokenAuthSchema, tokenStatus, tokenStatusFields, type ClusterConnect, type Connector, type ProviderResolver } from "./providerconfig.ts";
 
@@ -152,10 +153,12 @@ export function createClusterProviderConfigs(deps: {
   credentialsNamespace: string;
   recheckMs: number;
 }): ClusterProviderConfigs {
-  // One list+watch of the credentials namespace's Secrets, so connecting reads no Secret from the apiserver.
-  const secrets: Informer = watchKind(deps.kube, secretKind, { namespaces: [deps.credentialsNamespace], logger: deps.log, onEvent: () => undefined });
+  // One list+watch of the credentials namespace's marked Secrets, so connecting reads no Secret
+  // from the apiserver; nothing else of that namespace (Helm release Secrets, say) is cached. A
+  // Secret not in the cache is read once, to say why it cannot be used (not marked, missing).
+  const secrets: Informer = watchKind(deps.kube, secretKind, { namespaces: [deps.credentialsNamespace], labelSelector: CREDENTIALS_SELECTOR, logger: deps.log, onEvent: () => undefined });
   const readSecret = async (namespace: string, name: string): Promise<KubeObject | undefined> =>
-    secrets.hasSynced() ? secrets.get({ namespace, name }) : getObject(deps.kube, secretKind, { namespace, name });
+    (secrets.hasSynced() ? secrets.get({ namespace, name }) : undefined) ?? getObject(deps.kube, secretKind, { namespace, name });
 
   async function readConfig(name: string): Promise<{ obj: KubeObject; spec: ClusterProviderConfigSpec }> {
     const obj = await readCached(deps.kube, ref, { namespace: "", name });

@@ -466,9 +466,21 @@ async function release(deps: ReconcileDeps, pc: ProviderConfigObject): Promise<O
     return requeueAfter(IN_USE_RECHECK_MS);
   }
   const secret = pc.status?.heldSecret ?? tokenSecretName(pc.spec);
-  if (secret) await releaseSecret(deps, key.namespace, secret);
+  if (secret && !(await secretStillUsed(deps, pc, secret))) await releaseSecret(deps, key.namespace, secret);
   await patchMetadata(deps.kube, ref, key, { finalizers: { remove: IN_USE_FINALIZER } });
   return done();
+}
+
+/**
+ * Another ProviderConfig of the namespace, not being deleted, names the same Secret: it keeps
+ * its finalizer, or a namespace deletion in between could take the Secret before that
+ * ProviderConfig's users have finished. A fresh list, as for the users.
+ */
+async function secretStillUsed(deps: ReconcileDeps, pc: ProviderConfigObject, secret: string): Promise<boolean> {
+  const list = await kubeJson<{ items?: ProviderConfigObject[] }>(deps.kube.access, { path: resourcePath(ref, pc.metadata.namespace) });
+  return (list.items ?? []).some(
+    (other) => other.metadata.name !== pc.metadata.name && other.metadata.deletionTimestamp === undefined && (other.status?.heldSecret ?? tokenSecretName(other.spec)) === secret,
+  );
 }
 
 async function writeReady(deps: ReconcileDeps, pc: ProviderConfigObject, ready: { status: "True" | "False"; reason: string; message: string }, extra: Record<string, unknown> = {}): Promise<void> {

@@ -2,11 +2,11 @@
 // them at once. The ProviderConfig and its Secret stay until those resources are finalized, so
 // a Project with deletionPolicy Delete is deleted at the service and the namespace goes away.
 import { afterAll, beforeAll, expect, inject, it } from "vitest";
-import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
+import { CoreV1Api, Watch, type KubeConfig } from "@kubernetes/client-node";
 import { startEmulator, type Emulator } from "../emulator/server.ts";
 import { isNotFound } from "../../src/kube/objects.ts";
 import { createTestNamespace, testKubeConfig, waitFor } from "../controlplane/testenv.ts";
-import { condition, projectObject as project, createCustom, deleteCustom, getCustom, installProvider, isReady, startKeyward, type RunningKeyward } from "./support/keyward.ts";
+import { condition, credentialsLabels, projectObject as project, createCustom, deleteCustom, getCustom, installProvider, isReady, startKeyward, type RunningKeyward } from "./support/keyward.ts";
 
 const TOKEN = "kw-nsdelete-token-d7";
 let kc: KubeConfig;
@@ -100,4 +100,45 @@ it("deletes a Delete-policy Project at the service when its whole namespace is d
   const core = kc.makeApiClient(CoreV1Api);
   await waitFor(() => goneWhen404(core.readNamespace({ name: doomed.name })), { timeoutMs: 90_000, description: "namespace gone" });
   expect(await projectExists(id)).toBe(false);
+});
+
+it("keeps a Secret held while another ProviderConfig still names it", async () => {
+  const core = kc.makeApiClient(CoreV1Api);
+  await core.createNamespacedSecret({ namespace: kept.name, body: { metadata: { name: "shared-token", labels: credentialsLabels }, stringData: { token: TOKEN } } });
+  for (const name of ["one", "two"]) {
+    await createCustom(kc, kept.name, "providerconfigs", {
+      apiVersion: "keyward.dev/v1alpha1",
+      kind: "ProviderConfig",
+      metadata: { name },
+      spec: { baseUrl: emulator.url, credentialsSecretRef: { name: "shared-token" } },
+    });
+  }
+  for (const name of ["one", "two"]) {
+    await waitFor(async () => ((await getCustom(kc, kept.name, "providerconfigs", name))?.status as { heldSecret?: string } | undefined)?.heldSecret === "shared-token" || undefined, {
+      timeoutMs: 30_000,
+      description: `${name} holds the Secret`,
+    });
+  }
+  const heldBy = async (): Promise<string[]> => (await core.readNamespacedSecret({ name: "shared-token", namespace: kept.name })).metadata?.finalizers ?? [];
+  expect(await heldBy()).toContain("keyward.dev/in-use");
+  // Every version of the Secret while "one" goes: "two" would put a removed finalizer back on its
+  // next pass, so only the watch shows a release in between.
+  const versions: string[][] = [];
+  const watch = await new Watch(kc).watch(
+    `/api/v1/namespaces/${kept.name}/secrets`,
+    { fieldSelector: "metadata.name=shared-token" },
+    (_type: string, obj: { metadata?: { finalizers?: string[] } }) => versions.push(obj.metadata?.finalizers ?? []),
+    () => undefined,
+  );
+  try {
+    await deleteCustom(kc, kept.name, "providerconfigs", "one");
+    await waitFor(async () => ((await getCustom(kc, kept.name, "providerconfigs", "one")) ? undefined : true), { timeoutMs: 30_000, description: "one released" });
+  } finally {
+    watch.abort();
+  }
+  expect(versions.length).toBeGreaterThan(0);
+  expect(versions.filter((f) => !f.includes("keyward.dev/in-use"))).toEqual([]);
+  expect(await heldBy()).toContain("keyward.dev/in-use");
+  await deleteCustom(kc, kept.name, "providerconfigs", "two");
+  await waitFor(async () => ((await heldBy()).includes("keyward.dev/in-use") ? undefined : true), { timeoutMs: 30_000, description: "the Secret released with the last ProviderConfig" });
 });
