@@ -2,7 +2,8 @@
 import { z } from "zod";
 import { isNotFound } from "../api/index.ts";
 import { GROUP, VERSION, type KubeObject, type ObjectKey } from "../engine/types.ts";
-import type { KindRef } from "../kube/client.ts";
+import { resourcePath, type KindRef, type Kube } from "../kube/client.ts";
+import { kubeJson } from "../kube/rest.ts";
 import { ageColumn, conditionColumn } from "../kube/crd.ts";
 
 export const providerConfigRef = z
@@ -100,4 +101,23 @@ export function referrersWatch(kind: KindRef, refName: (spec: unknown) => string
         .filter((o) => o.metadata.namespace === target.metadata.namespace && refName(o.spec) === target.metadata.name)
         .map((o) => ({ namespace: o.metadata.namespace, name: o.metadata.name })),
   };
+}
+
+/**
+ * The objects of `kinds` in `namespace` that `refers` picks, as "Kind/name", from a fresh list,
+ * not the cache: a referrer the cache has not seen yet would lose its cleanup if the object it
+ * waits for were let go.
+ */
+export async function freshReferrers(kube: Kube, kinds: readonly KindRef[], namespace: string, refers: (obj: KubeObject) => boolean): Promise<string[]> {
+  const found: string[] = [];
+  for (const kind of kinds) {
+    const list = await kubeJson<{ items?: KubeObject[] }>(kube.access, { path: resourcePath(kind, namespace) });
+    for (const obj of list.items ?? []) if (refers(obj)) found.push(`${kind.kind}/${obj.metadata.name}`);
+  }
+  return found;
+}
+
+/** Names for a condition message: the first five, then how many more. */
+export function someNames(names: readonly string[]): string {
+  return names.slice(0, 5).join(", ") + (names.length > 5 ? `, and ${names.length - 5} more` : "");
 }

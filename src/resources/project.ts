@@ -5,10 +5,9 @@ import { z } from "zod";
 import { isNotFound, type ApiClient, type Project, type UpdateProjectBody } from "../api/index.ts";
 import type { CrdSource } from "../kube/crd.ts";
 import { FINALIZER, ReconcileError, type DeleteResult, type ManagedContext, type ManagedModule, type Observation } from "../engine/managed.ts";
-import type { KubeObject, ObjectMeta } from "../engine/types.ts";
-import { resourcePath, type KindRef } from "../kube/client.ts";
-import { kubeJson } from "../kube/rest.ts";
-import { ageColumn, commonStatus, isObserveOnly, kindRef, managementPolicy, notFoundAsUndefined, providerConfigRef, readyColumns, referrersWatch, sameStrings } from "./common.ts";
+import type { ObjectMeta } from "../engine/types.ts";
+import type { KindRef } from "../kube/client.ts";
+import { ageColumn, commonStatus, freshReferrers, isObserveOnly, kindRef, managementPolicy, notFoundAsUndefined, providerConfigRef, readyColumns, referrersWatch, sameStrings, someNames } from "./common.ts";
 import { createSharedListing, DEFAULT_LISTING_TTL_MS, isSteady, listingScope, type SharedListing } from "./listing.ts";
 import { connectVia, type ProviderResolver } from "./providerconfig.ts";
 
@@ -218,24 +217,18 @@ const DEPENDENTS_RECHECK_MS = 3_000;
  * A fresh list, not the cache: a dependent missed here would lose its cleanup.
  */
 async function holdingDependents(c: Ctx, kinds: readonly KindRef[], projectId: string): Promise<string[]> {
-  const found: string[] = [];
-  for (const kind of kinds) {
-    const list = await kubeJson<{ items?: KubeObject[] }>(c.kube.access, { path: resourcePath(kind, c.key.namespace) });
-    for (const o of list.items ?? []) {
-      const spec = o.spec as { projectRef?: { name?: string }; projectId?: string } | undefined;
-      const uses = spec?.projectRef?.name === c.key.name || spec?.projectId === projectId;
-      if (uses && (o.metadata.finalizers ?? []).includes(FINALIZER)) found.push(`${kind.kind}/${o.metadata.name}`);
-    }
-  }
-  return found;
+  return freshReferrers(c.kube, kinds, c.key.namespace, (o) => {
+    const spec = o.spec as { projectRef?: { name?: string }; projectId?: string } | undefined;
+    const uses = spec?.projectRef?.name === c.key.name || spec?.projectId === projectId;
+    return uses && (o.metadata.finalizers ?? []).includes(FINALIZER);
+  });
 }
 
 function waitingFor(dependents: string[]): DeleteResult {
-  const shown = dependents.slice(0, 5).join(", ") + (dependents.length > 5 ? `, and ${dependents.length - 5} more` : "");
   return {
     done: false,
     reason: "InUse",
-    message: `the project is deleted at the service after the resources that use it have finished their own deletion (deleting the project first would discard their cleanup): ${shown}`,
+    message: `the project is deleted at the service after the resources that use it have finished their own deletion (deleting the project first would discard their cleanup): ${someNames(dependents)}`,
     requeueAfterMs: DEPENDENTS_RECHECK_MS,
   };
 }

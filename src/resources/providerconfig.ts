@@ -6,14 +6,13 @@ import { z } from "zod";
 import { createApiClient, isThrottled, type ApiClient, type ClientOptions, type RequestInfo } from "../api/index.ts";
 import type { Logger } from "../log.ts";
 import { getObject, patchMetadata, readCached } from "../kube/objects.ts";
-import { resourcePath, secretKind, type KindRef, type Kube } from "../kube/client.ts";
-import { kubeJson } from "../kube/rest.ts";
+import { secretKind, type KindRef, type Kube } from "../kube/client.ts";
 import type { EventRecorder } from "../kube/events.ts";
 import { writeStatus } from "../engine/status.ts";
 import { classifyError, ReconcileError, throttleDelay } from "../engine/managed.ts";
 import { done, requeueAfter, throttled, type KubeObject, type Outcome, type ReconcileFn } from "../engine/types.ts";
 import { exactlyOneOf, type CrdSource, type PrinterColumn } from "../kube/crd.ts";
-import { ageColumn, commonStatus, kindRef, providerConfigKind, providerConfigName, referrersWatch, type ProviderConfigRef } from "./common.ts";
+import { ageColumn, commonStatus, freshReferrers, kindRef, providerConfigKind, providerConfigName, referrersWatch, someNames, type ProviderConfigRef } from "./common.ts";
 import { renewalPlan, rfc3339 } from "./accesstoken.ts";
 import { backoffDelay, type BackoffPolicy } from "../lib/backoff.ts";
 import { checkAllowedBaseUrl, CREDENTIALS_SELECTOR, isMarkedCredentials, tokenFrom } from "./credentials.ts";
@@ -384,17 +383,9 @@ interface ReconcileDeps {
   users: KindRef[];
 }
 
-async function usersOf(deps: ReconcileDeps, pc: ProviderConfigObject): Promise<string[]> {
+function usersOf(deps: ReconcileDeps, pc: ProviderConfigObject): Promise<string[]> {
   const { namespace, name } = pc.metadata;
-  const found: string[] = [];
-  for (const kind of deps.users) {
-    // A fresh list, not the cache: letting go too early would strand a user's finalizer.
-    const list = await kubeJson<{ items?: KubeObject[] }>(deps.kube.access, { path: resourcePath(kind, namespace) });
-    for (const o of list.items ?? []) {
-      if (providerConfigKind(o.spec) === "ProviderConfig" && providerConfigName(o.spec) === name) found.push(`${kind.kind}/${o.metadata.name}`);
-    }
-  }
-  return found;
+  return freshReferrers(deps.kube, deps.users, namespace, (o) => providerConfigKind(o.spec) === "ProviderConfig" && providerConfigName(o.spec) === name);
 }
 
 /** The Secret a ProviderConfig spec names: its static token, or its tokenAuth bootstrap token. */
@@ -461,8 +452,7 @@ async function release(deps: ReconcileDeps, pc: ProviderConfigObject): Promise<O
   if (!(pc.metadata.finalizers ?? []).includes(IN_USE_FINALIZER)) return done();
   const users = await usersOf(deps, pc);
   if (users.length > 0) {
-    const shown = users.slice(0, 5).join(", ") + (users.length > 5 ? `, and ${users.length - 5} more` : "");
-    await writeReady(deps, pc, { status: "False", reason: "InUse", message: `kept until no resource uses it: ${shown}` });
+    await writeReady(deps, pc, { status: "False", reason: "InUse", message: `kept until no resource uses it: ${someNames(users)}` });
     return requeueAfter(IN_USE_RECHECK_MS);
   }
   const secret = pc.status?.heldSecret ?? tokenSecretName(pc.spec);
@@ -477,10 +467,11 @@ async function release(deps: ReconcileDeps, pc: ProviderConfigObject): Promise<O
  * ProviderConfig's users have finished. A fresh list, as for the users.
  */
 async function secretStillUsed(deps: ReconcileDeps, pc: ProviderConfigObject, secret: string): Promise<boolean> {
-  const list = await kubeJson<{ items?: ProviderConfigObject[] }>(deps.kube.access, { path: resourcePath(ref, pc.metadata.namespace) });
-  return (list.items ?? []).some(
-    (other) => other.metadata.name !== pc.metadata.name && other.metadata.deletionTimestamp === undefined && (other.status?.heldSecret ?? tokenSecretName(other.spec)) === secret,
-  );
+  const others = await freshReferrers(deps.kube, [ref], pc.metadata.namespace, (other) => {
+    const o = other as ProviderConfigObject;
+    return o.metadata.name !== pc.metadata.name && o.metadata.deletionTimestamp === undefined && (o.status?.heldSecret ?? tokenSecretName(o.spec)) === secret;
+  });
+  return others.length > 0;
 }
 
 async function writeReady(deps: ReconcileDeps, pc: ProviderConfigObject, ready: { status: "True" | "False"; reason: string; message: string }, extra: Record<string, unknown> = {}): Promise<void> {
