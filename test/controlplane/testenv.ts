@@ -3,6 +3,7 @@ import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { ApiException, ApiextensionsV1Api, CoordinationV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, V1Namespace, V1ObjectMeta } from "@kubernetes/client-node";
 import { inject } from "vitest";
+import { isNotFound } from "../../src/kube/objects.ts";
 
 /** Set on every namespace createTestNamespace makes, to find leftovers. */
 export const testNamespaceLabel = "keyward.dev/test";
@@ -59,6 +60,17 @@ export interface KubectlResult {
 }
 
 /** Runs kubectl against the test cluster; never throws for a non-zero exit. */
+/** true once the read answers 404; any other error fails the test instead of counting as gone. */
+export function goneWhen404(read: Promise<unknown>): Promise<true | undefined> {
+  return read.then(
+    () => undefined,
+    (err: unknown) => {
+      if (isNotFound(err)) return true;
+      throw err;
+    },
+  );
+}
+
 /** kubectl against the test cluster, resolving to its stdout; a non-zero exit rejects with its stderr. */
 export async function kubectlStdout(args: string[]): Promise<string> {
   const result = await kubectl(args);

@@ -4,8 +4,7 @@
 import { afterAll, beforeAll, expect, inject, it } from "vitest";
 import { CoreV1Api, Watch, type KubeConfig } from "@kubernetes/client-node";
 import { startEmulator, type Emulator } from "../emulator/server.ts";
-import { isNotFound } from "../../src/kube/objects.ts";
-import { createTestNamespace, testKubeConfig, waitFor } from "../controlplane/testenv.ts";
+import { createTestNamespace, goneWhen404, testKubeConfig, waitFor } from "../controlplane/testenv.ts";
 import { condition, credentialsLabels, projectObject as project, createCustom, deleteCustom, getCustom, installProvider, isReady, startKeyward, type RunningKeyward } from "./support/keyward.ts";
 
 const TOKEN = "kw-nsdelete-token-d7";
@@ -14,17 +13,6 @@ let emulator: Emulator;
 let keyward: RunningKeyward;
 let doomed: { name: string; cleanup(): Promise<void> };
 let kept: { name: string; cleanup(): Promise<void> };
-
-/** true once the read answers 404; any other error fails the test instead of counting as gone. */
-function goneWhen404(read: Promise<unknown>): Promise<true | undefined> {
-  return read.then(
-    () => undefined,
-    (err: unknown) => {
-      if (isNotFound(err)) return true;
-      throw err;
-    },
-  );
-}
 
 async function projectExists(id: string): Promise<boolean> {
   const res = await fetch(`${emulator.url}/api/v1/projects/${id}`, { headers: { authorization: `Bearer ${TOKEN}` } });

@@ -6,8 +6,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { startEmulator, type Emulator, type RecordedRequest } from "../emulator/server.ts";
 import { loadDefaultSeed } from "../emulator/default-seed.ts";
-import { isNotFound } from "../../src/kube/objects.ts";
-import { createTestNamespace, kubectl, testKubeConfig, waitFor, type TestNamespace } from "../controlplane/testenv.ts";
+import { createTestNamespace, goneWhen404, kubectl, testKubeConfig, waitFor, type TestNamespace } from "../controlplane/testenv.ts";
 import { condition, createCustom, dataPlatformSync, deleteCustom, getCustom, installProvider, isReady, projectObject, startKeyward, waitForObject, type RunningKeyward } from "./support/keyward.ts";
 import type { KubeObject } from "../../src/engine/types.ts";
 
@@ -117,17 +116,7 @@ describe("a Project deleted with the resources that use it", () => {
     const ids = await projectWithDependents(doomed.name, "payments-team");
     await doomed.cleanup();
     const core = kc.makeApiClient(CoreV1Api);
-    await waitFor(
-      () =>
-        core.readNamespace({ name: doomed.name }).then(
-          () => undefined,
-          (err: unknown) => {
-            if (isNotFound(err)) return true;
-            throw err;
-          },
-        ),
-      { timeoutMs: 120_000, description: "namespace gone" },
-    );
+    await waitFor(() => goneWhen404(core.readNamespace({ name: doomed.name })), { timeoutMs: 120_000, description: "namespace gone" });
     const removed = seqOf("removeSecretSyncSecrets", ids.syncId);
     const deleted = seqOf("deleteProject", ids.projectId);
     expect(removed).toHaveLength(1);
