@@ -49,7 +49,7 @@ build_node_binaries() {
   timed "go build crictl" go_build "$GO_DIR/crictl" "$out/crictl" "-s -w" sigs.k8s.io/cri-tools/cmd/crictl
   timed "go build coredns" go_build "$GO_DIR/coredns" "$out/coredns" "-s -w" github.com/coredns/coredns
   # pause: Kubernetes' own pause.c, static.
-  src=$(cd "$GO_DIR/kube" && GOWORK=off go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+  src=$(module_source "$GO_DIR/kube" "k8s.io/kubernetes@$K8S_VERSION")
   [[ -f $src/build/pause/linux/pause.c ]] || die "no pause.c in $src"
   gcc -Os -static -o "$out/pause" "$src/build/pause/linux/pause.c" -DVERSION="$K8S_VERSION"
 }
@@ -66,7 +66,7 @@ build_argocd() {
   # One binary for every component: the role comes from argv[0].
   for n in argocd-application-controller argocd-repo-server; do ln -s argocd "$out/$n"; done
   # The repo-server runs git-verify-wrapper.sh on every manifest generation, even with GPG off.
-  src=$(cd "$GO_DIR/argocd" && GOTOOLCHAIN=$ARGOCD_GOTOOLCHAIN GOWORK=off go list -m -f '{{.Dir}}' github.com/argoproj/argo-cd/v3)
+  src=$(GOTOOLCHAIN=$ARGOCD_GOTOOLCHAIN module_source "$GO_DIR/argocd" github.com/argoproj/argo-cd/v3)
   install -m 0755 "$src/hack/git-verify-wrapper.sh" "$out/git-verify-wrapper.sh"
   mkdir -p "$out/manifests"
   cp "$src/manifests/crds/application-crd.yaml" "$src/manifests/crds/appproject-crd.yaml" \

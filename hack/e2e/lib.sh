@@ -50,6 +50,16 @@ go_build() {
     go build -trimpath -ldflags "$ldflags" -o "$out" "$@")
 }
 
+# module_source MODULE_DIR MODULE: the directory of MODULE's source at the version MODULE_DIR's
+# go.mod requires, downloading it when needed. `go list -m -f {{.Dir}}` prints an empty line with
+# exit 0 when the module is not in the module cache (a fresh GOMODCACHE beside cached binaries).
+module_source() {
+  local dir=$1 mod=$2 src
+  src=$(cd "$dir" && GOWORK=off go mod download -json "$mod" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+  [[ -n $src && -d $src ]] || die "go mod download $mod (in $dir) gave no source directory"
+  echo "$src"
+}
+
 # with_lock NAME cmd...: one builder at a time per cache entry (flock on $E2E_CACHE/NAME.lock).
 with_lock() {
   local name=$1

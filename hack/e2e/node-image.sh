@@ -14,8 +14,7 @@ source "$(dirname "$0")/lib.sh"
 
 if [[ -n ${KEYWARD_E2E_NODE_IMAGE:-} ]]; then echo "$KEYWARD_E2E_NODE_IMAGE"; exit 0; fi
 
-kind_src() { (cd "$E2E_DIR/go/kind" && GOWORK=off go list -m -f '{{.Dir}}' sigs.k8s.io/kind); }
-KIND_SRC=$(kind_src)
+KIND_SRC=$(module_source "$E2E_DIR/go/kind" sigs.k8s.io/kind)
 PUBLIC_IMAGE=$(sed -n 's/^const Image = "\(.*\)"$/\1/p' "$KIND_SRC/pkg/apis/config/defaults/image.go")
 [[ -n $PUBLIC_IMAGE ]] || die "no default node image in $KIND_SRC/pkg/apis/config/defaults/image.go"
 
