@@ -26,7 +26,13 @@ export default async function bench(): Promise<void> {
       }),
     );
     const seconds = (performance.now() - started) / 1000;
-    rows.push({ concurrency, requests: total, "median": fmtMs(median(latencies)), p99: fmtMs(percentile(latencies, 99)), "req/s": Math.round(total / seconds) });
+    rows.push({
+      concurrency,
+      requests: total,
+      median: fmtMs(median(latencies)),
+      p99: fmtMs(percentile(latencies, 99)),
+      "req/s": Math.round(total / seconds),
+    });
   }
   console.log(table(rows));
   await closeConnections();

@@ -39,7 +39,10 @@ const VERSION = "v1alpha1";
 const projects = { group: GROUP, version: VERSION, plural: "projects" };
 
 const env = process.env;
-const SIZES = (env["ENGINE_BENCH_SIZES"] ?? "100,1000,10000").split(",").map(Number).filter((n) => n > 0);
+const SIZES = (env["ENGINE_BENCH_SIZES"] ?? "100,1000,10000")
+  .split(",")
+  .map(Number)
+  .filter((n) => n > 0);
 const repeatsFor = (n: number): number => Number(env["ENGINE_BENCH_REPEATS"] ?? (n >= 10_000 ? 1 : 3));
 const ENTRY: Entry = env["ENGINE_BENCH_ENTRY"] === "dist" ? "dist" : "src";
 // An hour while creating, so no resync competes with the creates (keyward's default, 10 min,
@@ -158,7 +161,10 @@ export default async function bench(): Promise<void> {
 
 async function setUpNamespace(ctx: Ctx, namespace: string): Promise<void> {
   await ctx.core.createNamespace({ body: { metadata: { name: namespace } } });
-  await ctx.core.createNamespacedSecret({ namespace, body: { metadata: { name: "default-token", labels: { "keyward.dev/credentials": "true" } }, stringData: { token: TOKEN } } });
+  await ctx.core.createNamespacedSecret({
+    namespace,
+    body: { metadata: { name: "default-token", labels: { "keyward.dev/credentials": "true" } }, stringData: { token: TOKEN } },
+  });
   await ctx.custom.createNamespacedCustomObject({
     group: GROUP,
     version: VERSION,
@@ -168,7 +174,12 @@ async function setUpNamespace(ctx: Ctx, namespace: string): Promise<void> {
       apiVersion: `${GROUP}/${VERSION}`,
       kind: "ProviderConfig",
       metadata: { name: "default" },
-      spec: { baseUrl: ctx.emulator.url, credentialsSecretRef: { name: "default-token" }, rateLimit: SERVICE_RATE_LIMIT, timeoutSeconds: 10 },
+      spec: {
+        baseUrl: ctx.emulator.url,
+        credentialsSecretRef: { name: "default-token" },
+        rateLimit: SERVICE_RATE_LIMIT,
+        timeoutSeconds: 10,
+      },
     },
   });
 }
@@ -176,7 +187,13 @@ async function setUpNamespace(ctx: Ctx, namespace: string): Promise<void> {
 async function providerConfigReady(ctx: Ctx, namespace: string): Promise<void> {
   const deadline = Date.now() + 60_000;
   for (;;) {
-    const pc = (await ctx.custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: "providerconfigs", name: "default" })) as {
+    const pc = (await ctx.custom.getNamespacedCustomObject({
+      group: GROUP,
+      version: VERSION,
+      namespace,
+      plural: "providerconfigs",
+      name: "default",
+    })) as {
       metadata: { generation?: number };
       status?: { conditions?: Array<{ type: string; status: string; observedGeneration?: number }> };
     };
@@ -189,7 +206,13 @@ async function providerConfigReady(ctx: Ctx, namespace: string): Promise<void> {
 
 /** keyward on a namespace with a ProviderConfig and no Projects, everything started and quiet. */
 async function startIdle(ctx: Ctx, namespace: string, entry: Entry, logPath: string): Promise<{ keyward: KeywardProcess; rss: number }> {
-  const keyward = await startKeyward({ entry, kubeconfigPath: ctx.cluster.kubeconfigPath, namespace, resyncInterval: CREATE_RESYNC, logPath });
+  const keyward = await startKeyward({
+    entry,
+    kubeconfigPath: ctx.cluster.kubeconfigPath,
+    namespace,
+    resyncInterval: CREATE_RESYNC,
+    logPath,
+  });
   try {
     await keyward.waitReady(60_000);
     await providerConfigReady(ctx, namespace);
@@ -265,7 +288,13 @@ async function runOnce(ctx: Ctx, n: number, rep: number): Promise<RunResult> {
     progress(`N=${n} run ${rep}: restarting keyward (resync ${STEADY_RESYNC})`);
     await keyward.stop();
     const beforeRestart = await snapshot(ctx, undefined);
-    keyward = await startKeyward({ entry: ENTRY, kubeconfigPath: ctx.cluster.kubeconfigPath, namespace, resyncInterval: STEADY_RESYNC, logPath });
+    keyward = await startKeyward({
+      entry: ENTRY,
+      kubeconfigPath: ctx.cluster.kubeconfigPath,
+      namespace,
+      resyncInterval: STEADY_RESYNC,
+      logPath,
+    });
     const restarted = keyward;
     const [restartReadyMs, restartMs] = await Promise.all([
       restarted.waitReady(60_000).then(() => Date.now() - restarted.spawnedAt),
@@ -450,46 +479,218 @@ function report(cluster: BenchCluster, idle: Array<{ entry: Entry; rss: number }
   console.log("\n### Summary (median over the runs, min–max in brackets)");
   console.log(
     table([
-      row("time until all Ready", (runs) => spread(each(runs, (r) => r.allReadyMs), sec)),
-      row("  the bench's N creates accepted by the apiserver in", (runs) => spread(each(runs, (r) => r.createsSentMs), sec)),
-      row("  objects Ready per second", (runs) => med(each(runs, (r) => r.n / (r.allReadyMs / 1000)), (v) => v.toFixed(0))),
-      row("  create sent → seen Ready, p50 / p99", (runs) => `${med(runs.map((r) => median(r.latencies)), sec)} / ${med(runs.map((r) => percentile(r.latencies, 99)), sec)}`),
-      row("  floor: N creates straight to the service", (runs) => med(runs.flatMap((r) => (r.floorMs === undefined ? [] : [r.floorMs])), sec)),
-      row("apiserver requests / object while creating", (runs) => spread(each(runs, (r) => apiTotal(r.create) / r.n), f2)),
-      row("  of which writes", (runs) => med(each(runs, (r) => apiWrites(r.create) / r.n), f2)),
-      row("  Project writes seen by a watch / object", (runs) => med(each(runs, (r) => r.objectWrites / r.n), f2)),
-      row("reconciles / object while creating", (runs) => spread(each(runs, (r) => r.create.reconciles / r.n), f2)),
-      row("  mean reconcile time / queue wait, creating", (runs) => `${med(each(runs, (r) => 1000 * r.create.reconcileSeconds), (v) => `${v.toFixed(0)} ms`)} / ${med(each(runs, (r) => 1000 * r.create.queueSeconds), sec)}`),
-      row("service reads / object while creating", (runs) => med(each(runs, (r) => sumWhere(r.create.svc, isRead) / r.n), f2)),
-      row("service writes / object while creating", (runs) => med(each(runs, (r) => sumWhere(r.create.svc, (k) => !isRead(k)) / r.n), f2)),
-      row("steady: resyncs seen per object", (runs) => med(each(runs, (r) => r.steady.reconciles / r.n), f2)),
-      row("steady: apiserver requests / object / resync", (runs) => spread(each(runs, (r) => perResync(apiTotal(r.steady), r.steady)), f3)),
-      row("steady: service reads / object / resync", (runs) => spread(each(runs, (r) => perResync(sumWhere(r.steady.svc, isRead), r.steady)), f3)),
-      row("steady: service writes in the window", (runs) => med(each(runs, (r) => sumWhere(r.steady.svc, (k) => !isRead(k))), (v) => v.toFixed(0))),
-      row("keyward peak RSS, creating (VmHWM)", (runs) => spread(each(runs, (r) => r.peakRss), mb) + " MB"),
-      row("keyward peak RSS, restarted + steady (VmHWM)", (runs) => spread(each(runs, (r) => r.steadyPeakRss), mb) + " MB"),
-      row("keyward idle RSS (0 Projects, informers synced)", (runs) => med(each(runs, (r) => r.idleRss), mb) + " MB"),
-      row("keyward CPU while creating", (runs) => med(each(runs, (r) => r.create.cpuS), (v) => `${v.toFixed(1)} s`)),
-      row("  per object", (runs) => med(each(runs, (r) => (1000 * r.create.cpuS) / r.n), (v) => `${v.toFixed(1)} ms`)),
-      row("  keyward CPU at start-up (to idle)", (runs) => med(each(runs, (r) => r.startupCpuS), (v) => `${v.toFixed(1)} s`)),
-      row("kube-apiserver CPU / object while creating", (runs) => med(each(runs, (r) => (1000 * r.create.apiserverCpuS) / r.n), (v) => `${v.toFixed(1)} ms`)),
-      row("keyward CPU / object / resync, steady", (runs) => med(each(runs, (r) => (1000 * perResync(r.steady.cpuS, r.steady))), (v) => `${v.toFixed(2)} ms`)),
-      row("restart → first pass over N done", (runs) => spread(each(runs, (r) => r.restartMs), sec)),
-      row("  restart → /readyz (start-up, informers synced)", (runs) => med(each(runs, (r) => r.restartReadyMs), sec)),
-      row("  restart: service reads / object", (runs) => med(each(runs, (r) => sumWhere(r.restart.svc, isRead) / r.n), f2)),
-      row("  restart: apiserver requests / object", (runs) => med(each(runs, (r) => apiTotal(r.restart) / r.n), f3)),
+      row("time until all Ready", (runs) =>
+        spread(
+          each(runs, (r) => r.allReadyMs),
+          sec,
+        ),
+      ),
+      row("  the bench's N creates accepted by the apiserver in", (runs) =>
+        spread(
+          each(runs, (r) => r.createsSentMs),
+          sec,
+        ),
+      ),
+      row("  objects Ready per second", (runs) =>
+        med(
+          each(runs, (r) => r.n / (r.allReadyMs / 1000)),
+          (v) => v.toFixed(0),
+        ),
+      ),
+      row(
+        "  create sent → seen Ready, p50 / p99",
+        (runs) =>
+          `${med(
+            runs.map((r) => median(r.latencies)),
+            sec,
+          )} / ${med(
+            runs.map((r) => percentile(r.latencies, 99)),
+            sec,
+          )}`,
+      ),
+      row("  floor: N creates straight to the service", (runs) =>
+        med(
+          runs.flatMap((r) => (r.floorMs === undefined ? [] : [r.floorMs])),
+          sec,
+        ),
+      ),
+      row("apiserver requests / object while creating", (runs) =>
+        spread(
+          each(runs, (r) => apiTotal(r.create) / r.n),
+          f2,
+        ),
+      ),
+      row("  of which writes", (runs) =>
+        med(
+          each(runs, (r) => apiWrites(r.create) / r.n),
+          f2,
+        ),
+      ),
+      row("  Project writes seen by a watch / object", (runs) =>
+        med(
+          each(runs, (r) => r.objectWrites / r.n),
+          f2,
+        ),
+      ),
+      row("reconciles / object while creating", (runs) =>
+        spread(
+          each(runs, (r) => r.create.reconciles / r.n),
+          f2,
+        ),
+      ),
+      row(
+        "  mean reconcile time / queue wait, creating",
+        (runs) =>
+          `${med(
+            each(runs, (r) => 1000 * r.create.reconcileSeconds),
+            (v) => `${v.toFixed(0)} ms`,
+          )} / ${med(
+            each(runs, (r) => 1000 * r.create.queueSeconds),
+            sec,
+          )}`,
+      ),
+      row("service reads / object while creating", (runs) =>
+        med(
+          each(runs, (r) => sumWhere(r.create.svc, isRead) / r.n),
+          f2,
+        ),
+      ),
+      row("service writes / object while creating", (runs) =>
+        med(
+          each(runs, (r) => sumWhere(r.create.svc, (k) => !isRead(k)) / r.n),
+          f2,
+        ),
+      ),
+      row("steady: resyncs seen per object", (runs) =>
+        med(
+          each(runs, (r) => r.steady.reconciles / r.n),
+          f2,
+        ),
+      ),
+      row("steady: apiserver requests / object / resync", (runs) =>
+        spread(
+          each(runs, (r) => perResync(apiTotal(r.steady), r.steady)),
+          f3,
+        ),
+      ),
+      row("steady: service reads / object / resync", (runs) =>
+        spread(
+          each(runs, (r) => perResync(sumWhere(r.steady.svc, isRead), r.steady)),
+          f3,
+        ),
+      ),
+      row("steady: service writes in the window", (runs) =>
+        med(
+          each(runs, (r) => sumWhere(r.steady.svc, (k) => !isRead(k))),
+          (v) => v.toFixed(0),
+        ),
+      ),
+      row(
+        "keyward peak RSS, creating (VmHWM)",
+        (runs) =>
+          spread(
+            each(runs, (r) => r.peakRss),
+            mb,
+          ) + " MB",
+      ),
+      row(
+        "keyward peak RSS, restarted + steady (VmHWM)",
+        (runs) =>
+          spread(
+            each(runs, (r) => r.steadyPeakRss),
+            mb,
+          ) + " MB",
+      ),
+      row(
+        "keyward idle RSS (0 Projects, informers synced)",
+        (runs) =>
+          med(
+            each(runs, (r) => r.idleRss),
+            mb,
+          ) + " MB",
+      ),
+      row("keyward CPU while creating", (runs) =>
+        med(
+          each(runs, (r) => r.create.cpuS),
+          (v) => `${v.toFixed(1)} s`,
+        ),
+      ),
+      row("  per object", (runs) =>
+        med(
+          each(runs, (r) => (1000 * r.create.cpuS) / r.n),
+          (v) => `${v.toFixed(1)} ms`,
+        ),
+      ),
+      row("  keyward CPU at start-up (to idle)", (runs) =>
+        med(
+          each(runs, (r) => r.startupCpuS),
+          (v) => `${v.toFixed(1)} s`,
+        ),
+      ),
+      row("kube-apiserver CPU / object while creating", (runs) =>
+        med(
+          each(runs, (r) => (1000 * r.create.apiserverCpuS) / r.n),
+          (v) => `${v.toFixed(1)} ms`,
+        ),
+      ),
+      row("keyward CPU / object / resync, steady", (runs) =>
+        med(
+          each(runs, (r) => 1000 * perResync(r.steady.cpuS, r.steady)),
+          (v) => `${v.toFixed(2)} ms`,
+        ),
+      ),
+      row("restart → first pass over N done", (runs) =>
+        spread(
+          each(runs, (r) => r.restartMs),
+          sec,
+        ),
+      ),
+      row("  restart → /readyz (start-up, informers synced)", (runs) =>
+        med(
+          each(runs, (r) => r.restartReadyMs),
+          sec,
+        ),
+      ),
+      row("  restart: service reads / object", (runs) =>
+        med(
+          each(runs, (r) => sumWhere(r.restart.svc, isRead) / r.n),
+          f2,
+        ),
+      ),
+      row("  restart: apiserver requests / object", (runs) =>
+        med(
+          each(runs, (r) => apiTotal(r.restart) / r.n),
+          f3,
+        ),
+      ),
     ]),
   );
 
   console.log("\n### apiserver requests per object, by verb and resource (median over the runs)");
   console.log("creating: from the first create until keyward is quiet after all Ready, the bench's N creates taken out;");
   console.log("restart: from the old keyward's exit until the new one's first pass is over; steady: per object per resync.");
-  console.log(breakdown(sizes, results, (r) => [r.create.api, r.n], (r) => [r.restart.api, r.n], (r) => [r.steady.api, r.steady.reconciles]));
+  console.log(
+    breakdown(
+      sizes,
+      results,
+      (r) => [r.create.api, r.n],
+      (r) => [r.restart.api, r.n],
+      (r) => [r.steady.api, r.steady.reconciles],
+    ),
+  );
 
   console.log("\n### Service requests per object, by method and operation (emulator log; same windows)");
-  console.log(breakdown(sizes, results, (r) => [r.create.svc, r.n], (r) => [r.restart.svc, r.n], (r) => [r.steady.svc, r.steady.reconciles]));
+  console.log(
+    breakdown(
+      sizes,
+      results,
+      (r) => [r.create.svc, r.n],
+      (r) => [r.restart.svc, r.n],
+      (r) => [r.steady.svc, r.steady.reconciles],
+    ),
+  );
 
-  console.log("\n### Reconcile results (controller_runtime_reconcile_total{controller=\"project\"}, per object, median)");
+  console.log('\n### Reconcile results (controller_runtime_reconcile_total{controller="project"}, per object, median)');
   console.log(
     breakdown(
       sizes,
@@ -525,7 +726,8 @@ function breakdown(
 ): string {
   const names = ["creating", "restart", "steady/resync"];
   const keys = new Set<string>();
-  for (const runs of results.values()) for (const r of runs) for (const phase of phases) for (const key of phase(r)[0].keys()) keys.add(key);
+  for (const runs of results.values())
+    for (const r of runs) for (const phase of phases) for (const key of phase(r)[0].keys()) keys.add(key);
   const rows = [...keys].sort().map((key) => {
     const cells: Array<[string, string]> = [["", key]];
     phases.forEach((phase, i) => {

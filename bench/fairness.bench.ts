@@ -22,7 +22,10 @@ import { fmtMs, median, table } from "./stats.ts";
 const SCENARIOS: Array<{ keys: number; serviceMs: number }> =
   process.env["FAIRNESS_BENCH_KEYS"] !== undefined || process.env["FAIRNESS_BENCH_SERVICE_MS"] !== undefined
     ? [{ keys: Number(process.env["FAIRNESS_BENCH_KEYS"] ?? 10_000), serviceMs: Number(process.env["FAIRNESS_BENCH_SERVICE_MS"] ?? 0) }]
-    : [{ keys: 10_000, serviceMs: 0 }, { keys: 2_000, serviceMs: 20 }];
+    : [
+        { keys: 10_000, serviceMs: 0 },
+        { keys: 2_000, serviceMs: 20 },
+      ];
 const RUNS = Number(process.env["FAIRNESS_BENCH_RUNS"] ?? 3);
 const CONCURRENCY = Number(process.env["FAIRNESS_BENCH_CONCURRENCY"] ?? 4);
 const B_KEY = "team-b/the-change";
@@ -77,7 +80,11 @@ async function run(order: "fifo" | "fair", keys: number, reconcile: () => Promis
 
 /** Every answer of the emulator held `ms` (its latency fault, over its admin API). */
 async function setLatency(url: string, ms: number): Promise<void> {
-  const response = await fetch(`${url}/_emulator/faults`, { method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify(ms > 0 ? { latencyMs: ms } : {}) });
+  const response = await fetch(`${url}/_emulator/faults`, {
+    method: "PUT",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(ms > 0 ? { latencyMs: ms } : {}),
+  });
   if (!response.ok) throw new Error(`emulator faults: HTTP ${response.status}`);
   await response.body?.cancel();
 }

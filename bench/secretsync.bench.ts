@@ -47,19 +47,30 @@ async function inBatches<T>(items: readonly T[], limit: number, fn: (item: T) =>
 }
 
 async function setUp(kc: KubeConfig, kubectl: string, kubeconfigPath: string, emulator: Emulator): Promise<void> {
-  const crds = readdirSync(join(repoRoot, "crds")).filter((f) => f.endsWith(".yaml")).flatMap((f) => ["-f", join(repoRoot, "crds", f)]);
+  const crds = readdirSync(join(repoRoot, "crds"))
+    .filter((f) => f.endsWith(".yaml"))
+    .flatMap((f) => ["-f", join(repoRoot, "crds", f)]);
   await run(kubectl, ["--kubeconfig", kubeconfigPath, "apply", "--server-side", ...crds]);
   await waitForCrdsEstablished(async (args) => (await run(kubectl, ["--kubeconfig", kubeconfigPath, ...args])).stdout, crds);
   const core = kc.makeApiClient(CoreV1Api);
   await core.createNamespace({ body: { metadata: { name: NAMESPACE } } });
-  await core.createNamespacedSecret({ namespace: NAMESPACE, body: { metadata: { name: "token", labels: { "keyward.dev/credentials": "true" } }, stringData: { token: TOKEN } } });
+  await core.createNamespacedSecret({
+    namespace: NAMESPACE,
+    body: { metadata: { name: "token", labels: { "keyward.dev/credentials": "true" } }, stringData: { token: TOKEN } },
+  });
   const custom = kc.makeApiClient(CustomObjectsApi);
-  const create = (plural: string, body: object) => custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NAMESPACE, plural, body });
+  const create = (plural: string, body: object) =>
+    custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NAMESPACE, plural, body });
   await create("providerconfigs", {
     apiVersion: `${GROUP}/${VERSION}`,
     kind: "ProviderConfig",
     metadata: { name: "default" },
-    spec: { baseUrl: emulator.url, credentialsSecretRef: { name: "token" }, timeoutSeconds: 30, rateLimit: { requestsPerSecond: 5000, burst: 5000 } },
+    spec: {
+      baseUrl: emulator.url,
+      credentialsSecretRef: { name: "token" },
+      timeoutSeconds: 30,
+      rateLimit: { requestsPerSecond: 5000, burst: 5000 },
+    },
   });
   const names = Array.from({ length: SYNCS }, (_, i) => `sync-${String(i).padStart(3, "0")}`);
   await inBatches(names, 32, async (name) => {
@@ -82,7 +93,12 @@ async function setUp(kc: KubeConfig, kubectl: string, kubeconfigPath: string, em
 
 async function syncIds(kc: KubeConfig): Promise<Map<string, string>> {
   const custom = kc.makeApiClient(CustomObjectsApi);
-  const list = (await custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NAMESPACE, plural: "secretsyncs" })) as {
+  const list = (await custom.listNamespacedCustomObject({
+    group: GROUP,
+    version: VERSION,
+    namespace: NAMESPACE,
+    plural: "secretsyncs",
+  })) as {
     items: { metadata: { name: string }; status?: { syncId?: string } }[];
   };
   return new Map(list.items.flatMap((o) => (o.status?.syncId ? [[o.metadata.name, o.status.syncId] as const] : [])));
@@ -104,12 +120,25 @@ async function quiesce(emulator: Emulator, quietMs = 2_000): Promise<void> {
 
 function startKeyward(kc: KubeConfig, concurrency: number): Promise<Operator> {
   const quiet = new Writable({ write: (_chunk, _enc, cb) => cb() });
-  const operator = createOperator({ kc, log: createLogger({ level: "warn" }, quiet), namespaces: [NAMESPACE], concurrency, resyncIntervalMs: 600_000 });
+  const operator = createOperator({
+    kc,
+    log: createLogger({ level: "warn" }, quiet),
+    namespaces: [NAMESPACE],
+    concurrency,
+    resyncIntervalMs: 600_000,
+  });
   return operator.start().then(() => operator);
 }
 
 /** Annotates each sync once; returns each one's latency (patch sent → call logged) and the wall time of the whole batch. */
-async function measure(kc: KubeConfig, emulator: Emulator, ids: Map<string, string>, names: readonly string[], value: string, patchConcurrency: number): Promise<{ latencies: number[]; wallMs: number }> {
+async function measure(
+  kc: KubeConfig,
+  emulator: Emulator,
+  ids: Map<string, string>,
+  names: readonly string[],
+  value: string,
+  patchConcurrency: number,
+): Promise<{ latencies: number[]; wallMs: number }> {
   const custom = kc.makeApiClient(CustomObjectsApi);
   const sentAt = new Map<string, number>();
   const from = emulator.requests().length;
@@ -117,7 +146,14 @@ async function measure(kc: KubeConfig, emulator: Emulator, ids: Map<string, stri
   await inBatches(names, patchConcurrency, async (name) => {
     sentAt.set(name, Date.now());
     await custom.patchNamespacedCustomObject(
-      { group: GROUP, version: VERSION, namespace: NAMESPACE, plural: "secretsyncs", name, body: { metadata: { annotations: { [ANNOTATION]: value } } } },
+      {
+        group: GROUP,
+        version: VERSION,
+        namespace: NAMESPACE,
+        plural: "secretsyncs",
+        name,
+        body: { metadata: { annotations: { [ANNOTATION]: value } } },
+      },
       setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
     );
   });
@@ -162,11 +198,25 @@ export default async function bench(): Promise<void> {
         const { latencies } = await measure(kc, emulator, ids, [name], `single-${String(++round)}`, 1);
         single.push(...latencies);
       }
-      rows.push({ syncs: 1, workers: concurrency, samples: single.length, median: fmtMs(median(single)), p99: fmtMs(percentile(single, 99)), "all called after": "-" });
+      rows.push({
+        syncs: 1,
+        workers: concurrency,
+        samples: single.length,
+        median: fmtMs(median(single)),
+        p99: fmtMs(percentile(single, 99)),
+        "all called after": "-",
+      });
       // let the single rounds' jobs settle and their passes end, so no annotation waits for one
       await quiesce(emulator);
       const many = await measure(kc, emulator, ids, names, `batch-${String(++round)}`, 64);
-      rows.push({ syncs: SYNCS, workers: concurrency, samples: many.latencies.length, median: fmtMs(median(many.latencies)), p99: fmtMs(percentile(many.latencies, 99)), "all called after": fmtMs(many.wallMs) });
+      rows.push({
+        syncs: SYNCS,
+        workers: concurrency,
+        samples: many.latencies.length,
+        median: fmtMs(median(many.latencies)),
+        p99: fmtMs(percentile(many.latencies, 99)),
+        "all called after": fmtMs(many.wallMs),
+      });
       await keyward.stop();
       await sleep(500);
     }

@@ -165,7 +165,12 @@ function kubectl(args, kubectlArgs) {
     child.stderr.setEncoding("utf8").on("data", (chunk) => (stderr += chunk));
     child.on("error", (err) => {
       const enoent = /** @type {NodeJS.ErrnoException} */ (err).code === "ENOENT";
-      reject(new CliError(enoent ? `${bin} not found: put kubectl on PATH or set KUBECTL to its path` : `could not run ${bin}: ${err.message}`, EXIT.failed));
+      reject(
+        new CliError(
+          enoent ? `${bin} not found: put kubectl on PATH or set KUBECTL to its path` : `could not run ${bin}: ${err.message}`,
+          EXIT.failed,
+        ),
+      );
     });
     child.on("close", (code) => resolve({ code: code ?? 1, stdout, stderr }));
   });
@@ -173,7 +178,10 @@ function kubectl(args, kubectlArgs) {
 
 /** kubectl's message without its "Error from server (X): " prefix. @param {string} stderr */
 function kubectlMessage(stderr) {
-  const lines = stderr.split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("Warning:"));
+  const lines = stderr
+    .split("\n")
+    .map((l) => l.trim())
+    .filter((l) => l !== "" && !l.startsWith("Warning:"));
   // client-go's log lines (E1124 00:11:15.395242 ...) repeat what kubectl then says in words.
   const plain = lines.filter((l) => !/^[IWEF]\d{4} \d\d:\d\d:\d\d/.test(l));
   return (plain.length > 0 ? plain : lines).join("; ") || "kubectl failed without a message";
@@ -197,7 +205,8 @@ const nsFlags = (args) => (args.namespace !== undefined ? ["--namespace", args.n
 async function getSecretSync(args, name) {
   const r = await kubectl(args, ["get", SYNC_RESOURCE, name, "--output", "json", ...nsFlags(args)]);
   if (r.code === 0) return /** @type {KubeObject} */ (JSON.parse(r.stdout));
-  if (noSuchType(r.stderr)) throw new CliError(`keyward's CRDs are not installed in this cluster: it has no ${SYNC_RESOURCE}`, EXIT.notFound);
+  if (noSuchType(r.stderr))
+    throw new CliError(`keyward's CRDs are not installed in this cluster: it has no ${SYNC_RESOURCE}`, EXIT.notFound);
   if (isNotFound(r.stderr)) {
     const where = args.namespace !== undefined ? `namespace "${args.namespace}"` : "the current context's namespace";
     throw new CliError(`SecretSync "${name}" not found in ${where}`, EXIT.notFound);
@@ -282,17 +291,22 @@ async function waitForJob(args, name, action, actionName, value, before) {
     try {
       obj = await getSecretSync(args, name);
     } catch (err) {
-      if (err instanceof CliError && err.code === EXIT.notFound) throw new CliError(`SecretSync ${ref} was deleted while waiting`, EXIT.notFound);
+      if (err instanceof CliError && err.code === EXIT.notFound)
+        throw new CliError(`SecretSync ${ref} was deleted while waiting`, EXIT.notFound);
       throw err;
     }
     const s = obj.status ?? {};
     const current = obj.metadata.annotations?.[action.annotation];
     if (s[action.handled] !== value) {
       if (current !== value) {
-        throw new CliError(`${action.annotation} of ${ref} was changed to ${JSON.stringify(current ?? null)} by someone else before keyward handled ${value}; not waiting`, EXIT.failed);
+        throw new CliError(
+          `${action.annotation} of ${ref} was changed to ${JSON.stringify(current ?? null)} by someone else before keyward handled ${value}; not waiting`,
+          EXIT.failed,
+        );
       }
       const synced = conditionOf(s.conditions, "Synced");
-      const note = synced && synced.status !== "True" ? `keyward: Synced=${synced.status} ${synced.reason ?? ""}: ${synced.message ?? ""}` : "";
+      const note =
+        synced && synced.status !== "True" ? `keyward: Synced=${synced.status} ${synced.reason ?? ""}: ${synced.message ?? ""}` : "";
       if (note !== "" && note !== lastNote) progress(note);
       lastNote = note;
       state = `keyward has not handled the request yet${note ? ` (${note})` : ""}`;
@@ -316,7 +330,9 @@ async function waitForJob(args, name, action, actionName, value, before) {
             const message = text(s[action.message]) ?? "the service gave no message";
             throw new CliError(`the ${action.job} job${id} of SecretSync ${ref} failed: ${message}`, EXIT.failed);
           }
-          process.stdout.write(`the ${action.job} job${id} of SecretSync ${ref} succeeded${text(s[action.at]) ? ` at ${String(s[action.at])}` : ""}\n`);
+          process.stdout.write(
+            `the ${action.job} job${id} of SecretSync ${ref} succeeded${text(s[action.at]) ? ` at ${String(s[action.at])}` : ""}\n`,
+          );
           return;
         }
         state = `waiting for the ${action.job} job to start`;
@@ -325,7 +341,11 @@ async function waitForJob(args, name, action, actionName, value, before) {
       }
     }
     const left = deadline - Date.now();
-    if (left <= 0) throw new CliError(`timed out after ${formatDuration(timeoutMs)} waiting for the ${actionName} of SecretSync ${ref}: ${state}`, EXIT.timeout);
+    if (left <= 0)
+      throw new CliError(
+        `timed out after ${formatDuration(timeoutMs)} waiting for the ${actionName} of SecretSync ${ref}: ${state}`,
+        EXIT.timeout,
+      );
     await sleep(Math.min(1000, left));
   }
 }
@@ -333,7 +353,15 @@ async function waitForJob(args, name, action, actionName, value, before) {
 // ---------------------------------------------------------------- status
 
 /** Preferred order of kinds in the table; kinds not listed follow in alphabetical order. */
-const KIND_ORDER = ["ProviderConfig", "ClusterProviderConfig", "Project", "ProjectMembership", "AccessToken", "CertificateProfile", "SecretSync"];
+const KIND_ORDER = [
+  "ProviderConfig",
+  "ClusterProviderConfig",
+  "Project",
+  "ProjectMembership",
+  "AccessToken",
+  "CertificateProfile",
+  "SecretSync",
+];
 
 /** The status field holding each kind's id at the service. */
 const SERVICE_ID = {
@@ -356,7 +384,8 @@ async function keywardResources(args) {
     .map((line) => line.trim().split(/\s+/))
     .filter((f) => f.length >= 4)
     .map((f) => ({ resource: `${f[0] ?? ""}.${GROUP}`, kind: f[f.length - 1] ?? "", namespaced: f[f.length - 2] === "true" }));
-  if (found.length === 0) throw new CliError(`keyward's CRDs are not installed in this cluster: it serves no resource of the ${GROUP} API group`, EXIT.notFound);
+  if (found.length === 0)
+    throw new CliError(`keyward's CRDs are not installed in this cluster: it serves no resource of the ${GROUP} API group`, EXIT.notFound);
   const rank = (/** @type {string} */ kind) => (KIND_ORDER.includes(kind) ? KIND_ORDER.indexOf(kind) : KIND_ORDER.length);
   return found.sort((a, b) => rank(a.kind) - rank(b.kind) || a.kind.localeCompare(b.kind));
 }
@@ -416,11 +445,17 @@ async function status(args) {
       progress(`error: could not list ${res.resource}: ${error}`);
       continue;
     }
-    const sorted = [...items].sort((a, b) => (a.metadata.namespace ?? "").localeCompare(b.metadata.namespace ?? "") || a.metadata.name.localeCompare(b.metadata.name));
+    const sorted = [...items].sort(
+      (a, b) => (a.metadata.namespace ?? "").localeCompare(b.metadata.namespace ?? "") || a.metadata.name.localeCompare(b.metadata.name),
+    );
     for (const obj of sorted) rows.push(row(obj, res.kind));
   }
   if (rows.length === 1) {
-    const where = args.allNamespaces ? "any namespace" : args.namespace !== undefined ? `namespace "${args.namespace}"` : "the current namespace";
+    const where = args.allNamespaces
+      ? "any namespace"
+      : args.namespace !== undefined
+        ? `namespace "${args.namespace}"`
+        : "the current namespace";
     progress(`No keyward resources found in ${where}.`);
   } else {
     process.stdout.write(table(rows));

@@ -40,7 +40,9 @@ async function main(): Promise<void> {
   const env = { ...process.env, KUBECONFIG: cp.kubeconfig, PATH: cp.path };
   const kubectl = (args: string[]): Promise<{ stdout: string }> => run("kubectl", args, { env, cwd: root });
 
-  const seed = JSON.parse(readFileSync(join(root, "test/emulator/seed.default.json"), "utf8")) as Parameters<typeof startEmulator>[0]["seed"];
+  const seed = JSON.parse(readFileSync(join(root, "test/emulator/seed.default.json"), "utf8")) as Parameters<
+    typeof startEmulator
+  >[0]["seed"];
   const emulator = await startEmulator({
     port: EMULATOR_PORT,
     tokens: ["dev-token"],
@@ -56,9 +58,18 @@ async function main(): Promise<void> {
 
   const logFile = join(stateDir, "keyward.log");
   const log = createLogger({ level: process.env["LOG_LEVEL"] ?? "info" }, createWriteStream(logFile, { flags: "a" }));
-  const operator = createOperator({ kc: loadKubeConfig({ kubeconfigPath: cp.kubeconfig }), log, namespaces: [NAMESPACE], concurrency: 4, resyncIntervalMs: 30_000, clusterProviderConfigs: { credentialsNamespace: NAMESPACE } });
+  const operator = createOperator({
+    kc: loadKubeConfig({ kubeconfigPath: cp.kubeconfig }),
+    log,
+    namespaces: [NAMESPACE],
+    concurrency: 4,
+    resyncIntervalMs: 30_000,
+    clusterProviderConfigs: { credentialsNamespace: NAMESPACE },
+  });
   await operator.start();
-  console.log(`keyward running (logs: .keyward/keyward.log). Ctrl-C stops keyward and the emulator; \`npm run control-plane -- down\` stops the control plane.\n`);
+  console.log(
+    `keyward running (logs: .keyward/keyward.log). Ctrl-C stops keyward and the emulator; \`npm run control-plane -- down\` stops the control plane.\n`,
+  );
 
   let stopping = false;
   const stop = async (code: number): Promise<void> => {

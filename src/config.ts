@@ -47,63 +47,84 @@ const bool = z.enum(["true", "false", "1", "0", "yes", "no"]).transform((s) => s
 
 export const configSchema = z
   .object({
-  kubeconfig: z.string().optional(),
-  namespaces: z
-    .string()
-    .default("")
-    .transform((s) => s.split(",").map((x) => x.trim()).filter(Boolean)),
-  concurrency: z.coerce.number().int().min(1).max(256).default(4),
-  resyncInterval: duration.pipe(z.number().min(1000)).default(600_000),
-  metricsPort: z.coerce.number().int().min(0).max(65535).default(8080),
-  healthPort: z.coerce.number().int().min(0).max(65535).default(8081),
-  bindAddress: z.string().default("0.0.0.0"),
-  metricsAuth: z.enum(["kubernetes", "localhost"]).default("kubernetes"),
-  logLevel: z.enum(["trace", "debug", "info", "warn", "error", "fatal"]).default("info"),
-  leaderElect: bool.default(false),
-  leaderElectionNamespace: z.string().optional(),
-  leaderElectionId: z.string().min(1).default("keyward-leader"),
-  leaseDuration: duration.default(15_000),
-  renewDeadline: duration.default(10_000),
-  retryPeriod: duration.default(2_000),
-  identity: z.string().optional(),
-  shutdownTimeout: duration.default(30_000),
-  clusterProviderConfigs: bool.default(false),
-  credentialsNamespace: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/).max(63).optional(),
-  // A service response body past this fails its call (ResponseTooLarge) instead of growing memory.
-  maxResponseBytes: size.pipe(z.number().int().min(1024).max(1024 ** 3)).default(16 * 1024 * 1024),
-  // Each apiserver request (headers and body; a watch's headers, not its stream) must be answered within this.
-  kubeRequestTimeout: duration.pipe(z.number().min(100).max(600_000)).default(30_000),
-  // An exec credential plugin of the kubeconfig is killed after this.
-  execPluginTimeout: duration.pipe(z.number().min(100).max(600_000)).default(30_000),
-  // `keyward uninstall` only (the chart's pre-delete hook): keyward's Deployment, scaled to 0 and
-  // waited for before the finalizers are released, as namespace/name.
-  stopDeployment: z
-    .string()
-    .optional()
-    .transform((text, ctx) => {
-      if (text === undefined) return undefined;
-      const match = /^([a-z0-9](?:[-a-z0-9]*[a-z0-9])?)\/([a-z0-9](?:[-.a-z0-9]*[a-z0-9])?)$/.exec(text);
-      if (!match?.[1] || !match[2]) {
-        ctx.addIssue({ code: "custom", message: `"${text}" is not namespace/name of a Deployment` });
-        return z.NEVER;
-      }
-      return { namespace: match[1], name: match[2] };
-    }),
-  allowedBaseUrls: z
-    .string()
-    .default("")
-    .transform(parseBaseUrlList)
-    .superRefine((urls, ctx) => {
-      for (const url of urls) {
-        const why = invalidBaseUrl(url);
-        if (why) ctx.addIssue({ code: "custom", message: why });
-      }
-    }),
+    kubeconfig: z.string().optional(),
+    namespaces: z
+      .string()
+      .default("")
+      .transform((s) =>
+        s
+          .split(",")
+          .map((x) => x.trim())
+          .filter(Boolean),
+      ),
+    concurrency: z.coerce.number().int().min(1).max(256).default(4),
+    resyncInterval: duration.pipe(z.number().min(1000)).default(600_000),
+    metricsPort: z.coerce.number().int().min(0).max(65535).default(8080),
+    healthPort: z.coerce.number().int().min(0).max(65535).default(8081),
+    bindAddress: z.string().default("0.0.0.0"),
+    metricsAuth: z.enum(["kubernetes", "localhost"]).default("kubernetes"),
+    logLevel: z.enum(["trace", "debug", "info", "warn", "error", "fatal"]).default("info"),
+    leaderElect: bool.default(false),
+    leaderElectionNamespace: z.string().optional(),
+    leaderElectionId: z.string().min(1).default("keyward-leader"),
+    leaseDuration: duration.default(15_000),
+    renewDeadline: duration.default(10_000),
+    retryPeriod: duration.default(2_000),
+    identity: z.string().optional(),
+    shutdownTimeout: duration.default(30_000),
+    clusterProviderConfigs: bool.default(false),
+    credentialsNamespace: z
+      .string()
+      .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/)
+      .max(63)
+      .optional(),
+    // A service response body past this fails its call (ResponseTooLarge) instead of growing memory.
+    maxResponseBytes: size
+      .pipe(
+        z
+          .number()
+          .int()
+          .min(1024)
+          .max(1024 ** 3),
+      )
+      .default(16 * 1024 * 1024),
+    // Each apiserver request (headers and body; a watch's headers, not its stream) must be answered within this.
+    kubeRequestTimeout: duration.pipe(z.number().min(100).max(600_000)).default(30_000),
+    // An exec credential plugin of the kubeconfig is killed after this.
+    execPluginTimeout: duration.pipe(z.number().min(100).max(600_000)).default(30_000),
+    // `keyward uninstall` only (the chart's pre-delete hook): keyward's Deployment, scaled to 0 and
+    // waited for before the finalizers are released, as namespace/name.
+    stopDeployment: z
+      .string()
+      .optional()
+      .transform((text, ctx) => {
+        if (text === undefined) return undefined;
+        const match = /^([a-z0-9](?:[-a-z0-9]*[a-z0-9])?)\/([a-z0-9](?:[-.a-z0-9]*[a-z0-9])?)$/.exec(text);
+        if (!match?.[1] || !match[2]) {
+          ctx.addIssue({ code: "custom", message: `"${text}" is not namespace/name of a Deployment` });
+          return z.NEVER;
+        }
+        return { namespace: match[1], name: match[2] };
+      }),
+    allowedBaseUrls: z
+      .string()
+      .default("")
+      .transform(parseBaseUrlList)
+      .superRefine((urls, ctx) => {
+        for (const url of urls) {
+          const why = invalidBaseUrl(url);
+          if (why) ctx.addIssue({ code: "custom", message: why });
+        }
+      }),
   })
   // Checked at start, in client-go's terms, naming the setting to change.
   .superRefine((c, ctx) => {
     const settingOf = { leaseDurationMs: "leaseDuration", renewDeadlineMs: "renewDeadline", retryPeriodMs: "retryPeriod" } as const;
-    for (const problem of leaseTimesProblems({ leaseDurationMs: c.leaseDuration, renewDeadlineMs: c.renewDeadline, retryPeriodMs: c.retryPeriod })) {
+    for (const problem of leaseTimesProblems({
+      leaseDurationMs: c.leaseDuration,
+      renewDeadlineMs: c.renewDeadline,
+      retryPeriodMs: c.retryPeriod,
+    })) {
       ctx.addIssue({ code: "custom", message: problem.message, path: [settingOf[problem.setting]] });
     }
   })

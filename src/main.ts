@@ -19,7 +19,10 @@ function podNamespace(): string {
 }
 
 async function run(config: Config, log: Logger): Promise<void> {
-  const loaded = loadKubeConfig({ ...(config.kubeconfig ? { kubeconfigPath: config.kubeconfig } : {}), execTimeoutMs: config.execPluginTimeout });
+  const loaded = loadKubeConfig({
+    ...(config.kubeconfig ? { kubeconfigPath: config.kubeconfig } : {}),
+    execTimeoutMs: config.execPluginTimeout,
+  });
   const kc = { ...loaded, requestTimeoutMs: config.kubeRequestTimeout };
   const operator: Operator = createOperator({
     kc,
@@ -32,7 +35,9 @@ async function run(config: Config, log: Logger): Promise<void> {
     // ClusterProviderConfigs read their Secrets in one namespace: the flag's, else keyward's own.
     allowedBaseUrls: config.allowedBaseUrls,
     maxResponseBytes: config.maxResponseBytes,
-    ...(config.clusterProviderConfigs ? { clusterProviderConfigs: { credentialsNamespace: config.credentialsNamespace ?? podNamespace() } } : {}),
+    ...(config.clusterProviderConfigs
+      ? { clusterProviderConfigs: { credentialsNamespace: config.credentialsNamespace ?? podNamespace() } }
+      : {}),
   });
   const health: Health = { ready: false };
   const servers = await startEndpoints({
@@ -111,7 +116,12 @@ async function uninstall(config: Config, log: Logger): Promise<void> {
   const kc = loadKubeConfig(config.kubeconfig ? { kubeconfigPath: config.kubeconfig } : {});
   const kube = createKube(kc);
   if (config.stopDeployment) await stopDeployment(kube, config.stopDeployment, log);
-  const released = await releaseFinalizers({ kube, namespaces: config.namespaces, clusterProviderConfigs: config.clusterProviderConfigs, log });
+  const released = await releaseFinalizers({
+    kube,
+    namespaces: config.namespaces,
+    clusterProviderConfigs: config.clusterProviderConfigs,
+    log,
+  });
   log.info({ released: released.length }, "released keyward's finalizers");
 }
 

@@ -92,14 +92,32 @@ export function createOperator(opts: OperatorOptions): Operator {
   const providers = providerConfig.createProviderResolver({ kube, log, connector, cluster: () => cluster?.connect });
   if (opts.clusterProviderConfigs) {
     const { credentialsNamespace } = opts.clusterProviderConfigs;
-    cluster = clusterProviderConfig.createClusterProviderConfigs({ kube, log, events, connector, providers: () => providers, credentialsNamespace, recheckMs: opts.resyncIntervalMs });
+    cluster = clusterProviderConfig.createClusterProviderConfigs({
+      kube,
+      log,
+      events,
+      connector,
+      providers: () => providers,
+      credentialsNamespace,
+      recheckMs: opts.resyncIntervalMs,
+    });
   }
   const managed = <S, T, C>(module: ManagedModule<S, T, C>, peers?: () => KubeObject[]): ReconcileFn =>
     managedReconciler(module, { kube, events, log, metrics, cache: informers.get(module.ref), ...(peers ? { peers } : {}) });
 
   // Filled once the controllers exist: a membership compares itself with the others it knows.
   let membershipPeers: () => KubeObject[] = () => [];
-  const specs = controllerSpecs({ kube, events, log, providers, metrics, managed, resyncIntervalMs: opts.resyncIntervalMs, membershipPeers: () => membershipPeers(), cluster });
+  const specs = controllerSpecs({
+    kube,
+    events,
+    log,
+    providers,
+    metrics,
+    managed,
+    resyncIntervalMs: opts.resyncIntervalMs,
+    membershipPeers: () => membershipPeers(),
+    cluster,
+  });
 
   const controllers = specs.map((s) =>
     createController({
@@ -164,7 +182,9 @@ function listingTtl(resyncIntervalMs: number): number {
 function controllerSpecs(d: SpecDeps): ControllerSpec[] {
   // With ClusterProviderConfigs served, a change of one, or of a namespace's labels, re-evaluates its users.
   const cluster = d.cluster ? [clusterProviderConfig.usersWatch, clusterProviderConfig.namespaceWatch] : [];
-  const clusterController: ControllerSpec[] = d.cluster ? [{ name: "clusterproviderconfig", kind: clusterProviderConfig.ref, reconcile: d.cluster.reconcile }] : [];
+  const clusterController: ControllerSpec[] = d.cluster
+    ? [{ name: "clusterproviderconfig", kind: clusterProviderConfig.ref, reconcile: d.cluster.reconcile }]
+    : [];
   return [
     ...clusterController,
     {
@@ -180,14 +200,33 @@ function controllerSpecs(d: SpecDeps): ControllerSpec[] {
       }),
       watches: [providerConfig.credentialsSecretWatch],
     },
-    { name: "project", kind: project.ref, reconcile: d.managed(project.projectModule({ providers: d.providers, listingTtlMs: listingTtl(d.resyncIntervalMs), dependentKinds: [secretSync.ref, projectMembership.ref, certificateProfile.ref] })), watches: [providerConfig.dependentsWatch, ...cluster] },
+    {
+      name: "project",
+      kind: project.ref,
+      reconcile: d.managed(
+        project.projectModule({
+          providers: d.providers,
+          listingTtlMs: listingTtl(d.resyncIntervalMs),
+          dependentKinds: [secretSync.ref, projectMembership.ref, certificateProfile.ref],
+        }),
+      ),
+      watches: [providerConfig.dependentsWatch, ...cluster],
+    },
     {
       name: "projectmembership",
       kind: projectMembership.ref,
-      reconcile: d.managed(projectMembership.projectMembershipModule({ providers: d.providers, listingTtlMs: listingTtl(d.resyncIntervalMs) }), d.membershipPeers),
+      reconcile: d.managed(
+        projectMembership.projectMembershipModule({ providers: d.providers, listingTtlMs: listingTtl(d.resyncIntervalMs) }),
+        d.membershipPeers,
+      ),
       watches: [providerConfig.dependentsWatch, project.dependentsWatch, ...cluster],
     },
-    { name: "secretsync", kind: secretSync.ref, reconcile: d.managed(secretSync.secretSyncModule({ providers: d.providers, metrics: d.metrics })), watches: [providerConfig.dependentsWatch, project.dependentsWatch, ...cluster] },
+    {
+      name: "secretsync",
+      kind: secretSync.ref,
+      reconcile: d.managed(secretSync.secretSyncModule({ providers: d.providers, metrics: d.metrics })),
+      watches: [providerConfig.dependentsWatch, project.dependentsWatch, ...cluster],
+    },
     {
       name: "accesstoken",
       kind: accessToken.ref,
@@ -197,7 +236,13 @@ function controllerSpecs(d: SpecDeps): ControllerSpec[] {
     {
       name: "certificateprofile",
       kind: certificateProfile.ref,
-      reconcile: d.managed(certificateProfile.certificateProfileModule({ providers: d.providers, metrics: d.metrics, listingTtlMs: listingTtl(d.resyncIntervalMs) })),
+      reconcile: d.managed(
+        certificateProfile.certificateProfileModule({
+          providers: d.providers,
+          metrics: d.metrics,
+          listingTtlMs: listingTtl(d.resyncIntervalMs),
+        }),
+      ),
       watches: [providerConfig.dependentsWatch, ...cluster],
     },
   ];

@@ -36,7 +36,10 @@ export interface ReleaseOptions {
 }
 
 async function list(kube: Kube, kind: KindRef, namespace: string | undefined, labelSelector?: string): Promise<KubeObject[]> {
-  const answer = await kubeJson<{ items?: KubeObject[] }>(kube.access, { path: resourcePath(kind, namespace), ...(labelSelector ? { query: { labelSelector } } : {}) });
+  const answer = await kubeJson<{ items?: KubeObject[] }>(kube.access, {
+    path: resourcePath(kind, namespace),
+    ...(labelSelector ? { query: { labelSelector } } : {}),
+  });
   return answer.items ?? [];
 }
 
@@ -96,22 +99,36 @@ export interface DeploymentRef {
 export async function stopDeployment(kube: Kube, ref: DeploymentRef, log: Logger, timeoutMs = 120_000): Promise<void> {
   let selector: string;
   try {
-    const deployment = await kubeJson<{ spec?: { selector?: { matchLabels?: Record<string, string> } } }>(kube.access, { path: resourcePath(deploymentKind, ref.namespace, ref.name) });
+    const deployment = await kubeJson<{ spec?: { selector?: { matchLabels?: Record<string, string> } } }>(kube.access, {
+      path: resourcePath(deploymentKind, ref.namespace, ref.name),
+    });
     selector = Object.entries(deployment.spec?.selector?.matchLabels ?? {})
       .map(([k, v]) => `${k}=${v}`)
       .join(",");
-    await kubeJson(kube.access, { method: "PATCH", path: resourcePath(deploymentKind, ref.namespace, ref.name, "scale"), body: { spec: { replicas: 0 } }, contentType: MERGE_PATCH });
+    await kubeJson(kube.access, {
+      method: "PATCH",
+      path: resourcePath(deploymentKind, ref.namespace, ref.name, "scale"),
+      body: { spec: { replicas: 0 } },
+      contentType: MERGE_PATCH,
+    });
   } catch (err) {
     if (isNotFound(err)) return;
     throw err;
   }
-  if (!selector) throw new Error(`deployment ${ref.namespace}/${ref.name} has no matchLabels selector; not waiting on an unbounded set of pods`);
+  if (!selector)
+    throw new Error(`deployment ${ref.namespace}/${ref.name} has no matchLabels selector; not waiting on an unbounded set of pods`);
   log.info({ deployment: `${ref.namespace}/${ref.name}` }, "scaled keyward to 0; waiting for its pods to stop");
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const pods = await kubeJson<{ items?: unknown[] }>(kube.access, { path: resourcePath(podKind, ref.namespace), query: { labelSelector: selector } });
+    const pods = await kubeJson<{ items?: unknown[] }>(kube.access, {
+      path: resourcePath(podKind, ref.namespace),
+      query: { labelSelector: selector },
+    });
     if ((pods.items ?? []).length === 0) return;
-    if (Date.now() >= deadline) throw new Error(`${String(pods.items?.length)} pod(s) of deployment ${ref.namespace}/${ref.name} still running after ${timeoutMs / 1000}s`);
+    if (Date.now() >= deadline)
+      throw new Error(
+        `${String(pods.items?.length)} pod(s) of deployment ${ref.namespace}/${ref.name} still running after ${timeoutMs / 1000}s`,
+      );
     await new Promise((resolve) => setTimeout(resolve, 1_000));
   }
 }

@@ -33,7 +33,9 @@ export async function startCluster(log: (line: string) => void): Promise<BenchCl
       const { stdout } = await execFileAsync(kubectlPath, ["--kubeconfig", plane.kubeconfigPath, ...args], { maxBuffer: 64 * 1024 * 1024 });
       return stdout;
     } catch (error) {
-      throw new Error(`kubectl ${args.slice(0, 2).join(" ")} failed: ${((error as { stderr?: string }).stderr ?? String(error)).trim()}`, { cause: error });
+      throw new Error(`kubectl ${args.slice(0, 2).join(" ")} failed: ${((error as { stderr?: string }).stderr ?? String(error)).trim()}`, {
+        cause: error,
+      });
     }
   };
   try {
@@ -44,7 +46,14 @@ export async function startCluster(log: (line: string) => void): Promise<BenchCl
   }
   const kc = new KubeConfig();
   kc.loadFromFile(plane.kubeconfigPath);
-  return { kc, kubeconfigPath: plane.kubeconfigPath, apiserverPid: childPid("kube-apiserver"), kubeVersion: binaries.version ?? "(KUBEBUILDER_ASSETS)", kubectl, stop: plane.stop };
+  return {
+    kc,
+    kubeconfigPath: plane.kubeconfigPath,
+    apiserverPid: childPid("kube-apiserver"),
+    kubeVersion: binaries.version ?? "(KUBEBUILDER_ASSETS)",
+    kubectl,
+    stop: plane.stop,
+  };
 }
 
 async function installCrds(kubectl: BenchCluster["kubectl"]): Promise<void> {

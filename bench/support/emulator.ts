@@ -15,17 +15,27 @@ export interface EmulatorThread {
 
 export async function startEmulatorThread(token: string): Promise<EmulatorThread> {
   const worker = new Worker(new URL("./emulator-thread.ts", import.meta.url), { workerData: { token } });
-  const exited = new Promise<void>((resolve) => worker.once("exit", () => { resolve(); }));
+  const exited = new Promise<void>((resolve) =>
+    worker.once("exit", () => {
+      resolve();
+    }),
+  );
   const url = await new Promise<string>((resolve, reject) => {
-    worker.once("message", (message: { url: string }) => { resolve(message.url); });
+    worker.once("message", (message: { url: string }) => {
+      resolve(message.url);
+    });
     worker.once("error", reject);
-    void exited.then(() => { reject(new Error("the emulator thread exited before it listened")); });
+    void exited.then(() => {
+      reject(new Error("the emulator thread exited before it listened"));
+    });
   });
   return {
     url,
     counts: () =>
       new Promise((resolve) => {
-        worker.once("message", (message: { counts: Array<[string, number]> }) => { resolve(new Map(message.counts)); });
+        worker.once("message", (message: { counts: Array<[string, number]> }) => {
+          resolve(new Map(message.counts));
+        });
         worker.postMessage("counts");
       }),
     reset: async () => {

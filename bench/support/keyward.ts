@@ -45,15 +45,23 @@ export async function startKeyward(opts: KeywardOptions): Promise<KeywardProcess
   const args = [
     ...nodeFlags,
     script,
-    "--kubeconfig", opts.kubeconfigPath,
-    "--namespaces", opts.namespace,
-    "--resync-interval", opts.resyncInterval,
-    "--metrics-port", String(metricsPort),
-    "--health-port", String(healthPort),
-    "--bind-address", "127.0.0.1",
+    "--kubeconfig",
+    opts.kubeconfigPath,
+    "--namespaces",
+    opts.namespace,
+    "--resync-interval",
+    opts.resyncInterval,
+    "--metrics-port",
+    String(metricsPort),
+    "--health-port",
+    String(healthPort),
+    "--bind-address",
+    "127.0.0.1",
     // The bench reads /metrics without a token: loopback only, as the flag says.
-    "--metrics-auth", "localhost",
-    "--log-level", "warn",
+    "--metrics-auth",
+    "localhost",
+    "--log-level",
+    "warn",
   ];
   const log = createWriteStream(opts.logPath, { flags: "a" });
   const spawnedAt = Date.now();
@@ -66,16 +74,21 @@ export async function startKeyward(opts: KeywardOptions): Promise<KeywardProcess
     child.kill("SIGKILL");
   };
   process.once("exit", killOnExit);
-  const exited = new Promise<void>((resolve) => child.once("exit", () => {
-    process.off("exit", killOnExit);
-    resolve();
-  }));
+  const exited = new Promise<void>((resolve) =>
+    child.once("exit", () => {
+      process.off("exit", killOnExit);
+      resolve();
+    }),
+  );
   let hasExited = false;
-  void exited.then(() => { hasExited = true; });
+  void exited.then(() => {
+    hasExited = true;
+  });
   if (child.pid === undefined) throw new Error(`could not start keyward (${script})`);
   const pid = child.pid;
 
-  const get = async (port: number, path: string): Promise<Response> => fetch(`http://127.0.0.1:${port}${path}`, { signal: AbortSignal.timeout(10_000) });
+  const get = async (port: number, path: string): Promise<Response> =>
+    fetch(`http://127.0.0.1:${port}${path}`, { signal: AbortSignal.timeout(10_000) });
   const metrics = async (): Promise<string> => {
     const response = await get(metricsPort, "/metrics");
     if (!response.ok) throw new Error(`keyward /metrics: HTTP ${response.status}`);

@@ -45,7 +45,10 @@ export async function watchReady(kc: KubeConfig, kind: KindRef, namespace: strin
     for (const check of waiters) check();
   };
   const list = async (): Promise<string> => {
-    const listed = (await custom.listClusterCustomObject({ ...kind, fieldSelector })) as { items: Obj[]; metadata: { resourceVersion: string } };
+    const listed = (await custom.listClusterCustomObject({ ...kind, fieldSelector })) as {
+      items: Obj[];
+      metadata: { resourceVersion: string };
+    };
     listed.items.forEach(see);
     return listed.metadata.resourceVersion;
   };

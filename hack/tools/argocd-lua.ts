@@ -61,7 +61,9 @@ export async function assessWithLua(scriptPath: string, objects: object[]): Prom
     const file = join(dir, "run.lua");
     writeFileSync(file, program);
     const stdout = await new Promise<string>((resolve, reject) => {
-      execFile(luaBinary(), [file], { maxBuffer: 64 * 1024 * 1024 }, (error, out, err) => (error ? reject(new Error(`lua5.1 failed: ${err || error.message}`)) : resolve(out)));
+      execFile(luaBinary(), [file], { maxBuffer: 64 * 1024 * 1024 }, (error, out, err) =>
+        error ? reject(new Error(`lua5.1 failed: ${err || error.message}`)) : resolve(out),
+      );
     });
     return stdout
       .trimEnd()

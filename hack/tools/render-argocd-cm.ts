@@ -94,20 +94,52 @@ const syncedOk: Cond = { type: "Synced", status: "True", reason: "ReconcileSucce
 function testCases(kind: string): TestCase[] {
   const cases: TestCase[] = [
     { file: "progressing-new.yaml" },
-    { file: "progressing-creating.yaml", conditions: [{ type: "Ready", status: "False", reason: "Creating", message: "creating it at the service" }, syncedOk] },
-    { file: "progressing-retrying.yaml", conditions: [{ type: "Ready", status: "False", reason: "ServiceUnavailable", message: "the service answered 503" }, { type: "Synced", status: "False", reason: "ServiceUnavailable", message: "the service answered 503" }] },
+    {
+      file: "progressing-creating.yaml",
+      conditions: [{ type: "Ready", status: "False", reason: "Creating", message: "creating it at the service" }, syncedOk],
+    },
+    {
+      file: "progressing-retrying.yaml",
+      conditions: [
+        { type: "Ready", status: "False", reason: "ServiceUnavailable", message: "the service answered 503" },
+        { type: "Synced", status: "False", reason: "ServiceUnavailable", message: "the service answered 503" },
+      ],
+    },
     { file: "healthy.yaml", conditions: [ready(`the ${kind} is available`), syncedOk] },
-    { file: "degraded.yaml", conditions: [{ type: "Ready", status: "False", reason: "ValidationFailed", message: "the service refused the spec: slug is taken" }, { type: "Synced", status: "False", reason: "ValidationFailed", message: "the service refused the spec: slug is taken" }] },
-    { file: "suspended.yaml", conditions: [ready(`the ${kind} is available`), { type: "Synced", status: "False", reason: "ReconcilePaused", message: "keyward.dev/paused is true" }] },
+    {
+      file: "degraded.yaml",
+      conditions: [
+        { type: "Ready", status: "False", reason: "ValidationFailed", message: "the service refused the spec: slug is taken" },
+        { type: "Synced", status: "False", reason: "ValidationFailed", message: "the service refused the spec: slug is taken" },
+      ],
+    },
+    {
+      file: "suspended.yaml",
+      conditions: [
+        ready(`the ${kind} is available`),
+        { type: "Synced", status: "False", reason: "ReconcilePaused", message: "keyward.dev/paused is true" },
+      ],
+    },
   ];
   if (kind === "ProviderConfig") {
-    cases.push({ file: "degraded-unauthorized.yaml", conditions: [{ type: "Ready", status: "False", reason: "Unauthorized", message: "the service refused the token (401)" }, syncedOk] });
+    cases.push({
+      file: "degraded-unauthorized.yaml",
+      conditions: [{ type: "Ready", status: "False", reason: "Unauthorized", message: "the service refused the token (401)" }, syncedOk],
+    });
   }
   if (kind === "SecretSync") {
     cases.push(
       { file: "progressing-sync-running.yaml", conditions: [ready("the sync is available"), syncedOk], status: { syncStatus: "running" } },
-      { file: "degraded-sync-failed.yaml", conditions: [ready("the sync is available"), syncedOk], status: { syncStatus: "failed", lastSyncMessage: "the destination refused the write" } },
-      { file: "healthy-synced.yaml", conditions: [ready("the sync is available"), syncedOk], status: { syncStatus: "succeeded", lastSyncMessage: "" } },
+      {
+        file: "degraded-sync-failed.yaml",
+        conditions: [ready("the sync is available"), syncedOk],
+        status: { syncStatus: "failed", lastSyncMessage: "the destination refused the write" },
+      },
+      {
+        file: "healthy-synced.yaml",
+        conditions: [ready("the sync is available"), syncedOk],
+        status: { syncStatus: "succeeded", lastSyncMessage: "" },
+      },
     );
   }
   return cases;
@@ -133,7 +165,13 @@ function testObject(kind: string, c: TestCase): Record<string, unknown> {
   const obj: Record<string, unknown> = {
     apiVersion: sample["apiVersion"],
     kind,
-    metadata: { name: sample.metadata["name"], namespace: "team-a", generation, creationTimestamp: at, finalizers: c.conditions ? ["keyward.dev/finalizer"] : undefined },
+    metadata: {
+      name: sample.metadata["name"],
+      namespace: "team-a",
+      generation,
+      creationTimestamp: at,
+      finalizers: c.conditions ? ["keyward.dev/finalizer"] : undefined,
+    },
     spec: sample["spec"],
   };
   if (c.conditions) {
@@ -155,7 +193,10 @@ export async function renderUpstream(script: string): Promise<Map<string, string
     const objects = cases.map((c) => testObject(kind, c));
     const health = await assessWithLua(healthFile, objects);
     files.set(join(dir, "health.lua"), script);
-    const tests = cases.map((c, i) => ({ healthStatus: { status: health[i]?.status, message: health[i]?.message }, inputPath: `testdata/${c.file}` }));
+    const tests = cases.map((c, i) => ({
+      healthStatus: { status: health[i]?.status, message: health[i]?.message },
+      inputPath: `testdata/${c.file}`,
+    }));
     files.set(join(dir, "health_test.yaml"), dumpYaml({ tests }));
     cases.forEach((c, i) => files.set(join(dir, "testdata", c.file), dumpYaml(objects[i])));
   }

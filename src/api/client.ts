@@ -123,14 +123,14 @@ export const DEFAULT_TIMEOUT_MS = 10_000;
  */
 export const DEFAULT_MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
 
-
 function settingsFrom(options: ClientOptions): Settings {
   const url = new URL(options.baseUrl);
   if (url.protocol !== "http:" && url.protocol !== "https:") throw new TypeError("baseUrl must be an http or https URL");
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   if (!(timeoutMs > 0)) throw new RangeError("timeoutMs must be positive");
   const maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
-  if (!(Number.isSafeInteger(maxResponseBytes) && maxResponseBytes > 0)) throw new RangeError("maxResponseBytes must be a positive integer");
+  if (!(Number.isSafeInteger(maxResponseBytes) && maxResponseBytes > 0))
+    throw new RangeError("maxResponseBytes must be a positive integer");
   return {
     baseUrl: options.baseUrl,
     token: options.token,
@@ -280,11 +280,27 @@ interface Report {
 function report(s: Settings, op: OperationInfo, r: Report): void {
   const durationMs = Math.round((performance.now() - r.started) * 1000) / 1000;
   s.logger?.debug(
-    { operation: op.name, method: op.method, path: op.path, status: r.status, durationMs, attempt: r.attempt, reqId: r.reqId, cause: r.cause },
+    {
+      operation: op.name,
+      method: op.method,
+      path: op.path,
+      status: r.status,
+      durationMs,
+      attempt: r.attempt,
+      reqId: r.reqId,
+      cause: r.cause,
+    },
     "service request",
   );
   try {
-    s.onRequest?.({ operation: op.name, method: op.method, status: r.status, durationMs, attempt: r.attempt, ...(r.error !== undefined ? { error: r.error } : {}) });
+    s.onRequest?.({
+      operation: op.name,
+      method: op.method,
+      status: r.status,
+      durationMs,
+      attempt: r.attempt,
+      ...(r.error !== undefined ? { error: r.error } : {}),
+    });
   } catch (err) {
     s.logger?.warn({ operation: op.name, error: describeError(err) }, "onRequest hook threw");
   }

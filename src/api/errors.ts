@@ -76,14 +76,7 @@ export class ApiError extends Error {
 }
 
 export type TransportErrorKind =
-  | "timeout"
-  | "connection-refused"
-  | "connection-reset"
-  | "dropped-response"
-  | "dns"
-  | "tls"
-  | "aborted"
-  | "other";
+  "timeout" | "connection-refused" | "connection-reset" | "dropped-response" | "dns" | "tls" | "aborted" | "other";
 
 export interface TransportErrorInit {
   operation: string;
@@ -134,7 +127,9 @@ export class ResponseTooLargeError extends Error {
 
   constructor(init: { operation: string; status: number; limitBytes: number; declaredBytes?: number }) {
     const declared = init.declaredBytes === undefined ? "" : ` (it declared ${init.declaredBytes} bytes)`;
-    super(`${init.operation}: the service's response (HTTP ${init.status}) is larger than the limit of ${init.limitBytes} bytes${declared}; it was not read (--max-response-bytes)`);
+    super(
+      `${init.operation}: the service's response (HTTP ${init.status}) is larger than the limit of ${init.limitBytes} bytes${declared}; it was not read (--max-response-bytes)`,
+    );
     this.operation = init.operation;
     this.httpStatus = init.status;
     this.limitBytes = init.limitBytes;
@@ -198,7 +193,8 @@ export class RequestValidationError extends Error {
   }
 }
 
-export type ClientError = ApiError | TransportError | ResponseValidationError | RequestValidationError | ResponseTooLargeError | ThrottledError;
+export type ClientError =
+  ApiError | TransportError | ResponseValidationError | RequestValidationError | ResponseTooLargeError | ThrottledError;
 
 export const isApiError = (e: unknown): e is ApiError => e instanceof ApiError;
 export const isThrottled = (e: unknown): e is ThrottledError => e instanceof ThrottledError;
@@ -218,9 +214,7 @@ export function formatIssues(issues: readonly FieldIssue[]): string {
 
 export function formatPath(path: readonly PropertyKey[]): string {
   if (path.length === 0) return "(root)";
-  return path
-    .map((p, i) => (typeof p === "number" ? `[${p}]` : `${i === 0 ? "" : "."}${String(p)}`))
-    .join("");
+  return path.map((p, i) => (typeof p === "number" ? `[${p}]` : `${i === 0 ? "" : "."}${String(p)}`)).join("");
 }
 
 /**

@@ -171,7 +171,8 @@ export interface AttemptProgress {
 
 function classify(code: string | undefined, p: AttemptProgress): Classified {
   if (p.aborted) return { kind: "aborted", retryable: false, detail: "aborted by the caller" };
-  if (p.timedOut) return { kind: "timeout", retryable: true, detail: p.sent ? "timed out waiting for the response" : "timed out connecting" };
+  if (p.timedOut)
+    return { kind: "timeout", retryable: true, detail: p.sent ? "timed out waiting for the response" : "timed out connecting" };
   const known = code === undefined ? undefined : byCode[code];
   if (known) return known;
   if (code !== undefined && isTlsCode(code)) return { kind: "tls", retryable: false, detail: "TLS handshake failed" };
@@ -195,5 +196,12 @@ export function toTransportError(err: unknown, operation: string, host: string, 
   const code = errorCode(err);
   const c = classify(code, progress);
   const detail = `${c.detail} (${host}${code ? `, ${code}` : ""})`;
-  return new TransportError({ operation, kind: c.kind, detail, retryable: c.retryable, mayHaveLanded: progress.sent, ...(code ? { code } : {}) });
+  return new TransportError({
+    operation,
+    kind: c.kind,
+    detail,
+    retryable: c.retryable,
+    mayHaveLanded: progress.sent,
+    ...(code ? { code } : {}),
+  });
 }

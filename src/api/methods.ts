@@ -87,7 +87,12 @@ export interface ApiClient {
   getCertificateProfileBySlug(slug: string, projectId: string, opts?: CallOptions): Promise<CertificateProfile>;
 
   createSecretSync<D extends Destination>(destination: D, body: CreateSecretSyncBody<D>, opts?: CallOptions): Promise<SecretSync>;
-  updateSecretSync<D extends Destination>(destination: D, syncId: string, body: UpdateSecretSyncBody<D>, opts?: CallOptions): Promise<SecretSync>;
+  updateSecretSync<D extends Destination>(
+    destination: D,
+    syncId: string,
+    body: UpdateSecretSyncBody<D>,
+    opts?: CallOptions,
+  ): Promise<SecretSync>;
   syncSecrets(destination: Destination, syncId: string, opts?: CallOptions): Promise<SecretSync>;
   removeSecrets(destination: Destination, syncId: string, opts?: CallOptions): Promise<SecretSync>;
   /** Beyond interface.md: GET /api/v1/secret-syncs/{destination}/{syncId}. */
@@ -95,10 +100,18 @@ export interface ApiClient {
   /** Beyond interface.md: GET …/sync-name/{name}?projectId=…; undefined when there is none (404). */
   findSecretSyncByName(destination: Destination, name: string, projectId: string, opts?: CallOptions): Promise<SecretSync | undefined>;
   /** Beyond interface.md: DELETE …/{syncId}, `removeSecrets` first removes the synced secrets. */
-  deleteSecretSync(destination: Destination, syncId: string, options?: { removeSecrets?: boolean }, opts?: CallOptions): Promise<SecretSync>;
+  deleteSecretSync(
+    destination: Destination,
+    syncId: string,
+    options?: { removeSecrets?: boolean },
+    opts?: CallOptions,
+  ): Promise<SecretSync>;
 }
 
-type ProjectMethods = Pick<ApiClient, "createProject" | "listProjects" | "getProject" | "getProjectBySlug" | "updateProject" | "deleteProject">;
+type ProjectMethods = Pick<
+  ApiClient,
+  "createProject" | "listProjects" | "getProject" | "getProjectBySlug" | "updateProject" | "deleteProject"
+>;
 
 function projectMethods(c: Caller): ProjectMethods {
   return {
@@ -129,22 +142,30 @@ function projectMethods(c: Caller): ProjectMethods {
 
 type MembershipMethods = Pick<
   ApiClient,
-  "listProjectMemberships" | "listWorkspaceMemberships" | "getMembershipByUsername" | "updateMembershipRoles" | "listProjectGroups" | "updateGroupRoles"
+  | "listProjectMemberships"
+  | "listWorkspaceMemberships"
+  | "getMembershipByUsername"
+  | "updateMembershipRoles"
+  | "listProjectGroups"
+  | "updateGroupRoles"
 >;
 
 function membershipMethods(c: Caller): MembershipMethods {
   return {
     async listProjectMemberships(projectId, opts) {
-      return (await c.call({ op: "listProjectMemberships", params: { projectId }, response: listMembershipsResponseSchema }, opts)).memberships;
+      return (await c.call({ op: "listProjectMemberships", params: { projectId }, response: listMembershipsResponseSchema }, opts))
+        .memberships;
     },
     async listWorkspaceMemberships(workspaceId, opts) {
-      return (await c.call({ op: "listWorkspaceMemberships", params: { workspaceId }, response: listMembershipsResponseSchema }, opts)).memberships;
+      return (await c.call({ op: "listWorkspaceMemberships", params: { workspaceId }, response: listMembershipsResponseSchema }, opts))
+        .memberships;
     },
     async getMembershipByUsername(projectId, username, opts) {
       c.check("getMembershipByUsername", pathProjectIdSchema, projectId);
       const body = { username };
       c.check("getMembershipByUsername", membershipDetailsBodySchema, body);
-      return (await c.call({ op: "getMembershipByUsername", params: { projectId }, body, response: membershipDetailsResponseSchema }, opts)).membership;
+      return (await c.call({ op: "getMembershipByUsername", params: { projectId }, body, response: membershipDetailsResponseSchema }, opts))
+        .membership;
     },
     async updateMembershipRoles(projectId, membershipId, roles, opts) {
       const body = { roles };
@@ -158,7 +179,8 @@ function membershipMethods(c: Caller): MembershipMethods {
     async updateGroupRoles(projectId, groupId, roles, opts) {
       const body = { roles };
       c.check("updateGroupRoles", updateGroupRolesBodySchema, body);
-      return (await c.call({ op: "updateGroupRoles", params: { projectId, groupId }, body, response: updateRolesResponseSchema }, opts)).roles;
+      return (await c.call({ op: "updateGroupRoles", params: { projectId, groupId }, body, response: updateRolesResponseSchema }, opts))
+        .roles;
     },
   };
 }
@@ -177,7 +199,12 @@ function accessMethods(c: Caller): AccessMethods {
     },
     async getCertificateProfileBySlug(slug, projectId, opts) {
       c.check("getCertificateProfileBySlug", getCertificateProfileBySlugParamsSchema, { slug, projectId });
-      const call = { op: "getCertificateProfileBySlug", params: { slug }, query: { projectId }, response: getCertificateProfileResponseSchema } as const;
+      const call = {
+        op: "getCertificateProfileBySlug",
+        params: { slug },
+        query: { projectId },
+        response: getCertificateProfileResponseSchema,
+      } as const;
       return (await c.call(call, opts)).certificateProfile;
     },
   };

@@ -100,7 +100,10 @@ export function bucketKey(baseUrl: string): string {
  * (src/resources/listing.ts): one token at one service sees one set of objects.
  */
 export function credentialKey(baseUrl: string, token: string | undefined): string {
-  return createHash("sha256").update(`${bucketKey(baseUrl)}\n${token ?? ""}`).digest("hex").slice(0, 32);
+  return createHash("sha256")
+    .update(`${bucketKey(baseUrl)}\n${token ?? ""}`)
+    .digest("hex")
+    .slice(0, 32);
 }
 
 /** credential → limit → bucket: one credential may be used by configs with different limits. */

@@ -39,8 +39,7 @@ export function setCondition(
   const at = typeof now === "string" ? now : now.toISOString();
   const index = list.findIndex((c) => c.type === next.type);
   const existing = index >= 0 ? list[index] : undefined;
-  const lastTransitionTime =
-    existing && existing.status === next.status ? existing.lastTransitionTime : (next.lastTransitionTime ?? at);
+  const lastTransitionTime = existing && existing.status === next.status ? existing.lastTransitionTime : (next.lastTransitionTime ?? at);
   const condition: Condition = {
     type: next.type,
     status: next.status,

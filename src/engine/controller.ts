@@ -66,12 +66,14 @@ export function createController(opts: ControllerOptions): Controller {
     observer: queueObserver(opts.metrics, opts.name),
   });
   const ownFactory = opts.informers === undefined;
-  const factory = opts.informers ?? createInformerFactory(opts.kube, {
-    ...(opts.namespaces ? { namespaces: opts.namespaces } : {}),
-    ...(opts.informerRestartBackoff ? { restartBackoff: opts.informerRestartBackoff } : {}),
-    logger: opts.logger,
-    onRestart: (kind) => opts.metrics.informerRestarts.inc({ kind: kind.kind }),
-  });
+  const factory =
+    opts.informers ??
+    createInformerFactory(opts.kube, {
+      ...(opts.namespaces ? { namespaces: opts.namespaces } : {}),
+      ...(opts.informerRestartBackoff ? { restartBackoff: opts.informerRestartBackoff } : {}),
+      logger: opts.logger,
+      onRestart: (kind) => opts.metrics.informerRestarts.inc({ kind: kind.kind }),
+    });
   const { informers, unsubscribe } = subscribeInformers(opts, factory, queue);
   const primary = informers[0] as SharedInformer;
   const abort = new AbortController();
@@ -178,12 +180,15 @@ function settle(queue: WorkQueue, metrics: Metrics, labels: { controller: string
 function scheduleResync(intervalMs: number, informer: SharedInformer, queue: WorkQueue): { stop(): void } {
   let timer: NodeJS.Timeout;
   const arm = (): void => {
-    timer = setTimeout(() => {
-      for (const obj of informer.list()) {
-        queue.addAfter(formatKey(keyOf(obj)), Math.floor(Math.random() * (intervalMs / 10)));
-      }
-      arm();
-    }, jitterInterval(intervalMs, 0.1));
+    timer = setTimeout(
+      () => {
+        for (const obj of informer.list()) {
+          queue.addAfter(formatKey(keyOf(obj)), Math.floor(Math.random() * (intervalMs / 10)));
+        }
+        arm();
+      },
+      jitterInterval(intervalMs, 0.1),
+    );
     timer.unref();
   };
   arm();
@@ -224,7 +229,11 @@ function keyOf(obj: KubeObject): ObjectKey {
   return { namespace: obj.metadata.namespace ?? "", name: obj.metadata.name };
 }
 
-function subscribeInformers(opts: ControllerOptions, factory: InformerFactory, queue: WorkQueue): { informers: SharedInformer[]; unsubscribe: (() => void)[] } {
+function subscribeInformers(
+  opts: ControllerOptions,
+  factory: InformerFactory,
+  queue: WorkQueue,
+): { informers: SharedInformer[]; unsubscribe: (() => void)[] } {
   const primary = factory.get(opts.kind);
   const unsubscribe = [
     primary.subscribe((type, obj, old) => {

@@ -30,7 +30,6 @@ export const ANNOTATION_PAUSED = "keyward.dev/paused";
 export const ANNOTATION_CREATE_PENDING = "keyward.dev/create-pending";
 export const ANNOTATION_CREATE_SUCCEEDED = "keyward.dev/create-succeeded";
 
-
 export interface Readiness {
   ready: boolean;
   reason: string;
@@ -67,9 +66,7 @@ export interface Observation<Status> {
   external?: unknown;
 }
 
-export type DeleteResult =
-  | { done: true }
-  | { done: false; reason: string; message: string; requeueAfterMs: number };
+export type DeleteResult = { done: true } | { done: false; reason: string; message: string; requeueAfterMs: number };
 
 export interface ManagedContext<Spec, Status, Conn> {
   key: ObjectKey;
@@ -170,24 +167,32 @@ export function classifyError(err: unknown): ErrorClass {
 
 function classify(err: unknown): ErrorClass {
   const turn = throttleDelay(err);
-  if (turn !== undefined) return { reason: "RateLimited", message: "held back by keyward's rate limit for these credentials", retryable: true, retryAfterMs: turn };
+  if (turn !== undefined)
+    return {
+      reason: "RateLimited",
+      message: "held back by keyward's rate limit for these credentials",
+      retryable: true,
+      retryAfterMs: turn,
+    };
   if (err instanceof ReconcileError) {
     return withRetryAfter({ reason: err.reason, message: err.message, retryable: err.retryable }, err.retryAfterMs);
   }
   if (err instanceof Error) {
     const e = err as Error & { status?: unknown; code?: unknown; retryable?: unknown; retryAfterMs?: unknown; conditionReason?: unknown };
     // An error that names its own reason (the client's ResponseTooLargeError) keeps it.
-    if (typeof e.conditionReason === "string" && typeof e.retryable === "boolean") return { reason: e.conditionReason, message: errorSummary(err), retryable: e.retryable };
+    if (typeof e.conditionReason === "string" && typeof e.retryable === "boolean")
+      return { reason: e.conditionReason, message: errorSummary(err), retryable: e.retryable };
     const status = typeof e.status === "number" ? e.status : typeof e.code === "number" ? e.code : undefined;
     const fromService = typeof e.retryable === "boolean";
     const isRetryable = fromService ? (e.retryable as boolean) : status === undefined || status >= 500 || status === 409 || status === 429;
-    const reason = (e as { routeNotFound?: unknown }).routeNotFound === true
-      ? "OperationNotServed"
-      : status === undefined
-        ? fromService
-          ? "ServiceUnavailable"
-          : "InternalError"
-        : (statusReasons[status] ?? (status >= 500 ? "ServiceUnavailable" : "ServiceError"));
+    const reason =
+      (e as { routeNotFound?: unknown }).routeNotFound === true
+        ? "OperationNotServed"
+        : status === undefined
+          ? fromService
+            ? "ServiceUnavailable"
+            : "InternalError"
+          : (statusReasons[status] ?? (status >= 500 ? "ServiceUnavailable" : "ServiceError"));
     const retryAfter = typeof e.retryAfterMs === "number" ? e.retryAfterMs : undefined;
     return withRetryAfter({ reason, message: stableMessage(err), retryable: isRetryable }, retryAfter);
   }
@@ -280,7 +285,6 @@ async function readObject(deps: ManagedDeps, ref: KindRef, key: ObjectKey, writt
   return latest === "stale" ? getObject(deps.kube, ref, key) : latest;
 }
 
-
 // One pass over one object. A small class keeps the per-pass state (the object, the pending
 // status) together; it is created and dropped within a single reconcile.
 class Run<Spec, Status, Conn> {
@@ -295,7 +299,13 @@ class Run<Spec, Status, Conn> {
   private readonly signal: AbortSignal;
   private requestedRequeueMs: number | undefined;
 
-  constructor(module: ManagedModule<Spec, Status, Conn>, deps: ManagedDeps, key: ObjectKey, obj: KubeObject<unknown, Partial<Status>>, signal: AbortSignal) {
+  constructor(
+    module: ManagedModule<Spec, Status, Conn>,
+    deps: ManagedDeps,
+    key: ObjectKey,
+    obj: KubeObject<unknown, Partial<Status>>,
+    signal: AbortSignal,
+  ) {
     this.signal = signal;
     this.module = module;
     this.deps = deps;
@@ -316,7 +326,14 @@ class Run<Spec, Status, Conn> {
     const hasFinalizer = (meta.finalizers ?? []).includes(FINALIZER);
     if (deleting && !hasFinalizer) return done();
     if (meta.annotations?.[ANNOTATION_PAUSED] === "true") {
-      await this.writeStatus({ synced: { type: "Synced", status: "False", reason: "ReconcilePaused", message: `reconciling is paused by the ${ANNOTATION_PAUSED} annotation` } });
+      await this.writeStatus({
+        synced: {
+          type: "Synced",
+          status: "False",
+          reason: "ReconcilePaused",
+          message: `reconciling is paused by the ${ANNOTATION_PAUSED} annotation`,
+        },
+      });
       return done();
     }
     let spec: Spec;
@@ -338,7 +355,13 @@ class Run<Spec, Status, Conn> {
   }
 
   private async context(spec: Spec): Promise<ManagedContext<Spec, Status, Conn>> {
-    const conn = await this.module.connect({ kube: this.deps.kube, namespace: this.key.namespace, spec, log: this.log, signal: this.signal });
+    const conn = await this.module.connect({
+      kube: this.deps.kube,
+      namespace: this.key.namespace,
+      spec,
+      log: this.log,
+      signal: this.signal,
+    });
     const annotations = this.obj.metadata.annotations ?? {};
     return {
       key: this.key,
@@ -405,7 +428,12 @@ class Run<Spec, Status, Conn> {
       const absent = obs.absent ?? { reason: "NotFound", message: "the external object does not exist" };
       await this.writeStatus({
         ready: { type: "Ready", status: "False", reason: absent.reason, message: absent.message },
-        synced: { type: "Synced", status: c.observeOnly ? "True" : "False", reason: c.observeOnly ? "ObserveOnly" : absent.reason, message: absent.message },
+        synced: {
+          type: "Synced",
+          status: c.observeOnly ? "True" : "False",
+          reason: c.observeOnly ? "ObserveOnly" : absent.reason,
+          message: absent.message,
+        },
       });
       return obs.requeueAfterMs === undefined ? done() : requeueAfter(obs.requeueAfterMs);
     }
@@ -438,7 +466,8 @@ class Run<Spec, Status, Conn> {
     this.actionEvent = true;
     const outcome = await this.reconcileExisting({ ...c, status: this.kindStatus, createPending: false }, { ...created, exists: true });
     // The id is in status before the pending mark goes, so no crash can lose both.
-    if (guard) await this.patchMeta({ annotations: { [ANNOTATION_CREATE_SUCCEEDED]: this.now().toISOString(), [ANNOTATION_CREATE_PENDING]: null } });
+    if (guard)
+      await this.patchMeta({ annotations: { [ANNOTATION_CREATE_SUCCEEDED]: this.now().toISOString(), [ANNOTATION_CREATE_PENDING]: null } });
     const readiness = created.readiness ?? AVAILABLE;
     c.event("Normal", "Created", `created the external object; ${readiness.ready ? "it is available" : readiness.message}`);
     return outcome;
@@ -545,7 +574,12 @@ function syncedCondition(obs: Observation<unknown>, observeOnly: boolean): Condi
   if (observeOnly) {
     return obs.upToDate
       ? { type: "Synced", status: "True", reason: "ObserveOnly", message: "observed; the external object matches the spec" }
-      : { type: "Synced", status: "False", reason: "ObserveOnly", message: `observed; differs from the spec in ${obs.diff?.join(", ") ?? "some fields"} (managementPolicy ObserveOnly: not changed)` };
+      : {
+          type: "Synced",
+          status: "False",
+          reason: "ObserveOnly",
+          message: `observed; differs from the spec in ${obs.diff?.join(", ") ?? "some fields"} (managementPolicy ObserveOnly: not changed)`,
+        };
   }
   return { type: "Synced", status: "True", reason: "ReconcileSuccess", message: "the external object matches the spec" };
 }
@@ -559,7 +593,6 @@ function kindFields(status: Record<string, unknown>): Record<string, unknown> {
 export function mayHaveLanded(err: unknown): boolean {
   return (err as { mayHaveLanded?: unknown }).mayHaveLanded === true;
 }
-
 
 /** The longest InvalidSpec message: a few issues, readable in `kubectl get -o wide` and an Event. */
 export const MAX_SPEC_MESSAGE = 4096;

@@ -16,7 +16,17 @@ export interface ConditionsToSet {
 }
 
 /** Ready=False reasons that mean "on its way", recorded as Normal events rather than Warnings. */
-const progressReasons = new Set(["Creating", "Deleting", "Pending", "JobPending", "JobRunning", "SyncPending", "Renewing", "RemovingSecrets", "WaitingForJob"]);
+const progressReasons = new Set([
+  "Creating",
+  "Deleting",
+  "Pending",
+  "JobPending",
+  "JobRunning",
+  "SyncPending",
+  "Renewing",
+  "RemovingSecrets",
+  "WaitingForJob",
+]);
 
 export interface StatusWrite {
   kube: Kube;

@@ -53,7 +53,8 @@ export function createWrittenObjects(): WrittenObjects {
       const mine = written.get(id(obj.metadata));
       if (!mine) return;
       const order = compareVersions(obj.metadata.resourceVersion, mine.metadata.resourceVersion);
-      if (order === undefined ? obj.metadata.resourceVersion === mine.metadata.resourceVersion : order >= 0) written.delete(id(obj.metadata));
+      if (order === undefined ? obj.metadata.resourceVersion === mine.metadata.resourceVersion : order >= 0)
+        written.delete(id(obj.metadata));
     },
     forget(key) {
       written.delete(id(key));

@@ -3,8 +3,27 @@
 import type { ValidationRule } from "./crd-types.ts";
 
 const celReserved = new Set([
-  "true", "false", "null", "in", "as", "break", "const", "continue", "else", "for", "function",
-  "if", "import", "let", "loop", "package", "namespace", "return", "var", "void", "while",
+  "true",
+  "false",
+  "null",
+  "in",
+  "as",
+  "break",
+  "const",
+  "continue",
+  "else",
+  "for",
+  "function",
+  "if",
+  "import",
+  "let",
+  "loop",
+  "package",
+  "namespace",
+  "return",
+  "var",
+  "void",
+  "while",
 ]);
 
 /** A property name as CEL sees it (the apiserver's escaping of `_`, `.`, `-`, `/` and keywords). */
@@ -13,11 +32,7 @@ export function celName(property: string): string {
     throw new Error(`property name ${JSON.stringify(property)} cannot be reached from CEL`);
   }
   if (celReserved.has(property)) return `__${property}__`;
-  return property
-    .replaceAll("__", "__underscores__")
-    .replaceAll(".", "__dot__")
-    .replaceAll("-", "__dash__")
-    .replaceAll("/", "__slash__");
+  return property.replaceAll("__", "__underscores__").replaceAll(".", "__dot__").replaceAll("-", "__dash__").replaceAll("/", "__slash__");
 }
 
 /** `base.property`, escaped. */

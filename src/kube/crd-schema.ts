@@ -187,10 +187,15 @@ function scalarsNode(values: readonly unknown[], ctx: Ctx): JSONSchemaProps {
   if (concrete.length === 0 || kinds.size !== 1) fail(ctx, "a literal or enum needs values of exactly one JSON type");
   const kind = [...kinds][0];
   const type =
-    kind === "string" ? "string"
-    : kind === "boolean" ? "boolean"
-    : kind === "number" ? (concrete.every((v) => Number.isInteger(v)) ? "integer" : "number")
-    : fail(ctx, `a ${kind} literal cannot be expressed`);
+    kind === "string"
+      ? "string"
+      : kind === "boolean"
+        ? "boolean"
+        : kind === "number"
+          ? concrete.every((v) => Number.isInteger(v))
+            ? "integer"
+            : "number"
+          : fail(ctx, `a ${kind} literal cannot be expressed`);
   const node: JSONSchemaProps = { type, enum: nullable ? [...concrete, null] : concrete };
   if (nullable) node.nullable = true;
   return node;
@@ -298,33 +303,51 @@ const freeForm: JSONSchemaProps = { "x-kubernetes-preserve-unknown-fields": true
 function convertDef(schema: Zod, ctx: Ctx): JSONSchemaProps {
   const def = defOf(schema);
   switch (def.type) {
-    case "string": return stringNode(schema);
-    case "number": return numberNode(schema);
-    case "boolean": return { type: "boolean" };
-    case "literal": return scalarsNode(def.values, ctx);
-    case "enum": return scalarsNode(enumValues(def.entries), ctx);
-    case "template_literal": return { type: "string", pattern: patternSource((schema as z.core.$ZodTemplateLiteral)._zod.pattern) };
+    case "string":
+      return stringNode(schema);
+    case "number":
+      return numberNode(schema);
+    case "boolean":
+      return { type: "boolean" };
+    case "literal":
+      return scalarsNode(def.values, ctx);
+    case "enum":
+      return scalarsNode(enumValues(def.entries), ctx);
+    case "template_literal":
+      return { type: "string", pattern: patternSource((schema as z.core.$ZodTemplateLiteral)._zod.pattern) };
     case "unknown":
-    case "any": return { ...freeForm };
-    case "object": return objectNode(def, ctx);
+    case "any":
+      return { ...freeForm };
+    case "object":
+      return objectNode(def, ctx);
     case "array": {
       const { min, max } = lengthsOf(checksOf(schema));
       return { type: "array", minItems: min, maxItems: max, items: convert(def.element, at(ctx, "[]")) };
     }
-    case "record": return recordNode(def, ctx);
-    case "tuple": return tupleNode(def, ctx);
-    case "union": return unionNode(def, ctx);
-    case "intersection": return intersectionNode(def, ctx);
+    case "record":
+      return recordNode(def, ctx);
+    case "tuple":
+      return tupleNode(def, ctx);
+    case "union":
+      return unionNode(def, ctx);
+    case "intersection":
+      return intersectionNode(def, ctx);
     case "optional":
     case "nonoptional":
     case "readonly":
-    case "catch": return convert(def.innerType, ctx);
-    case "nullable": return { ...convert(def.innerType, ctx), nullable: true };
+    case "catch":
+      return convert(def.innerType, ctx);
+    case "nullable":
+      return { ...convert(def.innerType, ctx), nullable: true };
     case "default":
-    case "prefault": return withDefault(convert(def.innerType, ctx), def.defaultValue, ctx);
-    case "pipe": return convert(defOf(def.in).type === "transform" ? def.out : def.in, ctx);
-    case "lazy": return convert(def.getter(), ctx);
-    default: return fail(ctx, `z.${def.type}() has no structural schema form`);
+    case "prefault":
+      return withDefault(convert(def.innerType, ctx), def.defaultValue, ctx);
+    case "pipe":
+      return convert(defOf(def.in).type === "transform" ? def.out : def.in, ctx);
+    case "lazy":
+      return convert(def.getter(), ctx);
+    default:
+      return fail(ctx, `z.${def.type}() has no structural schema form`);
   }
 }
 

@@ -55,9 +55,18 @@ function withoutDefault(node: JSONSchemaProps): JSONSchemaProps {
 
 // Keys whose values must agree between variants: no loosening of them can be restored cheaply.
 const mustAgree = [
-  "type", "format", "nullable", "items", "additionalProperties",
-  "x-kubernetes-preserve-unknown-fields", "x-kubernetes-int-or-string", "x-kubernetes-embedded-resource",
-  "x-kubernetes-list-type", "x-kubernetes-list-map-keys", "x-kubernetes-map-type", "x-kubernetes-validations",
+  "type",
+  "format",
+  "nullable",
+  "items",
+  "additionalProperties",
+  "x-kubernetes-preserve-unknown-fields",
+  "x-kubernetes-int-or-string",
+  "x-kubernetes-embedded-resource",
+  "x-kubernetes-list-type",
+  "x-kubernetes-list-map-keys",
+  "x-kubernetes-map-type",
+  "x-kubernetes-validations",
 ] as const;
 
 function mergeProperties(
@@ -146,10 +155,14 @@ function leafChecks(v: JSONSchemaProps, m: JSONSchemaProps, ref: string, field: 
     if (v.enum.length === 1) add(`${ref} == ${celLiteral(v.enum[0], double)}`, `must be ${describeValues(v.enum)}`);
     else add(`${ref} in [${v.enum.map((x) => celLiteral(x, double)).join(", ")}]`, `must be one of ${describeValues(v.enum)}`);
   }
-  if (v.minLength !== undefined && v.minLength !== m.minLength) add(`size(${ref}) >= ${v.minLength}`, `must be at least ${count(v.minLength, "character")}`);
-  if (v.maxLength !== undefined && v.maxLength !== m.maxLength) add(`size(${ref}) <= ${v.maxLength}`, `must be at most ${count(v.maxLength, "character")}`);
-  if (v.minItems !== undefined && v.minItems !== m.minItems) add(`size(${ref}) >= ${v.minItems}`, `must have at least ${count(v.minItems, "item")}`);
-  if (v.maxItems !== undefined && v.maxItems !== m.maxItems) add(`size(${ref}) <= ${v.maxItems}`, `must have at most ${count(v.maxItems, "item")}`);
+  if (v.minLength !== undefined && v.minLength !== m.minLength)
+    add(`size(${ref}) >= ${v.minLength}`, `must be at least ${count(v.minLength, "character")}`);
+  if (v.maxLength !== undefined && v.maxLength !== m.maxLength)
+    add(`size(${ref}) <= ${v.maxLength}`, `must be at most ${count(v.maxLength, "character")}`);
+  if (v.minItems !== undefined && v.minItems !== m.minItems)
+    add(`size(${ref}) >= ${v.minItems}`, `must have at least ${count(v.minItems, "item")}`);
+  if (v.maxItems !== undefined && v.maxItems !== m.maxItems)
+    add(`size(${ref}) <= ${v.maxItems}`, `must have at most ${count(v.maxItems, "item")}`);
   const lo = lower(v);
   if (lo && !deepEqual(lo, lower(m))) {
     const op = lo.exclusive ? ">" : ">=";
@@ -201,7 +214,8 @@ function checkRule(check: Check, when: string, label: string): ValidationRule {
       : check.kind === "forbidden"
         ? `${name} is not allowed for ${label}`
         : `${name} ${check.text ?? "is invalid"} for ${label}`;
-  const reason = check.kind === "required" ? "FieldValueRequired" : check.kind === "forbidden" ? "FieldValueForbidden" : "FieldValueInvalid";
+  const reason =
+    check.kind === "required" ? "FieldValueRequired" : check.kind === "forbidden" ? "FieldValueForbidden" : "FieldValueInvalid";
   return { rule: `${when} || ${check.ok}`, message, reason, fieldPath: fieldPathOf(check.field) };
 }
 
@@ -248,7 +262,11 @@ function discriminatedRules(variants: readonly JSONSchemaProps[], merged: JSONSc
     const values = discriminatorValues(variant, key);
     if (!values) fail(where, `every variant needs a literal or enum ${key}`);
     const [only] = values;
-    const when = keyGuard + (values.length === 1 && only !== undefined ? `${keyRef} != ${celString(only)}` : `!(${keyRef} in [${values.map(celString).join(", ")}])`);
+    const when =
+      keyGuard +
+      (values.length === 1 && only !== undefined
+        ? `${keyRef} != ${celString(only)}`
+        : `!(${keyRef} in [${values.map(celString).join(", ")}])`);
     const label = `${key} ${values.join("|")}`;
     for (const check of objectChecks(variant, merged, "self", [], [], key)) rules.push(checkRule(check, when, label));
     for (const rule of ownRules(variant)) {
@@ -281,7 +299,12 @@ function isPlainObject(node: JSONSchemaProps): boolean {
   return node.type === "object" && !node.additionalProperties && !node["x-kubernetes-preserve-unknown-fields"];
 }
 
-function mergeObjectUnion(first: JSONSchemaProps, variants: readonly JSONSchemaProps[], discriminator: string | undefined, where: string): JSONSchemaProps {
+function mergeObjectUnion(
+  first: JSONSchemaProps,
+  variants: readonly JSONSchemaProps[],
+  discriminator: string | undefined,
+  where: string,
+): JSONSchemaProps {
   const common = ownRules(first).filter((r) => variants.every((v) => ownRules(v).some((x) => deepEqual(x, r))));
   let merged = withoutRules(first);
   for (const v of variants.slice(1)) merged = mergeNodes(merged, withoutRules(v), where);
@@ -294,8 +317,18 @@ function mergeObjectUnion(first: JSONSchemaProps, variants: readonly JSONSchemaP
 }
 
 const constraintKeys: readonly (keyof JSONSchemaProps)[] = [
-  "enum", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
-  "minLength", "maxLength", "pattern", "allOf", "x-kubernetes-validations",
+  "enum",
+  "format",
+  "minimum",
+  "maximum",
+  "exclusiveMinimum",
+  "exclusiveMaximum",
+  "multipleOf",
+  "minLength",
+  "maxLength",
+  "pattern",
+  "allOf",
+  "x-kubernetes-validations",
 ];
 
 function unconstrained(node: JSONSchemaProps): boolean {
@@ -311,7 +344,9 @@ function mergeScalarUnion(variants: readonly JSONSchemaProps[], where: string): 
     const free = variants.find(unconstrained);
     if (free) return withDescription({ ...free });
     const [first, ...rest] = variants;
-    const sameButEnum = rest.every((v) => deepEqual({ ...v, enum: undefined, description: undefined }, { ...first, enum: undefined, description: undefined }));
+    const sameButEnum = rest.every((v) =>
+      deepEqual({ ...v, enum: undefined, description: undefined }, { ...first, enum: undefined, description: undefined }),
+    );
     if (first && sameButEnum && variants.every((v) => v.enum)) {
       return withDescription({ ...first, enum: [...new Set(variants.flatMap((v) => v.enum ?? []))] });
     }
@@ -335,6 +370,7 @@ export function mergeUnion(variants: readonly JSONSchemaProps[], discriminator: 
   if (!first) fail(where, "an empty union accepts nothing");
   if (variants.length === 1) return first;
   if (variants.every(isPlainObject)) return mergeObjectUnion(first, variants, discriminator, where);
-  if (variants.some((v) => v.type === "object" || v.type === "array")) fail(where, "a union mixing objects or arrays with other shapes cannot be expressed");
+  if (variants.some((v) => v.type === "object" || v.type === "array"))
+    fail(where, "a union mixing objects or arrays with other shapes cannot be expressed");
   return mergeScalarUnion(variants, where);
 }

@@ -119,7 +119,8 @@ export function crdFromSources(src: CrdSource): CustomResourceDefinition {
     subresources: { status: {} },
   };
   // priority 0 is the apiserver's default and it does not store it; neither do we
-  if (src.printerColumns.length > 0) version.additionalPrinterColumns = src.printerColumns.map(({ priority, ...c }) => (priority ? { ...c, priority } : c));
+  if (src.printerColumns.length > 0)
+    version.additionalPrinterColumns = src.printerColumns.map(({ priority, ...c }) => (priority ? { ...c, priority } : c));
   return {
     apiVersion: "apiextensions.k8s.io/v1",
     kind: "CustomResourceDefinition",

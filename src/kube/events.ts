@@ -117,7 +117,10 @@ export function createEventRecorder(kube: Kube, opts: EventRecorderOptions): Eve
       const run = current.chain
         .then(() => write(current, obj, type, reason, text))
         .catch((err: unknown) => {
-          opts.logger.warn({ err: errorSummary(err), reason, object: `${obj.metadata.namespace}/${obj.metadata.name}` }, "event not recorded");
+          opts.logger.warn(
+            { err: errorSummary(err), reason, object: `${obj.metadata.namespace}/${obj.metadata.name}` },
+            "event not recorded",
+          );
         });
       current.chain = run;
       pending.add(run);

@@ -171,7 +171,6 @@ async function runScope(d: ScopeDeps, scope: string | undefined): Promise<void> 
   }
 }
 
-
 export function watchKind(kube: Kube, kind: KindRef, opts: WatchKindOptions): Informer {
   // A cluster-scoped kind has no namespaces to narrow to: one cluster-wide list+watch.
   const scopes = !kind.clusterScoped && opts.namespaces && opts.namespaces.length > 0 ? [...new Set(opts.namespaces)] : [undefined];

@@ -56,7 +56,11 @@ export interface LoadOptions {
 export function loadKubeAccess(opts: LoadOptions = {}): KubeAccess {
   if (opts.kubeconfigPath) return fromFiles([opts.kubeconfigPath], opts);
   const env = process.env["KUBECONFIG"];
-  if (env) return fromFiles(env.split(delimiter).filter((p) => p !== ""), opts);
+  if (env)
+    return fromFiles(
+      env.split(delimiter).filter((p) => p !== ""),
+      opts,
+    );
   if (process.env["KUBERNETES_SERVICE_HOST"] && existsSync(join(SERVICE_ACCOUNT_DIR, "token"))) return inCluster();
   return fromFiles([join(homedir(), ".kube", "config")], opts);
 }
@@ -110,7 +114,12 @@ interface Located {
 function fromFiles(paths: string[], opts: LoadOptions): KubeAccess {
   // kubectl's merge: the first file to name a cluster, user or context wins, and the first
   // current-context set wins.
-  const merged = { clusters: new Map<string, Located>(), users: new Map<string, Located>(), contexts: new Map<string, Located>(), current: undefined as string | undefined };
+  const merged = {
+    clusters: new Map<string, Located>(),
+    users: new Map<string, Located>(),
+    contexts: new Map<string, Located>(),
+    current: undefined as string | undefined,
+  };
   const existing = paths.filter((p) => existsSync(p));
   if (existing.length === 0) throw new Error(`no kubeconfig found at ${paths.join(delimiter)}`);
   for (const path of existing) {
@@ -122,7 +131,7 @@ function fromFiles(paths: string[], opts: LoadOptions): KubeAccess {
       [raw.contexts, merged.contexts, "context"],
     ] as const) {
       for (const item of list ?? []) {
-        if (!into.has(item.name)) into.set(item.name, { entry: (item[field] ?? {}), dir });
+        if (!into.has(item.name)) into.set(item.name, { entry: item[field] ?? {}, dir });
       }
     }
     merged.current ??= raw["current-context"] || undefined;
@@ -132,9 +141,14 @@ function fromFiles(paths: string[], opts: LoadOptions): KubeAccess {
 
 function fromConfig(raw: RawConfig, dir: string, source: string, opts: LoadOptions): KubeAccess {
   const toMap = (list: Named<Record<string, unknown>>[] | undefined, field: "cluster" | "user" | "context") =>
-    new Map((list ?? []).map((item) => [item.name, { entry: (item[field] ?? {}), dir }]));
+    new Map((list ?? []).map((item) => [item.name, { entry: item[field] ?? {}, dir }]));
   return resolveContext(
-    { clusters: toMap(raw.clusters, "cluster"), users: toMap(raw.users, "user"), contexts: toMap(raw.contexts, "context"), current: raw["current-context"] },
+    {
+      clusters: toMap(raw.clusters, "cluster"),
+      users: toMap(raw.users, "user"),
+      contexts: toMap(raw.contexts, "context"),
+      current: raw["current-context"],
+    },
     source,
     opts,
   );
@@ -163,7 +177,9 @@ function resolveContext(
   const c = cluster.entry;
   const u = user.entry;
   if (u["auth-provider"] !== undefined) {
-    throw new Error(`kubeconfig ${source}: user ${text(context, "user")} uses a legacy auth-provider plugin, which keyward does not support; use an exec credential plugin, a token or a client certificate`);
+    throw new Error(
+      `kubeconfig ${source}: user ${text(context, "user")} uses a legacy auth-provider plugin, which keyward does not support; use an exec credential plugin, a token or a client certificate`,
+    );
   }
   const connect = {
     ...pem("ca", c["certificate-authority-data"], c["certificate-authority"], cluster.dir),
@@ -259,7 +275,10 @@ function runPlugin(command: string, args: string[], env: NodeJS.ProcessEnv, time
       clearTimeout(timer);
       child.stdout.destroy();
       if (failure) reject(new Error(`kubeconfig exec plugin ${command} ${failure}`));
-      else if (code !== 0) reject(new Error(`kubeconfig exec plugin ${command} failed: ${signal ? `killed by ${signal}` : `exited with code ${code ?? "?"}`}`));
+      else if (code !== 0)
+        reject(
+          new Error(`kubeconfig exec plugin ${command} failed: ${signal ? `killed by ${signal}` : `exited with code ${code ?? "?"}`}`),
+        );
       else resolveOut(Buffer.concat(chunks).toString("utf8"));
     };
     child.on("exit", (code, signal) => {
@@ -277,7 +296,8 @@ function tokenOfCredential(command: string, stdout: string): { token: string; ex
   } catch {
     throw new Error(`kubeconfig exec plugin ${command} printed no ExecCredential (not JSON)`);
   }
-  const status = typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) ? (parsed as { status?: unknown }).status : undefined;
+  const status =
+    typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) ? (parsed as { status?: unknown }).status : undefined;
   if (status !== undefined && (typeof status !== "object" || status === null || Array.isArray(status))) {
     throw new Error(`kubeconfig exec plugin ${command} printed no ExecCredential (status is not an object)`);
   }
@@ -297,7 +317,8 @@ function execCredential(exec: ExecConfig, timeoutMs: number): () => Promise<stri
   let running: Promise<string | undefined> | undefined;
   const run = async (): Promise<string | undefined> => {
     const env = { ...process.env, ...Object.fromEntries((exec.env ?? []).map((e) => [e.name, e.value])) };
-    if (exec.apiVersion) env["KUBERNETES_EXEC_INFO"] = JSON.stringify({ apiVersion: exec.apiVersion, kind: "ExecCredential", spec: { interactive: false } });
+    if (exec.apiVersion)
+      env["KUBERNETES_EXEC_INFO"] = JSON.stringify({ apiVersion: exec.apiVersion, kind: "ExecCredential", spec: { interactive: false } });
     const { token, expires } = tokenOfCredential(command, await runPlugin(command, exec.args ?? [], env, timeoutMs));
     cached = { header: `Bearer ${token}`, expires };
     return cached.header;

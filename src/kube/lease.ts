@@ -58,10 +58,16 @@ export function leaseTimesProblems(t: LeaseTimes): { setting: keyof LeaseTimes; 
   }
   if (problems.length > 0) return problems;
   if (t.renewDeadlineMs >= t.leaseDurationMs) {
-    problems.push({ setting: "renewDeadlineMs", message: `renew deadline ${s(t.renewDeadlineMs)} must be below the lease duration ${s(t.leaseDurationMs)}, or an old leader may still act when a standby takes over` });
+    problems.push({
+      setting: "renewDeadlineMs",
+      message: `renew deadline ${s(t.renewDeadlineMs)} must be below the lease duration ${s(t.leaseDurationMs)}, or an old leader may still act when a standby takes over`,
+    });
   }
   if (t.retryPeriodMs >= t.renewDeadlineMs) {
-    problems.push({ setting: "retryPeriodMs", message: `retry period ${s(t.retryPeriodMs)} must be below the renew deadline ${s(t.renewDeadlineMs)}, or the leader has no second try before it gives up` });
+    problems.push({
+      setting: "retryPeriodMs",
+      message: `retry period ${s(t.retryPeriodMs)} must be below the renew deadline ${s(t.renewDeadlineMs)}, or the leader has no second try before it gives up`,
+    });
   }
   return problems;
 }
@@ -142,13 +148,17 @@ function leaseClient(opts: LeaderElectionOptions, log: Logger): LeaseClient {
     if (holder !== "" && holder !== identity && !leaseExpired(observed.at, heldForMs, now)) return false;
     const mine = holder === identity;
     const at = microTime(Date.now());
-    await write(lease, {
-      holderIdentity: identity,
-      leaseDurationSeconds: durationSeconds,
-      renewTime: at,
-      acquireTime: mine && spec.acquireTime ? spec.acquireTime : at,
-      leaseTransitions: (spec.leaseTransitions ?? 0) + (mine ? 0 : 1),
-    }, now);
+    await write(
+      lease,
+      {
+        holderIdentity: identity,
+        leaseDurationSeconds: durationSeconds,
+        renewTime: at,
+        acquireTime: mine && spec.acquireTime ? spec.acquireTime : at,
+        leaseTransitions: (spec.leaseTransitions ?? 0) + (mine ? 0 : 1),
+      },
+      now,
+    );
     return true;
   };
 
@@ -158,7 +168,11 @@ function leaseClient(opts: LeaderElectionOptions, log: Logger): LeaseClient {
       const spec = lease?.spec;
       if (!lease || spec?.holderIdentity !== identity) return;
       const { acquireTime, leaseTransitions } = spec;
-      await write(lease, { holderIdentity: "", leaseDurationSeconds: 1, renewTime: microTime(Date.now()), acquireTime, leaseTransitions }, monotonic());
+      await write(
+        lease,
+        { holderIdentity: "", leaseDurationSeconds: 1, renewTime: microTime(Date.now()), acquireTime, leaseTransitions },
+        monotonic(),
+      );
       log.info("released the lease");
     } catch (err) {
       log.warn({ err: errorSummary(err) }, "could not release the lease; it expires on its own");
@@ -245,7 +259,6 @@ function withDeadline(attempt: Promise<boolean>, ms: number): Promise<boolean> {
   const deadline = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
   return Promise.race([attempt, deadline]).finally(() => clearTimeout(timer));
 }
-
 
 function callSafely(fn: () => void, log: Logger, name: string): void {
   try {

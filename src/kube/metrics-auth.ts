@@ -9,8 +9,20 @@ import { resourcePath, type KindRef } from "./client.ts";
 import type { KubeAccess } from "./kubeconfig.ts";
 import { errorSummary, kubeJson } from "./rest.ts";
 
-export const tokenReviewKind: KindRef = { group: "authentication.k8s.io", version: "v1", plural: "tokenreviews", kind: "TokenReview", clusterScoped: true };
-export const subjectAccessReviewKind: KindRef = { group: "authorization.k8s.io", version: "v1", plural: "subjectaccessreviews", kind: "SubjectAccessReview", clusterScoped: true };
+export const tokenReviewKind: KindRef = {
+  group: "authentication.k8s.io",
+  version: "v1",
+  plural: "tokenreviews",
+  kind: "TokenReview",
+  clusterScoped: true,
+};
+export const subjectAccessReviewKind: KindRef = {
+  group: "authorization.k8s.io",
+  version: "v1",
+  plural: "subjectaccessreviews",
+  kind: "SubjectAccessReview",
+  clusterScoped: true,
+};
 
 export type MetricsAuthDecision = { status: 200 } | { status: 401 | 403 | 500; message: string };
 
@@ -107,7 +119,10 @@ export function createMetricsAuthorizer(opts: MetricsAuthorizerOptions): Metrics
       evict(at);
       // Concurrent requests with one token share one review.
       const entry: Cached = {
-        decision: decide(token).catch((err: unknown): MetricsAuthDecision => ({ status: 500, message: `could not review the request: ${errorSummary(err)}` })),
+        decision: decide(token).catch((err: unknown): MetricsAuthDecision => ({
+          status: 500,
+          message: `could not review the request: ${errorSummary(err)}`,
+        })),
         until: Infinity,
       };
       cache.set(key, entry);

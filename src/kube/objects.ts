@@ -145,7 +145,10 @@ function metadataPatch(meta: ObjectMeta, change: MetadataChange): Record<string,
 }
 
 /** The entries of `change` that differ from `current` (null removes), or undefined when none do. */
-function changedEntries(current: Record<string, string> | undefined, change: Record<string, string | null> | undefined): Record<string, string | null> | undefined {
+function changedEntries(
+  current: Record<string, string> | undefined,
+  change: Record<string, string | null> | undefined,
+): Record<string, string | null> | undefined {
   const out: Record<string, string | null> = {};
   for (const [k, v] of Object.entries(change ?? {})) {
     if (v === null ? current?.[k] !== undefined : current?.[k] !== v) out[k] = v;
@@ -160,5 +163,3 @@ function nextFinalizers(current: string[], change: { add?: string; remove?: stri
   if (change.add && !next.includes(change.add)) next = [...next, change.add];
   return next === current ? undefined : next;
 }
-
-

@@ -75,13 +75,7 @@ export async function watchOnce(kube: Kube, path: string, opts: WatchOptions): P
   }
 }
 
-async function streamWatch(
-  kube: Kube,
-  path: string,
-  opts: WatchOptions,
-  signal: AbortSignal,
-  touch: () => void,
-): Promise<WatchEnd> {
+async function streamWatch(kube: Kube, path: string, opts: WatchOptions, signal: AbortSignal, touch: () => void): Promise<WatchEnd> {
   // The headers come within the request deadline; the stream then runs for as long as the
   // server keeps it (its timeoutSeconds, and watchOnce's idle limit behind it).
   const request = {

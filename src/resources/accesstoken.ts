@@ -30,7 +30,16 @@ import type { SecondaryWatch } from "../engine/controller.ts";
 import { kindGauge, type Metrics } from "../engine/metrics.ts";
 import { ReconcileError, type ManagedContext, type ManagedModule, type Observation, type StatusPatch } from "../engine/managed.ts";
 import { API_VERSION, type KubeObject, type ObjectKey, type ObjectMeta, type OwnerReference } from "../engine/types.ts";
-import { ageColumn, commonStatus, dropUndefined, isObserveOnly, kindRef, managementPolicy, providerConfigRef, readyColumns } from "./common.ts";
+import {
+  ageColumn,
+  commonStatus,
+  dropUndefined,
+  isObserveOnly,
+  kindRef,
+  managementPolicy,
+  providerConfigRef,
+  readyColumns,
+} from "./common.ts";
 import { connectVia, type ProviderResolver } from "./providerconfig.ts";
 
 export const ref = kindRef("AccessToken", "accesstokens");
@@ -60,7 +69,11 @@ const MAX_RENEW_WAIT_MS = 60 * 60_000;
 const AFTER_ISSUE_REQUEUE_MS = 1_000;
 
 const dnsSubdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-const secretKeyName = z.string().min(1).max(253).regex(/^[-._a-zA-Z0-9]+$/);
+const secretKeyName = z
+  .string()
+  .min(1)
+  .max(253)
+  .regex(/^[-._a-zA-Z0-9]+$/);
 const durationPattern = /^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$/;
 
 const keyOr = (field: keyof SecretKeys): string => `(has(self.${field}) ? self.${field} : '${defaultSecretKeys[field]}')`;
@@ -75,7 +88,9 @@ export const specSchema = z
       .min(1)
       .max(253)
       .regex(dnsSubdomain)
-      .describe("The Secret in the same namespace that receives the token. keyward creates and owns it; an existing Secret it does not own is never overwritten."),
+      .describe(
+        "The Secret in the same namespace that receives the token. keyward creates and owns it; an existing Secret it does not own is never overwritten.",
+      ),
     secretKeys: z
       .object({
         token: secretKeyName.optional().describe("Key of the token. Default: token."),
@@ -96,7 +111,9 @@ export const specSchema = z
       .max(32)
       .regex(durationPattern)
       .optional()
-      .describe("Issue a new token this long before the current one expires (a duration such as 10m or 1h30m; at most half the token's lifetime). Default: a third of the token's lifetime."),
+      .describe(
+        "Issue a new token this long before the current one expires (a duration such as 10m or 1h30m; at most half the token's lifetime). Default: a third of the token's lifetime.",
+      ),
     managementPolicy: managementPolicy.optional(),
   })
   .strict();
@@ -182,7 +199,9 @@ export function renewalPlan(issuedAt: Date, expiresAt: Date | undefined, renewBe
 /** Hash of the Secret data under `keys`, salted with the owner's uid so it is no bare hash of the token. */
 export function dataHash(ownerUid: string, data: Record<string, string> | undefined, keys: SecretKeys): string {
   const picked = [keys.token, keys.tokenType, keys.expiresAt].map((k) => [k, data?.[k] ?? null]);
-  return `sha256:${createHash("sha256").update(`keyward.dev/accesstoken\u0000${ownerUid}\u0000${JSON.stringify(picked)}`).digest("hex")}`;
+  return `sha256:${createHash("sha256")
+    .update(`keyward.dev/accesstoken\u0000${ownerUid}\u0000${JSON.stringify(picked)}`)
+    .digest("hex")}`;
 }
 
 export function controlledBy(secret: Pick<SecretObject, "metadata">, ownerUid: string): boolean {
@@ -220,13 +239,21 @@ export function assess(input: {
   const keys = secretKeysOf(spec);
   const written = secret.metadata.annotations?.[ANNOTATION_DATA_HASH];
   if (dataHash(ownerUid, secret.data, keys) !== status.secretDataHash || written !== status.secretDataHash) {
-    return { kind: "reissue", reason: "SecretEdited", message: "the Secret's data differs from what keyward wrote (edited, or spec.secretKeys changed)" };
+    return {
+      kind: "reissue",
+      reason: "SecretEdited",
+      message: "the Secret's data differs from what keyward wrote (edited, or spec.secretKeys changed)",
+    };
   }
   const issuedAt = status.lastIssuedAt ? new Date(status.lastIssuedAt) : undefined;
   const expiresAt = status.expiresAt ? new Date(status.expiresAt) : undefined;
   const plan = issuedAt ? renewalPlan(issuedAt, expiresAt, spec.renewBefore) : undefined;
   if (plan && now.getTime() >= plan.renewAt.getTime()) {
-    return { kind: "reissue", reason: "RenewalDue", message: `the token expires at ${status.expiresAt ?? "?"}; renewal was due at ${rfc3339(plan.renewAt)}` };
+    return {
+      kind: "reissue",
+      reason: "RenewalDue",
+      message: `the token expires at ${status.expiresAt ?? "?"}; renewal was due at ${rfc3339(plan.renewAt)}`,
+    };
   }
   return { kind: "valid", plan };
 }
@@ -247,7 +274,11 @@ function secretError(verb: string, namespace: string, name: string, err: unknown
   const code = statusCodeOf(err);
   const reason = statusReason(err);
   const retryable = code === undefined || code >= 500 || code === 409 || code === 429;
-  return new ReconcileError(verb === "read" ? "SecretReadFailed" : "SecretWriteFailed", `could not ${verb} Secret ${namespace}/${name}: HTTP ${code ?? "error"}${reason ? ` ${reason}` : ""}`, { retryable });
+  return new ReconcileError(
+    verb === "read" ? "SecretReadFailed" : "SecretWriteFailed",
+    `could not ${verb} Secret ${namespace}/${name}: HTTP ${code ?? "error"}${reason ? ` ${reason}` : ""}`,
+    { retryable },
+  );
 }
 
 function statusReason(err: unknown): string | undefined {
@@ -267,7 +298,14 @@ function statusReason(err: unknown): string | undefined {
 const clock = (deps: { now?: () => Date }): Date => deps.now?.() ?? new Date();
 
 function ownerReference(c: Ctx): OwnerReference {
-  return { apiVersion: API_VERSION, kind: ref.kind, name: c.key.name, uid: c.obj.metadata.uid ?? "", controller: true, blockOwnerDeletion: true };
+  return {
+    apiVersion: API_VERSION,
+    kind: ref.kind,
+    name: c.key.name,
+    uid: c.obj.metadata.uid ?? "",
+    controller: true,
+    blockOwnerDeletion: true,
+  };
 }
 
 function ownedMetadata(c: Ctx, existing: SecretObject | undefined, hash: string) {
@@ -281,7 +319,13 @@ function ownedMetadata(c: Ctx, existing: SecretObject | undefined, hash: string)
 
 /** A new Secret: keyward's labels, annotation and ownerReference, and the data. */
 function newSecretBody(c: Ctx, data: Record<string, string>, hash: string): SecretObject {
-  return { apiVersion: "v1", kind: "Secret", metadata: { name: c.spec.secretName, namespace: c.key.namespace, ...ownedMetadata(c, undefined, hash) }, type: "Opaque", data };
+  return {
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: { name: c.spec.secretName, namespace: c.key.namespace, ...ownedMetadata(c, undefined, hash) },
+    type: "Opaque",
+    data,
+  };
 }
 
 /**
@@ -292,7 +336,10 @@ function newSecretBody(c: Ctx, data: Record<string, string>, hash: string): Secr
  */
 function secretPatch(c: Ctx, existing: SecretObject, data: Record<string, string>, hash: string): object {
   return {
-    metadata: { ...(existing.metadata.resourceVersion ? { resourceVersion: existing.metadata.resourceVersion } : {}), ...ownedMetadata(c, existing, hash) },
+    metadata: {
+      ...(existing.metadata.resourceVersion ? { resourceVersion: existing.metadata.resourceVersion } : {}),
+      ...ownedMetadata(c, existing, hash),
+    },
     data: replacingPatch(existing.data ?? {}, data),
   };
 }
@@ -310,7 +357,13 @@ async function writeSecret(c: Ctx, existing: SecretObject | undefined, data: Rec
   let current = existing;
   for (let attempt = 1; ; attempt++) {
     try {
-      if (current) await kubeJson(c.kube.access, { method: "PATCH", path: resourcePath(secretKind, namespace, name), body: secretPatch(c, current, data, hash), contentType: MERGE_PATCH });
+      if (current)
+        await kubeJson(c.kube.access, {
+          method: "PATCH",
+          path: resourcePath(secretKind, namespace, name),
+          body: secretPatch(c, current, data, hash),
+          contentType: MERGE_PATCH,
+        });
       else await kubeJson(c.kube.access, { method: "POST", path: resourcePath(secretKind, namespace), body: newSecretBody(c, data, hash) });
       return;
     } catch (err) {
@@ -320,7 +373,9 @@ async function writeSecret(c: Ctx, existing: SecretObject | undefined, data: Rec
     }
     current = await readSecret(c.kube, namespace, name);
     if (current && !controlledBy(current, c.obj.metadata.uid ?? "")) {
-      throw new ReconcileError("SecretConflict", `Secret ${name} was created meanwhile by someone else; it is never overwritten`, { retryable: false });
+      throw new ReconcileError("SecretConflict", `Secret ${name} was created meanwhile by someone else; it is never overwritten`, {
+        retryable: false,
+      });
     }
   }
 }
@@ -356,7 +411,8 @@ interface UnwrittenToken {
 /** Unwritten tokens by object key; held only in memory (a restart mints anew). */
 export type UnwrittenTokens = Map<string, UnwrittenToken>;
 
-const mintedFor = (spec: AccessTokenSpec): string => JSON.stringify([spec.identityId, spec.name ?? "", spec.secretName, secretKeysOf(spec)]);
+const mintedFor = (spec: AccessTokenSpec): string =>
+  JSON.stringify([spec.identityId, spec.name ?? "", spec.secretName, secretKeysOf(spec)]);
 const objectKey = (c: Ctx): string => `${c.key.namespace}/${c.key.name}`;
 
 /** The token to write: the unwritten one of this object, if it is still for this spec and not due, else a new one. */
@@ -366,7 +422,10 @@ async function tokenToWrite(c: Ctx, deps: { now?: () => Date }, unwritten: Unwri
   if (kept) {
     const plan = renewalPlan(kept.issuedAt, kept.expiresAt, c.spec.renewBefore);
     if (kept.uid === c.obj.metadata.uid && kept.mintedFor === mintedFor(c.spec) && (!plan || now.getTime() < plan.renewAt.getTime())) {
-      c.log.info({ tokenId: kept.tokenId, secret: c.spec.secretName }, "writing the token minted earlier, whose Secret write failed, instead of minting another");
+      c.log.info(
+        { tokenId: kept.tokenId, secret: c.spec.secretName },
+        "writing the token minted earlier, whose Secret write failed, instead of minting another",
+      );
       return kept;
     }
     unwritten.delete(objectKey(c));
@@ -388,7 +447,13 @@ async function tokenToWrite(c: Ctx, deps: { now?: () => Date }, unwritten: Unwri
   return token;
 }
 
-async function issue(c: Ctx, deps: { now?: () => Date }, unwritten: UnwrittenTokens, reason: IssueReason, existing: SecretObject | undefined): Promise<StatusPatch<AccessTokenStatus>> {
+async function issue(
+  c: Ctx,
+  deps: { now?: () => Date },
+  unwritten: UnwrittenTokens,
+  reason: IssueReason,
+  existing: SecretObject | undefined,
+): Promise<StatusPatch<AccessTokenStatus>> {
   const keys = secretKeysOf(c.spec);
   const minted = await tokenToWrite(c, deps, unwritten);
   const { issuedAt, expiresAt, tokenId } = minted;
@@ -398,7 +463,10 @@ async function issue(c: Ctx, deps: { now?: () => Date }, unwritten: UnwrittenTok
   await writeSecret(c, existing, data, hash);
   unwritten.delete(objectKey(c));
   await removeOldSecret(c);
-  c.log.info({ tokenId, reason, expiresAt: expiresAt ? rfc3339(expiresAt) : undefined, secret: c.spec.secretName }, "issued a token into the Secret");
+  c.log.info(
+    { tokenId, reason, expiresAt: expiresAt ? rfc3339(expiresAt) : undefined, secret: c.spec.secretName },
+    "issued a token into the Secret",
+  );
   const plan = renewalPlan(issuedAt, expiresAt, c.spec.renewBefore);
   return {
     tokenId,
@@ -421,18 +489,32 @@ async function observe(c: Ctx, deps: { now?: () => Date }): Promise<Observation<
   const verdict = assess({ secret, ownerUid: c.obj.metadata.uid ?? "", spec: c.spec, status: c.status, now });
   switch (verdict.kind) {
     case "missing":
-      return { exists: false, upToDate: false, status: {}, absent: { reason: "SecretMissing", message: `Secret ${secretName} does not exist` } };
+      return {
+        exists: false,
+        upToDate: false,
+        status: {},
+        absent: { reason: "SecretMissing", message: `Secret ${secretName} does not exist` },
+      };
     case "conflict":
       return {
         exists: false,
         upToDate: false,
         status: {},
         canCreate: false,
-        absent: { reason: "SecretConflict", message: `Secret ${secretName} exists and is not owned by this AccessToken; it is never overwritten: delete it or choose another spec.secretName` },
+        absent: {
+          reason: "SecretConflict",
+          message: `Secret ${secretName} exists and is not owned by this AccessToken; it is never overwritten: delete it or choose another spec.secretName`,
+        },
       };
     case "reissue":
       // ObserveOnly issues nothing, so there is nothing to come back for before the resync.
-      return { exists: true, upToDate: false, status: {}, diff: [`token (${verdict.message})`], ...(c.observeOnly ? {} : { requeueAfterMs: AFTER_ISSUE_REQUEUE_MS }) };
+      return {
+        exists: true,
+        upToDate: false,
+        status: {},
+        diff: [`token (${verdict.message})`],
+        ...(c.observeOnly ? {} : { requeueAfterMs: AFTER_ISSUE_REQUEUE_MS }),
+      };
     case "valid": {
       const plan = verdict.plan;
       const when = plan ? `expires at ${c.status.expiresAt ?? "?"}, renewed at ${rfc3339(plan.renewAt)}` : "does not expire";
@@ -441,7 +523,11 @@ async function observe(c: Ctx, deps: { now?: () => Date }): Promise<Observation<
         exists: true,
         upToDate: true,
         status: { renewAt: plan ? rfc3339(plan.renewAt) : null },
-        readiness: { ready: true, reason: "Available", message: `token ${c.status.tokenId ?? ""} is in Secret ${secretName}; ${when}${clamped}` },
+        readiness: {
+          ready: true,
+          reason: "Available",
+          message: `token ${c.status.tokenId ?? ""} is in Secret ${secretName}; ${when}${clamped}`,
+        },
         ...(plan ? { requeueAfterMs: Math.min(Math.max(0, plan.renewAt.getTime() - now.getTime()) + 250, MAX_RENEW_WAIT_MS) } : {}),
       };
     }
@@ -458,7 +544,8 @@ async function update(c: Ctx, deps: { now?: () => Date }, unwritten: UnwrittenTo
   // Read again: the replace needs the current resourceVersion, and the reason is recorded.
   const secret = await readSecret(c.kube, c.key.namespace, c.spec.secretName);
   const verdict = assess({ secret, ownerUid: c.obj.metadata.uid ?? "", spec: c.spec, status: c.status, now: clock(deps) });
-  if (verdict.kind === "conflict") throw new ReconcileError("SecretConflict", `Secret ${c.spec.secretName} is not owned by this AccessToken`, { retryable: true });
+  if (verdict.kind === "conflict")
+    throw new ReconcileError("SecretConflict", `Secret ${c.spec.secretName} is not owned by this AccessToken`, { retryable: true });
   if (verdict.kind === "valid") return {};
   return issue(c, deps, unwritten, verdict.kind === "missing" ? "SecretMissing" : verdict.reason, secret);
 }
@@ -481,8 +568,16 @@ export const secretWatch: SecondaryWatch = {
 function tokenGauges(metrics: Metrics | undefined) {
   if (!metrics) return undefined;
   const labelNames = ["kind", "namespace", "name"] as const;
-  const expiry = kindGauge(metrics, { name: "keyward_token_expiry_timestamp_seconds", help: "Unix time the token in use expires, per resource", labelNames });
-  const renewal = kindGauge(metrics, { name: "keyward_token_renewal_due_timestamp_seconds", help: "Unix time keyward plans to renew the token in use, per resource", labelNames });
+  const expiry = kindGauge(metrics, {
+    name: "keyward_token_expiry_timestamp_seconds",
+    help: "Unix time the token in use expires, per resource",
+    labelNames,
+  });
+  const renewal = kindGauge(metrics, {
+    name: "keyward_token_renewal_due_timestamp_seconds",
+    help: "Unix time keyward plans to renew the token in use, per resource",
+    labelNames,
+  });
   const series = (key: ObjectKey) => ({ kind: ref.kind, namespace: key.namespace, name: key.name });
   const put = (gauge: typeof expiry, key: ObjectKey, at: string | null | undefined): void => {
     const ms = at ? Date.parse(at) : Number.NaN;
@@ -501,10 +596,18 @@ function tokenGauges(metrics: Metrics | undefined) {
   };
 }
 
-export function accessTokenModule(deps: { providers: ProviderResolver; now?: () => Date; metrics?: Metrics }): ManagedModule<AccessTokenSpec, AccessTokenStatus, ApiClient> {
+export function accessTokenModule(deps: {
+  providers: ProviderResolver;
+  now?: () => Date;
+  metrics?: Metrics;
+}): ManagedModule<AccessTokenSpec, AccessTokenStatus, ApiClient> {
   const gauges = tokenGauges(deps.metrics);
   const unwritten: UnwrittenTokens = new Map();
-  const recorded = <T extends { status?: StatusPatch<AccessTokenStatus> } | StatusPatch<AccessTokenStatus>>(c: Ctx, result: T, status: StatusPatch<AccessTokenStatus>): T => {
+  const recorded = <T extends { status?: StatusPatch<AccessTokenStatus> } | StatusPatch<AccessTokenStatus>>(
+    c: Ctx,
+    result: T,
+    status: StatusPatch<AccessTokenStatus>,
+  ): T => {
     gauges?.record(c.key, { ...c.status, ...status });
     return result;
   };
@@ -538,4 +641,3 @@ export function accessTokenModule(deps: { providers: ProviderResolver; now?: () 
     },
   };
 }
-

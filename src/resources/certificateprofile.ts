@@ -9,7 +9,13 @@
 // enrollment type. An EST passphrase and CA chain are in that list too: they are never copied.
 import { z } from "zod";
 import type { Gauge } from "prom-client";
-import { enrollmentTypes, type ApiClient, type CertificateProfile, type CertificateProfileListEntry, type EnrollmentType } from "../api/index.ts";
+import {
+  enrollmentTypes,
+  type ApiClient,
+  type CertificateProfile,
+  type CertificateProfileListEntry,
+  type EnrollmentType,
+} from "../api/index.ts";
 import { exactlyOneOf, type CrdSource } from "../kube/crd.ts";
 import { ReconcileError, type ManagedContext, type ManagedModule, type Observation, type StatusPatch } from "../engine/managed.ts";
 import { kindGauge, type Metrics } from "../engine/metrics.ts";
@@ -58,7 +64,10 @@ export const statusSchema = z.object({
   certificates: counts.optional().describe("Certificates issued under the profile, by state."),
   apiConfig: z.object({ autoRenew: z.boolean().optional(), renewBeforeDays: z.number().optional() }).optional(),
   acmeConfig: z.object({ directoryUrl: z.string().optional() }).optional(),
-  estConfig: z.object({ disableBootstrapCaValidation: z.boolean().optional() }).optional().describe("EST settings; the passphrase and CA chain are never copied."),
+  estConfig: z
+    .object({ disableBootstrapCaValidation: z.boolean().optional() })
+    .optional()
+    .describe("EST settings; the passphrase and CA chain are never copied."),
 });
 export type CertificateProfileStatus = z.infer<typeof statusSchema>;
 
@@ -101,7 +110,13 @@ export async function findListEntry(
 ): Promise<CertificateProfileListEntry | undefined> {
   const enrollment = q.enrollmentType && isEnrollmentType(q.enrollmentType) ? { enrollmentType: q.enrollmentType } : {};
   for (let page = 0, offset = 0; page < MAX_PAGES; page++, offset += pageSize) {
-    const { certificateProfiles, totalCount } = await api.listCertificateProfiles({ projectId: q.projectId, offset, limit: pageSize, search: q.slug, ...enrollment });
+    const { certificateProfiles, totalCount } = await api.listCertificateProfiles({
+      projectId: q.projectId,
+      offset,
+      limit: pageSize,
+      search: q.slug,
+      ...enrollment,
+    });
     const hit = certificateProfiles.find((p) => p.id === q.id);
     if (hit) return hit;
     if (certificateProfiles.length === 0 || offset + pageSize >= totalCount) return undefined;
@@ -110,7 +125,11 @@ export async function findListEntry(
 }
 
 /** Every profile of a project, page by page (limit 100): one listing for a whole resync. */
-export async function listAllProfiles(api: Pick<ApiClient, "listCertificateProfiles">, projectId: string, pageSize = PAGE_SIZE): Promise<CertificateProfileListEntry[]> {
+export async function listAllProfiles(
+  api: Pick<ApiClient, "listCertificateProfiles">,
+  projectId: string,
+  pageSize = PAGE_SIZE,
+): Promise<CertificateProfileListEntry[]> {
   const all: CertificateProfileListEntry[] = [];
   for (let page = 0, offset = 0; page < MAX_PAGES; page++, offset += pageSize) {
     const { certificateProfiles, totalCount } = await api.listCertificateProfiles({ projectId, offset, limit: pageSize });
@@ -140,9 +159,17 @@ export function statusFrom(profile: CertificateProfile, entry: CertificateProfil
     apiConfigId: orNull(profile.apiConfigId),
     acmeConfigId: orNull(profile.acmeConfigId),
     certificates: m
-      ? { total: m.totalCertificates, active: m.activeCertificates, expired: m.expiredCertificates, expiring: m.expiringCertificates, revoked: m.revokedCertificates }
+      ? {
+          total: m.totalCertificates,
+          active: m.activeCertificates,
+          expired: m.expiredCertificates,
+          expiring: m.expiringCertificates,
+          revoked: m.revokedCertificates,
+        }
       : null,
-    apiConfig: entry.apiConfig ? { autoRenew: entry.apiConfig.autoRenew ?? undefined, renewBeforeDays: entry.apiConfig.renewBeforeDays ?? undefined } : null,
+    apiConfig: entry.apiConfig
+      ? { autoRenew: entry.apiConfig.autoRenew ?? undefined, renewBeforeDays: entry.apiConfig.renewBeforeDays ?? undefined }
+      : null,
     acmeConfig: entry.acmeConfig ? { directoryUrl: entry.acmeConfig.directoryUrl ?? undefined } : null,
     estConfig: entry.estConfig ? { disableBootstrapCaValidation: entry.estConfig.disableBootstrapCaValidation ?? undefined } : null,
   };
@@ -174,12 +201,20 @@ function profileGauges(metrics: Metrics) {
 }
 
 /** A steady resync pass reads its profile from the project's shared listing (the entry carries the scalars too). */
-async function fromListing(listing: SharedListing<CertificateProfileListEntry>, c: Ctx, projectId: string): Promise<CertificateProfileListEntry | undefined> {
+async function fromListing(
+  listing: SharedListing<CertificateProfileListEntry>,
+  c: Ctx,
+  projectId: string,
+): Promise<CertificateProfileListEntry | undefined> {
   if (!isSteady(c.obj)) return undefined;
   return (await listing.get(listingScope(c, projectId), () => listAllProfiles(c.conn, projectId))).get(c.spec.slug);
 }
 
-async function observe(c: Ctx, gauges: ReturnType<typeof profileGauges>, listing: SharedListing<CertificateProfileListEntry>): Promise<Observation<CertificateProfileStatus>> {
+async function observe(
+  c: Ctx,
+  gauges: ReturnType<typeof profileGauges>,
+  listing: SharedListing<CertificateProfileListEntry>,
+): Promise<Observation<CertificateProfileStatus>> {
   const projectId = await resolveProjectId(c.kube, c.key.namespace, c.spec);
   const listed = await fromListing(listing, c, projectId);
   if (listed) return observed(c, gauges, listed, listed);
@@ -196,16 +231,27 @@ async function observe(c: Ctx, gauges: ReturnType<typeof profileGauges>, listing
   }
   const entry = await findListEntry(c.conn, { projectId, id: profile.id, slug: profile.slug, enrollmentType: profile.enrollmentType });
   if (!entry) {
-    throw new ReconcileError("NotListed", `certificate profile ${profile.slug} (${profile.id}) was found by slug but is not in the project's profile list`, { retryable: true });
+    throw new ReconcileError(
+      "NotListed",
+      `certificate profile ${profile.slug} (${profile.id}) was found by slug but is not in the project's profile list`,
+      { retryable: true },
+    );
   }
   return observed(c, gauges, profile, entry);
 }
 
-function observed(c: Ctx, gauges: ReturnType<typeof profileGauges>, profile: CertificateProfile, entry: CertificateProfileListEntry): Observation<CertificateProfileStatus> {
+function observed(
+  c: Ctx,
+  gauges: ReturnType<typeof profileGauges>,
+  profile: CertificateProfile,
+  entry: CertificateProfileListEntry,
+): Observation<CertificateProfileStatus> {
   const status = statusFrom(profile, entry);
   if (status.certificates) gauges.set(c.key, profile.slug, status.certificates);
   else gauges.clear(c.key);
-  const total = status.certificates ? `${status.certificates.total} certificates, ${status.certificates.expiring} expiring` : "no certificate counts";
+  const total = status.certificates
+    ? `${status.certificates.total} certificates, ${status.certificates.expiring} expiring`
+    : "no certificate counts";
   return {
     exists: true,
     upToDate: true,
@@ -214,7 +260,11 @@ function observed(c: Ctx, gauges: ReturnType<typeof profileGauges>, profile: Cer
   };
 }
 
-export function certificateProfileModule(deps: { providers: ProviderResolver; metrics: Metrics; listingTtlMs?: number }): ManagedModule<CertificateProfileSpec, CertificateProfileStatus, ApiClient> {
+export function certificateProfileModule(deps: {
+  providers: ProviderResolver;
+  metrics: Metrics;
+  listingTtlMs?: number;
+}): ManagedModule<CertificateProfileSpec, CertificateProfileStatus, ApiClient> {
   const gauges = profileGauges(deps.metrics);
   const listing = createSharedListing<CertificateProfileListEntry>((p) => p.slug, deps.listingTtlMs ?? DEFAULT_LISTING_TTL_MS);
   return {

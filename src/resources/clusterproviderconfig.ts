@@ -21,7 +21,16 @@ import { classifyError, ReconcileError, throttleDelay } from "../engine/managed.
 import { done, requeueAfter, throttled, type KubeObject, type ObjectKey, type ReconcileFn } from "../engine/types.ts";
 import { CREDENTIALS_SELECTOR } from "./credentials.ts";
 import { commonStatus, kindRef, providerConfigKind, providerConfigName } from "./common.ts";
-import { connectionFields, providerConfigColumns, tokenAuthSchema, tokenStatus, tokenStatusFields, type ClusterConnect, type Connector, type ProviderResolver } from "./providerconfig.ts";
+import {
+  connectionFields,
+  providerConfigColumns,
+  tokenAuthSchema,
+  tokenStatus,
+  tokenStatusFields,
+  type ClusterConnect,
+  type Connector,
+  type ProviderResolver,
+} from "./providerconfig.ts";
 
 export const ref: KindRef = { ...kindRef("ClusterProviderConfig", "clusterproviderconfigs"), clusterScoped: true };
 
@@ -36,7 +45,11 @@ export const labelSelectorSchema = z
           .object({
             key: labelName.describe("The label key."),
             operator: z.enum(["In", "NotIn", "Exists", "DoesNotExist"]).describe("In, NotIn, Exists or DoesNotExist."),
-            values: z.array(z.string().max(63)).max(256).optional().describe("The values for In and NotIn (not empty); none for Exists and DoesNotExist."),
+            values: z
+              .array(z.string().max(63))
+              .max(256)
+              .optional()
+              .describe("The values for In and NotIn (not empty); none for Exists and DoesNotExist."),
           })
           .strict(),
       )
@@ -58,14 +71,18 @@ export const specSchema = z
         key: z.string().min(1).max(253).optional().describe("Key in the Secret holding the access token. Default: token."),
       })
       .optional()
-      .describe("The Secret holding a static bearer access token. The token never leaves it. Exactly one of credentialsSecretRef and tokenAuth."),
+      .describe(
+        "The Secret holding a static bearer access token. The token never leaves it. Exactly one of credentialsSecretRef and tokenAuth.",
+      ),
     tokenAuth: tokenAuthSchema(where).optional(),
     timeoutSeconds: connectionFields.timeoutSeconds,
     rateLimit: connectionFields.rateLimit,
     caBundle: connectionFields.caBundle,
     namespaceSelector: labelSelectorSchema
       .optional()
-      .describe("Namespaces whose labels match may use this ClusterProviderConfig ({} matches every namespace). With neither namespaceSelector nor namespaces, no namespace may."),
+      .describe(
+        "Namespaces whose labels match may use this ClusterProviderConfig ({} matches every namespace). With neither namespaceSelector nor namespaces, no namespace may.",
+      ),
     namespaces: z
       .array(z.string().min(1).max(63))
       .max(1024)
@@ -106,9 +123,12 @@ export function selectorMatches(selector: LabelSelector, labels: Record<string, 
     const value = have[e.key];
     const values = e.values ?? [];
     const ok =
-      e.operator === "In" ? value !== undefined && values.includes(value)
-        : e.operator === "NotIn" ? value === undefined || !values.includes(value)
-          : e.operator === "Exists" ? value !== undefined
+      e.operator === "In"
+        ? value !== undefined && values.includes(value)
+        : e.operator === "NotIn"
+          ? value === undefined || !values.includes(value)
+          : e.operator === "Exists"
+            ? value !== undefined
             : value === undefined;
     if (!ok) return false;
   }
@@ -116,7 +136,11 @@ export function selectorMatches(selector: LabelSelector, labels: Record<string, 
 }
 
 /** Whether the ClusterProviderConfig allows `namespace` (with those labels): listed, or matched by the selector. */
-export function namespaceAllowed(spec: Pick<ClusterProviderConfigSpec, "namespaceSelector" | "namespaces">, namespace: string, labels: Record<string, string> | undefined): boolean {
+export function namespaceAllowed(
+  spec: Pick<ClusterProviderConfigSpec, "namespaceSelector" | "namespaces">,
+  namespace: string,
+  labels: Record<string, string> | undefined,
+): boolean {
   if ((spec.namespaces ?? []).includes(namespace)) return true;
   return spec.namespaceSelector !== undefined && selectorMatches(spec.namespaceSelector, labels);
 }
@@ -124,7 +148,11 @@ export function namespaceAllowed(spec: Pick<ClusterProviderConfigSpec, "namespac
 function parseSpec(name: string, raw: unknown): ClusterProviderConfigSpec {
   const parsed = specSchema.safeParse(raw);
   if (!parsed.success) {
-    throw new ReconcileError("ProviderConfigInvalid", `ClusterProviderConfig ${name} is invalid: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`, { retryable: true });
+    throw new ReconcileError(
+      "ProviderConfigInvalid",
+      `ClusterProviderConfig ${name} is invalid: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
+      { retryable: true },
+    );
   }
   return parsed.data;
 }
@@ -156,7 +184,12 @@ export function createClusterProviderConfigs(deps: {
   // One list+watch of the credentials namespace's marked Secrets, so connecting reads no Secret
   // from the apiserver; nothing else of that namespace (Helm release Secrets, say) is cached. A
   // Secret not in the cache is read once, to say why it cannot be used (not marked, missing).
-  const secrets: Informer = watchKind(deps.kube, secretKind, { namespaces: [deps.credentialsNamespace], labelSelector: CREDENTIALS_SELECTOR, logger: deps.log, onEvent: () => undefined });
+  const secrets: Informer = watchKind(deps.kube, secretKind, {
+    namespaces: [deps.credentialsNamespace],
+    labelSelector: CREDENTIALS_SELECTOR,
+    logger: deps.log,
+    onEvent: () => undefined,
+  });
   const readSecret = async (namespace: string, name: string): Promise<KubeObject | undefined> =>
     (secrets.hasSynced() ? secrets.get({ namespace, name }) : undefined) ?? getObject(deps.kube, secretKind, { namespace, name });
 
@@ -170,7 +203,11 @@ export function createClusterProviderConfigs(deps: {
     const { spec } = await readConfig(name);
     const ns = await readCached(deps.kube, namespaceKind, { namespace: "", name: namespace });
     if (!namespaceAllowed(spec, namespace, ns?.metadata.labels)) {
-      throw new ReconcileError("NotAllowed", `ClusterProviderConfig ${name} does not allow namespace ${namespace} (not in its namespaces, not matched by its namespaceSelector)`, { retryable: false });
+      throw new ReconcileError(
+        "NotAllowed",
+        `ClusterProviderConfig ${name} does not allow namespace ${namespace} (not in its namespaces, not matched by its namespaceSelector)`,
+        { retryable: false },
+      );
     }
     return deps.connector.connect(configId(name), spec, readSecret, deps.credentialsNamespace, signal);
   };
@@ -196,7 +233,11 @@ export function createClusterProviderConfigs(deps: {
     }
     const token = tokenStatus(deps.providers(), configId(key.name), obj.spec);
     const baseUrl = (obj.spec as { baseUrl?: string } | undefined)?.baseUrl;
-    await writeReady(deps, obj, ready, { ...(baseUrl ? { baseUrl } : {}), credentialsNamespace: deps.credentialsNamespace, ...token.status });
+    await writeReady(deps, obj, ready, {
+      ...(baseUrl ? { baseUrl } : {}),
+      credentialsNamespace: deps.credentialsNamespace,
+      ...token.status,
+    });
     if (retry) return requeueAfter(Math.min(deps.recheckMs, 30_000));
     return token.renewInMs !== undefined ? requeueAfter(token.renewInMs) : done();
   };
@@ -209,9 +250,22 @@ export function createClusterProviderConfigs(deps: {
   };
 }
 
-async function writeReady(deps: { kube: Kube; events: EventRecorder }, obj: KubeObject, ready: { status: "True" | "False"; reason: string; message: string }, extra: Record<string, unknown>): Promise<void> {
+async function writeReady(
+  deps: { kube: Kube; events: EventRecorder },
+  obj: KubeObject,
+  ready: { status: "True" | "False"; reason: string; message: string },
+  extra: Record<string, unknown>,
+): Promise<void> {
   const { conditions: _c, observedGeneration: _g, ...kept } = obj.status ?? {};
-  await writeStatus({ kube: deps.kube, ref, obj, kindStatus: { ...kept, ...extra }, conditions: { ready: { type: "Ready", ...ready } }, now: new Date(), events: deps.events });
+  await writeStatus({
+    kube: deps.kube,
+    ref,
+    obj,
+    kindStatus: { ...kept, ...extra },
+    conditions: { ready: { type: "Ready", ...ready } },
+    now: new Date(),
+    events: deps.events,
+  });
 }
 
 const usesClusterConfig = (o: KubeObject): boolean => providerConfigKind(o.spec) === "ClusterProviderConfig";
@@ -226,7 +280,8 @@ export const usersWatch: SecondaryWatch = {
 /** Secondary watch of every user kind: a Namespace's labels changing re-evaluates its resources that use a ClusterProviderConfig. */
 export const namespaceWatch: SecondaryWatch = {
   kind: namespaceKind,
-  mapToKeys: (ns, primaries) => (primaries?.() ?? []).filter((o) => o.metadata.namespace === ns.metadata.name && usesClusterConfig(o)).map(keyOf),
+  mapToKeys: (ns, primaries) =>
+    (primaries?.() ?? []).filter((o) => o.metadata.namespace === ns.metadata.name && usesClusterConfig(o)).map(keyOf),
 };
 
 function keyOf(o: KubeObject): ObjectKey {

@@ -11,7 +11,9 @@ export const providerConfigRef = z
     kind: z
       .enum(["ProviderConfig", "ClusterProviderConfig"])
       .optional()
-      .describe("ProviderConfig (in the same namespace) or ClusterProviderConfig (cluster-scoped, if it allows this namespace). Default: ProviderConfig."),
+      .describe(
+        "ProviderConfig (in the same namespace) or ClusterProviderConfig (cluster-scoped, if it allows this namespace). Default: ProviderConfig.",
+      ),
     name: z.string().min(1).max(253).describe("Name of a ProviderConfig in the same namespace, or of a ClusterProviderConfig."),
   })
   .describe("The ProviderConfig or ClusterProviderConfig to use; default: the ProviderConfig named `default` in the same namespace.");
@@ -62,7 +64,9 @@ export function providerConfigName(spec: { providerConfigRef?: ProviderConfigRef
 }
 
 /** The kind of provider config a spec refers to: ProviderConfig unless it names a ClusterProviderConfig. */
-export function providerConfigKind(spec: { providerConfigRef?: ProviderConfigRef | undefined }): "ProviderConfig" | "ClusterProviderConfig" {
+export function providerConfigKind(spec: {
+  providerConfigRef?: ProviderConfigRef | undefined;
+}): "ProviderConfig" | "ClusterProviderConfig" {
   return spec.providerConfigRef?.kind ?? "ProviderConfig";
 }
 
@@ -108,7 +112,12 @@ export function referrersWatch(kind: KindRef, refName: (spec: unknown) => string
  * not the cache: a referrer the cache has not seen yet would lose its cleanup if the object it
  * waits for were let go.
  */
-export async function freshReferrers(kube: Kube, kinds: readonly KindRef[], namespace: string, refers: (obj: KubeObject) => boolean): Promise<string[]> {
+export async function freshReferrers(
+  kube: Kube,
+  kinds: readonly KindRef[],
+  namespace: string,
+  refers: (obj: KubeObject) => boolean,
+): Promise<string[]> {
   const found: string[] = [];
   for (const kind of kinds) {
     const list = await kubeJson<{ items?: KubeObject[] }>(kube.access, { path: resourcePath(kind, namespace) });

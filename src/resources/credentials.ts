@@ -38,7 +38,11 @@ export function checkAllowedBaseUrl(configId: string, baseUrl: string, allowed: 
  * and, when it pins base URLs, `baseUrl` is one of them. Messages name the Secret and the
  * label, never a value of the Secret.
  */
-export function tokenFrom(secret: KubeObject | undefined, where: { namespace: string; name: string; key?: string | undefined }, baseUrl: string): string {
+export function tokenFrom(
+  secret: KubeObject | undefined,
+  where: { namespace: string; name: string; key?: string | undefined },
+  baseUrl: string,
+): string {
   const key = where.key ?? "token";
   const id = `Secret ${where.namespace}/${where.name}`;
   if (!secret) throw new ReconcileError("CredentialsNotFound", `${id} does not exist`, { retryable: true });
@@ -51,7 +55,11 @@ export function tokenFrom(secret: KubeObject | undefined, where: { namespace: st
   }
   const pinned = secret.metadata.annotations?.[ALLOWED_BASE_URLS_ANNOTATION];
   if (pinned !== undefined && !baseUrlAllowed(baseUrl, parseBaseUrlList(pinned))) {
-    throw new ReconcileError("BaseUrlNotAllowed", `${id} does not allow its token to be sent to ${baseUrl} (annotation ${ALLOWED_BASE_URLS_ANNOTATION})`, { retryable: false });
+    throw new ReconcileError(
+      "BaseUrlNotAllowed",
+      `${id} does not allow its token to be sent to ${baseUrl} (annotation ${ALLOWED_BASE_URLS_ANNOTATION})`,
+      { retryable: false },
+    );
   }
   const encoded = (secret as { data?: Record<string, string> }).data?.[key];
   if (!encoded) throw new ReconcileError("CredentialsNotFound", `${id} has no key ${key}`, { retryable: true });

@@ -8,4 +8,12 @@ import * as certificateProfile from "./certificateprofile.ts";
 import * as projectMembership from "./projectmembership.ts";
 import * as secretSync from "./secretsync.ts";
 
-export const crdSources: CrdSource[] = [providerConfig.crdSource, clusterProviderConfig.crdSource, project.crdSource, accessToken.crdSource, certificateProfile.crdSource, projectMembership.crdSource, secretSync.crdSource];
+export const crdSources: CrdSource[] = [
+  providerConfig.crdSource,
+  clusterProviderConfig.crdSource,
+  project.crdSource,
+  accessToken.crdSource,
+  certificateProfile.crdSource,
+  projectMembership.crdSource,
+  secretSync.crdSource,
+];

@@ -13,7 +13,6 @@
 /** How old a listing may be for a steady pass by default (the operator passes one from its resync interval). */
 export const DEFAULT_LISTING_TTL_MS = 30_000;
 
-
 export interface SharedListing<T> {
   /** The items of `scope` by id: the cached listing, or a new one from `list` when older than the TTL (one call at a time per scope). */
   get(scope: string, list: () => Promise<T[]>): Promise<Map<string, T>>;

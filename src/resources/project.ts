@@ -4,10 +4,30 @@ import { createHash } from "node:crypto";
 import { z } from "zod";
 import { isNotFound, type ApiClient, type Project, type UpdateProjectBody } from "../api/index.ts";
 import type { CrdSource } from "../kube/crd.ts";
-import { FINALIZER, ReconcileError, type DeleteResult, type ManagedContext, type ManagedModule, type Observation } from "../engine/managed.ts";
+import {
+  FINALIZER,
+  ReconcileError,
+  type DeleteResult,
+  type ManagedContext,
+  type ManagedModule,
+  type Observation,
+} from "../engine/managed.ts";
 import type { ObjectMeta } from "../engine/types.ts";
 import type { KindRef } from "../kube/client.ts";
-import { ageColumn, commonStatus, freshReferrers, isObserveOnly, kindRef, managementPolicy, notFoundAsUndefined, providerConfigRef, readyColumns, referrersWatch, sameStrings, someNames } from "./common.ts";
+import {
+  ageColumn,
+  commonStatus,
+  freshReferrers,
+  isObserveOnly,
+  kindRef,
+  managementPolicy,
+  notFoundAsUndefined,
+  providerConfigRef,
+  readyColumns,
+  referrersWatch,
+  sameStrings,
+  someNames,
+} from "./common.ts";
 import { createSharedListing, DEFAULT_LISTING_TTL_MS, isSteady, listingScope, type SharedListing } from "./listing.ts";
 import { connectVia, type ProviderResolver } from "./providerconfig.ts";
 
@@ -26,7 +46,9 @@ export const specSchema = z
       .max(36)
       .regex(slugPattern)
       .optional()
-      .describe("Slug of the project (5 to 36 lowercase letters, digits and hyphens); changing it renames the project. Default: derived from metadata.name."),
+      .describe(
+        "Slug of the project (5 to 36 lowercase letters, digits and hyphens); changing it renames the project. Default: derived from metadata.name.",
+      ),
     description: z.string().max(256).optional().describe("Description of the project."),
     type: z
       .enum(projectTypes)
@@ -45,7 +67,9 @@ export const specSchema = z
     creationPolicy: z
       .enum(["Create", "Adopt", "CreateOrAdopt"])
       .optional()
-      .describe("Create (default): create the project, fail if the slug is taken. Adopt: only manage an existing project with the slug. CreateOrAdopt: either."),
+      .describe(
+        "Create (default): create the project, fail if the slug is taken. Adopt: only manage an existing project with the slug. CreateOrAdopt: either.",
+      ),
     deletionPolicy: z
       .enum(["Retain", "Delete"])
       .optional()
@@ -90,7 +114,10 @@ export const crdSource: CrdSource = {
 /** The slug keyward creates with. Deterministic, so a crash between create and status write can find it. */
 export function desiredSlug(spec: ProjectSpec, meta: Pick<ObjectMeta, "name">): string {
   if (spec.slug) return spec.slug;
-  const base = meta.name.toLowerCase().replace(/[^a-z0-9-]+/g, "-").replace(/^-+|-+$/g, "");
+  const base = meta.name
+    .toLowerCase()
+    .replace(/[^a-z0-9-]+/g, "-")
+    .replace(/^-+|-+$/g, "");
   if (base.length >= 5 && base.length <= 36) return base;
   if (base.length < 5) return `${base}-project`.replace(/^-/, "");
   const h = createHash("sha256").update(base).digest("hex").slice(0, 8);
@@ -118,10 +145,13 @@ export function projectDiff(spec: ProjectSpec, p: Project): UpdateProjectBody {
   if (spec.name !== undefined && spec.name !== p.name) body.name = spec.name;
   if (spec.slug !== undefined && spec.slug !== p.slug) body.slug = spec.slug;
   if (spec.description !== undefined && spec.description !== (p.description ?? "")) body.description = spec.description;
-  if (spec.hasDeleteProtection !== undefined && spec.hasDeleteProtection !== (p.hasDeleteProtection ?? false)) body.hasDeleteProtection = spec.hasDeleteProtection;
-  if (spec.autoCapitalization !== undefined && spec.autoCapitalization !== (p.autoCapitalization ?? false)) body.autoCapitalization = spec.autoCapitalization;
+  if (spec.hasDeleteProtection !== undefined && spec.hasDeleteProtection !== (p.hasDeleteProtection ?? false))
+    body.hasDeleteProtection = spec.hasDeleteProtection;
+  if (spec.autoCapitalization !== undefined && spec.autoCapitalization !== (p.autoCapitalization ?? false))
+    body.autoCapitalization = spec.autoCapitalization;
   if (spec.secretSharing !== undefined && spec.secretSharing !== (p.secretSharing ?? true)) body.secretSharing = spec.secretSharing;
-  if (spec.showSnapshotsLegacy !== undefined && spec.showSnapshotsLegacy !== (p.showSnapshotsLegacy ?? false)) body.showSnapshotsLegacy = spec.showSnapshotsLegacy;
+  if (spec.showSnapshotsLegacy !== undefined && spec.showSnapshotsLegacy !== (p.showSnapshotsLegacy ?? false))
+    body.showSnapshotsLegacy = spec.showSnapshotsLegacy;
   if (spec.pitVersionLimit !== undefined && spec.pitVersionLimit !== (p.pitVersionLimit ?? 10)) body.pitVersionLimit = spec.pitVersionLimit;
   if (spec.secretDetectionIgnoreValues !== undefined && !sameStrings(spec.secretDetectionIgnoreValues, p.secretDetectionIgnoreValues)) {
     body.secretDetectionIgnoreValues = spec.secretDetectionIgnoreValues;
@@ -135,7 +165,8 @@ async function findProject(listing: SharedListing<Project>, c: Ctx): Promise<{ p
   if (id) {
     // A resync pass of a steady object takes its record from the listing the other passes share;
     // absent there (created since), or any other pass, reads it.
-    const listed = isSteady(c.obj) && !c.createPending ? (await listing.get(listingScope(c), () => api.listProjects({}))).get(id) : undefined;
+    const listed =
+      isSteady(c.obj) && !c.createPending ? (await listing.get(listingScope(c), () => api.listProjects({}))).get(id) : undefined;
     const byId = listed ?? (await api.getProject(id).catch(notFoundAsUndefined));
     if (byId) return { project: byId, adopted: false };
   }
@@ -149,7 +180,11 @@ async function findProject(listing: SharedListing<Project>, c: Ctx): Promise<{ p
   if (c.createPending || c.status.projectId === bySlug.id) return { project: bySlug, adopted: false };
   const policy = c.spec.creationPolicy ?? "Create";
   if (policy === "Create" && !c.observeOnly) {
-    throw new ReconcileError("AlreadyExists", `a project with slug ${slug} already exists and was not created by this resource; set creationPolicy to Adopt or CreateOrAdopt to manage it`, { retryable: false });
+    throw new ReconcileError(
+      "AlreadyExists",
+      `a project with slug ${slug} already exists and was not created by this resource; set creationPolicy to Adopt or CreateOrAdopt to manage it`,
+      { retryable: false },
+    );
   }
   return { project: bySlug, adopted: true };
 }
@@ -163,7 +198,10 @@ async function observe(listing: SharedListing<Project>, c: Ctx): Promise<Observa
       upToDate: false,
       status: {},
       canCreate: !adoptOnly,
-      absent: { reason: "NotFound", message: `no project with slug ${desiredSlug(c.spec, c.obj.metadata)} exists${adoptOnly ? " to adopt (creationPolicy Adopt)" : ""}` },
+      absent: {
+        reason: "NotFound",
+        message: `no project with slug ${desiredSlug(c.spec, c.obj.metadata)} exists${adoptOnly ? " to adopt (creationPolicy Adopt)" : ""}`,
+      },
     };
   }
   if (found.adopted) c.event("Normal", "Adopted", `adopted the existing project with slug ${found.project.slug}`);
@@ -233,7 +271,12 @@ function waitingFor(dependents: string[]): DeleteResult {
   };
 }
 
-async function remove(listing: SharedListing<Project>, dependentKinds: readonly KindRef[], c: Ctx, obs: Observation<ProjectStatus>): Promise<DeleteResult> {
+async function remove(
+  listing: SharedListing<Project>,
+  dependentKinds: readonly KindRef[],
+  c: Ctx,
+  obs: Observation<ProjectStatus>,
+): Promise<DeleteResult> {
   const id = obs.status.projectId;
   if (!id) return { done: true };
   const dependents = await holdingDependents(c, dependentKinds, id);

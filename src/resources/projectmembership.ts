@@ -3,11 +3,37 @@
 // that is not a member is reported (MemberNotFound) and looked for again on every resync.
 import { z } from "zod";
 import type { KubeObject } from "../engine/types.ts";
-import { isNotFound, type ApiClient, type GroupMembership, type MembershipRole, type RoleRequest, type UserMembership } from "../api/index.ts";
+import {
+  isNotFound,
+  type ApiClient,
+  type GroupMembership,
+  type MembershipRole,
+  type RoleRequest,
+  type UserMembership,
+} from "../api/index.ts";
 import type { CrdSource } from "../kube/crd.ts";
 import { exactlyOneOf, immutable, validations } from "../kube/crd.ts";
-import { ReconcileError, type DeleteResult, type ManagedContext, type ManagedModule, type Observation, type StatusPatch } from "../engine/managed.ts";
-import { ageColumn, commonStatus, dropUndefined, isObserveOnly, kindRef, managementPolicy, notFoundAsUndefined, projectId, projectRef, providerConfigRef, readyColumns } from "./common.ts";
+import {
+  ReconcileError,
+  type DeleteResult,
+  type ManagedContext,
+  type ManagedModule,
+  type Observation,
+  type StatusPatch,
+} from "../engine/managed.ts";
+import {
+  ageColumn,
+  commonStatus,
+  dropUndefined,
+  isObserveOnly,
+  kindRef,
+  managementPolicy,
+  notFoundAsUndefined,
+  projectId,
+  projectRef,
+  providerConfigRef,
+  readyColumns,
+} from "./common.ts";
 import { createSharedListing, DEFAULT_LISTING_TTL_MS, isSteady, listingScope, type SharedListing } from "./listing.ts";
 import { connectVia, type ProviderResolver } from "./providerconfig.ts";
 import { resolveProjectId } from "./refs.ts";
@@ -40,8 +66,14 @@ const temporaryOnly = "temporaryMode, temporaryRange and temporaryAccessStartTim
 export const roleSchema = z
   .object({
     role: roleName("admin, member, viewer, no-access, or the slug of a custom role of the project."),
-    isTemporary: z.boolean().optional().describe("A temporary role grants access for temporaryRange from temporaryAccessStartTime. Default: false."),
-    temporaryMode: z.enum(["relative"]).optional().describe("How the range is measured; the service knows relative (from temporaryAccessStartTime)."),
+    isTemporary: z
+      .boolean()
+      .optional()
+      .describe("A temporary role grants access for temporaryRange from temporaryAccessStartTime. Default: false."),
+    temporaryMode: z
+      .enum(["relative"])
+      .optional()
+      .describe("How the range is measured; the service knows relative (from temporaryAccessStartTime)."),
     temporaryRange: z
       .string()
       .max(16)
@@ -53,7 +85,8 @@ export const roleSchema = z
   .strict()
   .superRefine((r, ctx) => {
     const given = temporaryFieldNames.filter((f) => r[f] !== undefined);
-    if (r.isTemporary === true && given.length < temporaryFieldNames.length) ctx.addIssue({ code: "custom", message: temporaryNeedsFields });
+    if (r.isTemporary === true && given.length < temporaryFieldNames.length)
+      ctx.addIssue({ code: "custom", message: temporaryNeedsFields });
     if (r.isTemporary !== true && given.length > 0) ctx.addIssue({ code: "custom", message: temporaryOnly });
   })
   .meta(
@@ -82,7 +115,10 @@ export const groupSchema = z
   .refine((g) => groupSubjects.filter((k) => g[k] !== undefined).length === 1, { message: "exactly one of id, slug or name must be set" })
   .meta({
     description: "A group, by id, slug or name, found among the project's group memberships. Immutable.",
-    ...validations(exactlyOneOf(groupSubjects, "exactly one of id, slug or name must be set"), ...immutable("group is immutable: create another ProjectMembership for another group")["x-kubernetes-validations"]),
+    ...validations(
+      exactlyOneOf(groupSubjects, "exactly one of id, slug or name must be set"),
+      ...immutable("group is immutable: create another ProjectMembership for another group")["x-kubernetes-validations"],
+    ),
   });
 
 const userNeedsPermanent = "a user membership needs at least one permanent role (the service requires it)";
@@ -97,21 +133,33 @@ export const specSchema = z
       .min(1)
       .max(256)
       .optional()
-      .meta({ description: "A user, by username. Immutable.", ...immutable("username is immutable: create another ProjectMembership for another user") }),
+      .meta({
+        description: "A user, by username. Immutable.",
+        ...immutable("username is immutable: create another ProjectMembership for another user"),
+      }),
     group: groupSchema.optional(),
-    roles: z.array(roleSchema).min(1).max(32).describe("The member's roles at the service, permanent or temporary; compared without regard to order."),
+    roles: z
+      .array(roleSchema)
+      .min(1)
+      .max(32)
+      .describe("The member's roles at the service, permanent or temporary; compared without regard to order."),
     deletionPolicy: z
       .enum(["Retain", "Revoke"])
       .optional()
-      .describe("Retain (default): deleting the resource leaves the roles. Revoke: set the roles to revokeRole first (the interface cannot remove a member)."),
+      .describe(
+        "Retain (default): deleting the resource leaves the roles. Revoke: set the roles to revokeRole first (the interface cannot remove a member).",
+      ),
     revokeRole: roleName("The role Revoke leaves the member with. Default: no-access.").optional(),
     managementPolicy: managementPolicy.optional(),
   })
   .strict()
   .superRefine((s, ctx) => {
-    if ((s.projectRef === undefined) === (s.projectId === undefined)) ctx.addIssue({ code: "custom", message: "exactly one of projectRef or projectId must be set" });
-    if ((s.username === undefined) === (s.group === undefined)) ctx.addIssue({ code: "custom", message: "exactly one of username or group must be set" });
-    if (s.username !== undefined && s.roles.every((r) => r.isTemporary === true)) ctx.addIssue({ code: "custom", path: ["roles"], message: userNeedsPermanent });
+    if ((s.projectRef === undefined) === (s.projectId === undefined))
+      ctx.addIssue({ code: "custom", message: "exactly one of projectRef or projectId must be set" });
+    if ((s.username === undefined) === (s.group === undefined))
+      ctx.addIssue({ code: "custom", message: "exactly one of username or group must be set" });
+    if (s.username !== undefined && s.roles.every((r) => r.isTemporary === true))
+      ctx.addIssue({ code: "custom", path: ["roles"], message: userNeedsPermanent });
   });
 export type ProjectMembershipSpec = z.infer<typeof specSchema>;
 
@@ -187,11 +235,30 @@ export interface RoleLike {
 
 const msPerUnit: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000, y: 31_557_600_000 };
 const unitAliases: Record<string, string> = {
-  msec: "ms", msecs: "ms", millisecond: "ms", milliseconds: "ms",
-  sec: "s", secs: "s", second: "s", seconds: "s",
-  min: "m", mins: "m", minute: "m", minutes: "m",
-  hr: "h", hrs: "h", hour: "h", hours: "h",
-  day: "d", days: "d", week: "w", weeks: "w", yr: "y", yrs: "y", year: "y", years: "y",
+  msec: "ms",
+  msecs: "ms",
+  millisecond: "ms",
+  milliseconds: "ms",
+  sec: "s",
+  secs: "s",
+  second: "s",
+  seconds: "s",
+  min: "m",
+  mins: "m",
+  minute: "m",
+  minutes: "m",
+  hr: "h",
+  hrs: "h",
+  hour: "h",
+  hours: "h",
+  day: "d",
+  days: "d",
+  week: "w",
+  weeks: "w",
+  yr: "y",
+  yrs: "y",
+  year: "y",
+  years: "y",
 };
 
 /** An ms-style duration ("8h", "30m", "1.5 hours", "1500") in milliseconds; undefined when unreadable. */
@@ -199,7 +266,7 @@ export function durationMs(text: string): number | undefined {
   const match = /^(\d+(?:\.\d+)?|\.\d+)\s*([a-z]*)$/i.exec(text.trim());
   if (!match?.[1]) return undefined;
   const unit = (match[2] ?? "").toLowerCase();
-  const factor = unit === "" ? 1 : msPerUnit[unit] ?? msPerUnit[unitAliases[unit] ?? ""];
+  const factor = unit === "" ? 1 : (msPerUnit[unit] ?? msPerUnit[unitAliases[unit] ?? ""]);
   return factor === undefined ? undefined : Number(match[1]) * factor;
 }
 
@@ -370,12 +437,19 @@ async function findMember(source: MemberSource, projectId: string, spec: Project
   if (!spec.group) throw new ReconcileError("InvalidSpec", "exactly one of username or group must be set", { retryable: false });
   // A project that is gone answers 404: it has no members (and a deletion has nothing to revoke).
   const groups = shared
-    ? [...((await shared.listings.groups.get(shared.scope, () => api.listProjectGroups(projectId)).catch(notFoundAsUndefined))?.values() ?? [])]
+    ? [
+        ...((await shared.listings.groups.get(shared.scope, () => api.listProjectGroups(projectId)).catch(notFoundAsUndefined))?.values() ??
+          []),
+      ]
     : await api.listProjectGroups(projectId).catch(notFoundAsUndefined);
   if (!groups) return undefined;
   const matches = matchGroups(groups, spec.group);
   if (matches.length > 1) {
-    throw new ReconcileError("AmbiguousGroup", `${matches.length} groups of project ${projectId} are named "${spec.group.name ?? ""}": name the group by slug or id`, { retryable: false });
+    throw new ReconcileError(
+      "AmbiguousGroup",
+      `${matches.length} groups of project ${projectId} are named "${spec.group.name ?? ""}": name the group by slug or id`,
+      { retryable: false },
+    );
   }
   const [match] = matches;
   return match ? fromGroup(match) : undefined;
@@ -442,7 +516,13 @@ export function claimant(self: KubeObject, peers: readonly KubeObject[], project
 async function observe(listings: Listings, c: Ctx): Promise<Observation<ProjectMembershipStatus>> {
   const projectId = await projectIdOf(c);
   if (projectId === undefined) {
-    return { exists: false, upToDate: false, canCreate: false, status: wholeStatus({}), absent: { reason: "ReferenceNotReady", message: "the project is unknown" } };
+    return {
+      exists: false,
+      upToDate: false,
+      canCreate: false,
+      status: wholeStatus({}),
+      absent: { reason: "ReferenceNotReady", message: "the project is unknown" },
+    };
   }
   const member = await findMember(sourceOf(listings, c, projectId), projectId, c.spec);
   if (!member) {
@@ -454,7 +534,13 @@ async function observe(listings: Listings, c: Ctx): Promise<Observation<ProjectM
   const owner = subject === undefined ? undefined : claimant(c.obj as KubeObject, c.peers(), projectId, subject);
   if (owner) {
     const message = `${describeSubject(c.spec)} of project ${projectId} is managed by ProjectMembership ${owner.metadata.namespace}/${owner.metadata.name}; this one changes nothing while that one exists`;
-    return { exists: false, upToDate: false, canCreate: false, status: wholeStatus({ projectId }), absent: { reason: "SubjectClaimed", message } };
+    return {
+      exists: false,
+      upToDate: false,
+      canCreate: false,
+      status: wholeStatus({ projectId }),
+      absent: { reason: "SubjectClaimed", message },
+    };
   }
   const upToDate = sameRoles(c.spec.roles, member.roles);
   const next = nextEnd(member.roles, now);
@@ -471,7 +557,8 @@ async function observe(listings: Listings, c: Ctx): Promise<Observation<ProjectM
 async function writeRoles(listings: Listings, c: Ctx, status: StatusPatch<ProjectMembershipStatus>, roles: RoleRequest[]): Promise<void> {
   const projectId = status.projectId;
   const target = c.spec.username !== undefined ? status.membershipId : status.groupId;
-  if (projectId == null || target == null) throw new ReconcileError("MemberNotFound", "the membership is not known yet", { retryable: true });
+  if (projectId == null || target == null)
+    throw new ReconcileError("MemberNotFound", "the membership is not known yet", { retryable: true });
   const scope = listingScope(c, projectId);
   listings.users.invalidate(scope);
   listings.groups.invalidate(scope);
@@ -507,7 +594,10 @@ async function revoke(listings: Listings, c: Ctx, obs: Observation<ProjectMember
   return { done: true };
 }
 
-export function projectMembershipModule(deps: { providers: ProviderResolver; listingTtlMs?: number }): ManagedModule<ProjectMembershipSpec, ProjectMembershipStatus, ApiClient> {
+export function projectMembershipModule(deps: {
+  providers: ProviderResolver;
+  listingTtlMs?: number;
+}): ManagedModule<ProjectMembershipSpec, ProjectMembershipStatus, ApiClient> {
   const ttl = deps.listingTtlMs ?? DEFAULT_LISTING_TTL_MS;
   const listings: Listings = {
     users: createSharedListing<UserMembership>((m) => m.user.username ?? m.id, ttl),

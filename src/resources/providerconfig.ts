@@ -12,7 +12,17 @@ import { writeStatus } from "../engine/status.ts";
 import { classifyError, ReconcileError, throttleDelay } from "../engine/managed.ts";
 import { done, requeueAfter, throttled, type KubeObject, type Outcome, type ReconcileFn } from "../engine/types.ts";
 import { exactlyOneOf, type CrdSource, type PrinterColumn } from "../kube/crd.ts";
-import { ageColumn, commonStatus, freshReferrers, kindRef, providerConfigKind, providerConfigName, referrersWatch, someNames, type ProviderConfigRef } from "./common.ts";
+import {
+  ageColumn,
+  commonStatus,
+  freshReferrers,
+  kindRef,
+  providerConfigKind,
+  providerConfigName,
+  referrersWatch,
+  someNames,
+  type ProviderConfigRef,
+} from "./common.ts";
 import { renewalPlan, rfc3339 } from "./accesstoken.ts";
 import { backoffDelay, type BackoffPolicy } from "../lib/backoff.ts";
 import { checkAllowedBaseUrl, CREDENTIALS_SELECTOR, isMarkedCredentials, tokenFrom } from "./credentials.ts";
@@ -32,16 +42,22 @@ export const tokenAuthSchema = (where: string) =>
   z
     .object({
       identityId: z.guid().describe("The machine identity keyward mints its access tokens for (create-token)."),
-      bootstrapSecretRef: secretKeySelector(where).describe("The Secret holding the bootstrap token, used only to call create-token; never for anything else and never copied."),
+      bootstrapSecretRef: secretKeySelector(where).describe(
+        "The Secret holding the bootstrap token, used only to call create-token; never for anything else and never copied.",
+      ),
       renewBefore: z
         .string()
         .max(32)
         .regex(durationPattern)
         .optional()
-        .describe("Mint the next access token this long before the current one expires (10m, 1h30m; at most half its lifetime). Default: a third of its lifetime, as AccessToken."),
+        .describe(
+          "Mint the next access token this long before the current one expires (10m, 1h30m; at most half its lifetime). Default: a third of its lifetime, as AccessToken.",
+        ),
     })
     .strict()
-    .describe("Instead of credentialsSecretRef: keyward mints short-lived access tokens for the identity with the bootstrap token, uses them for every call and mints the next one before the current expires. status.tokenExpiresAt shows when the current one expires.");
+    .describe(
+      "Instead of credentialsSecretRef: keyward mints short-lived access tokens for the identity with the bootstrap token, uses them for every call and mints the next one before the current expires. status.tokenExpiresAt shows when the current one expires.",
+    );
 
 /** Fields every provider config shares (ProviderConfig and ClusterProviderConfig). */
 export const connectionFields = {
@@ -56,7 +72,9 @@ export const connectionFields = {
       burst: z.number().int().min(1).max(10000).describe("Requests allowed at once above the rate."),
     })
     .optional()
-    .describe("Client-side rate limit of these credentials (base URL and token: the service limits per token), to stay under the service's limits; never shared with another config's limit. Default: 2/s, burst 10."),
+    .describe(
+      "Client-side rate limit of these credentials (base URL and token: the service limits per token), to stay under the service's limits; never shared with another config's limit. Default: 2/s, burst 10.",
+    ),
   caBundle: z.string().max(65536).optional().describe("PEM CA bundle to trust for an https baseUrl with a private CA."),
 };
 
@@ -65,7 +83,9 @@ export const specSchema = z
     baseUrl: connectionFields.baseUrl,
     credentialsSecretRef: secretKeySelector("in the same namespace")
       .optional()
-      .describe("The Secret holding a static bearer access token. The token never leaves it. Exactly one of credentialsSecretRef and tokenAuth."),
+      .describe(
+        "The Secret holding a static bearer access token. The token never leaves it. Exactly one of credentialsSecretRef and tokenAuth.",
+      ),
     tokenAuth: tokenAuthSchema("in the same namespace").optional(),
     timeoutSeconds: connectionFields.timeoutSeconds,
     rateLimit: connectionFields.rateLimit,
@@ -101,7 +121,8 @@ export const crdSource: CrdSource = {
   singular: "providerconfig",
   shortNames: ["kwpc"],
   categories: ["keyward"],
-  description: "Where the service is and which credentials (from a Secret in the same namespace: a static access token, or a bootstrap token keyward mints short-lived access tokens with) keyward uses for it.",
+  description:
+    "Where the service is and which credentials (from a Secret in the same namespace: a static access token, or a bootstrap token keyward mints short-lived access tokens with) keyward uses for it.",
   spec: specSchema,
   specValidations: [exactlyOneOf(["credentialsSecretRef", "tokenAuth"], "exactly one of credentialsSecretRef and tokenAuth must be set")],
   status: statusSchema,
@@ -116,7 +137,8 @@ const MINT_BACKOFF: BackoffPolicy = { baseMs: 1_000, maxMs: 5 * 60_000, jitter: 
 export interface ConnectionSpec {
   baseUrl: string;
   credentialsSecretRef?: { name: string; key?: string | undefined } | undefined;
-  tokenAuth?: { identityId: string; bootstrapSecretRef: { name: string; key?: string | undefined }; renewBefore?: string | undefined } | undefined;
+  tokenAuth?:
+    { identityId: string; bootstrapSecretRef: { name: string; key?: string | undefined }; renewBefore?: string | undefined } | undefined;
   timeoutSeconds?: number | undefined;
   rateLimit?: { requestsPerSecond: number; burst: number } | undefined;
   caBundle?: string | undefined;
@@ -163,7 +185,15 @@ function onMintedAnswer(
     setbacks.clear(configId);
   } else if (info.status === 401 || (info.status === 403 && info.error === "TokenError")) {
     sessions.delete(configId);
-    setbacks.record(configId, session.key, new ReconcileError("MintedTokenRefused", `${configId}: the service refused the access token minted with tokenAuth (HTTP ${info.status}); minting the next one`, { retryable: true }));
+    setbacks.record(
+      configId,
+      session.key,
+      new ReconcileError(
+        "MintedTokenRefused",
+        `${configId}: the service refused the access token minted with tokenAuth (HTTP ${info.status}); minting the next one`,
+        { retryable: true },
+      ),
+    );
   }
 }
 
@@ -185,7 +215,9 @@ function mintSetbacks(now: () => number) {
       const held = setbacks.get(configId);
       if (!held || held.key !== key || now() >= held.notBefore) return undefined;
       const err = held.error;
-      return err instanceof ReconcileError ? new ReconcileError(err.reason, err.message, { retryable: err.retryable, retryAfterMs: held.notBefore - now() }) : err;
+      return err instanceof ReconcileError
+        ? new ReconcileError(err.reason, err.message, { retryable: err.retryable, retryAfterMs: held.notBefore - now() })
+        : err;
     },
     clear(configId: string): void {
       setbacks.delete(configId);
@@ -200,7 +232,13 @@ function mintSetbacks(now: () => number) {
  * create-token, used for every call, and minted again once renewalPlan (AccessToken's rule)
  * says so. Concurrent reconciles share one mint.
  */
-export function createConnector(deps: { log: Logger; onRequest?: ClientOptions["onRequest"]; now?: () => number; allowedBaseUrls?: readonly string[]; maxResponseBytes?: number }) {
+export function createConnector(deps: {
+  log: Logger;
+  onRequest?: ClientOptions["onRequest"];
+  now?: () => number;
+  allowedBaseUrls?: readonly string[];
+  maxResponseBytes?: number;
+}) {
   const clients = new Map<string, { fingerprint: string; client: ApiClient }>();
   const sessions = new Map<string, { key: string; token: string; schedule: TokenSchedule }>();
   const minting = new Map<string, Promise<void>>();
@@ -208,7 +246,13 @@ export function createConnector(deps: { log: Logger; onRequest?: ClientOptions["
   const setbacks = mintSetbacks(now);
   function clientFor(cacheKey: string, spec: ConnectionSpec, token: string, onAnswer?: (info: RequestInfo) => void): ApiClient {
     // The cache key holds a hash of the token, never the token.
-    const fingerprint = [spec.baseUrl, spec.timeoutSeconds ?? "", JSON.stringify(spec.rateLimit ?? ""), hash(spec.caBundle ?? ""), hash(token)].join("|");
+    const fingerprint = [
+      spec.baseUrl,
+      spec.timeoutSeconds ?? "",
+      JSON.stringify(spec.rateLimit ?? ""),
+      hash(spec.caBundle ?? ""),
+      hash(token),
+    ].join("|");
     const cached = clients.get(cacheKey);
     if (cached?.fingerprint === fingerprint) return cached.client;
     const client = createApiClient({
@@ -232,7 +276,14 @@ export function createConnector(deps: { log: Logger; onRequest?: ClientOptions["
     return client;
   }
 
-  async function mint(configId: string, key: string, spec: ConnectionSpec, auth: NonNullable<ConnectionSpec["tokenAuth"]>, bootstrap: string, secretNamespace: string): Promise<void> {
+  async function mint(
+    configId: string,
+    key: string,
+    spec: ConnectionSpec,
+    auth: NonNullable<ConnectionSpec["tokenAuth"]>,
+    bootstrap: string,
+    secretNamespace: string,
+  ): Promise<void> {
     // Taken before the call: the service starts the lifetime later, so this expiry is never late.
     const issuedAt = new Date(Math.floor(now() / 1000) * 1000);
     const minted = await clientFor(`${configId}#bootstrap`, spec, bootstrap)
@@ -248,20 +299,27 @@ export function createConnector(deps: { log: Logger; onRequest?: ClientOptions["
     const expiresAt = minted.expiresIn > 0 ? new Date(issuedAt.getTime() + minted.expiresIn * 1000) : undefined;
     const plan = renewalPlan(issuedAt, expiresAt, auth.renewBefore);
     sessions.set(configId, { key, token: minted.accessToken, schedule: { issuedAt, expiresAt, renewAt: plan?.renewAt } });
-    deps.log.info({ config: configId, tokenId: minted.tokenData.id, expiresAt: expiresAt?.toISOString(), renewAt: plan?.renewAt.toISOString() }, "minted an access token with tokenAuth");
+    deps.log.info(
+      { config: configId, tokenId: minted.tokenData.id, expiresAt: expiresAt?.toISOString(), renewAt: plan?.renewAt.toISOString() },
+      "minted an access token with tokenAuth",
+    );
   }
 
   /** The token to call with: the static one, or the current minted one (minted first when due). */
   async function sessionToken(configId: string, spec: ConnectionSpec, read: SecretReader, secretNamespace: string): Promise<string> {
     if (spec.credentialsSecretRef && !spec.tokenAuth) return readToken(read, secretNamespace, spec.credentialsSecretRef, spec.baseUrl);
     const auth = spec.tokenAuth;
-    if (!auth || spec.credentialsSecretRef) throw new ReconcileError("ProviderConfigInvalid", `${configId}: exactly one of credentialsSecretRef and tokenAuth must be set`, { retryable: false });
+    if (!auth || spec.credentialsSecretRef)
+      throw new ReconcileError("ProviderConfigInvalid", `${configId}: exactly one of credentialsSecretRef and tokenAuth must be set`, {
+        retryable: false,
+      });
     const bootstrap = await readToken(read, secretNamespace, auth.bootstrapSecretRef, spec.baseUrl);
     // A new bootstrap token, identity or service mints anew; the key holds hashes, never tokens.
     const key = [auth.identityId, auth.renewBefore ?? "", spec.baseUrl, hash(bootstrap)].join("|");
     for (;;) {
       const session = sessions.get(configId);
-      const due = !session || session.key !== key || (session.schedule.renewAt !== undefined && now() >= session.schedule.renewAt.getTime());
+      const due =
+        !session || session.key !== key || (session.schedule.renewAt !== undefined && now() >= session.schedule.renewAt.getTime());
       if (!due) return session.token;
       let pending = minting.get(configId);
       if (!pending) {
@@ -278,11 +336,22 @@ export function createConnector(deps: { log: Logger; onRequest?: ClientOptions["
 
   return {
     /** A client of the config `configId` with spec `spec`, its Secrets read from `secretNamespace`. */
-    async connect(configId: string, spec: ConnectionSpec, read: SecretReader, secretNamespace: string, signal?: AbortSignal): Promise<ApiClient> {
+    async connect(
+      configId: string,
+      spec: ConnectionSpec,
+      read: SecretReader,
+      secretNamespace: string,
+      signal?: AbortSignal,
+    ): Promise<ApiClient> {
       // Before any Secret is read: a URL the cluster admin does not allow never gets a token.
       checkAllowedBaseUrl(configId, spec.baseUrl, deps.allowedBaseUrls ?? []);
       const token = await sessionToken(configId, spec, read, secretNamespace);
-      const client = clientFor(configId, spec, token, spec.tokenAuth ? (info) => onMintedAnswer({ sessions, setbacks }, configId, token, info) : undefined);
+      const client = clientFor(
+        configId,
+        spec,
+        token,
+        spec.tokenAuth ? (info) => onMintedAnswer({ sessions, setbacks }, configId, token, info) : undefined,
+      );
       return signal ? client.withSignal(signal) : client;
     },
     tokenSchedule: (configId: string): TokenSchedule | undefined => sessions.get(configId)?.schedule,
@@ -291,7 +360,12 @@ export function createConnector(deps: { log: Logger; onRequest?: ClientOptions["
 export type Connector = ReturnType<typeof createConnector>;
 
 /** The token of a credentials Secret keyward may use for `baseUrl` (src/resources/credentials.ts). */
-async function readToken(read: SecretReader, namespace: string, ref: { name: string; key?: string | undefined }, baseUrl: string): Promise<string> {
+async function readToken(
+  read: SecretReader,
+  namespace: string,
+  ref: { name: string; key?: string | undefined },
+  baseUrl: string,
+): Promise<string> {
   return tokenFrom(await read(namespace, ref.name), { namespace, ...ref }, baseUrl);
 }
 
@@ -329,7 +403,12 @@ export function createProviderResolver(deps: {
     const obj = await readCached(deps.kube, ref, { namespace, name });
     if (!obj) throw new ReconcileError("ProviderConfigNotFound", `ProviderConfig ${namespace}/${name} does not exist`, { retryable: true });
     const parsed = specSchema.safeParse(obj.spec);
-    if (!parsed.success) throw new ReconcileError("ProviderConfigInvalid", `ProviderConfig ${namespace}/${name} is invalid: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`, { retryable: true });
+    if (!parsed.success)
+      throw new ReconcileError(
+        "ProviderConfigInvalid",
+        `ProviderConfig ${namespace}/${name} is invalid: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
+        { retryable: true },
+      );
     return parsed.data;
   }
 
@@ -337,7 +416,12 @@ export function createProviderResolver(deps: {
     async connect(namespace, name, signal, kind = "ProviderConfig") {
       if (kind === "ClusterProviderConfig") {
         const cluster = deps.cluster?.();
-        if (!cluster) throw new ReconcileError("ClusterProviderConfigsDisabled", `ClusterProviderConfig ${name}: this keyward does not serve ClusterProviderConfigs (--cluster-provider-configs)`, { retryable: false });
+        if (!cluster)
+          throw new ReconcileError(
+            "ClusterProviderConfigsDisabled",
+            `ClusterProviderConfig ${name}: this keyward does not serve ClusterProviderConfigs (--cluster-provider-configs)`,
+            { retryable: false },
+          );
         return cluster(namespace, name, signal);
       }
       const spec = await readSpec(namespace, name);
@@ -353,8 +437,15 @@ function hash(s: string): string {
 
 /** The `connect` of every kind that talks to the service through its spec.providerConfigRef. */
 export function connectVia(providers: ProviderResolver) {
-  return ({ namespace, spec, signal }: { namespace: string; spec: { providerConfigRef?: ProviderConfigRef | undefined }; signal: AbortSignal }): Promise<ApiClient> =>
-    providers.connect(namespace, providerConfigName(spec), signal, providerConfigKind(spec));
+  return ({
+    namespace,
+    spec,
+    signal,
+  }: {
+    namespace: string;
+    spec: { providerConfigRef?: ProviderConfigRef | undefined };
+    signal: AbortSignal;
+  }): Promise<ApiClient> => providers.connect(namespace, providerConfigName(spec), signal, providerConfigKind(spec));
 }
 
 /**
@@ -385,7 +476,12 @@ interface ReconcileDeps {
 
 function usersOf(deps: ReconcileDeps, pc: ProviderConfigObject): Promise<string[]> {
   const { namespace, name } = pc.metadata;
-  return freshReferrers(deps.kube, deps.users, namespace, (o) => providerConfigKind(o.spec) === "ProviderConfig" && providerConfigName(o.spec) === name);
+  return freshReferrers(
+    deps.kube,
+    deps.users,
+    namespace,
+    (o) => providerConfigKind(o.spec) === "ProviderConfig" && providerConfigName(o.spec) === name,
+  );
 }
 
 /** The Secret a ProviderConfig spec names: its static token, or its tokenAuth bootstrap token. */
@@ -407,7 +503,12 @@ export const DELETED_SECRET_GRACE_MS = 15_000;
  * token Secret (PROVIDER_CONFIG_LABEL; keyward no longer writes it), come off in one patch.
  */
 async function releaseSecret(deps: ReconcileDeps, namespace: string, name: string): Promise<void> {
-  await patchMetadata(deps.kube, secretKind, { namespace, name }, { finalizers: { remove: IN_USE_FINALIZER }, labels: { [PROVIDER_CONFIG_LABEL]: null } });
+  await patchMetadata(
+    deps.kube,
+    secretKind,
+    { namespace, name },
+    { finalizers: { remove: IN_USE_FINALIZER }, labels: { [PROVIDER_CONFIG_LABEL]: null } },
+  );
 }
 
 /**
@@ -469,14 +570,31 @@ async function release(deps: ReconcileDeps, pc: ProviderConfigObject): Promise<O
 async function secretStillUsed(deps: ReconcileDeps, pc: ProviderConfigObject, secret: string): Promise<boolean> {
   const others = await freshReferrers(deps.kube, [ref], pc.metadata.namespace, (other) => {
     const o = other as ProviderConfigObject;
-    return o.metadata.name !== pc.metadata.name && o.metadata.deletionTimestamp === undefined && (o.status?.heldSecret ?? tokenSecretName(o.spec)) === secret;
+    return (
+      o.metadata.name !== pc.metadata.name &&
+      o.metadata.deletionTimestamp === undefined &&
+      (o.status?.heldSecret ?? tokenSecretName(o.spec)) === secret
+    );
   });
   return others.length > 0;
 }
 
-async function writeReady(deps: ReconcileDeps, pc: ProviderConfigObject, ready: { status: "True" | "False"; reason: string; message: string }, extra: Record<string, unknown> = {}): Promise<void> {
+async function writeReady(
+  deps: ReconcileDeps,
+  pc: ProviderConfigObject,
+  ready: { status: "True" | "False"; reason: string; message: string },
+  extra: Record<string, unknown> = {},
+): Promise<void> {
   const { conditions: _c, observedGeneration: _g, ...kept } = pc.status ?? {};
-  await writeStatus({ kube: deps.kube, ref, obj: pc, kindStatus: { ...kept, ...extra }, conditions: { ready: { type: "Ready", ...ready } }, now: new Date(), events: deps.events });
+  await writeStatus({
+    kube: deps.kube,
+    ref,
+    obj: pc,
+    kindStatus: { ...kept, ...extra },
+    conditions: { ready: { type: "Ready", ...ready } },
+    now: new Date(),
+    events: deps.events,
+  });
 }
 
 /** ProviderConfig's own reconcile: does the service answer with this token? */
@@ -485,7 +603,8 @@ export function providerConfigReconciler(deps: ReconcileDeps): ReconcileFn {
     const pc = (await readCached(deps.kube, ref, key)) as ProviderConfigObject | undefined;
     if (!pc) return done();
     if (pc.metadata.deletionTimestamp) return release(deps, pc);
-    if (!(pc.metadata.finalizers ?? []).includes(IN_USE_FINALIZER)) await patchMetadata(deps.kube, ref, key, { finalizers: { add: IN_USE_FINALIZER } });
+    if (!(pc.metadata.finalizers ?? []).includes(IN_USE_FINALIZER))
+      await patchMetadata(deps.kube, ref, key, { finalizers: { add: IN_USE_FINALIZER } });
     const secretRecheckMs = await holdSecret(deps, pc);
     let ready: { status: "True" | "False"; reason: string; message: string };
     let retry = false;
@@ -515,10 +634,18 @@ export function providerConfigReconciler(deps: ReconcileDeps): ReconcileFn {
  * A tokenAuth config's status fields (the current token's expiry and renewal, never the token)
  * and when to look again so the next token is minted on time even when nothing else calls.
  */
-export function tokenStatus(providers: ProviderResolver, configId: string, spec: unknown, now = Date.now()): { status: Record<string, string | undefined>; renewInMs?: number } {
+export function tokenStatus(
+  providers: ProviderResolver,
+  configId: string,
+  spec: unknown,
+  now = Date.now(),
+): { status: Record<string, string | undefined>; renewInMs?: number } {
   const schedule = (spec as { tokenAuth?: unknown } | undefined)?.tokenAuth ? providers.tokenSchedule(configId) : undefined;
   if (!schedule) return { status: { tokenExpiresAt: undefined, tokenRenewAt: undefined } };
-  const status = { tokenExpiresAt: schedule.expiresAt ? rfc3339(schedule.expiresAt) : undefined, tokenRenewAt: schedule.renewAt ? rfc3339(schedule.renewAt) : undefined };
+  const status = {
+    tokenExpiresAt: schedule.expiresAt ? rfc3339(schedule.expiresAt) : undefined,
+    tokenRenewAt: schedule.renewAt ? rfc3339(schedule.renewAt) : undefined,
+  };
   return schedule.renewAt ? { status, renewInMs: Math.max(0, schedule.renewAt.getTime() - now) + 250 } : { status };
 }
 
@@ -538,4 +665,6 @@ export const credentialsSecretWatch = {
  * of at their next resync. The informer updates its cache before the event, so the requeued
  * passes judge the fixed ProviderConfig, never the stale copy.
  */
-export const dependentsWatch = referrersWatch(ref, (spec) => (providerConfigKind(spec ?? {}) === "ProviderConfig" ? providerConfigName(spec ?? {}) : undefined));
+export const dependentsWatch = referrersWatch(ref, (spec) =>
+  providerConfigKind(spec ?? {}) === "ProviderConfig" ? providerConfigName(spec ?? {}) : undefined,
+);

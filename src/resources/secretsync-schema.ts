@@ -35,7 +35,9 @@ const common = {
     .min(limits.syncName.min)
     .max(limits.syncName.max)
     .optional()
-    .describe("Name of the sync at the service, 1 to 64 characters, unique in its project. Default: metadata.name, which must then be at most 64 characters."),
+    .describe(
+      "Name of the sync at the service, 1 to 64 characters, unique in its project. Default: metadata.name, which must then be at most 64 characters.",
+    ),
   description: z.string().max(limits.syncDescriptionMax).optional().describe("Description of the sync, at most 256 characters."),
   projectRef: projectRef.optional().meta(immutable("projectRef is immutable: create another SecretSync for another project")),
   projectId: projectId.optional().meta(immutable("projectId is immutable: create another SecretSync for another project")),
@@ -62,9 +64,13 @@ const common = {
     ),
 };
 
-const destinationDescription = "Where the secrets go: workflow-engine, code-host, data-platform, cloud-secrets-manager, app-platform, git-host or monitoring. Fixes the shape of destinationConfig and syncOptions. Immutable.";
+const destinationDescription =
+  "Where the secrets go: workflow-engine, code-host, data-platform, cloud-secrets-manager, app-platform, git-host or monitoring. Fixes the shape of destinationConfig and syncOptions. Immutable.";
 const destination = <D extends Destination>(value: D) =>
-  z.literal(value).meta({ description: destinationDescription, ...immutable("destination is immutable: create a new SecretSync for another destination") });
+  z.literal(value).meta({
+    description: destinationDescription,
+    ...immutable("destination is immutable: create a new SecretSync for another destination"),
+  });
 
 const destinationConfigDescription = "The destination's settings; their shape depends on destination.";
 
@@ -72,7 +78,9 @@ const keySchema = z
   .string()
   .min(1)
   .regex(KEY_SCHEMA_PATTERN, KEY_SCHEMA_RULE)
-  .describe("Template of the key written at the destination: must contain {{secretKey}} and may contain {{environment}}, e.g. APP_{{environment}}_{{secretKey}}.");
+  .describe(
+    "Template of the key written at the destination: must contain {{secretKey}} and may contain {{environment}}, e.g. APP_{{environment}}_{{secretKey}}.",
+  );
 
 // A destination that cannot read secrets back (code-host, data-platform, git-host, monitoring)
 // accepts only overwrite-destination, as the real service does.
@@ -86,14 +94,18 @@ const syncOptionFields = (canImport: boolean) => ({
   disableSecretDeletion: z.boolean().optional().describe("Never delete secrets at the destination. Default: false."),
 });
 
-const syncOptionsDescription = "How the sync writes. Only the fields set here are managed; the whole object is sent when any of them differs.";
+const syncOptionsDescription =
+  "How the sync writes. Only the fields set here are managed; the whole object is sent when any of them differs.";
 
 const syncOptions = (canImport: boolean) => z.object(syncOptionFields(canImport)).strict().describe(syncOptionsDescription);
 const cloudSyncOptions = z
   .object({
     ...syncOptionFields(true),
     keyId: z.string().optional().describe("KMS key id the cloud secrets manager encrypts with (cloud-secrets-manager only)."),
-    tags: z.array(z.object({ key: z.string(), value: z.string() }).strict()).optional().describe("Tags set on the synced secrets (cloud-secrets-manager only)."),
+    tags: z
+      .array(z.object({ key: z.string(), value: z.string() }).strict())
+      .optional()
+      .describe("Tags set on the synced secrets (cloud-secrets-manager only)."),
     syncSecretMetadataAsTags: z.boolean().optional().describe("Write secret metadata as tags (cloud-secrets-manager only)."),
   })
   .strict()
@@ -103,15 +115,62 @@ const config = <T extends z.ZodRawShape>(schema: z.ZodObject<T>) => schema.stric
 
 export const specSchema = z
   .discriminatedUnion("destination", [
-    z.object({ ...common, destination: destination("workflow-engine"), destinationConfig: config(workflowEngineConfigSchema), syncOptions: syncOptions(importCapable["workflow-engine"]).optional() }).strict(),
-    z.object({ ...common, destination: destination("code-host"), destinationConfig: config(codeHostConfigSchema), syncOptions: syncOptions(importCapable["code-host"]).optional() }).strict(),
-    z.object({ ...common, destination: destination("data-platform"), destinationConfig: config(dataPlatformConfigSchema), syncOptions: syncOptions(importCapable["data-platform"]).optional() }).strict(),
     z
-      .object({ ...common, destination: destination("cloud-secrets-manager"), destinationConfig: config(cloudSecretsManagerConfigSchema), syncOptions: cloudSyncOptions.optional() })
+      .object({
+        ...common,
+        destination: destination("workflow-engine"),
+        destinationConfig: config(workflowEngineConfigSchema),
+        syncOptions: syncOptions(importCapable["workflow-engine"]).optional(),
+      })
       .strict(),
-    z.object({ ...common, destination: destination("app-platform"), destinationConfig: config(appPlatformConfigSchema), syncOptions: syncOptions(importCapable["app-platform"]).optional() }).strict(),
-    z.object({ ...common, destination: destination("git-host"), destinationConfig: config(gitHostConfigSchema), syncOptions: syncOptions(importCapable["git-host"]).optional() }).strict(),
-    z.object({ ...common, destination: destination("monitoring"), destinationConfig: config(monitoringConfigSchema), syncOptions: syncOptions(importCapable["monitoring"]).optional() }).strict(),
+    z
+      .object({
+        ...common,
+        destination: destination("code-host"),
+        destinationConfig: config(codeHostConfigSchema),
+        syncOptions: syncOptions(importCapable["code-host"]).optional(),
+      })
+      .strict(),
+    z
+      .object({
+        ...common,
+        destination: destination("data-platform"),
+        destinationConfig: config(dataPlatformConfigSchema),
+        syncOptions: syncOptions(importCapable["data-platform"]).optional(),
+      })
+      .strict(),
+    z
+      .object({
+        ...common,
+        destination: destination("cloud-secrets-manager"),
+        destinationConfig: config(cloudSecretsManagerConfigSchema),
+        syncOptions: cloudSyncOptions.optional(),
+      })
+      .strict(),
+    z
+      .object({
+        ...common,
+        destination: destination("app-platform"),
+        destinationConfig: config(appPlatformConfigSchema),
+        syncOptions: syncOptions(importCapable["app-platform"]).optional(),
+      })
+      .strict(),
+    z
+      .object({
+        ...common,
+        destination: destination("git-host"),
+        destinationConfig: config(gitHostConfigSchema),
+        syncOptions: syncOptions(importCapable["git-host"]).optional(),
+      })
+      .strict(),
+    z
+      .object({
+        ...common,
+        destination: destination("monitoring"),
+        destinationConfig: config(monitoringConfigSchema),
+        syncOptions: syncOptions(importCapable["monitoring"]).optional(),
+      })
+      .strict(),
   ])
   .describe("A secret sync: one project environment and folder, synced through a connection to one destination.");
 export type SecretSyncSpec = z.infer<typeof specSchema>;
@@ -147,7 +206,10 @@ export const statusSchema = z.object({
   connection: z.object({ app: z.string(), name: z.string(), id: z.string() }).nullable().optional(),
   environment: z.object({ slug: z.string(), name: z.string(), id: z.string() }).nullable().optional(),
   folder: z.object({ id: z.string(), path: z.string() }).nullable().optional(),
-  lastHandledSyncRequest: z.string().optional().describe("The last value of the keyward.dev/sync-requested-at annotation handled (one sync-secrets call)."),
+  lastHandledSyncRequest: z
+    .string()
+    .optional()
+    .describe("The last value of the keyward.dev/sync-requested-at annotation handled (one sync-secrets call)."),
   lastHandledRemoveSecretsRequest: z
     .string()
     .optional()
@@ -163,7 +225,9 @@ export const statusSchema = z.object({
     })
     .nullable()
     .optional()
-    .describe("An annotation request being sent: written before the call, cleared with its result. After a crash the service's record tells whether the call landed."),
+    .describe(
+      "An annotation request being sent: written before the call, cleared with its result. After a crash the service's record tells whether the call landed.",
+    ),
   deletionRemoval: z
     .object({
       attempts: z.number().int(),
@@ -197,7 +261,11 @@ export const crdSource: CrdSource = {
   ],
   // The sync's name defaults to metadata.name, which may be longer than the service allows.
   rootValidations: [
-    { rule: "size(self.metadata.name) <= 64 || has(self.spec.name)", message: "metadata.name is longer than 64 characters: set spec.name (1 to 64 characters)", fieldPath: ".spec.name" },
+    {
+      rule: "size(self.metadata.name) <= 64 || has(self.spec.name)",
+      message: "metadata.name is longer than 64 characters: set spec.name (1 to 64 characters)",
+      fieldPath: ".spec.name",
+    },
   ],
   printerColumns: [
     { name: "Destination", type: "string", jsonPath: ".spec.destination" },

@@ -43,14 +43,30 @@ import type { Gauge } from "prom-client";
 import { backoffCeiling } from "../lib/backoff.ts";
 import { kindGauge, type Metrics } from "../engine/metrics.ts";
 import { statusEqual } from "../engine/conditions.ts";
-import { mayHaveLanded, ReconcileError, type DeleteResult, type ManagedContext, type ManagedModule, type Observation, type Readiness } from "../engine/managed.ts";
+import {
+  mayHaveLanded,
+  ReconcileError,
+  type DeleteResult,
+  type ManagedContext,
+  type ManagedModule,
+  type Observation,
+  type Readiness,
+} from "../engine/managed.ts";
 import type { KubeObject, ObjectKey, ObjectMeta } from "../engine/types.ts";
 import { isObserveOnly, notFoundAsUndefined } from "./common.ts";
 import { connectVia, type ProviderResolver } from "./providerconfig.ts";
 import { resolveProjectId } from "./refs.ts";
 import { ref, specSchema, type RequestAction, type SecretSyncSpec, type SecretSyncStatus } from "./secretsync-schema.ts";
 
-export { crdSource, ref, specSchema, statusSchema, deletionPolicies, type SecretSyncSpec, type SecretSyncStatus } from "./secretsync-schema.ts";
+export {
+  crdSource,
+  ref,
+  specSchema,
+  statusSchema,
+  deletionPolicies,
+  type SecretSyncSpec,
+  type SecretSyncStatus,
+} from "./secretsync-schema.ts";
 
 export const ANNOTATION_SYNC_REQUESTED = "keyward.dev/sync-requested-at";
 export const ANNOTATION_REMOVE_SECRETS_REQUESTED = "keyward.dev/remove-secrets-requested-at";
@@ -111,7 +127,11 @@ const requestOrder: readonly RequestAction[] = ["sync", "remove"];
 export function syncName(spec: Pick<SecretSyncSpec, "name">, meta: Pick<ObjectMeta, "name">): string {
   if (spec.name !== undefined) return spec.name;
   if (meta.name.length > 64) {
-    throw new ReconcileError("InvalidSpec", `metadata.name is ${meta.name.length} characters long and a sync name is at most 64: set spec.name`, { retryable: false });
+    throw new ReconcileError(
+      "InvalidSpec",
+      `metadata.name is ${meta.name.length} characters long and a sync name is at most 64: set spec.name`,
+      { retryable: false },
+    );
   }
   return meta.name;
 }
@@ -164,7 +184,11 @@ export function readiness(s: Partial<Status>): Readiness {
   const last = settled[0];
   if (last && s[jobFields[last].status] === "failed") {
     const f = jobFields[last];
-    return { ready: false, reason: "JobFailed", message: `the last ${f.label} job failed: ${s[f.message] ?? "no message from the service"}${runningNote}` };
+    return {
+      ready: false,
+      reason: "JobFailed",
+      message: `the last ${f.label} job failed: ${s[f.message] ?? "no message from the service"}${runningNote}`,
+    };
   }
   const what = last ? `its last ${jobFields[last].label} job succeeded` : "no job has settled yet";
   return { ready: true, reason: "Available", message: `the sync exists; ${what}${runningNote}` };
@@ -184,9 +208,11 @@ export function syncDiff(spec: SecretSyncSpec, name: string, s: SecretSync): Upd
   // environment and folder are compared only when the service reports them
   if (s.environment && spec.environment !== s.environment.slug) body.environment = spec.environment;
   if (s.folder && folderPath(spec.secretPath) !== folderPath(s.folder.path)) body.secretPath = spec.secretPath;
-  if (spec.isAutoSyncEnabled !== undefined && spec.isAutoSyncEnabled !== s.isAutoSyncEnabled) body.isAutoSyncEnabled = spec.isAutoSyncEnabled;
+  if (spec.isAutoSyncEnabled !== undefined && spec.isAutoSyncEnabled !== s.isAutoSyncEnabled)
+    body.isAutoSyncEnabled = spec.isAutoSyncEnabled;
   // syncOptions and destinationConfig are replaced whole by an update: send the spec's object
-  if (spec.syncOptions !== undefined && !fieldsMatch(spec.syncOptions, s.syncOptions)) body.syncOptions = syncOptionsOf(spec, s.syncOptions.initialSyncBehavior) as UpdateSecretSyncBody["syncOptions"];
+  if (spec.syncOptions !== undefined && !fieldsMatch(spec.syncOptions, s.syncOptions))
+    body.syncOptions = syncOptionsOf(spec, s.syncOptions.initialSyncBehavior) as UpdateSecretSyncBody["syncOptions"];
   if (!fieldsMatch(spec.destinationConfig, s.destinationConfig)) body.destinationConfig = spec.destinationConfig;
   return body;
 }
@@ -244,7 +270,6 @@ export function jobSince(mark: JobBaseline, s: Partial<Status>, kind: JobKind): 
   return (s[f.jobId] ?? undefined) !== mark.lastJobId || (s[f.at] ?? undefined) !== mark.lastJobAt || isActive(s[f.status]);
 }
 
-
 // ---------------------------------------------------------------- the module
 
 export interface SecretSyncModuleDeps {
@@ -268,7 +293,8 @@ interface Runtime {
 function recordJobOutcomes(rt: Runtime, key: ObjectKey, s: Partial<Status>): void {
   for (const kind of jobKinds) {
     const status = s[jobFields[kind].status];
-    if (status === "succeeded" || status === "failed") rt.jobFailed?.set({ namespace: key.namespace, name: key.name, action: jobFields[kind].label }, status === "failed" ? 1 : 0);
+    if (status === "succeeded" || status === "failed")
+      rt.jobFailed?.set({ namespace: key.namespace, name: key.name, action: jobFields[kind].label }, status === "failed" ? 1 : 0);
   }
 }
 
@@ -282,7 +308,9 @@ function pollAfter(rt: Runtime, key: ObjectKey): number {
 }
 
 /** What a lookup found: the record, nothing, or why keyward cannot tell (then it must not create). */
-type Found = { record: SecretSync } | { absent: { reason: string; message: string }; canCreate: boolean; vanished?: { reason: string; message: string } };
+type Found =
+  | { record: SecretSync }
+  | { absent: { reason: string; message: string }; canCreate: boolean; vanished?: { reason: string; message: string } };
 
 const foundNothing: Found = { absent: { reason: "NotFound", message: "" }, canCreate: true };
 
@@ -331,7 +359,10 @@ function vanishedWhileDeleting(c: Ctx, id: string): Found {
   const removed = c.status.deletionRemoval !== undefined && c.status.removeStatus === "succeeded";
   const vanished =
     c.spec.deletionPolicy === "RemoveSecrets" && !removed
-      ? { reason: "SecretsNotRemoved", message: `${what}: its synced secrets were not removed from the destination and may still be there; the resource is released` }
+      ? {
+          reason: "SecretsNotRemoved",
+          message: `${what}: its synced secrets were not removed from the destination and may still be there; the resource is released`,
+        }
       : { reason: "SyncVanished", message: `${what}; the resource is released` };
   return { ...foundNothing, vanished };
 }
@@ -344,7 +375,8 @@ async function findSync(c: Ctx): Promise<Found> {
   if (knownId) {
     const byId = await c.conn.getSecretSync(destination, knownId).catch(notFoundAsUndefined);
     if (byId) return { record: byId };
-    if (adoptId) return { canCreate: false, absent: { reason: "NotFound", message: `spec.syncId: no ${destination} sync with id ${adoptId} exists` } };
+    if (adoptId)
+      return { canCreate: false, absent: { reason: "NotFound", message: `spec.syncId: no ${destination} sync with id ${adoptId} exists` } };
     if (deleting) return vanishedWhileDeleting(c, knownId);
   }
   let projectId: string;
@@ -391,7 +423,14 @@ async function observe(rt: Runtime, c: Ctx): Promise<Observation<Status>> {
   if ("absent" in found) {
     rt.activeSince.delete(keyOf(c.key));
     const message = found.absent.message || `no ${c.spec.destination} sync named ${c.spec.name ?? c.obj.metadata.name} exists`;
-    return { exists: false, upToDate: false, status: {}, canCreate: found.canCreate, absent: { reason: found.absent.reason, message }, ...(found.vanished ? { vanished: found.vanished } : {}) };
+    return {
+      exists: false,
+      upToDate: false,
+      status: {},
+      canCreate: found.canCreate,
+      absent: { reason: found.absent.reason, message },
+      ...(found.vanished ? { vanished: found.vanished } : {}),
+    };
   }
   const record = found.record;
   await checkProject(c, record);
@@ -475,7 +514,11 @@ async function act(rt: Runtime, c: Ctx): Promise<Partial<Status>> {
     if (jobSince(mark, s, mark.action)) {
       // An earlier pass made the call and did not live to record it: it is handled.
       out[kind.handled] = mark.value;
-      c.event("Normal", kind.event, `${kind.operation} for ${kind.annotation}=${mark.value} reached the service (recorded after an interruption)`);
+      c.event(
+        "Normal",
+        kind.event,
+        `${kind.operation} for ${kind.annotation}=${mark.value} reached the service (recorded after an interruption)`,
+      );
     }
     out.pendingRequest = null;
     s = { ...s, ...out };
@@ -488,7 +531,10 @@ async function act(rt: Runtime, c: Ctx): Promise<Partial<Status>> {
     return out;
   }
   const kind = requestKinds[next.action];
-  await c.saveStatus({ ...out, pendingRequest: { action: next.action, value: next.value, markedAt: isoAt(rt.now()), ...baseline(s, next.action) } });
+  await c.saveStatus({
+    ...out,
+    pendingRequest: { action: next.action, value: next.value, markedAt: isoAt(rt.now()), ...baseline(s, next.action) },
+  });
   let record: SecretSync;
   try {
     record = await kind.call(c.conn, c.spec.destination, id);
@@ -498,7 +544,11 @@ async function act(rt: Runtime, c: Ctx): Promise<Partial<Status>> {
       // Not handled yet: the per-key backoff spaces the retries out, so a lock the service holds
       // longer than its status shows cannot turn into a trigger a second.
       await c.saveStatus({ pendingRequest: null });
-      throw new ReconcileError("JobInProgress", `a job of this sync is still running at the service; ${kind.annotation}=${next.value} is retried later`, { retryable: true, cause: err });
+      throw new ReconcileError(
+        "JobInProgress",
+        `a job of this sync is still running at the service; ${kind.annotation}=${next.value} is retried later`,
+        { retryable: true, cause: err },
+      );
     }
     await c.saveStatus({ pendingRequest: null });
     throw err;
@@ -520,7 +570,10 @@ async function removeSecretsThenRelease(rt: Runtime, c: Ctx, obs: Observation<St
     return {
       done: false,
       reason: running === "remove" ? "RemovingSecrets" : "WaitingForJob",
-      message: running === "remove" ? "removing the synced secrets from the destination before releasing the resource" : `waiting for the ${jobFields[running].label} job to settle before removing the synced secrets`,
+      message:
+        running === "remove"
+          ? "removing the synced secrets from the destination before releasing the resource"
+          : `waiting for the ${jobFields[running].label} job to settle before removing the synced secrets`,
       requeueAfterMs: pollAfter(rt, c.key),
     };
   }
@@ -544,12 +597,22 @@ async function removeSecretsThenRelease(rt: Runtime, c: Ctx, obs: Observation<St
     await c.conn.removeSecrets(destination, id);
   } catch (err) {
     if (isJobInProgress(err)) {
-      return { done: false, reason: "WaitingForJob", message: "waiting for a job to settle before removing the synced secrets", requeueAfterMs: JOB_POLL.minMs };
+      return {
+        done: false,
+        reason: "WaitingForJob",
+        message: "waiting for a job to settle before removing the synced secrets",
+        requeueAfterMs: JOB_POLL.minMs,
+      };
     }
     throw err;
   }
   c.event("Normal", "RemoveSecretsRequested", "removing the synced secrets from the destination (deletionPolicy RemoveSecrets)");
-  return { done: false, reason: "RemovingSecrets", message: "removing the synced secrets from the destination before releasing the resource", requeueAfterMs: JOB_POLL.minMs };
+  return {
+    done: false,
+    reason: "RemovingSecrets",
+    message: "removing the synced secrets from the destination before releasing the resource",
+    requeueAfterMs: JOB_POLL.minMs,
+  };
 }
 
 async function remove(rt: Runtime, c: Ctx, obs: Observation<Status>): Promise<DeleteResult> {

@@ -19,7 +19,12 @@ function operations(ctx: ProbeContext, project: ProbeProject | undefined, member
   const pid = project?.id ?? UNKNOWN_UUID;
   const roles = { roles: [{ role: "member", isTemporary: false }] };
   return [
-    { name: "create-project", method: "POST", path: "/api/v2/workspace", body: { projectName: `Probe auth ${ctx.runId}`, slug: `probe-auth-${ctx.runId}` } },
+    {
+      name: "create-project",
+      method: "POST",
+      path: "/api/v2/workspace",
+      body: { projectName: `Probe auth ${ctx.runId}`, slug: `probe-auth-${ctx.runId}` },
+    },
     { name: "list-projects", method: "GET", path: "/api/v1/projects" },
     { name: "get-project", method: "GET", path: `/api/v1/projects/${pid}` },
     { name: "get-project-by-slug", method: "GET", path: `/api/v1/projects/slug/${project?.slug ?? "probe-absent"}` },
@@ -27,11 +32,26 @@ function operations(ctx: ProbeContext, project: ProbeProject | undefined, member
     { name: "delete-project", method: "DELETE", path: `/api/v1/projects/${pid}` },
     { name: "list-memberships", method: "GET", path: `/api/v1/projects/${pid}/memberships` },
     { name: "list-memberships-workspace", method: "GET", path: `/api/v1/workspace/${pid}/memberships` },
-    { name: "membership-details", method: "POST", path: `/api/v1/projects/${pid}/memberships/details`, body: { username: ctx.fixtures.user.username } },
-    { name: "update-membership", method: "PATCH", path: `/api/v1/projects/${pid}/memberships/${membershipId ?? UNKNOWN_UUID}`, body: roles },
+    {
+      name: "membership-details",
+      method: "POST",
+      path: `/api/v1/projects/${pid}/memberships/details`,
+      body: { username: ctx.fixtures.user.username },
+    },
+    {
+      name: "update-membership",
+      method: "PATCH",
+      path: `/api/v1/projects/${pid}/memberships/${membershipId ?? UNKNOWN_UUID}`,
+      body: roles,
+    },
     { name: "list-groups", method: "GET", path: `/api/v1/projects/${pid}/groups` },
     { name: "update-group", method: "PATCH", path: `/api/v1/projects/${pid}/groups/${ctx.fixtures.group.id}`, body: roles },
-    { name: "create-token", method: "POST", path: `/api/v1/auth/token-auth/identities/${ctx.fixtures.identityId}/tokens`, body: { name: "auth-probe" } },
+    {
+      name: "create-token",
+      method: "POST",
+      path: `/api/v1/auth/token-auth/identities/${ctx.fixtures.identityId}/tokens`,
+      body: { name: "auth-probe" },
+    },
   ];
 }
 
@@ -50,9 +70,17 @@ export async function probeAuth(ctx: ProbeContext, project: ProbeProject | undef
       if (op.name === "create-project" && res.status === 200 && created !== undefined) ctx.cleanup.add(created);
     }
   }
-  ctx.record("auth.missing-token.message", "the 401 for a missing token says \"Token missing\" (DESIGN.md)", compare("message", missingMessage, "Token missing"));
+  ctx.record(
+    "auth.missing-token.message",
+    'the 401 for a missing token says "Token missing" (DESIGN.md)',
+    compare("message", missingMessage, "Token missing"),
+  );
   if (project !== undefined) {
     const still = await ctx.call("GET", `/api/v1/projects/${project.id}`);
-    ctx.record("auth.delete-project.not-deleted", "the project is still there after the unauthenticated deletes", still.status === 200 ? [] : [`get project answered HTTP ${still.status}`]);
+    ctx.record(
+      "auth.delete-project.not-deleted",
+      "the project is still there after the unauthenticated deletes",
+      still.status === 200 ? [] : [`get project answered HTTP ${still.status}`],
+    );
   }
 }

@@ -52,13 +52,17 @@ export async function probeCertificateProfiles(ctx: ProbeContext): Promise<void>
   const res = await ctx.call("GET", LIST, { query: { projectId, limit: 100 } });
   const items = profilesOf(res.body);
   const missing = profiles.filter((p) => !items.some((i) => field(i, "slug") === p.slug)).map((p) => p.slug);
-  ctx.record("certificate-profile.list.shape", "list answers {certificateProfiles: [...], totalCount} with metrics and the config of each profile's enrollment type", [
-    ...expectOk(res),
-    ...shapeProblems(res.body, { totalCount: num }),
-    ...(Array.isArray(field(res.body, "certificateProfiles")) ? [] : ["certificateProfiles: missing or not an array"]),
-    ...items.flatMap(listItemProblems),
-    ...(missing.length > 0 ? [`fixture profiles not listed: ${missing.join(", ")}`] : []),
-  ]);
+  ctx.record(
+    "certificate-profile.list.shape",
+    "list answers {certificateProfiles: [...], totalCount} with metrics and the config of each profile's enrollment type",
+    [
+      ...expectOk(res),
+      ...shapeProblems(res.body, { totalCount: num }),
+      ...(Array.isArray(field(res.body, "certificateProfiles")) ? [] : ["certificateProfiles: missing or not an array"]),
+      ...items.flatMap(listItemProblems),
+      ...(missing.length > 0 ? [`fixture profiles not listed: ${missing.join(", ")}`] : []),
+    ],
+  );
   await probeGetBySlug(ctx);
   await probeFilterAndPaging(ctx);
   await probeListLimits(ctx);
@@ -83,7 +87,11 @@ async function probeGetBySlug(ctx: ProbeContext): Promise<void> {
   const unknown = await ctx.call("GET", `${LIST}/slug/no-such-profile-${ctx.runId}`, { query: { projectId } });
   ctx.record("certificate-profile.get-by-slug.unknown", "get by an unknown slug answers 404", expectError(unknown, 404));
   const noProject = await ctx.call("GET", `${LIST}/slug/${first.slug}`, { query: { projectId: "" } });
-  ctx.record("certificate-profile.get-by-slug.project-min-length", "get by slug with an empty projectId answers 422", expectError(noProject, 422));
+  ctx.record(
+    "certificate-profile.get-by-slug.project-min-length",
+    "get by slug with an empty projectId answers 422",
+    expectError(noProject, 422),
+  );
 }
 
 async function probeFilterAndPaging(ctx: ProbeContext): Promise<void> {
@@ -104,7 +112,9 @@ async function probeFilterAndPaging(ctx: ProbeContext): Promise<void> {
   ctx.record("certificate-profile.list.page", "limit=1 answers at most one profile, and totalCount counts them all", [
     ...expectOk(page),
     ...(profilesOf(page.body).length <= 1 ? [] : [`expected at most 1 profile, got ${profilesOf(page.body).length}`]),
-    ...(typeof total === "number" && total >= profiles.length ? [] : [`totalCount ${JSON.stringify(total)} is below the ${profiles.length} fixture profiles`]),
+    ...(typeof total === "number" && total >= profiles.length
+      ? []
+      : [`totalCount ${JSON.stringify(total)} is below the ${profiles.length} fixture profiles`]),
   ]);
 }
 
@@ -117,7 +127,12 @@ async function probeListLimits(ctx: ProbeContext): Promise<void> {
     ["limit.profile-page-size.max-rejected", "list with limit=101 answers 422", { limit: 101 }, false],
     ["limit.profile-offset.min-accepted", "list with offset=0 is accepted", { offset: 0 }, true],
     ["limit.profile-offset.min-rejected", "list with offset=-1 answers 422", { offset: -1 }, false],
-    ["certificate-profile.list.enrollment-type-enum", "list with an enrollmentType outside api, est, acme answers 422", { enrollmentType: "not-a-type" }, false],
+    [
+      "certificate-profile.list.enrollment-type-enum",
+      "list with an enrollmentType outside api, est, acme answers 422",
+      { enrollmentType: "not-a-type" },
+      false,
+    ],
   ];
   for (const [id, description, query, accepted] of cases) {
     const res = await ctx.call("GET", LIST, { query: { projectId, ...query } });

@@ -14,7 +14,8 @@ import type { ProbeFixtures, ProbeHelpers, ProbeResult } from "./probe.ts";
 import { runProbe } from "./probe.ts";
 import { adminHelpers, emulatorFixtures, seedThroughAdmin } from "./fixtures.ts";
 
-const USAGE = "usage: cli.ts --url URL (--token T | env PROBE_TOKEN) (--emulator-admin | --fixtures FILE) [--settle-timeout-ms N] [--only PREFIX]";
+const USAGE =
+  "usage: cli.ts --url URL (--token T | env PROBE_TOKEN) (--emulator-admin | --fixtures FILE) [--settle-timeout-ms N] [--only PREFIX]";
 
 async function main(): Promise<number> {
   const { values } = parseArgs({
@@ -48,7 +49,11 @@ async function main(): Promise<number> {
   return shown.every((r) => r.passed) ? 0 : 1;
 }
 
-async function prepare(url: string, fixturesFile: string | undefined, viaAdmin: boolean): Promise<{ fixtures: ProbeFixtures; helpers: ProbeHelpers }> {
+async function prepare(
+  url: string,
+  fixturesFile: string | undefined,
+  viaAdmin: boolean,
+): Promise<{ fixtures: ProbeFixtures; helpers: ProbeHelpers }> {
   if (fixturesFile !== undefined) {
     const fixtures = JSON.parse(readFileSync(fixturesFile, "utf8")) as ProbeFixtures;
     return { fixtures, helpers: viaAdmin ? adminHelpers(url) : {} };

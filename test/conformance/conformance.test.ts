@@ -42,7 +42,10 @@ describe("conformance probe against the emulator", () => {
     const ids = results.map((r) => r.id);
     expect(new Set(ids).size, "duplicate check ids").toBe(ids.length);
     for (const section of ["project.", "membership.", "group.", "token.", "certificate-profile.", "sync.", "auth.", "limit."]) {
-      expect(ids.some((id) => id.startsWith(section)), `no ${section} checks ran`).toBe(true);
+      expect(
+        ids.some((id) => id.startsWith(section)),
+        `no ${section} checks ran`,
+      ).toBe(true);
     }
     expect(ids.filter((id) => id.startsWith("limit.")).length).toBeGreaterThanOrEqual(30);
   });
@@ -50,7 +53,10 @@ describe("conformance probe against the emulator", () => {
   it("passes every check", () => {
     const failed = results.filter((r) => !r.passed);
     const summary = failed.map((r) => `${r.id}: ${r.detail}`).join("\n");
-    expect(failed.map((r) => r.id), `${failed.length} of ${results.length} checks failed:\n${summary}`).toEqual([]);
+    expect(
+      failed.map((r) => r.id),
+      `${failed.length} of ${results.length} checks failed:\n${summary}`,
+    ).toEqual([]);
   });
 
   it("never echoes the bearer token", () => {

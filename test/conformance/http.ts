@@ -46,13 +46,7 @@ function buildUrl(base: string, path: string, query: CallOptions["query"]): stri
   return url.toString();
 }
 
-async function send(
-  method: string,
-  url: string,
-  token: string | null,
-  body: unknown,
-  timeoutMs: number,
-): Promise<HttpResponse> {
+async function send(method: string, url: string, token: string | null, body: unknown, timeoutMs: number): Promise<HttpResponse> {
   const headers: Record<string, string> = { accept: "application/json" };
   if (token !== null) headers.authorization = `Bearer ${token}`;
   const init: RequestInit = { method, headers, signal: AbortSignal.timeout(timeoutMs) };

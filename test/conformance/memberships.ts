@@ -30,7 +30,9 @@ export async function memberProject(ctx: ProbeContext, ownProjectId: string | un
 // Returns the fixture user's membership id, for the auth checks of the update operation.
 export async function probeMemberships(ctx: ProbeContext, projectId: string | undefined): Promise<string | undefined> {
   if (projectId === undefined) {
-    ctx.record("membership.prerequisite", "a project with the fixture user and group as members", ["no project: the probe project was not created and no memberProjectId fixture was given"]);
+    ctx.record("membership.prerequisite", "a project with the fixture user and group as members", [
+      "no project: the probe project was not created and no memberProjectId fixture was given",
+    ]);
     return undefined;
   }
   const membershipId = await probeUserMemberships(ctx, projectId);
@@ -56,7 +58,9 @@ async function probeUserMemberships(ctx: ProbeContext, projectId: string): Promi
     const list = field(res.body, "memberships");
     ctx.record(id, `GET ${path.replace(projectId, "{id}")} answers {memberships: [...]} with createdAt and user.username`, [
       ...expectOk(res),
-      ...(Array.isArray(list) ? arrayOf(object(userMembershipListSpec))(list).map((p) => `memberships${p}`) : ["memberships: missing or not an array"]),
+      ...(Array.isArray(list)
+        ? arrayOf(object(userMembershipListSpec))(list).map((p) => `memberships${p}`)
+        : ["memberships: missing or not an array"]),
       ...(findMembership(res.body, username) === undefined ? [`no membership for the fixture user`] : []),
     ]);
   }
@@ -85,7 +89,9 @@ async function probeUpdateUserRoles(ctx: ProbeContext, projectId: string, member
   const unknown = await ctx.call("PATCH", `${base}/${UNKNOWN_UUID}`, { body: { roles: [{ role: "viewer", isTemporary: false }] } });
   ctx.record("membership.update.unknown-id", "update roles of an unknown membership id answers 404", expectError(unknown, 404));
   if (membershipId === undefined) {
-    ctx.record("membership.update.shape", "update user membership roles", ["no membership id for the fixture user (see membership.list.shape)"]);
+    ctx.record("membership.update.shape", "update user membership roles", [
+      "no membership id for the fixture user (see membership.list.shape)",
+    ]);
     return;
   }
   const empty = await ctx.call("PATCH", `${base}/${membershipId}`, { body: { roles: [] } });
@@ -102,12 +108,20 @@ async function probeUpdateUserRoles(ctx: ProbeContext, projectId: string, member
   ctx.record("membership.update.shape", "update user roles answers {roles: [...]} of update role entries", [
     ...expectOk(res),
     ...(Array.isArray(returned) ? arrayOf(object(updateRoleSpec))(returned).map((p) => `roles${p}`) : ["roles: missing or not an array"]),
-    ...(Array.isArray(returned) ? returned.flatMap((r: unknown, i) => compare(`roles[${i}].projectMembershipId`, field(r, "projectMembershipId"), membershipId)) : []),
+    ...(Array.isArray(returned)
+      ? returned.flatMap((r: unknown, i) => compare(`roles[${i}].projectMembershipId`, field(r, "projectMembershipId"), membershipId))
+      : []),
   ]);
-  ctx.record("membership.update.temporary-role", "the temporary role comes back with its mode, range and access window", temporaryProblems(returned));
-  ctx.record("limit.membership-roles.min-accepted", "update user roles with one entry is accepted", expectOk(
-    await ctx.call("PATCH", `${base}/${membershipId}`, { body: { roles: [{ role: "member", isTemporary: false }] } }),
-  ));
+  ctx.record(
+    "membership.update.temporary-role",
+    "the temporary role comes back with its mode, range and access window",
+    temporaryProblems(returned),
+  );
+  ctx.record(
+    "limit.membership-roles.min-accepted",
+    "update user roles with one entry is accepted",
+    expectOk(await ctx.call("PATCH", `${base}/${membershipId}`, { body: { roles: [{ role: "member", isTemporary: false }] } })),
+  );
   const again = await ctx.call("PATCH", `${base}/${membershipId}`, { body: { roles } });
   const list = await ctx.call("GET", base);
   const stored = field(findMembership(list.body, ctx.fixtures.user.username), "roles");
@@ -132,7 +146,10 @@ function temporaryProblems(roles: unknown): string[] {
 
 function roleNamesProblems(roles: unknown, expected: string[]): string[] {
   if (!Array.isArray(roles)) return ["roles: missing or not an array"];
-  const names = roles.map((r: unknown) => field(r, "role")).filter((n): n is string => typeof n === "string").sort();
+  const names = roles
+    .map((r: unknown) => field(r, "role"))
+    .filter((n): n is string => typeof n === "string")
+    .sort();
   return compare("role names", names.join(","), [...expected].sort().join(","));
 }
 
@@ -147,7 +164,9 @@ async function probeGroups(ctx: ProbeContext, projectId: string): Promise<void> 
   };
   ctx.record("group.list.shape", "list project groups answers {groupMemberships: [...]} of group memberships", [
     ...expectOk(res),
-    ...(Array.isArray(list) ? arrayOf(object(groupMembershipSpec))(list).map((p) => `groupMemberships${p}`) : ["groupMemberships: missing or not an array"]),
+    ...(Array.isArray(list)
+      ? arrayOf(object(groupMembershipSpec))(list).map((p) => `groupMemberships${p}`)
+      : ["groupMemberships: missing or not an array"]),
     ...(mine(res.body) === undefined ? ["no membership for the fixture group"] : []),
   ]);
   const empty = await ctx.call("PATCH", `${base}/${groupId}`, { body: { roles: [] } });
@@ -164,5 +183,8 @@ async function probeGroups(ctx: ProbeContext, projectId: string): Promise<void> 
     ...(Array.isArray(returned) ? arrayOf(object(updateRoleSpec))(returned).map((p) => `roles${p}`) : ["roles: missing or not an array"]),
   ]);
   const after = await ctx.call("GET", base);
-  ctx.record("group.update.stored", "listing groups afterwards shows the updated role", [...expectOk(after), ...roleNamesProblems(field(mine(after.body), "roles"), ["member"])]);
+  ctx.record("group.update.stored", "listing groups afterwards shows the updated role", [
+    ...expectOk(after),
+    ...roleNamesProblems(field(mine(after.body), "roles"), ["member"]),
+  ]);
 }

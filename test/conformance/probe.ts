@@ -36,7 +36,13 @@ export interface ProbeOptions {
 export async function runProbe(opts: ProbeOptions): Promise<ProbeResult[]> {
   const results: ProbeResult[] = [];
   const ctx: ProbeContext = {
-    call: makeCaller({ baseUrl: opts.baseUrl, token: opts.token, timeoutMs: opts.requestTimeoutMs ?? 15_000, maxRateLimitRetries: 3, maxRetryAfterMs: 65_000 }),
+    call: makeCaller({
+      baseUrl: opts.baseUrl,
+      token: opts.token,
+      timeoutMs: opts.requestTimeoutMs ?? 15_000,
+      maxRateLimitRetries: 3,
+      maxRetryAfterMs: 65_000,
+    }),
     fixtures: opts.fixtures,
     helpers: opts.helpers ?? {},
     runId: randomSuffix(8),
@@ -58,7 +64,9 @@ export async function runProbe(opts: ProbeOptions): Promise<ProbeResult[]> {
 async function runSections(ctx: ProbeContext): Promise<void> {
   const main = await probeCreate(ctx);
   if (main === undefined) {
-    ctx.record("project.prerequisite", "the probe's project could be created", ["create project failed; the checks that need it were skipped"]);
+    ctx.record("project.prerequisite", "the probe's project could be created", [
+      "create project failed; the checks that need it were skipped",
+    ]);
   } else {
     await probeProjectSections(ctx, main);
   }

@@ -69,7 +69,9 @@ export async function probeCreate(ctx: ProbeContext): Promise<ProbeProject | und
   ctx.record("project.create.request-fields", "create response reflects projectName and slug; default environments are created", [
     ...compare("name", project.name, `Probe ${ctx.runId}`),
     ...compare("slug", project.slug, slug),
-    ...(Array.isArray(envs) && envs.length > 0 ? [] : ["environments: expected the default environments (shouldCreateDefaultEnvs defaults to true)"]),
+    ...(Array.isArray(envs) && envs.length > 0
+      ? []
+      : ["environments: expected the default environments (shouldCreateDefaultEnvs defaults to true)"]),
   ]);
   const id = typeof project.id === "string" ? project.id : undefined;
   if (id === undefined) return undefined;
@@ -85,7 +87,11 @@ export async function probeReads(ctx: ProbeContext, main: ProbeProject): Promise
     ...shapeProblems(project, projectWithEnvSpec),
     ...compare("project.id", field(project, "id"), main.id),
   ]);
-  ctx.record("project.get.create-only-fields-absent", "get project carries neither kmsSecretManagerKeyId nor roles", absentProblems(project, ["kmsSecretManagerKeyId", "roles"]));
+  ctx.record(
+    "project.get.create-only-fields-absent",
+    "get project carries neither kmsSecretManagerKeyId nor roles",
+    absentProblems(project, ["kmsSecretManagerKeyId", "roles"]),
+  );
 
   const bySlug = await ctx.call("GET", `/api/v1/projects/slug/${main.slug}`);
   ctx.record("project.get-by-slug.unwrapped", "get project by slug answers the project object directly, not wrapped", [
@@ -93,10 +99,11 @@ export async function probeReads(ctx: ProbeContext, main: ProbeProject): Promise
     ...absentProblems(bySlug.body, ["project"]),
     ...compare("id", field(bySlug.body, "id"), main.id),
   ]);
-  ctx.record("project.get-by-slug.shape", "get-by-slug project: every required field, environments and _id; no kmsSecretManagerKeyId or roles", [
-    ...shapeProblems(bySlug.body, projectWithEnvSpec),
-    ...absentProblems(bySlug.body, ["kmsSecretManagerKeyId", "roles"]),
-  ]);
+  ctx.record(
+    "project.get-by-slug.shape",
+    "get-by-slug project: every required field, environments and _id; no kmsSecretManagerKeyId or roles",
+    [...shapeProblems(bySlug.body, projectWithEnvSpec), ...absentProblems(bySlug.body, ["kmsSecretManagerKeyId", "roles"])],
+  );
   await probeList(ctx, main);
 }
 
@@ -106,7 +113,9 @@ async function probeList(ctx: ProbeContext, main: ProbeProject): Promise<void> {
   const items: unknown[] = Array.isArray(projects) ? projects : [];
   ctx.record("project.list.shape", "list projects answers {projects: [...]} with every required field per project", [
     ...expectOk(list),
-    ...(Array.isArray(projects) ? arrayOf(object(projectWithEnvSpec))(projects).map((p) => `projects${p}`) : ["projects: missing or not an array"]),
+    ...(Array.isArray(projects)
+      ? arrayOf(object(projectWithEnvSpec))(projects).map((p) => `projects${p}`)
+      : ["projects: missing or not an array"]),
     ...(items.some((p) => field(p, "id") === main.id) ? [] : ["the probe's project is not listed"]),
   ]);
   ctx.record(
@@ -126,7 +135,11 @@ async function probeList(ctx: ProbeContext, main: ProbeProject): Promise<void> {
 }
 
 export async function probeTypeFilter(ctx: ProbeContext, main: ProbeProject): Promise<void> {
-  const created = await createProject(ctx, { projectName: `Probe cert ${ctx.runId}`, slug: `probe-cert-${ctx.runId}`, type: "cert-manager" });
+  const created = await createProject(ctx, {
+    projectName: `Probe cert ${ctx.runId}`,
+    slug: `probe-cert-${ctx.runId}`,
+    type: "cert-manager",
+  });
   const certId = fieldString(field(created.body, "project"), "id");
   ctx.record("project.create.type", "create with type cert-manager answers a project of type cert-manager", [
     ...expectOk(created),
@@ -163,7 +176,10 @@ export async function probeUpdate(ctx: ProbeContext, main: ProbeProject): Promis
   ]);
   ctx.record("project.update.applied", "update project returns the updated fields", sameFields(project, changes));
   const get = await ctx.call("GET", projectPath(main.id));
-  ctx.record("project.update.stored", "a later get returns the updated fields", [...expectOk(get), ...sameFields(field(get.body, "project"), changes)]);
+  ctx.record("project.update.stored", "a later get returns the updated fields", [
+    ...expectOk(get),
+    ...sameFields(field(get.body, "project"), changes),
+  ]);
 
   const protect = await ctx.call("PATCH", projectPath(main.id), { body: { hasDeleteProtection: true } });
   const after = await ctx.call("GET", projectPath(main.id));
@@ -188,9 +204,17 @@ function sameFields(project: unknown, expected: Record<string, unknown>): string
 export async function probeProjectErrors(ctx: ProbeContext, main: ProbeProject): Promise<void> {
   const cases: [string, string, Promise<HttpResponse>][] = [
     ["project.get.unknown-id", "get project with an unknown id answers 404", ctx.call("GET", projectPath(UNKNOWN_UUID))],
-    ["project.update.unknown-id", "update project with an unknown id answers 404", ctx.call("PATCH", projectPath(UNKNOWN_UUID), { body: { description: "x" } })],
+    [
+      "project.update.unknown-id",
+      "update project with an unknown id answers 404",
+      ctx.call("PATCH", projectPath(UNKNOWN_UUID), { body: { description: "x" } }),
+    ],
     ["project.delete.unknown-id", "delete project with an unknown id answers 404", ctx.call("DELETE", projectPath(UNKNOWN_UUID))],
-    ["project.get-by-slug.unknown", "get project by an unknown slug answers 404", ctx.call("GET", `/api/v1/projects/slug/no-such-project-${ctx.runId}`)],
+    [
+      "project.get-by-slug.unknown",
+      "get project by an unknown slug answers 404",
+      ctx.call("GET", `/api/v1/projects/slug/no-such-project-${ctx.runId}`),
+    ],
   ];
   for (const [id, description, pending] of cases) ctx.record(id, description, expectError(await pending, 404));
   const dup = await createProject(ctx, { projectName: `Probe dup ${ctx.runId}`, slug: main.slug });
@@ -198,7 +222,11 @@ export async function probeProjectErrors(ctx: ProbeContext, main: ProbeProject):
 }
 
 export async function probeDeleteProtection(ctx: ProbeContext): Promise<void> {
-  const created = await createProject(ctx, { projectName: `Probe protected ${ctx.runId}`, slug: `probe-prot-${ctx.runId}`, hasDeleteProtection: true });
+  const created = await createProject(ctx, {
+    projectName: `Probe protected ${ctx.runId}`,
+    slug: `probe-prot-${ctx.runId}`,
+    hasDeleteProtection: true,
+  });
   const id = fieldString(field(created.body, "project"), "id");
   ctx.record("project.create.delete-protection", "create with hasDeleteProtection true answers a project with hasDeleteProtection true", [
     ...expectOk(created),
@@ -236,7 +264,11 @@ export async function probeProjectLimits(ctx: ProbeContext, main: ProbeProject):
   await createValidation(ctx);
   await updateLimits(ctx, main);
   const at = await ctx.call("GET", `/api/v1/projects/slug/${repeat(`absent-${ctx.runId}-`, 64)}`);
-  ctx.record("limit.slug-lookup.max-accepted", "get by slug with a 64-char slug passes validation (404: no such project)", expectError(at, 404));
+  ctx.record(
+    "limit.slug-lookup.max-accepted",
+    "get by slug with a 64-char slug passes validation (404: no such project)",
+    expectError(at, 404),
+  );
   const past = await ctx.call("GET", `/api/v1/projects/slug/${repeat(`absent-${ctx.runId}-`, 65)}`);
   ctx.record("limit.slug-lookup.max-rejected", "get by slug with a 65-char slug answers 422", expectError(past, 422));
 }
@@ -251,15 +283,29 @@ async function slugLimits(ctx: ProbeContext): Promise<void> {
   for (const [id, description, length, accepted] of cases) {
     const slug = length <= 5 ? `p${randomSuffix(length - 1)}` : repeat(`probe-${ctx.runId}-s${length}-`, length);
     const res = await createProject(ctx, { projectName: `Probe slug ${length} ${ctx.runId}`, slug });
-    ctx.record(id, description, accepted ? [...expectOk(res), ...compare("project.slug", field(field(res.body, "project"), "slug"), slug)] : expectError(res, 422));
+    ctx.record(
+      id,
+      description,
+      accepted ? [...expectOk(res), ...compare("project.slug", field(field(res.body, "project"), "slug"), slug)] : expectError(res, 422),
+    );
   }
 }
 
 async function templateLimits(ctx: ProbeContext): Promise<void> {
   const cases: [string, string, string, boolean][] = [
     ["limit.template.min-rejected", "create project with an empty template answers 422", "", false],
-    ["limit.template.max-accepted", "create project with a 64-char template passes validation", repeat(`probe-template-${ctx.runId}-`, 64), true],
-    ["limit.template.max-rejected", "create project with a 65-char template answers 422", repeat(`probe-template-${ctx.runId}-`, 65), false],
+    [
+      "limit.template.max-accepted",
+      "create project with a 64-char template passes validation",
+      repeat(`probe-template-${ctx.runId}-`, 64),
+      true,
+    ],
+    [
+      "limit.template.max-rejected",
+      "create project with a 65-char template answers 422",
+      repeat(`probe-template-${ctx.runId}-`, 65),
+      false,
+    ],
   ];
   for (const [id, description, template, accepted] of cases) {
     const res = await createProject(ctx, { projectName: `Probe template ${ctx.runId}`, template });
@@ -285,8 +331,18 @@ async function updateLimits(ctx: ProbeContext, main: ProbeProject): Promise<void
   const cases: [string, string, Record<string, unknown>, boolean][] = [
     ["limit.update-name.max-accepted", "update project name with 64 chars is accepted", { name: repeat("Probe name ", 64) }, true],
     ["limit.update-name.max-rejected", "update project name with 65 chars answers 422", { name: repeat("Probe name ", 65) }, false],
-    ["limit.update-description.max-accepted", "update project description with 256 chars is accepted", { description: repeat("probe description ", 256) }, true],
-    ["limit.update-description.max-rejected", "update project description with 257 chars answers 422", { description: repeat("probe description ", 257) }, false],
+    [
+      "limit.update-description.max-accepted",
+      "update project description with 256 chars is accepted",
+      { description: repeat("probe description ", 256) },
+      true,
+    ],
+    [
+      "limit.update-description.max-rejected",
+      "update project description with 257 chars answers 422",
+      { description: repeat("probe description ", 257) },
+      false,
+    ],
     ["limit.pit-version-limit.min-accepted", "update pitVersionLimit 1 is accepted", { pitVersionLimit: 1 }, true],
     ["limit.pit-version-limit.min-rejected", "update pitVersionLimit 0 answers 422", { pitVersionLimit: 0 }, false],
     ["limit.pit-version-limit.max-accepted", "update pitVersionLimit 100 is accepted", { pitVersionLimit: 100 }, true],

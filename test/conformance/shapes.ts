@@ -26,8 +26,7 @@ function check(ok: boolean, problem: () => string): string[] {
 }
 
 export const str: Rule = (v) => check(typeof v === "string", () => `expected string, got ${describeValue(v)}`);
-export const num: Rule = (v) =>
-  check(typeof v === "number" && Number.isFinite(v), () => `expected number, got ${describeValue(v)}`);
+export const num: Rule = (v) => check(typeof v === "number" && Number.isFinite(v), () => `expected number, got ${describeValue(v)}`);
 export const bool: Rule = (v) => check(typeof v === "boolean", () => `expected boolean, got ${describeValue(v)}`);
 export const any: Rule = () => [];
 export const uuid: Rule = (v) => check(typeof v === "string" && UUID.test(v), () => `expected uuid, got ${short(v)}`);
@@ -42,8 +41,7 @@ export function literal(expected: string | number | boolean): Rule {
 }
 
 export function oneOf(values: readonly string[]): Rule {
-  return (v) =>
-    check(typeof v === "string" && values.includes(v), () => `expected one of ${values.join("|")}, got ${short(v)}`);
+  return (v) => check(typeof v === "string" && values.includes(v), () => `expected one of ${values.join("|")}, got ${short(v)}`);
 }
 
 export function nullable(rule: Rule): Rule {

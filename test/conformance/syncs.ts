@@ -9,7 +9,17 @@
 import type { HttpResponse } from "./http.ts";
 import { sleep } from "./http.ts";
 import type { ProbeContext, ProbeResult } from "./context.ts";
-import { compare, expectError, expectNotValidationFailure, expectOk, field, fieldString, makeRecorder, repeat, UNKNOWN_UUID } from "./context.ts";
+import {
+  compare,
+  expectError,
+  expectNotValidationFailure,
+  expectOk,
+  field,
+  fieldString,
+  makeRecorder,
+  repeat,
+  UNKNOWN_UUID,
+} from "./context.ts";
 import type { Destination } from "./shapes.ts";
 import { dateTime, DESTINATIONS, nullable, oneOf, secretSyncSpec, shapeProblems, str } from "./shapes.ts";
 import type { ProbeProject } from "./projects.ts";
@@ -54,7 +64,9 @@ function createBody(ctx: ProbeContext, t: SyncTarget, d: Destination, overrides:
 
 export async function probeSecretSyncs(ctx: ProbeContext, project: ProbeProject | undefined): Promise<void> {
   if (project?.envSlug === undefined) {
-    ctx.record("sync.prerequisite", "a project with an environment to sync from", ["the probe project or its environments were not created"]);
+    ctx.record("sync.prerequisite", "a project with an environment to sync from", [
+      "the probe project or its environments were not created",
+    ]);
     return;
   }
   const target = { project, envSlug: project.envSlug };
@@ -76,10 +88,11 @@ async function probeDestination(ctx: ProbeContext, t: SyncTarget, d: Destination
   const body = createBody(ctx, t, d, {});
   const res = await ctx.call("POST", base(d), { body });
   const sync = field(res.body, "secretSync");
-  ctx.record(`sync.${d}.create.shape`, `create ${d} sync answers {secretSync} with every field, destination ${d} and connection.app per the naming note`, [
-    ...expectOk(res),
-    ...shapeProblems(sync, secretSyncSpec(d)),
-  ]);
+  ctx.record(
+    `sync.${d}.create.shape`,
+    `create ${d} sync answers {secretSync} with every field, destination ${d} and connection.app per the naming note`,
+    [...expectOk(res), ...shapeProblems(sync, secretSyncSpec(d))],
+  );
   ctx.record(`sync.${d}.create.request-fields`, `create ${d} sync: isAutoSyncEnabled defaults to true; the record reflects the request`, [
     ...compare("isAutoSyncEnabled", field(sync, "isAutoSyncEnabled"), true),
     ...compare("name", field(sync, "name"), body.name),
@@ -107,8 +120,22 @@ async function probeDestination(ctx: ProbeContext, t: SyncTarget, d: Destination
 }
 
 const JOB = {
-  sync: { path: "sync-secrets", status: "syncStatus", jobId: "lastSyncJobId", message: "lastSyncMessage", at: "lastSyncedAt", verb: "trigger" },
-  remove: { path: "remove-secrets", status: "removeStatus", jobId: "lastRemoveJobId", message: "lastRemoveMessage", at: "lastRemovedAt", verb: "remove" },
+  sync: {
+    path: "sync-secrets",
+    status: "syncStatus",
+    jobId: "lastSyncJobId",
+    message: "lastSyncMessage",
+    at: "lastSyncedAt",
+    verb: "trigger",
+  },
+  remove: {
+    path: "remove-secrets",
+    status: "removeStatus",
+    jobId: "lastRemoveJobId",
+    message: "lastRemoveMessage",
+    at: "lastRemovedAt",
+    verb: "remove",
+  },
 } as const;
 
 async function probeJob(ctx: ProbeContext, d: Destination, id: string, kind: keyof typeof JOB, tryAgainAtOnce: boolean): Promise<void> {
@@ -122,22 +149,35 @@ async function probeJob(ctx: ProbeContext, d: Destination, id: string, kind: key
   ]);
   if (tryAgainAtOnce) {
     const again = await ctx.call("POST", `${base(d)}/${id}/${job.path}`);
-    ctx.record(`sync.${job.verb}.in-progress`, `${job.path} while the sync's job is still pending or running answers 400`, expectError(again, 400));
+    ctx.record(
+      `sync.${job.verb}.in-progress`,
+      `${job.path} while the sync's job is still pending or running answers 400`,
+      expectError(again, 400),
+    );
   }
   const settled = await waitFor(ctx, d, id, (s) => SETTLED.includes(String(field(s, job.status))));
-  ctx.record(`sync.${d}.${job.verb}.settled`, `after ${job.path}, ${job.status} settles (succeeded or failed) with ${job.jobId}, ${job.message} and ${job.at}`, [
-    ...settled.problems,
-    ...shapeProblems(settled.sync, {
-      [job.status]: oneOf(SETTLED),
-      [job.jobId]: (v) => (typeof v === "string" && v !== "" ? [] : [`expected a job id, got ${JSON.stringify(v)}`]),
-      [job.message]: nullable(str),
-      [job.at]: dateTime,
-    }),
-  ]);
+  ctx.record(
+    `sync.${d}.${job.verb}.settled`,
+    `after ${job.path}, ${job.status} settles (succeeded or failed) with ${job.jobId}, ${job.message} and ${job.at}`,
+    [
+      ...settled.problems,
+      ...shapeProblems(settled.sync, {
+        [job.status]: oneOf(SETTLED),
+        [job.jobId]: (v) => (typeof v === "string" && v !== "" ? [] : [`expected a job id, got ${JSON.stringify(v)}`]),
+        [job.message]: nullable(str),
+        [job.at]: dateTime,
+      }),
+    ],
+  );
 }
 
 // Poll the sync (beyond the interface, see the header) until `done` holds or time runs out.
-async function waitFor(ctx: ProbeContext, d: Destination, id: string, done: (sync: unknown) => boolean): Promise<{ sync: unknown; problems: string[] }> {
+async function waitFor(
+  ctx: ProbeContext,
+  d: Destination,
+  id: string,
+  done: (sync: unknown) => boolean,
+): Promise<{ sync: unknown; problems: string[] }> {
   const deadline = Date.now() + ctx.settleTimeoutMs;
   let last: HttpResponse | undefined;
   while (Date.now() < deadline) {
@@ -154,9 +194,21 @@ async function probeSyncErrors(ctx: ProbeContext, t: SyncTarget, d: Destination)
   const dup = await ctx.call("POST", base(d), { body: createBody(ctx, t, d, {}) });
   ctx.record("sync.create.duplicate-name", "create a sync with a name already used in the project answers 400", expectError(dup, 400));
   const cases: [string, string, Promise<HttpResponse>][] = [
-    ["sync.trigger.unknown-id", "sync-secrets for an unknown sync id answers 404", ctx.call("POST", `${base(d)}/${UNKNOWN_UUID}/sync-secrets`)],
-    ["sync.remove.unknown-id", "remove-secrets for an unknown sync id answers 404", ctx.call("POST", `${base(d)}/${UNKNOWN_UUID}/remove-secrets`)],
-    ["sync.update.unknown-id", "update an unknown sync id answers 404", ctx.call("PATCH", `${base(d)}/${UNKNOWN_UUID}`, { body: { description: "x" } })],
+    [
+      "sync.trigger.unknown-id",
+      "sync-secrets for an unknown sync id answers 404",
+      ctx.call("POST", `${base(d)}/${UNKNOWN_UUID}/sync-secrets`),
+    ],
+    [
+      "sync.remove.unknown-id",
+      "remove-secrets for an unknown sync id answers 404",
+      ctx.call("POST", `${base(d)}/${UNKNOWN_UUID}/remove-secrets`),
+    ],
+    [
+      "sync.update.unknown-id",
+      "update an unknown sync id answers 404",
+      ctx.call("PATCH", `${base(d)}/${UNKNOWN_UUID}`, { body: { description: "x" } }),
+    ],
   ];
   for (const [id, description, pending] of cases) ctx.record(id, description, expectError(await pending, 404));
   const notUuid = await ctx.call("PATCH", `${base(d)}/not-a-uuid`, { body: { description: "x" } });
@@ -171,29 +223,106 @@ async function probeSyncLimits(ctx: ProbeContext, t: SyncTarget, d: Destination)
     ["limit.sync-name.min-rejected", "create sync with an empty name answers 422", { name: "" }, "reject"],
     ["limit.sync-name.max-accepted", "create sync with a 64-char name is accepted", { name: repeat(name("n64"), 64) }, "ok"],
     ["limit.sync-name.max-rejected", "create sync with a 65-char name answers 422", { name: repeat(name("n65"), 65) }, "reject"],
-    ["limit.sync-environment.min-accepted", "create sync with a 1-char environment passes validation", { name: name("e1"), environment: "e" }, "valid"],
-    ["limit.sync-environment.min-rejected", "create sync with an empty environment answers 422", { name: name("e0"), environment: "" }, "reject"],
-    ["limit.sync-environment.max-accepted", "create sync with a 64-char environment passes validation", { name: name("e64"), environment: repeat("probe-env-", 64) }, "valid"],
-    ["limit.sync-environment.max-rejected", "create sync with a 65-char environment answers 422", { name: name("e65"), environment: repeat("probe-env-", 65) }, "reject"],
-    ["limit.sync-description.max-accepted", "create sync with a 256-char description is accepted", { name: name("d256"), description: repeat("probe ", 256) }, "ok"],
-    ["limit.sync-description.max-rejected", "create sync with a 257-char description answers 422", { name: name("d257"), description: repeat("probe ", 257) }, "reject"],
-    ["limit.sync-description.null-accepted", "create sync with a null description is accepted", { name: name("dnull"), description: null }, "ok"],
-    ["limit.sync-project-id.min-accepted", "create sync with a 1-char projectId passes validation", { name: name("p1"), projectId: "p" }, "valid"],
-    ["limit.sync-project-id.min-rejected", "create sync with an empty projectId answers 422", { name: name("p0"), projectId: "" }, "reject"],
-    ["limit.sync-secret-path.min-accepted", "create sync with a 1-char secretPath (/) is accepted", { name: name("s1"), secretPath: "/" }, "ok"],
-    ["limit.sync-secret-path.min-rejected", "create sync with an empty secretPath answers 422", { name: name("s0"), secretPath: "" }, "reject"],
+    [
+      "limit.sync-environment.min-accepted",
+      "create sync with a 1-char environment passes validation",
+      { name: name("e1"), environment: "e" },
+      "valid",
+    ],
+    [
+      "limit.sync-environment.min-rejected",
+      "create sync with an empty environment answers 422",
+      { name: name("e0"), environment: "" },
+      "reject",
+    ],
+    [
+      "limit.sync-environment.max-accepted",
+      "create sync with a 64-char environment passes validation",
+      { name: name("e64"), environment: repeat("probe-env-", 64) },
+      "valid",
+    ],
+    [
+      "limit.sync-environment.max-rejected",
+      "create sync with a 65-char environment answers 422",
+      { name: name("e65"), environment: repeat("probe-env-", 65) },
+      "reject",
+    ],
+    [
+      "limit.sync-description.max-accepted",
+      "create sync with a 256-char description is accepted",
+      { name: name("d256"), description: repeat("probe ", 256) },
+      "ok",
+    ],
+    [
+      "limit.sync-description.max-rejected",
+      "create sync with a 257-char description answers 422",
+      { name: name("d257"), description: repeat("probe ", 257) },
+      "reject",
+    ],
+    [
+      "limit.sync-description.null-accepted",
+      "create sync with a null description is accepted",
+      { name: name("dnull"), description: null },
+      "ok",
+    ],
+    [
+      "limit.sync-project-id.min-accepted",
+      "create sync with a 1-char projectId passes validation",
+      { name: name("p1"), projectId: "p" },
+      "valid",
+    ],
+    [
+      "limit.sync-project-id.min-rejected",
+      "create sync with an empty projectId answers 422",
+      { name: name("p0"), projectId: "" },
+      "reject",
+    ],
+    [
+      "limit.sync-secret-path.min-accepted",
+      "create sync with a 1-char secretPath (/) is accepted",
+      { name: name("s1"), secretPath: "/" },
+      "ok",
+    ],
+    [
+      "limit.sync-secret-path.min-rejected",
+      "create sync with an empty secretPath answers 422",
+      { name: name("s0"), secretPath: "" },
+      "reject",
+    ],
     // DESIGN.md: the real service requires initialSyncBehavior on create, and a keySchema may also hold {{environment}}.
-    ["limit.sync-initial-sync-behavior.required", "create sync whose syncOptions lack initialSyncBehavior answers 422", { name: name("ib0"), syncOptions: { keySchema: "probe-{{secretKey}}" } }, "reject"],
+    [
+      "limit.sync-initial-sync-behavior.required",
+      "create sync whose syncOptions lack initialSyncBehavior answers 422",
+      { name: name("ib0"), syncOptions: { keySchema: "probe-{{secretKey}}" } },
+      "reject",
+    ],
     ["limit.sync-options.required", "create sync without syncOptions answers 422", { name: name("so0"), syncOptions: undefined }, "reject"],
-    ["limit.sync-key-schema.environment-accepted", "create sync with a keySchema holding {{environment}} passes validation", { name: name("ksenv"), syncOptions: { initialSyncBehavior: "overwrite-destination", keySchema: "probe-{{environment}}-{{secretKey}}" } }, "valid"],
-    ["limit.sync-key-schema.secret-key-required", "create sync with a keySchema without {{secretKey}} answers 422", { name: name("ks0"), syncOptions: { initialSyncBehavior: "overwrite-destination", keySchema: "probe-{{environment}}" } }, "reject"],
+    [
+      "limit.sync-key-schema.environment-accepted",
+      "create sync with a keySchema holding {{environment}} passes validation",
+      {
+        name: name("ksenv"),
+        syncOptions: { initialSyncBehavior: "overwrite-destination", keySchema: "probe-{{environment}}-{{secretKey}}" },
+      },
+      "valid",
+    ],
+    [
+      "limit.sync-key-schema.secret-key-required",
+      "create sync with a keySchema without {{secretKey}} answers 422",
+      { name: name("ks0"), syncOptions: { initialSyncBehavior: "overwrite-destination", keySchema: "probe-{{environment}}" } },
+      "reject",
+    ],
   ];
   for (const [id, description, overrides, expected] of cases) {
     const res = await ctx.call("POST", base(d), { body: createBody(ctx, t, d, { isAutoSyncEnabled: false, ...overrides }) });
     ctx.record(id, description, limitOutcome(res, overrides, expected));
   }
   const longUpdate = await ctx.call("PATCH", `${base(d)}/${UNKNOWN_UUID}`, { body: { name: repeat(name("u65"), 65) } });
-  ctx.record("limit.sync-update-name.max-rejected", "update sync with a 65-char name answers 422 (update takes the same fields)", expectError(longUpdate, 422));
+  ctx.record(
+    "limit.sync-update-name.max-rejected",
+    "update sync with a 65-char name answers 422 (update takes the same fields)",
+    expectError(longUpdate, 422),
+  );
 }
 
 function limitOutcome(res: HttpResponse, overrides: Record<string, unknown>, expected: "ok" | "valid" | "reject"): string[] {

@@ -94,7 +94,9 @@ async function inputsHash(version: string): Promise<string> {
 async function isBuilt(versionDir: string, inputs: string): Promise<boolean> {
   try {
     const stamp = JSON.parse(await readFile(join(versionDir, "build.json"), "utf8")) as Partial<BuildStamp>;
-    const complete = ["kube-apiserver", "etcd", "kube-controller-manager", "kubectl"].every((name) => existsSync(join(versionDir, "bin", name)));
+    const complete = ["kube-apiserver", "etcd", "kube-controller-manager", "kubectl"].every((name) =>
+      existsSync(join(versionDir, "bin", name)),
+    );
     return stamp.inputs === inputs && complete;
   } catch {
     return false;
@@ -179,7 +181,11 @@ function run(command: string, args: string[], cwd: string, log?: (line: string) 
     });
     child.on("error", (error: NodeJS.ErrnoException) => {
       if (error.code === "ENOENT") {
-        reject(new Error(`${command} is not installed: install Go (see hack/controlplane-go) or set KUBEBUILDER_ASSETS to a directory holding kube-apiserver and etcd`));
+        reject(
+          new Error(
+            `${command} is not installed: install Go (see hack/controlplane-go) or set KUBEBUILDER_ASSETS to a directory holding kube-apiserver and etcd`,
+          ),
+        );
       } else reject(error);
     });
     child.on("close", (code) => {
@@ -235,7 +241,10 @@ async function isStaleLock(lockDir: string): Promise<boolean> {
     return owner.host === hostname() && !isAlive(owner.pid);
   } catch {
     // The owner file is written right after mkdir; give a fresh lock a moment before calling it abandoned.
-    const created = await stat(lockDir).then((s) => s.mtimeMs, () => Date.now());
+    const created = await stat(lockDir).then(
+      (s) => s.mtimeMs,
+      () => Date.now(),
+    );
     return Date.now() - created > 60_000;
   }
 }

@@ -202,7 +202,11 @@ async function processesChanged(launch: Launch): Promise<void> {
   if (options.detached !== true) {
     const removeDir = options.keepDir === true ? undefined : launch.dir;
     const previous = record.watchdogPid;
-    record.watchdogPid = startWatchdog(process.pid, record.processes.map((p) => p.pid), removeDir);
+    record.watchdogPid = startWatchdog(
+      process.pid,
+      record.processes.map((p) => p.pid),
+      removeDir,
+    );
     if (previous !== null) stopWatchdog(previous);
   }
   await writeRecord(record);
@@ -250,7 +254,13 @@ export async function stopControlPlaneIn(dir: string, keepDir = false): Promise<
 }
 
 /** Starts a process and records it at `position` in start order (default: last). */
-async function launchProcess(launch: Launch, name: string, exe: string | undefined, args: string[], position?: number): Promise<StartedProcess> {
+async function launchProcess(
+  launch: Launch,
+  name: string,
+  exe: string | undefined,
+  args: string[],
+  position?: number,
+): Promise<StartedProcess> {
   if (exe === undefined) throw new Error(`no ${name} binary in ${launch.binaries.binDir}`);
   const started = startProcess(name, exe, args, join(launch.dir, "logs", `${name}.log`), launch.options.detached === true);
   const { processes } = launch.record;

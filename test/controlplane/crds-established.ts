@@ -22,7 +22,11 @@ export function notEstablished(getJson: string): string[] {
  * every CRD is Established. `get` runs kubectl and resolves to its stdout; its failures (a CRD
  * not created yet, an apiserver blip) are retried until the deadline.
  */
-export async function waitForCrdsEstablished(get: (args: string[]) => Promise<string>, targets: string[], timeoutMs = 120_000): Promise<void> {
+export async function waitForCrdsEstablished(
+  get: (args: string[]) => Promise<string>,
+  targets: string[],
+  timeoutMs = 120_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     let last: string;

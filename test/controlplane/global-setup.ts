@@ -51,7 +51,12 @@ async function provideCluster(): Promise<Cluster> {
   const existing = process.env.KEYWARD_E2E_KUBECONFIG;
   if (existing !== undefined && existing !== "") {
     log(`using the existing cluster of KEYWARD_E2E_KUBECONFIG=${existing}`);
-    return { kubeconfig: existing, kubectl: process.env.KEYWARD_TEST_KUBECTL ?? "kubectl", controllerManager: true, stop: () => Promise.resolve() };
+    return {
+      kubeconfig: existing,
+      kubectl: process.env.KEYWARD_TEST_KUBECTL ?? "kubectl",
+      controllerManager: true,
+      stop: () => Promise.resolve(),
+    };
   }
   const binaries = await ensureBinaries({ log });
   const started = Date.now();

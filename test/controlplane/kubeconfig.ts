@@ -32,7 +32,13 @@ export function renderKubeconfig(server: string, caPem: string, user: string, cr
   ].join("\n");
 }
 
-export async function writeKubeconfig(path: string, server: string, caPem: string, user: string, credential: ClientCredential): Promise<void> {
+export async function writeKubeconfig(
+  path: string,
+  server: string,
+  caPem: string,
+  user: string,
+  credential: ClientCredential,
+): Promise<void> {
   await writeFile(path, renderKubeconfig(server, caPem, user, credential), { mode: 0o600 });
 }
 

@@ -107,8 +107,24 @@ async function signedCertificate(dir: string, name: string, subject: string, ext
   await openssl(["req", "-new", "-config", config, "-key", keyPath, "-subj", subject, "-out", csrPath]);
   const serial = `0x${randomBytes(16).toString("hex")}`;
   await openssl([
-    "x509", "-req", "-in", csrPath, "-CA", join(dir, "ca.crt"), "-CAkey", join(dir, "ca.key"),
-    "-set_serial", serial, "-days", "3650", "-extfile", config, "-extensions", extensions, "-out", certPath,
+    "x509",
+    "-req",
+    "-in",
+    csrPath,
+    "-CA",
+    join(dir, "ca.crt"),
+    "-CAkey",
+    join(dir, "ca.key"),
+    "-set_serial",
+    serial,
+    "-days",
+    "3650",
+    "-extfile",
+    config,
+    "-extensions",
+    extensions,
+    "-out",
+    certPath,
   ]);
   return { certPath, keyPath };
 }
@@ -121,8 +137,21 @@ async function opensslPki(dir: string, serviceAccountFlags: string[]): Promise<P
   await writeFile(join(dir, "openssl.cnf"), opensslConfig);
   await writeFile(join(dir, "ca.key"), ecKeyPair().privateKey, { mode: 0o600 });
   await openssl([
-    "req", "-x509", "-new", "-config", join(dir, "openssl.cnf"), "-extensions", "ca", "-key", join(dir, "ca.key"),
-    "-subj", "/CN=keyward-local-ca", "-days", "3650", "-out", join(dir, "ca.crt"),
+    "req",
+    "-x509",
+    "-new",
+    "-config",
+    join(dir, "openssl.cnf"),
+    "-extensions",
+    "ca",
+    "-key",
+    join(dir, "ca.key"),
+    "-subj",
+    "/CN=keyward-local-ca",
+    "-days",
+    "3650",
+    "-out",
+    join(dir, "ca.crt"),
   ]);
   const serving = await signedCertificate(dir, "apiserver", "/CN=kube-apiserver", "server");
   const admin = await signedCertificate(dir, "admin", `/O=${mastersGroup}/CN=${adminUser}`, "client");

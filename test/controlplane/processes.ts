@@ -183,7 +183,10 @@ export async function reapStale(root: string): Promise<void> {
     const dir = join(root, entry);
     const record = await readRecord(dir);
     if (record === undefined) {
-      const age = await stat(dir).then((s) => Date.now() - s.mtimeMs, () => 0);
+      const age = await stat(dir).then(
+        (s) => Date.now() - s.mtimeMs,
+        () => 0,
+      );
       if (age > 3_600_000) await rm(dir, { recursive: true, force: true });
       continue;
     }

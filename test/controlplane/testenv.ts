@@ -1,7 +1,16 @@
 // Helpers for integration tests running against the control plane of global-setup.ts.
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { ApiException, ApiextensionsV1Api, CoordinationV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, V1Namespace, V1ObjectMeta } from "@kubernetes/client-node";
+import {
+  ApiException,
+  ApiextensionsV1Api,
+  CoordinationV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  V1Namespace,
+  V1ObjectMeta,
+} from "@kubernetes/client-node";
 import { inject } from "vitest";
 import { isNotFound } from "../../src/kube/objects.ts";
 
@@ -95,7 +104,11 @@ export function kubectl(args: string[], opts: { input?: string } = {}): Promise<
  * `kubectl apply -f -` of `yamlText` in `namespace`. Throws when kubectl fails, unless
  * `allowFailure` (for tests that expect a rejection and inspect the result).
  */
-export async function applyYaml(yamlText: string, namespace: string, opts: { allowFailure?: boolean; extraArgs?: string[] } = {}): Promise<KubectlResult> {
+export async function applyYaml(
+  yamlText: string,
+  namespace: string,
+  opts: { allowFailure?: boolean; extraArgs?: string[] } = {},
+): Promise<KubectlResult> {
   const result = await kubectl(["apply", "--namespace", namespace, ...(opts.extraArgs ?? []), "-f", "-"], { input: yamlText });
   if (result.code !== 0 && opts.allowFailure !== true) {
     throw new Error(`kubectl apply in ${namespace} failed (exit ${result.code}): ${result.stderr.trim()}`);
@@ -110,7 +123,12 @@ export interface TestNamespace {
 
 /** A fresh namespace `<prefix>-<random>`; cleanup() deletes it without waiting for it to go. */
 export async function createTestNamespace(prefix: string): Promise<TestNamespace> {
-  const base = prefix.toLowerCase().replace(/[^a-z0-9-]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 50) || "test";
+  const base =
+    prefix
+      .toLowerCase()
+      .replace(/[^a-z0-9-]+/g, "-")
+      .replace(/^-+|-+$/g, "")
+      .slice(0, 50) || "test";
   const name = `${base}-${randomBytes(4).toString("hex")}`;
   const core = testKubeConfig().makeApiClient(CoreV1Api);
   const metadata = Object.assign(new V1ObjectMeta(), { name, labels: { [testNamespaceLabel]: "true" } });

@@ -65,31 +65,48 @@ async function app(name: string): Promise<Application> {
 
 function summary(a: Application): string {
   const s = a.status;
-  return JSON.stringify({
-    sync: s?.sync?.status,
-    health: s?.health?.status,
-    operation: s?.operationState?.phase,
-    message: s?.operationState?.message,
-    resources: (s?.resources ?? []).map((r) => `${r.kind}/${r.name}: ${r.status ?? "-"} ${r.health?.status ?? "-"} ${r.health?.message ?? ""}`),
-  }, null, 1);
+  return JSON.stringify(
+    {
+      sync: s?.sync?.status,
+      health: s?.health?.status,
+      operation: s?.operationState?.phase,
+      message: s?.operationState?.message,
+      resources: (s?.resources ?? []).map(
+        (r) => `${r.kind}/${r.name}: ${r.status ?? "-"} ${r.health?.status ?? "-"} ${r.health?.message ?? ""}`,
+      ),
+    },
+    null,
+    1,
+  );
 }
 
 async function waitApp(name: string, what: string, check: (a: Application) => boolean, timeoutMs = 300_000): Promise<Application> {
   let last: Application | undefined;
-  return waitFor(`Application ${name}: ${what}`, async () => {
-    last = await app(name);
-    return check(last) ? last : undefined;
-  }, timeoutMs, () => Promise.resolve(last ? summary(last) : "no Application"));
+  return waitFor(
+    `Application ${name}: ${what}`,
+    async () => {
+      last = await app(name);
+      return check(last) ? last : undefined;
+    },
+    timeoutMs,
+    () => Promise.resolve(last ? summary(last) : "no Application"),
+  );
 }
 
-const settled = (a: Application) => a.status?.sync?.status === "Synced" && a.status.health?.status === "Healthy" && a.status.operationState?.phase === "Succeeded";
+const settled = (a: Application) =>
+  a.status?.sync?.status === "Synced" && a.status.health?.status === "Healthy" && a.status.operationState?.phase === "Succeeded";
 
 async function hardRefresh(name: string): Promise<Application> {
   await kubectl(["-n", argoNs, "annotate", "applications.argoproj.io", name, "argocd.argoproj.io/refresh=hard", "--overwrite"]);
   return waitApp(name, "hard refresh done", (a) => a.metadata.annotations?.["argocd.argoproj.io/refresh"] === undefined, 120_000);
 }
 
-function application(name: string, path: string, namespace: string, source: Record<string, unknown> = { directory: { recurse: true } }): unknown {
+function application(
+  name: string,
+  path: string,
+  namespace: string,
+  source: Record<string, unknown> = { directory: { recurse: true } },
+): unknown {
   return {
     apiVersion: "argoproj.io/v1alpha1",
     kind: "Application",
@@ -108,13 +125,24 @@ function gitBundle(): Buffer {
   const dir = mkdtempSync(join(tmpdir(), "keyward-e2e-git-"));
   try {
     const work = join(dir, "work");
-    const wave: Record<string, string> = { Secret: "0", ProviderConfig: "0", Project: "1", CertificateProfile: "1", AccessToken: "1", ProjectMembership: "2", SecretSync: "2" };
+    const wave: Record<string, string> = {
+      Secret: "0",
+      ProviderConfig: "0",
+      Project: "1",
+      CertificateProfile: "1",
+      AccessToken: "1",
+      ProjectMembership: "2",
+      SecretSync: "2",
+    };
     mkdirSync(join(work, "keyward"), { recursive: true });
     mkdirSync(join(work, "degraded"), { recursive: true });
     samples(emulator.baseUrl).forEach((doc, i) => {
       const metadata = doc.metadata as KubeObject["metadata"];
       metadata.annotations = { ...metadata.annotations, "argocd.argoproj.io/sync-wave": wave[doc.kind] ?? "3" };
-      writeFileSync(join(work, "keyward", `${String(i).padStart(2, "0")}-${doc.kind.toLowerCase()}-${doc.metadata.name}.json`), JSON.stringify(doc, null, 2));
+      writeFileSync(
+        join(work, "keyward", `${String(i).padStart(2, "0")}-${doc.kind.toLowerCase()}-${doc.metadata.name}.json`),
+        JSON.stringify(doc, null, 2),
+      );
       if (doc.kind === "Secret" || doc.kind === "ProviderConfig") {
         const copy = JSON.parse(JSON.stringify(doc)) as Record<string, unknown>;
         if (doc.kind === "Secret") copy["stringData"] = { token: "a-token-the-service-refuses" };
@@ -122,7 +150,8 @@ function gitBundle(): Buffer {
       }
     });
     cpSync(chartDir, join(work, "chart"), { recursive: true });
-    const git = (...args: string[]) => execFileSync("git", ["-C", work, "-c", "user.name=e2e", "-c", "user.email=e2e@localhost", ...args], { stdio: "pipe" });
+    const git = (...args: string[]) =>
+      execFileSync("git", ["-C", work, "-c", "user.name=e2e", "-c", "user.email=e2e@localhost", ...args], { stdio: "pipe" });
     git("init", "-q", "-b", "main");
     git("add", "-A");
     git("commit", "-q", "-m", "keyward's chart and samples");
@@ -133,7 +162,11 @@ function gitBundle(): Buffer {
   }
 }
 
-function deployment(name: string, command: string[], opts: { env?: Record<string, string>; port?: number; volumes?: unknown[]; mounts?: unknown[] } = {}): unknown[] {
+function deployment(
+  name: string,
+  command: string[],
+  opts: { env?: Record<string, string>; port?: number; volumes?: unknown[]; mounts?: unknown[] } = {},
+): unknown[] {
   const labels = { "app.kubernetes.io/name": name };
   const objects: unknown[] = [
     {
@@ -164,20 +197,48 @@ function deployment(name: string, command: string[], opts: { env?: Record<string
     },
   ];
   if (opts.port !== undefined) {
-    objects.push({ apiVersion: "v1", kind: "Service", metadata: { name, namespace: argoNs, labels }, spec: { selector: labels, ports: [{ port: opts.port, targetPort: opts.port }] } });
+    objects.push({
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: { name, namespace: argoNs, labels },
+      spec: { selector: labels, ports: [{ port: opts.port, targetPort: opts.port }] },
+    });
   }
   return objects;
 }
 
 async function installArgocd(bundle: Buffer): Promise<void> {
   const manifests = context().argocdManifests;
-  await kubectl(["apply", "--server-side", "--force-conflicts", "-f", join(manifests, "application-crd.yaml"), "-f", join(manifests, "appproject-crd.yaml")]);
+  await kubectl([
+    "apply",
+    "--server-side",
+    "--force-conflicts",
+    "-f",
+    join(manifests, "application-crd.yaml"),
+    "-f",
+    join(manifests, "appproject-crd.yaml"),
+  ]);
   await waitForCrdsEstablished(kubectl, ["crd/applications.argoproj.io", "crd/appprojects.argoproj.io"]);
   // argocd-cm: the stock one plus keyward's health checks (the wildcard form), as a user installs them.
-  await kubectl(["-n", argoNs, "apply", "-f", join(manifests, "argocd-secret.yaml"), "-f", join(manifests, "argocd-rbac-cm.yaml"), "-f", join(repoRoot, "argocd", "argocd-cm.yaml")]);
+  await kubectl([
+    "-n",
+    argoNs,
+    "apply",
+    "-f",
+    join(manifests, "argocd-secret.yaml"),
+    "-f",
+    join(manifests, "argocd-rbac-cm.yaml"),
+    "-f",
+    join(repoRoot, "argocd", "argocd-cm.yaml"),
+  ]);
   await apply(
     [
-      { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "argocd-git-bundle", namespace: argoNs }, binaryData: { "repo.bundle": bundle.toString("base64") } },
+      {
+        apiVersion: "v1",
+        kind: "ConfigMap",
+        metadata: { name: "argocd-git-bundle", namespace: argoNs },
+        binaryData: { "repo.bundle": bundle.toString("base64") },
+      },
       { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "argocd", namespace: argoNs } },
       {
         apiVersion: "rbac.authorization.k8s.io/v1",
@@ -191,29 +252,82 @@ async function installArgocd(bundle: Buffer): Promise<void> {
         apiVersion: "argoproj.io/v1alpha1",
         kind: "AppProject",
         metadata: { name: "default", namespace: argoNs },
-        spec: { sourceRepos: ["*"], destinations: [{ namespace: "*", server: "*" }], clusterResourceWhitelist: [{ group: "*", kind: "*" }] },
+        spec: {
+          sourceRepos: ["*"],
+          destinations: [{ namespace: "*", server: "*" }],
+          clusterResourceWhitelist: [{ group: "*", kind: "*" }],
+        },
       },
-      ...deployment("argocd-git", ["sh", "-c", "git clone -q --bare /bundle/repo.bundle /tmp/repos/keyward.git && exec git daemon --reuseaddr --listen=0.0.0.0 --port=9418 --base-path=/tmp/repos --export-all"], {
-        port: 9418,
-        volumes: [{ name: "bundle", configMap: { name: "argocd-git-bundle" } }],
-        mounts: [{ name: "bundle", mountPath: "/bundle" }],
-      }),
-      ...deployment("argocd-redis", ["redis-server", "--bind", "0.0.0.0", "--port", "6379", "--save", "", "--appendonly", "no", "--protected-mode", "no", "--dir", "/tmp"], { port: 6379 }),
+      ...deployment(
+        "argocd-git",
+        [
+          "sh",
+          "-c",
+          "git clone -q --bare /bundle/repo.bundle /tmp/repos/keyward.git && exec git daemon --reuseaddr --listen=0.0.0.0 --port=9418 --base-path=/tmp/repos --export-all",
+        ],
+        {
+          port: 9418,
+          volumes: [{ name: "bundle", configMap: { name: "argocd-git-bundle" } }],
+          mounts: [{ name: "bundle", mountPath: "/bundle" }],
+        },
+      ),
+      ...deployment(
+        "argocd-redis",
+        [
+          "redis-server",
+          "--bind",
+          "0.0.0.0",
+          "--port",
+          "6379",
+          "--save",
+          "",
+          "--appendonly",
+          "no",
+          "--protected-mode",
+          "no",
+          "--dir",
+          "/tmp",
+        ],
+        { port: 6379 },
+      ),
       ...deployment(
         "argocd-repo-server",
         // v3.6: --disable-tls also needs --client-ca-path "" (the flag has a default).
-        ["argocd-repo-server", "--port", "8081", "--redis", "argocd-redis:6379", "--disable-tls", "--client-ca-path", "", "--logformat", "text"],
-        { port: 8081, env: { ARGOCD_GPG_ENABLED: "false", ARGOCD_TLS_DATA_PATH: "/tmp/tls", ARGOCD_SSH_DATA_PATH: "/tmp/ssh", ARGOCD_GNUPGHOME: "/tmp/gpg" } },
+        [
+          "argocd-repo-server",
+          "--port",
+          "8081",
+          "--redis",
+          "argocd-redis:6379",
+          "--disable-tls",
+          "--client-ca-path",
+          "",
+          "--logformat",
+          "text",
+        ],
+        {
+          port: 8081,
+          env: {
+            ARGOCD_GPG_ENABLED: "false",
+            ARGOCD_TLS_DATA_PATH: "/tmp/tls",
+            ARGOCD_SSH_DATA_PATH: "/tmp/ssh",
+            ARGOCD_GNUPGHOME: "/tmp/gpg",
+          },
+        },
       ),
       // --persist-resource-health: v3 keeps per-resource health only in redis otherwise.
       ...deployment("argocd-application-controller", [
         "argocd-application-controller",
-        "--namespace", argoNs,
-        "--repo-server", "argocd-repo-server:8081",
+        "--namespace",
+        argoNs,
+        "--repo-server",
+        "argocd-repo-server:8081",
         "--repo-server-plaintext",
-        "--redis", "argocd-redis:6379",
+        "--redis",
+        "argocd-redis:6379",
         "--persist-resource-health=true",
-        "--logformat", "text",
+        "--logformat",
+        "text",
       ]),
     ],
     argoNs,
@@ -239,13 +353,20 @@ describe("a real Argo CD managing keyward and its resources", () => {
     // keyward running until the namespaces go; the chart's own release is removed with them.
     await kubectl(["-n", argoNs, "delete", "applications.argoproj.io", "--all", "--wait=true", "--timeout=120s"], { allowFailure: true });
     await kubectl(["-n", keywardNs, "delete", "deployment", "--all", "--wait=true", "--timeout=120s"], { allowFailure: true });
-    await kubectl(["delete", "clusterrole,clusterrolebinding", "-l", "app.kubernetes.io/instance=kw-argo", "--wait=true"], { allowFailure: true });
+    await kubectl(["delete", "clusterrole,clusterrolebinding", "-l", "app.kubernetes.io/instance=kw-argo", "--wait=true"], {
+      allowFailure: true,
+    });
   }, 300_000);
 
   test("before keyward runs, the samples Application waits on its first wave: the ProviderConfig is Progressing", async () => {
     await apply([application("keyward-samples", "keyward", samplesNs)], argoNs);
-    const a = await waitApp("keyward-samples", "the ProviderConfig Progressing and the sync waiting", (x) =>
-      x.status?.operationState?.phase === "Running" && (x.status.resources ?? []).some((r) => r.kind === "ProviderConfig" && r.health?.status === "Progressing"));
+    const a = await waitApp(
+      "keyward-samples",
+      "the ProviderConfig Progressing and the sync waiting",
+      (x) =>
+        x.status?.operationState?.phase === "Running" &&
+        (x.status.resources ?? []).some((r) => r.kind === "ProviderConfig" && r.health?.status === "Progressing"),
+    );
     const provider = a.status?.resources?.find((r) => r.kind === "ProviderConfig");
     expect(provider?.health?.message).toBe("Waiting for keyward to reconcile");
     // Wave 1 has not been applied: the Project does not exist yet.
@@ -259,7 +380,17 @@ describe("a real Argo CD managing keyward and its resources", () => {
     // The chart's own ProviderConfig (providerConfig.create) is a keyward resource in the same
     // Application as the CRDs: Argo CD must apply the CRDs first. Its token Secret exists already.
     await createNamespace(keywardNs);
-    await apply([{ apiVersion: "v1", kind: "Secret", metadata: { name: "keyward-token", labels: { "keyward.dev/credentials": "true" } }, stringData: { token: emulatorToken } }], keywardNs);
+    await apply(
+      [
+        {
+          apiVersion: "v1",
+          kind: "Secret",
+          metadata: { name: "keyward-token", labels: { "keyward.dev/credentials": "true" } },
+          stringData: { token: emulatorToken },
+        },
+      ],
+      keywardNs,
+    );
     await apply(
       [
         application("keyward", "chart", keywardNs, {
@@ -280,11 +411,14 @@ describe("a real Argo CD managing keyward and its resources", () => {
     );
     const a = await waitApp("keyward", "Synced and Healthy", settled, 600_000);
     const kinds = new Set((a.status?.resources ?? []).map((r) => r.kind));
-    for (const kind of ["CustomResourceDefinition", "Deployment", "ServiceAccount", "ClusterRole", "Service", "ProviderConfig"]) expect(kinds, kind).toContain(kind);
+    for (const kind of ["CustomResourceDefinition", "Deployment", "ServiceAccount", "ClusterRole", "Service", "ProviderConfig"])
+      expect(kinds, kind).toContain(kind);
     // keyward, installed by this Application, reconciles the Application's own ProviderConfig.
     const provider = a.status?.resources?.find((r) => r.kind === "ProviderConfig");
     expect(provider?.health?.status).toBe("Healthy");
-    expect(ready(await kubectlJson(["-n", keywardNs, "get", "providerconfigs.keyward.dev", provider?.name ?? "default"]))?.status).toBe("True");
+    expect(ready(await kubectlJson(["-n", keywardNs, "get", "providerconfigs.keyward.dev", provider?.name ?? "default"]))?.status).toBe(
+      "True",
+    );
     expect((a.status?.resources ?? []).filter((r) => r.status !== "Synced").map((r) => `${r.kind}/${r.name}`)).toEqual([]);
     await kubectl(["-n", keywardNs, "rollout", "status", "deployment/kw-argo-keyward", "--timeout=300s"]);
     // No diff from the chart's own objects (defaulted Deployment fields, the CRDs' status): a
@@ -295,7 +429,12 @@ describe("a real Argo CD managing keyward and its resources", () => {
 
   test("each sample's health from keyward's Lua matches its Ready condition, and the Application ends Synced and Healthy", async () => {
     const a = await waitApp("keyward-samples", "Synced and Healthy", settled, 600_000);
-    const objects = await kubectlJson<{ items: KubeObject[] }>(["-n", samplesNs, "get", "providerconfigs.keyward.dev,projects.keyward.dev,projectmemberships.keyward.dev,secretsyncs.keyward.dev,accesstokens.keyward.dev,certificateprofiles.keyward.dev"]);
+    const objects = await kubectlJson<{ items: KubeObject[] }>([
+      "-n",
+      samplesNs,
+      "get",
+      "providerconfigs.keyward.dev,projects.keyward.dev,projectmemberships.keyward.dev,secretsyncs.keyward.dev,accesstokens.keyward.dev,certificateprofiles.keyward.dev",
+    ]);
     const keywardResources = (a.status?.resources ?? []).filter((r) => r.group === "keyward.dev");
     expect(keywardResources.length).toBe(objects.items.length);
     expect(new Set(keywardResources.map((r) => r.kind)).size).toBe(6);
@@ -304,7 +443,9 @@ describe("a real Argo CD managing keyward and its resources", () => {
       expect(ready(obj ?? ({} as KubeObject))?.status, `${r.kind}/${r.name}`).toBe("True");
       expect(r.health?.status, `${r.kind}/${r.name}`).toBe("Healthy");
       const condition = ready(obj ?? ({} as KubeObject));
-      expect(r.health?.message, `${r.kind}/${r.name}`).toBe(condition?.message ? `${condition.reason ?? ""}: ${condition.message}` : condition?.reason);
+      expect(r.health?.message, `${r.kind}/${r.name}`).toBe(
+        condition?.message ? `${condition.reason ?? ""}: ${condition.message}` : condition?.reason,
+      );
     }
   }, 700_000);
 
@@ -332,7 +473,9 @@ describe("a real Argo CD managing keyward and its resources", () => {
 
   test("a ProviderConfig whose token the service refuses is Degraded", async () => {
     await apply([application("keyward-degraded", "degraded", degradedNs)], argoNs);
-    const a = await waitApp("keyward-degraded", "the ProviderConfig Degraded", (x) => (x.status?.resources ?? []).some((r) => r.kind === "ProviderConfig" && r.health?.status === "Degraded"));
+    const a = await waitApp("keyward-degraded", "the ProviderConfig Degraded", (x) =>
+      (x.status?.resources ?? []).some((r) => r.kind === "ProviderConfig" && r.health?.status === "Degraded"),
+    );
     const provider = await kubectlJson(["-n", degradedNs, "get", "providerconfigs.keyward.dev", "default"]);
     const condition = ready(provider);
     expect(condition?.status).toBe("False");

@@ -36,9 +36,18 @@ const fullname = "kw-e2e-keyward"; // <release>-<chart>
 interface Pod extends KubeObject {
   spec: {
     securityContext?: Record<string, unknown>;
-    containers: { name: string; image: string; resources?: { limits?: Record<string, string> }; securityContext?: Record<string, unknown> }[];
+    containers: {
+      name: string;
+      image: string;
+      resources?: { limits?: Record<string, string> };
+      securityContext?: Record<string, unknown>;
+    }[];
   };
-  status: { phase: string; containerStatuses?: { name: string; ready: boolean; restartCount: number; imageID: string; image: string }[]; conditions?: { type: string; status: string }[] };
+  status: {
+    phase: string;
+    containerStatuses?: { name: string; ready: boolean; restartCount: number; imageID: string; image: string }[];
+    conditions?: { type: string; status: string }[];
+  };
 }
 
 let emulator: Emulator;
@@ -96,14 +105,27 @@ describe("keyward installed by its chart", () => {
       const write = await kubectlResult(["-n", systemNs, "exec", pod.metadata.name, "-c", "keyward", "--", "touch", "/app/written"]);
       expect(write.code).not.toBe(0);
       expect(write.stderr).toMatch(/Read-only file system/);
-      const limit = (await kubectl(["-n", systemNs, "exec", pod.metadata.name, "-c", "keyward", "--", "cat", "/sys/fs/cgroup/memory/memory.limit_in_bytes"], { allowFailure: true })).trim()
-        || (await kubectl(["-n", systemNs, "exec", pod.metadata.name, "-c", "keyward", "--", "cat", "/sys/fs/cgroup/memory.max"])).trim();
+      const limit =
+        (
+          await kubectl(
+            ["-n", systemNs, "exec", pod.metadata.name, "-c", "keyward", "--", "cat", "/sys/fs/cgroup/memory/memory.limit_in_bytes"],
+            { allowFailure: true },
+          )
+        ).trim() ||
+        (await kubectl(["-n", systemNs, "exec", pod.metadata.name, "-c", "keyward", "--", "cat", "/sys/fs/cgroup/memory.max"])).trim();
       expect(Number(limit)).toBe(256 * 1024 * 1024);
       // Readiness passed (Ready above); liveness: no restarts and no failed probe events.
       expect(pod.status.containerStatuses?.[0]?.restartCount).toBe(0);
     }
     // (A readiness probe may fail while Node starts; a failed liveness probe would be a restart.)
-    const events = await kubectlJson<List<KubeObject & { reason?: string; message?: string }>>(["-n", systemNs, "get", "events", "--field-selector", "reason=Unhealthy"]);
+    const events = await kubectlJson<List<KubeObject & { reason?: string; message?: string }>>([
+      "-n",
+      systemNs,
+      "get",
+      "events",
+      "--field-selector",
+      "reason=Unhealthy",
+    ]);
     expect(events.items.map((e) => e.message).filter((m) => m?.startsWith("Liveness"))).toEqual([]);
     // The probes' endpoints answer through the pod, as the kubelet calls them.
     const probe = await kubectl(["get", "--raw", `/api/v1/namespaces/${systemNs}/pods/${pods[0]?.metadata.name ?? ""}:8081/proxy/readyz`]);
@@ -112,13 +134,18 @@ describe("keyward installed by its chart", () => {
 
   test("/metrics answers a caller allowed to read it (TokenReview + SubjectAccessReview), and refuses one without a token", async () => {
     // The apiserver's service proxy forwards no credentials: an anonymous scrape.
-    const anonymous = await kubectlResult(["get", "--raw", `/api/v1/namespaces/${systemNs}/services/http:${fullname}-metrics:8080/proxy/metrics`]);
+    const anonymous = await kubectlResult([
+      "get",
+      "--raw",
+      `/api/v1/namespaces/${systemNs}/services/http:${fullname}-metrics:8080/proxy/metrics`,
+    ]);
     expect(anonymous.code).not.toBe(0);
     expect(anonymous.stdout).not.toMatch(/keyward_api_requests_total/);
     // A ServiceAccount bound to the chart's metrics-reader role (metrics.readers), as Prometheus is.
     const token = (await kubectl(["-n", systemNs, "create", "token", scraper, "--duration=10m"])).trim();
     const pod = (await runningPods())[0]?.metadata.name ?? "";
-    const scrape = "fetch('http://127.0.0.1:8080/metrics',{headers:{authorization:'Bearer '+require('fs').readFileSync(0,'utf8')}}).then(async r=>{process.stdout.write(String(r.status)+'\\n'+await r.text())})";
+    const scrape =
+      "fetch('http://127.0.0.1:8080/metrics',{headers:{authorization:'Bearer '+require('fs').readFileSync(0,'utf8')}}).then(async r=>{process.stdout.write(String(r.status)+'\\n'+await r.text())})";
     const answer = await kubectl(["-n", systemNs, "exec", "-i", pod, "-c", "keyward", "--", "node", "-e", scrape], { input: token });
     const [status, ...rest] = answer.split("\n");
     expect(status).toBe("200");
@@ -136,7 +163,9 @@ describe("keyward installed by its chart", () => {
     expect(sampleCount).toBeGreaterThanOrEqual(13);
     await apply(docs, samplesNs);
     const objects = await waitAllReady(samplesNs, sampleCount, 300_000);
-    expect(new Set(objects.map((o) => o.kind))).toEqual(new Set(["ProviderConfig", "Project", "ProjectMembership", "SecretSync", "AccessToken", "CertificateProfile"]));
+    expect(new Set(objects.map((o) => o.kind))).toEqual(
+      new Set(["ProviderConfig", "Project", "ProjectMembership", "SecretSync", "AccessToken", "CertificateProfile"]),
+    );
     // The AccessToken wrote its Secret.
     const secret = await kubectlJson<{ data: Record<string, string> }>(["-n", samplesNs, "get", "secret", "ci-pipeline-token"]);
     expect(Object.keys(secret.data).length).toBeGreaterThan(0);
@@ -156,14 +185,25 @@ describe("keyward installed by its chart", () => {
     await kubectl(["cordon", nodeName]);
     try {
       await kubectl(["-n", systemNs, "delete", "pod", holder, "--wait=false"]);
-      const newHolder = await waitFor("the standby pod to take the lease", async () => {
-        const h = await leaseHolder();
-        return h !== "" && h !== holder ? h : undefined;
-      }, 180_000);
+      const newHolder = await waitFor(
+        "the standby pod to take the lease",
+        async () => {
+          const h = await leaseHolder();
+          return h !== "" && h !== holder ? h : undefined;
+        },
+        180_000,
+      );
       expect(newHolder).toBe(standby);
       // The new leader reconciles: a Project created after the takeover becomes Ready.
       await apply(
-        [{ apiVersion: "keyward.dev/v1alpha1", kind: "Project", metadata: { name: "after-takeover" }, spec: { name: "After takeover", slug: "after-takeover", type: "secret-manager" } }],
+        [
+          {
+            apiVersion: "keyward.dev/v1alpha1",
+            kind: "Project",
+            metadata: { name: "after-takeover" },
+            spec: { name: "After takeover", slug: "after-takeover", type: "secret-manager" },
+          },
+        ],
         samplesNs,
       );
       await waitAllReady(samplesNs, sampleCount + 1, 180_000);
@@ -175,12 +215,18 @@ describe("keyward installed by its chart", () => {
 
     const requests = await emulatorRequests(emulator);
     const projectCreates = countBy(requests, "createProject", (r) => (r.body as { slug?: string }).slug ?? "?");
-    expect([...projectCreates.values()].every((n) => n === 1), JSON.stringify([...projectCreates])).toBe(true);
+    expect(
+      [...projectCreates.values()].every((n) => n === 1),
+      JSON.stringify([...projectCreates]),
+    ).toBe(true);
     expect(projectCreates.get("after-takeover")).toBe(1);
     expect(projectCreates.get("payments-team")).toBe(1);
     const syncCreates = countBy(requests, "createSecretSync", (r) => `${r.path} ${(r.body as { name?: string }).name ?? "?"}`);
     expect(syncCreates.size).toBe(7);
-    expect([...syncCreates.values()].every((n) => n === 1), JSON.stringify([...syncCreates])).toBe(true);
+    expect(
+      [...syncCreates.values()].every((n) => n === 1),
+      JSON.stringify([...syncCreates]),
+    ).toBe(true);
   }, 600_000);
 
   test("helm upgrade to a new image tag while sync requests are pending: each is handled exactly once", async () => {
@@ -188,23 +234,57 @@ describe("keyward installed by its chart", () => {
     expect(syncs.length).toBe(7);
     const before = countBy(await emulatorRequests(emulator), "triggerSecretSync", (r) => r.path);
     const value = `e2e-upgrade-${Date.now()}`;
-    await kubectl(["-n", samplesNs, "annotate", "secretsyncs.keyward.dev", "--all", `keyward.dev/sync-requested-at=${value}`, "--overwrite"]);
-    await helm(["upgrade", release, chartDir, "-n", systemNs, "--reuse-values", "--wait", "--timeout", "5m", ...imageValues(context().keywardImageNext)]);
-    const pods = await waitFor("the upgraded pods", async () => {
-      const all = await runningPods();
-      return all.length === 2 && all.every((p) => p.spec.containers[0]?.image === context().keywardImageNext && p.status.containerStatuses?.[0]?.ready) ? all : undefined;
-    }, 300_000);
+    await kubectl([
+      "-n",
+      samplesNs,
+      "annotate",
+      "secretsyncs.keyward.dev",
+      "--all",
+      `keyward.dev/sync-requested-at=${value}`,
+      "--overwrite",
+    ]);
+    await helm([
+      "upgrade",
+      release,
+      chartDir,
+      "-n",
+      systemNs,
+      "--reuse-values",
+      "--wait",
+      "--timeout",
+      "5m",
+      ...imageValues(context().keywardImageNext),
+    ]);
+    const pods = await waitFor(
+      "the upgraded pods",
+      async () => {
+        const all = await runningPods();
+        return all.length === 2 &&
+          all.every((p) => p.spec.containers[0]?.image === context().keywardImageNext && p.status.containerStatuses?.[0]?.ready)
+          ? all
+          : undefined;
+      },
+      300_000,
+    );
     expect(pods).toHaveLength(2);
-    const handled = await waitFor("every SecretSync to record the request handled", async () => {
-      const all = (await keywardObjects(samplesNs)).filter((o) => o.kind === "SecretSync");
-      return all.every((o) => o.status?.["lastHandledSyncRequest"] === value) ? all : undefined;
-    }, 300_000);
+    const handled = await waitFor(
+      "every SecretSync to record the request handled",
+      async () => {
+        const all = (await keywardObjects(samplesNs)).filter((o) => o.kind === "SecretSync");
+        return all.every((o) => o.status?.["lastHandledSyncRequest"] === value) ? all : undefined;
+      },
+      300_000,
+    );
     expect(handled).toHaveLength(7);
     // Give a late duplicate a chance to show: every sync settles (no pending request) first.
-    await waitFor("no pending request left", async () => {
-      const all = (await keywardObjects(samplesNs)).filter((o) => o.kind === "SecretSync");
-      return all.every((o) => o.status?.["pendingRequest"] === undefined) ? true : undefined;
-    }, 120_000);
+    await waitFor(
+      "no pending request left",
+      async () => {
+        const all = (await keywardObjects(samplesNs)).filter((o) => o.kind === "SecretSync");
+        return all.every((o) => o.status?.["pendingRequest"] === undefined) ? true : undefined;
+      },
+      120_000,
+    );
     const after = countBy(await emulatorRequests(emulator), "triggerSecretSync", (r) => r.path);
     for (const sync of syncs) {
       const syncId = typeof sync.status?.["syncId"] === "string" ? sync.status["syncId"] : "none";
@@ -226,9 +306,15 @@ describe("keyward installed by its chart", () => {
     // The pre-delete hook stopped keyward and released its finalizers: nothing deleted later
     // (an object, the namespace) waits for a keyward that is gone.
     expect(objectsBefore.some((o) => (o.metadata.finalizers ?? []).some((f) => f.startsWith("keyward.dev/")))).toBe(true);
-    expect(objectsAfter.flatMap((o) => (o.metadata.finalizers ?? []).filter((f) => f.startsWith("keyward.dev/")).map((f) => `${o.kind}/${o.metadata.name}: ${f}`))).toEqual([]);
+    expect(
+      objectsAfter.flatMap((o) =>
+        (o.metadata.finalizers ?? []).filter((f) => f.startsWith("keyward.dev/")).map((f) => `${o.kind}/${o.metadata.name}: ${f}`),
+      ),
+    ).toEqual([]);
     const secrets = await kubectlJson<List>(["-n", samplesNs, "get", "secrets"]);
-    expect(secrets.items.filter((o) => (o.metadata.finalizers ?? []).includes("keyward.dev/in-use")).map((o) => o.metadata.name)).toEqual([]);
+    expect(secrets.items.filter((o) => (o.metadata.finalizers ?? []).includes("keyward.dev/in-use")).map((o) => o.metadata.name)).toEqual(
+      [],
+    );
     // Nothing was deleted at the service either: no DELETE request since the uninstall began.
     const deletes = (await emulatorRequests(emulator)).slice(requestsBefore).filter((r) => r.method === "DELETE");
     expect(deletes).toEqual([]);

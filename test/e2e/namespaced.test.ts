@@ -26,8 +26,18 @@ let emulator: Emulator;
 
 function resources(baseUrl: string, slug: string): unknown[] {
   return [
-    { apiVersion: "v1", kind: "Secret", metadata: { name: "keyward-token", labels: { "keyward.dev/credentials": "true" } }, stringData: { token: emulatorToken } },
-    { apiVersion: "keyward.dev/v1alpha1", kind: "ProviderConfig", metadata: { name: "default" }, spec: { baseUrl, credentialsSecretRef: { name: "keyward-token", key: "token" } } },
+    {
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: "keyward-token", labels: { "keyward.dev/credentials": "true" } },
+      stringData: { token: emulatorToken },
+    },
+    {
+      apiVersion: "keyward.dev/v1alpha1",
+      kind: "ProviderConfig",
+      metadata: { name: "default" },
+      spec: { baseUrl, credentialsSecretRef: { name: "keyward-token", key: "token" } },
+    },
     { apiVersion: "keyward.dev/v1alpha1", kind: "Project", metadata: { name: slug }, spec: { name: slug, slug, type: "secret-manager" } },
   ];
 }
@@ -48,13 +58,24 @@ describe("a namespaced install", () => {
   }, 300_000);
 
   test("renders no cluster-scoped RBAC and its ServiceAccount may not touch another namespace", async () => {
-    const clusterRoles = await kubectlJson<List>(["get", "clusterroles,clusterrolebindings", "-l", `app.kubernetes.io/instance=${release}`]);
+    const clusterRoles = await kubectlJson<List>([
+      "get",
+      "clusterroles,clusterrolebindings",
+      "-l",
+      `app.kubernetes.io/instance=${release}`,
+    ]);
     expect(clusterRoles.items).toEqual([]);
     const canI = async (verb: string, resource: string, namespace: string) =>
       (await kubectl(["auth", "can-i", verb, resource, "-n", namespace, "--as", serviceAccount], { allowFailure: true })).trim();
     expect(await canI("patch", "projects.keyward.dev", watchedNs)).toBe("yes");
     expect(await canI("get", "secrets", watchedNs)).toBe("yes");
-    for (const [verb, resource] of [["list", "projects.keyward.dev"], ["patch", "projects.keyward.dev"], ["patch", "projects.keyward.dev/status"], ["get", "secrets"], ["create", "secrets"]] as const) {
+    for (const [verb, resource] of [
+      ["list", "projects.keyward.dev"],
+      ["patch", "projects.keyward.dev"],
+      ["patch", "projects.keyward.dev/status"],
+      ["get", "secrets"],
+      ["create", "secrets"],
+    ] as const) {
       expect(await canI(verb, resource, otherNs), `${verb} ${resource} in ${otherNs}`).toBe("no");
     }
   });
@@ -68,7 +89,9 @@ describe("a namespaced install", () => {
       expect(obj.metadata.finalizers ?? []).toEqual([]);
       expect(Object.keys(obj.metadata.annotations ?? {}).filter((k) => k.startsWith("keyward.dev/"))).toEqual([]);
     }
-    const creates = (await emulatorRequests(emulator)).filter((r) => r.operation === "createProject").map((r) => (r.body as { slug?: string }).slug);
+    const creates = (await emulatorRequests(emulator))
+      .filter((r) => r.operation === "createProject")
+      .map((r) => (r.body as { slug?: string }).slug);
     expect(creates).toEqual(["ns-watched-project"]);
     // And keyward's log shows no attempt that RBAC refused.
     const logs = await kubectl(["-n", systemNs, "logs", `deployment/${release}-keyward`]);

@@ -4,7 +4,23 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { apply, createNamespace, deployEmulator, emulatorToken, helm, installKeyward, keywardPods, kubectl, kubectlJson, ready, repoRoot, waitFor, type Emulator, type KubeObject, type List } from "./support.ts";
+import {
+  apply,
+  createNamespace,
+  deployEmulator,
+  emulatorToken,
+  helm,
+  installKeyward,
+  keywardPods,
+  kubectl,
+  kubectlJson,
+  ready,
+  repoRoot,
+  waitFor,
+  type Emulator,
+  type KubeObject,
+  type List,
+} from "./support.ts";
 
 const release = "kw-scale";
 const systemNs = "kw-e2e-scale-system";
@@ -34,7 +50,9 @@ function bytes(quantity: string): number {
 /** The kubelet's view of the keyward container's memory: [peak (cAdvisor, cgroup v1), working set]. */
 async function kubeletMemory(pod: Pod): Promise<{ peak: number | undefined; workingSet: number | undefined }> {
   const metric = (text: string, name: string) => {
-    const line = text.split("\n").find((l) => l.startsWith(`${name}{`) && l.includes(`pod="${pod.metadata.name}"`) && l.includes('container="keyward"'));
+    const line = text
+      .split("\n")
+      .find((l) => l.startsWith(`${name}{`) && l.includes(`pod="${pod.metadata.name}"`) && l.includes('container="keyward"'));
     return line === undefined ? undefined : Number(line.split(/\s+/)[1]);
   };
   const cadvisor = await kubectl(["get", "--raw", `/api/v1/nodes/${pod.spec.nodeName}/proxy/metrics/cadvisor`]);
@@ -62,17 +80,31 @@ describe(`${count} Projects`, () => {
     expect(pod.spec.containers[0]?.resources?.limits?.["memory"]).toBe(limit);
 
     const objects: unknown[] = [
-      { apiVersion: "v1", kind: "Secret", metadata: { name: "keyward-token", labels: { "keyward.dev/credentials": "true" } }, stringData: { token: emulatorToken } },
+      {
+        apiVersion: "v1",
+        kind: "Secret",
+        metadata: { name: "keyward-token", labels: { "keyward.dev/credentials": "true" } },
+        stringData: { token: emulatorToken },
+      },
       {
         apiVersion: "keyward.dev/v1alpha1",
         kind: "ProviderConfig",
         metadata: { name: "default" },
-        spec: { baseUrl: emulator.baseUrl, credentialsSecretRef: { name: "keyward-token", key: "token" }, rateLimit: { requestsPerSecond: 1000, burst: 1000 } },
+        spec: {
+          baseUrl: emulator.baseUrl,
+          credentialsSecretRef: { name: "keyward-token", key: "token" },
+          rateLimit: { requestsPerSecond: 1000, burst: 1000 },
+        },
       },
     ];
     for (let i = 0; i < count; i++) {
       const slug = `scale-${String(i).padStart(4, "0")}`;
-      objects.push({ apiVersion: "keyward.dev/v1alpha1", kind: "Project", metadata: { name: slug }, spec: { name: slug, slug, type: "secret-manager" } });
+      objects.push({
+        apiVersion: "keyward.dev/v1alpha1",
+        kind: "Project",
+        metadata: { name: slug },
+        spec: { name: slug, slug, type: "secret-manager" },
+      });
     }
     await apply(objects, projectsNs);
 
@@ -91,7 +123,9 @@ describe(`${count} Projects`, () => {
       () => Promise.resolve(`${readyCount} of ${count} Ready`),
     );
 
-    const after = (await kubectlJson<Pod>(["-n", systemNs, "get", "pod", pod.metadata.name])).status.containerStatuses?.find((c) => c.name === "keyward");
+    const after = (await kubectlJson<Pod>(["-n", systemNs, "get", "pod", pod.metadata.name])).status.containerStatuses?.find(
+      (c) => c.name === "keyward",
+    );
     expect(after?.restartCount).toBe(0);
     expect(after?.lastState?.terminated?.reason).toBeUndefined();
     const memory = await kubeletMemory(pod);

@@ -31,14 +31,19 @@ export interface RunResult {
 
 function run(file: string, args: string[], options: RunOptions = {}): Promise<RunResult> {
   return new Promise((resolvePromise, reject) => {
-    const child = execFile(file, args, { cwd: repoRoot, maxBuffer: 256 * 1024 * 1024, env: { ...process.env, KUBECONFIG: context().kubeconfig } }, (error, stdout, stderr) => {
-      const code = error === null ? 0 : typeof error.code === "number" ? error.code : -1;
-      if (code !== 0 && options.allowFailure !== true) {
-        reject(new Error(`${file.split("/").pop() ?? file} ${args.join(" ")} exited with ${code}: ${stderr.trim() || stdout.trim()}`));
-        return;
-      }
-      resolvePromise({ code, stdout, stderr });
-    });
+    const child = execFile(
+      file,
+      args,
+      { cwd: repoRoot, maxBuffer: 256 * 1024 * 1024, env: { ...process.env, KUBECONFIG: context().kubeconfig } },
+      (error, stdout, stderr) => {
+        const code = error === null ? 0 : typeof error.code === "number" ? error.code : -1;
+        if (code !== 0 && options.allowFailure !== true) {
+          reject(new Error(`${file.split("/").pop() ?? file} ${args.join(" ")} exited with ${code}: ${stderr.trim() || stdout.trim()}`));
+          return;
+        }
+        resolvePromise({ code, stdout, stderr });
+      },
+    );
     if (options.input !== undefined) child.stdin?.end(options.input);
   });
 }
@@ -57,7 +62,9 @@ export async function kubectlJson<T = KubeObject>(args: string[]): Promise<T> {
 
 export async function apply(objects: unknown[], namespace?: string): Promise<void> {
   const list = { apiVersion: "v1", kind: "List", items: objects };
-  await kubectl(["apply", "--server-side", "--force-conflicts", ...(namespace ? ["-n", namespace] : []), "-f", "-"], { input: JSON.stringify(list) });
+  await kubectl(["apply", "--server-side", "--force-conflicts", ...(namespace ? ["-n", namespace] : []), "-f", "-"], {
+    input: JSON.stringify(list),
+  });
 }
 
 export async function helm(args: string[], options: RunOptions = {}): Promise<string> {
@@ -67,7 +74,16 @@ export async function helm(args: string[], options: RunOptions = {}): Promise<st
 export interface KubeObject {
   apiVersion: string;
   kind: string;
-  metadata: { name: string; namespace?: string; uid?: string; annotations?: Record<string, string>; labels?: Record<string, string>; finalizers?: string[]; creationTimestamp?: string; deletionTimestamp?: string };
+  metadata: {
+    name: string;
+    namespace?: string;
+    uid?: string;
+    annotations?: Record<string, string>;
+    labels?: Record<string, string>;
+    finalizers?: string[];
+    creationTimestamp?: string;
+    deletionTimestamp?: string;
+  };
   spec?: Record<string, unknown>;
   status?: Record<string, unknown> & { conditions?: Condition[] };
 }
@@ -84,7 +100,12 @@ export interface List<T = KubeObject> {
 }
 
 /** Polls `check` until it returns a value other than undefined/false; fails with `describe()` after the timeout. */
-export async function waitFor<T>(what: string, check: () => Promise<T | undefined | false>, timeoutMs: number, describe?: () => Promise<string>): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  check: () => Promise<T | undefined | false>,
+  timeoutMs: number,
+  describe?: () => Promise<string>,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   for (;;) {
@@ -96,7 +117,9 @@ export async function waitFor<T>(what: string, check: () => Promise<T | undefine
     }
     if (Date.now() > deadline) {
       const state = describe ? await describe().catch((error: unknown) => `(could not describe: ${String(error)})`) : "";
-      throw new Error(`timed out after ${timeoutMs / 1000}s waiting for ${what}${lastError instanceof Error ? `; last error: ${lastError.message}` : ""}${state ? `\n${state}` : ""}`);
+      throw new Error(
+        `timed out after ${timeoutMs / 1000}s waiting for ${what}${lastError instanceof Error ? `; last error: ${lastError.message}` : ""}${state ? `\n${state}` : ""}`,
+      );
     }
     await new Promise((r) => setTimeout(r, 2000));
   }
@@ -180,7 +203,9 @@ export async function deployEmulator(namespace: string, extraArgs: string[] = []
 
 /** GET (or another method) on the emulator's admin API through the API server's service proxy. */
 export async function emulatorAdmin<T>(emulator: Emulator, path: string): Promise<T> {
-  return JSON.parse(await kubectl(["get", "--raw", `/api/v1/namespaces/${emulator.namespace}/services/http:emulator:8080/proxy${path}`])) as T;
+  return JSON.parse(
+    await kubectl(["get", "--raw", `/api/v1/namespaces/${emulator.namespace}/services/http:emulator:8080/proxy${path}`]),
+  ) as T;
 }
 
 export interface RecordedRequest {
@@ -211,7 +236,14 @@ export function countBy(requests: RecordedRequest[], operation: string, key: (r:
 
 export function imageValues(image: string): string[] {
   const at = image.lastIndexOf(":");
-  return ["--set", `image.repository=${image.slice(0, at)}`, "--set", `image.tag=${image.slice(at + 1)}`, "--set", "image.pullPolicy=IfNotPresent"];
+  return [
+    "--set",
+    `image.repository=${image.slice(0, at)}`,
+    "--set",
+    `image.tag=${image.slice(at + 1)}`,
+    "--set",
+    "image.pullPolicy=IfNotPresent",
+  ];
 }
 
 /**
@@ -221,7 +253,9 @@ export function imageValues(image: string): string[] {
  */
 export async function installCrds(): Promise<void> {
   const dir = join(chartDir, "crds");
-  const names = readdirSync(dir).filter((f) => f.endsWith(".yaml")).map((f) => `crd/${f.slice(0, -".yaml".length)}`);
+  const names = readdirSync(dir)
+    .filter((f) => f.endsWith(".yaml"))
+    .map((f) => `crd/${f.slice(0, -".yaml".length)}`);
   await kubectl(["apply", "--server-side", "--force-conflicts", "-f", dir]);
   await waitForCrdsEstablished(kubectl, names);
 }
@@ -229,7 +263,19 @@ export async function installCrds(): Promise<void> {
 /** `helm install --wait` of charts/keyward with the locally built image. */
 export async function installKeyward(release: string, namespace: string, extra: string[] = []): Promise<void> {
   await helm(["uninstall", release, "-n", namespace, "--wait", "--ignore-not-found"]);
-  await helm(["install", release, chartDir, "-n", namespace, "--create-namespace", "--wait", "--timeout", "5m", ...imageValues(context().keywardImage), ...extra]);
+  await helm([
+    "install",
+    release,
+    chartDir,
+    "-n",
+    namespace,
+    "--create-namespace",
+    "--wait",
+    "--timeout",
+    "5m",
+    ...imageValues(context().keywardImage),
+    ...extra,
+  ]);
 }
 
 export async function keywardPods(namespace: string, release: string): Promise<KubeObject[]> {

@@ -22,14 +22,25 @@ async function admin(method: string, path: string, body?: unknown): Promise<{ st
 describe("admin API", () => {
   it("serves healthz, seed, members, state, requests, faults and reset without auth", async () => {
     expect((await admin("GET", "/healthz")).body).toEqual({ ok: true });
-    const seeded = await admin("POST", "/seed", { projects: [{ id: "b0000000-0000-4000-8000-000000000001", name: "Seeded", slug: "seeded" }], groups: [{ name: "Ops", slug: "ops" }] });
+    const seeded = await admin("POST", "/seed", {
+      projects: [{ id: "b0000000-0000-4000-8000-000000000001", name: "Seeded", slug: "seeded" }],
+      groups: [{ name: "Ops", slug: "ops" }],
+    });
     expect(seeded.status).toBe(200);
     const member = await admin("POST", "/members", { projectSlug: "seeded", username: "carol@example.com", roles: [{ role: "member" }] });
     expect(member.status).toBe(200);
-    const listed = await call<{ memberships: { user: { username: string } }[] }>(emu, "GET", "/api/v1/projects/b0000000-0000-4000-8000-000000000001/memberships");
+    const listed = await call<{ memberships: { user: { username: string } }[] }>(
+      emu,
+      "GET",
+      "/api/v1/projects/b0000000-0000-4000-8000-000000000001/memberships",
+    );
     expect(listed.body.memberships.map((m) => m.user.username)).toEqual(["carol@example.com"]);
-    expect((await admin("DELETE", "/members", { projectId: "b0000000-0000-4000-8000-000000000001", username: "carol@example.com" })).status).toBe(200);
-    expect((await admin("DELETE", "/members", { projectId: "b0000000-0000-4000-8000-000000000001", username: "carol@example.com" })).status).toBe(404);
+    expect(
+      (await admin("DELETE", "/members", { projectId: "b0000000-0000-4000-8000-000000000001", username: "carol@example.com" })).status,
+    ).toBe(200);
+    expect(
+      (await admin("DELETE", "/members", { projectId: "b0000000-0000-4000-8000-000000000001", username: "carol@example.com" })).status,
+    ).toBe(404);
     expect((await admin("POST", "/members", { projectSlug: "seeded", groupSlug: "nope", roles: [] })).status).toBe(404);
 
     const state = await admin("GET", "/state");
@@ -54,7 +65,9 @@ describe("admin API", () => {
 describe("CLI", () => {
   it("prints its URL, serves the default seed and exits cleanly on SIGTERM", async () => {
     const main = fileURLToPath(new URL("./main.ts", import.meta.url));
-    const child = spawn(process.execPath, [main, "--port", "0", "--token", "cli-token", "--job-delay-ms", "5"], { stdio: ["ignore", "pipe", "inherit"] });
+    const child = spawn(process.execPath, [main, "--port", "0", "--token", "cli-token", "--job-delay-ms", "5"], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
     const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
     const lines = createInterface({ input: child.stdout });
     const first = await new Promise<string>((resolve) => lines.once("line", resolve));

@@ -3,11 +3,25 @@ import { loadDefaultSeed } from "./default-seed.ts";
 import { call, eventually, ids, start } from "./helpers.ts";
 import type { Emulator } from "./server.ts";
 
-type TokenReply = { accessToken: string; expiresIn: number; accessTokenMaxTTL: number; tokenType: string; tokenData: Record<string, unknown> };
+type TokenReply = {
+  accessToken: string;
+  expiresIn: number;
+  accessTokenMaxTTL: number;
+  tokenType: string;
+  tokenData: Record<string, unknown>;
+};
 
 let emu: Emulator;
 beforeAll(async () => {
-  emu = await start({ seed: { ...loadDefaultSeed(), identities: [{ id: ids.identity, accessTokenTTL: 7200 }, { id: ids.shortIdentity, accessTokenTTL: 0.05 }] } });
+  emu = await start({
+    seed: {
+      ...loadDefaultSeed(),
+      identities: [
+        { id: ids.identity, accessTokenTTL: 7200 },
+        { id: ids.shortIdentity, accessTokenTTL: 0.05 },
+      ],
+    },
+  });
 });
 afterAll(() => emu.close());
 
@@ -35,25 +49,50 @@ describe("create token", () => {
     const res = await call<TokenReply>(emu, "POST", `/api/v1/auth/token-auth/identities/${ids.identity}/tokens`, { body: { name: "ci" } });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ expiresIn: 7200, accessTokenMaxTTL: 2592000, tokenType: "Bearer" });
-    expect(res.body.tokenData).toMatchObject({ identityId: ids.identity, accessTokenTTL: 7200, name: "ci", isAccessTokenRevoked: false, accessTokenNumUses: 0 });
+    expect(res.body.tokenData).toMatchObject({
+      identityId: ids.identity,
+      accessTokenTTL: 7200,
+      name: "ci",
+      isAccessTokenRevoked: false,
+      accessTokenNumUses: 0,
+    });
     const listed = await call(emu, "GET", "/api/v1/projects", { token: res.body.accessToken });
     expect(listed.status).toBe(200);
   });
 
   it("sends every tokenData field, null where a fresh token has no value", async () => {
     const res = await call<TokenReply>(emu, "POST", `/api/v1/auth/token-auth/identities/${ids.identity}/tokens`, { body: {} });
-    expect(res.body.tokenData).toMatchObject({ name: null, accessTokenLastUsedAt: null, accessTokenLastRenewedAt: null, identityUAClientSecretId: null });
+    expect(res.body.tokenData).toMatchObject({
+      name: null,
+      accessTokenLastUsedAt: null,
+      accessTokenLastRenewedAt: null,
+      identityUAClientSecretId: null,
+    });
     expect(Object.keys(res.body.tokenData).sort()).toEqual([
-      "accessTokenLastRenewedAt", "accessTokenLastUsedAt", "accessTokenMaxTTL", "accessTokenNumUses", "accessTokenNumUsesLimit",
-      "accessTokenPeriod", "accessTokenTTL", "authMethod", "createdAt", "id", "identityId", "identityUAClientSecretId",
-      "isAccessTokenRevoked", "name", "updatedAt",
+      "accessTokenLastRenewedAt",
+      "accessTokenLastUsedAt",
+      "accessTokenMaxTTL",
+      "accessTokenNumUses",
+      "accessTokenNumUsesLimit",
+      "accessTokenPeriod",
+      "accessTokenTTL",
+      "authMethod",
+      "createdAt",
+      "id",
+      "identityId",
+      "identityUAClientSecretId",
+      "isAccessTokenRevoked",
+      "name",
+      "updatedAt",
     ]);
   });
 
   it("accepts a request without a body; 404 for an unknown identity; 401 without a token", async () => {
     expect((await call(emu, "POST", `/api/v1/auth/token-auth/identities/${ids.identity}/tokens`)).status).toBe(200);
     expect((await call(emu, "POST", "/api/v1/auth/token-auth/identities/no-such-identity/tokens", { body: {} })).status).toBe(404);
-    expect((await call(emu, "POST", `/api/v1/auth/token-auth/identities/${ids.identity}/tokens`, { token: null, body: {} })).status).toBe(401);
+    expect((await call(emu, "POST", `/api/v1/auth/token-auth/identities/${ids.identity}/tokens`, { token: null, body: {} })).status).toBe(
+      401,
+    );
   });
 
   it("stops accepting a token once the identity's TTL has run out (403)", async () => {

@@ -65,8 +65,12 @@ describe("members seeded for a project slug created later", () => {
   it("fail at seeding, not at project creation, when the group or a role is unknown", async () => {
     const other = await start();
     try {
-      expect(() => other.seed({ memberships: [{ projectSlug: "not-yet", groupSlug: "nope", roles: [{ role: "viewer" }] }] })).toThrow(/not found/);
-      expect(() => other.seed({ memberships: [{ projectSlug: "not-yet", username: "eve@example.com", roles: [{ role: "Not A Role" }] }] })).toThrow(/not found/);
+      expect(() => other.seed({ memberships: [{ projectSlug: "not-yet", groupSlug: "nope", roles: [{ role: "viewer" }] }] })).toThrow(
+        /not found/,
+      );
+      expect(() =>
+        other.seed({ memberships: [{ projectSlug: "not-yet", username: "eve@example.com", roles: [{ role: "Not A Role" }] }] }),
+      ).toThrow(/not found/);
       const id = await createProject(other, "not-yet");
       expect((await members(other, id)).users).toEqual([]);
     } finally {

@@ -112,7 +112,13 @@ describe("request log", () => {
       ["listProjects", 401, "none"],
       ["listProjects", 403, "invalid"],
     ]);
-    expect(log[0]).toMatchObject({ seq: 1, method: "POST", path: "/api/v2/workspace", query: { trace: "1" }, body: { projectName: "logged" } });
+    expect(log[0]).toMatchObject({
+      seq: 1,
+      method: "POST",
+      path: "/api/v2/workspace",
+      query: { trace: "1" },
+      body: { projectName: "logged" },
+    });
     expect(log[0]?.reqId).toMatch(/^req-/);
     expect(JSON.stringify(log)).not.toContain(TOKEN);
     expect(JSON.stringify(log)).not.toContain("wrong");

@@ -17,7 +17,12 @@ export interface CallOptions {
 }
 
 /** Calls the emulator; `token: null` sends no Authorization header. */
-export async function call<T = Record<string, unknown>>(emu: Emulator, method: string, path: string, options: CallOptions = {}): Promise<Reply<T>> {
+export async function call<T = Record<string, unknown>>(
+  emu: Emulator,
+  method: string,
+  path: string,
+  options: CallOptions = {},
+): Promise<Reply<T>> {
   const url = new URL(emu.url + path);
   for (const [key, value] of Object.entries(options.query ?? {})) url.searchParams.set(key, value);
   const headers: Record<string, string> = {};

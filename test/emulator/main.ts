@@ -36,7 +36,10 @@ async function main(): Promise<void> {
       "without-operation": { type: "string", multiple: true },
     },
   });
-  const envTokens = (process.env["EMULATOR_TOKENS"] ?? "").split(",").map((t) => t.trim()).filter((t) => t !== "");
+  const envTokens = (process.env["EMULATOR_TOKENS"] ?? "")
+    .split(",")
+    .map((t) => t.trim())
+    .filter((t) => t !== "");
   const tokens = [...(values.token ?? []), ...envTokens];
   if (tokens.length === 0) throw new Error("give at least one --token (or EMULATOR_TOKENS)");
   const seed = readSeed(values.seed, values["no-seed"] === true);

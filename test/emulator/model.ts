@@ -103,7 +103,16 @@ export function addProjectRole(state: State, projectId: string, slug: string, na
     return existing;
   }
   const at = nowIso();
-  const role: ProjectRoleRec = { id: id ?? randomUUID(), projectId, slug, name, description: custom ? `Custom role ${slug}` : `${name} role`, custom, createdAt: at, updatedAt: at };
+  const role: ProjectRoleRec = {
+    id: id ?? randomUUID(),
+    projectId,
+    slug,
+    name,
+    description: custom ? `Custom role ${slug}` : `${name} role`,
+    custom,
+    createdAt: at,
+    updatedAt: at,
+  };
   state.projectRoles[role.id] = role;
   roleIndex(state).set(roleKey(projectId, slug), role);
   return role;
@@ -150,7 +159,13 @@ export function buildMemberRoles(state: State, projectId: string, requested: Rol
   const at = nowIso();
   return requested.map((item) => {
     const custom = item.role in builtInRoles ? undefined : resolveCustomRole(state, projectId, item.role);
-    const entry: MemberRoleRec = { id: randomUUID(), role: item.role, isTemporary: item.isTemporary ?? false, createdAt: at, updatedAt: at };
+    const entry: MemberRoleRec = {
+      id: randomUUID(),
+      role: item.role,
+      isTemporary: item.isTemporary ?? false,
+      createdAt: at,
+      updatedAt: at,
+    };
     if (custom) entry.customRoleId = custom.id;
     if (entry.isTemporary) Object.assign(entry, temporaryFields(item, at));
     return entry;
@@ -173,7 +188,12 @@ function temporaryFields(item: RoleRequest, at: string): Partial<MemberRoleRec> 
   const start = item.temporaryAccessStartTime ?? at;
   const range = item.temporaryRange ?? "1h";
   const end = new Date(Date.parse(start) + (parseDuration(range) ?? 3_600_000)).toISOString();
-  return { temporaryMode: item.temporaryMode ?? "relative", temporaryRange: range, temporaryAccessStartTime: new Date(start).toISOString(), temporaryAccessEndTime: end };
+  return {
+    temporaryMode: item.temporaryMode ?? "relative",
+    temporaryRange: range,
+    temporaryAccessStartTime: new Date(start).toISOString(),
+    temporaryAccessEndTime: end,
+  };
 }
 
 /** The folder record of a path in an environment, created on first use. */
@@ -196,7 +216,11 @@ export function deleteProjectCascade(state: State, projectId: string): void {
   owned(state.projectRoles);
   owned(state.memberships);
   owned(state.folders);
-  const syncIds = new Set(Object.values(state.syncs).filter((sync) => sync.projectId === projectId).map((sync) => sync.id));
+  const syncIds = new Set(
+    Object.values(state.syncs)
+      .filter((sync) => sync.projectId === projectId)
+      .map((sync) => sync.id),
+  );
   owned(state.syncs);
   for (const [id, job] of Object.entries(state.jobs)) if (syncIds.has(job.syncId)) Reflect.deleteProperty(state.jobs, id);
 }

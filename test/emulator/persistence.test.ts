@@ -12,8 +12,12 @@ describe("persistence", () => {
   it("reloads everything after a restart and settles jobs that were pending at shutdown", async () => {
     const persistPath = join(dir, "state.json");
     const first = await start({ seed: loadDefaultSeed(), persistPath, jobDelayMs: 60_000 });
-    const project = await call<{ project: { id: string } }>(first, "POST", "/api/v2/workspace", { body: { projectName: "Durable", slug: "durable" } });
-    const token = await call<{ accessToken: string }>(first, "POST", `/api/v1/auth/token-auth/identities/${ids.identity}/tokens`, { body: {} });
+    const project = await call<{ project: { id: string } }>(first, "POST", "/api/v2/workspace", {
+      body: { projectName: "Durable", slug: "durable" },
+    });
+    const token = await call<{ accessToken: string }>(first, "POST", `/api/v1/auth/token-auth/identities/${ids.identity}/tokens`, {
+      body: {},
+    });
     const sync = await call<{ secretSync: { id: string; syncStatus: string } }>(first, "POST", "/api/v1/secret-syncs/monitoring", {
       body: {
         name: "durable-sync",
@@ -28,7 +32,9 @@ describe("persistence", () => {
     expect(sync.body.secretSync.syncStatus).toBe("pending");
     const details = `/api/v1/projects/${ids.project}/memberships/details`;
     const alice = await call<{ membership: { id: string } }>(first, "POST", details, { body: { username: "alice@example.com" } });
-    await call(first, "PATCH", `/api/v1/projects/${ids.project}/memberships/${alice.body.membership.id}`, { body: { roles: [{ role: "viewer" }] } });
+    await call(first, "PATCH", `/api/v1/projects/${ids.project}/memberships/${alice.body.membership.id}`, {
+      body: { roles: [{ role: "viewer" }] },
+    });
     await first.close();
     expect(readFileSync(persistPath, "utf8")).not.toContain(token.body.accessToken);
 
@@ -38,11 +44,18 @@ describe("persistence", () => {
       expect(bySlug.body.id).toBe(project.body.project.id);
       expect((await call(second, "GET", "/api/v1/projects", { token: token.body.accessToken })).status).toBe(200);
       const done = await eventually(async () => {
-        const res = await call<{ secretSync: { syncStatus: string } }>(second, "GET", `/api/v1/secret-syncs/monitoring/${sync.body.secretSync.id}`, { token: TOKEN });
+        const res = await call<{ secretSync: { syncStatus: string } }>(
+          second,
+          "GET",
+          `/api/v1/secret-syncs/monitoring/${sync.body.secretSync.id}`,
+          { token: TOKEN },
+        );
         return res.body.secretSync.syncStatus === "succeeded" ? res.body.secretSync : undefined;
       });
       expect(done.syncStatus).toBe("succeeded");
-      const aliceAfter = await call<{ membership: { roles: { role: string }[] } }>(second, "POST", details, { body: { username: "alice@example.com" } });
+      const aliceAfter = await call<{ membership: { roles: { role: string }[] } }>(second, "POST", details, {
+        body: { username: "alice@example.com" },
+      });
       expect(aliceAfter.body.membership.roles.map((r) => r.role)).toEqual(["viewer"]);
       const projects = await call<{ projects: { slug: string }[] }>(second, "GET", "/api/v1/projects");
       expect(projects.body.projects.filter((p) => p.slug === "demo-project")).toHaveLength(1);

@@ -64,7 +64,10 @@ export async function handleApiRequest(p: Pipeline, req: IncomingMessage, res: S
     return;
   }
   if (decision.kind === "rateLimit" || decision.kind === "error") {
-    const answer = decision.kind === "rateLimit" ? rateLimited(incoming.reqId, decision.retryAfterSeconds) : { status: decision.status, body: faultBody(decision.status, incoming.reqId) };
+    const answer =
+      decision.kind === "rateLimit"
+        ? rateLimited(incoming.reqId, decision.retryAfterSeconds)
+        : { status: decision.status, body: faultBody(decision.status, incoming.reqId) };
     log(answer.status, decision.kind);
     sendJson(res, answer.status, answer.body, answer.headers);
     return;
@@ -105,7 +108,12 @@ async function receive(p: Pipeline, req: IncomingMessage): Promise<Incoming> {
 function rateLimited(reqId: string, retryAfterSeconds: number): Answer {
   return {
     status: 429,
-    body: { reqId, statusCode: 429, message: `Rate limit exceeded. Please try again in ${retryAfterSeconds} seconds`, error: "RateLimitExceeded" },
+    body: {
+      reqId,
+      statusCode: 429,
+      message: `Rate limit exceeded. Please try again in ${retryAfterSeconds} seconds`,
+      error: "RateLimitExceeded",
+    },
     headers: { "retry-after": String(retryAfterSeconds) },
   };
 }

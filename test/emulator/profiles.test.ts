@@ -15,7 +15,9 @@ beforeAll(async () => {
     enrollmentType: types[i % 3] ?? "api",
     metrics: { totalCertificates: i },
   }));
-  emu = await start({ seed: { certificateProfiles: [...certificateProfiles, { projectId: "other", slug: "elsewhere", enrollmentType: "api" }] } });
+  emu = await start({
+    seed: { certificateProfiles: [...certificateProfiles, { projectId: "other", slug: "elsewhere", enrollmentType: "api" }] },
+  });
 });
 afterAll(() => emu.close());
 
@@ -29,7 +31,13 @@ describe("certificate profiles", () => {
     expect(first.body.totalCount).toBe(25);
     expect(first.body.certificateProfiles).toHaveLength(20);
     const rest = await list({ projectId, offset: "20", limit: "100" });
-    expect(rest.body.certificateProfiles.map((p) => p.slug)).toEqual(["profile-20", "profile-21", "profile-22", "profile-23", "profile-24"]);
+    expect(rest.body.certificateProfiles.map((p) => p.slug)).toEqual([
+      "profile-20",
+      "profile-21",
+      "profile-22",
+      "profile-23",
+      "profile-24",
+    ]);
   });
 
   it("filters by enrollmentType and search; list entries carry metrics and their config", async () => {
@@ -44,7 +52,15 @@ describe("certificate profiles", () => {
   });
 
   it("rejects bad query values with 422", async () => {
-    const bad: Record<string, string>[] = [{}, { projectId: "" }, { projectId, limit: "0" }, { projectId, limit: "101" }, { projectId, offset: "-1" }, { projectId, offset: "1.5" }, { projectId, enrollmentType: "scep" }];
+    const bad: Record<string, string>[] = [
+      {},
+      { projectId: "" },
+      { projectId, limit: "0" },
+      { projectId, limit: "101" },
+      { projectId, offset: "-1" },
+      { projectId, offset: "1.5" },
+      { projectId, enrollmentType: "scep" },
+    ];
     for (const query of bad) {
       expect((await list(query)).status).toBe(422);
     }
@@ -56,14 +72,19 @@ describe("certificate profiles", () => {
   });
 
   it("gets one by slug with scalar fields only; 404 when absent", async () => {
-    const res = await call<{ certificateProfile: Profile }>(emu, "GET", "/api/v1/pki/certificate-profiles/slug/profile-01", { query: { projectId }, token: null });
+    const res = await call<{ certificateProfile: Profile }>(emu, "GET", "/api/v1/pki/certificate-profiles/slug/profile-01", {
+      query: { projectId },
+      token: null,
+    });
     expect(res.status).toBe(200);
     expect(res.body.certificateProfile).toMatchObject({ slug: "profile-01", enrollmentType: "est", projectId });
     for (const key of ["metrics", "estConfig", "apiConfig", "acmeConfig"]) expect(key in res.body.certificateProfile).toBe(false);
     expect(typeof res.body.certificateProfile["estConfigId"]).toBe("string");
     // The config ids of the other enrollment types, and a description never given, are null.
     expect(res.body.certificateProfile).toMatchObject({ apiConfigId: null, acmeConfigId: null, description: null });
-    expect((await call(emu, "GET", "/api/v1/pki/certificate-profiles/slug/elsewhere", { query: { projectId }, token: null })).status).toBe(404);
+    expect((await call(emu, "GET", "/api/v1/pki/certificate-profiles/slug/elsewhere", { query: { projectId }, token: null })).status).toBe(
+      404,
+    );
     expect((await call(emu, "GET", "/api/v1/pki/certificate-profiles/slug/profile-01", { token: null })).status).toBe(422);
     expect((await list({ projectId: "no-such-project" })).status).toBe(404);
   });

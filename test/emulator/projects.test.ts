@@ -31,7 +31,11 @@ describe("create project", () => {
       description: null,
     });
     expect(typeof p.kmsSecretManagerKeyId).toBe("string");
-    expect(p.environments?.map((e) => [e.slug, e.name])).toEqual([["dev", "Development"], ["staging", "Staging"], ["prod", "Production"]]);
+    expect(p.environments?.map((e) => [e.slug, e.name])).toEqual([
+      ["dev", "Development"],
+      ["staging", "Staging"],
+      ["prod", "Production"],
+    ]);
   });
 
   it("takes slug, type, description and no default environments", async () => {
@@ -68,9 +72,13 @@ describe("read projects", () => {
     const plain = await call<{ projects: Project[] }>(emu, "GET", "/api/v1/projects");
     expect(plain.body.projects.length).toBeGreaterThanOrEqual(2);
     expect(plain.body.projects.every((p) => !("roles" in p) && Array.isArray(p.environments))).toBe(true);
-    const withRoles = await call<{ projects: (Project & { roles: { slug: string }[] })[] }>(emu, "GET", "/api/v1/projects", { query: { includeRoles: "true", type: "cert-manager" } });
+    const withRoles = await call<{ projects: (Project & { roles: { slug: string }[] })[] }>(emu, "GET", "/api/v1/projects", {
+      query: { includeRoles: "true", type: "cert-manager" },
+    });
     expect(withRoles.body.projects.every((p) => p.type === "cert-manager")).toBe(true);
-    expect(withRoles.body.projects[0]?.roles.map((r) => r.slug)).toEqual(expect.arrayContaining(["admin", "member", "viewer", "no-access"]));
+    expect(withRoles.body.projects[0]?.roles.map((r) => r.slug)).toEqual(
+      expect.arrayContaining(["admin", "member", "viewer", "no-access"]),
+    );
   });
 
   it("rejects a query boolean other than true/false and an unknown type", async () => {
@@ -88,7 +96,10 @@ describe("read projects", () => {
   });
 
   it("answers 404 for unknown ids and slugs, 422 for a slug over 64 chars", async () => {
-    expect((await call(emu, "GET", "/api/v1/projects/00000000-0000-4000-8000-000000000000")).body).toMatchObject({ statusCode: 404, error: "NotFound" });
+    expect((await call(emu, "GET", "/api/v1/projects/00000000-0000-4000-8000-000000000000")).body).toMatchObject({
+      statusCode: 404,
+      error: "NotFound",
+    });
     expect((await call(emu, "GET", "/api/v1/projects/slug/no-such-project")).status).toBe(404);
     expect((await call(emu, "GET", `/api/v1/projects/slug/${"s".repeat(65)}`)).status).toBe(422);
   });
@@ -96,9 +107,13 @@ describe("read projects", () => {
 
 describe("update and delete", () => {
   it("changes only the given fields", async () => {
-    const created = await call<{ project: Project }>(emu, "POST", "/api/v2/workspace", { body: { projectName: "Patch Me", slug: "patch-me" } });
+    const created = await call<{ project: Project }>(emu, "POST", "/api/v2/workspace", {
+      body: { projectName: "Patch Me", slug: "patch-me" },
+    });
     const id = created.body.project.id;
-    const res = await call<{ project: Project }>(emu, "PATCH", `/api/v1/projects/${id}`, { body: { description: "now described", pitVersionLimit: 50 } });
+    const res = await call<{ project: Project }>(emu, "PATCH", `/api/v1/projects/${id}`, {
+      body: { description: "now described", pitVersionLimit: 50 },
+    });
     expect(res.status).toBe(200);
     expect(res.body.project).toMatchObject({ name: "Patch Me", slug: "patch-me", description: "now described", pitVersionLimit: 50 });
     const renamed = await call<{ project: Project }>(emu, "PATCH", `/api/v1/projects/${id}`, { body: { slug: "patched" } });
@@ -116,7 +131,9 @@ describe("update and delete", () => {
   });
 
   it("refuses to delete a protected project with 403, then deletes once unprotected", async () => {
-    const created = await call<{ project: Project }>(emu, "POST", "/api/v2/workspace", { body: { projectName: "Keep", hasDeleteProtection: true } });
+    const created = await call<{ project: Project }>(emu, "POST", "/api/v2/workspace", {
+      body: { projectName: "Keep", hasDeleteProtection: true },
+    });
     const id = created.body.project.id;
     const refused = await call(emu, "DELETE", `/api/v1/projects/${id}`);
     expect(refused.status).toBe(403);

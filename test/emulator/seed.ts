@@ -44,7 +44,10 @@ function deferMember(state: State, member: MemberSeed): void {
   const badRole = member.roles.find((item) => !isRoleName(item.role));
   if (badRole) throw notFound("One or more custom roles not found");
   const sameSubject = (m: MemberSeed): boolean =>
-    m.projectSlug === member.projectSlug && m.username === member.username && m.groupId === member.groupId && m.groupSlug === member.groupSlug;
+    m.projectSlug === member.projectSlug &&
+    m.username === member.username &&
+    m.groupId === member.groupId &&
+    m.groupSlug === member.groupSlug;
   state.deferredMembers = [...state.deferredMembers.filter((m) => !sameSubject(m)), member];
 }
 
@@ -104,7 +107,12 @@ function upsertProject(state: State, input: NonNullable<Seed["projects"]>[number
 }
 
 function resolveProject(state: State, ref: { projectId?: string; projectSlug?: string }): ProjectRec {
-  const project = ref.projectId !== undefined ? state.projects[ref.projectId] : ref.projectSlug !== undefined ? findProjectBySlug(state, ref.projectSlug) : undefined;
+  const project =
+    ref.projectId !== undefined
+      ? state.projects[ref.projectId]
+      : ref.projectSlug !== undefined
+        ? findProjectBySlug(state, ref.projectSlug)
+        : undefined;
   if (!project) throw notFound(`Project '${ref.projectId ?? ref.projectSlug ?? ""}' not found`);
   return project;
 }
@@ -188,9 +196,7 @@ export function addMember(state: State, member: MemberSeed): MembershipRec {
   const project = resolveProject(state, member);
   const subject = resolveSubject(state, member);
   const at = nowIso();
-  const existing = Object.values(state.memberships).find(
-    (m) => m.projectId === project.id && (m.userId ?? m.groupId) === subject.id,
-  );
+  const existing = Object.values(state.memberships).find((m) => m.projectId === project.id && (m.userId ?? m.groupId) === subject.id);
   const membership: MembershipRec = existing ?? {
     id: randomUUID(),
     projectId: project.id,
@@ -210,7 +216,12 @@ function resolveSubject(state: State, member: MemberSeed): { kind: "user" | "gro
     const user = findUser(state, member.username) ?? upsertUser(state, { username: member.username });
     return { kind: "user", id: user.id };
   }
-  const group = member.groupId !== undefined ? state.groups[member.groupId] : member.groupSlug !== undefined ? findGroupBySlug(state, member.groupSlug) : undefined;
+  const group =
+    member.groupId !== undefined
+      ? state.groups[member.groupId]
+      : member.groupSlug !== undefined
+        ? findGroupBySlug(state, member.groupSlug)
+        : undefined;
   if (!group) throw notFound(`Group '${member.groupId ?? member.groupSlug ?? ""}' not found`);
   return { kind: "group", id: group.id };
 }

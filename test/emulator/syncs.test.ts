@@ -67,7 +67,18 @@ describe("create", () => {
     expect(sync["folderId"]).toBe((sync["folder"] as { id: string }).id);
     expect(typeof sync["lastSyncJobId"]).toBe("string");
     // Fields of jobs that never ran are sent as null, not left out.
-    for (const key of ["importStatus", "removeStatus", "lastImportJobId", "lastRemoveJobId", "lastSyncMessage", "lastImportMessage", "lastRemoveMessage", "lastSyncedAt", "lastImportedAt", "lastRemovedAt"]) {
+    for (const key of [
+      "importStatus",
+      "removeStatus",
+      "lastImportJobId",
+      "lastRemoveJobId",
+      "lastSyncMessage",
+      "lastImportMessage",
+      "lastRemoveMessage",
+      "lastSyncedAt",
+      "lastImportedAt",
+      "lastRemovedAt",
+    ]) {
       expect(sync[key], key).toBeNull();
     }
     expect(sync["syncOptions"]).toMatchObject({ initialSyncBehavior: "overwrite-destination", disableSecretDeletion: false });
@@ -105,13 +116,25 @@ describe("create", () => {
 
   it("answers 404 for an unknown destination, project, connection or environment", async () => {
     expect((await call(emu, "POST", "/api/v1/secret-syncs/ftp-server", { body: body("monitoring") })).status).toBe(404);
-    expect((await call(emu, "POST", "/api/v1/secret-syncs/monitoring", { body: body("monitoring", { projectId: "nope" }) })).status).toBe(404);
-    expect((await call(emu, "POST", "/api/v1/secret-syncs/monitoring", { body: body("monitoring", { connectionId: "00000000-0000-4000-8000-000000000000" }) })).status).toBe(404);
-    expect((await call(emu, "POST", "/api/v1/secret-syncs/monitoring", { body: body("monitoring", { environment: "qa" }) })).status).toBe(404);
+    expect((await call(emu, "POST", "/api/v1/secret-syncs/monitoring", { body: body("monitoring", { projectId: "nope" }) })).status).toBe(
+      404,
+    );
+    expect(
+      (
+        await call(emu, "POST", "/api/v1/secret-syncs/monitoring", {
+          body: body("monitoring", { connectionId: "00000000-0000-4000-8000-000000000000" }),
+        })
+      ).status,
+    ).toBe(404);
+    expect((await call(emu, "POST", "/api/v1/secret-syncs/monitoring", { body: body("monitoring", { environment: "qa" }) })).status).toBe(
+      404,
+    );
   });
 
   it("answers 400 for a connection of another kind and for a duplicate name", async () => {
-    const wrong = await call(emu, "POST", "/api/v1/secret-syncs/monitoring", { body: body("monitoring", { connectionId: ids.connections["git-host"] }) });
+    const wrong = await call(emu, "POST", "/api/v1/secret-syncs/monitoring", {
+      body: body("monitoring", { connectionId: ids.connections["git-host"] }),
+    });
     expect(wrong.status).toBe(400);
     const first = await create("data-platform");
     const dup = await call(emu, "POST", "/api/v1/secret-syncs/monitoring", { body: body("monitoring", { name: first.name }) });
@@ -175,7 +198,13 @@ describe("update, get, find, delete", () => {
       body: { environment: "prod", secretPath: "/other", description: "moved" },
     });
     expect(res.status).toBe(200);
-    expect(res.body.secretSync).toMatchObject({ version: 2, description: "moved", environment: { slug: "prod" }, folder: { path: "/other" }, name: sync.name });
+    expect(res.body.secretSync).toMatchObject({
+      version: 2,
+      description: "moved",
+      environment: { slug: "prod" },
+      folder: { path: "/other" },
+      name: sync.name,
+    });
     expect(res.body.secretSync.syncStatus).toBeNull();
     expect((await call(emu, "PATCH", `/api/v1/secret-syncs/code-host/${sync.id}`, { body: { name: "" } })).status).toBe(422);
     expect((await call(emu, "PATCH", "/api/v1/secret-syncs/code-host/not-a-uuid", { body: {} })).status).toBe(422);
@@ -184,25 +213,36 @@ describe("update, get, find, delete", () => {
   it("accepts the alternative destinationConfig shapes on update only", async () => {
     const gh = await create("code-host", { isAutoSyncEnabled: false });
     const repo = { scope: "repository", owner: "acme", repo: "api" };
-    const res = await call<{ secretSync: Sync }>(emu, "PATCH", `/api/v1/secret-syncs/code-host/${gh.id}`, { body: { destinationConfig: repo } });
+    const res = await call<{ secretSync: Sync }>(emu, "PATCH", `/api/v1/secret-syncs/code-host/${gh.id}`, {
+      body: { destinationConfig: repo },
+    });
     expect(res.body.secretSync["destinationConfig"]).toEqual(repo);
     const aws = await create("cloud-secrets-manager", { isAutoSyncEnabled: false });
     const manyToOne = { mappingBehavior: "many-to-one", region: "us-east-1", secretName: "all" };
-    const res2 = await call<{ secretSync: Sync }>(emu, "PATCH", `/api/v1/secret-syncs/cloud-secrets-manager/${aws.id}`, { body: { destinationConfig: manyToOne } });
+    const res2 = await call<{ secretSync: Sync }>(emu, "PATCH", `/api/v1/secret-syncs/cloud-secrets-manager/${aws.id}`, {
+      body: { destinationConfig: manyToOne },
+    });
     expect(res2.body.secretSync["destinationConfig"]).toEqual(manyToOne);
-    expect((await call(emu, "PATCH", `/api/v1/secret-syncs/cloud-secrets-manager/${aws.id}`, { body: { destinationConfig: { region: "x" } } })).status).toBe(422);
+    expect(
+      (await call(emu, "PATCH", `/api/v1/secret-syncs/cloud-secrets-manager/${aws.id}`, { body: { destinationConfig: { region: "x" } } }))
+        .status,
+    ).toBe(422);
   });
 
   it("queues a sync on update when auto-sync is on", async () => {
     const sync = await create("data-platform", { isAutoSyncEnabled: false });
-    const res = await call<{ secretSync: Sync }>(emu, "PATCH", `/api/v1/secret-syncs/data-platform/${sync.id}`, { body: { isAutoSyncEnabled: true } });
+    const res = await call<{ secretSync: Sync }>(emu, "PATCH", `/api/v1/secret-syncs/data-platform/${sync.id}`, {
+      body: { isAutoSyncEnabled: true },
+    });
     expect(res.body.secretSync.syncStatus).toBe("pending");
   });
 
   it("gets by id (404 under another destination), finds by name and deletes", async () => {
     const sync = await create("git-host", { isAutoSyncEnabled: false });
     expect((await call(emu, "GET", `/api/v1/secret-syncs/monitoring/${sync.id}`)).status).toBe(404);
-    const found = await call<{ secretSync: Sync }>(emu, "GET", `/api/v1/secret-syncs/git-host/sync-name/${sync.name}`, { query: { projectId: ids.project } });
+    const found = await call<{ secretSync: Sync }>(emu, "GET", `/api/v1/secret-syncs/git-host/sync-name/${sync.name}`, {
+      query: { projectId: ids.project },
+    });
     expect(found.body.secretSync.id).toBe(sync.id);
     expect((await call(emu, "GET", `/api/v1/secret-syncs/git-host/sync-name/${sync.name}`)).status).toBe(422);
     expect((await call(emu, "DELETE", `/api/v1/secret-syncs/git-host/${sync.id}`, { query: { removeSecrets: "maybe" } })).status).toBe(422);
@@ -213,7 +253,9 @@ describe("update, get, find, delete", () => {
 
   it("with removeSecrets=true keeps the sync until its remove job succeeds", async () => {
     const sync = await create("monitoring", { isAutoSyncEnabled: false });
-    const res = await call<{ secretSync: Sync }>(emu, "DELETE", `/api/v1/secret-syncs/monitoring/${sync.id}`, { query: { removeSecrets: "true" } });
+    const res = await call<{ secretSync: Sync }>(emu, "DELETE", `/api/v1/secret-syncs/monitoring/${sync.id}`, {
+      query: { removeSecrets: "true" },
+    });
     expect(res.body.secretSync["removeStatus"]).toBe("pending");
     const gone = await eventually(async () => {
       const reply = await call(emu, "GET", `/api/v1/secret-syncs/monitoring/${sync.id}`);

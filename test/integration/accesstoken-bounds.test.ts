@@ -6,7 +6,16 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig, type V1Secret } from "@kubernetes/client-node";
 import type { Emulator } from "../emulator/server.ts";
 import { kubectl, waitFor, type TestNamespace } from "../controlplane/testenv.ts";
-import { condition, createCustom, exposedTexts, isReady, startTestEnv, waitForObject, type KeywardTestEnv, type RunningKeyward } from "./support/keyward.ts";
+import {
+  condition,
+  createCustom,
+  exposedTexts,
+  isReady,
+  startTestEnv,
+  waitForObject,
+  type KeywardTestEnv,
+  type RunningKeyward,
+} from "./support/keyward.ts";
 import type { KubeObject } from "../../src/engine/types.ts";
 
 const TOKEN = "kw-test-operator-token-b0d5e1";
@@ -89,7 +98,9 @@ describe("AccessToken: bounded minting and a Secret shared with other controller
         metadata: { name: policy },
         spec: {
           failurePolicy: "Fail",
-          matchConstraints: { resourceRules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE", "UPDATE"], resources: ["secrets"] }] },
+          matchConstraints: {
+            resourceRules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE", "UPDATE"], resources: ["secrets"] }],
+          },
           validations: [{ expression: "object.metadata.name != 'quota-token'", message: "this Secret is held back by the test" }],
         },
       },
@@ -97,13 +108,21 @@ describe("AccessToken: bounded minting and a Secret shared with other controller
         apiVersion: "admissionregistration.k8s.io/v1",
         kind: "ValidatingAdmissionPolicyBinding",
         metadata: { name: policy },
-        spec: { policyName: policy, validationActions: ["Deny"], matchResources: { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": ns.name } } } },
+        spec: {
+          policyName: policy,
+          validationActions: ["Deny"],
+          matchResources: { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": ns.name } } },
+        },
       },
     ];
-    const removePolicy = () => kubectl(["delete", "--ignore-not-found", "validatingadmissionpolicybinding,validatingadmissionpolicy", policy]);
+    const removePolicy = () =>
+      kubectl(["delete", "--ignore-not-found", "validatingadmissionpolicybinding,validatingadmissionpolicy", policy]);
     env!.onStop(removePolicy);
     await kubectl(["apply", "-f", "-"], { input: JSON.stringify({ apiVersion: "v1", kind: "List", items: objects }) });
-    await waitFor(async () => ((await secretCreateAllowed("quota-token")) ? undefined : true), { timeoutMs: 60_000, description: "the policy refusing the Secret" });
+    await waitFor(async () => ((await secretCreateAllowed("quota-token")) ? undefined : true), {
+      timeoutMs: 60_000,
+      description: "the policy refusing the Secret",
+    });
 
     const before = mints();
     await createCustom(kc, ns.name, "accesstokens", accessToken("quota", "quota-token"));
@@ -114,8 +133,12 @@ describe("AccessToken: bounded minting and a Secret shared with other controller
     });
     expect(condition(failed, "Synced")?.message).toMatch(/could not create Secret .*\/quota-token: HTTP (403|422)/);
     // Several more passes (the resync is 1 s) try the write again with the kept token.
-    const failedPasses = (): number => keyward.logs.filter((l) => l.includes("SecretWriteFailed") && l.includes('"reconcile failed')).length;
-    await waitFor(() => Promise.resolve(failedPasses() >= 3 ? true : undefined), { timeoutMs: 60_000, description: "three passes failing to write the Secret" });
+    const failedPasses = (): number =>
+      keyward.logs.filter((l) => l.includes("SecretWriteFailed") && l.includes('"reconcile failed')).length;
+    await waitFor(() => Promise.resolve(failedPasses() >= 3 ? true : undefined), {
+      timeoutMs: 60_000,
+      description: "three passes failing to write the Secret",
+    });
     expect(mints() - before).toBe(1);
     expect(keyward.logs.filter((l) => l.includes("writing the token minted earlier")).length).toBeGreaterThanOrEqual(2);
     expect(await readSecret("quota-token")).toBeUndefined();
@@ -139,18 +162,29 @@ describe("AccessToken: bounded minting and a Secret shared with other controller
     const before = mints();
     // Another controller holds the Secret and tags it; someone edits the token (a rewrite is due).
     await mergePatchSecret("shared-token", {
-      metadata: { finalizers: [FOREIGN_FINALIZER], labels: { "backup.example.com/include": "true" }, annotations: { "backup.example.com/last": "2030-01-01" } },
+      metadata: {
+        finalizers: [FOREIGN_FINALIZER],
+        labels: { "backup.example.com/include": "true" },
+        annotations: { "backup.example.com/last": "2030-01-01" },
+      },
       data: { token: Buffer.from("edited-by-hand").toString("base64"), extra: Buffer.from("stray").toString("base64") },
     });
     try {
-      const rewritten = await waitFor(async () => {
-        const s = await readSecret("shared-token");
-        const t = tokenOf(s);
-        return t && t !== first && t !== "edited-by-hand" ? s : undefined;
-      }, { timeoutMs: 60_000, description: "keyward rewriting the edited Secret" });
+      const rewritten = await waitFor(
+        async () => {
+          const s = await readSecret("shared-token");
+          const t = tokenOf(s);
+          return t && t !== first && t !== "edited-by-hand" ? s : undefined;
+        },
+        { timeoutMs: 60_000, description: "keyward rewriting the edited Secret" },
+      );
       expect(mints() - before).toBe(1);
       expect(rewritten.metadata?.finalizers).toEqual([FOREIGN_FINALIZER]);
-      expect(rewritten.metadata?.labels).toMatchObject({ "backup.example.com/include": "true", "keyward.dev/owner-kind": "AccessToken", "app.kubernetes.io/managed-by": "keyward" });
+      expect(rewritten.metadata?.labels).toMatchObject({
+        "backup.example.com/include": "true",
+        "keyward.dev/owner-kind": "AccessToken",
+        "app.kubernetes.io/managed-by": "keyward",
+      });
       expect(rewritten.metadata?.annotations).toMatchObject({ "backup.example.com/last": "2030-01-01" });
       expect(rewritten.metadata?.annotations?.["keyward.dev/data-hash"]).toMatch(/^sha256:/);
       expect(Object.keys(rewritten.data ?? {}).sort()).toEqual(["expiresAt", "token", "tokenType"]);

@@ -5,7 +5,18 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { CoreV1Api, type KubeConfig, type V1Secret } from "@kubernetes/client-node";
 import type { Emulator } from "../emulator/server.ts";
 import { kubectl, waitFor, type TestNamespace } from "../controlplane/testenv.ts";
-import { condition, createCustom, deleteCustom, exposedTexts, getCustom, isReady, startTestEnv, waitForObject, type KeywardTestEnv, type RunningKeyward } from "./support/keyward.ts";
+import {
+  condition,
+  createCustom,
+  deleteCustom,
+  exposedTexts,
+  getCustom,
+  isReady,
+  startTestEnv,
+  waitForObject,
+  type KeywardTestEnv,
+  type RunningKeyward,
+} from "./support/keyward.ts";
 import type { KubeObject } from "../../src/engine/types.ts";
 
 const TOKEN = "kw-test-operator-token-ac41d7";
@@ -56,16 +67,23 @@ const readyToken = (name: string): Promise<KubeObject> =>
   waitForObject(kc, ns.name, "accesstokens", name, { until: isReady, timeoutMs: 60_000, description: `AccessToken ${name} Ready` });
 
 /** Waits for the Secret to hold a token other than `previous`, and for the status to record it. */
-async function nextToken(name: string, secretName: string, previous: string): Promise<{ obj: KubeObject; secret: V1Secret; token: string }> {
-  return waitFor(async () => {
-    const secret = await readSecret(secretName);
-    const token = tokenOf(secret);
-    if (!secret || !token || token === previous) return undefined;
-    const obj = await getCustom(kc, ns.name, "accesstokens", name);
-    // The status records the token the Secret holds once its expiry matches.
-    if (!obj || !isReady(obj) || statusOf(obj).expiresAt !== decode(secret, "expiresAt")) return undefined;
-    return { obj, secret, token };
-  }, { timeoutMs: 60_000, description: `a new token in Secret ${secretName}` });
+async function nextToken(
+  name: string,
+  secretName: string,
+  previous: string,
+): Promise<{ obj: KubeObject; secret: V1Secret; token: string }> {
+  return waitFor(
+    async () => {
+      const secret = await readSecret(secretName);
+      const token = tokenOf(secret);
+      if (!secret || !token || token === previous) return undefined;
+      const obj = await getCustom(kc, ns.name, "accesstokens", name);
+      // The status records the token the Secret holds once its expiry matches.
+      if (!obj || !isReady(obj) || statusOf(obj).expiresAt !== decode(secret, "expiresAt")) return undefined;
+      return { obj, secret, token };
+    },
+    { timeoutMs: 60_000, description: `a new token in Secret ${secretName}` },
+  );
 }
 
 /** GET /api/v1/projects with `token` as the bearer: does the service accept it? */
@@ -82,7 +100,8 @@ async function mintedTokenId(token: string): Promise<string | undefined> {
   return state.tokens[createHash("sha256").update(token).digest("hex")]?.id;
 }
 
-const tokenCalls = (identityId: string) => emulator.requests().filter((r) => r.operation === "createIdentityToken" && r.path.includes(identityId));
+const tokenCalls = (identityId: string) =>
+  emulator.requests().filter((r) => r.operation === "createIdentityToken" && r.path.includes(identityId));
 
 const identities = [
   { id: LONG_LIVED, name: "ci-pipeline", accessTokenTTL: 7200 },
@@ -90,7 +109,12 @@ const identities = [
 ];
 
 beforeAll(async () => {
-  env = await startTestEnv({ prefix: "accesstoken", token: TOKEN, emulator: { seed: { identities } }, keyward: { resyncIntervalMs: 2_000 } });
+  env = await startTestEnv({
+    prefix: "accesstoken",
+    token: TOKEN,
+    emulator: { seed: { identities } },
+    keyward: { resyncIntervalMs: 2_000 },
+  });
   ({ kc, emulator, ns, keyward } = env);
   core = kc.makeApiClient(CoreV1Api);
 });
@@ -99,7 +123,12 @@ afterAll(() => env?.stop());
 
 describe("AccessToken", () => {
   it("writes a working token, its type and expiry into a Secret the AccessToken controls", async () => {
-    await createCustom(kc, ns.name, "accesstokens", accessToken("ci", { identityId: LONG_LIVED, name: "ci-pipeline-token", secretName: "ci-token" }));
+    await createCustom(
+      kc,
+      ns.name,
+      "accesstokens",
+      accessToken("ci", { identityId: LONG_LIVED, name: "ci-pipeline-token", secretName: "ci-token" }),
+    );
     const obj = await readyToken("ci");
     const secret = await readSecret("ci-token");
     const token = tokenOf(secret);
@@ -107,7 +136,13 @@ describe("AccessToken", () => {
     expect(decode(secret, "tokenType")).toBe("Bearer");
     expect(decode(secret, "expiresAt")).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
     expect(secret?.metadata?.ownerReferences).toEqual([
-      expect.objectContaining({ apiVersion: "keyward.dev/v1alpha1", kind: "AccessToken", name: "ci", uid: obj.metadata.uid, controller: true }),
+      expect.objectContaining({
+        apiVersion: "keyward.dev/v1alpha1",
+        kind: "AccessToken",
+        name: "ci",
+        uid: obj.metadata.uid,
+        controller: true,
+      }),
     ]);
     expect(await serviceAccepts(token!)).toBe(200);
 
@@ -172,9 +207,11 @@ describe("AccessToken", () => {
     await readyToken("ci");
     const calls = tokenCalls(LONG_LIVED).length;
     const pasted = "hand-edited-not-a-token";
-    await core.patchNamespacedSecret(
-      { namespace: ns.name, name: "ci-token", body: [{ op: "replace", path: "/data/token", value: Buffer.from(pasted).toString("base64") }] },
-    );
+    await core.patchNamespacedSecret({
+      namespace: ns.name,
+      name: "ci-token",
+      body: [{ op: "replace", path: "/data/token", value: Buffer.from(pasted).toString("base64") }],
+    });
     const next = await nextToken("ci", "ci-token", pasted);
     expect(tokenCalls(LONG_LIVED).length).toBe(calls + 1);
     expect(statusOf(next.obj).lastIssueReason).toBe("SecretEdited");
@@ -217,10 +254,15 @@ describe("AccessToken", () => {
 
   // Garbage collection is the controller manager's; an existing cluster always has one.
   it("the Secret is garbage-collected after the AccessToken is deleted", async () => {
-    expect(inject("keywardControllerManager"), "this test needs kube-controller-manager (garbage collector, namespace controller)").toBe(true);
+    expect(inject("keywardControllerManager"), "this test needs kube-controller-manager (garbage collector, namespace controller)").toBe(
+      true,
+    );
     expect(await readSecret("ci-token")).toBeDefined();
     await deleteCustom(kc, ns.name, "accesstokens", "ci");
-    await waitFor(async () => ((await readSecret("ci-token")) ? undefined : true), { timeoutMs: 60_000, description: "Secret ci-token garbage-collected" });
+    await waitFor(async () => ((await readSecret("ci-token")) ? undefined : true), {
+      timeoutMs: 60_000,
+      description: "Secret ci-token garbage-collected",
+    });
     expect(await getCustom(kc, ns.name, "accesstokens", "ci")).toBeUndefined();
   });
 });

@@ -15,7 +15,17 @@ import { startEmulator, type Emulator } from "../emulator/server.ts";
 import { ensureBinaries, repoRoot } from "../controlplane/binaries.ts";
 import { startControlPlane, type ControlPlane } from "../controlplane/controlplane.ts";
 import { waitFor } from "../controlplane/testenv.ts";
-import { condition, projectObject as project, createCustom, getCustom, installProvider, isReady, mergePatchCustom, startKeyward, type RunningKeyward } from "./support/keyward.ts";
+import {
+  condition,
+  projectObject as project,
+  createCustom,
+  getCustom,
+  installProvider,
+  isReady,
+  mergePatchCustom,
+  startKeyward,
+  type RunningKeyward,
+} from "./support/keyward.ts";
 import type { KubeObject } from "../../src/engine/types.ts";
 import { waitForCrdsEstablished } from "../controlplane/crds-established.ts";
 
@@ -35,7 +45,10 @@ async function installCrds(plane: ControlPlane): Promise<void> {
   const fileArgs = files.flatMap((file) => ["-f", file]);
   const kubectl = plane.binaries.kubectl ?? "kubectl";
   await execFileAsync(kubectl, ["--kubeconfig", plane.kubeconfigPath, "apply", "--server-side", ...fileArgs]);
-  await waitForCrdsEstablished(async (args) => (await execFileAsync(kubectl, ["--kubeconfig", plane.kubeconfigPath, ...args])).stdout, fileArgs);
+  await waitForCrdsEstablished(
+    async (args) => (await execFileAsync(kubectl, ["--kubeconfig", plane.kubeconfigPath, ...args])).stdout,
+    fileArgs,
+  );
 }
 
 describe.skipIf(existingCluster)("kube-apiserver restarted under a running keyward", () => {
@@ -67,13 +80,18 @@ describe.skipIf(existingCluster)("kube-apiserver restarted under a running keywa
   };
 
   const readyProject = (name: string): Promise<KubeObject> =>
-    waitFor(async () => {
-      const obj = await getCustom(kc, namespace, "projects", name);
-      return isReady(obj) ? obj : undefined;
-    }, { timeoutMs: 120_000, intervalMs: 500, description: `Project ${name} Ready` });
+    waitFor(
+      async () => {
+        const obj = await getCustom(kc, namespace, "projects", name);
+        return isReady(obj) ? obj : undefined;
+      },
+      { timeoutMs: 120_000, intervalMs: 500, description: `Project ${name} Ready` },
+    );
 
   const projectRestarts = async (k: RunningKeyward): Promise<number> =>
-    (await k.operator.metrics.informerRestarts.get()).values.filter((v) => v.labels.kind === "Project").reduce((sum, v) => sum + v.value, 0);
+    (await k.operator.metrics.informerRestarts.get()).values
+      .filter((v) => v.labels.kind === "Project")
+      .reduce((sum, v) => sum + v.value, 0);
 
   /** keyward's log lines since `mark` whose message starts with `message`, parsed. */
   const logsSince = (k: RunningKeyward, mark: number, message: string): Record<string, unknown>[] =>
@@ -102,10 +120,16 @@ describe.skipIf(existingCluster)("kube-apiserver restarted under a running keywa
       description: "an informer to notice the apiserver is gone",
     });
     const informerDown = keyward.logs.length;
-    await waitFor(() => Promise.resolve(logsSince(keyward, informerDown, "reconciled").some((entry) => entry["key"] === `${namespace}/before`) || undefined), {
-      timeoutMs: 60_000,
-      description: "a resync reconcile of Project before, from the cache, while the apiserver is down",
-    });
+    await waitFor(
+      () =>
+        Promise.resolve(
+          logsSince(keyward, informerDown, "reconciled").some((entry) => entry["key"] === `${namespace}/before`) || undefined,
+        ),
+      {
+        timeoutMs: 60_000,
+        description: "a resync reconcile of Project before, from the cache, while the apiserver is down",
+      },
+    );
     expect(logsSince(keyward, informerDown, "reconcile failed").filter((entry) => entry["key"] === `${namespace}/before`)).toEqual([]);
     await plane.startApiserver();
 
@@ -113,24 +137,31 @@ describe.skipIf(existingCluster)("kube-apiserver restarted under a running keywa
     await createCustom(kc, namespace, "projects", project("after", { name: "After", slug: "after-restart" }));
     const after = await readyProject("after");
     expect(String((after.status as Record<string, unknown>)["projectId"])).not.toBe(beforeId);
-    expect(emulator.requests().filter((r) => r.operation === "createProject").map((r) => (r.body as { slug?: string }).slug).sort()).toEqual([
-      "after-restart",
-      "before-restart",
-    ]);
+    expect(
+      emulator
+        .requests()
+        .filter((r) => r.operation === "createProject")
+        .map((r) => (r.body as { slug?: string }).slug)
+        .sort(),
+    ).toEqual(["after-restart", "before-restart"]);
 
     // (b) A spec change of the first Project: exactly one update call at the service.
     expect(requestsOf("updateProject", beforeId)).toEqual([]);
     await mergePatchCustom(kc, namespace, "projects", "before", { spec: { description: "changed after the restart" } });
-    const synced = await waitFor(async () => {
-      const obj = await getCustom(kc, namespace, "projects", "before");
-      const c = condition(obj, "Synced");
-      return obj && c?.status === "True" && c.observedGeneration === obj.metadata.generation ? obj : undefined;
-    }, { timeoutMs: 120_000, intervalMs: 500, description: "Project before synced at its new generation" });
+    const synced = await waitFor(
+      async () => {
+        const obj = await getCustom(kc, namespace, "projects", "before");
+        const c = condition(obj, "Synced");
+        return obj && c?.status === "True" && c.observedGeneration === obj.metadata.generation ? obj : undefined;
+      },
+      { timeoutMs: 120_000, intervalMs: 500, description: "Project before synced at its new generation" },
+    );
     expect(isReady(synced)).toBe(true);
     const updates = requestsOf("updateProject", beforeId);
     expect(updates.map((r) => r.body)).toEqual([{ description: "changed after the restart" }]);
     // Two more resyncs read the project (steady state: through the shared listing) and write nothing.
-    const looks = (): number => requestsOf("getProject", beforeId).length + emulator.requests().filter((r) => r.operation === "listProjects").length;
+    const looks = (): number =>
+      requestsOf("getProject", beforeId).length + emulator.requests().filter((r) => r.operation === "listProjects").length;
     const readsAfterUpdate = looks();
     await waitFor(() => Promise.resolve(looks() >= readsAfterUpdate + 2 || undefined), {
       timeoutMs: 60_000,

@@ -6,7 +6,18 @@ import type { KubeConfig } from "@kubernetes/client-node";
 import type { Emulator } from "../emulator/server.ts";
 import { loadDefaultSeed } from "../emulator/default-seed.ts";
 import { kubectl, waitFor, type TestNamespace } from "../controlplane/testenv.ts";
-import { condition, createCustom, deleteCustom, exposedTexts, getCustom, isReady, startTestEnv, waitForObject, type KeywardTestEnv, type RunningKeyward } from "./support/keyward.ts";
+import {
+  condition,
+  createCustom,
+  deleteCustom,
+  exposedTexts,
+  getCustom,
+  isReady,
+  startTestEnv,
+  waitForObject,
+  type KeywardTestEnv,
+  type RunningKeyward,
+} from "./support/keyward.ts";
 import type { KubeObject } from "../../src/engine/types.ts";
 import { GAUGE_NAME } from "../../src/resources/certificateprofile.ts";
 
@@ -65,7 +76,9 @@ async function gauges(name: string): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
   for (const line of text.split("\n")) {
     if (!line.startsWith(`${GAUGE_NAME}{`)) continue;
-    const labels: Record<string, string> = Object.fromEntries([...line.matchAll(/(\w+)="([^"]*)"/g)].map((m): [string, string] => [m[1] ?? "", m[2] ?? ""]));
+    const labels: Record<string, string> = Object.fromEntries(
+      [...line.matchAll(/(\w+)="([^"]*)"/g)].map((m): [string, string] => [m[1] ?? "", m[2] ?? ""]),
+    );
     if (labels["namespace"] !== ns.name || labels["name"] !== name) continue;
     out[`${labels["slug"] ?? ""}/${labels["state"] ?? ""}`] = Number(line.slice(line.lastIndexOf(" ") + 1));
   }
@@ -77,7 +90,13 @@ const expectedCounts = (seedMetrics: Record<string, unknown> | undefined): Count
     const v = seedMetrics?.[k];
     return typeof v === "number" ? v : 0;
   };
-  return { total: n("totalCertificates"), active: n("activeCertificates"), expired: n("expiredCertificates"), expiring: n("expiringCertificates"), revoked: n("revokedCertificates") };
+  return {
+    total: n("totalCertificates"),
+    active: n("activeCertificates"),
+    expired: n("expiredCertificates"),
+    expiring: n("expiringCertificates"),
+    revoked: n("revokedCertificates"),
+  };
 };
 
 const gaugeOf = (slug: string, c: Counts): Record<string, number> =>
@@ -151,18 +170,37 @@ describe("CertificateProfile", () => {
   it("picks up changed counts on resync", async () => {
     const internal = seededProfiles.find((p) => p.slug === "internal-services")!;
     const before = statusOf(await readyProfile("internal-services"));
-    const changed = { totalCertificates: 44, activeCertificates: 36, expiredCertificates: 1, expiringCertificates: 5, revokedCertificates: 2 };
+    const changed = {
+      totalCertificates: 44,
+      activeCertificates: 36,
+      expiredCertificates: 1,
+      expiringCertificates: 5,
+      revokedCertificates: 2,
+    };
     emulator.seed({ certificateProfiles: [{ ...internal, apiConfigId: before["apiConfigId"], metrics: changed }] });
     const counts = expectedCounts(changed);
     const obj = await readyProfile("internal-services", (s) => s.certificates?.expiring === 5);
     expect(statusOf(obj).certificates).toEqual(counts);
-    await waitFor(async () => ((await gauges("internal-services"))["internal-services/expiring"] === 5 ? true : undefined), { timeoutMs: 30_000, description: "gauge updated" });
+    await waitFor(async () => ((await gauges("internal-services"))["internal-services/expiring"] === 5 ? true : undefined), {
+      timeoutMs: 30_000,
+      description: "gauge updated",
+    });
     expect(await gauges("internal-services")).toEqual(gaugeOf("internal-services", counts));
   });
 
   it("resolves its project through a Project resource (projectRef)", async () => {
-    await createCustom(kc, ns.name, "projects", { apiVersion: "keyward.dev/v1alpha1", kind: "Project", metadata: { name: "pki" }, spec: { slug: "pki-project", creationPolicy: "Adopt" } });
-    await createCustom(kc, ns.name, "certificateprofiles", profileResource("edge-by-ref", { projectRef: { name: "pki" }, slug: "edge-acme" }));
+    await createCustom(kc, ns.name, "projects", {
+      apiVersion: "keyward.dev/v1alpha1",
+      kind: "Project",
+      metadata: { name: "pki" },
+      spec: { slug: "pki-project", creationPolicy: "Adopt" },
+    });
+    await createCustom(
+      kc,
+      ns.name,
+      "certificateprofiles",
+      profileResource("edge-by-ref", { projectRef: { name: "pki" }, slug: "edge-acme" }),
+    );
     const obj = await readyProfile("edge-by-ref");
     expect(statusOf(obj)).toMatchObject({ projectId: PKI_PROJECT, slug: "edge-acme", enrollmentType: "acme" });
   });
@@ -180,7 +218,8 @@ describe("CertificateProfile", () => {
   });
 
   it("rejects both or neither of projectRef and projectId at apply time", async () => {
-    const apply = (name: string, spec: Record<string, unknown>) => kubectl(["apply", "-n", ns.name, "-f", "-"], { input: JSON.stringify(profileResource(name, spec)) });
+    const apply = (name: string, spec: Record<string, unknown>) =>
+      kubectl(["apply", "-n", ns.name, "-f", "-"], { input: JSON.stringify(profileResource(name, spec)) });
     const both = await apply("both", { projectId: PKI_PROJECT, projectRef: { name: "pki" }, slug: "edge-acme" });
     expect(both.code).not.toBe(0);
     expect(both.stderr).toContain("exactly one of projectRef, projectId");
@@ -191,7 +230,10 @@ describe("CertificateProfile", () => {
   it("removes the gauge series when the resource is deleted", async () => {
     expect(Object.keys(await gauges("web-servers"))).toHaveLength(5);
     await deleteCustom(kc, ns.name, "certificateprofiles", "web-servers");
-    await waitFor(async () => (Object.keys(await gauges("web-servers")).length === 0 ? true : undefined), { timeoutMs: 30_000, description: "gauge series removed" });
+    await waitFor(async () => (Object.keys(await gauges("web-servers")).length === 0 ? true : undefined), {
+      timeoutMs: 30_000,
+      description: "gauge series removed",
+    });
     expect(Object.keys(await gauges("edge-acme"))).toHaveLength(5);
   });
 });

@@ -9,7 +9,18 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from "@kubernetes/client-node";
 import type { Emulator } from "../emulator/server.ts";
 import { applyYaml, createTestNamespace, kubectl, type TestNamespace } from "../controlplane/testenv.ts";
-import { condition, credentialsLabels, createCustom, exposedTexts, projectObject, startKeyward, startTestEnv, waitForObject, type RunningKeyward, type TestEnv } from "./support/keyward.ts";
+import {
+  condition,
+  credentialsLabels,
+  createCustom,
+  exposedTexts,
+  projectObject,
+  startKeyward,
+  startTestEnv,
+  waitForObject,
+  type RunningKeyward,
+  type TestEnv,
+} from "./support/keyward.ts";
 
 const TOKEN = `kw-cpc-token-${randomBytes(6).toString("hex")}`;
 const suffix = randomBytes(3).toString("hex");
@@ -29,7 +40,9 @@ async function labelNamespace(name: string, value: string | null): Promise<void>
   await kc.makeApiClient(CoreV1Api).patchNamespace({ name, body: { metadata: { labels: { [LABEL]: value } } } }, merge);
 }
 
-async function readCpc(): Promise<Record<string, unknown> & { status?: { conditions?: { type: string; status: string; reason: string }[]; credentialsNamespace?: string } }> {
+async function readCpc(): Promise<
+  Record<string, unknown> & { status?: { conditions?: { type: string; status: string; reason: string }[]; credentialsNamespace?: string } }
+> {
   return (await kc.makeApiClient(CustomObjectsApi).getClusterCustomObject({ ...GROUP, name: CPC })) as never;
 }
 
@@ -46,14 +59,22 @@ beforeAll(async () => {
   }
   await labelNamespace(ns.a.name, "yes");
   await labelNamespace(ns.b.name, "yes");
-  await kc.makeApiClient(CoreV1Api).createNamespacedSecret({ namespace: ns.creds.name, body: { metadata: { name: "service-token", labels: credentialsLabels }, stringData: { token: TOKEN } } });
+  await kc.makeApiClient(CoreV1Api).createNamespacedSecret({
+    namespace: ns.creds.name,
+    body: { metadata: { name: "service-token", labels: credentialsLabels }, stringData: { token: TOKEN } },
+  });
   await kc.makeApiClient(CustomObjectsApi).createClusterCustomObject({
     ...GROUP,
     body: {
       apiVersion: "keyward.dev/v1alpha1",
       kind: "ClusterProviderConfig",
       metadata: { name: CPC },
-      spec: { baseUrl: emulator.url, credentialsSecretRef: { name: "service-token" }, namespaceSelector: { matchLabels: { [LABEL]: "yes" } }, rateLimit: { requestsPerSecond: 200, burst: 200 } },
+      spec: {
+        baseUrl: emulator.url,
+        credentialsSecretRef: { name: "service-token" },
+        namespaceSelector: { matchLabels: { [LABEL]: "yes" } },
+        rateLimit: { requestsPerSecond: 200, burst: 200 },
+      },
     },
   });
   env.onStop(() => kc.makeApiClient(CustomObjectsApi).deleteClusterCustomObject({ ...GROUP, name: CPC }));
@@ -71,9 +92,17 @@ beforeAll(async () => {
 afterAll(() => env?.stop());
 
 const readyProject = (n: "a" | "b" | "c") =>
-  waitForObject(kc, ns[n].name, "projects", "app", { until: (o) => condition(o, "Ready")?.status === "True", timeoutMs: 60_000, description: `Project in ${n} Ready` });
+  waitForObject(kc, ns[n].name, "projects", "app", {
+    until: (o) => condition(o, "Ready")?.status === "True",
+    timeoutMs: 60_000,
+    description: `Project in ${n} Ready`,
+  });
 const notAllowed = (n: "a" | "b" | "c") =>
-  waitForObject(kc, ns[n].name, "projects", "app", { until: (o) => condition(o, "Synced")?.reason === "NotAllowed", timeoutMs: 60_000, description: `Project in ${n} NotAllowed` });
+  waitForObject(kc, ns[n].name, "projects", "app", {
+    until: (o) => condition(o, "Synced")?.reason === "NotAllowed",
+    timeoutMs: 60_000,
+    description: `Project in ${n} NotAllowed`,
+  });
 const callsFor = (n: "a" | "b" | "c"): number => emulator.requests().filter((r) => JSON.stringify(r).includes(slug(n))).length;
 
 describe("a ClusterProviderConfig selecting namespaces by label", () => {
@@ -103,7 +132,9 @@ describe("a ClusterProviderConfig selecting namespaces by label", () => {
 
   it("takes a changed namespaces list into account at once, without a restart", async () => {
     await notAllowed("c");
-    await kc.makeApiClient(CustomObjectsApi).patchClusterCustomObject({ ...GROUP, name: CPC, body: { spec: { namespaces: [ns.c.name] } } }, merge);
+    await kc
+      .makeApiClient(CustomObjectsApi)
+      .patchClusterCustomObject({ ...GROUP, name: CPC, body: { spec: { namespaces: [ns.c.name] } } }, merge);
     const c = await readyProject("c");
     expect((c.status as { projectId?: string }).projectId).toBeTruthy();
     expect(callsFor("c")).toBeGreaterThan(0);
@@ -115,13 +146,22 @@ describe("a ClusterProviderConfig selecting namespaces by label", () => {
     const b = await notAllowed("b");
     expect(condition(b, "Synced")?.message).toContain(ns.b.name);
     await labelNamespace(ns.b.name, "yes");
-    await waitForObject(kc, ns.b.name, "projects", "app", { until: (o) => condition(o, "Synced")?.status === "True", timeoutMs: 60_000, description: "Project in b Synced again" });
+    await waitForObject(kc, ns.b.name, "projects", "app", {
+      until: (o) => condition(o, "Synced")?.status === "True",
+      timeoutMs: 60_000,
+      description: "Project in b Synced again",
+    });
   });
 
   it("re-evaluates every user at once when the namespaceSelector changes", async () => {
     await Promise.all([readyProject("a"), readyProject("b")]);
     const patchSelector = (value: string): Promise<unknown> =>
-      kc.makeApiClient(CustomObjectsApi).patchClusterCustomObject({ ...GROUP, name: CPC, body: { spec: { namespaceSelector: { matchLabels: { [LABEL]: value } } } } }, merge);
+      kc
+        .makeApiClient(CustomObjectsApi)
+        .patchClusterCustomObject(
+          { ...GROUP, name: CPC, body: { spec: { namespaceSelector: { matchLabels: { [LABEL]: value } } } } },
+          merge,
+        );
     await patchSelector("other");
     await Promise.all([notAllowed("a"), notAllowed("b")]);
     // c is still allowed by name.
@@ -129,7 +169,11 @@ describe("a ClusterProviderConfig selecting namespaces by label", () => {
     expect(condition(c, "Synced")?.status).toBe("True");
     await patchSelector("yes");
     for (const n of ["a", "b"] as const) {
-      await waitForObject(kc, ns[n].name, "projects", "app", { until: (o) => condition(o, "Synced")?.status === "True", timeoutMs: 60_000, description: `Project in ${n} Synced again` });
+      await waitForObject(kc, ns[n].name, "projects", "app", {
+        until: (o) => condition(o, "Synced")?.status === "True",
+        timeoutMs: 60_000,
+        description: `Project in ${n} Synced again`,
+      });
     }
   });
 
@@ -147,21 +191,39 @@ describe("a ClusterProviderConfig with tokenAuth", () => {
   it("mints its access token with the bootstrap token and serves an allowed namespace with it", async () => {
     // A 60-second identity (as in the default seed); the bootstrap token is the emulator's static one.
     emulator.seed({ identities: [{ id: "a1b2c3d4-0003-4a00-8000-000000000001", accessTokenTTL: 60, accessTokenMaxTTL: 300 }] });
-    await kc.makeApiClient(CoreV1Api).createNamespacedSecret({ namespace: ns.creds.name, body: { metadata: { name: "bootstrap", labels: credentialsLabels }, stringData: { token: TOKEN } } });
+    await kc.makeApiClient(CoreV1Api).createNamespacedSecret({
+      namespace: ns.creds.name,
+      body: { metadata: { name: "bootstrap", labels: credentialsLabels }, stringData: { token: TOKEN } },
+    });
     await kc.makeApiClient(CustomObjectsApi).createClusterCustomObject({
       ...GROUP,
       body: {
         apiVersion: "keyward.dev/v1alpha1",
         kind: "ClusterProviderConfig",
         metadata: { name: ROTATING },
-        spec: { baseUrl: emulator.url, tokenAuth: { identityId: "a1b2c3d4-0003-4a00-8000-000000000001", bootstrapSecretRef: { name: "bootstrap" } }, namespaces: [ns.a.name] },
+        spec: {
+          baseUrl: emulator.url,
+          tokenAuth: { identityId: "a1b2c3d4-0003-4a00-8000-000000000001", bootstrapSecretRef: { name: "bootstrap" } },
+          namespaces: [ns.a.name],
+        },
       },
     });
     env?.onStop(() => kc.makeApiClient(CustomObjectsApi).deleteClusterCustomObject({ ...GROUP, name: ROTATING }));
-    await createCustom(kc, ns.a.name, "projects", projectObject("rotating", { providerConfigRef: { kind: "ClusterProviderConfig", name: ROTATING }, slug: slug("rotating") }));
-    const project = await waitForObject(kc, ns.a.name, "projects", "rotating", { until: (o) => condition(o, "Ready")?.status === "True", timeoutMs: 60_000, description: "Project through the tokenAuth ClusterProviderConfig Ready" });
+    await createCustom(
+      kc,
+      ns.a.name,
+      "projects",
+      projectObject("rotating", { providerConfigRef: { kind: "ClusterProviderConfig", name: ROTATING }, slug: slug("rotating") }),
+    );
+    const project = await waitForObject(kc, ns.a.name, "projects", "rotating", {
+      until: (o) => condition(o, "Ready")?.status === "True",
+      timeoutMs: 60_000,
+      description: "Project through the tokenAuth ClusterProviderConfig Ready",
+    });
     expect((project.status as { projectId?: string }).projectId).toBeTruthy();
-    const cpc = (await kc.makeApiClient(CustomObjectsApi).getClusterCustomObject({ ...GROUP, name: ROTATING })) as { status?: { tokenExpiresAt?: string; conditions?: { type: string; status: string }[] } };
+    const cpc = (await kc.makeApiClient(CustomObjectsApi).getClusterCustomObject({ ...GROUP, name: ROTATING })) as {
+      status?: { tokenExpiresAt?: string; conditions?: { type: string; status: string }[] };
+    };
     expect(cpc.status?.conditions?.find((c) => c.type === "Ready")?.status).toBe("True");
     expect(Number.isNaN(Date.parse(cpc.status?.tokenExpiresAt ?? ""))).toBe(false);
     const mints = emulator.requests().filter((r) => r.operation === "createIdentityToken");
@@ -174,13 +236,25 @@ describe("the CRDs", () => {
   const sample = (f: string): string => fileURLToPath(new URL(`../../config/samples/${f}`, import.meta.url));
 
   it("accept the samples (server-side dry run)", async () => {
-    const result = await kubectl(["apply", "--dry-run=server", "-n", ns.a.name, "-f", sample("clusterproviderconfig.yaml"), "-f", sample("providerconfig-tokenauth.yaml")]);
+    const result = await kubectl([
+      "apply",
+      "--dry-run=server",
+      "-n",
+      ns.a.name,
+      "-f",
+      sample("clusterproviderconfig.yaml"),
+      "-f",
+      sample("providerconfig-tokenauth.yaml"),
+    ]);
     expect(result.code, result.stderr).toBe(0);
   });
 
   it("take exactly one of credentialsSecretRef and tokenAuth", async () => {
     const tokenAuth = "tokenAuth: {identityId: a1b2c3d4-0003-4a00-8000-000000000001, bootstrapSecretRef: {name: b}}";
-    for (const [kind, extra] of [["ProviderConfig", ""], ["ClusterProviderConfig", "  namespaces: [x]\n"]]) {
+    for (const [kind, extra] of [
+      ["ProviderConfig", ""],
+      ["ClusterProviderConfig", "  namespaces: [x]\n"],
+    ]) {
       const both = `apiVersion: keyward.dev/v1alpha1\nkind: ${kind}\nmetadata: {name: both-${suffix}}\nspec:\n  baseUrl: https://s.example.com\n  credentialsSecretRef: {name: t}\n  ${tokenAuth}\n${extra}`;
       const neither = `apiVersion: keyward.dev/v1alpha1\nkind: ${kind}\nmetadata: {name: neither-${suffix}}\nspec:\n  baseUrl: https://s.example.com\n${extra}`;
       for (const yaml of [both, neither]) {

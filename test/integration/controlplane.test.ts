@@ -110,9 +110,16 @@ describe("local control plane", () => {
   });
 
   it("garbage-collects an owned object after its owner is deleted", async () => {
-    expect(inject("keywardControllerManager"), "this test needs kube-controller-manager (garbage collector, namespace controller)").toBe(true);
+    expect(inject("keywardControllerManager"), "this test needs kube-controller-manager (garbage collector, namespace controller)").toBe(
+      true,
+    );
     const owner = await core.createNamespacedConfigMap({ namespace: ns.name, body: configMap("owner") });
-    const ownerRef = Object.assign(new V1OwnerReference(), { apiVersion: "v1", kind: "ConfigMap", name: "owner", uid: owner.metadata?.uid ?? "" });
+    const ownerRef = Object.assign(new V1OwnerReference(), {
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      name: "owner",
+      uid: owner.metadata?.uid ?? "",
+    });
     await core.createNamespacedConfigMap({ namespace: ns.name, body: configMap("owned", { ownerReferences: [ownerRef] }) });
     await core.deleteNamespacedConfigMap({ namespace: ns.name, name: "owner", propagationPolicy: "Background" });
     const gone = await waitFor(async () => ((await readConfigMap(core, ns.name, "owned")) === "gone" ? "gone" : undefined), {
@@ -124,7 +131,9 @@ describe("local control plane", () => {
   });
 
   it("finishes deleting a namespace and what it holds", async () => {
-    expect(inject("keywardControllerManager"), "this test needs kube-controller-manager (garbage collector, namespace controller)").toBe(true);
+    expect(inject("keywardControllerManager"), "this test needs kube-controller-manager (garbage collector, namespace controller)").toBe(
+      true,
+    );
     const doomed = await createTestNamespace("doomed");
     await core.createNamespacedConfigMap({ namespace: doomed.name, body: configMap("inside") });
     await doomed.cleanup();

@@ -10,7 +10,16 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig, type V1Secret } from "@kubernetes/client-node";
 import { startEmulator, type Emulator } from "../emulator/server.ts";
 import { createTestNamespace, testKubeConfig, waitFor, type TestNamespace } from "../controlplane/testenv.ts";
-import { condition, createCustom, credentialsLabels, exposedTexts, getCustom, mergePatchCustom, startKeyward, type RunningKeyward } from "./support/keyward.ts";
+import {
+  condition,
+  createCustom,
+  credentialsLabels,
+  exposedTexts,
+  getCustom,
+  mergePatchCustom,
+  startKeyward,
+  type RunningKeyward,
+} from "./support/keyward.ts";
 
 const TOKEN = "kw-optin-token-3f9c2a";
 const OTHER_SECRET = "kw-optin-database-password-77d1";
@@ -44,10 +53,13 @@ function providerConfig(name: string, baseUrl: string, secret: string): object {
 }
 
 async function readyReason(namespace: string, name: string, reason: string): Promise<{ status: string; reason: string; message: string }> {
-  return waitFor(async () => {
-    const c = condition(await getCustom(kc, namespace, "providerconfigs", name), "Ready");
-    return c?.reason === reason ? c : undefined;
-  }, { timeoutMs: 30_000, description: `ProviderConfig ${namespace}/${name} Ready reason ${reason}` });
+  return waitFor(
+    async () => {
+      const c = condition(await getCustom(kc, namespace, "providerconfigs", name), "Ready");
+      return c?.reason === reason ? c : undefined;
+    },
+    { timeoutMs: 30_000, description: `ProviderConfig ${namespace}/${name} Ready reason ${reason}` },
+  );
 }
 
 async function secret(namespace: string, name: string): Promise<V1Secret> {
@@ -88,19 +100,28 @@ describe("a Secret not marked as credentials", () => {
     // Nothing else uses the emulator yet: no call at all was made with the unmarked Secret's token.
     expect(emulator.requests().filter((r) => r.auth !== "none").length).toBe(0);
 
-    await core.patchNamespacedSecret({ namespace: ns.name, name: "later-marked", body: { metadata: { labels: credentialsLabels } } }, setHeaderOptions("Content-Type", PatchStrategy.MergePatch));
+    await core.patchNamespacedSecret(
+      { namespace: ns.name, name: "later-marked", body: { metadata: { labels: credentialsLabels } } },
+      setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+    );
     // Terminal until something changes: only the marked Secret's watch event can wake it
     // before the resync, which is 2 s here; so this also holds with the resync.
     expect((await readyReason(ns.name, "later", "Connected")).status).toBe("True");
-    const held = await waitFor(async () => {
-      const s = await secret(ns.name, "later-marked");
-      return s.metadata?.finalizers?.includes("keyward.dev/in-use") ? s : undefined;
-    }, { timeoutMs: 30_000, description: "the marked Secret held" });
+    const held = await waitFor(
+      async () => {
+        const s = await secret(ns.name, "later-marked");
+        return s.metadata?.finalizers?.includes("keyward.dev/in-use") ? s : undefined;
+      },
+      { timeoutMs: 30_000, description: "the marked Secret held" },
+    );
     expect(held.metadata?.labels).toEqual(credentialsLabels);
   });
 
   it("cannot be sent anywhere through a ProviderConfig: the attacker sees no request, and nothing leaks in status, Events or logs", async () => {
-    await core.createNamespacedSecret({ namespace: ns.name, body: { metadata: { name: "database" }, stringData: { token: OTHER_SECRET } } });
+    await core.createNamespacedSecret({
+      namespace: ns.name,
+      body: { metadata: { name: "database" }, stringData: { token: OTHER_SECRET } },
+    });
     await createCustom(kc, ns.name, "providerconfigs", providerConfig("exfiltrate", attacker.url, "database"));
     const refused = await readyReason(ns.name, "exfiltrate", "CredentialsNotMarked");
     expect(refused.status).toBe("False");
@@ -115,14 +136,22 @@ describe("a Secret not marked as credentials", () => {
   it("held by an earlier keyward (its finalizer and label) is let go", async () => {
     await core.createNamespacedSecret({
       namespace: ns.name,
-      body: { metadata: { name: "legacy", finalizers: ["keyward.dev/in-use"], labels: { "keyward.dev/provider-config": "legacy" } }, stringData: { token: TOKEN } },
+      body: {
+        metadata: { name: "legacy", finalizers: ["keyward.dev/in-use"], labels: { "keyward.dev/provider-config": "legacy" } },
+        stringData: { token: TOKEN },
+      },
     });
     await createCustom(kc, ns.name, "providerconfigs", providerConfig("legacy", emulator.url, "legacy"));
     expect((await readyReason(ns.name, "legacy", "CredentialsNotMarked")).status).toBe("False");
-    const released = await waitFor(async () => {
-      const s = await secret(ns.name, "legacy");
-      return (s.metadata?.finalizers ?? []).length === 0 && s.metadata?.labels?.["keyward.dev/provider-config"] === undefined ? s : undefined;
-    }, { timeoutMs: 30_000, description: "the legacy Secret released" });
+    const released = await waitFor(
+      async () => {
+        const s = await secret(ns.name, "legacy");
+        return (s.metadata?.finalizers ?? []).length === 0 && s.metadata?.labels?.["keyward.dev/provider-config"] === undefined
+          ? s
+          : undefined;
+      },
+      { timeoutMs: 30_000, description: "the legacy Secret released" },
+    );
     expect(released.metadata?.labels ?? {}).toEqual({});
   });
 });
@@ -131,7 +160,10 @@ describe("where a marked Secret's token may go", () => {
   it("the Secret's keyward.dev/allowed-base-urls pins it: a ProviderConfig naming another URL sends nothing", async () => {
     await core.createNamespacedSecret({
       namespace: ns.name,
-      body: { metadata: { name: "pinned", labels: credentialsLabels, annotations: { "keyward.dev/allowed-base-urls": emulator.url } }, stringData: { token: TOKEN } },
+      body: {
+        metadata: { name: "pinned", labels: credentialsLabels, annotations: { "keyward.dev/allowed-base-urls": emulator.url } },
+        stringData: { token: TOKEN },
+      },
     });
     await createCustom(kc, ns.name, "providerconfigs", providerConfig("pinned-ok", emulator.url, "pinned"));
     await createCustom(kc, ns.name, "providerconfigs", providerConfig("pinned-elsewhere", attacker.url, "pinned"));
@@ -142,7 +174,10 @@ describe("where a marked Secret's token may go", () => {
   });
 
   it("the admin's --allowed-base-urls: a ProviderConfig naming another URL sends nothing, and fixing the URL makes it Ready", async () => {
-    await core.createNamespacedSecret({ namespace: admin.name, body: { metadata: { name: "token", labels: credentialsLabels }, stringData: { token: TOKEN } } });
+    await core.createNamespacedSecret({
+      namespace: admin.name,
+      body: { metadata: { name: "token", labels: credentialsLabels }, stringData: { token: TOKEN } },
+    });
     await createCustom(kc, admin.name, "providerconfigs", providerConfig("default", attacker.url, "token"));
     const refused = await readyReason(admin.name, "default", "BaseUrlNotAllowed");
     expect(refused.status).toBe("False");

@@ -9,7 +9,17 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { startEmulator, type Emulator } from "../emulator/server.ts";
 import { createTestNamespace, testKubeConfig, waitFor, type TestNamespace } from "../controlplane/testenv.ts";
-import { condition, createCustom, credentialsLabels, getCustom, isReady, projectObject, startKeyward, waitForObject, type RunningKeyward } from "./support/keyward.ts";
+import {
+  condition,
+  createCustom,
+  credentialsLabels,
+  getCustom,
+  isReady,
+  projectObject,
+  startKeyward,
+  waitForObject,
+  type RunningKeyward,
+} from "./support/keyward.ts";
 
 const TOKEN_A = "kw-fair-token-namespace-a-51c0";
 const TOKEN_B = "kw-fair-token-namespace-b-9e2d";
@@ -21,7 +31,9 @@ let b: TestNamespace;
 let keyward: RunningKeyward;
 
 async function provider(namespace: string, token: string, rateLimit: { requestsPerSecond: number; burst: number }): Promise<void> {
-  await kc.makeApiClient(CoreV1Api).createNamespacedSecret({ namespace, body: { metadata: { name: "default-token", labels: credentialsLabels }, stringData: { token } } });
+  await kc
+    .makeApiClient(CoreV1Api)
+    .createNamespacedSecret({ namespace, body: { metadata: { name: "default-token", labels: credentialsLabels }, stringData: { token } } });
   await createCustom(kc, namespace, "providerconfigs", {
     apiVersion: "keyward.dev/v1alpha1",
     kind: "ProviderConfig",
@@ -52,10 +64,17 @@ describe("a credential out of budget", () => {
       await createCustom(kc, a.name, "projects", projectObject(name, { name, slug: `fair-${name}` }));
     }
     // A's one token is spent as soon as A's first call goes out; then B's ProviderConfig arrives, the last one seen.
-    await waitFor(() => Promise.resolve(emulator.requests().length > 0 ? true : undefined), { timeoutMs: 60_000, description: "A's first call" });
+    await waitFor(() => Promise.resolve(emulator.requests().length > 0 ? true : undefined), {
+      timeoutMs: 60_000,
+      description: "A's first call",
+    });
     await provider(b.name, TOKEN_B, { requestsPerSecond: 200, burst: 200 });
     await createCustom(kc, b.name, "projects", projectObject("b-one", { name: "b-one", slug: "fair-b-one" }));
-    const ready = await waitForObject(kc, b.name, "projects", "b-one", { until: isReady, timeoutMs: 60_000, description: "B's Project Ready" });
+    const ready = await waitForObject(kc, b.name, "projects", "b-one", {
+      until: isReady,
+      timeoutMs: 60_000,
+      description: "B's Project Ready",
+    });
     expect(condition(ready, "Synced")?.status).toBe("True");
 
     // A's budget (one request per 100 s) admitted one pass at most — its lookup and its create —
@@ -87,10 +106,13 @@ describe("a tight budget", () => {
       try {
         const names = ["tight-one", "tight-two", "tight-three"];
         for (const name of names) await createCustom(kc, c.name, "projects", projectObject(name, { name, slug: `fair-${name}` }));
-        for (const name of names) await waitForObject(kc, c.name, "projects", name, { until: isReady, timeoutMs: 60_000, description: `${name} Ready` });
+        for (const name of names)
+          await waitForObject(kc, c.name, "projects", name, { until: isReady, timeoutMs: 60_000, description: `${name} Ready` });
         // Each created once, and a pending mark was never written and taken back for a turned-away create.
         for (const name of names) {
-          expect(emulator.requests().filter((r) => r.operation === "createProject" && JSON.stringify(r.body).includes(`fair-${name}`))).toHaveLength(1);
+          expect(
+            emulator.requests().filter((r) => r.operation === "createProject" && JSON.stringify(r.body).includes(`fair-${name}`)),
+          ).toHaveLength(1);
         }
       } finally {
         await tight.stop();

@@ -78,13 +78,18 @@ const syncObject = (name: string, annotations: Record<string, string> = {}): obj
 const status = (obj: KubeObject | undefined): Record<string, unknown> => obj?.status ?? {};
 
 async function readySync(name: string): Promise<string> {
-  const obj = await waitForObject(kc, ns, "secretsyncs", name, { until: isReady, timeoutMs: 60_000, description: `SecretSync ${name} Ready` });
+  const obj = await waitForObject(kc, ns, "secretsyncs", name, {
+    until: isReady,
+    timeoutMs: 60_000,
+    description: `SecretSync ${name} Ready`,
+  });
   const id = status(obj)["syncId"];
   if (typeof id !== "string") throw new Error(`SecretSync ${name} has no syncId`);
   return id;
 }
 
-const calls = (operation: string, syncId: string): number => emulator.requests().filter((r) => r.operation === operation && r.path.includes(syncId)).length;
+const calls = (operation: string, syncId: string): number =>
+  emulator.requests().filter((r) => r.operation === operation && r.path.includes(syncId)).length;
 
 /** The value the plugin printed for the annotation it set. */
 function requestedValue(stdout: string, annotation: string): string {
@@ -101,7 +106,12 @@ function parseTable(stdout: string): Record<string, string>[] {
 }
 
 beforeAll(async () => {
-  env = await startTestEnv({ prefix: "kubectl-plugin", token: TOKEN, emulator: { seed, jobDelayMs: 400 }, keyward: { resyncIntervalMs: 2_000 } });
+  env = await startTestEnv({
+    prefix: "kubectl-plugin",
+    token: TOKEN,
+    emulator: { seed, jobDelayMs: 400 },
+    keyward: { resyncIntervalMs: 2_000 },
+  });
   ({ kc, emulator } = env);
   ns = env.ns.name;
   empty = await createTestNamespace("kubectl-plugin-empty");
@@ -112,7 +122,12 @@ beforeAll(async () => {
   symlinkSync(join(repoRoot, "bin", "kubectl-keyward.cjs"), join(binDir, "kubectl-keyward"));
   pluginPath = [binDir, dirname(process.execPath), process.env["PATH"] ?? ""].join(":");
 
-  await createCustom(kc, ns, "projects", { apiVersion: "keyward.dev/v1alpha1", kind: "Project", metadata: { name: "shop" }, spec: { name: "Shop", slug: "plugin-shop" } });
+  await createCustom(kc, ns, "projects", {
+    apiVersion: "keyward.dev/v1alpha1",
+    kind: "Project",
+    metadata: { name: "shop" },
+    spec: { name: "Shop", slug: "plugin-shop" },
+  });
   for (const name of ["good", "flaky", "held"]) await createCustom(kc, ns, "secretsyncs", syncObject(name));
   await createCustom(kc, ns, "secretsyncs", syncObject("paused", { "keyward.dev/paused": "true" }));
   await waitForObject(kc, ns, "projects", "shop", { until: isReady, timeoutMs: 60_000, description: "Project shop Ready" });
@@ -167,11 +182,16 @@ describe("kubectl keyward sync", () => {
     const r = await plugin(["sync", "paused", "--wait", "--timeout", "3s", "-n", ns]);
     expect(r.code, r.stdout + r.stderr).toBe(4);
     expect(r.stderr).toContain("is paused (keyward.dev/paused=true)");
-    expect(r.stderr).toMatch(/error: timed out after 3s waiting for the sync of SecretSync \S+\/paused: keyward has not handled the request yet/);
+    expect(r.stderr).toMatch(
+      /error: timed out after 3s waiting for the sync of SecretSync \S+\/paused: keyward has not handled the request yet/,
+    );
   });
 
   it("names a SecretSync that does not exist, exit 3", async () => {
-    for (const args of [["sync", "no-such-sync", "-n", ns], ["remove-secrets", "no-such-sync", "--wait", "-n", ns]]) {
+    for (const args of [
+      ["sync", "no-such-sync", "-n", ns],
+      ["remove-secrets", "no-such-sync", "--wait", "-n", ns],
+    ]) {
       const r = await plugin(args);
       expect(r.code, r.stderr).toBe(3);
       expect(r.stderr).toContain(`error: SecretSync "no-such-sync" not found in namespace "${ns}"`);
@@ -201,16 +221,25 @@ describe("kubectl keyward remove-secrets", () => {
 
 describe("kubectl keyward status", () => {
   it("-A lists every keyward resource with Ready, reason, service id and last sync", async () => {
-    await waitForObject(kc, ns, "secretsyncs", "flaky", { until: (o) => status(o)["syncStatus"] === "failed", timeoutMs: 60_000, description: "flaky failed" });
+    await waitForObject(kc, ns, "secretsyncs", "flaky", {
+      until: (o) => status(o)["syncStatus"] === "failed",
+      timeoutMs: 60_000,
+      description: "flaky failed",
+    });
     const r = await plugin(["status", "-A"]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout.split("\n")[0]).toMatch(/^KIND\s+NAMESPACE\s+NAME\s+READY\s+REASON\s+SERVICE-ID\s+LAST-SYNC$/);
     const rows = parseTable(r.stdout).filter((row) => row["NAMESPACE"] === ns);
-    const byName = (kind: string, name: string): Record<string, string> | undefined => rows.find((row) => row["KIND"] === kind && row["NAME"] === name);
+    const byName = (kind: string, name: string): Record<string, string> | undefined =>
+      rows.find((row) => row["KIND"] === kind && row["NAME"] === name);
 
     expect(byName("ProviderConfig", "default")).toMatchObject({ READY: "True", "SERVICE-ID": "-" });
     const project = await getCustom(kc, ns, "projects", "shop");
-    expect(byName("Project", "shop")).toMatchObject({ READY: "True", REASON: "Available", "SERVICE-ID": String(status(project)["projectId"]) });
+    expect(byName("Project", "shop")).toMatchObject({
+      READY: "True",
+      REASON: "Available",
+      "SERVICE-ID": String(status(project)["projectId"]),
+    });
     const good = await getCustom(kc, ns, "secretsyncs", "good");
     expect(byName("SecretSync", "good")).toMatchObject({ "SERVICE-ID": String(status(good)["syncId"]) });
     expect(byName("SecretSync", "good")?.["LAST-SYNC"]).toMatch(/^\d+[smhd]$/);
@@ -244,7 +273,15 @@ describe("kubectl keyward status", () => {
 
 describe("kubectl keyward usage", () => {
   it("exits 2 with a hint for usage errors, 0 for --help", async () => {
-    for (const args of [[], ["frobnicate"], ["sync"], ["sync", "a", "b"], ["status", "-n", "a", "-A"], ["sync", "good", "--timeout", "5m"], ["status", "--bogus"]]) {
+    for (const args of [
+      [],
+      ["frobnicate"],
+      ["sync"],
+      ["sync", "a", "b"],
+      ["status", "-n", "a", "-A"],
+      ["sync", "good", "--timeout", "5m"],
+      ["status", "--bogus"],
+    ]) {
       const r = await plugin(args);
       expect(r.code, `${args.join(" ")}: ${r.stderr}`).toBe(2);
       expect(r.stderr).toMatch(/^error: .+\nSee 'kubectl keyward --help'\.\n$/);

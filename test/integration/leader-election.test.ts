@@ -25,18 +25,31 @@ interface Replica {
 async function replica(identity: string): Promise<Replica> {
   const args = [
     "src/main.ts",
-    "--namespaces", ns.name,
-    "--leader-elect", "true",
-    "--leader-election-namespace", ns.name,
-    "--identity", identity,
-    "--lease-duration", "6s",
-    "--renew-deadline", "4s",
-    "--retry-period", "1s",
-    "--metrics-port", String(await freePort()),
-    "--health-port", String(await freePort()),
-    "--bind-address", "127.0.0.1",
+    "--namespaces",
+    ns.name,
+    "--leader-elect",
+    "true",
+    "--leader-election-namespace",
+    ns.name,
+    "--identity",
+    identity,
+    "--lease-duration",
+    "6s",
+    "--renew-deadline",
+    "4s",
+    "--retry-period",
+    "1s",
+    "--metrics-port",
+    String(await freePort()),
+    "--health-port",
+    String(await freePort()),
+    "--bind-address",
+    "127.0.0.1",
   ];
-  const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, KUBECONFIG: testKubeconfigPath() } });
+  const child = spawn(process.execPath, args, {
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, KUBECONFIG: testKubeconfigPath() },
+  });
   const logs: string[] = [];
   child.stdout?.on("data", (d: Buffer) => logs.push(...d.toString().split("\n").filter(Boolean)));
   child.stderr?.on("data", (d: Buffer) => logs.push(...d.toString().split("\n").filter(Boolean)));
@@ -70,17 +83,40 @@ it("reconciles with one leader at a time and fails over when the leader stops", 
   try {
     const leaderId = await waitFor(async () => holder(), { timeoutMs: 30_000, description: "a lease holder" });
     const [leader, standby] = leaderId === a.identity ? [a, b] : [b, a];
-    await waitFor(() => Promise.resolve(started(leader) ? true : undefined), { timeoutMs: 30_000, description: "leader started its controllers" });
-    await createCustom(kc, ns.name, "projects", { apiVersion: "keyward.dev/v1alpha1", kind: "Project", metadata: { name: "first" }, spec: { slug: "leader-first" } });
+    await waitFor(() => Promise.resolve(started(leader) ? true : undefined), {
+      timeoutMs: 30_000,
+      description: "leader started its controllers",
+    });
+    await createCustom(kc, ns.name, "projects", {
+      apiVersion: "keyward.dev/v1alpha1",
+      kind: "Project",
+      metadata: { name: "first" },
+      spec: { slug: "leader-first" },
+    });
     await waitForObject(kc, ns.name, "projects", "first", { until: isReady, timeoutMs: 30_000, description: "first Ready" });
     expect(started(standby)).toBe(false);
 
     leader.child.kill("SIGTERM");
     expect(await leader.exited).toBe(0);
-    await waitFor(async () => ((await holder()) === standby.identity ? true : undefined), { timeoutMs: 30_000, description: "standby holds the lease" });
-    await waitFor(() => Promise.resolve(started(standby) ? true : undefined), { timeoutMs: 30_000, description: "standby started its controllers" });
-    await createCustom(kc, ns.name, "projects", { apiVersion: "keyward.dev/v1alpha1", kind: "Project", metadata: { name: "second" }, spec: { slug: "leader-second" } });
-    await waitForObject(kc, ns.name, "projects", "second", { until: isReady, timeoutMs: 30_000, description: "second Ready after failover" });
+    await waitFor(async () => ((await holder()) === standby.identity ? true : undefined), {
+      timeoutMs: 30_000,
+      description: "standby holds the lease",
+    });
+    await waitFor(() => Promise.resolve(started(standby) ? true : undefined), {
+      timeoutMs: 30_000,
+      description: "standby started its controllers",
+    });
+    await createCustom(kc, ns.name, "projects", {
+      apiVersion: "keyward.dev/v1alpha1",
+      kind: "Project",
+      metadata: { name: "second" },
+      spec: { slug: "leader-second" },
+    });
+    await waitForObject(kc, ns.name, "projects", "second", {
+      until: isReady,
+      timeoutMs: 30_000,
+      description: "second Ready after failover",
+    });
     expect(emulator.requests().filter((r) => r.operation === "createProject")).toHaveLength(2);
   } finally {
     a.child.kill("SIGTERM");

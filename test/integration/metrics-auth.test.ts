@@ -23,7 +23,9 @@ async function serviceAccountToken(namespace: string, name: string): Promise<str
   const request = await core.createNamespacedServiceAccountToken({
     name,
     namespace,
-    body: Object.assign(new AuthenticationV1TokenRequest(), { spec: Object.assign(new V1TokenRequestSpec(), { audiences: [], expirationSeconds: 3600 }) }),
+    body: Object.assign(new AuthenticationV1TokenRequest(), {
+      spec: Object.assign(new V1TokenRequestSpec(), { audiences: [], expirationSeconds: 3600 }),
+    }),
   });
   const token = request.status?.token;
   if (!token) throw new Error("TokenRequest returned no token");
@@ -34,14 +36,26 @@ function tokenKubeConfig(token: string): KubeConfig {
   const cluster = admin.getCurrentCluster();
   if (!cluster) throw new Error("admin kubeconfig has no cluster");
   const kc = new KubeConfig();
-  kc.loadFromOptions({ clusters: [{ ...cluster, name: "test" }], users: [{ name: "sa", token }], contexts: [{ name: "sa", cluster: "test", user: "sa" }], currentContext: "sa" });
+  kc.loadFromOptions({
+    clusters: [{ ...cluster, name: "test" }],
+    users: [{ name: "sa", token }],
+    contexts: [{ name: "sa", cluster: "test", user: "sa" }],
+    currentContext: "sa",
+  });
   return kc;
 }
 
 async function serve(authorizer: MetricsAuthorizer): Promise<{ url: string; close: () => Promise<void> }> {
   const registry = new Registry();
   new Counter({ name: "keyward_auth_test_total", help: "a series only this registry has", registers: [registry] }).inc();
-  const servers: Server[] = await startEndpoints({ metricsPort: 0, healthPort: 0, bindAddress: "127.0.0.1", registry, health: { ready: true }, authorizer });
+  const servers: Server[] = await startEndpoints({
+    metricsPort: 0,
+    healthPort: 0,
+    bindAddress: "127.0.0.1",
+    registry,
+    health: { ready: true },
+    authorizer,
+  });
   const port = (servers[0]?.address() as AddressInfo).port;
   return {
     url: `http://127.0.0.1:${port}`,
@@ -68,7 +82,11 @@ beforeAll(async () => {
   // The chart's own objects: keyward's ServiceAccount and its review roles, the reader role bound
   // to `scraper` through metrics.readers. The rest of the release is not needed here.
   const docs = parseYamlDocuments(
-    await renderChart({ release, namespace: ns.name, setJson: { rbac: { aggregateToDefaultRoles: false }, metrics: { readers: [{ kind: "ServiceAccount", name: "scraper" }] } } }),
+    await renderChart({
+      release,
+      namespace: ns.name,
+      setJson: { rbac: { aggregateToDefaultRoles: false }, metrics: { readers: [{ kind: "ServiceAccount", name: "scraper" }] } },
+    }),
   ).filter((d) => d.kind === "ServiceAccount" || d.metadata.name.includes("-metrics-"));
   expect(docs.map((d) => `${d.kind}/${d.metadata.name}`).sort()).toEqual([
     `ClusterRole/${release}-keyward-metrics-auth`,
@@ -80,7 +98,11 @@ beforeAll(async () => {
   clusterScoped = docs.filter((d) => d.kind.startsWith("Cluster")).map((d) => `${d.kind.toLowerCase()}/${d.metadata.name}`);
   const applied = await kubectl(["apply", "-f", "-"], { input: docs.map((d) => JSON.stringify(d)).join("\n---\n") });
   expect(applied.code, applied.stderr).toBe(0);
-  [keywardToken, readerToken, strangerToken] = await Promise.all([serviceAccountToken(ns.name, `${release}-keyward`), serviceAccountToken(ns.name, "scraper"), serviceAccountToken(ns.name, "stranger")]);
+  [keywardToken, readerToken, strangerToken] = await Promise.all([
+    serviceAccountToken(ns.name, `${release}-keyward`),
+    serviceAccountToken(ns.name, "scraper"),
+    serviceAccountToken(ns.name, "stranger"),
+  ]);
 });
 
 afterAll(async () => {
@@ -109,10 +131,13 @@ describe("/metrics reviewed by the apiserver", () => {
 
   it("serves the metrics to a ServiceAccount bound to the metrics-reader role", async () => {
     // RBAC reaches the apiserver's authorizer through its informers: the first answer may lag.
-    const answer = await waitFor(async () => {
-      const a = await get(`${endpoint.url}/metrics`, readerToken);
-      return a.status === 200 ? a : undefined;
-    }, { timeoutMs: 30_000, description: "scraper allowed" });
+    const answer = await waitFor(
+      async () => {
+        const a = await get(`${endpoint.url}/metrics`, readerToken);
+        return a.status === 200 ? a : undefined;
+      },
+      { timeoutMs: 30_000, description: "scraper allowed" },
+    );
     expect(answer.body).toContain("keyward_auth_test_total 1");
   });
 
@@ -128,17 +153,23 @@ describe("the decision cache", () => {
     const access = createKube(tokenKubeConfig(keywardToken)).access;
     const authorizer = createMetricsAuthorizer({ access, allowTtlMs: 60_000, now: () => clock });
     const reader = await serviceAccountToken(ns.name, "scraper");
-    await waitFor(async () => ((await authorizer.check(`Bearer ${reader}`)).status === 200 ? true : undefined), { timeoutMs: 30_000, description: "allowed" });
+    await waitFor(async () => ((await authorizer.check(`Bearer ${reader}`)).status === 200 ? true : undefined), {
+      timeoutMs: 30_000,
+      description: "allowed",
+    });
     // The grant goes; the cached allow stands until the TTL has passed on the authorizer's clock.
     const removed = await kubectl(["delete", `clusterrolebinding/${release}-keyward-metrics-reader`]);
     expect(removed.code, removed.stderr).toBe(0);
     clock += 59_000;
     expect((await authorizer.check(`Bearer ${reader}`)).status).toBe(200);
     clock += 2_000;
-    await waitFor(async () => {
-      clock += 60_001;
-      return (await authorizer.check(`Bearer ${reader}`)).status === 403 ? true : undefined;
-    }, { timeoutMs: 30_000, description: "the expired allow re-reviewed and refused" });
+    await waitFor(
+      async () => {
+        clock += 60_001;
+        return (await authorizer.check(`Bearer ${reader}`)).status === 403 ? true : undefined;
+      },
+      { timeoutMs: 30_000, description: "the expired allow re-reviewed and refused" },
+    );
   });
 
   it("answers 500, and keeps nothing, when keyward itself cannot review", async () => {

@@ -5,7 +5,18 @@ import { afterAll, beforeAll, expect, inject, it } from "vitest";
 import { CoreV1Api, Watch, type KubeConfig } from "@kubernetes/client-node";
 import { startEmulator, type Emulator } from "../emulator/server.ts";
 import { createTestNamespace, goneWhen404, testKubeConfig, waitFor } from "../controlplane/testenv.ts";
-import { condition, credentialsLabels, projectObject as project, createCustom, deleteCustom, getCustom, installProvider, isReady, startKeyward, type RunningKeyward } from "./support/keyward.ts";
+import {
+  condition,
+  credentialsLabels,
+  projectObject as project,
+  createCustom,
+  deleteCustom,
+  getCustom,
+  installProvider,
+  isReady,
+  startKeyward,
+  type RunningKeyward,
+} from "./support/keyward.ts";
 
 const TOKEN = "kw-nsdelete-token-d7";
 let kc: KubeConfig;
@@ -37,24 +48,36 @@ afterAll(async () => {
 
 it("holds the ProviderConfig and its token Secret while a resource uses them", async () => {
   await createCustom(kc, kept.name, "projects", project("user", { slug: "kept-user-project" }));
-  await waitFor(async () => (isReady(await getCustom(kc, kept.name, "projects", "user")) ? true : undefined), { timeoutMs: 30_000, description: "Project Ready" });
-  const pc = await waitFor(async () => {
-    const o = await getCustom(kc, kept.name, "providerconfigs", "default");
-    return o?.metadata.finalizers?.includes("keyward.dev/in-use") ? o : undefined;
-  }, { timeoutMs: 30_000, description: "ProviderConfig finalizer" });
+  await waitFor(async () => (isReady(await getCustom(kc, kept.name, "projects", "user")) ? true : undefined), {
+    timeoutMs: 30_000,
+    description: "Project Ready",
+  });
+  const pc = await waitFor(
+    async () => {
+      const o = await getCustom(kc, kept.name, "providerconfigs", "default");
+      return o?.metadata.finalizers?.includes("keyward.dev/in-use") ? o : undefined;
+    },
+    { timeoutMs: 30_000, description: "ProviderConfig finalizer" },
+  );
   expect((pc.status as { heldSecret?: string }).heldSecret).toBe("default-token");
   const core = kc.makeApiClient(CoreV1Api);
   const secret = await core.readNamespacedSecret({ name: "default-token", namespace: kept.name });
   expect(secret.metadata?.finalizers).toContain("keyward.dev/in-use");
 
   await deleteCustom(kc, kept.name, "providerconfigs", "default");
-  const inUse = await waitFor(async () => {
-    const o = await getCustom(kc, kept.name, "providerconfigs", "default");
-    return condition(o, "Ready")?.reason === "InUse" ? o : undefined;
-  }, { timeoutMs: 30_000, description: "InUse condition" });
+  const inUse = await waitFor(
+    async () => {
+      const o = await getCustom(kc, kept.name, "providerconfigs", "default");
+      return condition(o, "Ready")?.reason === "InUse" ? o : undefined;
+    },
+    { timeoutMs: 30_000, description: "InUse condition" },
+  );
   expect(condition(inUse, "Ready")?.message).toContain("Project/user");
   await deleteCustom(kc, kept.name, "projects", "user");
-  await waitFor(async () => ((await getCustom(kc, kept.name, "providerconfigs", "default")) ? undefined : true), { timeoutMs: 30_000, description: "ProviderConfig released" });
+  await waitFor(async () => ((await getCustom(kc, kept.name, "providerconfigs", "default")) ? undefined : true), {
+    timeoutMs: 30_000,
+    description: "ProviderConfig released",
+  });
   const after = await core.readNamespacedSecret({ name: "default-token", namespace: kept.name });
   expect(after.metadata?.finalizers ?? []).not.toContain("keyward.dev/in-use");
 });
@@ -62,26 +85,38 @@ it("holds the ProviderConfig and its token Secret while a resource uses them", a
 it("lets a token Secret the user deletes go, after a grace that lets a namespace deletion show", async () => {
   await installProvider(kc, kept.name, emulator.url, TOKEN, "second");
   const core = kc.makeApiClient(CoreV1Api);
-  await waitFor(async () => {
-    const s = await core.readNamespacedSecret({ name: "second-token", namespace: kept.name });
-    return s.metadata?.finalizers?.includes("keyward.dev/in-use") ? true : undefined;
-  }, { timeoutMs: 30_000, description: "Secret held" });
+  await waitFor(
+    async () => {
+      const s = await core.readNamespacedSecret({ name: "second-token", namespace: kept.name });
+      return s.metadata?.finalizers?.includes("keyward.dev/in-use") ? true : undefined;
+    },
+    { timeoutMs: 30_000, description: "Secret held" },
+  );
   await core.deleteNamespacedSecret({ name: "second-token", namespace: kept.name });
-  await waitFor(() => goneWhen404(core.readNamespacedSecret({ name: "second-token", namespace: kept.name })), { timeoutMs: 60_000, description: "Secret gone" });
-  const pc = await waitFor(async () => {
-    const o = await getCustom(kc, kept.name, "providerconfigs", "second");
-    return condition(o, "Ready")?.reason === "CredentialsNotFound" ? o : undefined;
-  }, { timeoutMs: 30_000, description: "CredentialsNotFound" });
+  await waitFor(() => goneWhen404(core.readNamespacedSecret({ name: "second-token", namespace: kept.name })), {
+    timeoutMs: 60_000,
+    description: "Secret gone",
+  });
+  const pc = await waitFor(
+    async () => {
+      const o = await getCustom(kc, kept.name, "providerconfigs", "second");
+      return condition(o, "Ready")?.reason === "CredentialsNotFound" ? o : undefined;
+    },
+    { timeoutMs: 30_000, description: "CredentialsNotFound" },
+  );
   expect(condition(pc, "Ready")?.status).toBe("False");
 });
 
 it("deletes a Delete-policy Project at the service when its whole namespace is deleted", async () => {
   if (!inject("keywardControllerManager")) throw new Error("this test needs kube-controller-manager's namespace controller");
   await createCustom(kc, doomed.name, "projects", project("goner", { slug: "ns-goner-project", deletionPolicy: "Delete" }));
-  const ready = await waitFor(async () => {
-    const o = await getCustom(kc, doomed.name, "projects", "goner");
-    return isReady(o) ? o : undefined;
-  }, { timeoutMs: 30_000, description: "Project Ready" });
+  const ready = await waitFor(
+    async () => {
+      const o = await getCustom(kc, doomed.name, "projects", "goner");
+      return isReady(o) ? o : undefined;
+    },
+    { timeoutMs: 30_000, description: "Project Ready" },
+  );
   const id = (ready.status as { projectId: string }).projectId;
   expect(await projectExists(id)).toBe(true);
   await doomed.cleanup();
@@ -92,7 +127,10 @@ it("deletes a Delete-policy Project at the service when its whole namespace is d
 
 it("keeps a Secret held while another ProviderConfig still names it", async () => {
   const core = kc.makeApiClient(CoreV1Api);
-  await core.createNamespacedSecret({ namespace: kept.name, body: { metadata: { name: "shared-token", labels: credentialsLabels }, stringData: { token: TOKEN } } });
+  await core.createNamespacedSecret({
+    namespace: kept.name,
+    body: { metadata: { name: "shared-token", labels: credentialsLabels }, stringData: { token: TOKEN } },
+  });
   for (const name of ["one", "two"]) {
     await createCustom(kc, kept.name, "providerconfigs", {
       apiVersion: "keyward.dev/v1alpha1",
@@ -102,12 +140,18 @@ it("keeps a Secret held while another ProviderConfig still names it", async () =
     });
   }
   for (const name of ["one", "two"]) {
-    await waitFor(async () => ((await getCustom(kc, kept.name, "providerconfigs", name))?.status as { heldSecret?: string } | undefined)?.heldSecret === "shared-token" || undefined, {
-      timeoutMs: 30_000,
-      description: `${name} holds the Secret`,
-    });
+    await waitFor(
+      async () =>
+        ((await getCustom(kc, kept.name, "providerconfigs", name))?.status as { heldSecret?: string } | undefined)?.heldSecret ===
+          "shared-token" || undefined,
+      {
+        timeoutMs: 30_000,
+        description: `${name} holds the Secret`,
+      },
+    );
   }
-  const heldBy = async (): Promise<string[]> => (await core.readNamespacedSecret({ name: "shared-token", namespace: kept.name })).metadata?.finalizers ?? [];
+  const heldBy = async (): Promise<string[]> =>
+    (await core.readNamespacedSecret({ name: "shared-token", namespace: kept.name })).metadata?.finalizers ?? [];
   expect(await heldBy()).toContain("keyward.dev/in-use");
   // Every version of the Secret while "one" goes: "two" would put a removed finalizer back on its
   // next pass, so only the watch shows a release in between.
@@ -120,7 +164,10 @@ it("keeps a Secret held while another ProviderConfig still names it", async () =
   );
   try {
     await deleteCustom(kc, kept.name, "providerconfigs", "one");
-    await waitFor(async () => ((await getCustom(kc, kept.name, "providerconfigs", "one")) ? undefined : true), { timeoutMs: 30_000, description: "one released" });
+    await waitFor(async () => ((await getCustom(kc, kept.name, "providerconfigs", "one")) ? undefined : true), {
+      timeoutMs: 30_000,
+      description: "one released",
+    });
   } finally {
     watch.abort();
   }
@@ -128,5 +175,8 @@ it("keeps a Secret held while another ProviderConfig still names it", async () =
   expect(versions.filter((f) => !f.includes("keyward.dev/in-use"))).toEqual([]);
   expect(await heldBy()).toContain("keyward.dev/in-use");
   await deleteCustom(kc, kept.name, "providerconfigs", "two");
-  await waitFor(async () => ((await heldBy()).includes("keyward.dev/in-use") ? undefined : true), { timeoutMs: 30_000, description: "the Secret released with the last ProviderConfig" });
+  await waitFor(async () => ((await heldBy()).includes("keyward.dev/in-use") ? undefined : true), {
+    timeoutMs: 30_000,
+    description: "the Secret released with the last ProviderConfig",
+  });
 });

@@ -20,7 +20,10 @@ beforeAll(async () => {
 afterAll(() => env?.stop());
 
 function run(args: string[]): { child: ChildProcess; output: () => string; exited: Promise<number | string> } {
-  const child = spawn(process.execPath, ["src/main.ts", ...args], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, KUBECONFIG: testKubeconfigPath() } });
+  const child = spawn(process.execPath, ["src/main.ts", ...args], {
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, KUBECONFIG: testKubeconfigPath() },
+  });
   let out = "";
   child.stdout?.on("data", (d: Buffer) => (out += d.toString()));
   child.stderr?.on("data", (d: Buffer) => (out += d.toString()));
@@ -46,16 +49,40 @@ it("refuses a bad setting with a clear message and exit code 2", async () => {
 it("serves health, readiness and controller-runtime metrics, and stops gracefully on SIGTERM", async () => {
   const [metricsPort, healthPort] = [await freePort(), await freePort()];
   // localhost: /metrics without a token (metrics-auth.test.ts covers the reviewed default).
-  const p = run(["--namespaces", ns.name, "--metrics-port", String(metricsPort), "--health-port", String(healthPort), "--bind-address", "127.0.0.1", "--metrics-auth", "localhost", "--resync-interval", "5s"]);
+  const p = run([
+    "--namespaces",
+    ns.name,
+    "--metrics-port",
+    String(metricsPort),
+    "--health-port",
+    String(healthPort),
+    "--bind-address",
+    "127.0.0.1",
+    "--metrics-auth",
+    "localhost",
+    "--resync-interval",
+    "5s",
+  ]);
   try {
-    await waitFor(async () => ((await get(`http://127.0.0.1:${healthPort}/readyz`)).status === 200 ? true : undefined), { timeoutMs: 30_000, description: "/readyz 200" });
+    await waitFor(async () => ((await get(`http://127.0.0.1:${healthPort}/readyz`)).status === 200 ? true : undefined), {
+      timeoutMs: 30_000,
+      description: "/readyz 200",
+    });
     expect((await get(`http://127.0.0.1:${healthPort}/healthz`)).status).toBe(200);
-    await createCustom(kc, ns.name, "projects", { apiVersion: "keyward.dev/v1alpha1", kind: "Project", metadata: { name: "proc" }, spec: { slug: "process-project" } });
+    await createCustom(kc, ns.name, "projects", {
+      apiVersion: "keyward.dev/v1alpha1",
+      kind: "Project",
+      metadata: { name: "proc" },
+      spec: { slug: "process-project" },
+    });
     await waitForObject(kc, ns.name, "projects", "proc", { until: isReady, timeoutMs: 30_000, description: "Project Ready" });
-    const metrics = await waitFor(async () => {
-      const m = await get(`http://127.0.0.1:${metricsPort}/metrics`);
-      return m.body.includes('keyward_api_requests_total{operation="createProject",status="200"}') ? m.body : undefined;
-    }, { timeoutMs: 30_000, description: "API metrics" });
+    const metrics = await waitFor(
+      async () => {
+        const m = await get(`http://127.0.0.1:${metricsPort}/metrics`);
+        return m.body.includes('keyward_api_requests_total{operation="createProject",status="200"}') ? m.body : undefined;
+      },
+      { timeoutMs: 30_000, description: "API metrics" },
+    );
     expect(metrics).toMatch(/controller_runtime_reconcile_total\{controller="project",result="(success|requeue_after)"\} [1-9]/);
     expect(metrics).toContain("controller_runtime_reconcile_time_seconds_bucket");
     expect(metrics).toContain('workqueue_depth{name="project"}');
@@ -75,9 +102,25 @@ it("cuts a reconcile stuck on the service short at shutdown and still exits 0", 
   // budget is 8 s (grace 3 s), so only cancelling the call lets keyward exit in time.
   await mergePatchCustom(kc, ns.name, "providerconfigs", "default", { spec: { timeoutSeconds: 120 } });
   environment.emulator.setFaults({ match: { method: "POST", pathPattern: "^/api/v2/workspace$" }, latencyMs: 60_000 });
-  const p = run(["--namespaces", ns.name, "--metrics-port", String(await freePort()), "--health-port", String(await freePort()), "--bind-address", "127.0.0.1", "--shutdown-timeout", "8s"]);
+  const p = run([
+    "--namespaces",
+    ns.name,
+    "--metrics-port",
+    String(await freePort()),
+    "--health-port",
+    String(await freePort()),
+    "--bind-address",
+    "127.0.0.1",
+    "--shutdown-timeout",
+    "8s",
+  ]);
   try {
-    await createCustom(kc, ns.name, "projects", { apiVersion: "keyward.dev/v1alpha1", kind: "Project", metadata: { name: "stuck" }, spec: { slug: "stuck-project" } });
+    await createCustom(kc, ns.name, "projects", {
+      apiVersion: "keyward.dev/v1alpha1",
+      kind: "Project",
+      metadata: { name: "stuck" },
+      spec: { slug: "stuck-project" },
+    });
     // The create-pending mark is written just before the create call goes out.
     await waitForObject(kc, ns.name, "projects", "stuck", {
       until: (o) => o?.metadata.annotations?.["keyward.dev/create-pending"] !== undefined,

@@ -38,7 +38,10 @@ it("does not create a project twice when killed between create and status write"
     metadata: { name: "crashy" },
     spec: { name: "Crashy", slug: "crashy-project" },
   });
-  await waitFor(async () => ((await projectsWithSlug("crashy-project")).length === 1 ? true : undefined), { timeoutMs: 30_000, description: "create landed at the service" });
+  await waitFor(async () => ((await projectsWithSlug("crashy-project")).length === 1 ? true : undefined), {
+    timeoutMs: 30_000,
+    description: "create landed at the service",
+  });
   const pending = await getCustom(kc, ns.name, "projects", "crashy");
   expect(pending?.metadata.annotations?.["keyward.dev/create-pending"]).toBeDefined();
   expect((pending?.status as { projectId?: string } | undefined)?.projectId).toBeUndefined();
@@ -48,11 +51,17 @@ it("does not create a project twice when killed between create and status write"
   const second = spawnKeyward(testKubeconfigPath(), ns.name, { resyncIntervalMs: 2_000 });
   try {
     await second.started;
-    const ready = await waitForObject(kc, ns.name, "projects", "crashy", { until: isReady, timeoutMs: 30_000, description: "Project Ready after restart" });
+    const ready = await waitForObject(kc, ns.name, "projects", "crashy", {
+      until: isReady,
+      timeoutMs: 30_000,
+      description: "Project Ready after restart",
+    });
     const found = await projectsWithSlug("crashy-project");
     expect(found).toHaveLength(1);
     expect((ready.status as { projectId?: string }).projectId).toBe(found[0]?.id);
-    expect(emulator.requests().filter((r) => r.operation === "createProject" && r.path === "/api/v2/workspace").length).toBeLessThanOrEqual(1);
+    expect(emulator.requests().filter((r) => r.operation === "createProject" && r.path === "/api/v2/workspace").length).toBeLessThanOrEqual(
+      1,
+    );
     expect(ready.metadata.annotations?.["keyward.dev/create-succeeded"]).toBeDefined();
     expect(ready.metadata.annotations?.["keyward.dev/create-pending"]).toBeUndefined();
   } finally {

@@ -7,7 +7,19 @@ import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { startEmulator, type Emulator, type RecordedRequest } from "../emulator/server.ts";
 import { loadDefaultSeed } from "../emulator/default-seed.ts";
 import { createTestNamespace, goneWhen404, kubectl, testKubeConfig, waitFor, type TestNamespace } from "../controlplane/testenv.ts";
-import { condition, createCustom, dataPlatformSync, deleteCustom, getCustom, installProvider, isReady, projectObject, startKeyward, waitForObject, type RunningKeyward } from "./support/keyward.ts";
+import {
+  condition,
+  createCustom,
+  dataPlatformSync,
+  deleteCustom,
+  getCustom,
+  installProvider,
+  isReady,
+  projectObject,
+  startKeyward,
+  waitForObject,
+  type RunningKeyward,
+} from "./support/keyward.ts";
 import type { KubeObject } from "../../src/engine/types.ts";
 
 const TOKEN = "kw-dependents-token-5c";
@@ -18,7 +30,10 @@ let ns: TestNamespace;
 let doomed: TestNamespace;
 
 const ops = (op: string): RecordedRequest[] => emulator.requests().filter((r) => r.operation === op);
-const seqOf = (op: string, pathPart: string): number[] => ops(op).filter((r) => r.path.includes(pathPart) && r.status < 300).map((r) => r.seq);
+const seqOf = (op: string, pathPart: string): number[] =>
+  ops(op)
+    .filter((r) => r.path.includes(pathPart) && r.status < 300)
+    .map((r) => r.seq);
 
 async function ready(namespace: string, plural: string, name: string): Promise<KubeObject> {
   try {
@@ -30,7 +45,10 @@ async function ready(namespace: string, plural: string, name: string): Promise<K
 }
 
 async function gone(namespace: string, plural: string, name: string, timeoutMs = 60_000): Promise<void> {
-  await waitFor(async () => ((await getCustom(kc, namespace, plural, name)) ? undefined : true), { timeoutMs, description: `${plural}/${name} gone` });
+  await waitFor(async () => ((await getCustom(kc, namespace, plural, name)) ? undefined : true), {
+    timeoutMs,
+    description: `${plural}/${name} gone`,
+  });
 }
 
 async function events(namespace: string, name: string): Promise<{ type: string; reason: string; message: string }[]> {
@@ -44,10 +62,23 @@ async function projectAtService(id: string): Promise<number> {
 }
 
 /** A Project (Delete policy), a SecretSync removing its secrets on delete and a revoking membership, all Ready. */
-async function projectWithDependents(namespace: string, slug: string): Promise<{ projectId: string; syncId: string; membershipId: string }> {
+async function projectWithDependents(
+  namespace: string,
+  slug: string,
+): Promise<{ projectId: string; syncId: string; membershipId: string }> {
   await createCustom(kc, namespace, "projects", projectObject("app", { name: "App", slug, deletionPolicy: "Delete" }));
   const project = await ready(namespace, "projects", "app");
-  await createCustom(kc, namespace, "secretsyncs", dataPlatformSync("app-sync", { projectId: undefined, projectRef: { name: "app" }, environment: "dev", deletionPolicy: "RemoveSecrets" }));
+  await createCustom(
+    kc,
+    namespace,
+    "secretsyncs",
+    dataPlatformSync("app-sync", {
+      projectId: undefined,
+      projectRef: { name: "app" },
+      environment: "dev",
+      deletionPolicy: "RemoveSecrets",
+    }),
+  );
   await createCustom(kc, namespace, "projectmemberships", {
     apiVersion: "keyward.dev/v1alpha1",
     kind: "ProjectMembership",
@@ -130,7 +161,10 @@ describe("a Project deleted with the resources that use it", () => {
     const sync = await ready(ns.name, "secretsyncs", "orphan");
     const id = String(sync.status?.["syncId"]);
     // Deleted behind keyward's back (in the service's UI, or with its project).
-    const res = await fetch(`${emulator.url}/api/v1/secret-syncs/data-platform/${id}`, { method: "DELETE", headers: { authorization: `Bearer ${TOKEN}` } });
+    const res = await fetch(`${emulator.url}/api/v1/secret-syncs/data-platform/${id}`, {
+      method: "DELETE",
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
     expect(res.status).toBe(200);
     await deleteCustom(kc, ns.name, "secretsyncs", "orphan");
     await gone(ns.name, "secretsyncs", "orphan");

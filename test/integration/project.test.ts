@@ -3,7 +3,20 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Emulator } from "../emulator/server.ts";
 import { kubectl, waitFor, type TestNamespace } from "../controlplane/testenv.ts";
-import { condition, projectObject as project, createCustom, deleteCustom, exposedTexts, getCustom, isReady, mergePatchCustom, startTestEnv, waitForObject, type KeywardTestEnv, type RunningKeyward } from "./support/keyward.ts";
+import {
+  condition,
+  projectObject as project,
+  createCustom,
+  deleteCustom,
+  exposedTexts,
+  getCustom,
+  isReady,
+  mergePatchCustom,
+  startTestEnv,
+  waitForObject,
+  type KeywardTestEnv,
+  type RunningKeyward,
+} from "./support/keyward.ts";
 import type { KubeObject } from "../../src/engine/types.ts";
 
 const TOKEN = "kw-test-operator-token-7f3a9c";
@@ -35,7 +48,12 @@ afterAll(() => env?.stop());
 
 describe("Project", () => {
   it("creates the project and reports its id, slug and environments", async () => {
-    await createCustom(kc, ns.name, "projects", project("payments", { name: "Payments", slug: "payments-prod", description: "the payments team" }));
+    await createCustom(
+      kc,
+      ns.name,
+      "projects",
+      project("payments", { name: "Payments", slug: "payments-prod", description: "the payments team" }),
+    );
     const obj = await readyProject("payments");
     const status = obj.status as Record<string, unknown>;
     expect(status["projectId"]).toMatch(/^[0-9a-f-]{36}$/);
@@ -50,9 +68,19 @@ describe("Project", () => {
   it("applies a spec change with exactly one update call, then none", async () => {
     const before = calls("updateProject");
     await mergePatchCustom(kc, ns.name, "projects", "payments", { spec: { description: "renamed team", pitVersionLimit: 42 } });
-    await waitForProject("payments", "Project synced at the new generation", (obj) => isReady(obj) && condition(obj, "Synced")?.observedGeneration === obj.metadata.generation);
-    await waitFor(() => Promise.resolve(calls("updateProject") > before ? true : undefined), { timeoutMs: 30_000, description: "update call" });
-    const updates = emulator.requests().filter((r) => r.operation === "updateProject").slice(before);
+    await waitForProject(
+      "payments",
+      "Project synced at the new generation",
+      (obj) => isReady(obj) && condition(obj, "Synced")?.observedGeneration === obj.metadata.generation,
+    );
+    await waitFor(() => Promise.resolve(calls("updateProject") > before ? true : undefined), {
+      timeoutMs: 30_000,
+      description: "update call",
+    });
+    const updates = emulator
+      .requests()
+      .filter((r) => r.operation === "updateProject")
+      .slice(before);
     expect(updates).toHaveLength(1);
     expect(updates[0]?.body).toEqual({ description: "renamed team", pitVersionLimit: 42 });
     // Two more resyncs pass: steady state makes no write calls.
@@ -70,16 +98,23 @@ describe("Project", () => {
       body: JSON.stringify({ description: "changed behind keyward's back" }),
     });
     expect(res.status).toBe(200);
-    await waitFor(async () => {
-      const r = await fetch(`${emulator.url}/api/v1/projects/${id}`, { headers: { authorization: `Bearer ${TOKEN}` } });
-      const body = (await r.json()) as { project: { description: string } };
-      return body.project.description === "renamed team" ? true : undefined;
-    }, { timeoutMs: 30_000, description: "drift corrected" });
+    await waitFor(
+      async () => {
+        const r = await fetch(`${emulator.url}/api/v1/projects/${id}`, { headers: { authorization: `Bearer ${TOKEN}` } });
+        const body = (await r.json()) as { project: { description: string } };
+        return body.project.description === "renamed team" ? true : undefined;
+      },
+      { timeoutMs: 30_000, description: "drift corrected" },
+    );
   });
 
   it("renames the project when the slug changes", async () => {
     await mergePatchCustom(kc, ns.name, "projects", "payments", { spec: { slug: "payments-main" } });
-    await waitForProject("payments", "slug renamed", (obj) => (obj.status as Record<string, string> | undefined)?.["slug"] === "payments-main");
+    await waitForProject(
+      "payments",
+      "slug renamed",
+      (obj) => (obj.status as Record<string, string> | undefined)?.["slug"] === "payments-main",
+    );
     expect(calls("createProject")).toBe(1);
   });
 
@@ -103,13 +138,21 @@ describe("Project", () => {
     const id = (obj.status as Record<string, string>)["projectId"]!;
     expect(obj.metadata.finalizers ?? []).toEqual([]);
     await deleteCustom(kc, ns.name, "projects", "keepme");
-    await waitFor(async () => ((await getCustom(kc, ns.name, "projects", "keepme")) ? undefined : true), { timeoutMs: 30_000, description: "resource gone" });
+    await waitFor(async () => ((await getCustom(kc, ns.name, "projects", "keepme")) ? undefined : true), {
+      timeoutMs: 30_000,
+      description: "resource gone",
+    });
     const r = await fetch(`${emulator.url}/api/v1/projects/${id}`, { headers: { authorization: `Bearer ${TOKEN}` } });
     expect(r.status).toBe(200);
   });
 
   it("with deletionPolicy Delete, deletes the project; delete protection blocks it with a reason", async () => {
-    await createCustom(kc, ns.name, "projects", project("doomed", { slug: "doomed-project", deletionPolicy: "Delete", hasDeleteProtection: true }));
+    await createCustom(
+      kc,
+      ns.name,
+      "projects",
+      project("doomed", { slug: "doomed-project", deletionPolicy: "Delete", hasDeleteProtection: true }),
+    );
     const obj = await readyProject("doomed");
     const id = (obj.status as Record<string, string>)["projectId"]!;
     expect(obj.metadata.finalizers).toContain("keyward.dev/finalizer");
@@ -123,7 +166,10 @@ describe("Project", () => {
       headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
       body: JSON.stringify({ hasDeleteProtection: false }),
     });
-    await waitFor(async () => ((await getCustom(kc, ns.name, "projects", "doomed")) ? undefined : true), { timeoutMs: 60_000, description: "resource gone after protection lifted" });
+    await waitFor(async () => ((await getCustom(kc, ns.name, "projects", "doomed")) ? undefined : true), {
+      timeoutMs: 60_000,
+      description: "resource gone after protection lifted",
+    });
     const r = await fetch(`${emulator.url}/api/v1/projects/${id}`, { headers: { authorization: `Bearer ${TOKEN}` } });
     expect(r.status).toBe(404);
   });
@@ -139,18 +185,45 @@ describe("Project", () => {
   });
 
   it("leaves a paused project alone and never writes with managementPolicy ObserveOnly", async () => {
-    await createCustom(kc, ns.name, "projects", project("observer", { slug: "existing-project", creationPolicy: "Adopt", managementPolicy: "ObserveOnly", description: "not what the service has" }));
+    await createCustom(
+      kc,
+      ns.name,
+      "projects",
+      project("observer", {
+        slug: "existing-project",
+        creationPolicy: "Adopt",
+        managementPolicy: "ObserveOnly",
+        description: "not what the service has",
+      }),
+    );
     const observed = await waitForProject("observer", "ObserveOnly condition", (o) => condition(o, "Synced")?.reason === "ObserveOnly");
     expect(condition(observed, "Synced")?.status).toBe("False");
     expect(condition(observed, "Synced")?.message).toContain("description");
     expect(condition(observed, "Ready")?.status).toBe("True");
-    await mergePatchCustom(kc, ns.name, "projects", "payments", { metadata: { annotations: { "keyward.dev/paused": "true" } }, spec: { description: "while paused" } });
-    await waitFor(async () => (condition(await getCustom(kc, ns.name, "projects", "payments"), "Synced")?.reason === "ReconcilePaused" ? true : undefined), { timeoutMs: 30_000, description: "paused" });
+    await mergePatchCustom(kc, ns.name, "projects", "payments", {
+      metadata: { annotations: { "keyward.dev/paused": "true" } },
+      spec: { description: "while paused" },
+    });
+    await waitFor(
+      async () =>
+        condition(await getCustom(kc, ns.name, "projects", "payments"), "Synced")?.reason === "ReconcilePaused" ? true : undefined,
+      { timeoutMs: 30_000, description: "paused" },
+    );
     const writes = emulator.requests().filter((r) => r.method !== "GET" && r.operation !== "getMembershipByUsername").length;
     await new Promise((r) => setTimeout(r, 4_500));
     expect(emulator.requests().filter((r) => r.method !== "GET" && r.operation !== "getMembershipByUsername").length).toBe(writes);
     await mergePatchCustom(kc, ns.name, "projects", "payments", { metadata: { annotations: { "keyward.dev/paused": null } } });
-    await waitFor(() => Promise.resolve(emulator.requests().some((r) => r.operation === "updateProject" && (r.body as { description?: string }).description === "while paused") ? true : undefined), { timeoutMs: 30_000, description: "update after unpause" });
+    await waitFor(
+      () =>
+        Promise.resolve(
+          emulator
+            .requests()
+            .some((r) => r.operation === "updateProject" && (r.body as { description?: string }).description === "while paused")
+            ? true
+            : undefined,
+        ),
+      { timeoutMs: 30_000, description: "update after unpause" },
+    );
   });
 
   it("never writes the token into logs, events or status", async () => {

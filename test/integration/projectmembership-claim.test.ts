@@ -3,7 +3,17 @@
 // goes, the other takes over.
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { createTestNamespace, type TestNamespace } from "../controlplane/testenv.ts";
-import { condition, createCustom, deleteCustom, installProvider, startKeyward, startTestEnv, waitForObject, type RunningKeyward, type TestEnv } from "./support/keyward.ts";
+import {
+  condition,
+  createCustom,
+  deleteCustom,
+  installProvider,
+  startKeyward,
+  startTestEnv,
+  waitForObject,
+  type RunningKeyward,
+  type TestEnv,
+} from "./support/keyward.ts";
 
 const TOKEN = "kw-claim-token-77";
 const PROJECT_ID = "c1000000-0000-4000-8000-000000000001";
@@ -46,7 +56,11 @@ it("lets the older membership manage the member and the younger one wait", async
   if (!env || !teamB) throw new Error("no environment");
   const { kc, emulator } = env;
   await createCustom(kc, env.ns.name, "projectmemberships", membership("bob", "admin"));
-  await waitForObject(kc, env.ns.name, "projectmemberships", "bob", { until: (o) => condition(o, "Ready")?.status === "True", timeoutMs: 30_000, description: "team A's membership Ready" });
+  await waitForObject(kc, env.ns.name, "projectmemberships", "bob", {
+    until: (o) => condition(o, "Ready")?.status === "True",
+    timeoutMs: 30_000,
+    description: "team A's membership Ready",
+  });
   // Creation timestamps have one-second resolution: make team B's clearly younger.
   await new Promise((r) => setTimeout(r, 1_100));
   await createCustom(kc, teamB.name, "projectmemberships", membership("bob", "member"));
@@ -57,13 +71,20 @@ it("lets the older membership manage the member and the younger one wait", async
   });
   expect(condition(claimed, "Ready")?.message).toContain(`${env.ns.name}/bob`);
   const updates = (): Array<{ role?: string }> =>
-    emulator.requests().filter((r) => r.operation === "updateMembership").map((r) => ((r.body as { roles: Array<{ role: string }> }).roles[0] ?? {}));
+    emulator
+      .requests()
+      .filter((r) => r.operation === "updateMembership")
+      .map((r) => (r.body as { roles: Array<{ role: string }> }).roles[0] ?? {});
   // Over several resyncs only team A's roles are ever sent.
   await new Promise((r) => setTimeout(r, 5_000));
   expect(updates().map((u) => u.role)).toEqual(["admin"]);
 
   // Team A's resource goes (Retain): team B's takes over.
   await deleteCustom(kc, env.ns.name, "projectmemberships", "bob");
-  await waitForObject(kc, teamB.name, "projectmemberships", "bob", { until: (o) => condition(o, "Ready")?.status === "True", timeoutMs: 30_000, description: "team B takes over" });
+  await waitForObject(kc, teamB.name, "projectmemberships", "bob", {
+    until: (o) => condition(o, "Ready")?.status === "True",
+    timeoutMs: 30_000,
+    description: "team B takes over",
+  });
   expect(updates().map((u) => u.role)).toEqual(["admin", "member"]);
 });

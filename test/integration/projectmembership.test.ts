@@ -4,7 +4,18 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Emulator, RecordedRequest, Seed } from "../emulator/server.ts";
 import { kubectl, waitFor, type TestNamespace } from "../controlplane/testenv.ts";
-import { condition, createCustom, deleteCustom, exposedTexts, getCustom, isReady, startTestEnv, waitForObject, type KeywardTestEnv, type RunningKeyward } from "./support/keyward.ts";
+import {
+  condition,
+  createCustom,
+  deleteCustom,
+  exposedTexts,
+  getCustom,
+  isReady,
+  startTestEnv,
+  waitForObject,
+  type KeywardTestEnv,
+  type RunningKeyward,
+} from "./support/keyward.ts";
 import type { KubeObject } from "../../src/engine/types.ts";
 
 const TOKEN = "kw-membership-token-5c81e2d9";
@@ -30,7 +41,7 @@ const membership = (name: string, spec: Record<string, unknown>): object => ({
   spec: { projectId: PROJECT_ID, ...spec },
 });
 
-const statusOf = (obj: KubeObject | undefined): Status => (obj?.status ?? {});
+const statusOf = (obj: KubeObject | undefined): Status => obj?.status ?? {};
 
 const waitForMembership = (name: string, description: string, until: (obj: KubeObject) => boolean): Promise<KubeObject> =>
   waitForObject(kc, ns.name, "projectmemberships", name, { until, timeoutMs: 30_000, description });
@@ -105,7 +116,12 @@ describe("ProjectMembership", () => {
     const obj = await readyMembership("alice");
     const updates = requests("updateMembership");
     expect(updates).toHaveLength(1);
-    expect(updates[0]?.body).toEqual({ roles: [{ role: "deployer", isTemporary: false }, { role: "admin", isTemporary: false }] });
+    expect(updates[0]?.body).toEqual({
+      roles: [
+        { role: "deployer", isTemporary: false },
+        { role: "admin", isTemporary: false },
+      ],
+    });
     const status = statusOf(obj);
     expect(status).toMatchObject({ projectId: PROJECT_ID, userId: ids.alice });
     expect(status["membershipId"]).toMatch(/^[0-9a-f-]{36}$/);
@@ -124,8 +140,19 @@ describe("ProjectMembership", () => {
 
   it("sets a temporary role, compares it by value and reports its end", async () => {
     const start = new Date(Math.floor(Date.now() / 1000) * 1000 + 60_000).toISOString().replace(".000Z", "Z");
-    const temporary = { role: "admin", isTemporary: true, temporaryMode: "relative", temporaryRange: "8h", temporaryAccessStartTime: start };
-    await createCustom(kc, ns.name, "projectmemberships", membership("bob", { username: "bob@example.com", roles: [{ role: "member" }, temporary] }));
+    const temporary = {
+      role: "admin",
+      isTemporary: true,
+      temporaryMode: "relative",
+      temporaryRange: "8h",
+      temporaryAccessStartTime: start,
+    };
+    await createCustom(
+      kc,
+      ns.name,
+      "projectmemberships",
+      membership("bob", { username: "bob@example.com", roles: [{ role: "member" }, temporary] }),
+    );
     const obj = await readyMembership("bob");
     const updates = requests("updateMembership").filter((r) => JSON.stringify(r.body).includes("8h"));
     expect(updates).toHaveLength(1);
@@ -136,7 +163,15 @@ describe("ProjectMembership", () => {
       expect.arrayContaining([
         { role: "member", isTemporary: false },
         // The service writes the start with milliseconds: still the same grant, so no update follows.
-        { role: "admin", isTemporary: true, temporaryMode: "relative", temporaryRange: "8h", temporaryAccessStartTime: new Date(start).toISOString(), temporaryAccessEndTime: end, expired: false },
+        {
+          role: "admin",
+          isTemporary: true,
+          temporaryMode: "relative",
+          temporaryRange: "8h",
+          temporaryAccessStartTime: new Date(start).toISOString(),
+          temporaryAccessEndTime: end,
+          expired: false,
+        },
       ]),
     );
     expect(status["nextTemporaryAccessEndTime"]).toBe(end);
@@ -146,28 +181,69 @@ describe("ProjectMembership", () => {
 
   it("follows a temporary role's end in status without writing", async () => {
     const start = new Date().toISOString();
-    const shortRole = { role: "admin", isTemporary: true, temporaryMode: "relative", temporaryRange: "3s", temporaryAccessStartTime: start };
-    await createCustom(kc, ns.name, "projectmemberships", membership("dave", { username: "dave@example.com", roles: [{ role: "viewer" }, shortRole] }));
+    const shortRole = {
+      role: "admin",
+      isTemporary: true,
+      temporaryMode: "relative",
+      temporaryRange: "3s",
+      temporaryAccessStartTime: start,
+    };
+    await createCustom(
+      kc,
+      ns.name,
+      "projectmemberships",
+      membership("dave", { username: "dave@example.com", roles: [{ role: "viewer" }, shortRole] }),
+    );
     await readyMembership("dave");
-    const ended = await waitForMembership("dave", "the temporary role reported as ended", (obj) => statusOf(obj).roles?.some((r) => r["expired"] === true) ?? false);
+    const ended = await waitForMembership(
+      "dave",
+      "the temporary role reported as ended",
+      (obj) => statusOf(obj).roles?.some((r) => r["expired"] === true) ?? false,
+    );
     expect(statusOf(ended)["nextTemporaryAccessEndTime"]).toBeUndefined();
     expect(isReady(ended)).toBe(true);
     expect(requests("updateMembership").filter((r) => JSON.stringify(r.body).includes("3s"))).toHaveLength(1);
   });
 
   it("sets a group's roles, by slug and by id", async () => {
-    await createCustom(kc, ns.name, "projectmemberships", membership("platform", { group: { slug: "platform-team" }, roles: [{ role: "admin" }] }));
-    await createCustom(kc, ns.name, "projectmemberships", membership("security", { group: { id: ids.securityTeam }, roles: [{ role: "member" }, { role: "deployer" }], deletionPolicy: "Revoke" }));
+    await createCustom(
+      kc,
+      ns.name,
+      "projectmemberships",
+      membership("platform", { group: { slug: "platform-team" }, roles: [{ role: "admin" }] }),
+    );
+    await createCustom(
+      kc,
+      ns.name,
+      "projectmemberships",
+      membership("security", {
+        group: { id: ids.securityTeam },
+        roles: [{ role: "member" }, { role: "deployer" }],
+        deletionPolicy: "Revoke",
+      }),
+    );
     const platform = await readyMembership("platform");
     const security = await readyMembership("security");
-    expect(statusOf(platform)).toMatchObject({ groupId: ids.platformTeam, groupSlug: "platform-team", groupName: "Platform Team", roles: [{ role: "admin", isTemporary: false }] });
+    expect(statusOf(platform)).toMatchObject({
+      groupId: ids.platformTeam,
+      groupSlug: "platform-team",
+      groupName: "Platform Team",
+      roles: [{ role: "admin", isTemporary: false }],
+    });
     expect(statusOf(platform)["groupMembershipId"]).toMatch(/^[0-9a-f-]{36}$/);
     expect(statusOf(platform)["membershipId"]).toBeUndefined();
     expect(statusOf(security)).toMatchObject({ groupId: ids.securityTeam, groupSlug: "security-team" });
     const platformUpdates = requests("updateGroupMembership", `/groups/${ids.platformTeam}`);
     const securityUpdates = requests("updateGroupMembership", `/groups/${ids.securityTeam}`);
     expect(platformUpdates.map((r) => r.body)).toEqual([{ roles: [{ role: "admin", isTemporary: false }] }]);
-    expect(securityUpdates.map((r) => r.body)).toEqual([{ roles: [{ role: "member", isTemporary: false }, { role: "deployer", isTemporary: false }] }]);
+    expect(securityUpdates.map((r) => r.body)).toEqual([
+      {
+        roles: [
+          { role: "member", isTemporary: false },
+          { role: "deployer", isTemporary: false },
+        ],
+      },
+    ]);
     expect(security.metadata.finalizers).toContain("keyward.dev/finalizer");
     expect(platform.metadata.finalizers ?? []).toEqual([]);
     await moreLooks(() => requests("listGroupMemberships").length, 4, "more resyncs of the groups");
@@ -176,7 +252,12 @@ describe("ProjectMembership", () => {
 
   it("reports a user who is not a member as MemberNotFound, then manages them once they join", async () => {
     const writesBefore = requests("updateMembership").length;
-    await createCustom(kc, ns.name, "projectmemberships", membership("carol", { username: "carol@example.com", roles: [{ role: "member" }] }));
+    await createCustom(
+      kc,
+      ns.name,
+      "projectmemberships",
+      membership("carol", { username: "carol@example.com", roles: [{ role: "member" }] }),
+    );
     const missing = await waitForMembership("carol", "MemberNotFound", (obj) => condition(obj, "Ready")?.reason === "MemberNotFound");
     expect(condition(missing, "Ready")?.status).toBe("False");
     expect(condition(missing, "Synced")).toMatchObject({ status: "False", reason: "MemberNotFound" });
@@ -197,22 +278,31 @@ describe("ProjectMembership", () => {
     const writesBefore = requests("updateGroupMembership").length;
     await deleteCustom(kc, ns.name, "projectmemberships", "platform");
     await deleteCustom(kc, ns.name, "projectmemberships", "security");
-    await waitFor(async () => {
-      const left = await Promise.all(["platform", "security"].map((n) => getCustom(kc, ns.name, "projectmemberships", n)));
-      return left.every((o) => o === undefined) ? true : undefined;
-    }, { timeoutMs: 30_000, description: "both resources gone" });
+    await waitFor(
+      async () => {
+        const left = await Promise.all(["platform", "security"].map((n) => getCustom(kc, ns.name, "projectmemberships", n)));
+        return left.every((o) => o === undefined) ? true : undefined;
+      },
+      { timeoutMs: 30_000, description: "both resources gone" },
+    );
     const revokes = requests("updateGroupMembership").slice(writesBefore);
     expect(revokes).toHaveLength(1);
     expect(revokes[0]?.path).toBe(`${groupsPath}/${ids.securityTeam}`);
     expect(revokes[0]?.body).toEqual({ roles: [{ role: "no-access", isTemporary: false }] });
     const roles = await serviceRoles(groupsPath, (b) =>
-      Object.fromEntries((b["groupMemberships"] as Array<{ group: { slug: string }; roles: Array<{ role: string }> }>).map((m) => [m.group.slug, m.roles.map((r) => r.role)])),
+      Object.fromEntries(
+        (b["groupMemberships"] as Array<{ group: { slug: string }; roles: Array<{ role: string }> }>).map((m) => [
+          m.group.slug,
+          m.roles.map((r) => r.role),
+        ]),
+      ),
     );
     expect(roles).toEqual({ "platform-team": ["admin"], "security-team": ["no-access"] });
   });
 
   it("rejects at apply time an empty role list, a temporary role without its fields, and a change of subject", async () => {
-    const apply = (name: string, spec: Record<string, unknown>) => kubectl(["apply", "-n", ns.name, "-f", "-"], { input: JSON.stringify(membership(name, spec)) });
+    const apply = (name: string, spec: Record<string, unknown>) =>
+      kubectl(["apply", "-n", ns.name, "-f", "-"], { input: JSON.stringify(membership(name, spec)) });
     const empty = await apply("empty", { username: "alice@example.com", roles: [] });
     expect(empty.code).not.toBe(0);
     expect(empty.stderr).toMatch(/spec\.roles/);
@@ -221,11 +311,29 @@ describe("ProjectMembership", () => {
     expect(bare.stderr).toContain("a temporary role (isTemporary: true) needs temporaryMode, temporaryRange and temporaryAccessStartTime");
     const onlyTemporary = await apply("onlytemp", {
       username: "alice@example.com",
-      roles: [{ role: "admin", isTemporary: true, temporaryMode: "relative", temporaryRange: "1h", temporaryAccessStartTime: "2030-01-01T00:00:00Z" }],
+      roles: [
+        {
+          role: "admin",
+          isTemporary: true,
+          temporaryMode: "relative",
+          temporaryRange: "1h",
+          temporaryAccessStartTime: "2030-01-01T00:00:00Z",
+        },
+      ],
     });
     expect(onlyTemporary.code).not.toBe(0);
     expect(onlyTemporary.stderr).toContain("at least one permanent role");
-    const moved = await kubectl(["patch", "projectmembership", "alice", "-n", ns.name, "--type", "merge", "-p", JSON.stringify({ spec: { username: "bob@example.com" } })]);
+    const moved = await kubectl([
+      "patch",
+      "projectmembership",
+      "alice",
+      "-n",
+      ns.name,
+      "--type",
+      "merge",
+      "-p",
+      JSON.stringify({ spec: { username: "bob@example.com" } }),
+    ]);
     expect(moved.code).not.toBe(0);
     expect(moved.stderr).toContain("username is immutable");
     for (const name of ["empty", "bare", "onlytemp"]) expect(await getCustom(kc, ns.name, "projectmemberships", name)).toBeUndefined();

@@ -4,7 +4,17 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Emulator } from "../emulator/server.ts";
 import { waitFor, type TestNamespace } from "../controlplane/testenv.ts";
-import { condition, createCustom, getCustom, installProvider, mergePatchCustom, startKeyward, startTestEnv, waitForObject, type TestEnv } from "./support/keyward.ts";
+import {
+  condition,
+  createCustom,
+  getCustom,
+  installProvider,
+  mergePatchCustom,
+  startKeyward,
+  startTestEnv,
+  waitForObject,
+  type TestEnv,
+} from "./support/keyward.ts";
 
 const TOKEN = "kw-dependents-good-token";
 let env: TestEnv | undefined;
@@ -25,8 +35,16 @@ beforeAll(async () => {
 afterAll(() => env?.stop());
 
 it("recovers a Project as soon as its ProviderConfig is fixed", async () => {
-  await createCustom(kc, ns.name, "projects", { apiVersion: "keyward.dev/v1alpha1", kind: "Project", metadata: { name: "waiting" }, spec: { slug: "waiting-project" } });
-  await waitFor(async () => (condition(await getCustom(kc, ns.name, "projects", "waiting"), "Synced")?.reason === "Forbidden" ? true : undefined), { timeoutMs: 30_000, description: "Forbidden first" });
+  await createCustom(kc, ns.name, "projects", {
+    apiVersion: "keyward.dev/v1alpha1",
+    kind: "Project",
+    metadata: { name: "waiting" },
+    spec: { slug: "waiting-project" },
+  });
+  await waitFor(
+    async () => (condition(await getCustom(kc, ns.name, "projects", "waiting"), "Synced")?.reason === "Forbidden" ? true : undefined),
+    { timeoutMs: 30_000, description: "Forbidden first" },
+  );
   // Point the default ProviderConfig at the Secret holding the good token.
   await mergePatchCustom(kc, ns.name, "providerconfigs", "default", { spec: { credentialsSecretRef: { name: "spare-token" } } });
   const ready = await waitForObject(kc, ns.name, "projects", "waiting", {

@@ -13,7 +13,19 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import type { Emulator } from "../emulator/server.ts";
 import { waitFor, type TestNamespace } from "../controlplane/testenv.ts";
-import { condition, credentialsLabels, createCustom, exposedTexts, getCustom, projectObject, startKeyward, startTestEnv, waitForObject, type RunningKeyward, type TestEnv } from "./support/keyward.ts";
+import {
+  condition,
+  credentialsLabels,
+  createCustom,
+  exposedTexts,
+  getCustom,
+  projectObject,
+  startKeyward,
+  startTestEnv,
+  waitForObject,
+  type RunningKeyward,
+  type TestEnv,
+} from "./support/keyward.ts";
 
 const BOOTSTRAP = `kw-bootstrap-${randomBytes(8).toString("hex")}`;
 const WRONG_BOOTSTRAP = `kw-wrong-bootstrap-${randomBytes(8).toString("hex")}`;
@@ -51,7 +63,11 @@ function startProxy(target: string): Promise<void> {
           const v = req.headers[h];
           if (typeof v === "string") headers[h] = v;
         }
-        const upstream = await fetch(`${target}${req.url ?? ""}`, { method: req.method ?? "GET", headers, ...(body.length > 0 ? { body } : {}) });
+        const upstream = await fetch(`${target}${req.url ?? ""}`, {
+          method: req.method ?? "GET",
+          headers,
+          ...(body.length > 0 ? { body } : {}),
+        });
         const text = await upstream.text();
         const at = Date.now();
         seen.push({ at, method: req.method ?? "", path: req.url ?? "", authorization: req.headers.authorization, status: upstream.status });
@@ -80,12 +96,20 @@ function startProxy(target: string): Promise<void> {
 }
 
 async function tokenAuthProvider(name: string, secretName: string, bootstrap: string): Promise<void> {
-  await kc.makeApiClient(CoreV1Api).createNamespacedSecret({ namespace: ns.name, body: { metadata: { name: secretName, labels: credentialsLabels }, stringData: { token: bootstrap } } });
+  await kc.makeApiClient(CoreV1Api).createNamespacedSecret({
+    namespace: ns.name,
+    body: { metadata: { name: secretName, labels: credentialsLabels }, stringData: { token: bootstrap } },
+  });
   await createCustom(kc, ns.name, "providerconfigs", {
     apiVersion: "keyward.dev/v1alpha1",
     kind: "ProviderConfig",
     metadata: { name },
-    spec: { baseUrl: proxyUrl, tokenAuth: { identityId: IDENTITY, bootstrapSecretRef: { name: secretName } }, rateLimit: { requestsPerSecond: 200, burst: 200 }, timeoutSeconds: 5 },
+    spec: {
+      baseUrl: proxyUrl,
+      tokenAuth: { identityId: IDENTITY, bootstrapSecretRef: { name: secretName } },
+      rateLimit: { requestsPerSecond: 200, burst: 200 },
+      timeoutSeconds: 5,
+    },
   });
 }
 
@@ -108,7 +132,11 @@ const isMint = (s: Seen): boolean => /\/tokens$/.test(s.path);
 
 describe("tokenAuth credentials", () => {
   it("rotate through three expiries of the minted token with no failed call", async () => {
-    await waitForObject(kc, ns.name, "projects", "rotating", { until: (o) => condition(o, "Ready")?.status === "True", timeoutMs: 60_000, description: "Project Ready" });
+    await waitForObject(kc, ns.name, "projects", "rotating", {
+      until: (o) => condition(o, "Ready")?.status === "True",
+      timeoutMs: 60_000,
+      description: "Project Ready",
+    });
     // Three minted tokens have expired (by the proxy's clock, which saw each answer after the
     // service started its lifetime) and a call made after the third expiry succeeded.
     await waitFor(
@@ -144,7 +172,8 @@ describe("tokenAuth credentials", () => {
 
   it("shows the current token's expiry in status, and no minted token anywhere", async () => {
     const pc = await waitForObject(kc, ns.name, "providerconfigs", "default", {
-      until: (o) => condition(o, "Ready")?.status === "True" && typeof (o.status as { tokenExpiresAt?: string }).tokenExpiresAt === "string",
+      until: (o) =>
+        condition(o, "Ready")?.status === "True" && typeof (o.status as { tokenExpiresAt?: string }).tokenExpiresAt === "string",
       timeoutMs: 30_000,
       description: "ProviderConfig Ready with tokenExpiresAt",
     });
@@ -175,8 +204,17 @@ describe("tokenAuth credentials", () => {
     expect(ready?.message).not.toContain(WRONG_BOOTSTRAP);
     expect((pc.status as { tokenExpiresAt?: string }).tokenExpiresAt).toBeUndefined();
     // A Project using it reports the same reason and calls nothing but the refused create-token.
-    await createCustom(kc, ns.name, "projects", projectObject("stuck", { slug: `stuck-${randomBytes(3).toString("hex")}`, providerConfigRef: { name: "rejected" } }));
-    const stuck = await waitForObject(kc, ns.name, "projects", "stuck", { until: (o) => condition(o, "Synced")?.reason === "BootstrapTokenRejected", timeoutMs: 30_000, description: "Project BootstrapTokenRejected" });
+    await createCustom(
+      kc,
+      ns.name,
+      "projects",
+      projectObject("stuck", { slug: `stuck-${randomBytes(3).toString("hex")}`, providerConfigRef: { name: "rejected" } }),
+    );
+    const stuck = await waitForObject(kc, ns.name, "projects", "stuck", {
+      until: (o) => condition(o, "Synced")?.reason === "BootstrapTokenRejected",
+      timeoutMs: 30_000,
+      description: "Project BootstrapTokenRejected",
+    });
     expect(condition(stuck, "Synced")?.status).toBe("False");
     expect(seen.filter((s) => s.authorization === `Bearer ${WRONG_BOOTSTRAP}` && !isMint(s))).toEqual([]);
     const texts = await exposedTexts(ns.name, keyward.logs, "providerconfigs,projects");

@@ -8,7 +8,16 @@ import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { startEmulator, type Emulator } from "../emulator/server.ts";
 import { createTestNamespace, testKubeConfig, waitFor } from "../controlplane/testenv.ts";
 import { freePort } from "../controlplane/controlplane.ts";
-import { condition, credentialsLabels, projectObject as project, createCustom, getCustom, installProvider, startKeyward, type RunningKeyward } from "./support/keyward.ts";
+import {
+  condition,
+  credentialsLabels,
+  projectObject as project,
+  createCustom,
+  getCustom,
+  installProvider,
+  startKeyward,
+  type RunningKeyward,
+} from "./support/keyward.ts";
 
 const TOKEN = "kw-recovery-token-e5";
 let kc: KubeConfig;
@@ -20,10 +29,13 @@ let other: { name: string; cleanup(): Promise<void> };
 let keyward: RunningKeyward;
 
 async function reasonOf(ns: string, name: string, type: string, reason: string): Promise<{ status: string; message: string }> {
-  return waitFor(async () => {
-    const c = condition(await getCustom(kc, ns, "projects", name), type);
-    return c?.reason === reason ? c : undefined;
-  }, { timeoutMs: 30_000, description: `${ns}/${name} ${type} reason ${reason}` });
+  return waitFor(
+    async () => {
+      const c = condition(await getCustom(kc, ns, "projects", name), type);
+      return c?.reason === reason ? c : undefined;
+    },
+    { timeoutMs: 30_000, description: `${ns}/${name} ${type} reason ${reason}` },
+  );
 }
 
 beforeAll(async () => {
@@ -55,7 +67,10 @@ it("waits for a missing token Secret with a reason and recovers when it appears"
   const waiting = await reasonOf(home.name, "patient", "Synced", "CredentialsNotFound");
   expect(waiting.status).toBe("False");
   expect(waiting.message).toContain("later-token");
-  await kc.makeApiClient(CoreV1Api).createNamespacedSecret({ namespace: home.name, body: { metadata: { name: "later-token", labels: credentialsLabels }, stringData: { token: TOKEN } } });
+  await kc.makeApiClient(CoreV1Api).createNamespacedSecret({
+    namespace: home.name,
+    body: { metadata: { name: "later-token", labels: credentialsLabels }, stringData: { token: TOKEN } },
+  });
   expect((await reasonOf(home.name, "patient", "Ready", "Available")).status).toBe("True");
 });
 

@@ -7,7 +7,16 @@ import type { KubeConfig } from "@kubernetes/client-node";
 import type { Emulator } from "../emulator/server.ts";
 import { loadDefaultSeed } from "../emulator/default-seed.ts";
 import { waitFor, type TestNamespace } from "../controlplane/testenv.ts";
-import { condition, createCustom, dataPlatformSync, mergePatchCustom, projectObject, startTestEnv, waitForObject, type KeywardTestEnv } from "./support/keyward.ts";
+import {
+  condition,
+  createCustom,
+  dataPlatformSync,
+  mergePatchCustom,
+  projectObject,
+  startTestEnv,
+  waitForObject,
+  type KeywardTestEnv,
+} from "./support/keyward.ts";
 
 const TOKEN = "kw-refused-create-token-71c0aa";
 const RESYNC_MS = 2_000;
@@ -18,7 +27,12 @@ let emulator: Emulator;
 let ns: TestNamespace;
 
 beforeAll(async () => {
-  env = await startTestEnv({ prefix: "refused-create", token: TOKEN, emulator: { seed: loadDefaultSeed(), jobDelayMs: 50 }, keyward: { resyncIntervalMs: RESYNC_MS } });
+  env = await startTestEnv({
+    prefix: "refused-create",
+    token: TOKEN,
+    emulator: { seed: loadDefaultSeed(), jobDelayMs: 50 },
+    keyward: { resyncIntervalMs: RESYNC_MS },
+  });
   ({ kc, emulator, ns } = env);
 });
 
@@ -79,12 +93,19 @@ describe.each(Object.entries(cases))("a refused %s create", (kind, c) => {
       // A spec change is a new reason to try: one more attempt, promptly.
       const beforeChange = attempts();
       await mergePatchCustom(kc, ns.name, c.plural, name, c.specChange);
-      await waitFor(() => Promise.resolve(attempts() > beforeChange ? true : undefined), { timeoutMs: 30_000, description: "an attempt after the spec change" });
+      await waitFor(() => Promise.resolve(attempts() > beforeChange ? true : undefined), {
+        timeoutMs: 30_000,
+        description: "an attempt after the spec change",
+      });
     } finally {
       emulator.setFaults({});
     }
     // Accepted again: Ready with one successful create.
-    await waitForObject(kc, ns.name, c.plural, name, { until: (o) => condition(o, "Ready")?.status === "True", timeoutMs: 60_000, description: `${kind} Ready once accepted` });
+    await waitForObject(kc, ns.name, c.plural, name, {
+      until: (o) => condition(o, "Ready")?.status === "True",
+      timeoutMs: 60_000,
+      description: `${kind} Ready once accepted`,
+    });
     expect(emulator.requests().filter((r) => r.operation === c.operation && r.status === 200)).toHaveLength(1);
   });
 });

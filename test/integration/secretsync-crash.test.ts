@@ -7,7 +7,16 @@ import type { Emulator } from "../emulator/server.ts";
 import type { RecordedRequest } from "../emulator/types.ts";
 import { loadDefaultSeed } from "../emulator/default-seed.ts";
 import { kubectl, testKubeconfigPath, waitFor, type TestNamespace } from "../controlplane/testenv.ts";
-import { condition, createCustom, exposedTexts, getCustom, mergePatchCustom, startTestEnv, waitForObject, type TestEnv } from "./support/keyward.ts";
+import {
+  condition,
+  createCustom,
+  exposedTexts,
+  getCustom,
+  mergePatchCustom,
+  startTestEnv,
+  waitForObject,
+  type TestEnv,
+} from "./support/keyward.ts";
 import { keywardProcesses, type KeywardProcess } from "./support/keyward-process.ts";
 import type { KubeObject } from "../../src/engine/types.ts";
 
@@ -24,7 +33,6 @@ let ns: TestNamespace;
 // No periodic resync: every pass comes from keyward's own requeues or a change to the object.
 const keywards = keywardProcesses(testKubeconfigPath, () => ns.name, { resyncIntervalMs: 600_000 });
 const startChild = (): Promise<KeywardProcess> => keywards.start();
-
 
 const statusOf = (obj: KubeObject | undefined): Record<string, unknown> => obj?.status ?? {};
 const logOf = (op: string, pathPart?: string): RecordedRequest[] =>
@@ -50,7 +58,11 @@ describe("SecretSync across a killed keyward", () => {
   it("creates no second sync when keyward is killed between the create and the status write", async () => {
     const first = await startChild();
     // The service applies the create, then holds its answer until keyward is dead.
-    emulator.setFaults({ match: { method: "POST", pathPattern: "^/api/v1/secret-syncs/data-platform$" }, latencyMs: 120_000, latencyWhen: "after-handling" });
+    emulator.setFaults({
+      match: { method: "POST", pathPattern: "^/api/v1/secret-syncs/data-platform$" },
+      latencyMs: 120_000,
+      latencyWhen: "after-handling",
+    });
     await createCustom(kc, ns.name, PLURAL, {
       apiVersion: "keyward.dev/v1alpha1",
       kind: "SecretSync",
@@ -64,7 +76,11 @@ describe("SecretSync across a killed keyward", () => {
         destinationConfig: { scope: "workspace" },
       },
     });
-    await waitFor(() => Promise.resolve(logOf("createSecretSync").length > 0 ? true : undefined), { timeoutMs: 60_000, intervalMs: 20, description: "the create to reach the service" });
+    await waitFor(() => Promise.resolve(logOf("createSecretSync").length > 0 ? true : undefined), {
+      timeoutMs: 60_000,
+      intervalMs: 20,
+      description: "the create to reach the service",
+    });
     expect(await first.kill()).toBe("SIGKILL");
     emulator.setFaults({});
 
@@ -75,7 +91,11 @@ describe("SecretSync across a killed keyward", () => {
     expect(await syncsNamed("crashy")).toHaveLength(1);
 
     await startChild();
-    const adopted = await waitUntil("crashy", "Ready with an id", (o) => condition(o, "Ready")?.status === "True" && typeof statusOf(o)["syncId"] === "string");
+    const adopted = await waitUntil(
+      "crashy",
+      "Ready with an id",
+      (o) => condition(o, "Ready")?.status === "True" && typeof statusOf(o)["syncId"] === "string",
+    );
     expect(logOf("createSecretSync")).toHaveLength(1);
     const atService = await syncsNamed("crashy");
     expect(atService).toHaveLength(1);
@@ -87,9 +107,19 @@ describe("SecretSync across a killed keyward", () => {
     const id = String(statusOf(settled)["syncId"]);
     const running = keywards.latest();
     if (!running) throw new Error("no keyward running");
-    emulator.setFaults({ match: { method: "POST", pathPattern: `/${id}/sync-secrets$` }, latencyMs: 120_000, latencyWhen: "after-handling" });
-    await mergePatchCustom(kc, ns.name, PLURAL, "crashy", { metadata: { annotations: { "keyward.dev/sync-requested-at": "2025-02-02T02:02:02Z" } } });
-    await waitFor(() => Promise.resolve(logOf("triggerSecretSync", id).length > 0 ? true : undefined), { timeoutMs: 60_000, intervalMs: 20, description: "the trigger to reach the service" });
+    emulator.setFaults({
+      match: { method: "POST", pathPattern: `/${id}/sync-secrets$` },
+      latencyMs: 120_000,
+      latencyWhen: "after-handling",
+    });
+    await mergePatchCustom(kc, ns.name, PLURAL, "crashy", {
+      metadata: { annotations: { "keyward.dev/sync-requested-at": "2025-02-02T02:02:02Z" } },
+    });
+    await waitFor(() => Promise.resolve(logOf("triggerSecretSync", id).length > 0 ? true : undefined), {
+      timeoutMs: 60_000,
+      intervalMs: 20,
+      description: "the trigger to reach the service",
+    });
     expect(await running.kill()).toBe("SIGKILL");
     emulator.setFaults({});
 
@@ -104,7 +134,10 @@ describe("SecretSync across a killed keyward", () => {
     for (const n of [1, 2, 3]) {
       const reads = logOf("getSecretSync", id).length;
       await mergePatchCustom(kc, ns.name, PLURAL, "crashy", { metadata: { labels: { "keyward.dev/test-pass": String(n) } } });
-      await waitFor(() => Promise.resolve(logOf("getSecretSync", id).length > reads ? true : undefined), { timeoutMs: 60_000, description: `pass ${String(n)}` });
+      await waitFor(() => Promise.resolve(logOf("getSecretSync", id).length > reads ? true : undefined), {
+        timeoutMs: 60_000,
+        description: `pass ${String(n)}`,
+      });
     }
     expect(logOf("triggerSecretSync", id)).toHaveLength(1);
     const events = await kubectl(["get", "events", "-n", ns.name, "-o", "json", "--field-selector", "involvedObject.name=crashy"]);
@@ -118,8 +151,14 @@ describe("SecretSync across a killed keyward", () => {
     if (!running) throw new Error("no keyward running");
     // the trigger is held before handling: it never reaches the service before keyward dies
     emulator.setFaults({ match: { method: "POST", pathPattern: `/${id}/sync-secrets$` }, latencyMs: 120_000 });
-    await mergePatchCustom(kc, ns.name, PLURAL, "crashy", { metadata: { annotations: { "keyward.dev/sync-requested-at": "2025-03-03T03:03:03Z" } } });
-    await waitUntil("crashy", "request marked", (o) => (statusOf(o)["pendingRequest"] as { value?: string } | undefined)?.value === "2025-03-03T03:03:03Z");
+    await mergePatchCustom(kc, ns.name, PLURAL, "crashy", {
+      metadata: { annotations: { "keyward.dev/sync-requested-at": "2025-03-03T03:03:03Z" } },
+    });
+    await waitUntil(
+      "crashy",
+      "request marked",
+      (o) => (statusOf(o)["pendingRequest"] as { value?: string } | undefined)?.value === "2025-03-03T03:03:03Z",
+    );
     expect(await running.kill()).toBe("SIGKILL");
     emulator.setFaults({});
     const before = logOf("triggerSecretSync", id).filter((r) => r.status === 200).length;
@@ -133,12 +172,21 @@ describe("SecretSync across a killed keyward", () => {
     const before = await waitUntil("crashy", "sync settled", (o) => statusOf(o)["syncStatus"] === "succeeded");
     const id = String(statusOf(before)["syncId"]);
     await mergePatchCustom(kc, ns.name, PLURAL, "crashy", { spec: { description: "now with a description" } });
-    await waitFor(() => Promise.resolve(logOf("updateSecretSync", id).length > 0 ? true : undefined), { timeoutMs: 60_000, description: "the update" });
-    const atService = (await (await fetch(`${emulator.url}/api/v1/secret-syncs/data-platform/${id}`, { headers: { authorization: `Bearer ${TOKEN}` } })).json()) as {
+    await waitFor(() => Promise.resolve(logOf("updateSecretSync", id).length > 0 ? true : undefined), {
+      timeoutMs: 60_000,
+      description: "the update",
+    });
+    const atService = (await (
+      await fetch(`${emulator.url}/api/v1/secret-syncs/data-platform/${id}`, { headers: { authorization: `Bearer ${TOKEN}` } })
+    ).json()) as {
       secretSync: { lastSyncJobId: string };
     };
     expect(atService.secretSync.lastSyncJobId).not.toBe(statusOf(before)["lastSyncJobId"]);
-    await waitUntil("crashy", "the update's job mirrored as settled", (o) => statusOf(o)["lastSyncJobId"] === atService.secretSync.lastSyncJobId && statusOf(o)["syncStatus"] === "succeeded");
+    await waitUntil(
+      "crashy",
+      "the update's job mirrored as settled",
+      (o) => statusOf(o)["lastSyncJobId"] === atService.secretSync.lastSyncJobId && statusOf(o)["syncStatus"] === "succeeded",
+    );
   });
 
   it("never writes the token into the logs of any keyward, events or status", async () => {

@@ -60,7 +60,12 @@ const secretSync = (name: string, spec: Spec, annotations?: Record<string, strin
   spec,
 });
 
-const baseSpec = (destination: Destination, destinationConfig: Spec, extra: Spec = {}, project: Spec = { projectId: DEMO_PROJECT }): Spec => ({
+const baseSpec = (
+  destination: Destination,
+  destinationConfig: Spec,
+  extra: Spec = {},
+  project: Spec = { projectId: DEMO_PROJECT },
+): Spec => ({
   ...project,
   destination,
   connectionId: connections[destination],
@@ -77,7 +82,11 @@ const waitUntil = (name: string, what: string, until: (obj: KubeObject) => boole
   waitForObject(kc, ns.name, PLURAL, name, { until, timeoutMs, description: `SecretSync ${name}: ${what}` });
 
 const readySync = (name: string): Promise<KubeObject> =>
-  waitUntil(name, "Ready at its generation", (o) => isReady(o) && condition(o, "Synced")?.observedGeneration === o.metadata.generation && condition(o, "Synced")?.status === "True");
+  waitUntil(
+    name,
+    "Ready at its generation",
+    (o) => isReady(o) && condition(o, "Synced")?.observedGeneration === o.metadata.generation && condition(o, "Synced")?.status === "True",
+  );
 
 const syncIdOf = (obj: KubeObject): string => {
   const id = statusOf(obj)["syncId"];
@@ -101,7 +110,12 @@ async function passesOver(emu: Emulator, syncId: string, n: number): Promise<voi
   });
 }
 
-async function serviceSync(emu: Emulator, token: string, destination: Destination, syncId: string): Promise<{ status: number; body: Record<string, unknown> | undefined }> {
+async function serviceSync(
+  emu: Emulator,
+  token: string,
+  destination: Destination,
+  syncId: string,
+): Promise<{ status: number; body: Record<string, unknown> | undefined }> {
   const res = await fetch(`${emu.url}/api/v1/secret-syncs/${destination}/${syncId}`, { headers: { authorization: `Bearer ${token}` } });
   const body = res.status === 200 ? ((await res.json()) as { secretSync: Record<string, unknown> }).secretSync : undefined;
   return { status: res.status, body };
@@ -129,7 +143,11 @@ beforeAll(async () => {
     metadata: { name: "payments" },
     spec: { name: "Payments", slug: "payments-team" },
   });
-  const project = await waitForObject(kc, ns.name, "projects", "payments", { until: isReady, timeoutMs: 60_000, description: "Project payments Ready" });
+  const project = await waitForObject(kc, ns.name, "projects", "payments", {
+    until: isReady,
+    timeoutMs: 60_000,
+    description: "Project payments Ready",
+  });
   paymentsProjectId = (project.status as Record<string, string>)["projectId"] ?? "";
 });
 
@@ -156,7 +174,12 @@ const cases: Record<Destination, DestinationCase> = {
   "cloud-secrets-manager": {
     config: { mappingBehavior: "one-to-one", region: "eu-west-1" },
     updatedConfig: { mappingBehavior: "one-to-one", region: "us-east-2" },
-    syncOptions: { keySchema: "pay/{{secretKey}}", keyId: "alias/payments", tags: [{ key: "team", value: "payments" }], syncSecretMetadataAsTags: true },
+    syncOptions: {
+      keySchema: "pay/{{secretKey}}",
+      keyId: "alias/payments",
+      tags: [{ key: "team", value: "payments" }],
+      syncSecretMetadataAsTags: true,
+    },
   },
   "app-platform": { config: { appId: "app-1f2e", appName: "shop" }, updatedConfig: { appId: "app-1f2e", appName: "shop-eu" } },
   "git-host": {
@@ -170,96 +193,154 @@ const cases: Record<Destination, DestinationCase> = {
 };
 
 describe("SecretSync", () => {
-  it.each(Object.keys(cases) as Destination[])("creates and updates a %s sync with exactly the bodies the spec says", async (destination) => {
-    const c = cases[destination];
-    const name = `to-${destination}`;
-    // workflow-engine goes through a Project resource; the others name a project by id
-    const project = destination === "workflow-engine" ? { projectRef: { name: "payments" } } : { projectId: DEMO_PROJECT };
-    const spec = baseSpec(destination, c.config, { description: `secrets for ${destination}`, ...(c.syncOptions ? { syncOptions: c.syncOptions } : {}) }, project);
-    await createCustom(kc, ns.name, PLURAL, secretSync(name, spec));
-    const created = await readySync(name);
-    const id = syncIdOf(created);
-    const creates = logOf(emulator, "createSecretSync").filter((r) => r.path === `/api/v1/secret-syncs/${destination}` && (r.body as { name?: string }).name === name);
-    expect(creates).toHaveLength(1);
-    expect(creates[0]?.body).toEqual({
-      name,
-      projectId: destination === "workflow-engine" ? paymentsProjectId : DEMO_PROJECT,
-      connectionId: connections[destination],
-      environment: "dev",
-      secretPath: "/app",
-      // keyward fills in the initialSyncBehavior the service requires when the spec leaves it out
-      syncOptions: { initialSyncBehavior: "overwrite-destination", ...c.syncOptions },
-      destinationConfig: c.config,
-      description: `secrets for ${destination}`,
-    });
-    const status = statusOf(created);
-    expect(status).toMatchObject({
-      syncId: id,
-      name,
-      destination,
-      connection: { app: connectionAppByDestination[destination], id: connections[destination] },
-      environment: { slug: "dev" },
-      folder: { path: "/app" },
-      isAutoSyncEnabled: true,
-    });
+  it.each(Object.keys(cases) as Destination[])(
+    "creates and updates a %s sync with exactly the bodies the spec says",
+    async (destination) => {
+      const c = cases[destination];
+      const name = `to-${destination}`;
+      // workflow-engine goes through a Project resource; the others name a project by id
+      const project = destination === "workflow-engine" ? { projectRef: { name: "payments" } } : { projectId: DEMO_PROJECT };
+      const spec = baseSpec(
+        destination,
+        c.config,
+        { description: `secrets for ${destination}`, ...(c.syncOptions ? { syncOptions: c.syncOptions } : {}) },
+        project,
+      );
+      await createCustom(kc, ns.name, PLURAL, secretSync(name, spec));
+      const created = await readySync(name);
+      const id = syncIdOf(created);
+      const creates = logOf(emulator, "createSecretSync").filter(
+        (r) => r.path === `/api/v1/secret-syncs/${destination}` && (r.body as { name?: string }).name === name,
+      );
+      expect(creates).toHaveLength(1);
+      expect(creates[0]?.body).toEqual({
+        name,
+        projectId: destination === "workflow-engine" ? paymentsProjectId : DEMO_PROJECT,
+        connectionId: connections[destination],
+        environment: "dev",
+        secretPath: "/app",
+        // keyward fills in the initialSyncBehavior the service requires when the spec leaves it out
+        syncOptions: { initialSyncBehavior: "overwrite-destination", ...c.syncOptions },
+        destinationConfig: c.config,
+        description: `secrets for ${destination}`,
+      });
+      const status = statusOf(created);
+      expect(status).toMatchObject({
+        syncId: id,
+        name,
+        destination,
+        connection: { app: connectionAppByDestination[destination], id: connections[destination] },
+        environment: { slug: "dev" },
+        folder: { path: "/app" },
+        isAutoSyncEnabled: true,
+      });
 
-    await mergePatchCustom(kc, ns.name, PLURAL, name, { spec: { destinationConfig: c.updatedConfig, description: "moved" } });
-    await waitUntil(name, "updated", (o) => isReady(o) && condition(o, "Synced")?.observedGeneration === o.metadata.generation && statusOf(o)["description"] === "moved");
-    const updates = logOf(emulator, "updateSecretSync", id);
-    expect(updates).toHaveLength(1);
-    expect(updates[0]?.body).toEqual({ description: "moved", destinationConfig: c.updatedConfig });
-    const atService = await serviceSync(emulator, TOKEN, destination, id);
-    expect(atService.body?.["destinationConfig"]).toEqual(c.updatedConfig);
-    // the auto-sync job the service queued settles and is mirrored
-    await waitUntil(name, "sync job succeeded", (o) => statusOf(o)["syncStatus"] === "succeeded");
-  });
+      await mergePatchCustom(kc, ns.name, PLURAL, name, { spec: { destinationConfig: c.updatedConfig, description: "moved" } });
+      await waitUntil(
+        name,
+        "updated",
+        (o) => isReady(o) && condition(o, "Synced")?.observedGeneration === o.metadata.generation && statusOf(o)["description"] === "moved",
+      );
+      const updates = logOf(emulator, "updateSecretSync", id);
+      expect(updates).toHaveLength(1);
+      expect(updates[0]?.body).toEqual({ description: "moved", destinationConfig: c.updatedConfig });
+      const atService = await serviceSync(emulator, TOKEN, destination, id);
+      expect(atService.body?.["destinationConfig"]).toEqual(c.updatedConfig);
+      // the auto-sync job the service queued settles and is mirrored
+      await waitUntil(name, "sync job succeeded", (o) => statusOf(o)["syncStatus"] === "succeeded");
+    },
+  );
 
   it("rejects at apply time a destinationConfig of another destination, a 65-character name and an empty secretPath", async () => {
-    const apply = (name: string, spec: Spec) => kubectl(["apply", "-n", ns.name, "-f", "-"], { input: JSON.stringify(secretSync(name, spec)) });
+    const apply = (name: string, spec: Spec) =>
+      kubectl(["apply", "-n", ns.name, "-f", "-"], { input: JSON.stringify(secretSync(name, spec)) });
     const wrongShape = await apply("wrong-shape", baseSpec("workflow-engine", { appId: "a", appName: "b" }));
     expect(wrongShape.code).not.toBe(0);
-    expect(wrongShape.stderr).toMatch(/destination workflow-engine requires destinationConfig\.scope|destinationConfig\.appId is not allowed/);
+    expect(wrongShape.stderr).toMatch(
+      /destination workflow-engine requires destinationConfig\.scope|destinationConfig\.appId is not allowed/,
+    );
     const longName = await apply("long-name", baseSpec("data-platform", { scope: "workspace" }, { name: "n".repeat(65) }));
     expect(longName.code).not.toBe(0);
     expect(longName.stderr).toMatch(/spec\.name/);
     const longMetaName = await apply("m".repeat(70), baseSpec("data-platform", { scope: "workspace" }));
     expect(longMetaName.code).not.toBe(0);
     expect(longMetaName.stderr).toMatch(/metadata\.name is longer than 64 characters: set spec\.name/);
-    const longMetaNamed = await kubectl(["apply", "--dry-run=server", "-n", ns.name, "-f", "-"], { input: JSON.stringify(secretSync("m".repeat(70), baseSpec("data-platform", { scope: "workspace" }, { name: "short-name" }))) });
+    const longMetaNamed = await kubectl(["apply", "--dry-run=server", "-n", ns.name, "-f", "-"], {
+      input: JSON.stringify(secretSync("m".repeat(70), baseSpec("data-platform", { scope: "workspace" }, { name: "short-name" }))),
+    });
     expect(longMetaNamed.code).toBe(0);
     const emptyPath = await apply("empty-path", baseSpec("data-platform", { scope: "workspace" }, { secretPath: "" }));
     expect(emptyPath.code).not.toBe(0);
     expect(emptyPath.stderr).toMatch(/secretPath/);
-    const badKeySchema = await apply("bad-key-schema", baseSpec("data-platform", { scope: "workspace" }, { syncOptions: { keySchema: "APP_KEY" } }));
+    const badKeySchema = await apply(
+      "bad-key-schema",
+      baseSpec("data-platform", { scope: "workspace" }, { syncOptions: { keySchema: "APP_KEY" } }),
+    );
     expect(badKeySchema.code).not.toBe(0);
     expect(badKeySchema.stderr).toMatch(/keySchema/);
-    const importOnCodeHost = await apply("import-code-host", baseSpec("code-host", cases["code-host"].config, { syncOptions: { initialSyncBehavior: "import-prioritize-source" } }));
+    const importOnCodeHost = await apply(
+      "import-code-host",
+      baseSpec("code-host", cases["code-host"].config, { syncOptions: { initialSyncBehavior: "import-prioritize-source" } }),
+    );
     expect(importOnCodeHost.code).not.toBe(0);
     expect(importOnCodeHost.stderr).toMatch(/syncOptions.initialSyncBehavior must be overwrite-destination for destination code-host/);
-    const unknownPlaceholder = await apply("bad-placeholder", baseSpec("data-platform", { scope: "workspace" }, { syncOptions: { keySchema: "{{project}}_{{secretKey}}" } }));
+    const unknownPlaceholder = await apply(
+      "bad-placeholder",
+      baseSpec("data-platform", { scope: "workspace" }, { syncOptions: { keySchema: "{{project}}_{{secretKey}}" } }),
+    );
     expect(unknownPlaceholder.code).not.toBe(0);
     expect(unknownPlaceholder.stderr).toMatch(/keySchema/);
-    const withEnvironment = await kubectl(["apply", "--dry-run=server", "-n", ns.name, "-f", "-"], { input: JSON.stringify(secretSync("env-key", baseSpec("workflow-engine", cases["workflow-engine"].config, { syncOptions: { initialSyncBehavior: "import-prioritize-source", keySchema: "{{environment}}_{{secretKey}}" } }))) });
+    const withEnvironment = await kubectl(["apply", "--dry-run=server", "-n", ns.name, "-f", "-"], {
+      input: JSON.stringify(
+        secretSync(
+          "env-key",
+          baseSpec("workflow-engine", cases["workflow-engine"].config, {
+            syncOptions: { initialSyncBehavior: "import-prioritize-source", keySchema: "{{environment}}_{{secretKey}}" },
+          }),
+        ),
+      ),
+    });
     expect(withEnvironment.stderr).toBe("");
     expect(withEnvironment.code).toBe(0);
-    const bothProjects = await apply("both-projects", baseSpec("data-platform", { scope: "workspace" }, { projectRef: { name: "payments" } }));
+    const bothProjects = await apply(
+      "both-projects",
+      baseSpec("data-platform", { scope: "workspace" }, { projectRef: { name: "payments" } }),
+    );
     expect(bothProjects.code).not.toBe(0);
     expect(bothProjects.stderr).toMatch(/exactly one of projectRef, projectId/);
-    for (const name of ["wrong-shape", "long-name", "empty-path", "bad-key-schema", "import-code-host", "bad-placeholder", "both-projects"]) expect(await get(name)).toBeUndefined();
+    for (const name of ["wrong-shape", "long-name", "empty-path", "bad-key-schema", "import-code-host", "bad-placeholder", "both-projects"])
+      expect(await get(name)).toBeUndefined();
   });
 
   it("accepts every sample of config/samples at apply time (server-side dry run)", async () => {
-    const samples = (Object.keys(cases) as Destination[]).flatMap((d) => ["-f", fileURLToPath(new URL(`../../config/samples/secretsync-${d}.yaml`, import.meta.url))]);
+    const samples = (Object.keys(cases) as Destination[]).flatMap((d) => [
+      "-f",
+      fileURLToPath(new URL(`../../config/samples/secretsync-${d}.yaml`, import.meta.url)),
+    ]);
     const result = await kubectl(["apply", "--dry-run=server", "-n", ns.name, ...samples]);
     expect(result.stderr).toBe("");
     expect(result.stdout.trim().split("\n")).toHaveLength(7);
   });
 
   it("keeps destination immutable", async () => {
-    await createCustom(kc, ns.name, PLURAL, secretSync("fixed-destination", baseSpec("data-platform", { scope: "workspace" }, { isAutoSyncEnabled: false })));
+    await createCustom(
+      kc,
+      ns.name,
+      PLURAL,
+      secretSync("fixed-destination", baseSpec("data-platform", { scope: "workspace" }, { isAutoSyncEnabled: false })),
+    );
     const patched = await kubectl([
-      "patch", "secretsync", "fixed-destination", "-n", ns.name, "--type", "merge",
-      "-p", JSON.stringify({ spec: { destination: "monitoring", destinationConfig: cases.monitoring.config, connectionId: connections.monitoring } }),
+      "patch",
+      "secretsync",
+      "fixed-destination",
+      "-n",
+      ns.name,
+      "--type",
+      "merge",
+      "-p",
+      JSON.stringify({
+        spec: { destination: "monitoring", destinationConfig: cases.monitoring.config, connectionId: connections.monitoring },
+      }),
     ]);
     expect(patched.code).not.toBe(0);
     expect(patched.stderr).toMatch(/destination is immutable/);
@@ -275,15 +356,28 @@ describe("SecretSync", () => {
   });
 
   it("runs one sync-secrets call per annotation value, across resyncs and a keyward restart", async () => {
-    await createCustom(kc, ns.name, PLURAL, secretSync("on-demand", baseSpec("data-platform", { scope: "on-demand" }, { isAutoSyncEnabled: false })));
+    await createCustom(
+      kc,
+      ns.name,
+      PLURAL,
+      secretSync("on-demand", baseSpec("data-platform", { scope: "on-demand" }, { isAutoSyncEnabled: false })),
+    );
     const id = syncIdOf(await readySync("on-demand"));
     expect(logOf(emulator, "triggerSecretSync", id)).toHaveLength(0);
 
     await annotate("on-demand", { "keyward.dev/sync-requested-at": "2025-01-01T10:00:00Z" });
-    const handled = await waitUntil("on-demand", "first request handled", (o) => statusOf(o)["lastHandledSyncRequest"] === "2025-01-01T10:00:00Z");
+    const handled = await waitUntil(
+      "on-demand",
+      "first request handled",
+      (o) => statusOf(o)["lastHandledSyncRequest"] === "2025-01-01T10:00:00Z",
+    );
     expect(statusOf(handled)["pendingRequest"]).toBeUndefined();
     expect(logOf(emulator, "triggerSecretSync", id)).toHaveLength(1);
-    await waitUntil("on-demand", "sync job succeeded", (o) => statusOf(o)["syncStatus"] === "succeeded" && typeof statusOf(o)["lastSyncedAt"] === "string");
+    await waitUntil(
+      "on-demand",
+      "sync job succeeded",
+      (o) => statusOf(o)["syncStatus"] === "succeeded" && typeof statusOf(o)["lastSyncedAt"] === "string",
+    );
 
     await passesOver(emulator, id, 3);
     expect(logOf(emulator, "triggerSecretSync", id)).toHaveLength(1);
@@ -299,14 +393,23 @@ describe("SecretSync", () => {
     await passesOver(emulator, id, 2);
     expect(logOf(emulator, "triggerSecretSync", id).map((r) => r.status)).toEqual([200, 200]);
     const events = await eventsFor("on-demand");
-    expect(events.filter((e) => e.reason === "SyncRequested").map((e) => e.message).join("\n")).toContain("2025-01-01T11:00:00Z");
+    expect(
+      events
+        .filter((e) => e.reason === "SyncRequested")
+        .map((e) => e.message)
+        .join("\n"),
+    ).toContain("2025-01-01T11:00:00Z");
   });
 
   it("runs one remove-secrets call per remove-secrets annotation value", async () => {
     await createCustom(kc, ns.name, PLURAL, secretSync("removable", baseSpec("monitoring", cases.monitoring.config)));
     const id = syncIdOf(await waitUntil("removable", "first sync settled", (o) => isReady(o) && statusOf(o)["syncStatus"] === "succeeded"));
     await annotate("removable", { "keyward.dev/remove-secrets-requested-at": "r1" });
-    await waitUntil("removable", "removal handled and settled", (o) => statusOf(o)["lastHandledRemoveSecretsRequest"] === "r1" && statusOf(o)["removeStatus"] === "succeeded");
+    await waitUntil(
+      "removable",
+      "removal handled and settled",
+      (o) => statusOf(o)["lastHandledRemoveSecretsRequest"] === "r1" && statusOf(o)["removeStatus"] === "succeeded",
+    );
     await passesOver(emulator, id, 2);
     expect(logOf(emulator, "removeSecretSyncSecrets", id)).toHaveLength(1);
     expect(logOf(emulator, "triggerSecretSync", id)).toHaveLength(0);
@@ -314,7 +417,12 @@ describe("SecretSync", () => {
   });
 
   it("shows a failed job as Ready=False with the service's message, and Ready again after a successful sync", async () => {
-    await createCustom(kc, ns.name, PLURAL, secretSync("flaky", baseSpec("app-platform", cases["app-platform"].config, { isAutoSyncEnabled: false })));
+    await createCustom(
+      kc,
+      ns.name,
+      PLURAL,
+      secretSync("flaky", baseSpec("app-platform", cases["app-platform"].config, { isAutoSyncEnabled: false })),
+    );
     const id = syncIdOf(await readySync("flaky"));
     emulator.setJobOutcome({ syncId: id, action: "sync", outcome: "failed", message: "destination refused the write: quota exceeded" });
     await annotate("flaky", { "keyward.dev/sync-requested-at": "f1" });
@@ -325,20 +433,34 @@ describe("SecretSync", () => {
     expect((await eventsFor("flaky")).some((e) => e.type === "Warning" && e.reason === "JobFailed")).toBe(true);
 
     await annotate("flaky", { "keyward.dev/sync-requested-at": "f2" });
-    const recovered = await waitUntil("flaky", "Ready again", (o) => isReady(o) && statusOf(o)["lastHandledSyncRequest"] === "f2" && statusOf(o)["syncStatus"] === "succeeded");
+    const recovered = await waitUntil(
+      "flaky",
+      "Ready again",
+      (o) => isReady(o) && statusOf(o)["lastHandledSyncRequest"] === "f2" && statusOf(o)["syncStatus"] === "succeeded",
+    );
     expect(statusOf(recovered)["lastSyncMessage"]).toBeUndefined();
     expect(logOf(emulator, "triggerSecretSync", id)).toHaveLength(2);
   });
 
   it("retries a trigger the service refuses because a job is in progress, and sends it once that job settled", async () => {
-    const spec = { ...baseSpec("git-host", cases["git-host"].config, { isAutoSyncEnabled: false }), providerConfigRef: { name: "slowjobs" } };
+    const spec = {
+      ...baseSpec("git-host", cases["git-host"].config, { isAutoSyncEnabled: false }),
+      providerConfigRef: { name: "slowjobs" },
+    };
     await createCustom(kc, ns.name, PLURAL, secretSync("busy", spec));
     const id = syncIdOf(await readySync("busy"));
     // keyward's trigger is held before the service handles it; meanwhile another client starts a job
     slowEmulator.setFaults({ match: { method: "POST", pathPattern: `/${id}/sync-secrets$` }, latencyMs: 2_000 });
     await annotate("busy", { "keyward.dev/sync-requested-at": "b1" });
-    await waitUntil("busy", "request marked pending", (o) => (statusOf(o)["pendingRequest"] as { value?: string } | undefined)?.value === "b1");
-    const res = await fetch(`${slowEmulator.url}/api/v1/secret-syncs/git-host/${id}/remove-secrets`, { method: "POST", headers: { authorization: `Bearer ${SLOW_TOKEN}` } });
+    await waitUntil(
+      "busy",
+      "request marked pending",
+      (o) => (statusOf(o)["pendingRequest"] as { value?: string } | undefined)?.value === "b1",
+    );
+    const res = await fetch(`${slowEmulator.url}/api/v1/secret-syncs/git-host/${id}/remove-secrets`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${SLOW_TOKEN}` },
+    });
     expect(res.status).toBe(200);
     await waitUntil("busy", "request handled", (o) => statusOf(o)["lastHandledSyncRequest"] === "b1", 90_000);
     slowEmulator.setFaults({});
@@ -362,7 +484,12 @@ describe("SecretSync", () => {
   });
 
   it("with deletionPolicy Delete deletes the sync", async () => {
-    await createCustom(kc, ns.name, PLURAL, secretSync("doomed", baseSpec("data-platform", { scope: "doomed" }, { isAutoSyncEnabled: false, deletionPolicy: "Delete" })));
+    await createCustom(
+      kc,
+      ns.name,
+      PLURAL,
+      secretSync("doomed", baseSpec("data-platform", { scope: "doomed" }, { isAutoSyncEnabled: false, deletionPolicy: "Delete" })),
+    );
     const obj = await readySync("doomed");
     const id = syncIdOf(obj);
     expect(obj.metadata.finalizers).toContain("keyward.dev/finalizer");
@@ -373,7 +500,12 @@ describe("SecretSync", () => {
   });
 
   it("with deletionPolicy RemoveSecrets switches auto-sync off, removes the synced secrets, waits for the job, then releases", async () => {
-    await createCustom(kc, ns.name, PLURAL, secretSync("tidy", baseSpec("cloud-secrets-manager", cases["cloud-secrets-manager"].config, { deletionPolicy: "RemoveSecrets" })));
+    await createCustom(
+      kc,
+      ns.name,
+      PLURAL,
+      secretSync("tidy", baseSpec("cloud-secrets-manager", cases["cloud-secrets-manager"].config, { deletionPolicy: "RemoveSecrets" })),
+    );
     const obj = await waitUntil("tidy", "first sync settled", (o) => isReady(o) && statusOf(o)["syncStatus"] === "succeeded");
     const id = syncIdOf(obj);
     expect(obj.metadata.finalizers).toContain("keyward.dev/finalizer");
@@ -387,7 +519,12 @@ describe("SecretSync", () => {
   });
 
   it("with deletionPolicy RemoveSecrets keeps the finalizer while the removal fails, with the service's message, and retries", async () => {
-    await createCustom(kc, ns.name, PLURAL, secretSync("stubborn", baseSpec("git-host", cases["git-host"].config, { isAutoSyncEnabled: false, deletionPolicy: "RemoveSecrets" })));
+    await createCustom(
+      kc,
+      ns.name,
+      PLURAL,
+      secretSync("stubborn", baseSpec("git-host", cases["git-host"].config, { isAutoSyncEnabled: false, deletionPolicy: "RemoveSecrets" })),
+    );
     const id = syncIdOf(await readySync("stubborn"));
     emulator.setJobOutcome({ syncId: id, action: "remove", outcome: "failed", message: "destination is locked" });
     await deleteCustom(kc, ns.name, PLURAL, "stubborn");
@@ -395,7 +532,10 @@ describe("SecretSync", () => {
     expect(condition(blocked, "Ready")?.status).toBe("False");
     expect(condition(blocked, "Ready")?.message).toContain("destination is locked");
     expect(blocked.metadata.finalizers).toContain("keyward.dev/finalizer");
-    await waitFor(async () => ((await get("stubborn")) ? undefined : true), { timeoutMs: 90_000, description: "stubborn released after a retry" });
+    await waitFor(async () => ((await get("stubborn")) ? undefined : true), {
+      timeoutMs: 90_000,
+      description: "stubborn released after a retry",
+    });
     expect(logOf(emulator, "removeSecretSyncSecrets", id)).toHaveLength(2);
     expect((await serviceSync(emulator, TOKEN, "git-host", id)).body).toMatchObject({ removeStatus: "succeeded" });
   });
@@ -412,7 +552,14 @@ describe("SecretSync", () => {
 
   it("prints destination, sync status, last synced, Ready and Age, and Synced and the id with -o wide", async () => {
     const plain = await kubectl(["get", "secretsyncs", "to-monitoring", "-n", ns.name]);
-    expect(plain.stdout.split("\n")[0]?.split(/\s+/).filter(Boolean)).toEqual(["NAME", "DESTINATION", "SYNC-STATUS", "LAST-SYNCED", "READY", "AGE"]);
+    expect(plain.stdout.split("\n")[0]?.split(/\s+/).filter(Boolean)).toEqual([
+      "NAME",
+      "DESTINATION",
+      "SYNC-STATUS",
+      "LAST-SYNCED",
+      "READY",
+      "AGE",
+    ]);
     expect(plain.stdout.split("\n")[1]).toMatch(/^to-monitoring\s+monitoring\s+succeeded\s+\S+\s+True\s+/);
     const wide = await kubectl(["get", "secretsyncs", "to-monitoring", "-n", ns.name, "-o", "wide"]);
     const id = syncIdOf(await readySync("to-monitoring"));

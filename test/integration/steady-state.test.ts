@@ -19,7 +19,12 @@ let emulator: Emulator;
 let ns: TestNamespace;
 
 beforeAll(async () => {
-  env = await startTestEnv({ prefix: "steady-state", token: TOKEN, emulator: { seed: loadDefaultSeed(), jobDelayMs: 50 }, keyward: { resyncIntervalMs: RESYNC_MS } });
+  env = await startTestEnv({
+    prefix: "steady-state",
+    token: TOKEN,
+    emulator: { seed: loadDefaultSeed(), jobDelayMs: 50 },
+    keyward: { resyncIntervalMs: RESYNC_MS },
+  });
   ({ kc, emulator, ns } = env);
 });
 
@@ -30,8 +35,14 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 describe("steady state", () => {
   it("reads projects through shared listings, not one read per project per resync", async () => {
     const names = Array.from({ length: PROJECTS }, (_, i) => `steady-${String(i)}`);
-    for (const name of names) await createCustom(kc, ns.name, "projects", projectObject(name, { slug: `${name}-slug`, description: "kept by keyward" }));
-    for (const name of names) await waitForObject(kc, ns.name, "projects", name, { until: (o) => condition(o, "Ready")?.status === "True", timeoutMs: 60_000, description: `${name} Ready` });
+    for (const name of names)
+      await createCustom(kc, ns.name, "projects", projectObject(name, { slug: `${name}-slug`, description: "kept by keyward" }));
+    for (const name of names)
+      await waitForObject(kc, ns.name, "projects", name, {
+        until: (o) => condition(o, "Ready")?.status === "True",
+        timeoutMs: 60_000,
+        description: `${name} Ready`,
+      });
     // Let the first resync of the now-steady objects pass, then count over three periods.
     await sleep(RESYNC_MS);
     emulator.clearRequests();
@@ -49,13 +60,24 @@ describe("steady state", () => {
   });
 
   it("still sees a change made at the service, through the listing, and corrects it", async () => {
-    const project = await waitForObject(kc, ns.name, "projects", "steady-0", { until: (o) => condition(o, "Ready")?.status === "True", timeoutMs: 30_000, description: "steady-0 Ready" });
+    const project = await waitForObject(kc, ns.name, "projects", "steady-0", {
+      until: (o) => condition(o, "Ready")?.status === "True",
+      timeoutMs: 30_000,
+      description: "steady-0 Ready",
+    });
     const id = String((project.status as { projectId?: string } | undefined)?.projectId);
     // Someone edits the project at the service behind keyward's back.
-    const res = await fetch(`${emulator.url}/api/v1/projects/${id}`, { method: "PATCH", headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" }, body: JSON.stringify({ description: "edited elsewhere" }) });
+    const res = await fetch(`${emulator.url}/api/v1/projects/${id}`, {
+      method: "PATCH",
+      headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify({ description: "edited elsewhere" }),
+    });
     expect(res.status).toBe(200);
     emulator.clearRequests();
-    await waitFor(() => Promise.resolve(emulator.requests().some((r) => r.operation === "updateProject" && r.path.endsWith(id)) ? true : undefined), { timeoutMs: 30_000, description: "the drift to be corrected" });
+    await waitFor(
+      () => Promise.resolve(emulator.requests().some((r) => r.operation === "updateProject" && r.path.endsWith(id)) ? true : undefined),
+      { timeoutMs: 30_000, description: "the drift to be corrected" },
+    );
     const update = emulator.requests().find((r) => r.operation === "updateProject" && r.path.endsWith(id));
     expect(update?.body).toEqual({ description: "kept by keyward" });
     // found through a listing, not a read of the one project

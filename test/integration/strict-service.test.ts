@@ -11,7 +11,16 @@ import type { KubeConfig } from "@kubernetes/client-node";
 import type { Emulator } from "../emulator/server.ts";
 import { loadDefaultSeed, seedIds } from "../emulator/default-seed.ts";
 import { kubectl, testKubeconfigPath, waitFor, type TestNamespace } from "../controlplane/testenv.ts";
-import { condition, createCustom, dataPlatformSync, getCustom, mergePatchCustom, startTestEnv, waitForObject, type TestEnv } from "./support/keyward.ts";
+import {
+  condition,
+  createCustom,
+  dataPlatformSync,
+  getCustom,
+  mergePatchCustom,
+  startTestEnv,
+  waitForObject,
+  type TestEnv,
+} from "./support/keyward.ts";
 import { keywardProcesses, type KeywardProcess } from "./support/keyward-process.ts";
 import type { KubeObject } from "../../src/engine/types.ts";
 
@@ -25,7 +34,6 @@ let ns: TestNamespace;
 // No periodic resync: every pass comes from keyward's own requeues or a change to the object.
 const keywards = keywardProcesses(testKubeconfigPath, () => ns.name, { resyncIntervalMs: 600_000 });
 const startChild = (): Promise<KeywardProcess> => keywards.start();
-
 
 const requestsOf = (operation: string) => emulator.requests().filter((r) => r.operation === operation);
 const routeMisses = () => emulator.requests().filter((r) => r.status === 404 && r.path.includes("/sync-name/"));
@@ -49,14 +57,18 @@ afterAll(() => env?.stop());
 
 describe("a server without find-by-name", () => {
   it("answers that path with a route 404, which is not an unknown sync", async () => {
-    const res = await fetch(`${emulator.url}/api/v1/secret-syncs/data-platform/sync-name/x?projectId=${seedIds.demoProject}`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    const res = await fetch(`${emulator.url}/api/v1/secret-syncs/data-platform/sync-name/x?projectId=${seedIds.demoProject}`, {
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
     expect(res.status).toBe(404);
     expect(await res.json()).toMatchObject({ error: "Not Found", message: expect.stringMatching(/^Route GET:.* not found$/) as unknown });
   });
 
   it("brings every sample to Ready, sending the initialSyncBehavior the service requires", async () => {
     // The samples' own ProviderConfigs (and ClusterProviderConfig) point at a local dev emulator; the test installs its own.
-    const files = readdirSync(samplesDir).filter((f) => f.endsWith(".yaml") && !/^(cluster)?providerconfig/.test(f) && !f.startsWith("kustomization"));
+    const files = readdirSync(samplesDir).filter(
+      (f) => f.endsWith(".yaml") && !/^(cluster)?providerconfig/.test(f) && !f.startsWith("kustomization"),
+    );
     for (const file of files) {
       const applied = await kubectl(["apply", "-n", ns.name, "-f", join(samplesDir, file)]);
       expect(applied.code, `${file}: ${applied.stderr}`).toBe(0);
@@ -70,24 +82,41 @@ describe("a server without find-by-name", () => {
     );
     expect(objects.filter((o) => o.kind === "SecretSync")).toHaveLength(7);
     for (const o of objects) {
-      await waitForObject(kc, ns.name, kindPlural(o.kind), o.name, { until: (obj) => condition(obj, "Ready")?.status === "True", timeoutMs: 90_000, description: `${o.kind} ${o.name} Ready` });
+      await waitForObject(kc, ns.name, kindPlural(o.kind), o.name, {
+        until: (obj) => condition(obj, "Ready")?.status === "True",
+        timeoutMs: 90_000,
+        description: `${o.kind} ${o.name} Ready`,
+      });
     }
     const creates = requestsOf("createSecretSync");
     expect(creates.filter((r) => r.status !== 200)).toEqual([]);
     expect(creates).toHaveLength(7);
-    for (const r of creates) expect((r.body as { syncOptions?: { initialSyncBehavior?: string } }).syncOptions?.initialSyncBehavior).toMatch(/^(overwrite-destination|import-prioritize-)/);
+    for (const r of creates)
+      expect((r.body as { syncOptions?: { initialSyncBehavior?: string } }).syncOptions?.initialSyncBehavior).toMatch(
+        /^(overwrite-destination|import-prioritize-)/,
+      );
   });
 
   it("after a kill between a landed create and the status write: no second create, CreateOutcomeUnknown, then adoption by spec.syncId", async () => {
     const running = keywards.latest();
     if (!running) throw new Error("no keyward running");
-    emulator.setFaults({ match: { method: "POST", pathPattern: "^/api/v1/secret-syncs/data-platform$" }, latencyMs: 120_000, latencyWhen: "after-handling" });
+    emulator.setFaults({
+      match: { method: "POST", pathPattern: "^/api/v1/secret-syncs/data-platform$" },
+      latencyMs: 120_000,
+      latencyWhen: "after-handling",
+    });
     const createsBefore = requestsOf("createSecretSync").length;
     await createCustom(kc, ns.name, "secretsyncs", dataPlatformSync("landed-then-killed"));
-    await waitFor(() => Promise.resolve(requestsOf("createSecretSync").length > createsBefore ? true : undefined), { timeoutMs: 60_000, intervalMs: 20, description: "the create to reach the service" });
+    await waitFor(() => Promise.resolve(requestsOf("createSecretSync").length > createsBefore ? true : undefined), {
+      timeoutMs: 60_000,
+      intervalMs: 20,
+      description: "the create to reach the service",
+    });
     expect(await running.kill()).toBe("SIGKILL");
     emulator.setFaults({});
-    const state = (await (await fetch(`${emulator.url}/_emulator/state`)).json()) as { syncs: Record<string, { id: string; name: string }> };
+    const state = (await (await fetch(`${emulator.url}/_emulator/state`)).json()) as {
+      syncs: Record<string, { id: string; name: string }>;
+    };
     const landed = Object.values(state.syncs).filter((s) => s.name === "landed-then-killed");
     expect(landed).toHaveLength(1);
 
@@ -103,8 +132,13 @@ describe("a server without find-by-name", () => {
     // more passes (forced by label changes): never a second create
     for (const n of [1, 2, 3]) {
       const misses = routeMisses().length;
-      await mergePatchCustom(kc, ns.name, "secretsyncs", "landed-then-killed", { metadata: { labels: { "keyward.dev/test-pass": String(n) } } });
-      await waitFor(() => Promise.resolve(routeMisses().length > misses ? true : undefined), { timeoutMs: 60_000, description: `pass ${String(n)}` });
+      await mergePatchCustom(kc, ns.name, "secretsyncs", "landed-then-killed", {
+        metadata: { labels: { "keyward.dev/test-pass": String(n) } },
+      });
+      await waitFor(() => Promise.resolve(routeMisses().length > misses ? true : undefined), {
+        timeoutMs: 60_000,
+        description: `pass ${String(n)}`,
+      });
     }
     expect(requestsOf("createSecretSync")).toHaveLength(createsBefore + 1);
 
@@ -114,10 +148,17 @@ describe("a server without find-by-name", () => {
       timeoutMs: 60_000,
       description: "adopted by spec.syncId",
     });
-    await waitFor(async () => ((await getCustom(kc, ns.name, "secretsyncs", "landed-then-killed"))?.metadata.annotations?.["keyward.dev/create-pending"] === undefined ? true : undefined), {
-      timeoutMs: 30_000,
-      description: "the pending mark cleared",
-    });
+    await waitFor(
+      async () =>
+        (await getCustom(kc, ns.name, "secretsyncs", "landed-then-killed"))?.metadata.annotations?.["keyward.dev/create-pending"] ===
+        undefined
+          ? true
+          : undefined,
+      {
+        timeoutMs: 30_000,
+        description: "the pending mark cleared",
+      },
+    );
     expect(adopted.metadata.name).toBe("landed-then-killed");
     expect(requestsOf("createSecretSync")).toHaveLength(createsBefore + 1);
   });
@@ -125,7 +166,11 @@ describe("a server without find-by-name", () => {
   it("reports NotFound, and creates nothing, for a spec.syncId that does not exist", async () => {
     const createsBefore = requestsOf("createSecretSync").length;
     await createCustom(kc, ns.name, "secretsyncs", dataPlatformSync("adopt-missing", { syncId: "0b7e6f2a-1c3d-4e5f-8a9b-0c1d2e3f4a5b" }));
-    const missing: KubeObject = await waitForObject(kc, ns.name, "secretsyncs", "adopt-missing", { until: (o) => condition(o, "Ready")?.reason === "NotFound", timeoutMs: 60_000, description: "NotFound" });
+    const missing: KubeObject = await waitForObject(kc, ns.name, "secretsyncs", "adopt-missing", {
+      until: (o) => condition(o, "Ready")?.reason === "NotFound",
+      timeoutMs: 60_000,
+      description: "NotFound",
+    });
     expect(condition(missing, "Ready")?.message).toContain("spec.syncId");
     expect(requestsOf("createSecretSync")).toHaveLength(createsBefore);
   });

@@ -14,14 +14,20 @@ function onPath(name: string): boolean {
 
 function ensureHelm(): void {
   if (process.env["KEYWARD_HELM"]) return;
-  const path = execFileSync("bash", [join(root, "hack", "tools", "ensure-helm.sh")], { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] }).trim();
+  const path = execFileSync("bash", [join(root, "hack", "tools", "ensure-helm.sh")], {
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "inherit"],
+  }).trim();
   process.env["KEYWARD_HELM"] = path;
 }
 
 /** promtool, for the chart's PrometheusRule: built like helm (hack/tools/ensure-promtool.sh). */
 function ensurePromtool(): void {
   if (process.env["KEYWARD_PROMTOOL"]) return;
-  const path = execFileSync("bash", [join(root, "hack", "tools", "ensure-promtool.sh")], { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] }).trim();
+  const path = execFileSync("bash", [join(root, "hack", "tools", "ensure-promtool.sh")], {
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "inherit"],
+  }).trim();
   process.env["KEYWARD_PROMTOOL"] = path;
 }
 
@@ -30,7 +36,10 @@ function ensurePromtool(): void {
 // before the tests), reused after.
 function ensureArgocd(): void {
   if (process.env["KEYWARD_ARGOCD"]) return;
-  const dir = execFileSync("bash", [join(root, "hack", "e2e", "build-tools.sh"), "argocd"], { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] }).trim();
+  const dir = execFileSync("bash", [join(root, "hack", "e2e", "build-tools.sh"), "argocd"], {
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "inherit"],
+  }).trim();
   process.env["KEYWARD_ARGOCD"] = join(dir, "argocd");
 }
 
@@ -38,7 +47,9 @@ function ensureLua(): void {
   if (process.env["KEYWARD_LUA"] || onPath("lua5.1")) return;
   if (process.getuid?.() !== 0 || !onPath("apt-get")) return; // the Argo CD test then fails with the install command
   console.error("[unit setup] installing lua5.1 from Debian's packages");
-  execFileSync("bash", ["-c", "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq lua5.1"], { stdio: ["ignore", "ignore", "inherit"] });
+  execFileSync("bash", ["-c", "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq lua5.1"], {
+    stdio: ["ignore", "ignore", "inherit"],
+  });
 }
 
 export default function setup(): void {

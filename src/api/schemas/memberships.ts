@@ -74,8 +74,7 @@ export const updateRolesResponseSchema = z.looseObject({ roles: z.array(updatedR
 // ---- requests --------------------------------------------------------------------------
 
 /** The ms-library units (https://github.com/vercel/ms) the service parses `temporaryRange` with. */
-const msUnits =
-  "ms|msecs?|milliseconds?|s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?|w|weeks?|y|yrs?|years?";
+const msUnits = "ms|msecs?|milliseconds?|s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?|w|weeks?|y|yrs?|years?";
 const msRangePattern = new RegExp(`^(\\d+(?:\\.\\d+)?|\\.\\d+)\\s*(?:${msUnits})?$`, "i");
 
 /** True for an ms-style duration such as "1h", "30m", "2 days" or "1500" that is above zero. */

@@ -42,9 +42,7 @@ export const certificateProfileListEntrySchema = certificateProfileSchema.extend
       caChain: optionalString(),
     })
     .nullish(),
-  apiConfig: z
-    .looseObject({ id: optionalString(), autoRenew: optionalBoolean(), renewBeforeDays: optionalNumber() })
-    .nullish(),
+  apiConfig: z.looseObject({ id: optionalString(), autoRenew: optionalBoolean(), renewBeforeDays: optionalNumber() }).nullish(),
   acmeConfig: z.looseObject({ id: optionalString(), directoryUrl: optionalString() }).nullish(),
 });
 export type CertificateProfileListEntry = z.infer<typeof certificateProfileListEntrySchema>;

@@ -14,11 +14,7 @@ export type Destination = (typeof destinations)[number];
 
 // ---- sync options ----------------------------------------------------------------------
 
-export const initialSyncBehaviors = [
-  "overwrite-destination",
-  "import-prioritize-source",
-  "import-prioritize-destination",
-] as const;
+export const initialSyncBehaviors = ["overwrite-destination", "import-prioritize-source", "import-prioritize-destination"] as const;
 export type InitialSyncBehavior = (typeof initialSyncBehaviors)[number];
 
 /**
@@ -122,13 +118,55 @@ interface DestinationRow {
 }
 
 export const destinationTable = {
-  "workflow-engine": { app: "workflow-engine", canImport: true, config: workflowEngineConfigSchema, updateConfig: workflowEngineConfigSchema, syncOptions: syncOptionsFor(true, {}) },
-  "code-host": { app: "code-host", canImport: false, config: codeHostConfigSchema, updateConfig: codeHostUpdateConfigSchema, syncOptions: syncOptionsFor(false, {}) },
-  "data-platform": { app: "data-platform", canImport: false, config: dataPlatformConfigSchema, updateConfig: dataPlatformConfigSchema, syncOptions: syncOptionsFor(false, {}) },
-  "cloud-secrets-manager": { app: "cloud", canImport: true, config: cloudSecretsManagerConfigSchema, updateConfig: cloudSecretsManagerUpdateConfigSchema, syncOptions: syncOptionsFor(true, cloudOptionExtras) },
-  "app-platform": { app: "app-platform-host", canImport: true, config: appPlatformConfigSchema, updateConfig: appPlatformConfigSchema, syncOptions: syncOptionsFor(true, {}) },
-  "git-host": { app: "git-host", canImport: false, config: gitHostConfigSchema, updateConfig: gitHostConfigSchema, syncOptions: syncOptionsFor(false, {}) },
-  monitoring: { app: "monitoring", canImport: false, config: monitoringConfigSchema, updateConfig: monitoringConfigSchema, syncOptions: syncOptionsFor(false, {}) },
+  "workflow-engine": {
+    app: "workflow-engine",
+    canImport: true,
+    config: workflowEngineConfigSchema,
+    updateConfig: workflowEngineConfigSchema,
+    syncOptions: syncOptionsFor(true, {}),
+  },
+  "code-host": {
+    app: "code-host",
+    canImport: false,
+    config: codeHostConfigSchema,
+    updateConfig: codeHostUpdateConfigSchema,
+    syncOptions: syncOptionsFor(false, {}),
+  },
+  "data-platform": {
+    app: "data-platform",
+    canImport: false,
+    config: dataPlatformConfigSchema,
+    updateConfig: dataPlatformConfigSchema,
+    syncOptions: syncOptionsFor(false, {}),
+  },
+  "cloud-secrets-manager": {
+    app: "cloud",
+    canImport: true,
+    config: cloudSecretsManagerConfigSchema,
+    updateConfig: cloudSecretsManagerUpdateConfigSchema,
+    syncOptions: syncOptionsFor(true, cloudOptionExtras),
+  },
+  "app-platform": {
+    app: "app-platform-host",
+    canImport: true,
+    config: appPlatformConfigSchema,
+    updateConfig: appPlatformConfigSchema,
+    syncOptions: syncOptionsFor(true, {}),
+  },
+  "git-host": {
+    app: "git-host",
+    canImport: false,
+    config: gitHostConfigSchema,
+    updateConfig: gitHostConfigSchema,
+    syncOptions: syncOptionsFor(false, {}),
+  },
+  monitoring: {
+    app: "monitoring",
+    canImport: false,
+    config: monitoringConfigSchema,
+    updateConfig: monitoringConfigSchema,
+    syncOptions: syncOptionsFor(false, {}),
+  },
 } as const satisfies Record<Destination, DestinationRow>;
 type Table = typeof destinationTable;
 
@@ -176,8 +214,12 @@ function updateBody<C extends z.ZodType, O extends z.ZodType>(destinationConfig:
   });
 }
 
-export const createSecretSyncBodySchemas: Record<Destination, z.ZodType> = perDestination((d) => createBody(destinationTable[d].config, destinationTable[d].syncOptions));
-export const updateSecretSyncBodySchemas: Record<Destination, z.ZodType> = perDestination((d) => updateBody(destinationTable[d].updateConfig, destinationTable[d].syncOptions));
+export const createSecretSyncBodySchemas: Record<Destination, z.ZodType> = perDestination((d) =>
+  createBody(destinationTable[d].config, destinationTable[d].syncOptions),
+);
+export const updateSecretSyncBodySchemas: Record<Destination, z.ZodType> = perDestination((d) =>
+  updateBody(destinationTable[d].updateConfig, destinationTable[d].syncOptions),
+);
 
 type CreateCommon = Omit<z.input<ReturnType<typeof createBody>>, "syncOptions" | "destinationConfig">;
 type UpdateCommon = Omit<z.input<ReturnType<typeof updateBody>>, "syncOptions" | "destinationConfig">;

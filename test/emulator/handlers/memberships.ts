@@ -51,7 +51,13 @@ function updatedRoleView(membershipId: string, entry: MemberRoleRec): Record<str
 }
 
 function userView(user: UserRec, withUsername: boolean): Record<string, unknown> {
-  const view: Record<string, unknown> = { email: user.email, firstName: user.firstName, lastName: user.lastName, id: user.id, publicKey: user.publicKey };
+  const view: Record<string, unknown> = {
+    email: user.email,
+    firstName: user.firstName,
+    lastName: user.lastName,
+    id: user.id,
+    publicKey: user.publicKey,
+  };
   if (withUsername) view["username"] = user.username;
   return view;
 }
@@ -117,16 +123,19 @@ function listGroupMemberships({ core, params }: HandlerContext): unknown {
   const projectId = params["projectId"] ?? "";
   requireProject(core.state, projectId);
   const groupMemberships = Object.values(core.state.memberships).flatMap((membership) => {
-    const group = membership.projectId === projectId && membership.groupId !== undefined ? core.state.groups[membership.groupId] : undefined;
+    const group =
+      membership.projectId === projectId && membership.groupId !== undefined ? core.state.groups[membership.groupId] : undefined;
     if (!group) return [];
-    return [{
-      id: membership.id,
-      groupId: group.id,
-      createdAt: membership.createdAt,
-      updatedAt: membership.updatedAt,
-      roles: membership.roles.map((entry) => roleEntryView(core.state, entry)),
-      group: { name: group.name, id: group.id, slug: group.slug },
-    }];
+    return [
+      {
+        id: membership.id,
+        groupId: group.id,
+        createdAt: membership.createdAt,
+        updatedAt: membership.updatedAt,
+        roles: membership.roles.map((entry) => roleEntryView(core.state, entry)),
+        group: { name: group.name, id: group.id, slug: group.slug },
+      },
+    ];
   });
   return { groupMemberships };
 }
@@ -143,9 +152,39 @@ function updateGroupMembership({ core, params, body }: HandlerContext): unknown 
 
 export const membershipRoutes: Route[] = [
   { method: "GET", path: "/api/v1/projects/:projectId/memberships", operation: "listMemberships", limit: "read", handle: listMemberships },
-  { method: "GET", path: "/api/v1/workspace/:workspaceId/memberships", operation: "listWorkspaceMemberships", limit: "read", handle: listMemberships },
-  { method: "POST", path: "/api/v1/projects/:projectId/memberships/details", operation: "getMembershipDetails", limit: "read", handle: membershipDetails },
-  { method: "PATCH", path: "/api/v1/projects/:projectId/memberships/:membershipId", operation: "updateMembership", limit: "write", handle: updateMembership },
-  { method: "GET", path: "/api/v1/projects/:projectId/groups", operation: "listGroupMemberships", limit: "read", handle: listGroupMemberships },
-  { method: "PATCH", path: "/api/v1/projects/:projectId/groups/:groupId", operation: "updateGroupMembership", limit: "write", handle: updateGroupMembership },
+  {
+    method: "GET",
+    path: "/api/v1/workspace/:workspaceId/memberships",
+    operation: "listWorkspaceMemberships",
+    limit: "read",
+    handle: listMemberships,
+  },
+  {
+    method: "POST",
+    path: "/api/v1/projects/:projectId/memberships/details",
+    operation: "getMembershipDetails",
+    limit: "read",
+    handle: membershipDetails,
+  },
+  {
+    method: "PATCH",
+    path: "/api/v1/projects/:projectId/memberships/:membershipId",
+    operation: "updateMembership",
+    limit: "write",
+    handle: updateMembership,
+  },
+  {
+    method: "GET",
+    path: "/api/v1/projects/:projectId/groups",
+    operation: "listGroupMemberships",
+    limit: "read",
+    handle: listGroupMemberships,
+  },
+  {
+    method: "PATCH",
+    path: "/api/v1/projects/:projectId/groups/:groupId",
+    operation: "updateGroupMembership",
+    limit: "write",
+    handle: updateGroupMembership,
+  },
 ];

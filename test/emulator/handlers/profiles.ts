@@ -59,7 +59,14 @@ function getProfileBySlug({ core, params, query }: HandlerContext): unknown {
 }
 
 export const profileRoutes: Route[] = [
-  { method: "GET", path: "/api/v1/pki/certificate-profiles", operation: "listCertificateProfiles", limit: "read", anonymous: true, handle: listProfiles },
+  {
+    method: "GET",
+    path: "/api/v1/pki/certificate-profiles",
+    operation: "listCertificateProfiles",
+    limit: "read",
+    anonymous: true,
+    handle: listProfiles,
+  },
   {
     method: "GET",
     path: "/api/v1/pki/certificate-profiles/slug/:slug",

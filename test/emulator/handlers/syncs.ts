@@ -12,10 +12,18 @@ import { requireProject } from "./projects.ts";
 import type { JobAction } from "../types.ts";
 
 const statusKeys = [
-  "syncStatus", "importStatus", "removeStatus",
-  "lastSyncJobId", "lastImportJobId", "lastRemoveJobId",
-  "lastSyncMessage", "lastImportMessage", "lastRemoveMessage",
-  "lastSyncedAt", "lastImportedAt", "lastRemovedAt",
+  "syncStatus",
+  "importStatus",
+  "removeStatus",
+  "lastSyncJobId",
+  "lastImportJobId",
+  "lastRemoveJobId",
+  "lastSyncMessage",
+  "lastImportMessage",
+  "lastRemoveMessage",
+  "lastSyncedAt",
+  "lastImportedAt",
+  "lastRemovedAt",
 ] as const;
 
 export function syncView(state: State, sync: SyncRec): Record<string, unknown> {
@@ -59,7 +67,9 @@ function requireConnection(state: State, connectionId: string, destination: stri
   if (!connection) throw notFound(`App connection with ID '${connectionId}' not found`);
   const app = destinationApps[destination];
   if (connection.app !== app) {
-    throw badRequest(`App connection '${connection.name}' is of kind '${connection.app}'; a ${destination} sync needs a '${app ?? ""}' connection`);
+    throw badRequest(
+      `App connection '${connection.name}' is of kind '${connection.app}'; a ${destination} sync needs a '${app ?? ""}' connection`,
+    );
   }
   return connection;
 }
@@ -174,7 +184,9 @@ function findSyncByName(ctx: HandlerContext): unknown {
   const destination = destinationOf(ctx);
   const { projectId } = parse(syncByNameQuery, ctx.query);
   const name = ctx.params["name"] ?? "";
-  const sync = Object.values(ctx.core.state.syncs).find((s) => s.destination === destination && s.projectId === projectId && s.name === name);
+  const sync = Object.values(ctx.core.state.syncs).find(
+    (s) => s.destination === destination && s.projectId === projectId && s.name === name,
+  );
   if (!sync) throw notFound(`Secret sync with name '${name}' not found`);
   return { secretSync: syncView(ctx.core.state, sync) };
 }
@@ -203,7 +215,13 @@ export const syncRoutes: Route[] = [
   { method: "POST", path: base, operation: "createSecretSync", limit: "write", handle: createSync },
   { method: "GET", path: `${base}/sync-name/:name`, operation: "getSecretSyncByName", limit: "read", handle: findSyncByName },
   { method: "POST", path: `${base}/:syncId/sync-secrets`, operation: "triggerSecretSync", limit: "write", handle: startJob("sync") },
-  { method: "POST", path: `${base}/:syncId/remove-secrets`, operation: "removeSecretSyncSecrets", limit: "write", handle: startJob("remove") },
+  {
+    method: "POST",
+    path: `${base}/:syncId/remove-secrets`,
+    operation: "removeSecretSyncSecrets",
+    limit: "write",
+    handle: startJob("remove"),
+  },
   { method: "GET", path: `${base}/:syncId`, operation: "getSecretSync", limit: "read", handle: getSync },
   { method: "PATCH", path: `${base}/:syncId`, operation: "updateSecretSync", limit: "write", handle: updateSync },
   { method: "DELETE", path: `${base}/:syncId`, operation: "deleteSecretSync", limit: "write", handle: deleteSync },

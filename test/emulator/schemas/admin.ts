@@ -43,12 +43,53 @@ export const jobOutcomeBody = z.object({
 });
 
 export const seedBody = z.object({
-  users: z.array(z.object({ id: z.string().optional(), username: z.string(), email: z.string().optional(), firstName: z.string().optional(), lastName: z.string().optional() })).optional(),
+  users: z
+    .array(
+      z.object({
+        id: z.string().optional(),
+        username: z.string(),
+        email: z.string().optional(),
+        firstName: z.string().optional(),
+        lastName: z.string().optional(),
+      }),
+    )
+    .optional(),
   groups: z.array(z.object({ id: z.string().optional(), name: z.string(), slug: z.string() })).optional(),
-  identities: z.array(z.object({ id: z.string(), name: z.string().optional(), accessTokenTTL: z.number().min(0).optional(), accessTokenMaxTTL: z.number().min(0).optional() })).optional(),
+  identities: z
+    .array(
+      z.object({
+        id: z.string(),
+        name: z.string().optional(),
+        accessTokenTTL: z.number().min(0).optional(),
+        accessTokenMaxTTL: z.number().min(0).optional(),
+      }),
+    )
+    .optional(),
   connections: z.array(z.object({ id: z.string(), name: z.string(), app: z.string() })).optional(),
-  projects: z.array(z.object({ id: z.string().optional(), name: z.string(), slug: z.string(), type: z.string().optional(), hasDeleteProtection: z.boolean().optional() })).optional(),
-  certificateProfiles: z.array(z.looseObject({ projectId: z.string(), slug: z.string(), enrollmentType: z.enum(["api", "est", "acme"]) })).optional(),
+  projects: z
+    .array(
+      z.object({
+        id: z.string().optional(),
+        name: z.string(),
+        slug: z.string(),
+        type: z.string().optional(),
+        hasDeleteProtection: z.boolean().optional(),
+      }),
+    )
+    .optional(),
+  certificateProfiles: z
+    .array(z.looseObject({ projectId: z.string(), slug: z.string(), enrollmentType: z.enum(["api", "est", "acme"]) }))
+    .optional(),
   memberships: z.array(memberSeedBody).optional(),
-  customRoles: z.array(z.object({ id: z.string().optional(), projectId: z.string().optional(), projectSlug: z.string().optional(), slug: z.string(), name: z.string().optional() })).optional(),
+  customRoles: z
+    .array(
+      z.object({
+        id: z.string().optional(),
+        projectId: z.string().optional(),
+        projectSlug: z.string().optional(),
+        slug: z.string(),
+        name: z.string().optional(),
+      }),
+    )
+    .optional(),
 });

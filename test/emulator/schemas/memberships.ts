@@ -24,7 +24,11 @@ const roleItem = z
       ctx.addIssue({ code: "custom", path: ["temporaryRange"], message: 'A temporary role needs an ms-style temporaryRange such as "1h"' });
     }
     if (!dateTime().safeParse(item.temporaryAccessStartTime).success) {
-      ctx.addIssue({ code: "custom", path: ["temporaryAccessStartTime"], message: "A temporary role needs an ISO date-time temporaryAccessStartTime" });
+      ctx.addIssue({
+        code: "custom",
+        path: ["temporaryAccessStartTime"],
+        message: "A temporary role needs an ISO date-time temporaryAccessStartTime",
+      });
     }
   });
 

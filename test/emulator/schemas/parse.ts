@@ -10,7 +10,10 @@ export function parse<T extends z.ZodType>(schema: T, value: unknown): z.output<
 
 /** A query boolean as the real service takes it: the strings "true" or "false". */
 export const queryBoolean = (fallback: "true" | "false") =>
-  z.enum(["true", "false"]).default(fallback).transform((value) => value === "true");
+  z
+    .enum(["true", "false"])
+    .default(fallback)
+    .transform((value) => value === "true");
 
 /** uuid as the real service checks it (8-4-4-4-12 hex, any version). */
 export const uuid = () => z.guid();

@@ -31,7 +31,9 @@ function commonSyncOptions(destination: string) {
     initialSyncBehavior: importCapableDestinations.has(destination) ? z.enum(initialSyncBehaviors) : z.enum(["overwrite-destination"]),
     keySchema: z
       .string()
-      .refine((value) => keySchemaRule.test(value), { message: "keySchema must contain {{secretKey}}; the only other placeholder allowed is {{environment}}" })
+      .refine((value) => keySchemaRule.test(value), {
+        message: "keySchema must contain {{secretKey}}; the only other placeholder allowed is {{environment}}",
+      })
       .optional(),
     disableSecretDeletion: z.boolean().default(false),
   };
@@ -69,10 +71,7 @@ const createConfigs: Record<string, z.ZodType> = {
 // (cloud-secrets-manager), and stores it as sent.
 const updateConfigs: Record<string, z.ZodType> = {
   ...createConfigs,
-  "code-host": z.union([
-    createConfigs["code-host"] as z.ZodType,
-    z.looseObject({ scope: z.string().min(1) }),
-  ]),
+  "code-host": z.union([createConfigs["code-host"] as z.ZodType, z.looseObject({ scope: z.string().min(1) })]),
   "cloud-secrets-manager": z.union([
     createConfigs["cloud-secrets-manager"] as z.ZodType,
     z.looseObject({ mappingBehavior: z.string().min(1), region: z.string() }),
@@ -109,5 +108,8 @@ export function updateSyncBody(destination: string) {
 export const syncIdParams = z.object({ syncId: uuid() });
 export const syncByNameQuery = z.object({ projectId: z.string().min(1) });
 export const deleteSyncQuery = z.object({
-  removeSecrets: z.enum(["true", "false"]).default("false").transform((value) => value === "true"),
+  removeSecrets: z
+    .enum(["true", "false"])
+    .default("false")
+    .transform((value) => value === "true"),
 });

@@ -99,7 +99,9 @@ describe("a CRD generated from a SecretSync-shaped union, on a real apiserver", 
     const name = `good-${destination}`;
     await applyYaml(sync(name, spec), ns.name);
     const got = await kubectl(["get", `${source.plural}.${source.group}`, name, "-n", ns.name, "-o", "json"]);
-    const stored = JSON.parse(got.stdout) as { spec: { secretPath: string; isAutoSyncEnabled: boolean; syncOptions: Record<string, unknown> } };
+    const stored = JSON.parse(got.stdout) as {
+      spec: { secretPath: string; isAutoSyncEnabled: boolean; syncOptions: Record<string, unknown> };
+    };
     expect(stored.spec.secretPath).toBe("/");
     expect(stored.spec.isAutoSyncEnabled).toBe(true);
     expect(stored.spec.syncOptions.initialSyncBehavior).toBe("overwrite-destination");
@@ -124,7 +126,10 @@ describe("a CRD generated from a SecretSync-shaped union, on a real apiserver", 
     ],
     [
       "a code-host sync with another destination's field",
-      { ...good["code-host"], destinationConfig: { scope: "organization", org: "acme", clusterUUID: "11111111-2222-3333-4444-555555555555" } },
+      {
+        ...good["code-host"],
+        destinationConfig: { scope: "organization", org: "acme", clusterUUID: "11111111-2222-3333-4444-555555555555" },
+      },
       "destinationConfig.clusterUUID is not allowed for destination code-host",
     ],
     [
@@ -147,11 +152,7 @@ describe("a CRD generated from a SecretSync-shaped union, on a real apiserver", 
       { ...good["cloud-secrets-manager"], destinationConfig: { mappingBehavior: "one-to-one" } },
       "destination cloud-secrets-manager requires destinationConfig.region",
     ],
-    [
-      "a value outside a nullable enum",
-      { ...good["code-host"], priority: "medium" },
-      "must be one of low, high",
-    ],
+    ["a value outside a nullable enum", { ...good["code-host"], priority: "medium" }, "must be one of low, high"],
     [
       "both projectRef and projectId",
       { ...good["code-host"], projectRef: { name: "p" } },
@@ -168,7 +169,9 @@ describe("a CRD generated from a SecretSync-shaped union, on a real apiserver", 
   });
 
   it("rejects a bad object only for the rule it breaks, not for the variants it does not claim", async () => {
-    const result = await applyYaml(sync("bad-one", { ...good["code-host"], destinationConfig: { scope: "organization" } }), ns.name, { allowFailure: true });
+    const result = await applyYaml(sync("bad-one", { ...good["code-host"], destinationConfig: { scope: "organization" } }), ns.name, {
+      allowFailure: true,
+    });
     expect(result.stderr).toContain("destination code-host requires destinationConfig.org");
     expect(result.stderr).not.toContain("workflow-engine");
     expect(result.stderr).not.toContain("cloud-secrets-manager");

@@ -103,10 +103,13 @@ describe("controller", () => {
     for (let n = 1; n <= 10; n++) lastRv = await patchSpec(crd.kind, ns, "burst", { n });
     // Every update has reached the controller (its cache holds the last one) while the first
     // reconcile is still running: ten adds, all collapsed into one dirty mark.
-    await waitFor(() => Promise.resolve(controller.cached({ namespace: ns, name: "burst" })?.metadata.resourceVersion === lastRv ? true : undefined), {
-      timeoutMs: 30_000,
-      description: "the informer to see the last update",
-    });
+    await waitFor(
+      () => Promise.resolve(controller.cached({ namespace: ns, name: "burst" })?.metadata.resourceVersion === lastRv ? true : undefined),
+      {
+        timeoutMs: 30_000,
+        description: "the informer to see the last update",
+      },
+    );
     expect(started).toHaveLength(1);
     first.open();
     await waitFor(() => Promise.resolve(finished === 2 ? true : undefined), { timeoutMs: 30_000, description: "the re-run" });
@@ -132,7 +135,10 @@ describe("controller", () => {
     });
     await createWidget(apis(), crd.kind, ns, "flaky");
     await createWidget(apis(), crd.kind, ns, "polite");
-    await waitFor(() => Promise.resolve(flaky.length === 4 && polite.length === 2 ? true : undefined), { timeoutMs: 30_000, description: "retries" });
+    await waitFor(() => Promise.resolve(flaky.length === 4 && polite.length === 2 ? true : undefined), {
+      timeoutMs: 30_000,
+      description: "retries",
+    });
 
     // Equal jitter never waits less than half of base * 2^attempt (20, 40, 80 ms ceilings).
     const gaps = flaky.slice(1).map((t, i) => t - (flaky[i] as number));
@@ -178,13 +184,19 @@ describe("controller", () => {
     );
     ref.controller = controller;
     await createWidget(apis(), crd.kind, ns, "doomed", { valid: false });
-    await waitFor(() => Promise.resolve(generations.length === 1 ? true : undefined), { timeoutMs: 30_000, description: "first reconcile" });
+    await waitFor(() => Promise.resolve(generations.length === 1 ? true : undefined), {
+      timeoutMs: 30_000,
+      description: "first reconcile",
+    });
     await sleep(500);
     expect(generations).toEqual([1]);
     expect(await counterValue(metrics.terminalReconcileErrors, { controller: name })).toBe(1);
 
     await patchSpec(crd.kind, ns, "doomed", { valid: true });
-    await waitFor(() => Promise.resolve(generations.includes(2) ? true : undefined), { timeoutMs: 30_000, description: "reconcile of the new spec" });
+    await waitFor(() => Promise.resolve(generations.includes(2) ? true : undefined), {
+      timeoutMs: 30_000,
+      description: "reconcile of the new spec",
+    });
     expect(generations).toEqual([1, 2]);
   });
 
@@ -238,7 +250,10 @@ describe("controller", () => {
       },
     );
     await createWidget(apis(), crd.kind, ns, "primary");
-    await waitFor(() => Promise.resolve(calls.includes("primary") ? true : undefined), { timeoutMs: 30_000, description: "first reconcile" });
+    await waitFor(() => Promise.resolve(calls.includes("primary") ? true : undefined), {
+      timeoutMs: 30_000,
+      description: "first reconcile",
+    });
     const before = calls.filter((c) => c === "primary").length;
     await apis().core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: "settings", labels: { widget: "primary" } } } });
     await waitFor(() => Promise.resolve(calls.filter((c) => c === "primary").length > before ? true : undefined), {
@@ -285,4 +300,3 @@ describe("controller", () => {
     }
   });
 });
-

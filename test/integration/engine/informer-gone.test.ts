@@ -172,88 +172,97 @@ describe.skipIf(existingCluster)("informer after 410 Gone (watch served from etc
   const hasEvent = (events: Recorded[], type: InformerEventType, name: string): Promise<true | undefined> =>
     Promise.resolve(events.some((e) => e.type === type && e.name === name) ? true : undefined);
 
-  it("relists when its resumed watch is answered 410, delivering what changed meanwhile, and counts a relist", { timeout: 300_000 }, async () => {
-    await widget("kept");
-    await widget("doomed");
-    await widget("steady");
+  it(
+    "relists when its resumed watch is answered 410, delivering what changed meanwhile, and counts a relist",
+    { timeout: 300_000 },
+    async () => {
+      await widget("kept");
+      await widget("doomed");
+      await widget("steady");
 
-    const events: Recorded[] = [];
-    const restarts: string[] = [];
-    const informer = watchKind(freshConnectionKube(throughProxy(planeKc, proxy.url)), crd.kind, {
-      namespaces: [namespace],
-      logger: createLogger({ level: "silent" }),
-      restartBackoff: { baseMs: 50, maxMs: 500 },
-      // Short watches, so the one in flight ends soon and the informer resumes from its last resourceVersion.
-      watchTimeoutSeconds: 3,
-      onEvent: (type, obj) => events.push({ type, name: obj.metadata.name }),
-      onRestart: (reason) => restarts.push(reason),
-    });
-    informers.push(informer);
-    await informer.start();
-    expect(events.map((e) => `${e.type} ${e.name}`).sort()).toEqual(["add doomed", "add kept", "add steady"]);
+      const events: Recorded[] = [];
+      const restarts: string[] = [];
+      const informer = watchKind(freshConnectionKube(throughProxy(planeKc, proxy.url)), crd.kind, {
+        namespaces: [namespace],
+        logger: createLogger({ level: "silent" }),
+        restartBackoff: { baseMs: 50, maxMs: 500 },
+        // Short watches, so the one in flight ends soon and the informer resumes from its last resourceVersion.
+        watchTimeoutSeconds: 3,
+        onEvent: (type, obj) => events.push({ type, name: obj.metadata.name }),
+        onRestart: (reason) => restarts.push(reason),
+      });
+      informers.push(informer);
+      await informer.start();
+      expect(events.map((e) => `${e.type} ${e.name}`).sort()).toEqual(["add doomed", "add kept", "add steady"]);
 
-    // One change seen live: the informer's last resourceVersion is now this object's.
-    const live = await widget("live");
-    await waitFor(() => hasEvent(events, "add", "live"), { timeoutMs: 60_000, description: "add of live" });
-    const lastSeen = live.metadata.resourceVersion ?? "";
+      // One change seen live: the informer's last resourceVersion is now this object's.
+      const live = await widget("live");
+      await waitFor(() => hasEvent(events, "add", "live"), { timeoutMs: 60_000, description: "add of live" });
+      const lastSeen = live.metadata.resourceVersion ?? "";
 
-    // Cut it off: its current watch ends at the server's timeout and the resume request waits.
-    proxy.hold();
-    await waitFor(() => Promise.resolve(proxy.parked() > 0 ? true : undefined), {
-      timeoutMs: 120_000,
-      description: "the informer's resumed watch to reach the proxy",
-    });
-    const mark = events.length;
+      // Cut it off: its current watch ends at the server's timeout and the resume request waits.
+      proxy.hold();
+      await waitFor(() => Promise.resolve(proxy.parked() > 0 ? true : undefined), {
+        timeoutMs: 120_000,
+        description: "the informer's resumed watch to reach the proxy",
+      });
+      const mark = events.length;
 
-    // Meanwhile: an update, a create and a delete, then etcd compacted past all of them.
-    await planeApis.custom.patchNamespacedCustomObject({
-      group: crd.kind.group,
-      version: crd.kind.version,
-      namespace,
-      plural: crd.kind.plural,
-      name: "kept",
-      body: [{ op: "replace", path: "/spec/size", value: 2 }],
-    });
-    await widget("born");
-    await deleteWidget(planeApis, crd.kind, namespace, "doomed");
-    const compactedAt = await compactEtcd(plane.etcdUrl);
-    expect(BigInt(compactedAt)).toBeGreaterThan(BigInt(lastSeen));
+      // Meanwhile: an update, a create and a delete, then etcd compacted past all of them.
+      await planeApis.custom.patchNamespacedCustomObject({
+        group: crd.kind.group,
+        version: crd.kind.version,
+        namespace,
+        plural: crd.kind.plural,
+        name: "kept",
+        body: [{ op: "replace", path: "/spec/size", value: 2 }],
+      });
+      await widget("born");
+      await deleteWidget(planeApis, crd.kind, namespace, "doomed");
+      const compactedAt = await compactEtcd(plane.etcdUrl);
+      expect(BigInt(compactedAt)).toBeGreaterThan(BigInt(lastSeen));
 
-    // The premise: a watch from the informer's last resourceVersion is now answered 410.
-    const direct = await watchOnce(kube, resourcePath(crd.kind, namespace), {
-      resourceVersion: lastSeen,
-      timeoutSeconds: 10,
-      signal: new AbortController().signal,
-      onEvent: () => undefined,
-    });
-    expect(direct.end).toBe("gone");
+      // The premise: a watch from the informer's last resourceVersion is now answered 410.
+      const direct = await watchOnce(kube, resourcePath(crd.kind, namespace), {
+        resourceVersion: lastSeen,
+        timeoutSeconds: 10,
+        signal: new AbortController().signal,
+        onEvent: () => undefined,
+      });
+      expect(direct.end).toBe("gone");
 
-    // Cut off, it has seen none of it and still holds the stale objects.
-    expect(events.slice(mark)).toEqual([]);
-    expect(informer.get({ namespace, name: "doomed" })).toBeDefined();
-    expect(restarts).toEqual([]);
+      // Cut off, it has seen none of it and still holds the stale objects.
+      expect(events.slice(mark)).toEqual([]);
+      expect(informer.get({ namespace, name: "doomed" })).toBeDefined();
+      expect(restarts).toEqual([]);
 
-    proxy.release();
-    await waitFor(() => hasEvent(events, "delete", "doomed"), { timeoutMs: 120_000, description: "delete of doomed after the relist" });
-    await waitFor(() => hasEvent(events, "add", "born"), { timeoutMs: 60_000, description: "add of born after the relist" });
-    await waitFor(() => hasEvent(events, "update", "kept"), { timeoutMs: 60_000, description: "update of kept after the relist" });
+      proxy.release();
+      await waitFor(() => hasEvent(events, "delete", "doomed"), { timeoutMs: 120_000, description: "delete of doomed after the relist" });
+      await waitFor(() => hasEvent(events, "add", "born"), { timeoutMs: 60_000, description: "add of born after the relist" });
+      await waitFor(() => hasEvent(events, "update", "kept"), { timeoutMs: 60_000, description: "update of kept after the relist" });
 
-    // Exactly the difference: nothing for the objects that did not change.
-    expect(events.slice(mark).map((e) => `${e.type} ${e.name}`).sort()).toEqual(["add born", "delete doomed", "update kept"]);
-    // One restart, and it is the 410 relist, not a failure with backoff.
-    expect(restarts).toEqual([expect.stringMatching(/410 Gone.*relist/)]);
+      // Exactly the difference: nothing for the objects that did not change.
+      expect(
+        events
+          .slice(mark)
+          .map((e) => `${e.type} ${e.name}`)
+          .sort(),
+      ).toEqual(["add born", "delete doomed", "update kept"]);
+      // One restart, and it is the 410 relist, not a failure with backoff.
+      expect(restarts).toEqual([expect.stringMatching(/410 Gone.*relist/)]);
 
-    // The cache equals what the apiserver holds, object for object.
-    const truth = await listAll(kube, resourcePath(crd.kind, namespace));
-    const summary = (objs: KubeObject[]) => objs.map((o) => `${o.metadata.name}@${o.metadata.resourceVersion ?? ""}`).sort();
-    expect(summary(informer.list())).toEqual(summary(truth.items));
-    expect(informer.get({ namespace, name: "kept" })?.spec).toEqual({ size: 2 });
-    expect(informer.get({ namespace, name: "doomed" })).toBeUndefined();
+      // The cache equals what the apiserver holds, object for object.
+      const truth = await listAll(kube, resourcePath(crd.kind, namespace));
+      const summary = (objs: KubeObject[]) => objs.map((o) => `${o.metadata.name}@${o.metadata.resourceVersion ?? ""}`).sort();
+      expect(summary(informer.list())).toEqual(summary(truth.items));
+      expect(informer.get({ namespace, name: "kept" })?.spec).toEqual({ size: 2 });
+      expect(informer.get({ namespace, name: "doomed" })).toBeUndefined();
 
-    // And it watches on from the fresh list.
-    await widget("after");
-    await waitFor(() => hasEvent(events, "add", "after"), { timeoutMs: 60_000, description: "add of after, watched after the relist" });
-    expect(restarts).toHaveLength(1);
-    informer.stop();
-  });
+      // And it watches on from the fresh list.
+      await widget("after");
+      await waitFor(() => hasEvent(events, "add", "after"), { timeoutMs: 60_000, description: "add of after, watched after the relist" });
+      expect(restarts).toHaveLength(1);
+      informer.stop();
+    },
+  );
 });

@@ -68,9 +68,14 @@ describe("informer", () => {
 
     await createWidget(apis(), crd.kind, ns.name, "after", { size: 1 });
     await waitFor(() => seen(events, "add", "after"), { timeoutMs: 30_000, description: "add of after" });
-    const updated = (await apis().custom.patchNamespacedCustomObject(
-      { group: crd.kind.group, version: crd.kind.version, namespace: ns.name, plural: crd.kind.plural, name: "after", body: [{ op: "replace", path: "/spec/size", value: 2 }] },
-    )) as KubeObject;
+    const updated = (await apis().custom.patchNamespacedCustomObject({
+      group: crd.kind.group,
+      version: crd.kind.version,
+      namespace: ns.name,
+      plural: crd.kind.plural,
+      name: "after",
+      body: [{ op: "replace", path: "/spec/size", value: 2 }],
+    })) as KubeObject;
     await waitFor(() => seen(events, "update", "after"), { timeoutMs: 30_000, description: "update of after" });
     expect(informer.get({ namespace: ns.name, name: "after" })?.metadata.resourceVersion).toBe(updated.metadata.resourceVersion);
     expect(informer.get({ namespace: ns.name, name: "after" })?.spec).toEqual({ size: 2 });

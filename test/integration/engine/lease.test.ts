@@ -81,10 +81,16 @@ describe("leader election", () => {
     const now = new V1MicroTime();
     await apis().coordination.createNamespacedLease({
       namespace: ns.name,
-      body: { metadata: { name: "abandoned" }, spec: { holderIdentity: "crashed", leaseDurationSeconds: 2, renewTime: now, acquireTime: now } },
+      body: {
+        metadata: { name: "abandoned" },
+        spec: { holderIdentity: "crashed", leaseDurationSeconds: 2, renewTime: now, acquireTime: now },
+      },
     });
     const c = elector("c", log, "abandoned");
-    await waitFor(() => Promise.resolve(c.isLeader() ? true : undefined), { timeoutMs: 30_000, description: "c to take the expired lease" });
+    await waitFor(() => Promise.resolve(c.isLeader() ? true : undefined), {
+      timeoutMs: 30_000,
+      description: "c to take the expired lease",
+    });
     expect(await holder("abandoned")).toBe("c");
     expect(log).toEqual(["c started"]);
     await c.stop();
@@ -103,7 +109,10 @@ describe("leader election", () => {
           await apis().coordination.replaceNamespacedLease({
             namespace: ns.name,
             name: "hijacked",
-            body: { metadata: lease.metadata, spec: { holderIdentity: "intruder", leaseDurationSeconds: 60, renewTime: new V1MicroTime() } },
+            body: {
+              metadata: lease.metadata,
+              spec: { holderIdentity: "intruder", leaseDurationSeconds: 60, renewTime: new V1MicroTime() },
+            },
           });
           return true;
         } catch (err) {

@@ -61,7 +61,9 @@ describe("patchStatus", () => {
     const second = {
       observedGeneration: 1,
       details: { b: 3 },
-      conditions: [{ type: "Ready", status: "False", reason: "Down", message: "x", observedGeneration: 1, lastTransitionTime: "2025-01-02T00:00:00Z" }],
+      conditions: [
+        { type: "Ready", status: "False", reason: "Down", message: "x", observedGeneration: 1, lastTransitionTime: "2025-01-02T00:00:00Z" },
+      ],
     };
     const afterSecond = await patchStatus(kube, crd.kind, afterFirst, second);
     expect(afterSecond.status).toEqual(second);
@@ -73,7 +75,14 @@ describe("patchStatus", () => {
   it("writes status only: a status sent with the main resource is ignored, and a status patch leaves spec alone", async () => {
     const created = await createWidget(apis(), crd.kind, ns.name, "subresource", { size: 1 });
     await apis().custom.patchNamespacedCustomObject(
-      { group: crd.kind.group, version: crd.kind.version, namespace: ns.name, plural: crd.kind.plural, name: "subresource", body: { status: { sneaky: true } } },
+      {
+        group: crd.kind.group,
+        version: crd.kind.version,
+        namespace: ns.name,
+        plural: crd.kind.plural,
+        name: "subresource",
+        body: { status: { sneaky: true } },
+      },
       setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
     );
     expect((await getObject(kube, crd.kind, keyOf("subresource")))?.status).toBeUndefined();
@@ -172,8 +181,14 @@ describe("patchMetadata", () => {
 
 describe("error predicates", () => {
   it("recognise client-node 2.x ApiExceptions", async () => {
-    const err = await apis().custom
-      .getNamespacedCustomObject({ group: crd.kind.group, version: crd.kind.version, namespace: ns.name, plural: crd.kind.plural, name: "absent" })
+    const err = await apis()
+      .custom.getNamespacedCustomObject({
+        group: crd.kind.group,
+        version: crd.kind.version,
+        namespace: ns.name,
+        plural: crd.kind.plural,
+        name: "absent",
+      })
       .then(
         () => undefined,
         (e: unknown) => e,

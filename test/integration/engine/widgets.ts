@@ -104,4 +104,3 @@ export async function createWidget(
 export async function deleteWidget(apis: TestApis, kind: KindRef, namespace: string, name: string): Promise<void> {
   await apis.custom.deleteNamespacedCustomObject({ group: kind.group, version: kind.version, namespace, plural: kind.plural, name });
 }
-

@@ -6,7 +6,16 @@ import { randomBytes } from "node:crypto";
 import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AuthenticationV1TokenRequest, CoreV1Api, CoreV1Event, CustomObjectsApi, KubeConfig, V1ObjectMeta, V1ObjectReference, V1TokenRequestSpec } from "@kubernetes/client-node";
+import {
+  AuthenticationV1TokenRequest,
+  CoreV1Api,
+  CoreV1Event,
+  CustomObjectsApi,
+  KubeConfig,
+  V1ObjectMeta,
+  V1ObjectReference,
+  V1TokenRequestSpec,
+} from "@kubernetes/client-node";
 import { createLogger } from "../../../src/log.ts";
 import { createKube } from "../../../src/kube/client.ts";
 import { runLeaderElection } from "../../../src/kube/lease.ts";
@@ -53,7 +62,9 @@ async function serviceAccountKubeConfig(install: Install): Promise<KubeConfig> {
   const request = await admin.makeApiClient(CoreV1Api).createNamespacedServiceAccountToken({
     name: install.serviceAccount,
     namespace: install.namespace,
-    body: Object.assign(new AuthenticationV1TokenRequest(), { spec: Object.assign(new V1TokenRequestSpec(), { audiences: [], expirationSeconds: 3600 }) }),
+    body: Object.assign(new AuthenticationV1TokenRequest(), {
+      spec: Object.assign(new V1TokenRequestSpec(), { audiences: [], expirationSeconds: 3600 }),
+    }),
   });
   const token = request.status?.token;
   if (!token) throw new Error("TokenRequest returned no token");
@@ -87,13 +98,21 @@ const statusCode = async (call: () => Promise<unknown>): Promise<number> => {
   }
 };
 
-const project = (name: string, slug: string): object => ({ apiVersion: "keyward.dev/v1alpha1", kind: "Project", metadata: { name }, spec: { name, slug } });
+const project = (name: string, slug: string): object => ({
+  apiVersion: "keyward.dev/v1alpha1",
+  kind: "Project",
+  metadata: { name },
+  spec: { name, slug },
+});
 
 async function expectReady(kc: KubeConfig, namespace: string, plural: string, name: string): Promise<void> {
-  const obj = await waitFor(async () => {
-    const o = await getCustom(kc, namespace, plural, name);
-    return isReady(o) ? o : undefined;
-  }, { timeoutMs: 60_000, description: `${plural} ${namespace}/${name} Ready` });
+  const obj = await waitFor(
+    async () => {
+      const o = await getCustom(kc, namespace, plural, name);
+      return isReady(o) ? o : undefined;
+    },
+    { timeoutMs: 60_000, description: `${plural} ${namespace}/${name} Ready` },
+  );
   expect(condition(obj, "Ready")?.status).toBe("True");
 }
 
@@ -148,7 +167,9 @@ describe("a cluster-wide install (ClusterRole)", () => {
   it("can list keyward's kinds in every namespace, and nothing it does not use", async () => {
     const kc = await serviceAccountKubeConfig(install);
     const custom = kc.makeApiClient(CustomObjectsApi);
-    expect(await statusCode(() => custom.listClusterCustomObject({ group: "keyward.dev", version: "v1alpha1", plural: "projects" }))).toBe(200);
+    expect(await statusCode(() => custom.listClusterCustomObject({ group: "keyward.dev", version: "v1alpha1", plural: "projects" }))).toBe(
+      200,
+    );
     expect(await canI(install, "watch", "secrets")).toBe(true);
     expect(await canI(install, "delete", "projects.keyward.dev")).toBe(false);
     expect(await canI(install, "create", "projects.keyward.dev")).toBe(false);
@@ -174,7 +195,10 @@ describe("a cluster-wide install (ClusterRole)", () => {
       onStoppedLeading: () => undefined,
     });
     try {
-      await waitFor(() => Promise.resolve(election.isLeader() ? true : undefined), { timeoutMs: 30_000, description: "the ServiceAccount to take the lease" });
+      await waitFor(() => Promise.resolve(election.isLeader() ? true : undefined), {
+        timeoutMs: 30_000,
+        description: "the ServiceAccount to take the lease",
+      });
     } finally {
       await election.stop();
     }
@@ -194,27 +218,59 @@ describe("a cluster-wide install serving ClusterProviderConfigs", () => {
   const cpcApi = { group: "keyward.dev", version: "v1alpha1", plural: "clusterproviderconfigs" };
 
   beforeAll(async () => {
-    [releaseNs, creds, watched] = await Promise.all([createTestNamespace("rbaccpc-release"), createTestNamespace("rbaccpc-creds"), createTestNamespace("rbaccpc-watched")]);
-    install = await installChart(releaseNs.name, [], { clusterProviderConfig: { enabled: true, create: false, credentialsNamespace: creds.name } });
+    [releaseNs, creds, watched] = await Promise.all([
+      createTestNamespace("rbaccpc-release"),
+      createTestNamespace("rbaccpc-creds"),
+      createTestNamespace("rbaccpc-watched"),
+    ]);
+    install = await installChart(releaseNs.name, [], {
+      clusterProviderConfig: { enabled: true, create: false, credentialsNamespace: creds.name },
+    });
   });
   afterAll(async () => {
     await keyward?.stop();
-    await admin().makeApiClient(CustomObjectsApi).deleteClusterCustomObject({ ...cpcApi, name: cpc }).catch(() => undefined);
+    await admin()
+      .makeApiClient(CustomObjectsApi)
+      .deleteClusterCustomObject({ ...cpcApi, name: cpc })
+      .catch(() => undefined);
     if (install.clusterScoped.length > 0) await kubectl(["delete", "--ignore-not-found", ...install.clusterScoped]);
     await Promise.all([releaseNs.cleanup(), creds.cleanup(), watched.cleanup()]);
   });
 
   it("lets keyward, as its ServiceAccount, bring a ClusterProviderConfig and a Project using it to Ready", async () => {
     const kc = await serviceAccountKubeConfig(install);
-    await admin().makeApiClient(CoreV1Api).createNamespacedSecret({ namespace: creds.name, body: { metadata: { name: "service-token", labels: { "keyward.dev/credentials": "true" } }, stringData: { token: TOKEN } } });
-    await admin().makeApiClient(CustomObjectsApi).createClusterCustomObject({
-      ...cpcApi,
-      body: { apiVersion: "keyward.dev/v1alpha1", kind: "ClusterProviderConfig", metadata: { name: cpc }, spec: { baseUrl: emulator.url, credentialsSecretRef: { name: "service-token" }, namespaces: [watched.name] } },
+    await admin()
+      .makeApiClient(CoreV1Api)
+      .createNamespacedSecret({
+        namespace: creds.name,
+        body: { metadata: { name: "service-token", labels: { "keyward.dev/credentials": "true" } }, stringData: { token: TOKEN } },
+      });
+    await admin()
+      .makeApiClient(CustomObjectsApi)
+      .createClusterCustomObject({
+        ...cpcApi,
+        body: {
+          apiVersion: "keyward.dev/v1alpha1",
+          kind: "ClusterProviderConfig",
+          metadata: { name: cpc },
+          spec: { baseUrl: emulator.url, credentialsSecretRef: { name: "service-token" }, namespaces: [watched.name] },
+        },
+      });
+    await createCustom(admin(), watched.name, "projects", {
+      ...(project("rbac-cpc", "rbac-cluster-config") as { spec: object }),
+      spec: { name: "rbac-cpc", slug: "rbac-cluster-config", providerConfigRef: { kind: "ClusterProviderConfig", name: cpc } },
     });
-    await createCustom(admin(), watched.name, "projects", { ...(project("rbac-cpc", "rbac-cluster-config") as { spec: object }), spec: { name: "rbac-cpc", slug: "rbac-cluster-config", providerConfigRef: { kind: "ClusterProviderConfig", name: cpc } } });
-    keyward = await startKeyward(kc, { namespaces: [watched.name], resyncIntervalMs: 60_000, clusterProviderConfigs: { credentialsNamespace: creds.name } });
+    keyward = await startKeyward(kc, {
+      namespaces: [watched.name],
+      resyncIntervalMs: 60_000,
+      clusterProviderConfigs: { credentialsNamespace: creds.name },
+    });
     await expectReady(admin(), watched.name, "projects", "rbac-cpc");
-    const status = ((await admin().makeApiClient(CustomObjectsApi).getClusterCustomObject({ ...cpcApi, name: cpc })) as { status?: { conditions?: { type: string; status: string }[] } }).status;
+    const status = (
+      (await admin()
+        .makeApiClient(CustomObjectsApi)
+        .getClusterCustomObject({ ...cpcApi, name: cpc })) as { status?: { conditions?: { type: string; status: string }[] } }
+    ).status;
     expect(status?.conditions?.find((c) => c.type === "Ready")?.status).toBe("True");
     expectNoForbidden(keyward);
   });
@@ -238,7 +294,11 @@ describe("a namespaced install (Role in one namespace)", () => {
   let keyward: RunningKeyward | undefined;
 
   beforeAll(async () => {
-    [releaseNs, inside, outside] = await Promise.all([createTestNamespace("rbacns-release"), createTestNamespace("rbacns-in"), createTestNamespace("rbacns-out")]);
+    [releaseNs, inside, outside] = await Promise.all([
+      createTestNamespace("rbacns-release"),
+      createTestNamespace("rbacns-in"),
+      createTestNamespace("rbacns-out"),
+    ]);
     install = await installChart(releaseNs.name, [inside.name]);
   });
   afterAll(async () => {
@@ -277,9 +337,28 @@ describe("a namespaced install (Role in one namespace)", () => {
     expect(await statusCode(() => custom.listNamespacedCustomObject({ ...projects, namespace: inside.name }))).toBe(200);
     expect(await statusCode(() => custom.listNamespacedCustomObject({ ...projects, namespace: outside.name }))).toBe(403);
     expect(await statusCode(() => custom.listClusterCustomObject(projects))).toBe(403);
-    expect(await statusCode(() => custom.patchNamespacedCustomObjectStatus({ ...projects, namespace: outside.name, name: "rbac-outside", body: [{ op: "add", path: "/status", value: {} }] }))).toBe(403);
+    expect(
+      await statusCode(() =>
+        custom.patchNamespacedCustomObjectStatus({
+          ...projects,
+          namespace: outside.name,
+          name: "rbac-outside",
+          body: [{ op: "add", path: "/status", value: {} }],
+        }),
+      ),
+    ).toBe(403);
     expect(await statusCode(() => core.readNamespacedSecret({ namespace: outside.name, name: "default-token" }))).toBe(403);
-    expect(await statusCode(() => core.createNamespacedEvent({ namespace: outside.name, body: Object.assign(new CoreV1Event(), { metadata: Object.assign(new V1ObjectMeta(), { name: "probe" }), involvedObject: new V1ObjectReference() }) }))).toBe(403);
+    expect(
+      await statusCode(() =>
+        core.createNamespacedEvent({
+          namespace: outside.name,
+          body: Object.assign(new CoreV1Event(), {
+            metadata: Object.assign(new V1ObjectMeta(), { name: "probe" }),
+            involvedObject: new V1ObjectReference(),
+          }),
+        }),
+      ),
+    ).toBe(403);
     // And the object there was never reconciled.
     const untouched = await getCustom(admin(), outside.name, "projects", "rbac-outside");
     expect(untouched?.status).toBeUndefined();
@@ -293,8 +372,12 @@ describe("every sample under the chart's namespaced Role", () => {
   let keyward: RunningKeyward | undefined;
   const samplesDir = join(repoRoot, "config", "samples");
   // The samples' own ProviderConfigs (and ClusterProviderConfig) point at a local dev emulator; the test installs its own.
-  const samples = readdirSync(samplesDir).filter((f) => f.endsWith(".yaml") && !/^(cluster)?providerconfig/.test(f) && !f.startsWith("kustomization"));
-  const objects = samples.flatMap((f) => parseYamlDocuments(readFileSync(join(samplesDir, f), "utf8"))).filter((d) => d.apiVersion.startsWith("keyward.dev/"));
+  const samples = readdirSync(samplesDir).filter(
+    (f) => f.endsWith(".yaml") && !/^(cluster)?providerconfig/.test(f) && !f.startsWith("kustomization"),
+  );
+  const objects = samples
+    .flatMap((f) => parseYamlDocuments(readFileSync(join(samplesDir, f), "utf8")))
+    .filter((d) => d.apiVersion.startsWith("keyward.dev/"));
 
   beforeAll(async () => {
     [releaseNs, inside] = await Promise.all([createTestNamespace("rbacsamples-release"), createTestNamespace("rbacsamples")]);

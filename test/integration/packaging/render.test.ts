@@ -38,7 +38,11 @@ let watchedB: TestNamespace;
 const installedCrds: string[] = [];
 
 beforeAll(async () => {
-  [release, watchedA, watchedB] = await Promise.all([createTestNamespace("pkg-release"), createTestNamespace("pkg-a"), createTestNamespace("pkg-b")]);
+  [release, watchedA, watchedB] = await Promise.all([
+    createTestNamespace("pkg-release"),
+    createTestNamespace("pkg-a"),
+    createTestNamespace("pkg-b"),
+  ]);
   for (const crd of monitoringCrds) {
     const existing = await kubectl(["get", "crd", crd.name]);
     if (existing.code === 0) continue;
@@ -65,9 +69,16 @@ async function clusterScopedAmong(yaml: string): Promise<string[]> {
   const resources = await kubectl(["api-resources", "--namespaced=false", "--no-headers"]);
   expect(resources.code, resources.stderr).toBe(0);
   // The last column is the kind.
-  const clusterKinds = new Set(resources.stdout.split("\n").map((line) => line.trim().split(/\s+/).at(-1)).filter((k) => k !== undefined && k !== ""));
+  const clusterKinds = new Set(
+    resources.stdout
+      .split("\n")
+      .map((line) => line.trim().split(/\s+/).at(-1))
+      .filter((k) => k !== undefined && k !== ""),
+  );
   expect(clusterKinds.has("ClusterRole")).toBe(true);
-  return parseYamlDocuments(yaml).filter((d) => clusterKinds.has(d.kind)).map((d) => `${d.kind}/${d.metadata.name}`);
+  return parseYamlDocuments(yaml)
+    .filter((d) => clusterKinds.has(d.kind))
+    .map((d) => `${d.kind}/${d.metadata.name}`);
 }
 
 describe("helm template | kubectl apply --dry-run=server", () => {
@@ -100,7 +111,15 @@ describe("helm template | kubectl apply --dry-run=server", () => {
       "ClusterRoleBinding/keyward-operator-metrics-reader",
     ]);
     const out = await serverDryRun(yaml);
-    for (const kind of ["poddisruptionbudget.policy", "servicemonitor.monitoring.coreos.com", "prometheusrule.monitoring.coreos.com", "configmap", "providerconfig.keyward.dev", "deployment.apps", "service"]) {
+    for (const kind of [
+      "poddisruptionbudget.policy",
+      "servicemonitor.monitoring.coreos.com",
+      "prometheusrule.monitoring.coreos.com",
+      "configmap",
+      "providerconfig.keyward.dev",
+      "deployment.apps",
+      "service",
+    ]) {
       expect(out).toMatch(new RegExp(`^${kind.replaceAll(".", "\\.")}/\\S+ created \\(server dry run\\)$`, "m"));
     }
   });

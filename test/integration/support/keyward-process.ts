@@ -69,7 +69,10 @@ export function spawnKeyward(kubeconfigPath: string, namespace: string, opts: { 
   return {
     child,
     logs,
-    started: Promise.race([started, exited.then((how) => Promise.reject(new Error(`keyward exited (${how}) before it started:\n${logs.slice(-20).join("\n")}`)))]),
+    started: Promise.race([
+      started,
+      exited.then((how) => Promise.reject(new Error(`keyward exited (${how}) before it started:\n${logs.slice(-20).join("\n")}`))),
+    ]),
     exited,
     kill: () => {
       child.kill("SIGKILL");

@@ -64,7 +64,12 @@ export async function installProvider(kc: KubeConfig, namespace: string, baseUrl
     apiVersion: `${GROUP}/${VERSION}`,
     kind: "ProviderConfig",
     metadata: { name },
-    spec: { baseUrl, credentialsSecretRef: { name: `${name}-token` }, rateLimit: { requestsPerSecond: 200, burst: 200 }, timeoutSeconds: 5 },
+    spec: {
+      baseUrl,
+      credentialsSecretRef: { name: `${name}-token` },
+      rateLimit: { requestsPerSecond: 200, burst: 200 },
+      timeoutSeconds: 5,
+    },
   });
 }
 
@@ -120,7 +125,10 @@ export async function deleteCustom(kc: KubeConfig, namespace: string, plural: st
   await custom.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural, name });
 }
 
-export function condition(obj: KubeObject | undefined, type: string): { status: string; reason: string; message: string; observedGeneration?: number } | undefined {
+export function condition(
+  obj: KubeObject | undefined,
+  type: string,
+): { status: string; reason: string; message: string; observedGeneration?: number } | undefined {
   return obj?.status?.conditions?.find((c) => c.type === type);
 }
 
@@ -168,7 +176,12 @@ export async function startTestEnv(opts: TestEnvOptions): Promise<TestEnv | Keyw
   let keyward: RunningKeyward | undefined;
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> =>
-    (stopping ??= runEach([...[...extraSteps].reverse(), async () => keyward?.stop(), async () => emulator?.close(), async () => ns?.cleanup()]));
+    (stopping ??= runEach([
+      ...[...extraSteps].reverse(),
+      async () => keyward?.stop(),
+      async () => emulator?.close(),
+      async () => ns?.cleanup(),
+    ]));
   try {
     emulator = await startEmulator({ ...opts.emulator, tokens: [opts.token] });
     ns = await createTestNamespace(opts.prefix);
@@ -205,10 +218,13 @@ export async function waitForObject(
   name: string,
   opts: { until: (obj: KubeObject) => boolean; timeoutMs: number; description: string },
 ): Promise<KubeObject> {
-  return waitFor(async () => {
-    const obj = await getCustom(kc, namespace, plural, name);
-    return obj && opts.until(obj) ? obj : undefined;
-  }, { timeoutMs: opts.timeoutMs, description: opts.description });
+  return waitFor(
+    async () => {
+      const obj = await getCustom(kc, namespace, plural, name);
+      return obj && opts.until(obj) ? obj : undefined;
+    },
+    { timeoutMs: opts.timeoutMs, description: opts.description },
+  );
 }
 
 /**
@@ -216,7 +232,11 @@ export async function waitForObject(
  * `kinds` ("projects,providerconfigs"), those objects as kubectl prints them. A failing kubectl
  * throws, so a scan never passes over an empty text.
  */
-export async function exposedTexts(namespace: string, logs: readonly string[], kinds?: string): Promise<{ events: string; objects: string; all: string[] }> {
+export async function exposedTexts(
+  namespace: string,
+  logs: readonly string[],
+  kinds?: string,
+): Promise<{ events: string; objects: string; all: string[] }> {
   const read = async (what: string): Promise<string> => {
     const result = await kubectl(["get", what, "-n", namespace, "-o", "json"]);
     if (result.code !== 0) throw new Error(`kubectl get ${what} -n ${namespace} failed: ${result.stderr.trim()}`);

@@ -186,7 +186,12 @@ describe("response size limit", () => {
       spec: {},
       data: { token: Buffer.from(TOKEN).toString("base64") },
     } as KubeObject;
-    const api = await connector.connect("ProviderConfig/ns/pc", { baseUrl: s.url, credentialsSecretRef: { name: "creds" } }, () => Promise.resolve(secret), "ns");
+    const api = await connector.connect(
+      "ProviderConfig/ns/pc",
+      { baseUrl: s.url, credentialsSecretRef: { name: "creds" } },
+      () => Promise.resolve(secret),
+      "ns",
+    );
     const err = await rejectionOf(api.listProjects({}));
     expect(err).toBeInstanceOf(ResponseTooLargeError);
     expect((err as ResponseTooLargeError).limitBytes).toBe(LIMIT);

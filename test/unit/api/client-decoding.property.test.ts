@@ -30,7 +30,11 @@ import { createTokenResponseSchema } from "../../../src/api/schemas/tokens.ts";
 /** Where the server writes the request's Authorization header (JSON-escaped) into a body. */
 const ECHO = "@@ECHO-AUTH@@";
 /** Distinctive tokens; the second has characters JSON escapes, the third is JWT-shaped. */
-const TOKENS = ["kw-prop-token-5f2c9a71d3e4", 'kw-prop-"quoted"\\back-slash-7a1e', "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJrdy1wcm9wIn0.c2lnbmF0dXJlLWt3LXByb3A"] as const;
+const TOKENS = [
+  "kw-prop-token-5f2c9a71d3e4",
+  'kw-prop-"quoted"\\back-slash-7a1e',
+  "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJrdy1wcm9wIn0.c2lnbmF0dXJlLWt3LXByb3A",
+] as const;
 const SEED = 0x6b657977; // "keyw"
 const CONDITION_MESSAGE_MAX = 32768; // the CRDs' status.conditions[].message maxLength
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -72,7 +76,13 @@ afterAll(async () => {
 });
 
 function client(token: string, maxResponseBytes?: number): ApiClient {
-  return createApiClient({ baseUrl, token, retry: { maxAttempts: 1 }, timeoutMs: 10_000, ...(maxResponseBytes ? { maxResponseBytes } : {}) });
+  return createApiClient({
+    baseUrl,
+    token,
+    retry: { maxAttempts: 1 },
+    timeoutMs: 10_000,
+    ...(maxResponseBytes ? { maxResponseBytes } : {}),
+  });
 }
 
 // ---- valid bodies, one per operation -------------------------------------------------------
@@ -80,24 +90,80 @@ function client(token: string, maxResponseBytes?: number): ApiClient {
 const ID = "5b0c3a52-3f2e-4f5e-9d55-2f8b8f0c1a01";
 const AT = "2026-01-02T03:04:05.000Z";
 const project = {
-  id: ID, _id: ID, name: "Demo", slug: "demo-project", type: "secret-manager", orgId: ID, createdAt: AT, updatedAt: AT,
-  environments: [{ name: "Development", slug: "dev", id: ID }], description: null, autoCapitalization: false, version: 3,
-  pitVersionLimit: 10, hasDeleteProtection: false, secretSharing: true, showSnapshotsLegacy: false, secretDetectionIgnoreValues: null,
+  id: ID,
+  _id: ID,
+  name: "Demo",
+  slug: "demo-project",
+  type: "secret-manager",
+  orgId: ID,
+  createdAt: AT,
+  updatedAt: AT,
+  environments: [{ name: "Development", slug: "dev", id: ID }],
+  description: null,
+  autoCapitalization: false,
+  version: 3,
+  pitVersionLimit: 10,
+  hasDeleteProtection: false,
+  secretSharing: true,
+  showSnapshotsLegacy: false,
+  secretDetectionIgnoreValues: null,
 };
 const role = { id: ID, role: "admin", customRoleId: null, customRoleName: null, customRoleSlug: null, isTemporary: false };
-const membership = { id: ID, createdAt: AT, userId: ID, projectId: ID, user: { id: ID, email: "a@example.com", firstName: "A", lastName: "B", publicKey: "", username: "alice" }, roles: [role] };
+const membership = {
+  id: ID,
+  createdAt: AT,
+  userId: ID,
+  projectId: ID,
+  user: { id: ID, email: "a@example.com", firstName: "A", lastName: "B", publicKey: "", username: "alice" },
+  roles: [role],
+};
 const group = { id: ID, groupId: ID, createdAt: AT, updatedAt: AT, roles: [role], group: { id: ID, name: "Ops", slug: "ops" } };
 const updated = { id: ID, role: "member", projectMembershipId: ID, customRoleId: null, isTemporary: false, createdAt: AT, updatedAt: AT };
 const token = {
-  accessToken: "minted-token-value", expiresIn: 7200, accessTokenMaxTTL: 2_592_000, tokenType: "Bearer",
-  tokenData: { id: ID, accessTokenTTL: 7200, accessTokenNumUses: 0, isAccessTokenRevoked: false, identityId: ID, createdAt: AT, authMethod: "token-auth" },
+  accessToken: "minted-token-value",
+  expiresIn: 7200,
+  accessTokenMaxTTL: 2_592_000,
+  tokenType: "Bearer",
+  tokenData: {
+    id: ID,
+    accessTokenTTL: 7200,
+    accessTokenNumUses: 0,
+    isAccessTokenRevoked: false,
+    identityId: ID,
+    createdAt: AT,
+    authMethod: "token-auth",
+  },
 };
-const profile = { id: ID, projectId: ID, caId: ID, slug: "web", description: null, enrollmentType: "api", apiConfigId: ID, createdAt: AT, updatedAt: AT };
+const profile = {
+  id: ID,
+  projectId: ID,
+  caId: ID,
+  slug: "web",
+  description: null,
+  enrollmentType: "api",
+  apiConfigId: ID,
+  createdAt: AT,
+  updatedAt: AT,
+};
 const sync = {
-  id: ID, name: "to-git", description: null, isAutoSyncEnabled: true, version: 1, projectId: ID, folderId: ID, connectionId: ID, createdAt: AT, updatedAt: AT,
-  syncStatus: "succeeded", lastSyncMessage: null, syncOptions: { initialSyncBehavior: "overwrite-destination", keySchema: "{{secretKey}}", disableSecretDeletion: false },
-  connection: { app: "git-host", name: "gh", id: ID }, environment: { slug: "dev", name: "Development", id: ID }, folder: { id: ID, path: "/" },
-  destination: "git-host", destinationConfig: { owner: "o", repo: "r" },
+  id: ID,
+  name: "to-git",
+  description: null,
+  isAutoSyncEnabled: true,
+  version: 1,
+  projectId: ID,
+  folderId: ID,
+  connectionId: ID,
+  createdAt: AT,
+  updatedAt: AT,
+  syncStatus: "succeeded",
+  lastSyncMessage: null,
+  syncOptions: { initialSyncBehavior: "overwrite-destination", keySchema: "{{secretKey}}", disableSecretDeletion: false },
+  connection: { app: "git-host", name: "gh", id: ID },
+  environment: { slug: "dev", name: "Development", id: ID },
+  folder: { id: ID, path: "/" },
+  destination: "git-host",
+  destinationConfig: { owner: "o", repo: "r" },
 };
 
 interface Op {
@@ -112,22 +178,85 @@ interface Op {
 const ops: Op[] = [
   { name: "getProject", call: (c) => c.getProject(ID), result: projectWithEnvironmentsSchema, ok: { project } },
   { name: "getProjectBySlug", call: (c) => c.getProjectBySlug("demo-project"), result: projectWithEnvironmentsSchema, ok: project },
-  { name: "listProjects", call: (c) => c.listProjects({ includeRoles: true }), result: z.array(projectWithEnvironmentsSchema), ok: { projects: [project, project] } },
-  { name: "createProject", call: (c) => c.createProject({ projectName: "Demo", slug: "demo-project" }), result: projectWithEnvironmentsSchema, ok: { project: { ...project, kmsSecretManagerKeyId: ID } } },
+  {
+    name: "listProjects",
+    call: (c) => c.listProjects({ includeRoles: true }),
+    result: z.array(projectWithEnvironmentsSchema),
+    ok: { projects: [project, project] },
+  },
+  {
+    name: "createProject",
+    call: (c) => c.createProject({ projectName: "Demo", slug: "demo-project" }),
+    result: projectWithEnvironmentsSchema,
+    ok: { project: { ...project, kmsSecretManagerKeyId: ID } },
+  },
   { name: "getSecretSync", call: (c) => c.getSecretSync("git-host", ID), result: secretSyncSchema, ok: { secretSync: sync } },
-  { name: "findSecretSyncByName", call: (c) => c.findSecretSyncByName("git-host", "to-git", ID), result: secretSyncSchema.optional(), ok: { secretSync: sync } },
-  { name: "syncSecrets", call: (c) => c.syncSecrets("git-host", ID), result: secretSyncSchema, ok: { secretSync: { ...sync, syncStatus: "pending" } } },
-  { name: "listProjectMemberships", call: (c) => c.listProjectMemberships(ID), result: z.array(userMembershipSchema), ok: { memberships: [membership] } },
-  { name: "getMembershipByUsername", call: (c) => c.getMembershipByUsername(ID, "alice"), result: userMembershipSchema, ok: { membership } },
-  { name: "updateMembershipRoles", call: (c) => c.updateMembershipRoles(ID, ID, [{ role: "member" }]), result: z.array(updatedRoleSchema), ok: { roles: [updated] } },
-  { name: "listProjectGroups", call: (c) => c.listProjectGroups(ID), result: z.array(groupMembershipSchema), ok: { groupMemberships: [group] } },
+  {
+    name: "findSecretSyncByName",
+    call: (c) => c.findSecretSyncByName("git-host", "to-git", ID),
+    result: secretSyncSchema.optional(),
+    ok: { secretSync: sync },
+  },
+  {
+    name: "syncSecrets",
+    call: (c) => c.syncSecrets("git-host", ID),
+    result: secretSyncSchema,
+    ok: { secretSync: { ...sync, syncStatus: "pending" } },
+  },
+  {
+    name: "listProjectMemberships",
+    call: (c) => c.listProjectMemberships(ID),
+    result: z.array(userMembershipSchema),
+    ok: { memberships: [membership] },
+  },
+  {
+    name: "getMembershipByUsername",
+    call: (c) => c.getMembershipByUsername(ID, "alice"),
+    result: userMembershipSchema,
+    ok: { membership },
+  },
+  {
+    name: "updateMembershipRoles",
+    call: (c) => c.updateMembershipRoles(ID, ID, [{ role: "member" }]),
+    result: z.array(updatedRoleSchema),
+    ok: { roles: [updated] },
+  },
+  {
+    name: "listProjectGroups",
+    call: (c) => c.listProjectGroups(ID),
+    result: z.array(groupMembershipSchema),
+    ok: { groupMemberships: [group] },
+  },
   { name: "createIdentityToken", call: (c) => c.createIdentityToken(ID, { name: "kw" }), result: createTokenResponseSchema, ok: token },
-  { name: "getCertificateProfileBySlug", call: (c) => c.getCertificateProfileBySlug("web", ID), result: certificateProfileSchema, ok: { certificateProfile: profile } },
+  {
+    name: "getCertificateProfileBySlug",
+    call: (c) => c.getCertificateProfileBySlug("web", ID),
+    result: certificateProfileSchema,
+    ok: { certificateProfile: profile },
+  },
   {
     name: "listCertificateProfiles",
     call: (c) => c.listCertificateProfiles({ projectId: ID, limit: 100 }),
     result: listCertificateProfilesResponseSchema,
-    ok: { certificateProfiles: [{ ...profile, metrics: { profileId: ID, totalCertificates: 3, activeCertificates: 2, expiredCertificates: 1, expiringCertificates: 0, revokedCertificates: 0 }, estConfig: null, apiConfig: { id: ID, autoRenew: true, renewBeforeDays: 7 }, acmeConfig: null }], totalCount: 1 },
+    ok: {
+      certificateProfiles: [
+        {
+          ...profile,
+          metrics: {
+            profileId: ID,
+            totalCertificates: 3,
+            activeCertificates: 2,
+            expiredCertificates: 1,
+            expiringCertificates: 0,
+            revokedCertificates: 0,
+          },
+          estConfig: null,
+          apiConfig: { id: ID, autoRenew: true, renewBeforeDays: 7 },
+          acmeConfig: null,
+        },
+      ],
+      totalCount: 1,
+    },
   },
 ];
 
@@ -140,17 +269,49 @@ for (const op of ops) Object.defineProperty(op, fc.toStringMethod, { value: () =
 const nastyString = fc.oneof(
   fc.string({ unit: "binary", maxLength: 40 }),
   fc.string({ unit: "grapheme", maxLength: 40 }),
-  fc.constantFrom("\ud800", "\udfff", "a\ud83dz", "\u0000", "nul\u0000inside", "\u202eevil\u202c", "\u05e9\u05dc\u05d5\u05dd", "\ufeff", "NaN", "-0", "Infinity", "1e308", "9007199254740993", "", " ", "__proto__", "constructor"),
+  fc.constantFrom(
+    "\ud800",
+    "\udfff",
+    "a\ud83dz",
+    "\u0000",
+    "nul\u0000inside",
+    "\u202eevil\u202c",
+    "\u05e9\u05dc\u05d5\u05dd",
+    "\ufeff",
+    "NaN",
+    "-0",
+    "Infinity",
+    "1e308",
+    "9007199254740993",
+    "",
+    " ",
+    "__proto__",
+    "constructor",
+  ),
   fc.constantFrom(ECHO, `Bearer ${ECHO}`, `token ${ECHO} echoed`),
   fc.integer({ min: 1, max: 64 }).map((n) => "x".repeat(n * 1024)),
 );
 /** Numbers JSON can carry that a typed field might not expect (1e309 parses to Infinity). */
-const nastyNumberText = fc.constantFrom("1e308", "1e309", "-1e309", "-0", "0.0", "9007199254740993", "-9007199254740993", "1e-400", "123456789012345678901234567890", "0e0");
+const nastyNumberText = fc.constantFrom(
+  "1e308",
+  "1e309",
+  "-1e309",
+  "-0",
+  "0.0",
+  "9007199254740993",
+  "-9007199254740993",
+  "1e-400",
+  "123456789012345678901234567890",
+  "0e0",
+);
 /** Any JSON value, with the nasty strings among its leaves. */
 const nastyValue: fc.Arbitrary<unknown> = fc.oneof(
   { weight: 3, arbitrary: fc.jsonValue({ maxDepth: 3 }) },
   { weight: 3, arbitrary: nastyString },
-  { weight: 1, arbitrary: fc.constantFrom(null, true, false, 0, -0, 1e308, -1e308, 2 ** 53 + 1, Number.MIN_VALUE, [], {}, [null], { "": null }) },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom(null, true, false, 0, -0, 1e308, -1e308, 2 ** 53 + 1, Number.MIN_VALUE, [], {}, [null], { "": null }),
+  },
   { weight: 1, arbitrary: fc.constantFrom("Bearer", "bearer", "unknown-destination", "secret-manager ", "ADMIN", "est2", "paused") },
 );
 
@@ -174,9 +335,24 @@ type Mutation =
 const mutation: fc.Arbitrary<Mutation> = fc.oneof(
   fc.record({ kind: fc.constant("set" as const), path: fc.nat(), value: nastyValue }),
   fc.record({ kind: fc.constant("delete" as const), path: fc.nat() }),
-  fc.record({ kind: fc.constant("same-type" as const), path: fc.nat(), str: nastyString, num: fc.constantFrom(1e308, -1e308, -0, 2 ** 53 + 1, -(2 ** 53) - 1, Number.MIN_VALUE, 0.1, 4294967296) }),
-  fc.record({ kind: fc.constant("same-type" as const), path: fc.nat(), str: nastyString, num: fc.double({ noNaN: true, noDefaultInfinity: true }) }),
-  fc.record({ kind: fc.constant("extra" as const), path: fc.nat(), key: fc.oneof(fc.string({ maxLength: 12 }), fc.constantFrom(ECHO, "__proto__", "constructor", "\ud800")), value: nastyValue }),
+  fc.record({
+    kind: fc.constant("same-type" as const),
+    path: fc.nat(),
+    str: nastyString,
+    num: fc.constantFrom(1e308, -1e308, -0, 2 ** 53 + 1, -(2 ** 53) - 1, Number.MIN_VALUE, 0.1, 4294967296),
+  }),
+  fc.record({
+    kind: fc.constant("same-type" as const),
+    path: fc.nat(),
+    str: nastyString,
+    num: fc.double({ noNaN: true, noDefaultInfinity: true }),
+  }),
+  fc.record({
+    kind: fc.constant("extra" as const),
+    path: fc.nat(),
+    key: fc.oneof(fc.string({ maxLength: 12 }), fc.constantFrom(ECHO, "__proto__", "constructor", "\ud800")),
+    value: nastyValue,
+  }),
 );
 
 function applyMutation(doc: Json, m: Mutation): Json {
@@ -191,13 +367,13 @@ function applyMutation(doc: Json, m: Mutation): Json {
   else if (m.kind === "same-type") {
     const v = parent[last];
     parent[last] = typeof v === "string" ? m.str : typeof v === "number" ? m.num : typeof v === "boolean" ? !v : v;
-  }
-  else if (m.kind === "delete") {
+  } else if (m.kind === "delete") {
     if (Array.isArray(parent)) parent.splice(Number(last), 1);
     else Reflect.deleteProperty(parent, last);
   } else {
     const target = parent[last];
-    if (target !== null && typeof target === "object" && !Array.isArray(target)) Object.defineProperty(target, m.key, { value: m.value, enumerable: true, writable: true, configurable: true });
+    if (target !== null && typeof target === "object" && !Array.isArray(target))
+      Object.defineProperty(target, m.key, { value: m.value, enumerable: true, writable: true, configurable: true });
   }
   return copy;
 }
@@ -209,7 +385,16 @@ const damage: fc.Arbitrary<Damage> = fc.oneof(
   { weight: 4, arbitrary: fc.constant({ kind: "none" as const }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant("truncate" as const), at: fc.nat() }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("number" as const), text: nastyNumberText }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant("raw" as const), text: fc.oneof(fc.string({ unit: "binary", maxLength: 30 }), fc.constantFrom("", "null", "[]", '"str"', "{", "}{", "\u0000", "<html>bad gateway</html>", ECHO)) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant("raw" as const),
+      text: fc.oneof(
+        fc.string({ unit: "binary", maxLength: 30 }),
+        fc.constantFrom("", "null", "[]", '"str"', "{", "}{", "\u0000", "<html>bad gateway</html>", ECHO),
+      ),
+    }),
+  },
 );
 
 function serialise(doc: Json, d: Damage): string {
@@ -237,10 +422,24 @@ const errorBody = fc.record(
     message: fc.oneof(
       nastyString,
       nastyValue,
-      fc.array(fc.record({ path: fc.array(fc.oneof(nastyString, fc.integer()), { maxLength: 3 }), message: fc.oneof(nastyString, nastyValue), code: nastyString }, { requiredKeys: [] }), { maxLength: 4 }),
+      fc.array(
+        fc.record(
+          {
+            path: fc.array(fc.oneof(nastyString, fc.integer()), { maxLength: 3 }),
+            message: fc.oneof(nastyString, nastyValue),
+            code: nastyString,
+          },
+          { requiredKeys: [] },
+        ),
+        { maxLength: 4 },
+      ),
       fc.constantFrom({ [ECHO]: 1 }, [ECHO], { nested: { auth: ECHO } }, [{ path: [ECHO], message: 1 }]),
     ),
-    error: fc.oneof(nastyString, nastyValue, fc.constantFrom("ValidationFailure", "NotFound", "Not Found", "RateLimitExceeded", "TokenError")),
+    error: fc.oneof(
+      nastyString,
+      nastyValue,
+      fc.constantFrom("ValidationFailure", "NotFound", "Not Found", "RateLimitExceeded", "TokenError"),
+    ),
   },
   { requiredKeys: [] },
 );
@@ -249,8 +448,27 @@ const statuses = fc.oneof(
   { weight: 6, arbitrary: fc.constantFrom(200, 200, 200, 201, 204, 299) },
   { weight: 4, arbitrary: fc.constantFrom(301, 400, 401, 403, 404, 409, 422, 429, 500, 502, 503) },
 );
-const headerValue = fc.oneof(fc.constant(ECHO), fc.constant(`Bearer realm="${ECHO}"`), nastyString.filter((v) => v.length < 256), fc.constantFrom("120", "-1", "1e309", "Wed, 21 Oct 2015 07:28:00 GMT", "Sat, 01 Jan 10000 00:00:00 GMT", "Fri, 01 Jan 2300 00:00:00 GMT", "9007199254740993", "9".repeat(400), "2592000"));
-const echoedHeaders = fc.dictionary(fc.constantFrom("x-echo", "www-authenticate", "retry-after", "x-request-id", "content-type", "location"), headerValue, { maxKeys: 3 });
+const headerValue = fc.oneof(
+  fc.constant(ECHO),
+  fc.constant(`Bearer realm="${ECHO}"`),
+  nastyString.filter((v) => v.length < 256),
+  fc.constantFrom(
+    "120",
+    "-1",
+    "1e309",
+    "Wed, 21 Oct 2015 07:28:00 GMT",
+    "Sat, 01 Jan 10000 00:00:00 GMT",
+    "Fri, 01 Jan 2300 00:00:00 GMT",
+    "9007199254740993",
+    "9".repeat(400),
+    "2592000",
+  ),
+);
+const echoedHeaders = fc.dictionary(
+  fc.constantFrom("x-echo", "www-authenticate", "retry-after", "x-request-id", "content-type", "location"),
+  headerValue,
+  { maxKeys: 3 },
+);
 
 interface Case {
   op: Op;
@@ -281,7 +499,14 @@ const typedErrors = [ApiError, ResponseValidationError, ResponseTooLargeError, T
 /** Everything an error shows or carries, as text. */
 function renderings(err: unknown): string[] {
   const e = err as Error;
-  return [e.message, e.stack ?? "", String(e), JSON.stringify(e), JSON.stringify(Object.getOwnPropertyDescriptors(e)), classifyError(e).message];
+  return [
+    e.message,
+    e.stack ?? "",
+    String(e),
+    JSON.stringify(e),
+    JSON.stringify(Object.getOwnPropertyDescriptors(e)),
+    classifyError(e).message,
+  ];
 }
 
 /** The token as it might be written: itself, and JSON-escaped (how a body carries it). */
@@ -312,7 +537,9 @@ async function check(c: Case, maxResponseBytes?: number): Promise<void> {
     return;
   }
   const err = failure.err;
-  tally(err instanceof TransportError ? `TransportError ${err.kind} ${err.code ?? ""}`.trim() : err instanceof Error ? err.name : typeof err);
+  tally(
+    err instanceof TransportError ? `TransportError ${err.kind} ${err.code ?? ""}`.trim() : err instanceof Error ? err.name : typeof err,
+  );
   if (!typedErrors.some((cls) => err instanceof cls)) throw new Error(`${c.op.name} threw an untyped error`, { cause: err });
   const e = err as ApiError | ResponseValidationError | ResponseTooLargeError | TransportError;
   for (const text of renderings(e)) {
@@ -323,9 +550,11 @@ async function check(c: Case, maxResponseBytes?: number): Promise<void> {
   // A Retry-After becomes a timer (client backoff, work-queue requeue): finite, and no longer
   // than a Node timer can wait (2^31-1 ms; a longer one fires at once).
   const after = e instanceof ApiError ? e.retryAfterMs : undefined;
-  if (after !== undefined && !(Number.isFinite(after) && after >= 0 && after <= MAX_TIMER_MS)) throw new Error(`${c.op.name}: retryAfterMs ${after}`);
+  if (after !== undefined && !(Number.isFinite(after) && after >= 0 && after <= MAX_TIMER_MS))
+    throw new Error(`${c.op.name}: retryAfterMs ${after}`);
   const cond = classifyError(e).message;
-  if (cond.length > CONDITION_MESSAGE_MAX) throw new Error(`${c.op.name}: condition message of ${cond.length} chars (CRD maxLength ${CONDITION_MESSAGE_MAX})`);
+  if (cond.length > CONDITION_MESSAGE_MAX)
+    throw new Error(`${c.op.name}: condition message of ${cond.length} chars (CRD maxLength ${CONDITION_MESSAGE_MAX})`);
 }
 
 describe("response decoding, property-based over a real loopback server", () => {
@@ -337,7 +566,10 @@ describe("response decoding, property-based over a real loopback server", () => 
   });
 
   it("every answer resolves to a schema-valid value or rejects with a typed error that never shows the token", async () => {
-    await fc.assert(fc.asyncProperty(caseArb, (c) => check(c)), { seed: SEED, numRuns: 5000 });
+    await fc.assert(
+      fc.asyncProperty(caseArb, (c) => check(c)),
+      { seed: SEED, numRuns: 5000 },
+    );
   });
 
   it("error answers echoing the Authorization header into every field never show the token", async () => {
@@ -350,16 +582,26 @@ describe("response decoding, property-based over a real loopback server", () => 
       headers: echoedHeaders,
     });
     const wrap = (shape: string): unknown =>
-      shape === "plain" ? ECHO
-        : shape === "prefixed" ? `invalid token: ${ECHO}; again ${ECHO}`
-          : shape === "object" ? { got: ECHO, nested: [ECHO] }
-            : shape === "array" ? [ECHO, 1, null]
-              : shape === "issue-path" ? [{ path: ["headers", ECHO], message: "bad" }]
-                : shape === "issue-message" ? [{ path: ["x"], message: `saw ${ECHO}` }, { code: ECHO }]
+      shape === "plain"
+        ? ECHO
+        : shape === "prefixed"
+          ? `invalid token: ${ECHO}; again ${ECHO}`
+          : shape === "object"
+            ? { got: ECHO, nested: [ECHO] }
+            : shape === "array"
+              ? [ECHO, 1, null]
+              : shape === "issue-path"
+                ? [{ path: ["headers", ECHO], message: "bad" }]
+                : shape === "issue-message"
+                  ? [{ path: ["x"], message: `saw ${ECHO}` }, { code: ECHO }]
                   : { [ECHO]: true };
     await fc.assert(
       fc.asyncProperty(echoing, (r) =>
-        check({ op: r.op, token: r.token, plan: { status: r.status, body: JSON.stringify({ statusCode: r.status, [r.field]: wrap(r.shape) }), headers: r.headers } }),
+        check({
+          op: r.op,
+          token: r.token,
+          plan: { status: r.status, body: JSON.stringify({ statusCode: r.status, [r.field]: wrap(r.shape) }), headers: r.headers },
+        }),
       ),
       { seed: SEED + 1, numRuns: 1000 },
     );

@@ -17,7 +17,18 @@ import {
 } from "../../../src/api/index.ts";
 import { loadDefaultSeed } from "../../emulator/default-seed.ts";
 import { startEmulator } from "../../emulator/server.ts";
-import { connectionIds, destinationConfigs, eventually, fastRetry, rejectionOf, seedIds, startHarness, TOKEN, unique, type Harness } from "./emulator-fixture.ts";
+import {
+  connectionIds,
+  destinationConfigs,
+  eventually,
+  fastRetry,
+  rejectionOf,
+  seedIds,
+  startHarness,
+  TOKEN,
+  unique,
+  type Harness,
+} from "./emulator-fixture.ts";
 import { freePort } from "../../controlplane/controlplane.ts"; // a port nothing listens on once it returns
 
 let h: Harness;
@@ -83,7 +94,11 @@ describe("service errors", () => {
   it("400 for a duplicate project slug and a duplicate sync name, not retried", async () => {
     const slug = unique("dup");
     await api.createProject({ projectName: "one", slug });
-    expect(await apiErrorOf(api.createProject({ projectName: "two", slug }))).toMatchObject({ status: 400, jobInProgress: false, retryable: false });
+    expect(await apiErrorOf(api.createProject({ projectName: "two", slug }))).toMatchObject({
+      status: 400,
+      jobInProgress: false,
+      retryable: false,
+    });
     const body = syncBody({ isAutoSyncEnabled: false });
     await api.createSecretSync("git-host", body);
     expect((await apiErrorOf(api.createSecretSync("git-host", body))).status).toBe(400);
@@ -164,13 +179,17 @@ describe("5xx", () => {
 
   it("503 on a create is not retried: it may have landed", async () => {
     h.em.setFaults({ errorRate: 1, errorStatus: 503 });
-    expect(await apiErrorOf(api.createProject({ projectName: "x", slug: unique("five") }))).toMatchObject({ status: 503, mayHaveLanded: true });
+    expect(await apiErrorOf(api.createProject({ projectName: "x", slug: unique("five") }))).toMatchObject({
+      status: 503,
+      mayHaveLanded: true,
+    });
     expect(h.em.requests()).toHaveLength(1);
   });
 });
 
 describe("dropped responses", () => {
-  const dropAfter = (method: string, pathPattern: string) => h.em.setFaults({ match: { method, pathPattern }, drop: { count: 1, when: "after-handling" } });
+  const dropAfter = (method: string, pathPattern: string) =>
+    h.em.setFaults({ match: { method, pathPattern }, drop: { count: 1, when: "after-handling" } });
 
   it("a create whose response is dropped is not sent twice; it landed", async () => {
     dropAfter("POST", "^/api/v2/workspace$");
@@ -195,7 +214,10 @@ describe("dropped responses", () => {
       expect(isTransportError(err) && err.mayHaveLanded, pattern).toBe(true);
       expect(h.em.requests(), pattern).toHaveLength(1);
     }
-    await eventually(() => api.getSecretSync("git-host", sync.id), (s) => s.syncStatus !== "pending" && s.syncStatus !== "running");
+    await eventually(
+      () => api.getSecretSync("git-host", sync.id),
+      (s) => s.syncStatus !== "pending" && s.syncStatus !== "running",
+    );
     h.em.clearRequests();
     dropAfter("POST", "/remove-secrets$");
     expect(isTransportError(await rejectionOf(api.removeSecrets("git-host", sync.id)))).toBe(true);
@@ -227,10 +249,24 @@ describe("dropped responses", () => {
 describe("transport failures", () => {
   it("a refused connection is retried even for a create: nothing was sent", async () => {
     const attempts: RequestInfo[] = [];
-    const c = createApiClient({ baseUrl: `http://127.0.0.1:${await freePort()}`, token: TOKEN, retry: fastRetry, onRequest: (i) => attempts.push(i) });
+    const c = createApiClient({
+      baseUrl: `http://127.0.0.1:${await freePort()}`,
+      token: TOKEN,
+      retry: fastRetry,
+      onRequest: (i) => attempts.push(i),
+    });
     const err = await rejectionOf(c.createProject({ projectName: "nowhere" }));
-    expect(isTransportError(err) && err).toMatchObject({ kind: "connection-refused", mayHaveLanded: false, retryable: true, code: "ECONNREFUSED" });
-    expect(attempts.map((a) => [a.attempt, a.status])).toEqual([[1, "error"], [2, "error"], [3, "error"]]);
+    expect(isTransportError(err) && err).toMatchObject({
+      kind: "connection-refused",
+      mayHaveLanded: false,
+      retryable: true,
+      code: "ECONNREFUSED",
+    });
+    expect(attempts.map((a) => [a.attempt, a.status])).toEqual([
+      [1, "error"],
+      [2, "error"],
+      [3, "error"],
+    ]);
   });
 
   // The emulator drops a request whose client left during the latency (it neither applies nor
@@ -238,15 +274,24 @@ describe("transport failures", () => {
   it("a read slower than timeoutMs times out and is retried", async () => {
     h.em.setFaults({ latencyMs: 400 });
     const attempts: RequestInfo[] = [];
-    const err = await rejectionOf(h.client({ timeoutMs: 100, retry: { ...fastRetry, maxAttempts: 2 }, onRequest: (i) => attempts.push(i) }).getProject(seedIds.demoProject));
+    const err = await rejectionOf(
+      h
+        .client({ timeoutMs: 100, retry: { ...fastRetry, maxAttempts: 2 }, onRequest: (i) => attempts.push(i) })
+        .getProject(seedIds.demoProject),
+    );
     expect(isTransportError(err) && err).toMatchObject({ kind: "timeout", mayHaveLanded: true, retryable: true });
-    expect(attempts.map((a) => [a.attempt, a.status])).toEqual([[1, "error"], [2, "error"]]);
+    expect(attempts.map((a) => [a.attempt, a.status])).toEqual([
+      [1, "error"],
+      [2, "error"],
+    ]);
   });
 
   it("a create slower than timeoutMs is not re-sent: it may have landed", async () => {
     h.em.setFaults({ latencyMs: 400 });
     const attempts: RequestInfo[] = [];
-    const err = await rejectionOf(h.client({ timeoutMs: 100, onRequest: (i) => attempts.push(i) }).createProject({ projectName: "slow", slug: unique("slow") }));
+    const err = await rejectionOf(
+      h.client({ timeoutMs: 100, onRequest: (i) => attempts.push(i) }).createProject({ projectName: "slow", slug: unique("slow") }),
+    );
     expect(isTransportError(err) && err).toMatchObject({ kind: "timeout", mayHaveLanded: true, retryable: true });
     expect(attempts).toHaveLength(1);
   });

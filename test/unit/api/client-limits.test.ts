@@ -52,25 +52,91 @@ const createSync = (over: Record<string, unknown>) => (c: ApiClient) => c.create
 const updateSync = (body: Record<string, unknown>) => (c: ApiClient) => c.updateSecretSync("data-platform", syncId, body);
 const createProject = (over: Record<string, unknown>) => (c: ApiClient) => c.createProject({ projectName: "limits", ...over });
 const updateProject = (body: Record<string, unknown>) => (c: ApiClient) => c.updateProject(seedIds.demoProject, body);
-const listProfiles = (over: Record<string, unknown>) => (c: ApiClient) => c.listCertificateProfiles({ projectId: seedIds.pkiProject, ...over });
+const listProfiles = (over: Record<string, unknown>) => (c: ApiClient) =>
+  c.listCertificateProfiles({ projectId: seedIds.pkiProject, ...over });
 
 const rows: Row[] = [
-  { limit: "sync name 1..64", op: "createSecretSync", past: [createSync({ name: "" }), createSync({ name: s(65) })], at: [createSync({ name: `a${unique("n").slice(0, 60)}`.padEnd(64, "z") })] },
-  { limit: "sync environment 1..64", op: "createSecretSync", past: [createSync({ environment: "" }), createSync({ environment: s(65) })], at: [] },
-  { limit: "sync description max 256", op: "createSecretSync", past: [createSync({ description: s(257) })], at: [createSync({ description: s(256) }), createSync({ description: null })] },
+  {
+    limit: "sync name 1..64",
+    op: "createSecretSync",
+    past: [createSync({ name: "" }), createSync({ name: s(65) })],
+    at: [createSync({ name: `a${unique("n").slice(0, 60)}`.padEnd(64, "z") })],
+  },
+  {
+    limit: "sync environment 1..64",
+    op: "createSecretSync",
+    past: [createSync({ environment: "" }), createSync({ environment: s(65) })],
+    at: [],
+  },
+  {
+    limit: "sync description max 256",
+    op: "createSecretSync",
+    past: [createSync({ description: s(257) })],
+    at: [createSync({ description: s(256) }), createSync({ description: null })],
+  },
   { limit: "sync projectId min 1", op: "createSecretSync", past: [createSync({ projectId: "" })], at: [] },
   { limit: "sync secretPath min 1", op: "createSecretSync", past: [createSync({ secretPath: "" })], at: [] },
-  { limit: "sync update name, environment, description", op: "updateSecretSync", past: [updateSync({ name: "" }), updateSync({ name: s(65) }), updateSync({ environment: s(65) }), updateSync({ description: s(257) })], at: [updateSync({ description: s(256) })] },
-  { limit: "project slug at creation 5..36", op: "createProject", past: [createProject({ slug: s(4) }), createProject({ slug: s(37) })], at: [createProject({ slug: slugOf(5) }), createProject({ slug: slugOf(36) })] },
-  { limit: "template name 1..64", op: "createProject", past: [createProject({ template: "" }), createProject({ template: s(65) })], at: [] },
-  { limit: "project update name max 64", op: "updateProject", past: [updateProject({ name: s(65) })], at: [updateProject({ name: "Demo Project".padEnd(64, ".") })] },
-  { limit: "project update description max 256", op: "updateProject", past: [updateProject({ description: s(257) })], at: [updateProject({ description: s(256) })] },
-  { limit: "pitVersionLimit 1..100", op: "updateProject", past: [updateProject({ pitVersionLimit: 0 }), updateProject({ pitVersionLimit: 101 })], at: [updateProject({ pitVersionLimit: 1 }), updateProject({ pitVersionLimit: 100 })] },
-  { limit: "profile page size 1..100", op: "listCertificateProfiles", past: [listProfiles({ limit: 0 }), listProfiles({ limit: 101 })], at: [listProfiles({ limit: 1 }), listProfiles({ limit: 100 })] },
+  {
+    limit: "sync update name, environment, description",
+    op: "updateSecretSync",
+    past: [updateSync({ name: "" }), updateSync({ name: s(65) }), updateSync({ environment: s(65) }), updateSync({ description: s(257) })],
+    at: [updateSync({ description: s(256) })],
+  },
+  {
+    limit: "project slug at creation 5..36",
+    op: "createProject",
+    past: [createProject({ slug: s(4) }), createProject({ slug: s(37) })],
+    at: [createProject({ slug: slugOf(5) }), createProject({ slug: slugOf(36) })],
+  },
+  {
+    limit: "template name 1..64",
+    op: "createProject",
+    past: [createProject({ template: "" }), createProject({ template: s(65) })],
+    at: [],
+  },
+  {
+    limit: "project update name max 64",
+    op: "updateProject",
+    past: [updateProject({ name: s(65) })],
+    at: [updateProject({ name: "Demo Project".padEnd(64, ".") })],
+  },
+  {
+    limit: "project update description max 256",
+    op: "updateProject",
+    past: [updateProject({ description: s(257) })],
+    at: [updateProject({ description: s(256) })],
+  },
+  {
+    limit: "pitVersionLimit 1..100",
+    op: "updateProject",
+    past: [updateProject({ pitVersionLimit: 0 }), updateProject({ pitVersionLimit: 101 })],
+    at: [updateProject({ pitVersionLimit: 1 }), updateProject({ pitVersionLimit: 100 })],
+  },
+  {
+    limit: "profile page size 1..100",
+    op: "listCertificateProfiles",
+    past: [listProfiles({ limit: 0 }), listProfiles({ limit: 101 })],
+    at: [listProfiles({ limit: 1 }), listProfiles({ limit: 100 })],
+  },
   { limit: "profile offset >= 0", op: "listCertificateProfiles", past: [listProfiles({ offset: -1 })], at: [listProfiles({ offset: 0 })] },
-  { limit: "user role list at least 1 entry", op: "updateMembershipRoles", past: [(c) => c.updateMembershipRoles(seedIds.demoProject, membershipId, [])], at: [(c) => c.updateMembershipRoles(seedIds.demoProject, membershipId, [{ role: "viewer" }])] },
-  { limit: "group role list at least 1 entry", op: "updateGroupRoles", past: [(c) => c.updateGroupRoles(seedIds.demoProject, seedIds.platformGroup, [])], at: [(c) => c.updateGroupRoles(seedIds.demoProject, seedIds.platformGroup, [{ role: "member" }])] },
-  { limit: "slug in project-by-slug lookup max 64", op: "getProjectBySlug", past: [(c) => c.getProjectBySlug(s(65))], at: [(c) => c.getProjectBySlug("demo-project")] },
+  {
+    limit: "user role list at least 1 entry",
+    op: "updateMembershipRoles",
+    past: [(c) => c.updateMembershipRoles(seedIds.demoProject, membershipId, [])],
+    at: [(c) => c.updateMembershipRoles(seedIds.demoProject, membershipId, [{ role: "viewer" }])],
+  },
+  {
+    limit: "group role list at least 1 entry",
+    op: "updateGroupRoles",
+    past: [(c) => c.updateGroupRoles(seedIds.demoProject, seedIds.platformGroup, [])],
+    at: [(c) => c.updateGroupRoles(seedIds.demoProject, seedIds.platformGroup, [{ role: "member" }])],
+  },
+  {
+    limit: "slug in project-by-slug lookup max 64",
+    op: "getProjectBySlug",
+    past: [(c) => c.getProjectBySlug(s(65))],
+    at: [(c) => c.getProjectBySlug("demo-project")],
+  },
 ];
 
 describe("limits of interface.md over HTTP", () => {
@@ -99,7 +165,12 @@ describe("limits of interface.md over HTTP", () => {
   }
 
   it("the client also refuses the empty slug lookup, the empty username and a bad sync id", async () => {
-    for (const call of [checked.getProjectBySlug(""), checked.getMembershipByUsername(seedIds.demoProject, ""), checked.getSecretSync("git-host", "not-a-uuid"), checked.getCertificateProfileBySlug("", seedIds.pkiProject)]) {
+    for (const call of [
+      checked.getProjectBySlug(""),
+      checked.getMembershipByUsername(seedIds.demoProject, ""),
+      checked.getSecretSync("git-host", "not-a-uuid"),
+      checked.getCertificateProfileBySlug("", seedIds.pkiProject),
+    ]) {
       expect(isRequestValidationError(await rejectionOf(call))).toBe(true);
     }
     expect(h.em.requests()).toEqual([]);

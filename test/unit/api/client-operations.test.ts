@@ -1,8 +1,26 @@
 // Every operation against the emulator over real HTTP: the happy path, what went over the wire
 // (method, path, query, body — from the emulator's request log) and what came back.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { closeConnections, connectionAppByDestination, destinations, isApiError, operations, type ApiClient, type Destination, type SecretSync } from "../../../src/api/index.ts";
-import { connectionIds, destinationConfigs, eventually, rejectionOf, seedIds, startHarness, unique, type Harness } from "./emulator-fixture.ts";
+import {
+  closeConnections,
+  connectionAppByDestination,
+  destinations,
+  isApiError,
+  operations,
+  type ApiClient,
+  type Destination,
+  type SecretSync,
+} from "../../../src/api/index.ts";
+import {
+  connectionIds,
+  destinationConfigs,
+  eventually,
+  rejectionOf,
+  seedIds,
+  startHarness,
+  unique,
+  type Harness,
+} from "./emulator-fixture.ts";
 
 let h: Harness;
 let api: ApiClient;
@@ -23,7 +41,11 @@ beforeEach(() => {
 describe("operations table", () => {
   it("lists the 19 operations of interface.md and the three beyond it", () => {
     expect(operations.filter((o) => !o.beyondInterface)).toHaveLength(19);
-    expect(operations.filter((o) => o.beyondInterface).map((o) => o.name)).toEqual(["getSecretSync", "findSecretSyncByName", "deleteSecretSync"]);
+    expect(operations.filter((o) => o.beyondInterface).map((o) => o.name)).toEqual([
+      "getSecretSync",
+      "findSecretSyncByName",
+      "deleteSecretSync",
+    ]);
     for (const op of operations) expect(typeof (api as unknown as Record<string, unknown>)[op.name], op.name).toBe("function");
   });
 });
@@ -31,7 +53,15 @@ describe("operations table", () => {
 describe("projects", () => {
   it("createProject sends the body as given and returns the project with environments", async () => {
     const slug = unique("proj");
-    const body = { projectName: "Created", projectDescription: "d", slug, template: "default", type: "kms" as const, shouldCreateDefaultEnvs: true, hasDeleteProtection: false };
+    const body = {
+      projectName: "Created",
+      projectDescription: "d",
+      slug,
+      template: "default",
+      type: "kms" as const,
+      shouldCreateDefaultEnvs: true,
+      hasDeleteProtection: false,
+    };
     const project = await api.createProject(body);
     expect(project).toMatchObject({ name: "Created", slug, type: "kms" });
     expect(project.environments.length).toBeGreaterThan(0);
@@ -59,7 +89,13 @@ describe("projects", () => {
 
   it("updateProject stores the fields, deleteProject returns the project without environments", async () => {
     const created = await api.createProject({ projectName: "To update", slug: unique("upd") });
-    const updated = await api.updateProject(created.id, { name: "Renamed", description: "x", pitVersionLimit: 50, hasDeleteProtection: true, secretDetectionIgnoreValues: ["a"] });
+    const updated = await api.updateProject(created.id, {
+      name: "Renamed",
+      description: "x",
+      pitVersionLimit: 50,
+      hasDeleteProtection: true,
+      secretDetectionIgnoreValues: ["a"],
+    });
     expect(updated).toMatchObject({ name: "Renamed", description: "x", pitVersionLimit: 50, hasDeleteProtection: true });
     expect((await api.getProject(created.id)).hasDeleteProtection).toBe(true);
     await api.updateProject(created.id, { hasDeleteProtection: false });
@@ -92,7 +128,10 @@ describe("memberships and groups", () => {
       { role: "member" },
       { role: "admin", isTemporary: true, temporaryMode: "relative", temporaryRange: "1h", temporaryAccessStartTime: start },
     ]);
-    expect(roles.map((r) => [r.role, r.isTemporary])).toEqual([["member", false], ["admin", true]]);
+    expect(roles.map((r) => [r.role, r.isTemporary])).toEqual([
+      ["member", false],
+      ["admin", true],
+    ]);
     const after = await api.getMembershipByUsername(seedIds.demoProject, seedIds.bob);
     expect(after.roles.find((r) => r.isTemporary)).toMatchObject({ role: "admin", temporaryMode: "relative", temporaryRange: "1h" });
     await api.updateMembershipRoles(seedIds.demoProject, m.id, [{ role: "viewer" }]);
@@ -129,7 +168,12 @@ describe("certificate profiles", () => {
     const page = await api.listCertificateProfiles({ projectId: seedIds.pkiProject, offset: 1, limit: 1, enrollmentType: "api" });
     expect(page.totalCount).toBe(2);
     expect(page.certificateProfiles).toHaveLength(1);
-    expect(h.requestsOf("listCertificateProfiles")[1]?.query).toEqual({ projectId: seedIds.pkiProject, offset: "1", limit: "1", enrollmentType: "api" });
+    expect(h.requestsOf("listCertificateProfiles")[1]?.query).toEqual({
+      projectId: seedIds.pkiProject,
+      offset: "1",
+      limit: "1",
+      enrollmentType: "api",
+    });
   });
 
   it("getCertificateProfileBySlug returns the scalar fields", async () => {
@@ -142,7 +186,10 @@ describe("certificate profiles", () => {
 
 async function settled(destination: Destination, syncId: string): Promise<SecretSync> {
   const busy = (s: SecretSync) => [s.syncStatus, s.importStatus, s.removeStatus].some((x) => x === "pending" || x === "running");
-  return eventually(() => api.getSecretSync(destination, syncId), (s) => !busy(s));
+  return eventually(
+    () => api.getSecretSync(destination, syncId),
+    (s) => !busy(s),
+  );
 }
 
 const alternativeUpdates: Partial<Record<Destination, Record<string, unknown>[]>> = {
@@ -157,7 +204,10 @@ describe("secret syncs", () => {
   for (const destination of destinations) {
     it(`${destination}: create, get, find by name, update, trigger, remove, delete`, async () => {
       const name = unique("sync");
-      const syncOptions = destination === "cloud-secrets-manager" ? { initialSyncBehavior: "overwrite-destination" as const, keySchema: "KW_{{secretKey}}", tags: [{ key: "team", value: "a" }] } : { initialSyncBehavior: "overwrite-destination" as const, keySchema: "KW_{{secretKey}}" };
+      const syncOptions =
+        destination === "cloud-secrets-manager"
+          ? { initialSyncBehavior: "overwrite-destination" as const, keySchema: "KW_{{secretKey}}", tags: [{ key: "team", value: "a" }] }
+          : { initialSyncBehavior: "overwrite-destination" as const, keySchema: "KW_{{secretKey}}" };
       const created = await api.createSecretSync(destination, {
         name,
         projectId: seedIds.demoProject,
@@ -168,7 +218,12 @@ describe("secret syncs", () => {
         destinationConfig: destinationConfigs[destination],
         description: "made by a test",
       } as never);
-      expect(created).toMatchObject({ name, destination, destinationConfig: destinationConfigs[destination], connection: { app: connectionAppByDestination[destination] } });
+      expect(created).toMatchObject({
+        name,
+        destination,
+        destinationConfig: destinationConfigs[destination],
+        connection: { app: connectionAppByDestination[destination] },
+      });
       expect(h.requestsOf("createSecretSync")[0]?.path).toBe(`/api/v1/secret-syncs/${destination}`);
 
       expect((await api.getSecretSync(destination, created.id)).id).toBe(created.id);
@@ -194,7 +249,11 @@ describe("secret syncs", () => {
       expect((await api.deleteSecretSync(destination, created.id, { removeSecrets: true })).id).toBe(created.id);
       expect(h.requestsOf("deleteSecretSync")[0]?.query).toEqual({ removeSecrets: "true" });
       // With removeSecrets the service deletes the sync once its remove job has finished.
-      const lookup = () => api.getSecretSync(destination, created.id).then(() => 200, (err: unknown) => (isApiError(err) ? err.status : 0));
+      const lookup = () =>
+        api.getSecretSync(destination, created.id).then(
+          () => 200,
+          (err: unknown) => (isApiError(err) ? err.status : 0),
+        );
       expect(await eventually(lookup, (status) => status === 404)).toBe(404);
     });
   }

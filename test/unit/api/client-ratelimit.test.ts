@@ -50,7 +50,12 @@ describe("client-side rate limit", () => {
     h.em.setFaults({});
     const other = h.client({ rateLimit, rateLimitClock: frozen, token: OTHER_TOKEN });
     await other.getProject(seedIds.demoProject);
-    expect(h.em.requests().filter((r) => r.path.startsWith("/api/")).map((r) => r.status)).toEqual([429, 200]);
+    expect(
+      h.em
+        .requests()
+        .filter((r) => r.path.startsWith("/api/"))
+        .map((r) => r.status),
+    ).toEqual([429, 200]);
   });
 
   it("two namespaces' configs at one base URL with different limits each keep their own bucket", async () => {
@@ -73,7 +78,9 @@ describe("client-side rate limit", () => {
     await pass.listProjects({});
     await pass.getProject(seedIds.pkiProject);
     // A newcomer — another pass, or a call outside any — waits out the debt: three calls on a budget of one.
-    expect(await rejectionOf(client.withSignal(new AbortController().signal).getProject(seedIds.demoProject))).toMatchObject({ retryAfterMs: 750 });
+    expect(await rejectionOf(client.withSignal(new AbortController().signal).getProject(seedIds.demoProject))).toMatchObject({
+      retryAfterMs: 750,
+    });
     expect(await rejectionOf(client.getProject(seedIds.demoProject))).toMatchObject({ retryAfterMs: 1000 });
     expect(h.em.requests().filter((r) => r.path.startsWith("/api/"))).toHaveLength(3);
   });
@@ -91,4 +98,3 @@ describe("client-side rate limit", () => {
     expect(h.em.requests()).toHaveLength(0);
   });
 });
-

@@ -57,11 +57,14 @@ describe("no token in errors or logs", () => {
     await provoke("401", h.client({ token: undefined, logger }).listProjects());
     await provoke("403 per-call bad token", api.getProject(seedIds.demoProject, { token: BAD_TOKEN }));
     await provoke("422", h.unchecked({ logger }).updateProject(seedIds.demoProject, { name: TOKEN.repeat(3) }));
-    await provoke("400 duplicate", (async () => {
-      const slug = unique("dup");
-      await api.createProject({ projectName: TOKEN.slice(0, 30), slug });
-      await api.createProject({ projectName: TOKEN.slice(0, 30), slug });
-    })());
+    await provoke(
+      "400 duplicate",
+      (async () => {
+        const slug = unique("dup");
+        await api.createProject({ projectName: TOKEN.slice(0, 30), slug });
+        await api.createProject({ projectName: TOKEN.slice(0, 30), slug });
+      })(),
+    );
     h.em.setFaults({ rateLimit: { count: 1, retryAfterSeconds: 600 } });
     await provoke("429", api.listProjects());
     h.em.setFaults({ errorRate: 1, errorStatus: 503 });
@@ -81,10 +84,18 @@ describe("no token in errors or logs", () => {
 
     // RequestValidationError with the token in the refused values.
     await provoke("request validation", api.createProject({ projectName: TOKEN, slug: `${TOKEN}${"x".repeat(40)}` }));
-    await provoke("request validation (refinement)", api.createSecretSync("data-platform", {
-      name: TOKEN.slice(0, 20), projectId: seedIds.demoProject, connectionId: "a1b2c3d4-0004-4a00-8000-000000000003", environment: "dev", secretPath: "/",
-      syncOptions: { initialSyncBehavior: "overwrite-destination", keySchema: TOKEN }, destinationConfig: { scope: TOKEN },
-    }));
+    await provoke(
+      "request validation (refinement)",
+      api.createSecretSync("data-platform", {
+        name: TOKEN.slice(0, 20),
+        projectId: seedIds.demoProject,
+        connectionId: "a1b2c3d4-0004-4a00-8000-000000000003",
+        environment: "dev",
+        secretPath: "/",
+        syncOptions: { initialSyncBehavior: "overwrite-destination", keySchema: TOKEN },
+        destinationConfig: { scope: TOKEN },
+      }),
+    );
 
     // ResponseValidationError with the token inside the malformed field.
     const bad = await malformedEmulator();
@@ -94,7 +105,9 @@ describe("no token in errors or logs", () => {
       await bad.close();
     }
 
-    expect(errors.map((e) => (e.err as Error).name)).toEqual(expect.arrayContaining(["ApiError", "TransportError", "RequestValidationError", "ResponseValidationError"]));
+    expect(errors.map((e) => (e.err as Error).name)).toEqual(
+      expect.arrayContaining(["ApiError", "TransportError", "RequestValidationError", "ResponseValidationError"]),
+    );
     for (const { what, err } of errors) expect(err, what).toBeInstanceOf(Error);
   });
 

@@ -26,7 +26,15 @@ afterAll(async () => {
   await closeConnections();
 });
 
-const syncBody = { name: "sweep-2", projectId: seedIds.demoProject, connectionId: connectionIds.monitoring, environment: "dev", secretPath: "/", syncOptions: { initialSyncBehavior: "overwrite-destination" as const }, destinationConfig: destinationConfigs.monitoring };
+const syncBody = {
+  name: "sweep-2",
+  projectId: seedIds.demoProject,
+  connectionId: connectionIds.monitoring,
+  environment: "dev",
+  secretPath: "/",
+  syncOptions: { initialSyncBehavior: "overwrite-destination" as const },
+  destinationConfig: destinationConfigs.monitoring,
+};
 
 /** A valid call of each operation; `id` is the object it names (a real one, or a missing one). */
 const calls: Record<OperationName, (c: ApiClient, id: "real" | "missing") => Promise<unknown>> = {
@@ -41,10 +49,12 @@ const calls: Record<OperationName, (c: ApiClient, id: "real" | "missing") => Pro
   getMembershipByUsername: (c, id) => c.getMembershipByUsername(seedIds.demoProject, id === "real" ? seedIds.alice : "nobody@example.com"),
   updateMembershipRoles: (c) => c.updateMembershipRoles(seedIds.demoProject, missing, [{ role: "viewer" }]),
   listProjectGroups: (c, id) => c.listProjectGroups(id === "real" ? seedIds.demoProject : missing),
-  updateGroupRoles: (c, id) => c.updateGroupRoles(seedIds.demoProject, id === "real" ? seedIds.platformGroup : missing, [{ role: "viewer" }]),
+  updateGroupRoles: (c, id) =>
+    c.updateGroupRoles(seedIds.demoProject, id === "real" ? seedIds.platformGroup : missing, [{ role: "viewer" }]),
   createIdentityToken: (c, id) => c.createIdentityToken(id === "real" ? seedIds.identity : missing),
   listCertificateProfiles: (c, id) => c.listCertificateProfiles({ projectId: id === "real" ? seedIds.pkiProject : missing }),
-  getCertificateProfileBySlug: (c, id) => c.getCertificateProfileBySlug(id === "real" ? "web-servers" : "no-such-profile", seedIds.pkiProject),
+  getCertificateProfileBySlug: (c, id) =>
+    c.getCertificateProfileBySlug(id === "real" ? "web-servers" : "no-such-profile", seedIds.pkiProject),
   createSecretSync: (c, id) => c.createSecretSync("monitoring", { ...syncBody, projectId: id === "real" ? seedIds.demoProject : missing }),
   updateSecretSync: (c, id) => c.updateSecretSync("monitoring", id === "real" ? syncId : missing, { description: "sweep" }),
   syncSecrets: (c, id) => c.syncSecrets("monitoring", id === "real" ? syncId : missing),

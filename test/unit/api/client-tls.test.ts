@@ -27,7 +27,23 @@ function makeCertificates(): { caPem: string; certPem: string; keyPem: string } 
   run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "1", "-subj", "/CN=keyward test CA");
   run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=127.0.0.1");
   writeFileSync(join(dir, "ext.cnf"), "subjectAltName=IP:127.0.0.1\n");
-  run("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", "server.pem", "-days", "1", "-extfile", "ext.cnf");
+  run(
+    "x509",
+    "-req",
+    "-in",
+    "server.csr",
+    "-CA",
+    "ca.pem",
+    "-CAkey",
+    "ca.key",
+    "-CAcreateserial",
+    "-out",
+    "server.pem",
+    "-days",
+    "1",
+    "-extfile",
+    "ext.cnf",
+  );
   const read = (f: string) => readFileSync(join(dir, f), "utf8");
   return { caPem: read("ca.pem"), certPem: read("server.pem"), keyPem: read("server.key") };
 }
@@ -45,10 +61,13 @@ beforeAll(async () => {
   caPem = certs.caPem;
   const target = new URL(h.em.url);
   front = createServer({ cert: certs.certPem, key: certs.keyPem }, (req, res) => {
-    const upstream = httpRequest({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers }, (up) => {
-      res.writeHead(up.statusCode ?? 502, up.headers);
-      up.pipe(res);
-    });
+    const upstream = httpRequest(
+      { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers },
+      (up) => {
+        res.writeHead(up.statusCode ?? 502, up.headers);
+        up.pipe(res);
+      },
+    );
     req.pipe(upstream);
   });
   await new Promise<void>((resolve) => front.listen(0, "127.0.0.1", resolve));

@@ -77,7 +77,11 @@ describe("error helpers", () => {
     expect(classify("UND_ERR_SOCKET")).toMatchObject({ kind: "dropped-response", mayHaveLanded: false });
     expect(classify("ECONNRESET", sent)).toMatchObject({ kind: "connection-reset", mayHaveLanded: true });
     expect(classify("DEPTH_ZERO_SELF_SIGNED_CERT")).toMatchObject({ kind: "tls", retryable: false, mayHaveLanded: false });
-    expect(classify("UND_ERR_ABORTED", { ...sent, timedOut: true })).toMatchObject({ kind: "timeout", retryable: true, mayHaveLanded: true });
+    expect(classify("UND_ERR_ABORTED", { ...sent, timedOut: true })).toMatchObject({
+      kind: "timeout",
+      retryable: true,
+      mayHaveLanded: true,
+    });
     expect(classify("UND_ERR_ABORTED", { ...notSent, timedOut: true })).toMatchObject({ kind: "timeout", mayHaveLanded: false });
     expect(classify("UND_ERR_ABORTED", { ...sent, aborted: true })).toMatchObject({ kind: "aborted", retryable: false });
     expect(classify("ECONNREFUSED")).toBeInstanceOf(TransportError);

@@ -1,5 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { bucketFor, bucketKey, bucketsHeld, createTokenBucket, credentialKey, holdOffCredential, MAX_HOLD_OFF_MS, sweepIdleBuckets } from "../../../src/api/ratelimit.ts";
+import {
+  bucketFor,
+  bucketKey,
+  bucketsHeld,
+  createTokenBucket,
+  credentialKey,
+  holdOffCredential,
+  MAX_HOLD_OFF_MS,
+  sweepIdleBuckets,
+} from "../../../src/api/ratelimit.ts";
 
 function clock(start = 0) {
   let t = start;

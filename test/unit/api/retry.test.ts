@@ -7,7 +7,13 @@ const policy: RetryPolicy = { maxAttempts: 5, baseDelayMs: 100, maxDelayMs: 1_00
 const apiError = (status: number, retryAfterMs?: number) =>
   new ApiError({ operation: "op", status, error: "E", message: "m", ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) });
 const transport = (mayHaveLanded: boolean, retryable = true) =>
-  new TransportError({ operation: "op", kind: mayHaveLanded ? "dropped-response" : "connection-refused", detail: "d", retryable, mayHaveLanded });
+  new TransportError({
+    operation: "op",
+    kind: mayHaveLanded ? "dropped-response" : "connection-refused",
+    detail: "d",
+    retryable,
+    mayHaveLanded,
+  });
 
 describe("backoffDelay", () => {
   it("stays within [ceiling/2, ceiling] for the lowest and highest random draws", () => {
@@ -33,7 +39,11 @@ describe("backoffDelay", () => {
 
   it("retryPolicy fills defaults and sanitises", () => {
     expect(retryPolicy(undefined)).toEqual({ maxAttempts: 3, baseDelayMs: 200, maxDelayMs: 10_000 });
-    expect(retryPolicy({ maxAttempts: 0, baseDelayMs: 500, maxDelayMs: 100 })).toEqual({ maxAttempts: 1, baseDelayMs: 500, maxDelayMs: 500 });
+    expect(retryPolicy({ maxAttempts: 0, baseDelayMs: 500, maxDelayMs: 100 })).toEqual({
+      maxAttempts: 1,
+      baseDelayMs: 500,
+      maxDelayMs: 500,
+    });
   });
 });
 
@@ -69,7 +79,16 @@ describe("retryDecision", () => {
     }
   });
   it("never retries other statuses, non-retryable transport errors or unknown errors", () => {
-    for (const e of [apiError(400), apiError(401), apiError(403), apiError(404), apiError(422), apiError(500), transport(false, false), new Error("x")]) {
+    for (const e of [
+      apiError(400),
+      apiError(401),
+      apiError(403),
+      apiError(404),
+      apiError(422),
+      apiError(500),
+      transport(false, false),
+      new Error("x"),
+    ]) {
       expect(retryDecision(e, 1, "idempotent", policy, fixed)).toEqual({ retry: false });
     }
   });

@@ -46,13 +46,20 @@ interface PodSpec {
   imagePullSecrets?: { name: string }[];
 }
 
-const podSpec = (docs: Doc[]): PodSpec => (findDoc(docs, "Deployment") as unknown as { spec: { template: { spec: PodSpec } } }).spec.template.spec;
+const podSpec = (docs: Doc[]): PodSpec =>
+  (findDoc(docs, "Deployment") as unknown as { spec: { template: { spec: PodSpec } } }).spec.template.spec;
 const container = (docs: Doc[]): Container => {
   const c = podSpec(docs).containers[0];
   if (!c) throw new Error("no container");
   return c;
 };
-const envOf = (docs: Doc[]): Record<string, string | undefined> => Object.fromEntries(container(docs).env.map((e) => [e.name, e.value ?? (e.valueFrom?.fieldRef ? `fieldRef:${e.valueFrom.fieldRef.fieldPath}` : "valueFrom")]));
+const envOf = (docs: Doc[]): Record<string, string | undefined> =>
+  Object.fromEntries(
+    container(docs).env.map((e) => [
+      e.name,
+      e.value ?? (e.valueFrom?.fieldRef ? `fieldRef:${e.valueFrom.fieldRef.fieldPath}` : "valueFrom"),
+    ]),
+  );
 const rulesOf = (doc: Doc): string[] => flattenRules((doc as unknown as { rules: PolicyRule[] }).rules);
 const kinds = (docs: Doc[]): string[] => docs.map((d) => `${d.kind}/${d.metadata.namespace ?? ""}/${d.metadata.name}`).sort();
 
@@ -115,7 +122,12 @@ describe("default values", () => {
     expect(pod.serviceAccountName).toBe("kw-keyward");
     expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 65532, seccompProfile: { type: "RuntimeDefault" } });
     const c = container(defaults);
-    expect(c.securityContext).toEqual({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, runAsNonRoot: true, capabilities: { drop: ["ALL"] } });
+    expect(c.securityContext).toEqual({
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      runAsNonRoot: true,
+      capabilities: { drop: ["ALL"] },
+    });
     expect(c.volumeMounts).toEqual([{ name: "tmp", mountPath: "/tmp" }]);
     expect(pod.volumes).toEqual([{ name: "tmp", emptyDir: { sizeLimit: "64Mi" } }]);
     expect(c.image).toBe("keyward:0.1.0");
@@ -125,8 +137,13 @@ describe("default values", () => {
     const c = container(defaults);
     expect(c.livenessProbe.httpGet).toEqual({ path: "/healthz", port: "health" });
     expect(c.readinessProbe.httpGet).toEqual({ path: "/readyz", port: "health" });
-    expect(c.ports.map((p) => [p.name, p.containerPort])).toEqual([["metrics", 8080], ["health", 8081]]);
-    const service = findDoc(defaults, "Service") as unknown as { spec: { ports: { port: number; targetPort: string }[]; selector: object } };
+    expect(c.ports.map((p) => [p.name, p.containerPort])).toEqual([
+      ["metrics", 8080],
+      ["health", 8081],
+    ]);
+    const service = findDoc(defaults, "Service") as unknown as {
+      spec: { ports: { port: number; targetPort: string }[]; selector: object };
+    };
     expect(service.spec.ports[0]).toMatchObject({ port: 8080, targetPort: "metrics" });
     expect(service.spec.selector).toEqual({ "app.kubernetes.io/name": "keyward", "app.kubernetes.io/instance": "kw" });
   });
@@ -259,7 +276,10 @@ describe("every option on (values-all.yaml)", () => {
     expect(findDoc(everything, "PodDisruptionBudget")).toMatchObject({ spec: { maxUnavailable: 1 } });
     expect(findDoc(everything, "NetworkPolicy")).toMatchObject({
       spec: {
-        ingress: [{ ports: [{ port: 9090 }], from: [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "monitoring" } } }] }, { ports: [{ port: 9091 }] }],
+        ingress: [
+          { ports: [{ port: 9090 }], from: [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "monitoring" } } }] },
+          { ports: [{ port: 9091 }] },
+        ],
         egress: [
           { ports: [{ port: 6443 }], to: [{ ipBlock: { cidr: "192.168.10.0/28" } }] },
           { to: [{ podSelector: { matchLabels: { "k8s-app": "kube-dns" } } }] },
@@ -272,11 +292,23 @@ describe("every option on (values-all.yaml)", () => {
     expect(findDoc(everything, "ServiceMonitor")).toMatchObject({
       metadata: { labels: { release: "prometheus" } },
       spec: {
-        endpoints: [{ port: "metrics", path: "/metrics", interval: "15s", scrapeTimeout: "10s", honorLabels: true, bearerTokenFile: "/var/run/secrets/kubernetes.io/serviceaccount/token" }],
+        endpoints: [
+          {
+            port: "metrics",
+            path: "/metrics",
+            interval: "15s",
+            scrapeTimeout: "10s",
+            honorLabels: true,
+            bearerTokenFile: "/var/run/secrets/kubernetes.io/serviceaccount/token",
+          },
+        ],
       },
     });
     expect(envOf(everything)["METRICS_AUTH"]).toBe("kubernetes");
-    const readers = findDoc(everything, "ClusterRoleBinding", "keyward-operator-metrics-reader") as unknown as { roleRef: { name: string }; subjects: object[] };
+    const readers = findDoc(everything, "ClusterRoleBinding", "keyward-operator-metrics-reader") as unknown as {
+      roleRef: { name: string };
+      subjects: object[];
+    };
     expect(readers.roleRef.name).toBe("keyward-operator-metrics-reader");
     expect(readers.subjects).toEqual([
       { kind: "ServiceAccount", name: "prometheus-k8s", namespace: "monitoring" },
@@ -286,7 +318,12 @@ describe("every option on (values-all.yaml)", () => {
 
   it("aggregates keyward's kinds into the built-in roles in a cluster-wide install only", async () => {
     const clusterWide = parseYamlDocuments(await renderChart({ valuesFiles: [valuesAllFile], setJson: { watchNamespaces: [] } }));
-    expect(clusterWide.filter((d) => d.kind === "ClusterRole").map((d) => d.metadata.name).sort()).toEqual([
+    expect(
+      clusterWide
+        .filter((d) => d.kind === "ClusterRole")
+        .map((d) => d.metadata.name)
+        .sort(),
+    ).toEqual([
       "keyward-operator",
       "keyward-operator-edit",
       "keyward-operator-metrics-auth",
@@ -323,7 +360,10 @@ describe("clusterProviderConfig", () => {
     const docs = parseYamlDocuments(await renderChart({ setJson: values }));
     expect(rulesOf(findDoc(docs, "ClusterRole", "kw-keyward"))).toEqual([...expectedWorkloadGrants, ...clusterProviderConfigGrants].sort());
     expect(rulesOf(findDoc(docs, "Role", "kw-keyward-credentials", "creds"))).toEqual(credentialsGrants);
-    const binding = findDoc(docs, "RoleBinding", "kw-keyward-credentials", "creds") as unknown as { roleRef: { kind: string; name: string }; subjects: object[] };
+    const binding = findDoc(docs, "RoleBinding", "kw-keyward-credentials", "creds") as unknown as {
+      roleRef: { kind: string; name: string };
+      subjects: object[];
+    };
     expect(binding.roleRef).toMatchObject({ kind: "Role", name: "kw-keyward-credentials" });
     expect(binding.subjects).toEqual([{ kind: "ServiceAccount", name: "kw-keyward", namespace: "keyward-system" }]);
     expect(envOf(docs)).toMatchObject({ CLUSTER_PROVIDER_CONFIGS: "true", CREDENTIALS_NAMESPACE: "creds" });
@@ -339,10 +379,16 @@ describe("clusterProviderConfig", () => {
   });
 
   it("defaults the credentials namespace to the release namespace and renders a static token with no identityId", async () => {
-    const docs = parseYamlDocuments(await renderChart({ setJson: { clusterProviderConfig: { ...values.clusterProviderConfig, credentialsNamespace: "", identityId: "" } } }));
+    const docs = parseYamlDocuments(
+      await renderChart({
+        setJson: { clusterProviderConfig: { ...values.clusterProviderConfig, credentialsNamespace: "", identityId: "" } },
+      }),
+    );
     expect(rulesOf(findDoc(docs, "Role", "kw-keyward-credentials", "keyward-system"))).toEqual(credentialsGrants);
     expect(envOf(docs)["CREDENTIALS_NAMESPACE"]).toBe("keyward-system");
-    expect(findDoc(docs, "ClusterProviderConfig", "shared")).toMatchObject({ spec: { credentialsSecretRef: { name: "bootstrap", key: "token" } } });
+    expect(findDoc(docs, "ClusterProviderConfig", "shared")).toMatchObject({
+      spec: { credentialsSecretRef: { name: "bootstrap", key: "token" } },
+    });
   });
 
   it("is ignored by a namespaced install, which renders nothing cluster-scoped", async () => {
@@ -383,7 +429,9 @@ describe("a PodDisruptionBudget", () => {
   it.each(blocking)("fails the render for %s, which would block every node drain", async (_name, replicas, minAvailable) => {
     const result = await helm(templateArgs({ setJson: { replicas, podDisruptionBudget: { minAvailable } } }));
     expect(result.code).not.toBe(0);
-    expect(result.stderr).toContain(`podDisruptionBudget.minAvailable ${String(minAvailable)} keeps all ${String(replicas)} replicas up and blocks every node drain`);
+    expect(result.stderr).toContain(
+      `podDisruptionBudget.minAvailable ${String(minAvailable)} keeps all ${String(replicas)} replicas up and blocks every node drain`,
+    );
   });
 
   it("does not check minAvailable without a budget (one replica)", async () => {
@@ -423,7 +471,12 @@ interface NetworkPolicySpec {
 }
 const networkPolicy = (docs: Doc[]): NetworkPolicySpec => (findDoc(docs, "NetworkPolicy") as unknown as { spec: NetworkPolicySpec }).spec;
 const tcp = (...ports: number[]): PolicyPort[] => ports.map((port) => ({ port, protocol: "TCP" }));
-const dnsRule: NetworkPolicyRule = { ports: [{ port: 53, protocol: "UDP" }, { port: 53, protocol: "TCP" }] };
+const dnsRule: NetworkPolicyRule = {
+  ports: [
+    { port: 53, protocol: "UDP" },
+    { port: 53, protocol: "TCP" },
+  ],
+};
 
 describe("the NetworkPolicy", () => {
   it("by default selects keyward's pods, admits the metrics and health ports, and lets out the apiserver, DNS and 443", () => {
@@ -440,7 +493,13 @@ describe("the NetworkPolicy", () => {
       parseYamlDocuments(
         await renderChart({
           setJson: {
-            allowedBaseUrls: ["https://secrets.example.test", "http://10.1.2.3:8080/api", "https://[fd00::7]:9443", "http://10.1.2.4:8080", "https://192.0.2.9"],
+            allowedBaseUrls: [
+              "https://secrets.example.test",
+              "http://10.1.2.3:8080/api",
+              "https://[fd00::7]:9443",
+              "http://10.1.2.4:8080",
+              "https://192.0.2.9",
+            ],
             networkPolicy: { enabled: true, apiServer: { ports: [6443], cidrs: ["192.168.0.10/32"] } },
           },
         }),
@@ -457,7 +516,10 @@ describe("the NetworkPolicy", () => {
   });
 
   it("takes extra egress rules, DNS peers and metrics scrapers as given", async () => {
-    const dnsPeer = { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "kube-system" } }, podSelector: { matchLabels: { "k8s-app": "kube-dns" } } };
+    const dnsPeer = {
+      namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "kube-system" } },
+      podSelector: { matchLabels: { "k8s-app": "kube-dns" } },
+    };
     const scraper = { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "monitoring" } } };
     const extra = { to: [{ ipBlock: { cidr: "203.0.113.0/24" } }], ports: [{ port: 8443, protocol: "TCP" }] };
     const np = networkPolicy(
@@ -466,7 +528,13 @@ describe("the NetworkPolicy", () => {
           setJson: {
             metrics: { port: 9000 },
             health: { port: 9000 },
-            networkPolicy: { enabled: true, dns: { to: [dnsPeer] }, servicePorts: [443, 8443], metricsFrom: [scraper], extraEgress: [extra] },
+            networkPolicy: {
+              enabled: true,
+              dns: { to: [dnsPeer] },
+              servicePorts: [443, 8443],
+              metricsFrom: [scraper],
+              extraEgress: [extra],
+            },
           },
         }),
       ),
@@ -486,10 +554,15 @@ describe("metrics.auth", () => {
   it("defaults to kubernetes cluster-wide: keyward may review tokens, and a reader role exists for scrapers", () => {
     expect(envOf(defaults)["METRICS_AUTH"]).toBe("kubernetes");
     expect(rulesOf(findDoc(defaults, "ClusterRole", "kw-keyward-metrics-auth"))).toEqual(metricsAuthGrants);
-    const binding = findDoc(defaults, "ClusterRoleBinding", "kw-keyward-metrics-auth") as unknown as { roleRef: { name: string }; subjects: object[] };
+    const binding = findDoc(defaults, "ClusterRoleBinding", "kw-keyward-metrics-auth") as unknown as {
+      roleRef: { name: string };
+      subjects: object[];
+    };
     expect(binding.roleRef.name).toBe("kw-keyward-metrics-auth");
     expect(binding.subjects).toEqual([{ kind: "ServiceAccount", name: "kw-keyward", namespace: "keyward-system" }]);
-    expect((findDoc(defaults, "ClusterRole", "kw-keyward-metrics-reader") as unknown as { rules: object[] }).rules).toEqual([{ nonResourceURLs: ["/metrics"], verbs: ["get"] }]);
+    expect((findDoc(defaults, "ClusterRole", "kw-keyward-metrics-reader") as unknown as { rules: object[] }).rules).toEqual([
+      { nonResourceURLs: ["/metrics"], verbs: ["get"] },
+    ]);
     // No readers given: nobody is bound to it.
     expect(defaults.some((d) => d.kind === "ClusterRoleBinding" && d.metadata.name === "kw-keyward-metrics-reader")).toBe(false);
   });
@@ -515,8 +588,12 @@ describe("metrics.auth", () => {
 });
 
 describe("the process", () => {
-  const deployment = (docs: Doc[]): { spec: { strategy?: { type: string }; template: { spec: { terminationGracePeriodSeconds: number } } } } =>
-    findDoc(docs, "Deployment") as unknown as { spec: { strategy?: { type: string }; template: { spec: { terminationGracePeriodSeconds: number } } } };
+  const deployment = (
+    docs: Doc[],
+  ): { spec: { strategy?: { type: string }; template: { spec: { terminationGracePeriodSeconds: number } } } } =>
+    findDoc(docs, "Deployment") as unknown as {
+      spec: { strategy?: { type: string }; template: { spec: { terminationGracePeriodSeconds: number } } };
+    };
 
   it("gives the pod its shutdown timeout plus a margin to stop in", async () => {
     expect(deployment(defaults).spec.template.spec.terminationGracePeriodSeconds).toBe(45);
@@ -541,9 +618,17 @@ describe("the process", () => {
 
 describe("Secret writes (accessTokens.namespaces)", () => {
   it("cluster-wide by default: reads and the in-use patch in the ClusterRole, writes in their own ClusterRole", () => {
-    expect(rulesOf(findDoc(defaults, "ClusterRole", "kw-keyward")).filter((g) => g.startsWith("core/secrets"))).toEqual(["core/secrets: get", "core/secrets: list", "core/secrets: patch", "core/secrets: watch"]);
+    expect(rulesOf(findDoc(defaults, "ClusterRole", "kw-keyward")).filter((g) => g.startsWith("core/secrets"))).toEqual([
+      "core/secrets: get",
+      "core/secrets: list",
+      "core/secrets: patch",
+      "core/secrets: watch",
+    ]);
     expect(rulesOf(findDoc(defaults, "ClusterRole", "kw-keyward-secret-writer"))).toEqual(secretWriterGrants);
-    const binding = findDoc(defaults, "ClusterRoleBinding", "kw-keyward-secret-writer") as unknown as { roleRef: { kind: string; name: string }; subjects: object[] };
+    const binding = findDoc(defaults, "ClusterRoleBinding", "kw-keyward-secret-writer") as unknown as {
+      roleRef: { kind: string; name: string };
+      subjects: object[];
+    };
     expect(binding.roleRef).toMatchObject({ kind: "ClusterRole", name: "kw-keyward-secret-writer" });
     expect(binding.subjects).toEqual([{ kind: "ServiceAccount", name: "kw-keyward", namespace: "keyward-system" }]);
   });
@@ -551,12 +636,12 @@ describe("Secret writes (accessTokens.namespaces)", () => {
   it("only in the listed namespaces when set, also in a cluster-wide install", async () => {
     const docs = parseYamlDocuments(await renderChart({ setJson: { accessTokens: { namespaces: ["tokens-a", "tokens-b"] } } }));
     expect(docs.some((d) => d.kind === "ClusterRole" && d.metadata.name === "kw-keyward-secret-writer")).toBe(false);
-    expect(docs.filter((d) => d.metadata.name === "kw-keyward-secret-writer").map((d) => `${d.kind}/${d.metadata.namespace ?? ""}`).sort()).toEqual([
-      "Role/tokens-a",
-      "Role/tokens-b",
-      "RoleBinding/tokens-a",
-      "RoleBinding/tokens-b",
-    ]);
+    expect(
+      docs
+        .filter((d) => d.metadata.name === "kw-keyward-secret-writer")
+        .map((d) => `${d.kind}/${d.metadata.namespace ?? ""}`)
+        .sort(),
+    ).toEqual(["Role/tokens-a", "Role/tokens-b", "RoleBinding/tokens-a", "RoleBinding/tokens-b"]);
     expect(rulesOf(findDoc(docs, "Role", "kw-keyward-secret-writer", "tokens-a"))).toEqual(secretWriterGrants);
     // Reading stays cluster-wide: ProviderConfigs everywhere hold their credentials Secrets.
     expect(rulesOf(findDoc(docs, "ClusterRole", "kw-keyward"))).toEqual(expectedWorkloadGrants);
@@ -565,7 +650,9 @@ describe("Secret writes (accessTokens.namespaces)", () => {
   it("in each watched namespace of a namespaced install, or only the listed ones", () => {
     expect(rulesOf(findDoc(namespaced, "Role", "kw-keyward-secret-writer", "a"))).toEqual(secretWriterGrants);
     expect(rulesOf(findDoc(namespaced, "Role", "kw-keyward-secret-writer", "b"))).toEqual(secretWriterGrants);
-    expect(everything.filter((d) => d.kind === "Role" && d.metadata.name === "keyward-operator-secret-writer").map((d) => d.metadata.namespace)).toEqual(["team-a"]);
+    expect(
+      everything.filter((d) => d.kind === "Role" && d.metadata.name === "keyward-operator-secret-writer").map((d) => d.metadata.namespace),
+    ).toEqual(["team-a"]);
   });
 });
 
@@ -586,15 +673,31 @@ describe("values.schema.json", () => {
     ["a misspelt key", "replica: 2\n", "replica"],
     ["an unknown pull policy", "image:\n  repository: keyward\n  pullPolicy: Sometimes\n", "/image/pullPolicy"],
     ["a ProviderConfig without base URL or Secret", "providerConfig:\n  create: true\n", "/providerConfig"],
-    ["a base URL that is not http(s)", "providerConfig:\n  create: true\n  baseUrl: ftp://files.example.test\n  secretName: token\n", "/providerConfig/baseUrl"],
+    [
+      "a base URL that is not http(s)",
+      "providerConfig:\n  create: true\n  baseUrl: ftp://files.example.test\n  secretName: token\n",
+      "/providerConfig/baseUrl",
+    ],
     ["running as root", "podSecurityContext:\n  runAsNonRoot: false\n", "/podSecurityContext/runAsNonRoot"],
     ["user 0", "podSecurityContext:\n  runAsUser: 0\n", "/podSecurityContext/runAsUser"],
     ["pod runAsNonRoot dropped with null", "podSecurityContext:\n  runAsNonRoot: null\n", "/podSecurityContext"],
-    ["an Unconfined pod seccomp profile", "podSecurityContext:\n  seccompProfile:\n    type: Unconfined\n", "/podSecurityContext/seccompProfile/type"],
+    [
+      "an Unconfined pod seccomp profile",
+      "podSecurityContext:\n  seccompProfile:\n    type: Unconfined\n",
+      "/podSecurityContext/seccompProfile/type",
+    ],
     ["the pod seccomp profile dropped with null", "podSecurityContext:\n  seccompProfile: null\n", "/podSecurityContext"],
-    ["a Localhost seccomp profile without its file", "podSecurityContext:\n  seccompProfile:\n    type: Localhost\n", "/podSecurityContext/seccompProfile"],
-    ["pod sysctls", "podSecurityContext:\n  sysctls:\n    - {name: kernel.msgmax, value: \"65536\"}\n", "/podSecurityContext"],
-    ["an Unconfined pod AppArmor profile", "podSecurityContext:\n  appArmorProfile:\n    type: Unconfined\n", "/podSecurityContext/appArmorProfile/type"],
+    [
+      "a Localhost seccomp profile without its file",
+      "podSecurityContext:\n  seccompProfile:\n    type: Localhost\n",
+      "/podSecurityContext/seccompProfile",
+    ],
+    ["pod sysctls", 'podSecurityContext:\n  sysctls:\n    - {name: kernel.msgmax, value: "65536"}\n', "/podSecurityContext"],
+    [
+      "an Unconfined pod AppArmor profile",
+      "podSecurityContext:\n  appArmorProfile:\n    type: Unconfined\n",
+      "/podSecurityContext/appArmorProfile/type",
+    ],
     ["a privileged container", "securityContext:\n  privileged: true\n", "/securityContext/privileged"],
     ["privilege escalation", "securityContext:\n  allowPrivilegeEscalation: true\n", "/securityContext/allowPrivilegeEscalation"],
     ["a writable root filesystem", "securityContext:\n  readOnlyRootFilesystem: false\n", "/securityContext/readOnlyRootFilesystem"],
@@ -603,19 +706,39 @@ describe("values.schema.json", () => {
     ["an added capability", "securityContext:\n  capabilities:\n    add: [NET_ADMIN]\n", "/securityContext/capabilities/add"],
     ["capabilities that do not drop ALL", "securityContext:\n  capabilities:\n    drop: [NET_RAW]\n", "/securityContext/capabilities/drop"],
     ["an unknown securityContext key", "securityContext:\n  procMount: Unmasked\n", "/securityContext"],
-    ["an Unconfined container seccomp profile", "securityContext:\n  seccompProfile:\n    type: Unconfined\n", "/securityContext/seccompProfile/type"],
+    [
+      "an Unconfined container seccomp profile",
+      "securityContext:\n  seccompProfile:\n    type: Unconfined\n",
+      "/securityContext/seccompProfile/type",
+    ],
     ["a PodDisruptionBudget with maxUnavailable 0", "podDisruptionBudget:\n  maxUnavailable: 0\n", "/podDisruptionBudget/maxUnavailable"],
     ["a PodDisruptionBudget with maxUnavailable 0%", "podDisruptionBudget:\n  maxUnavailable: 0%\n", "/podDisruptionBudget/maxUnavailable"],
     ["a PodDisruptionBudget percentage above 100%", "podDisruptionBudget:\n  minAvailable: 150%\n", "/podDisruptionBudget/minAvailable"],
-    ["leader election as a string", "leaderElection:\n  enabled: \"yes\"\n", "/leaderElection/enabled"],
-    ["an extra env var with both value and valueFrom", "extraEnv:\n  - name: X\n    value: a\n    valueFrom: {secretKeyRef: {name: s, key: k}}\n", "/extraEnv/0"],
-    ["a NetworkPolicy apiserver address that is not a CIDR", "networkPolicy:\n  enabled: true\n  apiServer:\n    cidrs: [10.0.0.1]\n", "/networkPolicy/apiServer/cidrs/0"],
-    ["a NetworkPolicy service port out of range", "networkPolicy:\n  enabled: true\n  servicePorts: [70000]\n", "/networkPolicy/servicePorts/0"],
+    ["leader election as a string", 'leaderElection:\n  enabled: "yes"\n', "/leaderElection/enabled"],
+    [
+      "an extra env var with both value and valueFrom",
+      "extraEnv:\n  - name: X\n    value: a\n    valueFrom: {secretKeyRef: {name: s, key: k}}\n",
+      "/extraEnv/0",
+    ],
+    [
+      "a NetworkPolicy apiserver address that is not a CIDR",
+      "networkPolicy:\n  enabled: true\n  apiServer:\n    cidrs: [10.0.0.1]\n",
+      "/networkPolicy/apiServer/cidrs/0",
+    ],
+    [
+      "a NetworkPolicy service port out of range",
+      "networkPolicy:\n  enabled: true\n  servicePorts: [70000]\n",
+      "/networkPolicy/servicePorts/0",
+    ],
     ["a shutdown timeout the chart cannot turn into seconds", "shutdownTimeout: 1.5m\n", "/shutdownTimeout"],
     ["an AccessToken namespace that is not a DNS label", "accessTokens:\n  namespaces: [Tokens]\n", "/accessTokens/namespaces/0"],
     ["an unknown metrics.auth", "metrics:\n  auth: none\n", "/metrics/auth"],
     ["a metrics reader of an unknown kind", "metrics:\n  readers:\n    - {kind: Robot, name: r}\n", "/metrics/readers/0/kind"],
-    ["a ServiceMonitor interval that is not a duration", "serviceMonitor:\n  enabled: true\n  interval: fast\n", "/serviceMonitor/interval"],
+    [
+      "a ServiceMonitor interval that is not a duration",
+      "serviceMonitor:\n  enabled: true\n  interval: fast\n",
+      "/serviceMonitor/interval",
+    ],
   ];
 
   it.each(bad)("rejects %s", async (_name, yaml, path) => {
@@ -631,8 +754,19 @@ describe("values.schema.json", () => {
     const docs = parseYamlDocuments(
       await renderChart({
         setJson: {
-          podSecurityContext: { runAsUser: 1000, runAsGroup: 1001, fsGroup: 2000, seccompProfile: { type: "Localhost", localhostProfile: "profiles/keyward.json" } },
-          securityContext: { runAsUser: 1000, runAsGroup: 1001, privileged: false, seccompProfile: { type: "RuntimeDefault" }, capabilities: { drop: ["ALL", "NET_RAW"] } },
+          podSecurityContext: {
+            runAsUser: 1000,
+            runAsGroup: 1001,
+            fsGroup: 2000,
+            seccompProfile: { type: "Localhost", localhostProfile: "profiles/keyward.json" },
+          },
+          securityContext: {
+            runAsUser: 1000,
+            runAsGroup: 1001,
+            privileged: false,
+            seccompProfile: { type: "RuntimeDefault" },
+            capabilities: { drop: ["ALL", "NET_RAW"] },
+          },
         },
       }),
     );
@@ -666,9 +800,15 @@ describe("the chart's CRDs", () => {
   it("are the files of crds/, byte for byte", () => {
     const chartCrds = join(chartDir, "crds");
     const rootCrds = join(repoRoot, "crds");
-    const names = readdirSync(rootCrds).filter((f) => f.endsWith(".yaml")).sort();
+    const names = readdirSync(rootCrds)
+      .filter((f) => f.endsWith(".yaml"))
+      .sort();
     expect(names.length).toBeGreaterThan(0);
-    expect(readdirSync(chartCrds).filter((f) => f.endsWith(".yaml")).sort()).toEqual(names);
+    expect(
+      readdirSync(chartCrds)
+        .filter((f) => f.endsWith(".yaml"))
+        .sort(),
+    ).toEqual(names);
     for (const name of names) {
       expect(readFileSync(join(chartCrds, name), "utf8"), name).toBe(readFileSync(join(rootCrds, name), "utf8"));
     }
@@ -676,7 +816,10 @@ describe("the chart's CRDs", () => {
 });
 
 describe("the uninstall hook (uninstall.releaseFinalizers, on by default)", () => {
-  type JobSpec = { metadata: { annotations: Record<string, string> }; spec: { template: { metadata: { labels: Record<string, string> }; spec: PodSpec & { restartPolicy: string } } } };
+  type JobSpec = {
+    metadata: { annotations: Record<string, string> };
+    spec: { template: { metadata: { labels: Record<string, string> }; spec: PodSpec & { restartPolicy: string } } };
+  };
   const job = (docs: Doc[]): JobSpec => findDoc(docs, "Job", "kw-keyward-uninstall") as unknown as JobSpec;
 
   it("is a pre-delete Job that stops keyward's Deployment and releases its finalizers in the release's namespaces", () => {

@@ -52,7 +52,8 @@ function parseDockerfile(text: string): { args: Instruction[]; stages: Stage[] }
 const dockerfile = parseDockerfile(readFileSync(join(repoRoot, "Dockerfile"), "utf8"));
 const final = dockerfile.stages[dockerfile.stages.length - 1];
 const ops = (stage: Stage | undefined, op: string): string[] => (stage?.instructions ?? []).filter((i) => i.op === op).map((i) => i.args);
-const argDefault = (name: string): string | undefined => dockerfile.args.map((a) => new RegExp(`^${name}=(\\S+)$`).exec(a.args)?.[1]).find(Boolean);
+const argDefault = (name: string): string | undefined =>
+  dockerfile.args.map((a) => new RegExp(`^${name}=(\\S+)$`).exec(a.args)?.[1]).find(Boolean);
 const imageOf = (from: string): string => from.replace(/^\$\{(\w+)\}$/, (_m, name: string) => argDefault(name) ?? from);
 
 describe("Dockerfile", () => {
@@ -101,7 +102,10 @@ describe("Dockerfile", () => {
   });
 
   it("sends only what it copies as the build context", () => {
-    const ignore = readFileSync(join(repoRoot, ".dockerignore"), "utf8").split("\n").map((l) => l.trim()).filter((l) => l && !l.startsWith("#"));
+    const ignore = readFileSync(join(repoRoot, ".dockerignore"), "utf8")
+      .split("\n")
+      .map((l) => l.trim())
+      .filter((l) => l && !l.startsWith("#"));
     expect(ignore[0]).toBe("*");
     expect(ignore.slice(1).sort()).toEqual(["!package-lock.json", "!package.json", "!src/", "!tsconfig.build.json", "!tsconfig.json"]);
   });

@@ -93,7 +93,11 @@ export function templateArgs(opts: RenderOptions): string[] {
   return args;
 }
 
-export type Doc = Record<string, unknown> & { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string> } };
+export type Doc = Record<string, unknown> & {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
+};
 
 /**
  * Every non-empty document of a multi-document YAML text, as plain JSON values. Each document
@@ -105,7 +109,10 @@ export function parseYamlDocuments(text: string): Doc[] {
     .split(/^---[ \t]*$/m)
     .filter((doc) => doc.split("\n").some((line) => line.trim() !== "" && !line.trimStart().startsWith("#")))
     .map((doc) => {
-      const indented = doc.split("\n").map((line) => `  ${line}`).join("\n");
+      const indented = doc
+        .split("\n")
+        .map((line) => `  ${line}`)
+        .join("\n");
       const wrapped = loadYaml<{ doc: unknown }>(`apiVersion: raw.keyward.dev/v1\nkind: Raw\ndoc:\n${indented}\n`);
       return JSON.parse(JSON.stringify(wrapped.doc)) as Doc;
     });
@@ -117,9 +124,15 @@ export function readYamlFile(path: string): Doc[] {
 
 export function findDoc(docs: Doc[], kind: string, name?: string, namespace?: string): Doc {
   const found = docs.find(
-    (d) => d.kind === kind && (name === undefined || d.metadata.name === name) && (namespace === undefined || d.metadata.namespace === namespace),
+    (d) =>
+      d.kind === kind &&
+      (name === undefined || d.metadata.name === name) &&
+      (namespace === undefined || d.metadata.namespace === namespace),
   );
-  if (!found) throw new Error(`no ${kind}${name ? ` ${name}` : ""}${namespace ? ` in ${namespace}` : ""} among ${docs.map((d) => `${d.kind}/${d.metadata.name}`).join(", ")}`);
+  if (!found)
+    throw new Error(
+      `no ${kind}${name ? ` ${name}` : ""}${namespace ? ` in ${namespace}` : ""} among ${docs.map((d) => `${d.kind}/${d.metadata.name}`).join(", ")}`,
+    );
   return found;
 }
 

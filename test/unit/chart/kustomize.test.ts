@@ -3,7 +3,17 @@
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { expectedWorkloadGrants, findDoc, flattenRules, leaseGrants, metricsAuthGrants, readYamlFile, repoRoot, secretWriterGrants, type PolicyRule } from "./helm.ts";
+import {
+  expectedWorkloadGrants,
+  findDoc,
+  flattenRules,
+  leaseGrants,
+  metricsAuthGrants,
+  readYamlFile,
+  repoRoot,
+  secretWriterGrants,
+  type PolicyRule,
+} from "./helm.ts";
 
 const config = join(repoRoot, "config");
 const kustomization = (dir: string): { resources: string[]; namespace?: string; namePrefix?: string } =>
@@ -11,7 +21,10 @@ const kustomization = (dir: string): { resources: string[]; namespace?: string; 
 
 describe("config/crd", () => {
   it("lists every CRD the generator wrote into bases/, and nothing else", () => {
-    const generated = readdirSync(join(config, "crd", "bases")).filter((f) => f.endsWith(".yaml")).map((f) => `bases/${f}`).sort();
+    const generated = readdirSync(join(config, "crd", "bases"))
+      .filter((f) => f.endsWith(".yaml"))
+      .map((f) => `bases/${f}`)
+      .sort();
     expect(generated.length).toBeGreaterThan(0);
     expect([...kustomization("crd").resources].sort()).toEqual(generated);
   });
@@ -19,7 +32,9 @@ describe("config/crd", () => {
 
 describe("config/samples", () => {
   it("lists every sample", () => {
-    const samples = readdirSync(join(config, "samples")).filter((f) => f.endsWith(".yaml") && !f.startsWith("kustomization")).sort();
+    const samples = readdirSync(join(config, "samples"))
+      .filter((f) => f.endsWith(".yaml") && !f.startsWith("kustomization"))
+      .sort();
     expect([...kustomization("samples").resources].sort()).toEqual(samples);
   });
 });
@@ -48,13 +63,20 @@ describe("config/rbac", () => {
     expect(flattenRules(auth.rules)).toEqual(metricsAuthGrants);
     const reader = readYamlFile(join(config, "rbac", "metrics_reader_role.yaml"))[0] as unknown as { rules: object[] };
     expect(reader.rules).toEqual([{ nonResourceURLs: ["/metrics"], verbs: ["get"] }]);
-    expect(kustomization("rbac").resources).toEqual(expect.arrayContaining(["metrics_auth_role.yaml", "metrics_auth_role_binding.yaml", "metrics_reader_role.yaml"]));
+    expect(kustomization("rbac").resources).toEqual(
+      expect.arrayContaining(["metrics_auth_role.yaml", "metrics_auth_role_binding.yaml", "metrics_reader_role.yaml"]),
+    );
   });
 
   it("limits leader election to the Lease the manager uses", () => {
     const role = readYamlFile(join(config, "rbac", "leader_election_role.yaml"))[0] as unknown as { rules: PolicyRule[] };
     const manager = readYamlFile(join(config, "manager", "manager.yaml"));
-    const env = (findDoc(manager, "Deployment") as unknown as { spec: { template: { spec: { containers: { env: { name: string; value?: string }[] }[] } } } }).spec.template.spec.containers[0]?.env ?? [];
+    const env =
+      (
+        findDoc(manager, "Deployment") as unknown as {
+          spec: { template: { spec: { containers: { env: { name: string; value?: string }[] }[] } } };
+        }
+      ).spec.template.spec.containers[0]?.env ?? [];
     const leaseName = env.find((e) => e.name === "LEADER_ELECTION_ID")?.value;
     expect(leaseName).toBe("keyward-leader");
     expect(flattenRules(role.rules)).toEqual(leaseGrants("keyward-leader"));
@@ -64,10 +86,19 @@ describe("config/rbac", () => {
 describe("config/manager", () => {
   it("runs keyward locked down with probes and POD_NAME", () => {
     const docs = readYamlFile(join(config, "manager", "manager.yaml"));
-    const pod = (findDoc(docs, "Deployment") as unknown as { spec: { template: { spec: Record<string, unknown> & { containers: Record<string, unknown>[] } } } }).spec.template.spec;
+    const pod = (
+      findDoc(docs, "Deployment") as unknown as {
+        spec: { template: { spec: Record<string, unknown> & { containers: Record<string, unknown>[] } } };
+      }
+    ).spec.template.spec;
     expect(pod["securityContext"]).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: "RuntimeDefault" } });
     const c = pod.containers[0];
-    expect(c?.["securityContext"]).toEqual({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, runAsNonRoot: true, capabilities: { drop: ["ALL"] } });
+    expect(c?.["securityContext"]).toEqual({
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      runAsNonRoot: true,
+      capabilities: { drop: ["ALL"] },
+    });
     expect(c?.["livenessProbe"]).toMatchObject({ httpGet: { path: "/healthz", port: "health" } });
     expect(c?.["readinessProbe"]).toMatchObject({ httpGet: { path: "/readyz", port: "health" } });
     expect(c?.["env"]).toEqual(expect.arrayContaining([{ name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } }]));

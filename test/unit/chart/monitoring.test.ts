@@ -13,7 +13,12 @@ import { createOperator } from "../../../src/operator.ts";
 import { chartDir, findDoc, helm, parseYamlDocuments, promtoolBinary, renderChart, run, templateArgs, type Doc } from "./helm.ts";
 
 /** The per-object gauges the alerts read (definitions: charts/keyward/README.md, "Alerts"): exported, as gauges. */
-const proposedGauges = ["keyward_resource_ready", "keyward_secretsync_last_job_failed", "keyward_token_expiry_timestamp_seconds", "keyward_token_renewal_due_timestamp_seconds"];
+const proposedGauges = [
+  "keyward_resource_ready",
+  "keyward_secretsync_last_job_failed",
+  "keyward_token_expiry_timestamp_seconds",
+  "keyward_token_renewal_due_timestamp_seconds",
+];
 
 /** Every series name keyward's registry can expose (histograms as _bucket, _sum and _count). */
 async function exportedMetrics(): Promise<Map<string, string>> {
@@ -35,7 +40,21 @@ async function exportedMetrics(): Promise<Map<string, string>> {
   return out;
 }
 
-const PROMQL_WORDS = new Set(["by", "without", "on", "ignoring", "group_left", "group_right", "and", "or", "unless", "bool", "offset", "inf", "nan"]);
+const PROMQL_WORDS = new Set([
+  "by",
+  "without",
+  "on",
+  "ignoring",
+  "group_left",
+  "group_right",
+  "and",
+  "or",
+  "unless",
+  "bool",
+  "offset",
+  "inf",
+  "nan",
+]);
 
 /** The metric names a PromQL expression reads: identifiers outside strings, label matchers, ranges and grouping clauses that are not functions. */
 function metricNames(expr: string): string[] {
@@ -74,7 +93,8 @@ let enabled: Doc[];
 let dir: string;
 
 const withExtras = { grafanaDashboard: { enabled: true }, prometheusRule: { enabled: true }, serviceMonitor: { enabled: true } };
-const rulesOf = (docs: Doc[]): Rule[] => (findDoc(docs, "PrometheusRule") as unknown as { spec: { groups: { rules: Rule[] }[] } }).spec.groups.flatMap((g) => g.rules);
+const rulesOf = (docs: Doc[]): Rule[] =>
+  (findDoc(docs, "PrometheusRule") as unknown as { spec: { groups: { rules: Rule[] }[] } }).spec.groups.flatMap((g) => g.rules);
 const dashboardOf = (docs: Doc[]): { doc: Doc; json: string } => {
   const doc = findDoc(docs, "ConfigMap", "kw-keyward-dashboard");
   return { doc, json: (doc as unknown as { data: Record<string, string> }).data["keyward.json"] ?? "" };
@@ -82,7 +102,11 @@ const dashboardOf = (docs: Doc[]): { doc: Doc; json: string } => {
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "keyward-monitoring-"));
-  [exported, defaults, enabled] = await Promise.all([exportedMetrics(), renderChart().then(parseYamlDocuments), renderChart({ setJson: withExtras }).then(parseYamlDocuments)]);
+  [exported, defaults, enabled] = await Promise.all([
+    exportedMetrics(),
+    renderChart().then(parseYamlDocuments),
+    renderChart({ setJson: withExtras }).then(parseYamlDocuments),
+  ]);
 });
 
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -103,17 +127,40 @@ describe("values", () => {
     const docs = parseYamlDocuments(
       await renderChart({
         setJson: {
-          grafanaDashboard: { enabled: true, namespace: "monitoring", labels: { team: "platform" }, annotations: { grafana_folder: "Operators" } },
-          prometheusRule: { enabled: true, labels: { release: "prometheus" }, alertLabels: { team: "platform" }, notReadyFor: "30m", tokenRenewalGrace: "90s", jobSelector: 'namespace="ops"' },
+          grafanaDashboard: {
+            enabled: true,
+            namespace: "monitoring",
+            labels: { team: "platform" },
+            annotations: { grafana_folder: "Operators" },
+          },
+          prometheusRule: {
+            enabled: true,
+            labels: { release: "prometheus" },
+            alertLabels: { team: "platform" },
+            notReadyFor: "30m",
+            tokenRenewalGrace: "90s",
+            jobSelector: 'namespace="ops"',
+          },
         },
       }),
     );
-    expect(dashboardOf(docs).doc.metadata).toMatchObject({ namespace: "monitoring", labels: { grafana_dashboard: "1", team: "platform" }, annotations: { grafana_folder: "Operators" } });
+    expect(dashboardOf(docs).doc.metadata).toMatchObject({
+      namespace: "monitoring",
+      labels: { grafana_dashboard: "1", team: "platform" },
+      annotations: { grafana_folder: "Operators" },
+    });
     expect(findDoc(docs, "PrometheusRule").metadata.labels).toMatchObject({ release: "prometheus" });
     const rules = rulesOf(docs);
-    expect(rules.find((r) => r.alert === "KeywardResourceNotReady")).toMatchObject({ for: "30m", labels: { severity: "warning", team: "platform" } });
-    expect(rules.find((r) => r.alert === "KeywardTokenRenewalOverdue")?.expr).toBe("time() - keyward_token_renewal_due_timestamp_seconds > 90");
-    expect(rules.find((r) => r.alert === "KeywardReconcileErrors")?.expr).toContain('controller_runtime_reconcile_errors_total{namespace="ops"}[10m]');
+    expect(rules.find((r) => r.alert === "KeywardResourceNotReady")).toMatchObject({
+      for: "30m",
+      labels: { severity: "warning", team: "platform" },
+    });
+    expect(rules.find((r) => r.alert === "KeywardTokenRenewalOverdue")?.expr).toBe(
+      "time() - keyward_token_renewal_due_timestamp_seconds > 90",
+    );
+    expect(rules.find((r) => r.alert === "KeywardReconcileErrors")?.expr).toContain(
+      'controller_runtime_reconcile_errors_total{namespace="ops"}[10m]',
+    );
   });
 
   it.each([
@@ -149,13 +196,23 @@ describe("PrometheusRule", () => {
     expect(result.stdout).toContain("SUCCESS");
     // every alert of the rule is exercised by the unit tests
     const tested = new Set([...readFileSync(tests, "utf8").matchAll(/alertname: (\w+)/g)].map((m) => m[1]));
-    expect(rulesOf(enabled).map((r) => r.alert).filter((a) => !tested.has(a))).toEqual([]);
+    expect(
+      rulesOf(enabled)
+        .map((r) => r.alert)
+        .filter((a) => !tested.has(a)),
+    ).toEqual([]);
   });
 
   it("alerts on resources not Ready for 15 minutes, failed sync jobs, expiring certificates and tokens not renewed", () => {
     const rules = rulesOf(enabled);
     expect(rules.map((r) => r.alert)).toEqual(
-      expect.arrayContaining(["KeywardResourceNotReady", "KeywardSecretSyncJobFailed", "KeywardCertificatesExpiring", "KeywardTokenRenewalOverdue", "KeywardTokenExpired"]),
+      expect.arrayContaining([
+        "KeywardResourceNotReady",
+        "KeywardSecretSyncJobFailed",
+        "KeywardCertificatesExpiring",
+        "KeywardTokenRenewalOverdue",
+        "KeywardTokenExpired",
+      ]),
     );
     expect(rules.find((r) => r.alert === "KeywardResourceNotReady")?.for).toBe("15m");
     for (const r of rules) {
@@ -165,7 +222,11 @@ describe("PrometheusRule", () => {
   });
 
   it("reads only metrics keyward exports or the proposed gauges", () => {
-    const unknown = rulesOf(enabled).flatMap((r) => metricNames(r.expr).filter((n) => !exported.has(n) && !proposedGauges.includes(n)).map((n) => `${r.alert}: ${n}`));
+    const unknown = rulesOf(enabled).flatMap((r) =>
+      metricNames(r.expr)
+        .filter((n) => !exported.has(n) && !proposedGauges.includes(n))
+        .map((n) => `${r.alert}: ${n}`),
+    );
     expect(unknown).toEqual([]);
   });
 });
@@ -176,7 +237,7 @@ describe("Grafana dashboard", () => {
     dashboard = JSON.parse(dashboardOf(enabled).json) as Dashboard;
   });
 
-  it("is the chart's dashboards/keyward.json in a ConfigMap labelled grafana_dashboard: \"1\"", () => {
+  it('is the chart\'s dashboards/keyward.json in a ConfigMap labelled grafana_dashboard: "1"', () => {
     const { doc, json } = dashboardOf(enabled);
     expect(doc.metadata.labels?.["grafana_dashboard"]).toBe("1");
     expect(doc.metadata.namespace).toBe("keyward-system");
@@ -188,7 +249,9 @@ describe("Grafana dashboard", () => {
   it("queries only metrics keyward exports or the proposed gauges, and shows every metric keyward exports", () => {
     const queries = [
       ...dashboard.panels.flatMap((p) => (p.targets ?? []).map((t) => ({ where: p.title, expr: t.expr }))),
-      ...dashboard.templating.list.filter((v) => v.definition).map((v) => ({ where: `variable ${v.name}`, expr: (v.definition ?? "").replace(/^label_values\((.*), *\w+\)$/, "$1") })),
+      ...dashboard.templating.list
+        .filter((v) => v.definition)
+        .map((v) => ({ where: `variable ${v.name}`, expr: (v.definition ?? "").replace(/^label_values\((.*), *\w+\)$/, "$1") })),
     ];
     expect(dashboard.panels.filter((p) => p.type !== "row" && (p.targets ?? []).length === 0).map((p) => p.title)).toEqual([]);
     const used = new Set<string>();
@@ -214,10 +277,14 @@ describe("Grafana dashboard", () => {
 
 describe("metricNames", () => {
   it("finds the metrics of an expression and nothing else", () => {
-    expect(metricNames('sum by (le, controller) (rate(controller_runtime_reconcile_time_seconds_bucket{job=~"$job", controller=~"a|b"}[$__rate_interval]))')).toEqual([
-      "controller_runtime_reconcile_time_seconds_bucket",
+    expect(
+      metricNames(
+        'sum by (le, controller) (rate(controller_runtime_reconcile_time_seconds_bucket{job=~"$job", controller=~"a|b"}[$__rate_interval]))',
+      ),
+    ).toEqual(["controller_runtime_reconcile_time_seconds_bucket"]);
+    expect(metricNames("time() - keyward_token_renewal_due_timestamp_seconds > 300")).toEqual([
+      "keyward_token_renewal_due_timestamp_seconds",
     ]);
-    expect(metricNames("time() - keyward_token_renewal_due_timestamp_seconds > 300")).toEqual(["keyward_token_renewal_due_timestamp_seconds"]);
     expect(metricNames('a_total{x="y"} / on (z) group_left b_total and bool c')).toEqual(["a_total", "b_total", "c"]);
   });
 });

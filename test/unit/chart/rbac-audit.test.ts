@@ -4,7 +4,18 @@
 import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { clusterProviderConfigGrants, credentialsGrants, expectedWorkloadGrants, keywardClusterPlurals, keywardPlurals, leaseGrants, metricsAuthGrants, repoRoot, secretWriterGrants, uninstallGrants } from "./helm.ts";
+import {
+  clusterProviderConfigGrants,
+  credentialsGrants,
+  expectedWorkloadGrants,
+  keywardClusterPlurals,
+  keywardPlurals,
+  leaseGrants,
+  metricsAuthGrants,
+  repoRoot,
+  secretWriterGrants,
+  uninstallGrants,
+} from "./helm.ts";
 
 const srcDir = join(repoRoot, "src");
 
@@ -52,7 +63,8 @@ function neededGrants(): Map<string, string> {
       const resource = refs.get(m[2] ?? "");
       if (!resource) continue;
       add(`${resource}: get`, `${where}: ${m[1] ?? ""}(${resource})`);
-      if (m[1] === "patchMetadata" || m[1] === "patchStatus") add(`${resource}${m[1] === "patchStatus" ? "/status" : ""}: patch`, `${where}: ${m[1]}(${resource})`);
+      if (m[1] === "patchMetadata" || m[1] === "patchStatus")
+        add(`${resource}${m[1] === "patchStatus" ? "/status" : ""}: patch`, `${where}: ${m[1]}(${resource})`);
     }
   }
   // The engine reads, patches (metadata) and writes the status of every keyward kind through the
@@ -93,7 +105,8 @@ function neededGrants(): Map<string, string> {
       const plural = m[1] ?? "";
       for (const verb of ["list", "watch"]) add(`keyward.dev/${plural}: ${verb}`, `${where}: informer of ${plural}`);
       if (/\breadCached\(\s*[\w.]+,\s*ref\b/.test(text)) add(`keyward.dev/${plural}: get`, `${where}: readCached(${plural})`);
-      if (/\bpatchStatus\(\s*[\w.]+,\s*ref\b|\bwriteStatus\(\{[^}]*\bref\b/.test(text)) add(`keyward.dev/${plural}/status: patch`, `${where}: status of ${plural}`);
+      if (/\bpatchStatus\(\s*[\w.]+,\s*ref\b|\bwriteStatus\(\{[^}]*\bref\b/.test(text))
+        add(`keyward.dev/${plural}/status: patch`, `${where}: status of ${plural}`);
     }
   }
   return needed;
@@ -121,7 +134,15 @@ function reasonFor(grant: string): string | undefined {
 
 describe("the chart's roles against src/", () => {
   const needed = neededGrants();
-  const granted = new Set([...expectedWorkloadGrants, ...clusterProviderConfigGrants, ...credentialsGrants, ...metricsAuthGrants, ...secretWriterGrants, ...leaseGrants("x").map((g) => g.replace(/#x(?=:)/, "")), ...uninstallGrants("x").map((g) => g.replace(/#x(?=:)/, ""))]);
+  const granted = new Set([
+    ...expectedWorkloadGrants,
+    ...clusterProviderConfigGrants,
+    ...credentialsGrants,
+    ...metricsAuthGrants,
+    ...secretWriterGrants,
+    ...leaseGrants("x").map((g) => g.replace(/#x(?=:)/, "")),
+    ...uninstallGrants("x").map((g) => g.replace(/#x(?=:)/, "")),
+  ]);
 
   it("grant every call keyward makes", () => {
     expect(needed.size).toBeGreaterThan(10);
@@ -141,7 +162,9 @@ describe("the chart's roles against src/", () => {
   });
 
   it("grant the cluster-scoped kinds' calls, which the source names", () => {
-    expect(keywardClusterPlurals.every((p) => needed.has(`keyward.dev/${p}: watch`) && needed.has(`keyward.dev/${p}/status: patch`))).toBe(true);
+    expect(keywardClusterPlurals.every((p) => needed.has(`keyward.dev/${p}: watch`) && needed.has(`keyward.dev/${p}/status: patch`))).toBe(
+      true,
+    );
     expect(needed.has("core/namespaces: watch")).toBe(true);
   });
 

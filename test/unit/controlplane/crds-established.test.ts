@@ -11,7 +11,10 @@ describe("notEstablished", () => {
         crd("a.keyward.dev", undefined),
         crd("b.keyward.dev", null),
         crd("c.keyward.dev", [{ type: "Established", status: "False" }]),
-        crd("d.keyward.dev", [{ type: "NamesAccepted", status: "True" }, { type: "Established", status: "True" }]),
+        crd("d.keyward.dev", [
+          { type: "NamesAccepted", status: "True" },
+          { type: "Established", status: "True" },
+        ]),
       ],
     };
     expect(notEstablished(JSON.stringify(list))).toEqual(["a.keyward.dev", "b.keyward.dev", "c.keyward.dev"]);
@@ -32,21 +35,27 @@ describe("waitForCrdsEstablished", () => {
       () => JSON.stringify(crd("a.keyward.dev", [{ type: "Established", status: "True" }])),
     ];
     const calls: string[][] = [];
-    await waitForCrdsEstablished((args) => {
-      calls.push(args);
-      const next = answers.shift();
-      if (!next) return Promise.reject(new Error("polled after Established"));
-      try {
-        return Promise.resolve(next());
-      } catch (err) {
-        return Promise.reject(err instanceof Error ? err : new Error(String(err)));
-      }
-    }, ["crd/a.keyward.dev"], 10_000);
+    await waitForCrdsEstablished(
+      (args) => {
+        calls.push(args);
+        const next = answers.shift();
+        if (!next) return Promise.reject(new Error("polled after Established"));
+        try {
+          return Promise.resolve(next());
+        } catch (err) {
+          return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+        }
+      },
+      ["crd/a.keyward.dev"],
+      10_000,
+    );
     expect(calls).toHaveLength(3);
     expect(calls[0]).toEqual(["get", "crd/a.keyward.dev", "-o", "json"]);
   });
 
   it("names what is still waiting when the deadline passes", async () => {
-    await expect(waitForCrdsEstablished(() => Promise.resolve(JSON.stringify(crd("a.keyward.dev", null))), ["crd/a.keyward.dev"], 300)).rejects.toThrow(/not Established: a\.keyward\.dev/);
+    await expect(
+      waitForCrdsEstablished(() => Promise.resolve(JSON.stringify(crd("a.keyward.dev", null))), ["crd/a.keyward.dev"], 300),
+    ).rejects.toThrow(/not Established: a\.keyward\.dev/);
   });
 });

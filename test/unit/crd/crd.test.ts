@@ -4,7 +4,15 @@ import { join } from "node:path";
 import { loadYaml } from "@kubernetes/client-node";
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { atMostOneOf, conditionColumn, crdFileName, crdFromSources, crdToYaml, exactlyOneOf, generatedHeader } from "../../../src/kube/crd.ts";
+import {
+  atMostOneOf,
+  conditionColumn,
+  crdFileName,
+  crdFromSources,
+  crdToYaml,
+  exactlyOneOf,
+  generatedHeader,
+} from "../../../src/kube/crd.ts";
 import type { CrdSource } from "../../../src/kube/crd.ts";
 import { crdDirs, crdFileProblems, renderCrdFiles, writeCrdFiles } from "../../../src/kube/crd-files.ts";
 import { exampleSource } from "./secret-sync-example.ts";
@@ -36,7 +44,11 @@ describe("crdFromSources", () => {
     expect(version?.storage).toBe(true);
     expect(version?.subresources).toEqual({ status: {} });
     expect(version?.additionalPrinterColumns?.map((c) => c.name)).toEqual(["Destination", "Ready", "Age"]);
-    expect(conditionColumn("Synced")).toEqual({ name: "Synced", type: "string", jsonPath: `.status.conditions[?(@.type=="Synced")].status` });
+    expect(conditionColumn("Synced")).toEqual({
+      name: "Synced",
+      type: "string",
+      jsonPath: `.status.conditions[?(@.type=="Synced")].status`,
+    });
   });
 
   it("describes the kind and requires spec; status is keyward's", () => {
@@ -49,7 +61,10 @@ describe("crdFromSources", () => {
 
   it("appends the spec validations after the generated ones", () => {
     const rules = schema?.properties?.spec?.["x-kubernetes-validations"] ?? [];
-    expect(rules.at(-1)).toEqual({ rule: "has(self.projectRef) != has(self.projectId)", message: "exactly one of projectRef, projectId must be set" });
+    expect(rules.at(-1)).toEqual({
+      rule: "has(self.projectRef) != has(self.projectId)",
+      message: "exactly one of projectRef, projectId must be set",
+    });
   });
 
   it("does not require a spec zod accepts as absent", () => {

@@ -5,7 +5,12 @@ import { immutable, validations } from "../../../src/kube/crd.ts";
 import type { CrdSource } from "../../../src/kube/crd.ts";
 
 export const kitchenSinkSpec = z.object({
-  slug: z.string().min(5).max(36).regex(/^[a-z0-9-]+$/).meta(immutable("slug is immutable")),
+  slug: z
+    .string()
+    .min(5)
+    .max(36)
+    .regex(/^[a-z0-9-]+$/)
+    .meta(immutable("slug is immutable")),
   prefixed: z.string().max(64).startsWith("kw-").endsWith("-x").optional(),
   caseless: z.string().max(16).regex(/^abc$/i).optional(),
   id: z.uuid().optional(),

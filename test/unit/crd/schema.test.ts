@@ -47,7 +47,13 @@ describe("numbers", () => {
   it("maps int, bounds and exclusivity", () => {
     expect(field(z.number().int().min(1).max(100))).toEqual({ type: "integer", minimum: 1, maximum: 100 });
     expect(field(z.int())).toEqual({ type: "integer" });
-    expect(field(z.number().gt(0).lt(1))).toEqual({ type: "number", minimum: 0, exclusiveMinimum: true, maximum: 1, exclusiveMaximum: true });
+    expect(field(z.number().gt(0).lt(1))).toEqual({
+      type: "number",
+      minimum: 0,
+      exclusiveMinimum: true,
+      maximum: 1,
+      exclusiveMaximum: true,
+    });
     expect(field(z.int32())).toEqual({ type: "integer", minimum: -2147483648, maximum: 2147483647 });
     expect(field(z.int32().min(0))).toEqual({ type: "integer", minimum: 0, maximum: 2147483647 });
     expect(field(z.number().multipleOf(5))).toEqual({ type: "number", multipleOf: 5 });
@@ -71,7 +77,14 @@ describe("objects", () => {
     expect(isRequired(z.string().nullish())).toBe(false);
     expect(isRequired(z.string().catch("x"))).toBe(false);
     expect(isRequired(z.string().transform((s) => s.length))).toBe(true);
-    expect(isRequired(z.string().optional().transform((s) => s ?? ""))).toBe(false);
+    expect(
+      isRequired(
+        z
+          .string()
+          .optional()
+          .transform((s) => s ?? ""),
+      ),
+    ).toBe(false);
   });
 
   it("describes the input of pipes and transforms", () => {
@@ -82,7 +95,11 @@ describe("objects", () => {
 
   it("carries defaults, nullability and free-form fields", () => {
     expect(field(z.number().int().default(10))).toEqual({ type: "integer", default: 10 });
-    expect(field(z.object({ a: z.string().optional() }).default({}))).toEqual({ type: "object", default: {}, properties: { a: { type: "string" } } });
+    expect(field(z.object({ a: z.string().optional() }).default({}))).toEqual({
+      type: "object",
+      default: {},
+      properties: { a: { type: "string" } },
+    });
     expect(field(z.string().prefault("p"))).toEqual({ type: "string", default: "p" });
     expect(field(z.string().nullable())).toEqual({ type: "string", nullable: true });
     expect(field(z.union([z.string(), z.null()]))).toEqual({ type: "string", nullable: true });
@@ -121,7 +138,12 @@ describe("objects", () => {
 
 describe("arrays, records and tuples", () => {
   it("carries item bounds", () => {
-    expect(field(z.array(z.string().max(3)).min(1).max(5))).toEqual({ type: "array", minItems: 1, maxItems: 5, items: { type: "string", maxLength: 3 } });
+    expect(field(z.array(z.string().max(3)).min(1).max(5))).toEqual({
+      type: "array",
+      minItems: 1,
+      maxItems: 5,
+      items: { type: "string", maxLength: 3 },
+    });
   });
 
   it("maps string-keyed records to additionalProperties and enum-keyed ones to properties", () => {
@@ -152,9 +174,11 @@ describe("metadata", () => {
 
   it("carries CEL rules and list and map types from meta()", () => {
     const node = field(
-      z
-        .array(z.object({ name: z.string() }))
-        .meta({ "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"], ...validations({ rule: "size(self) <= 3", message: "at most 3" }) }),
+      z.array(z.object({ name: z.string() })).meta({
+        "x-kubernetes-list-type": "map",
+        "x-kubernetes-list-map-keys": ["name"],
+        ...validations({ rule: "size(self) <= 3", message: "at most 3" }),
+      }),
     );
     expect(node["x-kubernetes-list-type"]).toBe("map");
     expect(node["x-kubernetes-list-map-keys"]).toEqual(["name"]);
@@ -167,7 +191,13 @@ describe("metadata", () => {
       { rule: "self == oldSelf", message: "slug is immutable" },
     ]);
     // rules on the inner schema and on the wrapper both apply
-    const both = field(z.string().meta(immutable("a")).optional().meta(validations({ rule: "self != ''", message: "b" })));
+    const both = field(
+      z
+        .string()
+        .meta(immutable("a"))
+        .optional()
+        .meta(validations({ rule: "self != ''", message: "b" })),
+    );
     expect(both["x-kubernetes-validations"]?.map((r) => r.message)).toEqual(["a", "b"]);
   });
 
@@ -195,7 +225,11 @@ describe("structural guarantees", () => {
       }),
     );
     expect(structuralViolations(out)).toEqual([]);
-    expect(structuralViolations({ properties: { a: {} } })).toEqual(["<root>: no type", "<root>: properties on a non-object", "<root>.a: no type"]);
+    expect(structuralViolations({ properties: { a: {} } })).toEqual([
+      "<root>: no type",
+      "<root>: properties on a non-object",
+      "<root>.a: no type",
+    ]);
   });
 
   it("refuses what has no structural form, naming the field", () => {

@@ -6,8 +6,14 @@ import { conditionColumn, ageColumn, exactlyOneOf, immutable } from "../../../sr
 import type { CrdSource } from "../../../src/kube/crd.ts";
 
 const base = {
-  providerConfigRef: z.object({ name: z.string().min(1).max(253) }).optional().describe("The ProviderConfig to use."),
-  projectRef: z.object({ name: z.string().min(1).max(253) }).optional().describe("A Project in the same namespace."),
+  providerConfigRef: z
+    .object({ name: z.string().min(1).max(253) })
+    .optional()
+    .describe("The ProviderConfig to use."),
+  projectRef: z
+    .object({ name: z.string().min(1).max(253) })
+    .optional()
+    .describe("A Project in the same namespace."),
   projectId: z.string().min(1).max(128).optional().describe("The id of a project keyward does not manage."),
   name: z.string().min(1).max(64).describe("Name of the sync at the service."),
   description: z.string().max(256).nullable().optional(),
@@ -22,7 +28,12 @@ const syncOptions = {
   initialSyncBehavior: z
     .enum(["overwrite-destination", "import-prioritize-source", "import-prioritize-destination"])
     .default("overwrite-destination"),
-  keySchema: z.string().max(256).regex(/\{\{secretKey\}\}/).optional().describe("Key template containing {{secretKey}}."),
+  keySchema: z
+    .string()
+    .max(256)
+    .regex(/\{\{secretKey\}\}/)
+    .optional()
+    .describe("Key template containing {{secretKey}}."),
   disableSecretDeletion: z.boolean().optional(),
 };
 
@@ -62,7 +73,10 @@ export const cloudSecretsManager = z.object({
   syncOptions: z.object({
     ...syncOptions,
     keyId: z.string().max(256).optional(),
-    tags: z.array(z.object({ key: z.string().min(1).max(128), value: z.string().max(256) })).max(50).optional(),
+    tags: z
+      .array(z.object({ key: z.string().min(1).max(128), value: z.string().max(256) }))
+      .max(50)
+      .optional(),
     syncSecretMetadataAsTags: z.boolean().default(false),
   }),
 });
@@ -87,11 +101,7 @@ export function exampleSource(group = "crdtest.keyward.dev"): CrdSource {
     description: "A SecretSync-shaped resource for testing generated CRDs.",
     spec: exampleSpec,
     status: exampleStatus,
-    printerColumns: [
-      { name: "Destination", type: "string", jsonPath: ".spec.destination" },
-      conditionColumn("Ready"),
-      ageColumn,
-    ],
+    printerColumns: [{ name: "Destination", type: "string", jsonPath: ".spec.destination" }, conditionColumn("Ready"), ageColumn],
     specValidations: [exactlyOneOf(["projectRef", "projectId"])],
   };
 }

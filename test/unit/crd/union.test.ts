@@ -21,10 +21,21 @@ describe("a discriminated union shaped like SecretSync", () => {
     expect(spec.type).toBe("object");
     expect(JSON.stringify(spec)).not.toMatch(/"(oneOf|anyOf)"/);
     expect(Object.keys(destinationConfig.properties ?? {})).toEqual([
-      "scope", "org", "visibility", "selectedRepositoryIds", "clusterUUID", "mappingBehavior", "region",
+      "scope",
+      "org",
+      "visibility",
+      "selectedRepositoryIds",
+      "clusterUUID",
+      "mappingBehavior",
+      "region",
     ]);
     expect(Object.keys(syncOptions.properties ?? {})).toEqual([
-      "initialSyncBehavior", "keySchema", "disableSecretDeletion", "keyId", "tags", "syncSecretMetadataAsTags",
+      "initialSyncBehavior",
+      "keySchema",
+      "disableSecretDeletion",
+      "keyId",
+      "tags",
+      "syncSecretMetadataAsTags",
     ]);
     expect(spec.description).toBe("A sync of one project environment to one destination.");
   });

@@ -17,17 +17,60 @@ describe("toYaml", () => {
 
   it("quotes every string YAML would read as something else", () => {
     const tricky = [
-      "true", "False", "yes", "no", "on", "Off", "y", "N", "null", "~", "", " lead", "trail ", "1", "1.5", "-1", ".5", "0x1F",
-      "1e3", ".inf", ".NaN", "2024-01-01", "a: b", "a #b", "#c", "-x", "- x", "key:", "*ref", "&anchor", "!tag", "|", ">",
-      "'q'", '"dq"', "{a}", "[a]", "%x", "@x", "`x`", "a\nb", "tab\there", "=", "<<", "é", "self.x != 'a' || has(self.y)",
+      "true",
+      "False",
+      "yes",
+      "no",
+      "on",
+      "Off",
+      "y",
+      "N",
+      "null",
+      "~",
+      "",
+      " lead",
+      "trail ",
+      "1",
+      "1.5",
+      "-1",
+      ".5",
+      "0x1F",
+      "1e3",
+      ".inf",
+      ".NaN",
+      "2024-01-01",
+      "a: b",
+      "a #b",
+      "#c",
+      "-x",
+      "- x",
+      "key:",
+      "*ref",
+      "&anchor",
+      "!tag",
+      "|",
+      ">",
+      "'q'",
+      '"dq"',
+      "{a}",
+      "[a]",
+      "%x",
+      "@x",
+      "`x`",
+      "a\nb",
+      "tab\there",
+      "=",
+      "<<",
+      "é",
+      "self.x != 'a' || has(self.y)",
     ];
     for (const s of tricky) expect(roundTrip({ s })).toEqual({ s });
   });
 
   it("leaves ordinary words, paths and sentences plain", () => {
-    expect(toYaml({ a: "keyward.dev", b: ".metadata.creationTimestamp", c: "A sentence, with (parens) and it's fine.", d: "https://x.example" })).toBe(
-      "a: keyward.dev\nb: .metadata.creationTimestamp\nc: A sentence, with (parens) and it's fine.\nd: https://x.example\n",
-    );
+    expect(
+      toYaml({ a: "keyward.dev", b: ".metadata.creationTimestamp", c: "A sentence, with (parens) and it's fine.", d: "https://x.example" }),
+    ).toBe("a: keyward.dev\nb: .metadata.creationTimestamp\nc: A sentence, with (parens) and it's fine.\nd: https://x.example\n");
   });
 
   it("round-trips nested data, numbers, booleans and null", () => {

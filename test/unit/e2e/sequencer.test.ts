@@ -7,7 +7,9 @@ const e2eDir = resolve(import.meta.dirname, "..", "..", "e2e");
 
 describe("the e2e files' declared order", () => {
   test("names every e2e file exactly once", () => {
-    const files = readdirSync(e2eDir).filter((f) => f.endsWith(".test.ts")).sort();
+    const files = readdirSync(e2eDir)
+      .filter((f) => f.endsWith(".test.ts"))
+      .sort();
     expect([...e2eFileOrder].sort()).toEqual(files);
     expect(new Set(e2eFileOrder).size).toBe(e2eFileOrder.length);
   });
@@ -19,7 +21,11 @@ describe("the e2e files' declared order", () => {
   });
 
   test("a file the list does not name runs after the named ones, by path", () => {
-    const specs = [{ moduleId: join(e2eDir, "zz.test.ts") }, { moduleId: join(e2eDir, "aa.test.ts") }, { moduleId: join(e2eDir, "argocd.test.ts") }];
+    const specs = [
+      { moduleId: join(e2eDir, "zz.test.ts") },
+      { moduleId: join(e2eDir, "aa.test.ts") },
+      { moduleId: join(e2eDir, "argocd.test.ts") },
+    ];
     expect(declaredOrder(specs).map((s) => s.moduleId.split("/").pop())).toEqual(["argocd.test.ts", "aa.test.ts", "zz.test.ts"]);
   });
 });

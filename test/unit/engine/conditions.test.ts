@@ -1,6 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { ApiError } from "../../../src/api/errors.ts";
-import { clipMessage, conditionsEqual, getCondition, MAX_CONDITION_MESSAGE, setCondition, statusEqual } from "../../../src/engine/conditions.ts";
+import {
+  clipMessage,
+  conditionsEqual,
+  getCondition,
+  MAX_CONDITION_MESSAGE,
+  setCondition,
+  statusEqual,
+} from "../../../src/engine/conditions.ts";
 import { classifyError, MAX_SPEC_MESSAGE, specErrorMessage } from "../../../src/engine/managed.ts";
 import { specSchema as projectSpecSchema } from "../../../src/resources/project.ts";
 import type { Condition } from "../../../src/engine/types.ts";

@@ -37,22 +37,34 @@ afterEach(() => {
 describe("loadKubeConfig", () => {
   it("prefers an explicit path over $KUBECONFIG", () => {
     process.env["KUBECONFIG"] = kubeconfigFile("https://from-env.example:6443");
-    expect(loadKubeConfig({ kubeconfigPath: kubeconfigFile("https://explicit.example:6443") }).server).toBe("https://explicit.example:6443");
+    expect(loadKubeConfig({ kubeconfigPath: kubeconfigFile("https://explicit.example:6443") }).server).toBe(
+      "https://explicit.example:6443",
+    );
   });
 
   it("uses $KUBECONFIG when no path is given, the first file of a list winning like kubectl", () => {
-    process.env["KUBECONFIG"] = [join(dir, "missing"), kubeconfigFile("https://first.example:6443"), kubeconfigFile("https://second.example:6443")].join(delimiter);
+    process.env["KUBECONFIG"] = [
+      join(dir, "missing"),
+      kubeconfigFile("https://first.example:6443"),
+      kubeconfigFile("https://second.example:6443"),
+    ].join(delimiter);
     const access = loadKubeConfig();
     expect(access.server).toBe("https://first.example:6443");
     expect(access.namespace).toBe("team-a");
   });
 
   it("turns a token, a token file and basic auth into the Authorization header", async () => {
-    expect(await loadKubeConfig({ kubeconfigPath: kubeconfigFile("https://t.example", "{token: abc123}") }).authorization()).toBe("Bearer abc123");
+    expect(await loadKubeConfig({ kubeconfigPath: kubeconfigFile("https://t.example", "{token: abc123}") }).authorization()).toBe(
+      "Bearer abc123",
+    );
     const tokenFile = join(dir, "token");
     writeFileSync(tokenFile, "from-file\n");
-    expect(await loadKubeConfig({ kubeconfigPath: kubeconfigFile("https://t.example", `{tokenFile: ${tokenFile}}`) }).authorization()).toBe("Bearer from-file");
-    const basic = await loadKubeConfig({ kubeconfigPath: kubeconfigFile("https://t.example", "{username: ann, password: pw}") }).authorization();
+    expect(await loadKubeConfig({ kubeconfigPath: kubeconfigFile("https://t.example", `{tokenFile: ${tokenFile}}`) }).authorization()).toBe(
+      "Bearer from-file",
+    );
+    const basic = await loadKubeConfig({
+      kubeconfigPath: kubeconfigFile("https://t.example", "{username: ann, password: pw}"),
+    }).authorization();
     expect(basic).toBe(`Basic ${Buffer.from("ann:pw").toString("base64")}`);
     expect(await loadKubeConfig({ kubeconfigPath: kubeconfigFile("https://t.example") }).authorization()).toBeUndefined();
   });
@@ -61,9 +73,14 @@ describe("loadKubeConfig", () => {
     const counter = join(dir, "exec-count");
     const plugin = join(dir, "plugin.sh");
     const expires = new Date(Date.now() + 3_600_000).toISOString();
-    writeFileSync(plugin, `#!/bin/sh\necho x >> ${counter}\necho '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"exec-token","expirationTimestamp":"${expires}"}}'\n`);
+    writeFileSync(
+      plugin,
+      `#!/bin/sh\necho x >> ${counter}\necho '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"exec-token","expirationTimestamp":"${expires}"}}'\n`,
+    );
     chmodSync(plugin, 0o755);
-    const access = loadKubeConfig({ kubeconfigPath: kubeconfigFile("https://t.example", `{exec: {apiVersion: client.authentication.k8s.io/v1, command: ${plugin}}}`) });
+    const access = loadKubeConfig({
+      kubeconfigPath: kubeconfigFile("https://t.example", `{exec: {apiVersion: client.authentication.k8s.io/v1, command: ${plugin}}}`),
+    });
     expect(await access.authorization()).toBe("Bearer exec-token");
     expect(await access.authorization()).toBe("Bearer exec-token");
     const { readFileSync } = await import("node:fs");
@@ -71,7 +88,9 @@ describe("loadKubeConfig", () => {
   });
 
   it("refuses a legacy auth-provider and a kubeconfig without a current context, naming the problem", () => {
-    expect(() => loadKubeConfig({ kubeconfigPath: kubeconfigFile("https://t.example", "{auth-provider: {name: gcp}}") })).toThrow(/auth-provider/);
+    expect(() => loadKubeConfig({ kubeconfigPath: kubeconfigFile("https://t.example", "{auth-provider: {name: gcp}}") })).toThrow(
+      /auth-provider/,
+    );
     const noContext = join(dir, "no-context");
     writeFileSync(noContext, "clusters: []\nusers: []\ncontexts: []\n");
     expect(() => loadKubeConfig({ kubeconfigPath: noContext })).toThrow(/current-context/);

@@ -38,7 +38,15 @@ async function serve(handler: (req: IncomingMessage, res: ServerResponse) => voi
 
 function access(server: string, requestTimeoutMs: number): KubeAccess {
   const newDispatcher = (): Agent => new Agent();
-  return { server, dispatcher: newDispatcher(), newDispatcher, authorization: () => Promise.resolve("Bearer kube-secret-token-77aa"), namespace: undefined, source: "test", requestTimeoutMs };
+  return {
+    server,
+    dispatcher: newDispatcher(),
+    newDispatcher,
+    authorization: () => Promise.resolve("Bearer kube-secret-token-77aa"),
+    namespace: undefined,
+    source: "test",
+    requestTimeoutMs,
+  };
 }
 
 async function until(check: () => boolean, what: string): Promise<void> {
@@ -94,7 +102,12 @@ describe("apiserver request deadline", () => {
       /* never answers */
     });
     const stop = new AbortController();
-    const err = await watchOnce({ access: access(silent.url, 200) }, "/api/v1/secrets", { resourceVersion: "1", timeoutSeconds: 300, signal: stop.signal, onEvent: () => undefined }).catch((e: unknown) => e);
+    const err = await watchOnce({ access: access(silent.url, 200) }, "/api/v1/secrets", {
+      resourceVersion: "1",
+      timeoutSeconds: 300,
+      signal: stop.signal,
+      onEvent: () => undefined,
+    }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(KubeTimeoutError);
 
     // The stream: headers at once, one event only after 5 request deadlines have passed, then the end.
@@ -130,12 +143,16 @@ describe("informer against an apiserver that never answers", () => {
       },
     });
     const reasons: string[] = [];
-    const informer = watchKind({ access: access(url, 100) }, { group: "", version: "v1", plural: "secrets", kind: "Secret" }, {
-      logger: createLogger({ level: "warn" }, sink),
-      onEvent: () => undefined,
-      onRestart: (reason) => reasons.push(reason),
-      restartBackoff: { baseMs: 20, maxMs: 200 },
-    });
+    const informer = watchKind(
+      { access: access(url, 100) },
+      { group: "", version: "v1", plural: "secrets", kind: "Secret" },
+      {
+        logger: createLogger({ level: "warn" }, sink),
+        onEvent: () => undefined,
+        onRestart: (reason) => reasons.push(reason),
+        restartBackoff: { baseMs: 20, maxMs: 200 },
+      },
+    );
     const started = informer.start().catch(() => undefined);
     await until(() => reasons.length >= 4, "four restarts");
     informer.stop();
@@ -153,7 +170,11 @@ describe("informer against an apiserver that never answers", () => {
   it("a server that answers every watch with 410 Gone at once gets relists with a growing backoff, not a storm", async () => {
     const { url, seen } = await serve((req, res) => {
       res.writeHead(req.url?.includes("watch=true") ? 410 : 200, { "content-type": "application/json" });
-      res.end(req.url?.includes("watch=true") ? '{"kind":"Status","code":410,"reason":"Expired"}' : '{"metadata":{"resourceVersion":"5"},"items":[]}');
+      res.end(
+        req.url?.includes("watch=true")
+          ? '{"kind":"Status","code":410,"reason":"Expired"}'
+          : '{"metadata":{"resourceVersion":"5"},"items":[]}',
+      );
     });
     const lines: { attempt?: number; msg?: string }[] = [];
     const sink = new Writable({
@@ -162,11 +183,15 @@ describe("informer against an apiserver that never answers", () => {
         done();
       },
     });
-    const informer = watchKind({ access: access(url, 1_000) }, { group: "", version: "v1", plural: "secrets", kind: "Secret" }, {
-      logger: createLogger({ level: "warn" }, sink),
-      onEvent: () => undefined,
-      restartBackoff: { baseMs: 20, maxMs: 200 },
-    });
+    const informer = watchKind(
+      { access: access(url, 1_000) },
+      { group: "", version: "v1", plural: "secrets", kind: "Secret" },
+      {
+        logger: createLogger({ level: "warn" }, sink),
+        onEvent: () => undefined,
+        restartBackoff: { baseMs: 20, maxMs: 200 },
+      },
+    );
     await informer.start();
     const restarts = (): number => lines.filter((l) => l.msg === "informer restarting its list/watch").length;
     await until(() => restarts() >= 4, "four relists");

@@ -23,7 +23,9 @@ function kubeconfigWith(name: string, script: string, args: string[] = []): stri
       apiVersion: "v1",
       kind: "Config",
       clusters: [{ name: "c", cluster: { server: "https://127.0.0.1:1" } }],
-      users: [{ name: "u", user: { exec: { apiVersion: "client.authentication.k8s.io/v1", command: plugin, args, interactiveMode: "Never" } } }],
+      users: [
+        { name: "u", user: { exec: { apiVersion: "client.authentication.k8s.io/v1", command: plugin, args, interactiveMode: "Never" } } },
+      ],
       contexts: [{ name: "x", context: { cluster: "c", user: "u" } }],
       "current-context": "x",
     }),
@@ -31,7 +33,8 @@ function kubeconfigWith(name: string, script: string, args: string[] = []): stri
   return path;
 }
 
-const credential = (token: string): string => JSON.stringify({ apiVersion: "client.authentication.k8s.io/v1", kind: "ExecCredential", status: { token } });
+const credential = (token: string): string =>
+  JSON.stringify({ apiVersion: "client.authentication.k8s.io/v1", kind: "ExecCredential", status: { token } });
 
 async function failureOf(path: string, execTimeoutMs = 5_000): Promise<Error> {
   const access = loadKubeAccess({ kubeconfigPath: path, execTimeoutMs });
@@ -80,7 +83,9 @@ describe("exec credential plugin", () => {
   });
 
   it("a plugin exiting non-zero: the exit code, never its stdout, stderr or arguments", async () => {
-    const err = await failureOf(kubeconfigWith("fails", `echo "${FAKE_TOKEN}"\necho "stderr ${FAKE_TOKEN}" >&2\nexit 3`, [`--secret=${FAKE_TOKEN}`]));
+    const err = await failureOf(
+      kubeconfigWith("fails", `echo "${FAKE_TOKEN}"\necho "stderr ${FAKE_TOKEN}" >&2\nexit 3`, [`--secret=${FAKE_TOKEN}`]),
+    );
     expect(err.message).toMatch(/exec plugin .*fails\.sh failed: exited with code 3/);
     expect(err.message).not.toContain(FAKE_TOKEN);
   });

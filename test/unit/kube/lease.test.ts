@@ -13,17 +13,28 @@ describe("leaseTimesProblems", () => {
 
   it("refuses a renew deadline not below the lease duration, saying why", () => {
     expect(leaseTimesProblems({ leaseDurationMs: 10_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 })).toEqual([
-      { setting: "renewDeadlineMs", message: "renew deadline 10s must be below the lease duration 10s, or an old leader may still act when a standby takes over" },
+      {
+        setting: "renewDeadlineMs",
+        message: "renew deadline 10s must be below the lease duration 10s, or an old leader may still act when a standby takes over",
+      },
     ]);
   });
 
   it("refuses a retry period not below the renew deadline", () => {
-    expect(leaseTimesProblems({ leaseDurationMs: 15_000, renewDeadlineMs: 2_000, retryPeriodMs: 3_000 }).map((p) => p.setting)).toEqual(["retryPeriodMs"]);
+    expect(leaseTimesProblems({ leaseDurationMs: 15_000, renewDeadlineMs: 2_000, retryPeriodMs: 3_000 }).map((p) => p.setting)).toEqual([
+      "retryPeriodMs",
+    ]);
   });
 
   it("names both problems at once, and refuses zero or negative times before comparing", () => {
-    expect(leaseTimesProblems({ leaseDurationMs: 5_000, renewDeadlineMs: 6_000, retryPeriodMs: 7_000 }).map((p) => p.setting)).toEqual(["renewDeadlineMs", "retryPeriodMs"]);
-    expect(leaseTimesProblems({ leaseDurationMs: 15_000, renewDeadlineMs: 0, retryPeriodMs: -1 }).map((p) => p.setting)).toEqual(["renewDeadlineMs", "retryPeriodMs"]);
+    expect(leaseTimesProblems({ leaseDurationMs: 5_000, renewDeadlineMs: 6_000, retryPeriodMs: 7_000 }).map((p) => p.setting)).toEqual([
+      "renewDeadlineMs",
+      "retryPeriodMs",
+    ]);
+    expect(leaseTimesProblems({ leaseDurationMs: 15_000, renewDeadlineMs: 0, retryPeriodMs: -1 }).map((p) => p.setting)).toEqual([
+      "renewDeadlineMs",
+      "retryPeriodMs",
+    ]);
   });
 });
 
@@ -37,7 +48,12 @@ describe("leaseExpired", () => {
 describe("runLeaderElection", () => {
   const options = (times: Partial<LeaderElectionOptions>): LeaderElectionOptions => ({
     // Refused before any request: the access is never used.
-    kube: { access: { server: "https://127.0.0.1:1", authorization: () => Promise.resolve(undefined) } as unknown as LeaderElectionOptions["kube"]["access"] },
+    kube: {
+      access: {
+        server: "https://127.0.0.1:1",
+        authorization: () => Promise.resolve(undefined),
+      } as unknown as LeaderElectionOptions["kube"]["access"],
+    },
     namespace: "ns",
     name: "lease",
     identity: "me",
@@ -51,7 +67,9 @@ describe("runLeaderElection", () => {
   });
 
   it("refuses times that would let two replicas lead, before campaigning", () => {
-    expect(() => runLeaderElection(options({ leaseDurationMs: 10_000, renewDeadlineMs: 12_000 }))).toThrow(/leader election: renew deadline 12s must be below the lease duration 10s/);
+    expect(() => runLeaderElection(options({ leaseDurationMs: 10_000, renewDeadlineMs: 12_000 }))).toThrow(
+      /leader election: renew deadline 12s must be below the lease duration 10s/,
+    );
   });
 
   it("decides expiry on the monotonic clock: no Date.now outside the times it writes into the Lease", () => {

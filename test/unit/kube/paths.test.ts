@@ -49,7 +49,11 @@ describe("error predicates", () => {
   });
 
   it("summarise keyward's own apiserver errors with the Status message", () => {
-    const err = errorFrom(409, JSON.stringify({ kind: "Status", message: "the object has been modified", reason: "Conflict", code: 409 }), "Conflict");
+    const err = errorFrom(
+      409,
+      JSON.stringify({ kind: "Status", message: "the object has been modified", reason: "Conflict", code: 409 }),
+      "Conflict",
+    );
     expect(err.reason).toBe("Conflict");
     expect(errorSummary(err)).toBe("HTTP 409: the object has been modified");
     expect(errorSummary(errorFrom(502, "<html>bad gateway</html>", "Bad Gateway"))).toBe("HTTP 502: Bad Gateway");

@@ -4,11 +4,24 @@ import { loadConfig, parseDuration } from "../../../src/config.ts";
 describe("configuration", () => {
   it("has production defaults", () => {
     const c = loadConfig([], {});
-    expect(c).toMatchObject({ namespaces: [], concurrency: 4, resyncInterval: 600_000, metricsPort: 8080, healthPort: 8081, leaderElect: false, logLevel: "info" });
+    expect(c).toMatchObject({
+      namespaces: [],
+      concurrency: 4,
+      resyncInterval: 600_000,
+      metricsPort: 8080,
+      healthPort: 8081,
+      leaderElect: false,
+      logLevel: "info",
+    });
   });
 
   it("reads the environment and lets flags win", () => {
-    const c = loadConfig(["--concurrency", "9", "--resync-interval", "45s"], { CONCURRENCY: "2", WATCH_NAMESPACES: "a, b,,c", LEADER_ELECT: "true", RESYNC_INTERVAL: "1h" });
+    const c = loadConfig(["--concurrency", "9", "--resync-interval", "45s"], {
+      CONCURRENCY: "2",
+      WATCH_NAMESPACES: "a, b,,c",
+      LEADER_ELECT: "true",
+      RESYNC_INTERVAL: "1h",
+    });
     expect(c.concurrency).toBe(9);
     expect(c.resyncInterval).toBe(45_000);
     expect(c.namespaces).toEqual(["a", "b", "c"]);
@@ -23,8 +36,13 @@ describe("configuration", () => {
 
   it("reads the base-URL allow-list and names a bad entry", () => {
     expect(loadConfig([], {}).allowedBaseUrls).toEqual([]);
-    expect(loadConfig(["--allowed-base-urls", "https://a.test, https://b.test/api"], {}).allowedBaseUrls).toEqual(["https://a.test", "https://b.test/api"]);
-    expect(() => loadConfig([], { ALLOWED_BASE_URLS: "https://a.test,a.test" })).toThrow(/--allowed-base-urls \/ ALLOWED_BASE_URLS: "a.test" is not a URL/);
+    expect(loadConfig(["--allowed-base-urls", "https://a.test, https://b.test/api"], {}).allowedBaseUrls).toEqual([
+      "https://a.test",
+      "https://b.test/api",
+    ]);
+    expect(() => loadConfig([], { ALLOWED_BASE_URLS: "https://a.test,a.test" })).toThrow(
+      /--allowed-base-urls \/ ALLOWED_BASE_URLS: "a.test" is not a URL/,
+    );
   });
 
   it("reads the response size limit (default 16 MiB) in bytes or with a binary suffix", () => {
@@ -55,15 +73,28 @@ describe("configuration", () => {
   });
 
   it("checks the leader election times at start and names the setting to change", () => {
-    expect(loadConfig(["--lease-duration", "30s", "--renew-deadline", "20s", "--retry-period", "5s"], {})).toMatchObject({ leaseDuration: 30_000, renewDeadline: 20_000, retryPeriod: 5_000 });
-    expect(() => loadConfig(["--renew-deadline", "15s"], {})).toThrow(/--renew-deadline \/ RENEW_DEADLINE: renew deadline 15s must be below the lease duration 15s/);
-    expect(() => loadConfig([], { RETRY_PERIOD: "10s" })).toThrow(/--retry-period \/ RETRY_PERIOD: retry period 10s must be below the renew deadline 10s/);
+    expect(loadConfig(["--lease-duration", "30s", "--renew-deadline", "20s", "--retry-period", "5s"], {})).toMatchObject({
+      leaseDuration: 30_000,
+      renewDeadline: 20_000,
+      retryPeriod: 5_000,
+    });
+    expect(() => loadConfig(["--renew-deadline", "15s"], {})).toThrow(
+      /--renew-deadline \/ RENEW_DEADLINE: renew deadline 15s must be below the lease duration 15s/,
+    );
+    expect(() => loadConfig([], { RETRY_PERIOD: "10s" })).toThrow(
+      /--retry-period \/ RETRY_PERIOD: retry period 10s must be below the renew deadline 10s/,
+    );
   });
 
   it("reads the Deployment `keyward uninstall` stops first, as namespace/name", () => {
     expect(loadConfig([], {}).stopDeployment).toBeUndefined();
-    expect(loadConfig([], { STOP_DEPLOYMENT: "keyward-system/kw-keyward" }).stopDeployment).toEqual({ namespace: "keyward-system", name: "kw-keyward" });
-    expect(() => loadConfig(["--stop-deployment", "kw-keyward"], {})).toThrow(/--stop-deployment \/ STOP_DEPLOYMENT: "kw-keyward" is not namespace\/name/);
+    expect(loadConfig([], { STOP_DEPLOYMENT: "keyward-system/kw-keyward" }).stopDeployment).toEqual({
+      namespace: "keyward-system",
+      name: "kw-keyward",
+    });
+    expect(() => loadConfig(["--stop-deployment", "kw-keyward"], {})).toThrow(
+      /--stop-deployment \/ STOP_DEPLOYMENT: "kw-keyward" is not namespace\/name/,
+    );
   });
 
   it("rejects unknown flags", () => {

@@ -89,7 +89,11 @@ describe("renewalPlan", () => {
 
 describe("secretKeysOf", () => {
   it("fills in the defaults", () => {
-    expect(secretKeysOf({ secretKeys: { token: "access_token" } })).toEqual({ token: "access_token", tokenType: "tokenType", expiresAt: "expiresAt" });
+    expect(secretKeysOf({ secretKeys: { token: "access_token" } })).toEqual({
+      token: "access_token",
+      tokenType: "tokenType",
+      expiresAt: "expiresAt",
+    });
   });
 
   it("refuses two keys with one name", () => {
@@ -118,7 +122,8 @@ describe("dataHash", () => {
 
 describe("assess", () => {
   const now = at("2030-01-01T00:30:00Z");
-  const run = (secret: SecretObject | undefined, status = recorded, s = spec, when = now) => assess({ secret, ownerUid: UID, spec: s, status, now: when });
+  const run = (secret: SecretObject | undefined, status = recorded, s = spec, when = now) =>
+    assess({ secret, ownerUid: UID, spec: s, status, now: when });
 
   it("missing Secret", () => expect(run(undefined).kind).toBe("missing"));
 
@@ -138,7 +143,10 @@ describe("assess", () => {
     expect(run(secretWith(written), recorded, spec, at("2030-01-01T01:20:00Z"))).toMatchObject({ kind: "reissue", reason: "RenewalDue" });
     // A longer renewBefore makes it due sooner.
     expect(run(secretWith(written), recorded, spec, at("2030-01-01T01:05:00Z")).kind).toBe("valid");
-    expect(run(secretWith(written), recorded, { ...spec, renewBefore: "1h" }, at("2030-01-01T01:05:00Z"))).toMatchObject({ kind: "reissue", reason: "RenewalDue" });
+    expect(run(secretWith(written), recorded, { ...spec, renewBefore: "1h" }, at("2030-01-01T01:05:00Z"))).toMatchObject({
+      kind: "reissue",
+      reason: "RenewalDue",
+    });
   });
 
   it("edited data is detected by the hash", () => {
@@ -155,11 +163,16 @@ describe("assess", () => {
   });
 
   it("renamed keys no longer hold what was written", () => {
-    expect(run(secretWith(written), recorded, { ...spec, secretKeys: { token: "access_token" } })).toMatchObject({ kind: "reissue", reason: "SecretEdited" });
+    expect(run(secretWith(written), recorded, { ...spec, secretKeys: { token: "access_token" } })).toMatchObject({
+      kind: "reissue",
+      reason: "SecretEdited",
+    });
   });
 
   it("another identity or token name is a spec change", () => {
-    expect(run(secretWith(written), recorded, { ...spec, identityId: "a1b2c3d4-0003-4a00-8000-000000000001" })).toMatchObject({ reason: "SpecChanged" });
+    expect(run(secretWith(written), recorded, { ...spec, identityId: "a1b2c3d4-0003-4a00-8000-000000000001" })).toMatchObject({
+      reason: "SpecChanged",
+    });
     expect(run(secretWith(written), recorded, { ...spec, name: "renamed" })).toMatchObject({ reason: "SpecChanged" });
   });
 
@@ -175,15 +188,23 @@ describe("rfc3339", () => {
 });
 
 describe("secretWatch", () => {
-  const secret = (refs: NonNullable<KubeObject["metadata"]["ownerReferences"]>): KubeObject =>
-    ({ apiVersion: "v1", kind: "Secret", metadata: { name: "s", namespace: "ns", ownerReferences: refs }, spec: {} });
+  const secret = (refs: NonNullable<KubeObject["metadata"]["ownerReferences"]>): KubeObject => ({
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: { name: "s", namespace: "ns", ownerReferences: refs },
+    spec: {},
+  });
 
   it("maps a Secret to the AccessToken controlling it", () => {
-    expect(secretWatch.mapToKeys(secret([{ apiVersion: API_VERSION, kind: "AccessToken", name: "tok", uid: UID, controller: true }]))).toEqual([{ namespace: "ns", name: "tok" }]);
+    expect(
+      secretWatch.mapToKeys(secret([{ apiVersion: API_VERSION, kind: "AccessToken", name: "tok", uid: UID, controller: true }])),
+    ).toEqual([{ namespace: "ns", name: "tok" }]);
   });
 
   it("ignores other owners", () => {
-    expect(secretWatch.mapToKeys(secret([{ apiVersion: "apps/v1", kind: "Deployment", name: "d", uid: UID, controller: true }]))).toEqual([]);
+    expect(secretWatch.mapToKeys(secret([{ apiVersion: "apps/v1", kind: "Deployment", name: "d", uid: UID, controller: true }]))).toEqual(
+      [],
+    );
     expect(secretWatch.mapToKeys(secret([{ apiVersion: API_VERSION, kind: "AccessToken", name: "tok", uid: UID }]))).toEqual([]);
   });
 });

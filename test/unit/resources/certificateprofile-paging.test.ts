@@ -72,7 +72,12 @@ describe("findListEntry", () => {
 
   it("stops at totalCount when the entry is not listed", async () => {
     emulator.clearRequests();
-    const entry = await findListEntry(api, { projectId: PROJECT, id: "c0ffee00-0007-4a00-8000-000000000000", slug: "fleet", enrollmentType: "api" });
+    const entry = await findListEntry(api, {
+      projectId: PROJECT,
+      id: "c0ffee00-0007-4a00-8000-000000000000",
+      slug: "fleet",
+      enrollmentType: "api",
+    });
     expect(entry).toBeUndefined();
     // 241 api profiles match: three pages, no fourth.
     expect(listCalls().map((c) => c.query["offset"])).toEqual(["0", "100", "200"]);
@@ -95,7 +100,12 @@ describe("findListEntry", () => {
 describe("statusFrom", () => {
   it("mirrors ids, counts and the api config", async () => {
     const profile = await api.getCertificateProfileBySlug("fleet-api-target", PROJECT);
-    const entry = await findListEntry(api, { projectId: PROJECT, id: profile.id, slug: profile.slug, enrollmentType: profile.enrollmentType });
+    const entry = await findListEntry(api, {
+      projectId: PROJECT,
+      id: profile.id,
+      slug: profile.slug,
+      enrollmentType: profile.enrollmentType,
+    });
     const status = statusFrom(profile, entry!);
     expect(status).toMatchObject({
       profileId: TARGET_ID,
@@ -113,7 +123,12 @@ describe("statusFrom", () => {
 
   it("never copies the EST passphrase or CA chain", async () => {
     const profile = await api.getCertificateProfileBySlug("fleet-est", PROJECT);
-    const entry = await findListEntry(api, { projectId: PROJECT, id: profile.id, slug: profile.slug, enrollmentType: profile.enrollmentType });
+    const entry = await findListEntry(api, {
+      projectId: PROJECT,
+      id: profile.id,
+      slug: profile.slug,
+      enrollmentType: profile.enrollmentType,
+    });
     expect(entry?.estConfig?.passphrase).toBe(PASSPHRASE);
     const status = statusFrom(profile, entry!);
     expect(status.estConfig).toEqual({ disableBootstrapCaValidation: true });

@@ -45,10 +45,29 @@ describe("namespaceAllowed", () => {
   });
 
   it("is what the spec schema accepts: a selector, a list, tokenAuth or a static token", () => {
-    expect(clusterSpec.safeParse({ baseUrl: "https://s.example.com", credentialsSecretRef: { name: "t" }, namespaceSelector: { matchLabels: { a: "b" } }, namespaces: ["x"] }).success).toBe(true);
-    expect(clusterSpec.safeParse({ baseUrl: "https://s.example.com", tokenAuth: { identityId: IDENTITY, bootstrapSecretRef: { name: "t" } } }).success).toBe(true);
-    expect(clusterSpec.safeParse({ baseUrl: "https://s.example.com", credentialsSecretRef: { name: "t" }, namespaceSelector: { matchExpressions: [{ key: "a", operator: "Equals" }] } }).success).toBe(false);
-    expect(specSchema.safeParse({ baseUrl: "https://s.example.com", tokenAuth: { identityId: "not-a-uuid", bootstrapSecretRef: { name: "t" } } }).success).toBe(false);
+    expect(
+      clusterSpec.safeParse({
+        baseUrl: "https://s.example.com",
+        credentialsSecretRef: { name: "t" },
+        namespaceSelector: { matchLabels: { a: "b" } },
+        namespaces: ["x"],
+      }).success,
+    ).toBe(true);
+    expect(
+      clusterSpec.safeParse({ baseUrl: "https://s.example.com", tokenAuth: { identityId: IDENTITY, bootstrapSecretRef: { name: "t" } } })
+        .success,
+    ).toBe(true);
+    expect(
+      clusterSpec.safeParse({
+        baseUrl: "https://s.example.com",
+        credentialsSecretRef: { name: "t" },
+        namespaceSelector: { matchExpressions: [{ key: "a", operator: "Equals" }] },
+      }).success,
+    ).toBe(false);
+    expect(
+      specSchema.safeParse({ baseUrl: "https://s.example.com", tokenAuth: { identityId: "not-a-uuid", bootstrapSecretRef: { name: "t" } } })
+        .success,
+    ).toBe(false);
   });
 });
 
@@ -58,7 +77,14 @@ const IDENTITY = "a1b2c3d4-0003-4a00-8000-000000000001"; // the default seed's 6
 describe("the connector's tokenAuth", () => {
   let emulator: Emulator;
   let clock = Date.UTC(2030, 0, 1);
-  const secret = (token: string): KubeObject => ({ apiVersion: "v1", kind: "Secret", metadata: { name: "bootstrap", namespace: "ns", labels: { [CREDENTIALS_LABEL]: "true" } }, spec: {}, data: { token: Buffer.from(token).toString("base64") } }) as unknown as KubeObject;
+  const secret = (token: string): KubeObject =>
+    ({
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: "bootstrap", namespace: "ns", labels: { [CREDENTIALS_LABEL]: "true" } },
+      spec: {},
+      data: { token: Buffer.from(token).toString("base64") },
+    }) as unknown as KubeObject;
   let bootstrap = BOOTSTRAP;
   const read = (): Promise<KubeObject | undefined> => Promise.resolve(secret(bootstrap));
   const mints = (): number => emulator.requests().filter((r) => r.operation === "createIdentityToken").length;
@@ -67,7 +93,11 @@ describe("the connector's tokenAuth", () => {
   beforeAll(async () => {
     emulator = await startEmulator({ tokens: [BOOTSTRAP, "kw-unit-other-bootstrap"], seed: loadDefaultSeed() });
     // A limit far above these tests' calls: the buckets are shared by credential across tests, and the limit is not what they test.
-    spec = { baseUrl: emulator.url, tokenAuth: { identityId: IDENTITY, bootstrapSecretRef: { name: "bootstrap" } }, rateLimit: { requestsPerSecond: 10_000, burst: 10_000 } };
+    spec = {
+      baseUrl: emulator.url,
+      tokenAuth: { identityId: IDENTITY, bootstrapSecretRef: { name: "bootstrap" } },
+      rateLimit: { requestsPerSecond: 10_000, burst: 10_000 },
+    };
   });
   afterAll(() => emulator.close());
 
@@ -168,7 +198,13 @@ describe("the connector's tokenAuth", () => {
     expect(errors).toHaveLength(90);
     const held = errors.filter((e) => (e as { reason?: string }).reason === "MintedTokenRefused");
     expect(held.length).toBe(87);
-    expect(held.every((e) => (e as { retryable?: boolean; retryAfterMs?: number }).retryable === true && ((e as { retryAfterMs?: number }).retryAfterMs ?? 0) > 0)).toBe(true);
+    expect(
+      held.every(
+        (e) =>
+          (e as { retryable?: boolean; retryAfterMs?: number }).retryable === true &&
+          ((e as { retryAfterMs?: number }).retryAfterMs ?? 0) > 0,
+      ),
+    ).toBe(true);
     // A success ends it: the next mint is not held back.
     const ok = await connector.connect(id, spec, read, "ns");
     await ok.listProjects({});
@@ -198,13 +234,17 @@ describe("the connector's tokenAuth", () => {
     bootstrap = "kw-unit-wrong-bootstrap-2";
     const before = mints();
     try {
-      const concurrent = await Promise.all(Array.from({ length: 40 }, () => connector.connect(id, spec, read, "ns").catch((e: unknown) => e)));
+      const concurrent = await Promise.all(
+        Array.from({ length: 40 }, () => connector.connect(id, spec, read, "ns").catch((e: unknown) => e)),
+      );
       expect(mints() - before).toBe(1);
       expect(concurrent.every((e) => (e as { reason?: string }).reason === "BootstrapTokenRejected")).toBe(true);
-      for (let i = 0; i < 40; i++) await expect(connector.connect(id, spec, read, "ns")).rejects.toMatchObject({ reason: "BootstrapTokenRejected" });
+      for (let i = 0; i < 40; i++)
+        await expect(connector.connect(id, spec, read, "ns")).rejects.toMatchObject({ reason: "BootstrapTokenRejected" });
       expect(mints() - before).toBe(1);
       clock += 1_000;
-      for (let i = 0; i < 40; i++) await expect(connector.connect(id, spec, read, "ns")).rejects.toMatchObject({ reason: "BootstrapTokenRejected" });
+      for (let i = 0; i < 40; i++)
+        await expect(connector.connect(id, spec, read, "ns")).rejects.toMatchObject({ reason: "BootstrapTokenRejected" });
       expect(mints() - before).toBe(2);
       const messages = concurrent.map((e) => (e as Error).message).join("\n");
       expect(messages).not.toContain("kw-unit-wrong-bootstrap-2");
@@ -219,7 +259,11 @@ describe("the connector's tokenAuth", () => {
   it("reports a refused bootstrap token as BootstrapTokenRejected, without the token", async () => {
     const connector = createConnector({ log: createLogger({ level: "silent" }), now: () => clock });
     bootstrap = "kw-unit-wrong-bootstrap";
-    const err = (await connector.connect("ProviderConfig/ns/b", spec, read, "ns").catch((e: unknown) => e)) as { reason?: string; message: string; retryable?: boolean };
+    const err = (await connector.connect("ProviderConfig/ns/b", spec, read, "ns").catch((e: unknown) => e)) as {
+      reason?: string;
+      message: string;
+      retryable?: boolean;
+    };
     bootstrap = BOOTSTRAP;
     expect(err.reason).toBe("BootstrapTokenRejected");
     expect(err.retryable).toBe(false);
@@ -232,6 +276,8 @@ describe("the connector's tokenAuth", () => {
     const connector = createConnector({ log: createLogger({ level: "silent" }), now: () => clock });
     const both = { ...spec, credentialsSecretRef: { name: "bootstrap" } };
     await expect(connector.connect("ProviderConfig/ns/c", both, read, "ns")).rejects.toMatchObject({ reason: "ProviderConfigInvalid" });
-    await expect(connector.connect("ProviderConfig/ns/c", { baseUrl: emulator.url }, read, "ns")).rejects.toMatchObject({ reason: "ProviderConfigInvalid" });
+    await expect(connector.connect("ProviderConfig/ns/c", { baseUrl: emulator.url }, read, "ns")).rejects.toMatchObject({
+      reason: "ProviderConfigInvalid",
+    });
   });
 });

@@ -5,8 +5,17 @@ import { checkAllowedBaseUrl, tokenFrom } from "../../../src/resources/credentia
 
 const VALUE = "s3cr3t-value-never-shown";
 
-function secret(labels: Record<string, string> = {}, annotations: Record<string, string> = {}, data: Record<string, string> = { token: Buffer.from(VALUE).toString("base64") }): KubeObject {
-  return { apiVersion: "v1", kind: "Secret", metadata: { namespace: "team", name: "creds", labels, annotations }, data } as unknown as KubeObject;
+function secret(
+  labels: Record<string, string> = {},
+  annotations: Record<string, string> = {},
+  data: Record<string, string> = { token: Buffer.from(VALUE).toString("base64") },
+): KubeObject {
+  return {
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: { namespace: "team", name: "creds", labels, annotations },
+    data,
+  } as unknown as KubeObject;
 }
 
 function reasonOf(f: () => unknown): { reason: string; retryable: boolean; message: string } {
@@ -46,7 +55,10 @@ describe("tokenFrom", () => {
 
   it("a missing Secret or key is retryable (it may appear)", () => {
     expect(reasonOf(() => tokenFrom(undefined, where, "https://a.test"))).toMatchObject({ reason: "CredentialsNotFound", retryable: true });
-    expect(reasonOf(() => tokenFrom(secret(marked, {}, {}), where, "https://a.test"))).toMatchObject({ reason: "CredentialsNotFound", retryable: true });
+    expect(reasonOf(() => tokenFrom(secret(marked, {}, {}), where, "https://a.test"))).toMatchObject({
+      reason: "CredentialsNotFound",
+      retryable: true,
+    });
   });
 });
 
@@ -54,6 +66,9 @@ describe("checkAllowedBaseUrl", () => {
   it("allows anything without a list, and only listed URLs with one", () => {
     expect(() => checkAllowedBaseUrl("ProviderConfig/team/default", "https://evil.test", [])).not.toThrow();
     expect(() => checkAllowedBaseUrl("ProviderConfig/team/default", "https://a.test/api", ["https://a.test"])).not.toThrow();
-    expect(reasonOf(() => checkAllowedBaseUrl("ProviderConfig/team/default", "https://evil.test", ["https://a.test"]))).toMatchObject({ reason: "BaseUrlNotAllowed", retryable: false });
+    expect(reasonOf(() => checkAllowedBaseUrl("ProviderConfig/team/default", "https://evil.test", ["https://a.test"]))).toMatchObject({
+      reason: "BaseUrlNotAllowed",
+      retryable: false,
+    });
   });
 });

@@ -7,7 +7,11 @@ describe("createSharedListing", () => {
   it("serves every pass of a scope from one call until the TTL passes, then lists again", async () => {
     let t = 0;
     let calls = 0;
-    const listing = createSharedListing<{ id: string }>((x) => x.id, 1_000, () => t);
+    const listing = createSharedListing<{ id: string }>(
+      (x) => x.id,
+      1_000,
+      () => t,
+    );
     const list = (): Promise<{ id: string }[]> => {
       calls += 1;
       return Promise.resolve([{ id: "a" }, { id: "b" }]);
@@ -29,7 +33,11 @@ describe("createSharedListing", () => {
   it("lists again after keyward writes to the scope, and never keeps a failed listing", async () => {
     let calls = 0;
     let fail = true;
-    const listing = createSharedListing<{ id: string }>((x) => x.id, 60_000, () => 0);
+    const listing = createSharedListing<{ id: string }>(
+      (x) => x.id,
+      60_000,
+      () => 0,
+    );
     const list = (): Promise<{ id: string }[]> => {
       calls += 1;
       return fail ? Promise.reject(new Error("503")) : Promise.resolve([{ id: "a" }]);
@@ -45,12 +53,32 @@ describe("createSharedListing", () => {
 });
 
 describe("isSteady", () => {
-  const ok = { metadata: { generation: 3 }, status: { observedGeneration: 3, conditions: [{ type: "Ready", status: "True" }, { type: "Synced", status: "True" }] } };
+  const ok = {
+    metadata: { generation: 3 },
+    status: {
+      observedGeneration: 3,
+      conditions: [
+        { type: "Ready", status: "True" },
+        { type: "Synced", status: "True" },
+      ],
+    },
+  };
   it("holds only for an object Ready and Synced at its current generation and not being deleted", () => {
     expect(isSteady(ok)).toBe(true);
     expect(isSteady({ ...ok, metadata: { generation: 4 } })).toBe(false);
     expect(isSteady({ ...ok, metadata: { generation: 3, deletionTimestamp: "2026-01-01T00:00:00Z" } })).toBe(false);
-    expect(isSteady({ ...ok, status: { ...ok.status, conditions: [{ type: "Ready", status: "False" }, { type: "Synced", status: "True" }] } })).toBe(false);
+    expect(
+      isSteady({
+        ...ok,
+        status: {
+          ...ok.status,
+          conditions: [
+            { type: "Ready", status: "False" },
+            { type: "Synced", status: "True" },
+          ],
+        },
+      }),
+    ).toBe(false);
     expect(isSteady({ ...ok, status: { ...ok.status, conditions: [{ type: "Ready", status: "True" }] } })).toBe(false);
     expect(isSteady({ metadata: {} })).toBe(false);
   });
@@ -64,7 +92,11 @@ describe("listings are dropped when no pass uses them", () => {
 
   it("a listing unused for its TTL is dropped at the next get of any scope", async () => {
     let t = 0;
-    const listing = createSharedListing<{ id: string }>((x) => x.id, 1_000, () => t);
+    const listing = createSharedListing<{ id: string }>(
+      (x) => x.id,
+      1_000,
+      () => t,
+    );
     await listing.get("token-of-a-config-since-deleted", list);
     await listing.get("busy", list);
     expect(listing.size()).toBe(2);

@@ -32,7 +32,13 @@ function served(role: Partial<MembershipRole> & { role: string }): MembershipRol
   };
 }
 
-const temporary = { role: "admin", isTemporary: true, temporaryMode: "relative", temporaryRange: "1h", temporaryAccessStartTime: "2030-01-01T00:00:00Z" } as const;
+const temporary = {
+  role: "admin",
+  isTemporary: true,
+  temporaryMode: "relative",
+  temporaryRange: "1h",
+  temporaryAccessStartTime: "2030-01-01T00:00:00Z",
+} as const;
 
 describe("durationMs", () => {
   it("reads the ms-style units the service accepts", () => {
@@ -57,7 +63,7 @@ describe("sameRoles", () => {
     expect(sameRoles([{ role: "admin" }, { role: "viewer" }], [served({ role: "viewer" }), served({ role: "admin" })])).toBe(true);
   });
 
-  it("reads a custom role back by its slug, not as \"custom\"", () => {
+  it('reads a custom role back by its slug, not as "custom"', () => {
     const custom = served({ role: "custom", customRoleSlug: "deployer", customRoleName: "Deployer", customRoleId: "c1" });
     expect(sameRoles([{ role: "deployer" }], [custom])).toBe(true);
     expect(sameRoles([{ role: "releaser" }], [custom])).toBe(false);
@@ -69,7 +75,12 @@ describe("sameRoles", () => {
   });
 
   it("compares a temporary role's range and start by value, not by spelling", () => {
-    const actual = served({ ...temporary, temporaryRange: "60m", temporaryAccessStartTime: "2030-01-01T00:00:00.000Z", temporaryAccessEndTime: "2030-01-01T01:00:00.000Z" });
+    const actual = served({
+      ...temporary,
+      temporaryRange: "60m",
+      temporaryAccessStartTime: "2030-01-01T00:00:00.000Z",
+      temporaryAccessEndTime: "2030-01-01T01:00:00.000Z",
+    });
     expect(sameRoles([temporary], [actual])).toBe(true);
     expect(sameRoles([{ ...temporary, temporaryAccessStartTime: "2030-01-01T01:00:00+01:00" }], [actual])).toBe(true);
   });
@@ -105,7 +116,12 @@ describe("roleRequest", () => {
 describe("status", () => {
   const now = Date.parse("2030-01-01T00:30:00Z");
   const running = served({ ...temporary, temporaryAccessEndTime: "2030-01-01T01:00:00.000Z" });
-  const ended = served({ ...temporary, role: "viewer", temporaryAccessStartTime: "2029-12-31T00:00:00Z", temporaryAccessEndTime: "2029-12-31T01:00:00.000Z" });
+  const ended = served({
+    ...temporary,
+    role: "viewer",
+    temporaryAccessStartTime: "2029-12-31T00:00:00Z",
+    temporaryAccessEndTime: "2029-12-31T01:00:00.000Z",
+  });
 
   it("shows a role without nulls, and whether a temporary one has ended", () => {
     expect(statusRole(served({ role: "member" }), now)).toEqual({ role: "member", isTemporary: false });
@@ -115,7 +131,12 @@ describe("status", () => {
       customRoleName: "Deployer",
       isTemporary: false,
     });
-    expect(statusRole(running, now)).toMatchObject({ isTemporary: true, temporaryRange: "1h", temporaryAccessEndTime: "2030-01-01T01:00:00.000Z", expired: false });
+    expect(statusRole(running, now)).toMatchObject({
+      isTemporary: true,
+      temporaryRange: "1h",
+      temporaryAccessEndTime: "2030-01-01T01:00:00.000Z",
+      expired: false,
+    });
     expect(statusRole(ended, now).expired).toBe(true);
   });
 
@@ -127,8 +148,17 @@ describe("status", () => {
 });
 
 describe("matchGroups", () => {
-  const group = (id: string, slug: string, name: string): GroupMembership => ({ id: `m-${id}`, groupId: id, roles: [], group: { id, slug, name } });
-  const groups = [group("g1", "platform-team", "Platform"), group("g2", "security-team", "Security"), group("g3", "security-ops", "Security")];
+  const group = (id: string, slug: string, name: string): GroupMembership => ({
+    id: `m-${id}`,
+    groupId: id,
+    roles: [],
+    group: { id, slug, name },
+  });
+  const groups = [
+    group("g1", "platform-team", "Platform"),
+    group("g2", "security-team", "Security"),
+    group("g3", "security-ops", "Security"),
+  ];
 
   it("matches by id, slug or name", () => {
     expect(matchGroups(groups, { id: "g2" }).map((g) => g.groupId)).toEqual(["g2"]);
@@ -148,7 +178,9 @@ describe("spec", () => {
   it("accepts a user or a group with permanent and temporary roles", () => {
     expect(problems(base)).toEqual([]);
     expect(problems({ ...base, roles: [{ role: "viewer" }, temporary] })).toEqual([]);
-    expect(problems({ projectId: "p1", group: { slug: "platform-team" }, roles: [temporary], deletionPolicy: "Revoke", revokeRole: "viewer" })).toEqual([]);
+    expect(
+      problems({ projectId: "p1", group: { slug: "platform-team" }, roles: [temporary], deletionPolicy: "Revoke", revokeRole: "viewer" }),
+    ).toEqual([]);
   });
 
   it("rejects what the CRD rejects", () => {
@@ -159,21 +191,38 @@ describe("spec", () => {
     expect(problems({ ...base, roles: [{ role: "admin", temporaryRange: "1h" }] })).toContain(
       "temporaryMode, temporaryRange and temporaryAccessStartTime apply only to a temporary role (isTemporary: true)",
     );
-    expect(problems({ ...base, roles: [temporary] })).toContain("a user membership needs at least one permanent role (the service requires it)");
+    expect(problems({ ...base, roles: [temporary] })).toContain(
+      "a user membership needs at least one permanent role (the service requires it)",
+    );
     expect(problems({ ...base, roles: [{ role: "custom" }] })).toContain('name a custom role by its slug, not "custom"');
     expect(problems({ ...base, roles: [{ role: "Admin" }] }).length).toBeGreaterThan(0);
     expect(problems({ ...base, roles: [{ ...temporary, temporaryRange: "0h" }, { role: "viewer" }] }).length).toBeGreaterThan(0);
     expect(problems({ ...base, projectId: "p1" })).toContain("exactly one of projectRef or projectId must be set");
     expect(problems({ ...base, group: { slug: "platform-team" } })).toContain("exactly one of username or group must be set");
-    expect(problems({ projectId: "p1", group: { slug: "a", name: "b" }, roles: [{ role: "admin" }] })).toContain("exactly one of id, slug or name must be set");
+    expect(problems({ projectId: "p1", group: { slug: "a", name: "b" }, roles: [{ role: "admin" }] })).toContain(
+      "exactly one of id, slug or name must be set",
+    );
   });
 });
 
 describe("claimant", () => {
-  const obj = (ns: string, name: string, created: string, status: Record<string, unknown>, spec: Record<string, unknown>, deleting = false): KubeObject => ({
+  const obj = (
+    ns: string,
+    name: string,
+    created: string,
+    status: Record<string, unknown>,
+    spec: Record<string, unknown>,
+    deleting = false,
+  ): KubeObject => ({
     apiVersion: "keyward.dev/v1alpha1",
     kind: "ProjectMembership",
-    metadata: { namespace: ns, name, uid: `${ns}/${name}`, creationTimestamp: created, ...(deleting ? { deletionTimestamp: created } : {}) },
+    metadata: {
+      namespace: ns,
+      name,
+      uid: `${ns}/${name}`,
+      creationTimestamp: created,
+      ...(deleting ? { deletionTimestamp: created } : {}),
+    },
     spec,
     status,
   });

@@ -70,14 +70,23 @@ function record(over: Partial<SecretSync> = {}): SecretSync {
 
 describe("SecretSync spec", () => {
   it("accepts each destination with its own destinationConfig and rejects another's", () => {
-    expect(spec({ destination: "monitoring", destinationConfig: { accountId: "1", accountName: "a", groupId: "g", groupName: "n" } }).destination).toBe("monitoring");
+    expect(
+      spec({ destination: "monitoring", destinationConfig: { accountId: "1", accountName: "a", groupId: "g", groupName: "n" } })
+        .destination,
+    ).toBe("monitoring");
     expect(() => spec({ destination: "workflow-engine", destinationConfig: { appId: "a", appName: "b" } })).toThrow();
     expect(() => spec({ destination: "code-host", destinationConfig: { scope: "repository", org: "acme", visibility: "all" } })).toThrow();
   });
 
   it("keeps the cloud-secrets-manager sync options to that destination", () => {
     const tags = [{ key: "team", value: "payments" }];
-    expect(spec({ destination: "cloud-secrets-manager", destinationConfig: { mappingBehavior: "one-to-one", region: "eu-west-1" }, syncOptions: { tags } }).syncOptions).toEqual({ tags });
+    expect(
+      spec({
+        destination: "cloud-secrets-manager",
+        destinationConfig: { mappingBehavior: "one-to-one", region: "eu-west-1" },
+        syncOptions: { tags },
+      }).syncOptions,
+    ).toEqual({ tags });
     expect(() => spec({ syncOptions: { tags } })).toThrow();
   });
 
@@ -133,7 +142,9 @@ describe("createBody and syncDiff", () => {
     expect(folderPath("/app/")).toBe("/app");
     expect(folderPath("/")).toBe("/");
     const path = record().folder?.path ?? "/";
-    expect(syncDiff(spec({ secretPath: `${path === "/" ? "" : path}/`, syncOptions: { disableSecretDeletion: false } }), "orders", record())).toEqual({});
+    expect(
+      syncDiff(spec({ secretPath: `${path === "/" ? "" : path}/`, syncOptions: { disableSecretDeletion: false } }), "orders", record()),
+    ).toEqual({});
   });
 
   it("is empty when the record matches, service defaults included", () => {
@@ -141,7 +152,14 @@ describe("createBody and syncDiff", () => {
   });
 
   it("names only what differs, sending syncOptions and destinationConfig whole", () => {
-    const s = spec({ description: "new", isAutoSyncEnabled: false, syncOptions: { keySchema: "K_{{secretKey}}" }, destinationConfig: { scope: "account" }, environment: "prod", secretPath: "/" });
+    const s = spec({
+      description: "new",
+      isAutoSyncEnabled: false,
+      syncOptions: { keySchema: "K_{{secretKey}}" },
+      destinationConfig: { scope: "account" },
+      environment: "prod",
+      secretPath: "/",
+    });
     expect(syncDiff(s, "renamed", record())).toEqual({
       name: "renamed",
       description: "new",
@@ -155,8 +173,13 @@ describe("createBody and syncDiff", () => {
 
   it("keeps the sync's initialSyncBehavior in an update unless the spec sets one", () => {
     const imported = record({ syncOptions: { initialSyncBehavior: "import-prioritize-source", disableSecretDeletion: false } });
-    expect(syncDiff(spec({ syncOptions: { disableSecretDeletion: true } }), "orders", imported).syncOptions).toEqual({ disableSecretDeletion: true, initialSyncBehavior: "import-prioritize-source" });
-    expect(syncDiff(spec({ syncOptions: { initialSyncBehavior: "overwrite-destination" } }), "orders", imported).syncOptions).toEqual({ initialSyncBehavior: "overwrite-destination" });
+    expect(syncDiff(spec({ syncOptions: { disableSecretDeletion: true } }), "orders", imported).syncOptions).toEqual({
+      disableSecretDeletion: true,
+      initialSyncBehavior: "import-prioritize-source",
+    });
+    expect(syncDiff(spec({ syncOptions: { initialSyncBehavior: "overwrite-destination" } }), "orders", imported).syncOptions).toEqual({
+      initialSyncBehavior: "overwrite-destination",
+    });
     expect(syncDiff(spec(), "orders", imported)).toEqual({});
   });
 
@@ -168,12 +191,20 @@ describe("createBody and syncDiff", () => {
 describe("status from the record", () => {
   it("mirrors the record, with null for what the service left empty", () => {
     const status = statusFrom(record({ syncStatus: "succeeded", lastSyncJobId: "j1", lastSyncedAt: "2025-01-01T00:01:00.000Z" }));
-    expect(status).toMatchObject({ syncId: record().id, syncStatus: "succeeded", lastSyncJobId: "j1", lastSyncMessage: null, folder: { id: "f1", path: "/app" } });
+    expect(status).toMatchObject({
+      syncId: record().id,
+      syncStatus: "succeeded",
+      lastSyncJobId: "j1",
+      lastSyncMessage: null,
+      folder: { id: "f1", path: "/app" },
+    });
   });
 
   it("is Ready until the last settled job failed, with the service's message", () => {
     expect(readiness(statusFrom(record())).ready).toBe(true);
-    const failed = statusFrom(record({ syncStatus: "failed", lastSyncMessage: "quota exceeded", lastSyncedAt: "2025-01-01T00:01:00.000Z" }));
+    const failed = statusFrom(
+      record({ syncStatus: "failed", lastSyncMessage: "quota exceeded", lastSyncedAt: "2025-01-01T00:01:00.000Z" }),
+    );
     expect(readiness(failed)).toMatchObject({ ready: false, reason: "JobFailed" });
     expect(readiness(failed).message).toContain("quota exceeded");
     // a later successful removal is the last job: Ready again
@@ -211,7 +242,9 @@ describe("jobSince (did a marked call land?)", () => {
 
 describe("the samples", () => {
   const samplesDir = fileURLToPath(new URL("../../../config/samples/", import.meta.url));
-  const seed = JSON.parse(readFileSync(fileURLToPath(new URL("../../emulator/seed.default.json", import.meta.url)), "utf8")) as { connections: { id: string; app: string }[] };
+  const seed = JSON.parse(readFileSync(fileURLToPath(new URL("../../emulator/seed.default.json", import.meta.url)), "utf8")) as {
+    connections: { id: string; app: string }[];
+  };
   const files = readdirSync(samplesDir).filter((f) => f.startsWith("secretsync-") && f.endsWith(".yaml"));
 
   it("cover all seven destinations", () => {

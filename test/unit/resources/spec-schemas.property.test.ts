@@ -83,7 +83,8 @@ const runes = (s: string): number => Array.from(s).length;
 
 /** Why `value` breaks `schema`'s structural limits, or undefined. Lengths count code points, as Go's validator does. */
 function crdViolation(schema: Schema, value: unknown, path: string): string | undefined {
-  if (schema["x-kubernetes-int-or-string"]) return typeof value === "string" || Number.isInteger(value) ? undefined : `${path}: not int-or-string`;
+  if (schema["x-kubernetes-int-or-string"])
+    return typeof value === "string" || Number.isInteger(value) ? undefined : `${path}: not int-or-string`;
   if (schema.enum && !schema.enum.includes(value)) return `${path}: not in enum`;
   switch (schema.type) {
     case "string":
@@ -131,9 +132,31 @@ function crdViolation(schema: Schema, value: unknown, path: string): string | un
 
 const nastyString = fc.oneof(
   fc.string({ unit: "binary", maxLength: 20 }),
-  fc.constantFrom("", " ", "\u0000", "\ud800", "\u202eabc", "😀", "-", "a".repeat(5), "Custom", "custom", "1h", "0s", "1e3", "2030-01-01T09:00:00Z", "not-a-date", "__proto__"),
+  fc.constantFrom(
+    "",
+    " ",
+    "\u0000",
+    "\ud800",
+    "\u202eabc",
+    "😀",
+    "-",
+    "a".repeat(5),
+    "Custom",
+    "custom",
+    "1h",
+    "0s",
+    "1e3",
+    "2030-01-01T09:00:00Z",
+    "not-a-date",
+    "__proto__",
+  ),
   // At and around the limits of the schemas (64, 128, 253, 256, 1024, 4096), in one- and two-unit characters.
-  fc.tuple(fc.constantFrom(1, 4, 5, 16, 36, 37, 63, 64, 65, 128, 129, 253, 254, 256, 257, 1024, 1025, 4097), fc.constantFrom("a", "é", "😀", "-", "0")).map(([n, c]) => c.repeat(n)),
+  fc
+    .tuple(
+      fc.constantFrom(1, 4, 5, 16, 36, 37, 63, 64, 65, 128, 129, 253, 254, 256, 257, 1024, 1025, 4097),
+      fc.constantFrom("a", "é", "😀", "-", "0"),
+    )
+    .map(([n, c]) => c.repeat(n)),
 );
 const nastyValue: fc.Arbitrary<unknown> = fc.oneof(
   { weight: 2, arbitrary: fc.jsonValue({ maxDepth: 2 }) },
@@ -155,11 +178,21 @@ const mutation: fc.Arbitrary<Mutation> = fc.oneof(
     arbitrary: fc.record({
       kind: fc.constant("extra" as const),
       path: fc.nat(),
-      keys: fc.oneof(fc.array(fc.string({ maxLength: 12 }), { minLength: 1, maxLength: 3 }), fc.integer({ min: 50, max: 400 }).map((n) => Array.from({ length: n }, (_, i) => `unknownField${i}${"x".repeat(200)}`))),
+      keys: fc.oneof(
+        fc.array(fc.string({ maxLength: 12 }), { minLength: 1, maxLength: 3 }),
+        fc.integer({ min: 50, max: 400 }).map((n) => Array.from({ length: n }, (_, i) => `unknownField${i}${"x".repeat(200)}`)),
+      ),
       value: nastyValue,
     }),
   },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant("grow" as const), path: fc.nat(), times: fc.constantFrom(2, 31, 32, 33, 999, 1000, 1001, 1500) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant("grow" as const),
+      path: fc.nat(),
+      times: fc.constantFrom(2, 31, 32, 33, 999, 1000, 1001, 1500),
+    }),
+  },
 );
 
 function pathsOf(doc: unknown, prefix: (string | number)[] = []): (string | number)[][] {
@@ -185,7 +218,8 @@ function applyMutation(doc: unknown, m: Mutation): unknown {
   }
   if (m.kind === "extra") {
     if (target !== null && typeof target === "object" && !Array.isArray(target)) {
-      for (const key of m.keys) Object.defineProperty(target, key, { value: m.value, enumerable: true, writable: true, configurable: true });
+      for (const key of m.keys)
+        Object.defineProperty(target, key, { value: m.value, enumerable: true, writable: true, configurable: true });
     }
     return copy;
   }
@@ -212,7 +246,8 @@ function parseAndDescribe(k: Kind, value: unknown): z.ZodSafeParseResult<unknown
   if (!result.success) {
     const message = specErrorMessage(result.error);
     if (typeof message !== "string" || message.length === 0) throw new Error(`${k.kind}: empty InvalidSpec message`);
-    if (message.length > MAX_SPEC_MESSAGE) throw new Error(`${k.kind}: InvalidSpec message of ${message.length} chars (${result.error.issues.length} issues)`);
+    if (message.length > MAX_SPEC_MESSAGE)
+      throw new Error(`${k.kind}: InvalidSpec message of ${message.length} chars (${result.error.issues.length} issues)`);
     return result;
   }
   const bad = crdViolation(k.crd, value, "spec");
@@ -232,7 +267,18 @@ describe("spec schemas, property-based", () => {
   });
 
   it("any JS value: safeParse never throws, the InvalidSpec message never throws and stays short, an accepted one passes the CRD", () => {
-    const anything = fc.anything({ maxDepth: 3, withBigInt: true, withBoxedValues: true, withDate: true, withMap: true, withSet: true, withNullPrototype: true, withObjectString: true, withSparseArray: true, withTypedArray: true });
+    const anything = fc.anything({
+      maxDepth: 3,
+      withBigInt: true,
+      withBoxedValues: true,
+      withDate: true,
+      withMap: true,
+      withSet: true,
+      withNullPrototype: true,
+      withObjectString: true,
+      withSparseArray: true,
+      withTypedArray: true,
+    });
     fc.assert(
       fc.property(fc.constantFrom(...kinds), anything, (k, v) => {
         tally(parseAndDescribe(k, v).success ? "anything accepted" : "anything refused");
