@@ -4,7 +4,7 @@
 // on disk differ from what the schemas generate (CI and tests).
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { crdFileProblems, renderCrdFiles, writeCrdFiles } from "../src/kube/crd-files.ts";
+import { crdFileProblems, renderCrdFiles, writeCrdFiles } from "../src/crd/files.ts";
 import { crdSources } from "../src/resources/index.ts";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");

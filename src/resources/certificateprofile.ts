@@ -16,7 +16,8 @@ import {
   type CertificateProfileListEntry,
   type EnrollmentType,
 } from "../api/index.ts";
-import { exactlyOneOf, type CrdSource } from "../kube/crd.ts";
+import { exactlyOneOf } from "../engine/cel.ts";
+import type { CrdSource } from "../engine/kind.ts";
 import { ReconcileError, type ManagedContext, type ManagedModule, type Observation, type StatusPatch } from "../engine/managed.ts";
 import { kindGauge, type Metrics } from "../engine/metrics.ts";
 import type { ObjectKey } from "../engine/types.ts";

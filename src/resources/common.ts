@@ -4,7 +4,7 @@ import { isNotFound } from "../api/index.ts";
 import { GROUP, VERSION, type KubeObject, type ObjectKey } from "../engine/types.ts";
 import { resourcePath, type KindRef, type Kube } from "../kube/client.ts";
 import { kubeJson } from "../kube/rest.ts";
-import { ageColumn, conditionColumn } from "../kube/crd.ts";
+import { ageColumn, conditionColumn } from "../engine/kind.ts";
 
 export const providerConfigRef = z
   .object({

@@ -1,5 +1,5 @@
 // Every kind keyward serves. The CRD generator reads crdSources; main wires the modules.
-import type { CrdSource } from "../kube/crd.ts";
+import type { CrdSource } from "../engine/kind.ts";
 import * as providerConfig from "./providerconfig.ts";
 import * as clusterProviderConfig from "./clusterproviderconfig.ts";
 import * as project from "./project.ts";

@@ -3,7 +3,7 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import { isNotFound, type ApiClient, type Project, type UpdateProjectBody } from "../api/index.ts";
-import type { CrdSource } from "../kube/crd.ts";
+import type { CrdSource } from "../engine/kind.ts";
 import {
   FINALIZER,
   ReconcileError,

@@ -11,8 +11,8 @@ import {
   type RoleRequest,
   type UserMembership,
 } from "../api/index.ts";
-import type { CrdSource } from "../kube/crd.ts";
-import { exactlyOneOf, immutable, validations } from "../kube/crd.ts";
+import type { CrdSource } from "../engine/kind.ts";
+import { exactlyOneOf, immutable, validations } from "../engine/cel.ts";
 import {
   ReconcileError,
   type DeleteResult,

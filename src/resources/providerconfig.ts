@@ -11,7 +11,8 @@ import type { EventRecorder } from "../kube/events.ts";
 import { writeStatus } from "../engine/status.ts";
 import { classifyError, ReconcileError, throttleDelay } from "../engine/managed.ts";
 import { done, requeueAfter, throttled, type KubeObject, type Outcome, type ReconcileFn } from "../engine/types.ts";
-import { exactlyOneOf, type CrdSource, type PrinterColumn } from "../kube/crd.ts";
+import { exactlyOneOf } from "../engine/cel.ts";
+import type { CrdSource, PrinterColumn } from "../engine/kind.ts";
 import {
   ageColumn,
   commonStatus,

@@ -20,7 +20,8 @@ import {
   workflowEngineConfigSchema,
   type Destination,
 } from "../api/index.ts";
-import { exactlyOneOf, immutable, type CrdSource } from "../kube/crd.ts";
+import { exactlyOneOf, immutable } from "../engine/cel.ts";
+import type { CrdSource } from "../engine/kind.ts";
 import { ageColumn, commonStatus, kindRef, managementPolicy, projectId, projectRef, providerConfigRef } from "./common.ts";
 
 export const ref = kindRef("SecretSync", "secretsyncs");

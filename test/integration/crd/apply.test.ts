@@ -2,8 +2,8 @@
 // the apiserver accepts it (structural, every CEL rule compiles within the cost budget), and
 // `kubectl apply` rejects objects that do not fit their destination with the generated message.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { crdFromSources, crdToYaml, type CustomResourceDefinition } from "../../../src/kube/crd.ts";
-import { toYaml } from "../../../src/kube/crd-yaml.ts";
+import { crdFromSources, crdToYaml, type CustomResourceDefinition } from "../../../src/crd/crd.ts";
+import { toYaml } from "../../../src/crd/yaml.ts";
 import { applyYaml, createTestNamespace, kubectl, kubectlStdout, waitFor, type TestNamespace } from "../../controlplane/testenv.ts";
 import { kitchenSinkSource } from "../../unit/crd/kitchen-sink-example.ts";
 import { exampleSource } from "../../unit/crd/secret-sync-example.ts";

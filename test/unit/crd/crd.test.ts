@@ -12,9 +12,9 @@ import {
   crdToYaml,
   exactlyOneOf,
   generatedHeader,
-} from "../../../src/kube/crd.ts";
-import type { CrdSource } from "../../../src/kube/crd.ts";
-import { crdDirs, crdFileProblems, renderCrdFiles, writeCrdFiles } from "../../../src/kube/crd-files.ts";
+} from "../../../src/crd/crd.ts";
+import type { CrdSource } from "../../../src/crd/crd.ts";
+import { crdDirs, crdFileProblems, renderCrdFiles, writeCrdFiles } from "../../../src/crd/files.ts";
 import { exampleSource } from "./secret-sync-example.ts";
 
 describe("crdFromSources", () => {

@@ -2,7 +2,7 @@
 // `npm run generate` (or a hand edit of a generated file) fails here.
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { crdDirs, crdFileProblems, renderCrdFiles } from "../../../src/kube/crd-files.ts";
+import { crdDirs, crdFileProblems, renderCrdFiles } from "../../../src/crd/files.ts";
 import { crdSources } from "../../../src/resources/index.ts";
 
 const repoRoot = fileURLToPath(new URL("../../..", import.meta.url));

@@ -1,8 +1,8 @@
 // One spec using every construct the converter maps, so a real apiserver can be asked whether
 // it accepts each of them (test/integration/crd/apply.test.ts).
 import { z } from "zod";
-import { immutable, validations } from "../../../src/kube/crd.ts";
-import type { CrdSource } from "../../../src/kube/crd.ts";
+import { immutable, validations } from "../../../src/crd/crd.ts";
+import type { CrdSource } from "../../../src/crd/crd.ts";
 
 export const kitchenSinkSpec = z.object({
   slug: z

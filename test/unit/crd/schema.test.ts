@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { immutable, structuralSchema, structuralViolations, validations } from "../../../src/kube/crd.ts";
-import type { JSONSchemaProps } from "../../../src/kube/crd.ts";
+import { immutable, structuralSchema, structuralViolations, validations } from "../../../src/crd/crd.ts";
+import type { JSONSchemaProps } from "../../../src/crd/crd.ts";
 
 function field(schema: z.ZodType): JSONSchemaProps {
   return structuralSchema(z.object({ f: schema })).properties?.f ?? {};

@@ -2,8 +2,8 @@
 // carry their own destinationConfig and syncOptions (three of the seven destinations). Shared by
 // the converter's unit tests and the apply test against a real apiserver.
 import { z } from "zod";
-import { conditionColumn, ageColumn, exactlyOneOf, immutable } from "../../../src/kube/crd.ts";
-import type { CrdSource } from "../../../src/kube/crd.ts";
+import { conditionColumn, ageColumn, exactlyOneOf, immutable } from "../../../src/crd/crd.ts";
+import type { CrdSource } from "../../../src/crd/crd.ts";
 
 const base = {
   providerConfigRef: z

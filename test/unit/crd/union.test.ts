@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { structuralSchema, validations } from "../../../src/kube/crd.ts";
-import type { JSONSchemaProps, ValidationRule } from "../../../src/kube/crd.ts";
+import { structuralSchema, validations } from "../../../src/crd/crd.ts";
+import type { JSONSchemaProps, ValidationRule } from "../../../src/crd/crd.ts";
 import { exampleSpec } from "./secret-sync-example.ts";
 
 function rules(node: JSONSchemaProps): ValidationRule[] {

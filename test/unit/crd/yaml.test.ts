@@ -1,6 +1,6 @@
 import { loadYaml } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
-import { toYaml } from "../../../src/kube/crd-yaml.ts";
+import { toYaml } from "../../../src/crd/yaml.ts";
 
 // client-node's loader (js-yaml) reads it back; a non-built-in apiVersion keeps fields as they are.
 function roundTrip(data: unknown): unknown {

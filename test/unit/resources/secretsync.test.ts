@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 import { loadYaml } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import { connectionAppByDestination, destinations, KEY_SCHEMA_PATTERN, type SecretSync } from "../../../src/api/index.ts";
-import { crdFromSources } from "../../../src/kube/crd.ts";
+import { crdFromSources } from "../../../src/crd/crd.ts";
 import {
   activeJob,
   createBody,

@@ -13,7 +13,7 @@ import { loadAll } from "js-yaml";
 import { afterAll, describe, expect, it } from "vitest";
 import type { z } from "zod";
 import { MAX_SPEC_MESSAGE, specErrorMessage } from "../../../src/engine/managed.ts";
-import { crdFromSources } from "../../../src/kube/crd.ts";
+import { crdFromSources } from "../../../src/crd/crd.ts";
 import * as accessToken from "../../../src/resources/accesstoken.ts";
 import * as certificateProfile from "../../../src/resources/certificateprofile.ts";
 import * as clusterProviderConfig from "../../../src/resources/clusterproviderconfig.ts";

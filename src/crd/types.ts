@@ -1,14 +1,7 @@
 // The parts of apiextensions.k8s.io/v1 JSONSchemaProps a structural CRD schema uses.
+import type { ValidationRule } from "../engine/cel.ts";
 
-export interface ValidationRule {
-  rule: string;
-  message?: string;
-  messageExpression?: string;
-  reason?: "FieldValueInvalid" | "FieldValueForbidden" | "FieldValueRequired" | "FieldValueDuplicate";
-  /** JSON path relative to the node carrying the rule, e.g. `.destinationConfig.org`. */
-  fieldPath?: string;
-  optionalOldSelf?: boolean;
-}
+export type { ValidationRule } from "../engine/cel.ts";
 
 export type SchemaType = "object" | "array" | "string" | "integer" | "number" | "boolean";
 

@@ -5,10 +5,10 @@
 // a structural schema and cheap CEL can say it. Refinements (.refine/.superRefine) have no
 // schema form and stay keyward's to check.
 import { z } from "zod";
-import type { JSONSchemaProps, ValidationRule } from "./crd-types.ts";
-import { passThroughMetaKeys, schemaKeyOrder } from "./crd-types.ts";
-import { celLiteral } from "./crd-cel.ts";
-import { deepEqual, mergeUnion } from "./crd-union.ts";
+import type { JSONSchemaProps, ValidationRule } from "./types.ts";
+import { passThroughMetaKeys, schemaKeyOrder } from "./types.ts";
+import { celLiteral } from "../engine/cel.ts";
+import { deepEqual, mergeUnion } from "./union.ts";
 
 type Zod = z.core.$ZodType;
 type Def = z.core.$ZodTypes["_zod"]["def"];

@@ -3,7 +3,7 @@
 import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { crdFileName, crdFromSources, crdToYaml, generatedHeader } from "./crd.ts";
-import type { CrdSource } from "./crd.ts";
+import type { CrdSource } from "../engine/kind.ts";
 
 export const crdDirs = ["crds", "charts/keyward/crds", "config/crd/bases"] as const;
 

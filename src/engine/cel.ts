@@ -1,6 +1,16 @@
 // CEL text for x-kubernetes-validations: literals, field access with the apiserver's name
 // escaping, and the small rules every kind reaches for.
-import type { ValidationRule } from "./crd-types.ts";
+
+/** One x-kubernetes-validations rule (apiextensions.k8s.io/v1 ValidationRule). */
+export interface ValidationRule {
+  rule: string;
+  message?: string;
+  messageExpression?: string;
+  reason?: "FieldValueInvalid" | "FieldValueForbidden" | "FieldValueRequired" | "FieldValueDuplicate";
+  /** JSON path relative to the node carrying the rule, e.g. `.destinationConfig.org`. */
+  fieldPath?: string;
+  optionalOldSelf?: boolean;
+}
 
 const celReserved = new Set([
   "true",

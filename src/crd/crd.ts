@@ -1,41 +1,14 @@
 // CustomResourceDefinitions generated from the zod schemas of each kind (`npm run generate`).
-import type { z } from "zod";
-import type { JSONSchemaProps, ValidationRule } from "./crd-types.ts";
-import { orderSchema, structuralSchema, structuralViolations } from "./crd-schema.ts";
-import { toYaml } from "./crd-yaml.ts";
+import type { CrdSource, PrinterColumn } from "../engine/kind.ts";
+import type { JSONSchemaProps, ValidationRule } from "./types.ts";
+import { orderSchema, structuralSchema, structuralViolations } from "./schema.ts";
+import { toYaml } from "./yaml.ts";
 
-export type { JSONSchemaProps, ValidationRule } from "./crd-types.ts";
-export { structuralSchema, structuralViolations } from "./crd-schema.ts";
-export { atMostOneOf, exactlyOneOf, immutable, validations } from "./crd-cel.ts";
-
-export interface PrinterColumn {
-  name: string;
-  type: "string" | "integer" | "number" | "boolean" | "date";
-  jsonPath: string;
-  description?: string;
-  priority?: number;
-}
-
-export interface CrdSource {
-  group: string;
-  version: string;
-  kind: string;
-  plural: string;
-  singular?: string;
-  shortNames?: string[];
-  categories?: string[];
-  /** The kind's description, shown by `kubectl explain <kind>`. */
-  description: string;
-  /** Default Namespaced. */
-  scope?: "Namespaced" | "Cluster";
-  spec: z.ZodType;
-  status: z.ZodType;
-  printerColumns: PrinterColumn[];
-  /** Extra CEL rules on spec (e.g. `exactlyOneOf(["projectRef", "projectId"])`). */
-  specValidations?: ValidationRule[];
-  /** CEL rules on the whole object, where `self.metadata.name` is visible. */
-  rootValidations?: ValidationRule[];
-}
+export type { JSONSchemaProps, ValidationRule } from "./types.ts";
+export { structuralSchema, structuralViolations } from "./schema.ts";
+// What the kinds describe themselves with (src/engine), for the generator's callers in one import.
+export { atMostOneOf, exactlyOneOf, immutable, validations } from "../engine/cel.ts";
+export { ageColumn, conditionColumn, type CrdSource, type PrinterColumn } from "../engine/kind.ts";
 
 export interface CustomResourceDefinitionVersion {
   name: string;
@@ -58,14 +31,6 @@ export type CustomResourceDefinition = {
     versions: CustomResourceDefinitionVersion[];
   };
 };
-
-/** A printer column showing the status of one condition (Ready, Synced). */
-export function conditionColumn(type: string, description?: string): PrinterColumn {
-  const column: PrinterColumn = { name: type, type: "string", jsonPath: `.status.conditions[?(@.type=="${type}")].status` };
-  return description ? { ...column, description } : column;
-}
-
-export const ageColumn: PrinterColumn = { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" };
 
 function withRules(node: JSONSchemaProps, rules: readonly ValidationRule[] | undefined): JSONSchemaProps {
   if (!rules || rules.length === 0) return node;

@@ -3,8 +3,8 @@
 // variant's, and x-kubernetes-validations restore per variant what the merge loosened: the
 // fields a variant requires, the fields it does not have, and the enums and bounds it narrows.
 // Every rule is a chain of has() checks, comparisons and size() calls: constant CEL cost.
-import { celField, celLiteral, celString, fieldPathOf } from "./crd-cel.ts";
-import type { JSONSchemaProps, ValidationRule } from "./crd-types.ts";
+import { celField, celLiteral, celString, fieldPathOf } from "../engine/cel.ts";
+import type { JSONSchemaProps, ValidationRule } from "./types.ts";
 
 export function deepEqual(a: unknown, b: unknown): boolean {
   if (a === b) return true;
