@@ -1,26 +1,32 @@
-// `npm run generate`: writes the CRD of every kind (from the zod schemas in src/resources) into
-// crds/, charts/keyward/crds/ and config/crd/bases/, and deletes generated files no kind
-// produces any more. `npm run generate -- --check` changes nothing and exits 1 when the files
-// on disk differ from what the schemas generate (CI and tests).
+// `npm run generate`: writes every file derived from the kind registry (src/resources/registry.ts):
+// the CRD of every kind into crds/, charts/keyward/crds/ and config/crd/bases/ (deleting CRD files
+// no kind produces any more), the kubectl plugin's constants, the Argo CD health check's reason
+// tables (and the Argo CD files rendered from health.lua), and docs/kinds.md.
+// `npm run generate -- --check` changes nothing and exits 1 when a file on disk differs from what
+// the registry generates (CI and tests).
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { crdFileProblems, renderCrdFiles, writeCrdFiles } from "../src/crd/files.ts";
-import { crdSources } from "../src/resources/index.ts";
+import { derivedFileProblems, writeDerivedFiles } from "../src/crd/derived-files.ts";
+import { kinds } from "../src/resources/registry.ts";
+import { renderArgoCdFiles } from "./tools/render-argocd-cm.ts";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const check = process.argv.includes("--check");
 
-const files = renderCrdFiles(crdSources);
+const files = renderCrdFiles(kinds.map((k) => k.crd));
 if (check) {
-  const problems = crdFileProblems(root, files);
+  const problems = [...crdFileProblems(root, files), ...(await derivedFileProblems(root))];
   for (const { path, problem } of problems) console.error(`${problem}: ${path}`);
   if (problems.length > 0) {
-    console.error("CRDs are out of date: run `npm run generate`.");
+    console.error("Generated files are out of date: run `npm run generate`.");
     process.exit(1);
   }
-  console.log(`${files.size} CRDs up to date.`);
+  console.log(`${files.size} CRDs and the files derived from the registry up to date.`);
 } else {
-  const changed = writeCrdFiles(root, files);
+  const changed = [...writeCrdFiles(root, files), ...(await writeDerivedFiles(root))];
   for (const { path, problem } of changed) console.log(`${problem === "stale" ? "deleted" : "wrote"} ${path}`);
-  console.log(`${files.size} CRDs generated, ${changed.length} files changed.`);
+  // The Argo CD files embed health.lua, whose reason tables may just have changed.
+  await renderArgoCdFiles();
+  console.log(`${files.size} CRDs and the files derived from the registry generated, ${changed.length} files changed.`);
 }

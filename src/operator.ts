@@ -1,10 +1,11 @@
-// Wires the kinds into controllers: one controller per kind, one reconcile per object key.
+// Wires the kinds of the registry (src/resources/registry.ts) into controllers: one controller
+// per kind, one reconcile per object key, the secondary watches derived from what each refers to.
 // Used by main.ts and, in-process, by the integration tests.
 import { Counter, Histogram } from "prom-client";
 import type { Logger } from "./log.ts";
 import { createKube, type Kube } from "./kube/client.ts";
 import { createEventRecorder } from "./kube/events.ts";
-import { createController } from "./engine/controller.ts";
+import { createController, type SecondaryWatch } from "./engine/controller.ts";
 import { ANNOTATION_CREATE_PENDING, ANNOTATION_CREATE_SUCCEEDED, managedReconciler, type ManagedModule } from "./engine/managed.ts";
 import { createInformerFactory } from "./kube/informer.ts";
 import { createMetrics, type Metrics } from "./engine/metrics.ts";
@@ -13,10 +14,8 @@ import type { KubeSource } from "./kube/kubeconfig.ts";
 import * as providerConfig from "./resources/providerconfig.ts";
 import * as clusterProviderConfig from "./resources/clusterproviderconfig.ts";
 import * as project from "./resources/project.ts";
-import * as projectMembership from "./resources/projectmembership.ts";
-import * as accessToken from "./resources/accesstoken.ts";
-import * as certificateProfile from "./resources/certificateprofile.ts";
-import * as secretSync from "./resources/secretsync.ts";
+import type { Kind, KindDeps } from "./resources/kind.ts";
+import { kinds, projectDependents, providerConfigUsers } from "./resources/registry.ts";
 
 export interface OperatorOptions {
   /** keyward's own access (loadKubeConfig), or a kubeconfig another library loaded. */
@@ -41,13 +40,6 @@ export interface Operator {
   kube: Kube;
   start(): Promise<void>;
   stop(): Promise<void>;
-}
-
-interface ControllerSpec {
-  name: string;
-  kind: typeof project.ref;
-  reconcile: ReconcileFn;
-  watches?: Parameters<typeof createController>[0]["watches"];
 }
 
 function apiMetrics(metrics: Metrics): (info: { operation: string; status: number | "error"; durationMs: number }) => void {
@@ -104,41 +96,43 @@ export function createOperator(opts: OperatorOptions): Operator {
   }
   const managed = <S, T, C>(module: ManagedModule<S, T, C>, peers?: () => KubeObject[]): ReconcileFn =>
     managedReconciler(module, { kube, events, log, metrics, cache: informers.get(module.ref), ...(peers ? { peers } : {}) });
-
-  // Filled once the controllers exist: a membership compares itself with the others it knows.
-  let membershipPeers: () => KubeObject[] = () => [];
-  const specs = controllerSpecs({
+  const deps: KindDeps = {
     kube,
     events,
     log,
-    providers,
     metrics,
-    managed,
-    resyncIntervalMs: opts.resyncIntervalMs,
-    membershipPeers: () => membershipPeers(),
+    providers,
     cluster,
+    managed,
+    cached: (ref) => informers.get(ref).list(),
+    resyncIntervalMs: opts.resyncIntervalMs,
+    listingTtlMs: listingTtl(opts.resyncIntervalMs),
+    providerConfigUsers: providerConfigUsers(),
+    projectDependents: projectDependents(),
+  };
+  const served = kinds.flatMap((k) => {
+    // The kind's reasons go with its managed reconciler (its progress reasons are Normal Events).
+    const parts = k.controller({ ...deps, managed: (module, peers) => managed({ reasons: k.reasons, ...module }, peers) });
+    return parts ? [{ kind: k, parts }] : [];
   });
-
-  const controllers = specs.map((s) =>
+  const controllers = served.map(({ kind, parts }) =>
     createController({
-      name: s.name,
+      name: kind.ref.kind.toLowerCase(),
       kube,
-      kind: s.kind,
-      reconcile: s.reconcile,
+      kind: kind.ref,
+      reconcile: parts.reconcile,
       concurrency: opts.concurrency,
       resyncIntervalMs: opts.resyncIntervalMs,
       namespaces: opts.namespaces,
-      logger: log.child({ controller: s.name }),
+      logger: log.child({ controller: kind.ref.kind.toLowerCase() }),
       metrics,
       informers,
       ownAnnotations: [ANNOTATION_CREATE_PENDING, ANNOTATION_CREATE_SUCCEEDED],
-      ...(s.watches ? { watches: s.watches } : {}),
+      watches: [...(parts.watches ?? []), ...derivedWatches(kind, cluster !== undefined)],
       ...(opts.stopGraceMs !== undefined ? { stopGraceMs: opts.stopGraceMs } : {}),
     }),
   );
-
-  const memberships = controllers[specs.findIndex((s) => s.name === "projectmembership")];
-  if (memberships) membershipPeers = () => memberships.list();
+  const names = served.map(({ kind }) => kind.ref.kind.toLowerCase());
 
   return {
     metrics,
@@ -146,7 +140,7 @@ export function createOperator(opts: OperatorOptions): Operator {
     async start() {
       await cluster?.start();
       await Promise.all(controllers.map((c) => c.start()));
-      log.info({ controllers: specs.map((s) => s.name), namespaces: opts.namespaces }, "keyward started");
+      log.info({ controllers: names, namespaces: opts.namespaces }, "keyward started");
     },
     async stop() {
       await Promise.all(controllers.map((c) => c.stop()));
@@ -158,18 +152,6 @@ export function createOperator(opts: OperatorOptions): Operator {
   };
 }
 
-interface SpecDeps {
-  kube: Kube;
-  events: ReturnType<typeof createEventRecorder>;
-  log: Logger;
-  providers: providerConfig.ProviderResolver;
-  metrics: Metrics;
-  managed: <S, T, C>(module: ManagedModule<S, T, C>, peers?: () => KubeObject[]) => ReconcileFn;
-  resyncIntervalMs: number;
-  membershipPeers: () => KubeObject[];
-  cluster: clusterProviderConfig.ClusterProviderConfigs | undefined;
-}
-
 /**
  * How old a shared listing may be for a steady resync pass: the resync spreads its passes over a
  * tenth of the interval, so half of it (at most 30 s) serves a whole resync with one or two lists.
@@ -178,72 +160,15 @@ function listingTtl(resyncIntervalMs: number): number {
   return Math.min(30_000, Math.max(1, Math.floor(resyncIntervalMs / 2)));
 }
 
-/** One controller per kind, with the secondary watches that requeue it. */
-function controllerSpecs(d: SpecDeps): ControllerSpec[] {
-  // With ClusterProviderConfigs served, a change of one, or of a namespace's labels, re-evaluates its users.
-  const cluster = d.cluster ? [clusterProviderConfig.usersWatch, clusterProviderConfig.namespaceWatch] : [];
-  const clusterController: ControllerSpec[] = d.cluster
-    ? [{ name: "clusterproviderconfig", kind: clusterProviderConfig.ref, reconcile: d.cluster.reconcile }]
-    : [];
+/**
+ * The wake-ups a kind gets from what it refers to (controller-runtime's Watches, derived from the
+ * descriptor): a ProviderConfig's change (and, with ClusterProviderConfigs served, a
+ * ClusterProviderConfig's or a namespace's labels) wakes its users, a Project's its dependents.
+ */
+function derivedWatches(kind: Kind, clusterServed: boolean): SecondaryWatch[] {
   return [
-    ...clusterController,
-    {
-      name: "providerconfig",
-      kind: providerConfig.ref,
-      reconcile: providerConfig.providerConfigReconciler({
-        kube: d.kube,
-        providers: d.providers,
-        events: d.events,
-        log: d.log,
-        recheckMs: d.resyncIntervalMs,
-        users: [project.ref, projectMembership.ref, secretSync.ref, accessToken.ref, certificateProfile.ref],
-      }),
-      watches: [providerConfig.credentialsSecretWatch],
-    },
-    {
-      name: "project",
-      kind: project.ref,
-      reconcile: d.managed(
-        project.projectModule({
-          providers: d.providers,
-          listingTtlMs: listingTtl(d.resyncIntervalMs),
-          dependentKinds: [secretSync.ref, projectMembership.ref, certificateProfile.ref],
-        }),
-      ),
-      watches: [providerConfig.dependentsWatch, ...cluster],
-    },
-    {
-      name: "projectmembership",
-      kind: projectMembership.ref,
-      reconcile: d.managed(
-        projectMembership.projectMembershipModule({ providers: d.providers, listingTtlMs: listingTtl(d.resyncIntervalMs) }),
-        d.membershipPeers,
-      ),
-      watches: [providerConfig.dependentsWatch, project.dependentsWatch, ...cluster],
-    },
-    {
-      name: "secretsync",
-      kind: secretSync.ref,
-      reconcile: d.managed(secretSync.secretSyncModule({ providers: d.providers, metrics: d.metrics })),
-      watches: [providerConfig.dependentsWatch, project.dependentsWatch, ...cluster],
-    },
-    {
-      name: "accesstoken",
-      kind: accessToken.ref,
-      reconcile: d.managed(accessToken.accessTokenModule({ providers: d.providers, metrics: d.metrics })),
-      watches: [accessToken.secretWatch, providerConfig.dependentsWatch, ...cluster],
-    },
-    {
-      name: "certificateprofile",
-      kind: certificateProfile.ref,
-      reconcile: d.managed(
-        certificateProfile.certificateProfileModule({
-          providers: d.providers,
-          metrics: d.metrics,
-          listingTtlMs: listingTtl(d.resyncIntervalMs),
-        }),
-      ),
-      watches: [providerConfig.dependentsWatch, ...cluster],
-    },
+    ...(kind.refers.providerConfig ? [providerConfig.dependentsWatch] : []),
+    ...(kind.refers.project ? [project.dependentsWatch] : []),
+    ...(kind.refers.providerConfig && clusterServed ? [clusterProviderConfig.usersWatch, clusterProviderConfig.namespaceWatch] : []),
   ];
 }

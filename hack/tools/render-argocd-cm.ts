@@ -12,7 +12,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { dumpYaml, loadYaml } from "@kubernetes/client-node";
-import { crdSources } from "../../src/resources/index.ts";
+import { kinds } from "../../src/resources/registry.ts";
 import { assessWithLua } from "./argocd-lua.ts";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -23,9 +23,22 @@ export const upstreamDir = join(root, "argocd", "resource_customizations", "keyw
 export const customizationsKey = "resource.customizations";
 export const groupPattern = "keyward.dev/*";
 
-/** keyward's kinds, from the CRD sources the CRDs are generated from, sorted. */
+/** keyward's kinds, from the registry, sorted. */
 export function keywardKinds(): string[] {
-  return crdSources.map((s) => s.kind).sort((a, b) => a.localeCompare(b));
+  return kinds.map((k) => k.ref.kind).sort((a, b) => a.localeCompare(b));
+}
+
+/**
+ * A Ready=False reason the kind really writes while it waits: its own first progress reason, else
+ * the wait every kind with a provider config knows (the registry's, so the example cannot go stale).
+ */
+function waitingReason(kind: string): { reason: string; message: string } {
+  const k = kinds.find((x) => x.ref.kind === kind);
+  const own = Object.entries(k?.reasons ?? {}).find(([, r]) => r.means === "progress")?.[0];
+  if (own) return { reason: own, message: "a job runs at the service" };
+  return k?.refers.providerConfig
+    ? { reason: "ProviderConfigNotFound", message: "ProviderConfig default does not exist" }
+    : { reason: "CredentialsNotFound", message: "Secret keyward-credentials does not exist" };
 }
 
 export function healthScript(): string {
@@ -94,10 +107,7 @@ const syncedOk: Cond = { type: "Synced", status: "True", reason: "ReconcileSucce
 function testCases(kind: string): TestCase[] {
   const cases: TestCase[] = [
     { file: "progressing-new.yaml" },
-    {
-      file: "progressing-creating.yaml",
-      conditions: [{ type: "Ready", status: "False", reason: "Creating", message: "creating it at the service" }, syncedOk],
-    },
+    { file: "progressing-waiting.yaml", conditions: [{ type: "Ready", status: "False", ...waitingReason(kind) }, syncedOk] },
     {
       file: "progressing-retrying.yaml",
       conditions: [
@@ -228,6 +238,17 @@ export async function staleFiles(): Promise<string[]> {
   return [...stale, ...extra].map((path) => relative(root, path));
 }
 
+/** Writes every file rendered from health.lua; the number written. */
+export async function renderArgoCdFiles(): Promise<number> {
+  const files = await renderAll();
+  rmSync(upstreamDir, { recursive: true, force: true });
+  for (const [path, content] of files) {
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(path, content);
+  }
+  return files.size;
+}
+
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   if (process.argv.includes("--check")) {
     const stale = await staleFiles();
@@ -237,12 +258,6 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
     }
     console.log("argocd/ is up to date");
   } else {
-    const files = await renderAll();
-    rmSync(upstreamDir, { recursive: true, force: true });
-    for (const [path, content] of files) {
-      mkdirSync(dirname(path), { recursive: true });
-      writeFileSync(path, content);
-    }
-    console.log(`wrote ${files.size} files under argocd/`);
+    console.log(`wrote ${await renderArgoCdFiles()} files under argocd/`);
   }
 }

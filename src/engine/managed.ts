@@ -11,6 +11,8 @@ import { errorSummary } from "../kube/rest.ts";
 import type { EventRecorder } from "../kube/events.ts";
 import { clipMessage, statusEqual } from "./conditions.ts";
 import { writeStatus, type ConditionsToSet } from "./status.ts";
+import { progressReasons, type ReasonTable } from "./kind.ts";
+import { engineReasons } from "./reasons.ts";
 import { createWrittenObjects, type WrittenObjects } from "./written.ts";
 import { kindGauge, type Metrics } from "./metrics.ts";
 import {
@@ -94,6 +96,8 @@ export interface ManagedContext<Spec, Status, Conn> {
 
 export interface ManagedModule<Spec, Status, Conn> {
   ref: KindRef;
+  /** The kind's own reasons beyond the engine's: its progress reasons are told as Normal Events. */
+  reasons?: ReasonTable;
   /** zod parse of spec; a thrown error becomes Synced=False InvalidSpec. */
   parseSpec(raw: unknown): Spec;
   /** Deleting this object calls the service, so it needs a finalizer. */
@@ -239,6 +243,8 @@ export interface ManagedDeps {
   cache?: SharedInformer;
   /** For keyward_resource_ready{kind,namespace,name}. */
   metrics?: Metrics;
+  /** The kind's progress reasons, worked out once per reconciler. */
+  progress?: ReadonlySet<string>;
 }
 
 /** 1 while an object's Ready condition is True, else 0; one series per object, gone with it. */
@@ -253,6 +259,7 @@ function readyGauge(metrics: Metrics | undefined) {
 
 /** Builds the ReconcileFn a controller runs for one kind. */
 export function managedReconciler<Spec, Status, Conn>(module: ManagedModule<Spec, Status, Conn>, deps: ManagedDeps): ReconcileFn {
+  deps = { ...deps, progress: progressReasons(engineReasons, module.reasons ?? {}) };
   const written = createWrittenObjects();
   const ready = readyGauge(deps.metrics);
   deps.cache?.subscribe((type, obj) => {
@@ -297,6 +304,7 @@ class Run<Spec, Status, Conn> {
   private readonly log: Logger;
   private kindStatus: Partial<Status>;
   private readonly signal: AbortSignal;
+  private readonly progress: ReadonlySet<string>;
   private requestedRequeueMs: number | undefined;
 
   constructor(
@@ -307,6 +315,7 @@ class Run<Spec, Status, Conn> {
     signal: AbortSignal,
   ) {
     this.signal = signal;
+    this.progress = deps.progress ?? progressReasons(engineReasons, module.reasons ?? {});
     this.module = module;
     this.deps = deps;
     this.key = key;
@@ -549,6 +558,7 @@ class Run<Spec, Status, Conn> {
       now: this.now(),
       // A pass that records an action's own Event (Created) tells the Ready change in it.
       ...(this.actionEvent ? {} : { events: this.deps.events }),
+      progress: this.progress,
     })) as KubeObject<unknown, Partial<Status>>;
   }
 

@@ -6,6 +6,8 @@ import type { EventRecorder } from "../kube/events.ts";
 import type { KindRef, Kube } from "../kube/client.ts";
 import { patchStatus } from "../kube/objects.ts";
 import { setCondition, statusEqual } from "./conditions.ts";
+import { progressReasons } from "./kind.ts";
+import { engineReasons } from "./reasons.ts";
 import type { CommonStatus, Condition, KubeObject } from "./types.ts";
 
 export type ConditionInput = Omit<Condition, "lastTransitionTime" | "observedGeneration">;
@@ -15,18 +17,8 @@ export interface ConditionsToSet {
   synced?: ConditionInput;
 }
 
-/** Ready=False reasons that mean "on its way", recorded as Normal events rather than Warnings. */
-const progressReasons = new Set([
-  "Creating",
-  "Deleting",
-  "Pending",
-  "JobPending",
-  "JobRunning",
-  "SyncPending",
-  "Renewing",
-  "RemovingSecrets",
-  "WaitingForJob",
-]);
+/** Ready=False reasons that mean "on its way" (Normal events, not Warnings) unless the writer says otherwise. */
+const engineProgress = progressReasons(engineReasons);
 
 export interface StatusWrite {
   kube: Kube;
@@ -38,6 +30,8 @@ export interface StatusWrite {
   now: Date;
   /** Where a Ready change is told; absent: the caller tells it in an Event of its own. */
   events?: EventRecorder;
+  /** The kind's progress reasons (src/engine/kind.ts progressReasons); default the engine's own. */
+  progress?: ReadonlySet<string>;
 }
 
 /** The object after the write, or the object itself when the status is already what it would be. */
@@ -51,15 +45,21 @@ export async function writeStatus(w: StatusWrite): Promise<KubeObject<unknown>> 
   }
   const next = { ...w.kindStatus, observedGeneration: generation, conditions };
   if (statusEqual(old, next)) return w.obj;
-  if (w.events) recordReadyChange(w.events, w.obj, old.conditions ?? [], conditions);
+  if (w.events) recordReadyChange(w.events, w.progress ?? engineProgress, w.obj, old.conditions ?? [], conditions);
   return patchStatus(w.kube, w.ref, w.obj, next);
 }
 
-function recordReadyChange(events: EventRecorder, obj: KubeObject<unknown>, before: Condition[], after: Condition[]): void {
+function recordReadyChange(
+  events: EventRecorder,
+  progress: ReadonlySet<string>,
+  obj: KubeObject<unknown>,
+  before: Condition[],
+  after: Condition[],
+): void {
   const ready = after.find((x) => x.type === "Ready");
   const was = before.find((x) => x.type === "Ready");
   if (ready && (ready.status !== was?.status || ready.reason !== was.reason)) {
-    const progressing = ready.status === "True" || progressReasons.has(ready.reason);
+    const progressing = ready.status === "True" || progress.has(ready.reason);
     events.record(obj, progressing ? "Normal" : "Warning", ready.reason, ready.message);
   }
 }

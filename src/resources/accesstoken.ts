@@ -42,6 +42,8 @@ import {
   readyColumns,
 } from "./common.ts";
 import { connectVia, type ProviderResolver } from "./providerconfig.ts";
+import type { ReasonTable } from "../engine/kind.ts";
+import type { Kind } from "./kind.ts";
 
 export const ref = kindRef("AccessToken", "accesstokens");
 
@@ -642,3 +644,27 @@ export function accessTokenModule(deps: {
     },
   };
 }
+
+export const reasons = {
+  SecretMissing: {
+    means: "failed",
+    doc: "The token's Secret does not exist and keyward may not issue one (ObserveOnly); otherwise it issues a token at once.",
+  },
+  SecretConflict: {
+    means: "failed",
+    doc: "The Secret named by secretName exists and is not keyward's for this AccessToken; it is never overwritten.",
+  },
+  SecretRemoved: { means: "done", doc: "keyward removed the Secret of the old secretName after a rename." },
+} as const satisfies ReasonTable;
+
+export const kind: Kind = {
+  ref,
+  crd: crdSource,
+  reasons,
+  refers: { providerConfig: true },
+  serviceIdFields: ["tokenId"],
+  controller: (d) => ({
+    reconcile: d.managed(accessTokenModule({ providers: d.providers, metrics: d.metrics })),
+    watches: [secretWatch],
+  }),
+};

@@ -25,6 +25,8 @@ import { ageColumn, commonStatus, kindRef, notFoundAsUndefined, projectId, proje
 import { createSharedListing, DEFAULT_LISTING_TTL_MS, isSteady, listingScope, type SharedListing } from "./listing.ts";
 import { connectVia, type ProviderResolver } from "./providerconfig.ts";
 import { resolveProjectId } from "./refs.ts";
+import type { ReasonTable } from "../engine/kind.ts";
+import type { Kind } from "./kind.ts";
 
 export const ref = kindRef("CertificateProfile", "certificateprofiles");
 
@@ -278,3 +280,18 @@ export function certificateProfileModule(deps: {
     forget: (key) => gauges.clear(key),
   };
 }
+
+export const reasons = {
+  NotListed: { means: "retrying", doc: "The profile exists but the service's listing does not show it yet." },
+} as const satisfies ReasonTable;
+
+export const kind: Kind = {
+  ref,
+  crd: crdSource,
+  reasons,
+  refers: { providerConfig: true, project: true },
+  serviceIdFields: ["profileId"],
+  controller: (d) => ({
+    reconcile: d.managed(certificateProfileModule({ providers: d.providers, metrics: d.metrics, listingTtlMs: d.listingTtlMs })),
+  }),
+};

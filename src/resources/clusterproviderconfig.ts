@@ -32,6 +32,8 @@ import {
   type Connector,
   type ProviderResolver,
 } from "./providerconfig.ts";
+import type { ReasonTable } from "../engine/kind.ts";
+import type { Kind } from "./kind.ts";
 
 export const ref: KindRef = { ...kindRef("ClusterProviderConfig", "clusterproviderconfigs"), clusterScoped: true };
 
@@ -288,3 +290,16 @@ export const namespaceWatch: SecondaryWatch = {
 function keyOf(o: KubeObject): ObjectKey {
   return { namespace: o.metadata.namespace, name: o.metadata.name };
 }
+
+export const reasons = {
+  Connected: { means: "available", doc: "The service answers with these credentials." },
+  NotAllowed: { means: "failed", doc: "The ClusterProviderConfig does not allow the resource's namespace." },
+} as const satisfies ReasonTable;
+
+export const kind: Kind = {
+  ref,
+  crd: crdSource,
+  reasons,
+  refers: {},
+  controller: (d) => (d.cluster ? { reconcile: d.cluster.reconcile } : undefined),
+};

@@ -27,6 +27,8 @@ import {
 import { renewalPlan, rfc3339 } from "./accesstoken.ts";
 import { backoffDelay, type BackoffPolicy } from "../lib/backoff.ts";
 import { checkAllowedBaseUrl, CREDENTIALS_SELECTOR, isMarkedCredentials, tokenFrom } from "./credentials.ts";
+import type { ReasonTable } from "../engine/kind.ts";
+import type { Kind } from "./kind.ts";
 
 export const ref = kindRef("ProviderConfig", "providerconfigs");
 
@@ -669,3 +671,26 @@ export const credentialsSecretWatch = {
 export const dependentsWatch = referrersWatch(ref, (spec) =>
   providerConfigKind(spec ?? {}) === "ProviderConfig" ? providerConfigName(spec ?? {}) : undefined,
 );
+
+export const reasons = {
+  Connected: { means: "available", doc: "The service answers with these credentials." },
+  InUse: { means: "retrying", doc: "Being deleted: waits until no resource names it (the message names them)." },
+} as const satisfies ReasonTable;
+
+export const kind: Kind = {
+  ref,
+  crd: crdSource,
+  reasons,
+  refers: {},
+  controller: (d) => ({
+    reconcile: providerConfigReconciler({
+      kube: d.kube,
+      providers: d.providers,
+      events: d.events,
+      log: d.log,
+      recheckMs: d.resyncIntervalMs,
+      users: [...d.providerConfigUsers],
+    }),
+    watches: [credentialsSecretWatch],
+  }),
+};

@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { assessWithLua, type Health } from "../../../hack/tools/argocd-lua.ts";
 import { configMapFile, customizationsKey, groupPattern, healthFile, healthScript, keywardKinds, staleFiles, upstreamDir, valuesFile } from "../../../hack/tools/render-argocd-cm.ts";
+import { reasonRegistry } from "../../../src/resources/registry.ts";
 import { keywardClusterPlurals, keywardPlurals, parseYamlDocuments, readYamlFile, repoRoot } from "../chart/helm.ts";
 
 const kinds = ["AccessToken", "CertificateProfile", "ClusterProviderConfig", "Project", "ProjectMembership", "ProviderConfig", "SecretSync"];
@@ -82,9 +83,10 @@ const commonCases: Case[] = [
   ["Ready=True for an older generation", { conditions: [["Ready", "True", "Available", "old", 2], ["Synced", "True", "ReconcileSuccess"]] }, "Progressing", "generation 3"],
   ["Ready=Unknown", { conditions: [["Ready", "Unknown", "Reconciling"]] }, "Progressing", "Reconciling"],
   ["only Synced=True so far", { conditions: [["Synced", "True", "ReconcileSuccess"]] }, "Progressing", "Ready condition"],
-  ["Ready=False Creating", { conditions: readyFalse("Creating") }, "Progressing", "Creating"],
-  ["Ready=False Deleting", { conditions: readyFalse("Deleting") }, "Progressing", "Deleting"],
-  ["Ready=False Pending", { conditions: readyFalse("Pending") }, "Progressing", "Pending"],
+  ["Ready=False WaitingForJob", { conditions: readyFalse("WaitingForJob") }, "Progressing", "WaitingForJob"],
+  ["Ready=False RemovingSecrets", { conditions: readyFalse("RemovingSecrets") }, "Progressing", "RemovingSecrets"],
+  ["Ready=False InUse (waits for the objects that use it)", { conditions: readyFalse("InUse") }, "Progressing", "InUse"],
+  ["Ready=False with a reason keyward never writes", { conditions: readyFalse("Creating") }, "Degraded", "Creating"],
   ["being deleted", { deleting: true, conditions: ok }, "Progressing", "Being deleted"],
   ["Synced=False ServiceUnavailable (retried)", { conditions: syncedFalse("ServiceUnavailable") }, "Progressing", "ServiceUnavailable: failed with ServiceUnavailable (retrying)"],
   ["Synced=False RateLimited (retried)", { conditions: syncedFalse("RateLimited") }, "Progressing", "retrying"],
@@ -133,13 +135,16 @@ describe("the health script", () => {
     expect(script).toMatch(/local function set\(status, message\)\n\s+hs\.status = status\n\s+hs\.message = message\n\s+return hs/);
   });
 
-  it("knows every progress reason the engine records as Normal", () => {
-    const engine = readFileSync(join(repoRoot, "src", "engine", "status.ts"), "utf8");
-    const list = /const progressReasons = new Set\(\[([^\]]*)\]\)/.exec(engine)?.[1] ?? "";
-    const reasons = [...list.matchAll(/"([A-Za-z]+)"/g)].map((m) => m[1]);
-    expect(reasons.length).toBeGreaterThan(3);
-    const script = readFileSync(healthFile, "utf8");
-    for (const r of reasons) expect(script).toMatch(new RegExp(`\\b${r ?? ""} = true`));
+  it("sees every reason of the registry as the registry means it (Ready=False)", async () => {
+    const registry = [...reasonRegistry()].filter(([, r]) => r.means !== "available" && r.means !== "done");
+    expect(registry.length).toBeGreaterThan(20);
+    const results = await assess(
+      healthFile,
+      registry.map(([name]) => object("Project", { conditions: [["Ready", "False", name], ["Synced", "True", "ReconcileSuccess"]] })),
+    );
+    const seen = registry.map(([name, r], i) => [name, r.means, results[i]?.status]);
+    const expected = registry.map(([name, r]) => [name, r.means, r.means === "failed" ? "Degraded" : "Progressing"]);
+    expect(seen).toEqual(expected);
   });
 });
 

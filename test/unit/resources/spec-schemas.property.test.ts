@@ -17,7 +17,7 @@ import { crdFromSources } from "../../../src/crd/crd.ts";
 import * as accessToken from "../../../src/resources/accesstoken.ts";
 import * as certificateProfile from "../../../src/resources/certificateprofile.ts";
 import * as clusterProviderConfig from "../../../src/resources/clusterproviderconfig.ts";
-import { crdSources } from "../../../src/resources/index.ts";
+import { kinds as registered } from "../../../src/resources/registry.ts";
 import * as project from "../../../src/resources/project.ts";
 import * as projectMembership from "../../../src/resources/projectmembership.ts";
 import * as providerConfig from "../../../src/resources/providerconfig.ts";
@@ -70,10 +70,12 @@ const schemas: Record<string, z.ZodType> = {
   SecretSync: secretSync.specSchema,
 };
 
-const kinds: Kind[] = crdSources.map((src) => {
-  const root = crdFromSources(src).spec.versions[0]!.schema.openAPIV3Schema as Schema;
-  return { kind: src.kind, schema: schemas[src.kind]!, crd: root.properties!["spec"]!, samples: samplesOf(src.kind) };
-});
+const kinds: Kind[] = registered
+  .map((k) => k.crd)
+  .map((src) => {
+    const root = crdFromSources(src).spec.versions[0]!.schema.openAPIV3Schema as Schema;
+    return { kind: src.kind, schema: schemas[src.kind]!, crd: root.properties!["spec"]!, samples: samplesOf(src.kind) };
+  });
 for (const k of kinds) Object.defineProperty(k, fc.toStringMethod, { value: () => k.kind });
 
 // ---- the CRD's structural limits, as the apiserver checks them (no CEL) ----------------------

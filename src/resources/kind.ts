@@ -1,0 +1,61 @@
+// What the operator hands every kind to build its controller, and what a kind of keyward declares
+// beyond the engine's descriptor: what it refers to (from which the wake-ups and the deletion
+// order are derived) and what the kubectl plugin shows of it.
+import type { Logger } from "../log.ts";
+import type { Kube, KindRef } from "../kube/client.ts";
+import type { EventRecorder } from "../kube/events.ts";
+import type { KindDescriptor } from "../engine/kind.ts";
+import type { ManagedModule } from "../engine/managed.ts";
+import type { Metrics } from "../engine/metrics.ts";
+import type { KubeObject, ReconcileFn } from "../engine/types.ts";
+import type { ClusterProviderConfigs } from "./clusterproviderconfig.ts";
+import type { ProviderResolver } from "./providerconfig.ts";
+
+export interface KindDeps {
+  kube: Kube;
+  events: EventRecorder;
+  log: Logger;
+  metrics: Metrics;
+  providers: ProviderResolver;
+  /** Served only with --cluster-provider-configs. */
+  cluster: ClusterProviderConfigs | undefined;
+  /** The engine's reconciler for a managed kind; `peers` are the other objects of the kind keyward knows. */
+  managed: <S, T, C>(module: ManagedModule<S, T, C>, peers?: () => KubeObject[]) => ReconcileFn;
+  /** The objects of a kind in keyward's cache. */
+  cached(ref: KindRef): KubeObject[];
+  resyncIntervalMs: number;
+  /** How old a shared listing may be for a steady resync pass. */
+  listingTtlMs: number;
+  /** The kinds that refer to a ProviderConfig (refers.providerConfig), which it waits for before letting go. */
+  providerConfigUsers: readonly KindRef[];
+  /** The kinds that refer to a Project (refers.project), which its deletion at the service waits for. */
+  projectDependents: readonly KindRef[];
+}
+
+/** An on-demand action requested by annotation (kubectl keyward sync / remove-secrets reads these). */
+export interface ActionDescriptor {
+  annotation: string;
+  /** The status field recording the last annotation value handled. */
+  handled: string;
+  /** The service operation called. */
+  operation: string;
+  /** The job at the service the call starts, and the status fields that follow it. */
+  job: string;
+  status: string;
+  jobId: string;
+  at: string;
+  message: string;
+}
+
+export interface Kind extends KindDescriptor<KindDeps> {
+  /**
+   * What its spec refers to. providerConfig: spec.providerConfigRef (a ProviderConfig's change
+   * wakes it; the ProviderConfig waits for it on delete). project: spec.projectRef / projectId
+   * (a Project's change wakes it; the Project's deletion at the service waits for it).
+   */
+  refers: { providerConfig?: boolean; project?: boolean };
+  /** The status fields holding the external object's id (kubectl keyward status). */
+  serviceIdFields?: readonly string[];
+  /** Actions requested by annotation, by the plugin's verb. */
+  actions?: Readonly<Record<string, ActionDescriptor>>;
+}
