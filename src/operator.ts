@@ -94,7 +94,7 @@ export function createOperator(opts: OperatorOptions): Operator {
       recheckMs: opts.resyncIntervalMs,
     });
   }
-  const managed = <S, T, C>(module: ManagedModule<S, T, C>, peers?: () => KubeObject[]): ReconcileFn =>
+  const managed = <S, T, C, E>(module: ManagedModule<S, T, C, E>, peers?: () => KubeObject[]): ReconcileFn =>
     managedReconciler(module, { kube, events, log, metrics, cache: informers.get(module.ref), ...(peers ? { peers } : {}) });
   const deps: KindDeps = {
     kube,

@@ -1,8 +1,9 @@
-// The errors the client throws. Every one is an Error (instanceof holds) with a `retryable`
-// flag the engine reads. None carries a token: messages are built from the service's error
+// The errors the client throws. Every one is an Error (instanceof holds) and a ClassifiedError
+// (src/lib/classified.ts): it says its condition reason and whether to retry. None carries a token: messages are built from the service's error
 // fields and our own words, with every token the call used cut out (redact), and no error
 // keeps a request's headers or a response body.
 import type { z } from "zod";
+import { classification, reasonForStatus, type Classification, type ClassifiedError } from "../lib/classified.ts";
 
 export const REDACTED = "[REDACTED]";
 
@@ -36,7 +37,7 @@ export interface ApiErrorInit {
 }
 
 /** The service answered with a non-2xx status. */
-export class ApiError extends Error {
+export class ApiError extends Error implements ClassifiedError {
   override readonly name = "ApiError";
   readonly operation: string;
   readonly status: number;
@@ -73,6 +74,12 @@ export class ApiError extends Error {
     this.mayHaveLanded = init.status >= 500;
     this.retryAfterMs = init.retryAfterMs;
   }
+
+  classify(): Classification {
+    const reason = this.routeNotFound ? "OperationNotServed" : reasonForStatus(this.status);
+    const message = `${this.operation}: ${this.status} ${this.error}: ${this.serviceMessage}`;
+    return classification(reason, message, this.retryable, this.retryAfterMs);
+  }
 }
 
 export type TransportErrorKind =
@@ -88,7 +95,7 @@ export interface TransportErrorInit {
 }
 
 /** No HTTP answer: timeout, refused or reset connection, a response that never came. */
-export class TransportError extends Error {
+export class TransportError extends Error implements ClassifiedError {
   override readonly name = "TransportError";
   readonly operation: string;
   readonly kind: TransportErrorKind;
@@ -106,6 +113,10 @@ export class TransportError extends Error {
     this.retryable = init.retryable;
     this.mayHaveLanded = init.mayHaveLanded;
   }
+
+  classify(): Classification {
+    return classification("ServiceUnavailable", firstLine(this), this.retryable);
+  }
 }
 
 /**
@@ -114,10 +125,8 @@ export class TransportError extends Error {
  * huge body costs keyward at most the limit in memory. Not retried: the same request would get
  * the same body. The message names the operation and the limit, never any of the body.
  */
-export class ResponseTooLargeError extends Error {
+export class ResponseTooLargeError extends Error implements ClassifiedError {
   override readonly name = "ResponseTooLargeError";
-  /** The condition reason the engine shows (classifyError reads it). */
-  readonly conditionReason = "ResponseTooLarge";
   readonly operation: string;
   /** The HTTP status the oversized response came with (not `status`: it is no ApiError). */
   readonly httpStatus: number;
@@ -134,6 +143,10 @@ export class ResponseTooLargeError extends Error {
     this.httpStatus = init.status;
     this.limitBytes = init.limitBytes;
   }
+
+  classify(): Classification {
+    return classification("ResponseTooLarge", firstLine(this), false);
+  }
 }
 
 /** One field that failed a schema: where, and what kind of failure — never the value. */
@@ -147,13 +160,13 @@ export interface FieldIssue {
  * left, or the service's Retry-After still pending. Nothing was sent and nobody waited; try again
  * after `retryAfterMs` (the caller's turn, so turned-away callers come back spread out).
  */
-export class ThrottledError extends Error {
+export class ThrottledError extends Error implements ClassifiedError {
   override readonly name = "ThrottledError";
   readonly operation: string;
   readonly retryAfterMs: number;
   readonly retryable = true;
   readonly mayHaveLanded = false;
-  /** Read by the engine (which knows nothing of this module): a wait, not a failure. */
+  /** A wait, not a failure (the engine requeues at the turn without a condition). */
   readonly throttled = true;
 
   constructor(operation: string, retryAfterMs: number) {
@@ -161,10 +174,14 @@ export class ThrottledError extends Error {
     this.operation = operation;
     this.retryAfterMs = retryAfterMs;
   }
+
+  classify(): Classification {
+    return classification("RateLimited", "held back by keyward's rate limit for these credentials", true, this.retryAfterMs);
+  }
 }
 
 /** A 2xx body that does not match the operation's response schema. Not retryable. */
-export class ResponseValidationError extends Error {
+export class ResponseValidationError extends Error implements ClassifiedError {
   override readonly name = "ResponseValidationError";
   readonly operation: string;
   readonly issues: readonly FieldIssue[];
@@ -176,10 +193,15 @@ export class ResponseValidationError extends Error {
     this.operation = operation;
     this.issues = issues;
   }
+
+  /** The service answered, but not what interface.md says: the same answer would come again. */
+  classify(): Classification {
+    return classification("ServiceUnavailable", firstLine(this), false);
+  }
 }
 
 /** The caller's request breaks a limit of interface.md; nothing was sent. Not retryable. */
-export class RequestValidationError extends Error {
+export class RequestValidationError extends Error implements ClassifiedError {
   override readonly name = "RequestValidationError";
   readonly operation: string;
   readonly issues: readonly FieldIssue[];
@@ -191,6 +213,14 @@ export class RequestValidationError extends Error {
     this.operation = operation;
     this.issues = issues;
   }
+
+  classify(): Classification {
+    return classification("ServiceUnavailable", firstLine(this), false);
+  }
+}
+
+function firstLine(err: Error): string {
+  return err.message.split("\n")[0] ?? err.name;
 }
 
 export type ClientError =

@@ -9,6 +9,7 @@ import { getObject, isConflict, patchMetadata, type MetadataChange } from "../ku
 import type { SharedInformer } from "../kube/informer.ts";
 import { errorSummary } from "../kube/rest.ts";
 import type { EventRecorder } from "../kube/events.ts";
+import { classification, isClassified, type Classification, type ClassifiedError } from "../lib/classified.ts";
 import { clipMessage, statusEqual } from "./conditions.ts";
 import { writeStatus, type ConditionsToSet } from "./status.ts";
 import { progressReasons, type ReasonTable } from "./kind.ts";
@@ -41,7 +42,7 @@ export interface Readiness {
 /** Status fields to record: an absent or undefined field keeps its value; null removes it. */
 export type StatusPatch<S> = { [K in keyof S]?: S[K] | null };
 
-export interface Observation<Status> {
+export interface Observation<Status, External = unknown> {
   /** The external object exists (or, for a read-only kind, was found). */
   exists: boolean;
   /** The external object matches the spec; ignored when it does not exist. */
@@ -65,7 +66,7 @@ export interface Observation<Status> {
   /** Come back sooner than the resync, e.g. while a job at the service is running. */
   requeueAfterMs?: number;
   /** The external object as observe (or create) read it, for update in the same pass. */
-  external?: unknown;
+  external?: External;
 }
 
 export type DeleteResult = { done: true } | { done: false; reason: string; message: string; requeueAfterMs: number };
@@ -94,7 +95,7 @@ export interface ManagedContext<Spec, Status, Conn> {
   requeueAfter(ms: number): void;
 }
 
-export interface ManagedModule<Spec, Status, Conn> {
+export interface ManagedModule<Spec, Status, Conn, External = unknown> {
   ref: KindRef;
   /** The kind's own reasons beyond the engine's: its progress reasons are told as Normal Events. */
   reasons?: ReasonTable;
@@ -106,32 +107,30 @@ export interface ManagedModule<Spec, Status, Conn> {
   guardCreate: boolean;
   /** `signal` aborts when keyward is stopping and the reconcile has outrun its grace. */
   connect(input: { kube: Kube; namespace: string; spec: Spec; log: Logger; signal: AbortSignal }): Promise<Conn>;
-  observe(c: ManagedContext<Spec, Status, Conn>): Promise<Observation<Status>>;
+  observe(c: ManagedContext<Spec, Status, Conn>): Promise<Observation<Status, External>>;
   /**
    * Creates the external object; the answer is the observation (no second pass): exists, its
    * status and readiness, and whether fields create cannot set still differ (update then runs
    * in the same pass).
    */
-  create?: (c: ManagedContext<Spec, Status, Conn>) => Promise<Observation<Status>>;
-  update?: (c: ManagedContext<Spec, Status, Conn>, obs: Observation<Status>) => Promise<StatusPatch<Status>>;
+  create?: (c: ManagedContext<Spec, Status, Conn>) => Promise<Observation<Status, External>>;
+  update?: (c: ManagedContext<Spec, Status, Conn>, obs: Observation<Status, External>) => Promise<StatusPatch<Status>>;
   /** Actions requested on the object (annotations), run once the object exists and is up to date. */
-  act?: (c: ManagedContext<Spec, Status, Conn>, obs: Observation<Status>) => Promise<StatusPatch<Status>>;
+  act?: (c: ManagedContext<Spec, Status, Conn>, obs: Observation<Status, External>) => Promise<StatusPatch<Status>>;
   /** Called for an object being deleted whose external object exists. Absent: Retain. */
-  delete?: (c: ManagedContext<Spec, Status, Conn>, obs: Observation<Status>) => Promise<DeleteResult>;
+  delete?: (c: ManagedContext<Spec, Status, Conn>, obs: Observation<Status, External>) => Promise<DeleteResult>;
   /** spec.managementPolicy === "ObserveOnly" */
   observeOnly?: (spec: Spec) => boolean;
   /** The object is gone from Kubernetes: drop what the kind keeps per object (metric series, caches). */
   forget?: (key: ObjectKey) => void;
 }
 
-/**
- * An error that knows how the engine should treat it. The service client's errors carry the
- * same `retryable` / `retryAfterMs` fields; anything else unknown is retryable.
- */
-export class ReconcileError extends Error {
+/** An error a kind throws that says how the engine should treat it (a ClassifiedError). */
+export class ReconcileError extends Error implements ClassifiedError {
   readonly reason: string;
   readonly retryable: boolean;
   readonly retryAfterMs: number | undefined;
+  readonly mayHaveLanded = false;
   constructor(reason: string, message: string, opts: { retryable: boolean; retryAfterMs?: number; cause?: unknown }) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
     this.name = "ReconcileError";
@@ -139,92 +138,34 @@ export class ReconcileError extends Error {
     this.retryable = opts.retryable;
     this.retryAfterMs = opts.retryAfterMs;
   }
-}
 
-export interface ErrorClass {
-  reason: string;
-  message: string;
-  retryable: boolean;
-  retryAfterMs?: number;
+  classify(): Classification {
+    return classification(this.reason, this.message, this.retryable, this.retryAfterMs);
+  }
 }
-
-const statusReasons: Record<number, string> = {
-  400: "BadRequest",
-  401: "Unauthorized",
-  403: "Forbidden",
-  404: "NotFound",
-  409: "Conflict",
-  422: "ValidationFailed",
-  429: "RateLimited",
-};
 
 /**
- * Map any thrown value to a condition reason, a message and a requeue intent. Messages are
- * built from stable parts only (no request ids, no response headers), so a failure that repeats
- * leaves status unchanged and writes nothing, and clipped to a condition's limit (a service's
- * error message can be as long as the response limit, 16 MiB).
+ * Any thrown value as a condition reason, a message and a requeue intent: a ClassifiedError says
+ * its own (the clients' errors, ReconcileError); anything else is an unexpected InternalError,
+ * retried. The message is clipped to a condition's limit (a service's error message can be as
+ * long as the response limit, 16 MiB).
  */
-export function classifyError(err: unknown): ErrorClass {
-  const c = classify(err);
+export function classifyError(err: unknown): Classification {
+  const c = classifyUnclipped(err);
   return { ...c, message: clipMessage(c.message) };
 }
 
-function classify(err: unknown): ErrorClass {
-  const turn = throttleDelay(err);
-  if (turn !== undefined)
-    return {
-      reason: "RateLimited",
-      message: "held back by keyward's rate limit for these credentials",
-      retryable: true,
-      retryAfterMs: turn,
-    };
-  if (err instanceof ReconcileError) {
-    return withRetryAfter({ reason: err.reason, message: err.message, retryable: err.retryable }, err.retryAfterMs);
-  }
-  if (err instanceof Error) {
-    const e = err as Error & { status?: unknown; code?: unknown; retryable?: unknown; retryAfterMs?: unknown; conditionReason?: unknown };
-    // An error that names its own reason (the client's ResponseTooLargeError) keeps it.
-    if (typeof e.conditionReason === "string" && typeof e.retryable === "boolean")
-      return { reason: e.conditionReason, message: errorSummary(err), retryable: e.retryable };
-    const status = typeof e.status === "number" ? e.status : typeof e.code === "number" ? e.code : undefined;
-    const fromService = typeof e.retryable === "boolean";
-    const isRetryable = fromService ? (e.retryable as boolean) : status === undefined || status >= 500 || status === 409 || status === 429;
-    const reason =
-      (e as { routeNotFound?: unknown }).routeNotFound === true
-        ? "OperationNotServed"
-        : status === undefined
-          ? fromService
-            ? "ServiceUnavailable"
-            : "InternalError"
-          : (statusReasons[status] ?? (status >= 500 ? "ServiceUnavailable" : "ServiceError"));
-    const retryAfter = typeof e.retryAfterMs === "number" ? e.retryAfterMs : undefined;
-    return withRetryAfter({ reason, message: stableMessage(err), retryable: isRetryable }, retryAfter);
-  }
-  return { reason: "InternalError", message: String(err), retryable: true };
+function classifyUnclipped(err: unknown): Classification {
+  if (isClassified(err)) return err.classify();
+  return { reason: "InternalError", message: err instanceof Error ? errorSummary(err) : String(err), retryable: true };
 }
 
-/**
- * The client's rate limit turned a call away (src/api's ThrottledError, read by its fields: the
- * engine knows nothing of src/api): in how many ms the key's turn comes, else undefined.
- */
+/** keyward's own rate limit turned a call away: in how many ms the key's turn comes, else undefined. */
 export function throttleDelay(err: unknown): number | undefined {
-  const e = err as { throttled?: unknown; retryAfterMs?: unknown } | null | undefined;
-  return e?.throttled === true && typeof e.retryAfterMs === "number" ? e.retryAfterMs : undefined;
+  return isClassified(err) && err.throttled === true ? (err.classify().retryAfterMs ?? 0) : undefined;
 }
 
-function stableMessage(err: Error): string {
-  const e = err as Error & { operation?: unknown; status?: unknown; error?: unknown; serviceMessage?: unknown };
-  if (typeof e.serviceMessage === "string" && typeof e.operation === "string") {
-    return `${e.operation}: ${String(e.status)} ${String(e.error)}: ${e.serviceMessage}`;
-  }
-  return errorSummary(err);
-}
-
-function withRetryAfter(c: ErrorClass, retryAfterMs: number | undefined): ErrorClass {
-  return retryAfterMs === undefined ? c : { ...c, retryAfterMs };
-}
-
-function outcomeFor(c: ErrorClass): Outcome {
+function outcomeFor(c: Classification): Outcome {
   const err = new Error(`${c.reason}: ${c.message}`);
   return c.retryable ? retryable(err, c.retryAfterMs) : terminal(err);
 }
@@ -258,7 +199,10 @@ function readyGauge(metrics: Metrics | undefined) {
 }
 
 /** Builds the ReconcileFn a controller runs for one kind. */
-export function managedReconciler<Spec, Status, Conn>(module: ManagedModule<Spec, Status, Conn>, deps: ManagedDeps): ReconcileFn {
+export function managedReconciler<Spec, Status, Conn, External>(
+  module: ManagedModule<Spec, Status, Conn, External>,
+  deps: ManagedDeps,
+): ReconcileFn {
   deps = { ...deps, progress: progressReasons(engineReasons, module.reasons ?? {}) };
   const written = createWrittenObjects();
   const ready = readyGauge(deps.metrics);
@@ -294,8 +238,8 @@ async function readObject(deps: ManagedDeps, ref: KindRef, key: ObjectKey, writt
 
 // One pass over one object. A small class keeps the per-pass state (the object, the pending
 // status) together; it is created and dropped within a single reconcile.
-class Run<Spec, Status, Conn> {
-  private readonly module: ManagedModule<Spec, Status, Conn>;
+class Run<Spec, Status, Conn, External> {
+  private readonly module: ManagedModule<Spec, Status, Conn, External>;
   private readonly deps: ManagedDeps;
   private readonly key: ObjectKey;
   private obj: KubeObject<unknown, Partial<Status>>;
@@ -308,7 +252,7 @@ class Run<Spec, Status, Conn> {
   private requestedRequeueMs: number | undefined;
 
   constructor(
-    module: ManagedModule<Spec, Status, Conn>,
+    module: ManagedModule<Spec, Status, Conn, External>,
     deps: ManagedDeps,
     key: ObjectKey,
     obj: KubeObject<unknown, Partial<Status>>,
@@ -406,7 +350,7 @@ class Run<Spec, Status, Conn> {
     return this.reconcileExisting(c, observed);
   }
 
-  private async reconcileExisting(c: ManagedContext<Spec, Status, Conn>, observed: Observation<Status>): Promise<Outcome> {
+  private async reconcileExisting(c: ManagedContext<Spec, Status, Conn>, observed: Observation<Status, External>): Promise<Outcome> {
     let obs = observed;
     if (c.createPending && this.module.guardCreate) {
       // The create landed before a crash and observe found it by its natural key: it is ours.
@@ -431,7 +375,11 @@ class Run<Spec, Status, Conn> {
     return after.length === 0 ? done() : requeueAfter(Math.min(...after));
   }
 
-  private async whenAbsent(c: ManagedContext<Spec, Status, Conn>, obs: Observation<Status>, addFinalizer: boolean): Promise<Outcome> {
+  private async whenAbsent(
+    c: ManagedContext<Spec, Status, Conn>,
+    obs: Observation<Status, External>,
+    addFinalizer: boolean,
+  ): Promise<Outcome> {
     const canCreate = !c.observeOnly && this.module.create !== undefined && (obs.canCreate ?? true);
     if (!canCreate) {
       const absent = obs.absent ?? { reason: "NotFound", message: "the external object does not exist" };
@@ -462,7 +410,7 @@ class Run<Spec, Status, Conn> {
       ...(addFinalizer ? { finalizers: { add: FINALIZER } } : {}),
     };
     if (guard || addFinalizer) await this.patchMeta(mark, true);
-    let created: Observation<Status>;
+    let created: Observation<Status, External>;
     try {
       created = await create(c);
     } catch (err) {
@@ -524,7 +472,7 @@ class Run<Spec, Status, Conn> {
     return throttled(turnMs);
   }
 
-  private async fail(c: ErrorClass): Promise<Outcome> {
+  private async fail(c: Classification): Promise<Outcome> {
     this.log.warn({ reason: c.reason, retryable: c.retryable }, c.message);
     const wasSynced = this.obj.status?.conditions?.find((x) => x.type === "Synced");
     if (wasSynced?.reason !== c.reason || wasSynced.message !== c.message) {
@@ -601,7 +549,7 @@ function kindFields(status: Record<string, unknown>): Record<string, unknown> {
 
 /** The call's request may have reached the service (a timeout, a lost answer, a 5xx). */
 export function mayHaveLanded(err: unknown): boolean {
-  return (err as { mayHaveLanded?: unknown }).mayHaveLanded === true;
+  return isClassified(err) && err.mayHaveLanded;
 }
 
 /** The longest InvalidSpec message: a few issues, readable in `kubectl get -o wide` and an Event. */

@@ -1,5 +1,6 @@
 // Every request keyward makes to the apiserver, by path: one way for reads, patches, lists,
 // watches, events and leases of any kind (core or custom). Auth and TLS come from KubeAccess.
+import { classification, reasonForStatus, type Classification, type ClassifiedError } from "../lib/classified.ts";
 import { fetch, type Response } from "undici";
 import type { KubeAccess } from "./kubeconfig.ts";
 
@@ -15,16 +16,23 @@ export interface KubeRequest {
 export const MERGE_PATCH = "application/merge-patch+json";
 
 /** A non-2xx answer of the apiserver: its status code, and its Status message when it sent one. */
-export class KubeApiError extends Error {
+export class KubeApiError extends Error implements ClassifiedError {
   override readonly name = "KubeApiError";
   /** The HTTP status (client-node's ApiException calls it `code` too). */
   readonly code: number;
   /** The apiserver's Status reason, e.g. Conflict, NotFound, Forbidden. */
   readonly reason: string | undefined;
+  /** The apiserver applies a write atomically or not at all: an error answer means it did not. */
+  readonly mayHaveLanded = false;
   constructor(code: number, message: string, reason?: string) {
     super(message);
     this.code = code;
     this.reason = reason;
+  }
+
+  classify(): Classification {
+    const retryable = this.code >= 500 || this.code === 409 || this.code === 429;
+    return classification(reasonForStatus(this.code), errorSummary(this), retryable);
   }
 }
 
@@ -36,15 +44,18 @@ export class KubeApiError extends Error {
 export const DEFAULT_KUBE_REQUEST_TIMEOUT_MS = 30_000;
 
 /** The apiserver did not answer one request within its deadline. Retryable. */
-export class KubeTimeoutError extends Error {
+export class KubeTimeoutError extends Error implements ClassifiedError {
   override readonly name = "KubeTimeoutError";
-  /** The condition reason the engine shows (classifyError reads it). */
-  readonly conditionReason = "ApiserverTimeout";
   readonly retryable = true;
+  readonly mayHaveLanded = false;
   readonly timeoutMs: number;
   constructor(method: string, path: string, timeoutMs: number) {
     super(`${method} ${path}: no answer from the apiserver within ${timeoutMs} ms`);
     this.timeoutMs = timeoutMs;
+  }
+
+  classify(): Classification {
+    return classification("ApiserverTimeout", this.message, true);
   }
 }
 

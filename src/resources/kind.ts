@@ -20,7 +20,7 @@ export interface KindDeps {
   /** Served only with --cluster-provider-configs. */
   cluster: ClusterProviderConfigs | undefined;
   /** The engine's reconciler for a managed kind; `peers` are the other objects of the kind keyward knows. */
-  managed: <S, T, C>(module: ManagedModule<S, T, C>, peers?: () => KubeObject[]) => ReconcileFn;
+  managed: <S, T, C, E>(module: ManagedModule<S, T, C, E>, peers?: () => KubeObject[]) => ReconcileFn;
   /** The objects of a kind in keyward's cache. */
   cached(ref: KindRef): KubeObject[];
   resyncIntervalMs: number;

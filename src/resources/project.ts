@@ -191,7 +191,7 @@ async function findProject(listing: SharedListing<Project>, c: Ctx): Promise<{ p
   return { project: bySlug, adopted: true };
 }
 
-async function observe(listing: SharedListing<Project>, c: Ctx): Promise<Observation<ProjectStatus>> {
+async function observe(listing: SharedListing<Project>, c: Ctx): Promise<Observation<ProjectStatus, Project>> {
   const found = await findProject(listing, c);
   if (!found) {
     const adoptOnly = (c.spec.creationPolicy ?? "Create") === "Adopt";
@@ -210,7 +210,7 @@ async function observe(listing: SharedListing<Project>, c: Ctx): Promise<Observa
   return observed(c, found.project);
 }
 
-async function create(listing: SharedListing<Project>, c: Ctx): Promise<Observation<ProjectStatus>> {
+async function create(listing: SharedListing<Project>, c: Ctx): Promise<Observation<ProjectStatus, Project>> {
   listing.invalidate(listingScope(c));
   const s = c.spec;
   const project = await c.conn.createProject({
@@ -227,16 +227,16 @@ async function create(listing: SharedListing<Project>, c: Ctx): Promise<Observat
   return observed(c, project);
 }
 
-function observed(c: Ctx, project: Project): Observation<ProjectStatus> {
+function observed(c: Ctx, project: Project): Observation<ProjectStatus, Project> {
   const diff = Object.keys(projectDiff(c.spec, project));
   return { exists: true, upToDate: diff.length === 0, diff, status: statusFrom(project), external: project };
 }
 
-async function update(listing: SharedListing<Project>, c: Ctx, obs: Observation<ProjectStatus>): Promise<Partial<ProjectStatus>> {
+async function update(listing: SharedListing<Project>, c: Ctx, obs: Observation<ProjectStatus, Project>): Promise<Partial<ProjectStatus>> {
   const id = obs.status.projectId;
   if (!id) throw new ReconcileError("NotFound", "project id unknown", { retryable: true });
   listing.invalidate(listingScope(c));
-  const current = (obs.external as Project | undefined) ?? (await c.conn.getProject(id));
+  const current = obs.external ?? (await c.conn.getProject(id));
   const body = projectDiff(c.spec, current);
   if (Object.keys(body).length === 0) return statusFrom(current);
   return statusFrom(await c.conn.updateProject(id, body));
@@ -277,7 +277,7 @@ async function remove(
   listing: SharedListing<Project>,
   dependentKinds: readonly KindRef[],
   c: Ctx,
-  obs: Observation<ProjectStatus>,
+  obs: Observation<ProjectStatus, Project>,
 ): Promise<DeleteResult> {
   const id = obs.status.projectId;
   if (!id) return { done: true };
@@ -305,7 +305,7 @@ export function projectModule(deps: {
   listingTtlMs?: number;
   /** The kinds whose resources use a project (spec.projectRef / spec.projectId) and may hold a finalizer for it. */
   dependentKinds?: readonly KindRef[];
-}): ManagedModule<ProjectSpec, ProjectStatus, ApiClient> {
+}): ManagedModule<ProjectSpec, ProjectStatus, ApiClient, Project> {
   const listing = createSharedListing<Project>((p) => p.id, deps.listingTtlMs ?? DEFAULT_LISTING_TTL_MS);
   return {
     ref,

@@ -18,7 +18,8 @@ function sources(dir: string): string[] {
 }
 
 /** Reason literals as the code writes them: conditions, ReconcileError, Events, absent/vanished, actions' events. */
-const emitted = /(?:reason:\s*|ReconcileError\(\s*|"(?:Normal|Warning)",\s*|event:\s*|conditionReason\s*=\s*)"([A-Z][A-Za-z]+)"/g;
+const emitted =
+  /(?:reason:\s*|ReconcileError\(\s*|classification\(\s*|"(?:Normal|Warning)",\s*|event:\s*|conditionReason\s*=\s*)"([A-Z][A-Za-z]+)"/g;
 
 function emittedReasons(): Map<string, string[]> {
   const found = new Map<string, string[]>();
