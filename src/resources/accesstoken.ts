@@ -27,6 +27,7 @@ import { validations } from "../engine/cel.ts";
 import type { CrdSource } from "../engine/kind.ts";
 import { getObject, isNotFound, replacingPatch, statusCodeOf } from "../kube/objects.ts";
 import { kubeJson, MERGE_PATCH } from "../kube/rest.ts";
+import { GO_DURATION_PATTERN, parseGoDuration } from "../lib/duration.ts";
 import type { SecondaryWatch } from "../engine/controller.ts";
 import { kindGauge, type Metrics } from "../engine/metrics.ts";
 import { ReconcileError, type ManagedContext, type ManagedModule, type Observation, type StatusPatch } from "../engine/managed.ts";
@@ -75,7 +76,6 @@ const secretKeyName = z
   .min(1)
   .max(253)
   .regex(/^[-._a-zA-Z0-9]+$/);
-const durationPattern = /^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$/;
 
 const keyOr = (field: keyof SecretKeys): string => `(has(self.${field}) ? self.${field} : '${defaultSecretKeys[field]}')`;
 
@@ -110,7 +110,7 @@ export const specSchema = z
     renewBefore: z
       .string()
       .max(32)
-      .regex(durationPattern)
+      .regex(GO_DURATION_PATTERN)
       .optional()
       .describe(
         "Issue a new token this long before the current one expires (a duration such as 10m or 1h30m; at most half the token's lifetime). Default: a third of the token's lifetime.",
@@ -157,18 +157,6 @@ export const crdSource: CrdSource = {
 
 type Ctx = ManagedContext<AccessTokenSpec, AccessTokenStatus, ApiClient>;
 
-const durationUnits: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
-
-/** A Go-style duration ("10m", "1h30m", "1.5h", "500ms") in milliseconds. */
-export function parseDuration(text: string): number {
-  if (!durationPattern.test(text)) throw new Error(`not a duration: ${text}`);
-  let total = 0;
-  for (const m of text.matchAll(/([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)/g)) {
-    total += Number(m[1]) * (durationUnits[m[2] ?? ""] ?? 0);
-  }
-  return Math.round(total);
-}
-
 /** The key names the spec asks for, defaults filled in; the three must differ. */
 export function secretKeysOf(spec: Pick<AccessTokenSpec, "secretKeys">): SecretKeys {
   const keys = { ...defaultSecretKeys, ...dropUndefined(spec.secretKeys ?? {}) };
@@ -192,7 +180,7 @@ export interface RenewalPlan {
 export function renewalPlan(issuedAt: Date, expiresAt: Date | undefined, renewBefore: string | undefined): RenewalPlan | undefined {
   if (!expiresAt) return undefined;
   const lifetime = Math.max(0, expiresAt.getTime() - issuedAt.getTime());
-  const asked = renewBefore === undefined ? lifetime / 3 : parseDuration(renewBefore);
+  const asked = renewBefore === undefined ? lifetime / 3 : parseGoDuration(renewBefore);
   const before = Math.min(asked, lifetime / 2);
   return { renewAt: new Date(expiresAt.getTime() - before), clamped: asked > lifetime / 2 };
 }

@@ -13,6 +13,7 @@ import {
 } from "../api/index.ts";
 import type { CrdSource } from "../engine/kind.ts";
 import { exactlyOneOf, immutable, validations } from "../engine/cel.ts";
+import { parseMsStyleDuration } from "../lib/duration.ts";
 import {
   ReconcileError,
   type DeleteResult,
@@ -233,46 +234,9 @@ export interface RoleLike {
   temporaryAccessStartTime?: string | null | undefined;
 }
 
-const msPerUnit: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000, y: 31_557_600_000 };
-const unitAliases: Record<string, string> = {
-  msec: "ms",
-  msecs: "ms",
-  millisecond: "ms",
-  milliseconds: "ms",
-  sec: "s",
-  secs: "s",
-  second: "s",
-  seconds: "s",
-  min: "m",
-  mins: "m",
-  minute: "m",
-  minutes: "m",
-  hr: "h",
-  hrs: "h",
-  hour: "h",
-  hours: "h",
-  day: "d",
-  days: "d",
-  week: "w",
-  weeks: "w",
-  yr: "y",
-  yrs: "y",
-  year: "y",
-  years: "y",
-};
-
-/** An ms-style duration ("8h", "30m", "1.5 hours", "1500") in milliseconds; undefined when unreadable. */
-export function durationMs(text: string): number | undefined {
-  const match = /^(\d+(?:\.\d+)?|\.\d+)\s*([a-z]*)$/i.exec(text.trim());
-  if (!match?.[1]) return undefined;
-  const unit = (match[2] ?? "").toLowerCase();
-  const factor = unit === "" ? 1 : (msPerUnit[unit] ?? msPerUnit[unitAliases[unit] ?? ""]);
-  return factor === undefined ? undefined : Number(match[1]) * factor;
-}
-
 function normalRange(range: string | null | undefined): number | string {
   if (range == null) return "";
-  return durationMs(range) ?? `text:${range}`;
+  return parseMsStyleDuration(range) ?? `text:${range}`;
 }
 
 function normalTime(time: string | null | undefined): number | string {

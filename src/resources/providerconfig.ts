@@ -26,6 +26,7 @@ import {
 } from "./common.ts";
 import { renewalPlan, rfc3339 } from "./accesstoken.ts";
 import { backoffDelay, type BackoffPolicy } from "../lib/backoff.ts";
+import { GO_DURATION_PATTERN } from "../lib/duration.ts";
 import { checkAllowedBaseUrl, CREDENTIALS_SELECTOR, isMarkedCredentials, tokenFrom } from "./credentials.ts";
 
 export const ref = kindRef("ProviderConfig", "providerconfigs");
@@ -35,8 +36,6 @@ const secretKeySelector = (where: string) =>
     name: z.string().min(1).max(253).describe(`Secret ${where}.`),
     key: z.string().min(1).max(253).optional().describe("Key in the Secret holding the token. Default: token."),
   });
-
-const durationPattern = /^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$/;
 
 /** Self-rotating credentials: a bootstrap token used only to mint short-lived access tokens. */
 export const tokenAuthSchema = (where: string) =>
@@ -49,7 +48,7 @@ export const tokenAuthSchema = (where: string) =>
       renewBefore: z
         .string()
         .max(32)
-        .regex(durationPattern)
+        .regex(GO_DURATION_PATTERN)
         .optional()
         .describe(
           "Mint the next access token this long before the current one expires (10m, 1h30m; at most half its lifetime). Default: a third of its lifetime, as AccessToken.",
