@@ -3,6 +3,7 @@
 // client-node 2.x (ApiException carries the HTTP status in .code).
 import type { KubeObject, ObjectKey, ObjectMeta } from "./types.ts";
 import { resourcePath, type KindRef, type Kube } from "./client.ts";
+import { keyOf } from "./keys.ts";
 import { kubeJson, MERGE_PATCH } from "./rest.ts";
 
 /** How many times patchMetadata re-reads and retries after a 409 before giving up. */
@@ -64,7 +65,7 @@ export async function patchStatus(
   obj: { metadata: ObjectMeta; status?: object },
   status: object,
 ): Promise<KubeObject> {
-  const key = { namespace: obj.metadata.namespace, name: obj.metadata.name };
+  const key = keyOf(obj);
   const before = (obj.status ?? {}) as Record<string, unknown>;
   return mergePatch(kube, kind, key, { status: replacingPatch(before, status as Record<string, unknown>) }, "status");
 }

@@ -26,6 +26,7 @@ import { resourcePath, secretKind, type Kube } from "../kube/client.ts";
 import { validations } from "../engine/cel.ts";
 import type { CrdSource } from "../engine/kind.ts";
 import { getObject, isNotFound, replacingPatch, statusCodeOf } from "../kube/objects.ts";
+import { keyString } from "../kube/keys.ts";
 import { kubeJson, MERGE_PATCH } from "../kube/rest.ts";
 import { GO_DURATION_PATTERN, parseGoDuration } from "../lib/duration.ts";
 import type { SecondaryWatch } from "../engine/controller.ts";
@@ -265,7 +266,7 @@ function secretError(verb: string, namespace: string, name: string, err: unknown
   const retryable = code === undefined || code >= 500 || code === 409 || code === 429;
   return new ReconcileError(
     verb === "read" ? "SecretReadFailed" : "SecretWriteFailed",
-    `could not ${verb} Secret ${namespace}/${name}: HTTP ${code ?? "error"}${reason ? ` ${reason}` : ""}`,
+    `could not ${verb} Secret ${keyString({ namespace, name })}: HTTP ${code ?? "error"}${reason ? ` ${reason}` : ""}`,
     { retryable },
   );
 }
@@ -402,12 +403,11 @@ export type UnwrittenTokens = Map<string, UnwrittenToken>;
 
 const mintedFor = (spec: AccessTokenSpec): string =>
   JSON.stringify([spec.identityId, spec.name ?? "", spec.secretName, secretKeysOf(spec)]);
-const objectKey = (c: Ctx): string => `${c.key.namespace}/${c.key.name}`;
 
 /** The token to write: the unwritten one of this object, if it is still for this spec and not due, else a new one. */
 async function tokenToWrite(c: Ctx, deps: { now?: () => Date }, unwritten: UnwrittenTokens): Promise<UnwrittenToken> {
   const now = clock(deps);
-  const kept = unwritten.get(objectKey(c));
+  const kept = unwritten.get(keyString(c.key));
   if (kept) {
     const plan = renewalPlan(kept.issuedAt, kept.expiresAt, c.spec.renewBefore);
     if (kept.uid === c.obj.metadata.uid && kept.mintedFor === mintedFor(c.spec) && (!plan || now.getTime() < plan.renewAt.getTime())) {
@@ -417,7 +417,7 @@ async function tokenToWrite(c: Ctx, deps: { now?: () => Date }, unwritten: Unwri
       );
       return kept;
     }
-    unwritten.delete(objectKey(c));
+    unwritten.delete(keyString(c.key));
   }
   // Taken before the call: the service starts the token's lifetime later, so an expiry
   // counted from here is never later than the real one.
@@ -432,7 +432,7 @@ async function tokenToWrite(c: Ctx, deps: { now?: () => Date }, unwritten: Unwri
     issuedAt,
     expiresAt: minted.expiresIn > 0 ? new Date(issuedAt.getTime() + minted.expiresIn * 1000) : undefined,
   };
-  unwritten.set(objectKey(c), token);
+  unwritten.set(keyString(c.key), token);
   return token;
 }
 
@@ -450,7 +450,7 @@ async function issue(
   if (expiresAt) data[keys.expiresAt] = b64(rfc3339(expiresAt));
   const hash = dataHash(c.obj.metadata.uid ?? "", data, keys);
   await writeSecret(c, existing, data, hash);
-  unwritten.delete(objectKey(c));
+  unwritten.delete(keyString(c.key));
   await removeOldSecret(c);
   c.log.info(
     { tokenId, reason, expiresAt: expiresAt ? rfc3339(expiresAt) : undefined, secret: c.spec.secretName },
@@ -626,7 +626,7 @@ export function accessTokenModule(deps: {
     observeOnly: isObserveOnly,
     forget: (key) => {
       gauges?.clear(key);
-      unwritten.delete(`${key.namespace}/${key.name}`);
+      unwritten.delete(keyString(key));
     },
   };
 }

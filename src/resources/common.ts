@@ -3,6 +3,7 @@ import { z } from "zod";
 import { isNotFound } from "../api/index.ts";
 import { GROUP, VERSION, type KubeObject, type ObjectKey } from "../engine/types.ts";
 import { resourcePath, type KindRef, type Kube } from "../kube/client.ts";
+import { keyOf } from "../kube/keys.ts";
 import { kubeJson } from "../kube/rest.ts";
 import { ageColumn, conditionColumn } from "../engine/kind.ts";
 
@@ -103,7 +104,7 @@ export function referrersWatch(kind: KindRef, refName: (spec: unknown) => string
     mapToKeys: (target: KubeObject, primaries?: () => KubeObject[]): ObjectKey[] =>
       (primaries?.() ?? [])
         .filter((o) => o.metadata.namespace === target.metadata.namespace && refName(o.spec) === target.metadata.name)
-        .map((o) => ({ namespace: o.metadata.namespace, name: o.metadata.name })),
+        .map(keyOf),
   };
 }
 

@@ -13,6 +13,7 @@ import {
 } from "../api/index.ts";
 import type { CrdSource } from "../engine/kind.ts";
 import { exactlyOneOf, immutable, validations } from "../engine/cel.ts";
+import { keyString } from "../kube/keys.ts";
 import { parseMsStyleDuration } from "../lib/duration.ts";
 import {
   ReconcileError,
@@ -461,7 +462,7 @@ export function subjectKey(spec: { username?: string | undefined }, status: { gr
   return status.groupId ? `group:${status.groupId}` : undefined;
 }
 
-const objectOrder = (o: KubeObject): string => `${o.metadata.creationTimestamp ?? ""}|${o.metadata.namespace}/${o.metadata.name}`;
+const objectOrder = (o: KubeObject): string => `${o.metadata.creationTimestamp ?? ""}|${keyString(o.metadata)}`;
 
 /**
  * Two ProjectMemberships (often of two teams, in two namespaces) naming one subject of one
@@ -497,7 +498,7 @@ async function observe(listings: Listings, c: Ctx): Promise<Observation<ProjectM
   const subject = subjectKey(c.spec, status);
   const owner = subject === undefined ? undefined : claimant(c.obj as KubeObject, c.peers(), projectId, subject);
   if (owner) {
-    const message = `${describeSubject(c.spec)} of project ${projectId} is managed by ProjectMembership ${owner.metadata.namespace}/${owner.metadata.name}; this one changes nothing while that one exists`;
+    const message = `${describeSubject(c.spec)} of project ${projectId} is managed by ProjectMembership ${keyString(owner.metadata)}; this one changes nothing while that one exists`;
     return {
       exists: false,
       upToDate: false,

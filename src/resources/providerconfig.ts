@@ -5,6 +5,7 @@ import { createHash } from "node:crypto";
 import { z } from "zod";
 import { createApiClient, isThrottled, type ApiClient, type ClientOptions, type RequestInfo } from "../api/index.ts";
 import type { Logger } from "../log.ts";
+import { keyOf } from "../kube/keys.ts";
 import { getObject, patchMetadata, readCached } from "../kube/objects.ts";
 import { secretKind, type KindRef, type Kube } from "../kube/client.ts";
 import type { EventRecorder } from "../kube/events.ts";
@@ -549,7 +550,7 @@ async function holdSecret(deps: ReconcileDeps, pc: ProviderConfigObject, now = D
 
 /** A ProviderConfig being deleted: released (with its Secret) once nothing uses it. */
 async function release(deps: ReconcileDeps, pc: ProviderConfigObject): Promise<Outcome> {
-  const key = { namespace: pc.metadata.namespace, name: pc.metadata.name };
+  const key = keyOf(pc);
   if (!(pc.metadata.finalizers ?? []).includes(IN_USE_FINALIZER)) return done();
   const users = await usersOf(deps, pc);
   if (users.length > 0) {

@@ -53,6 +53,7 @@ import {
   type Readiness,
 } from "../engine/managed.ts";
 import type { KubeObject, ObjectKey, ObjectMeta } from "../engine/types.ts";
+import { keyString } from "../kube/keys.ts";
 import { isObserveOnly, notFoundAsUndefined } from "./common.ts";
 import { connectVia, type ProviderResolver } from "./providerconfig.ts";
 import { resolveProjectId } from "./refs.ts";
@@ -298,12 +299,11 @@ function recordJobOutcomes(rt: Runtime, key: ObjectKey, s: Partial<Status>): voi
   }
 }
 
-const keyOf = (key: ObjectKey): string => `${key.namespace}/${key.name}`;
 const isoAt = (ms: number): string => new Date(ms).toISOString();
 
 function pollAfter(rt: Runtime, key: ObjectKey): number {
-  const since = rt.activeSince.get(keyOf(key)) ?? rt.now();
-  rt.activeSince.set(keyOf(key), since);
+  const since = rt.activeSince.get(keyString(key)) ?? rt.now();
+  rt.activeSince.set(keyString(key), since);
   return Math.min(JOB_POLL.maxMs, Math.max(JOB_POLL.minMs, rt.now() - since));
 }
 
@@ -421,7 +421,7 @@ async function checkProject(c: Ctx, record: SecretSync): Promise<void> {
 async function observe(rt: Runtime, c: Ctx): Promise<Observation<Status>> {
   const found = await findSync(c);
   if ("absent" in found) {
-    rt.activeSince.delete(keyOf(c.key));
+    rt.activeSince.delete(keyString(c.key));
     const message = found.absent.message || `no ${c.spec.destination} sync named ${c.spec.name ?? c.obj.metadata.name} exists`;
     return {
       exists: false,
@@ -444,7 +444,7 @@ function observedRecord(rt: Runtime, c: Ctx, record: SecretSync): Observation<St
   recordJobOutcomes(rt, c.key, status);
   const diff = Object.keys(syncDiff(c.spec, syncName(c.spec, c.obj.metadata), record));
   const running = activeJob(status) !== undefined;
-  if (!running) rt.activeSince.delete(keyOf(c.key));
+  if (!running) rt.activeSince.delete(keyString(c.key));
   return {
     exists: true,
     upToDate: diff.length === 0,
@@ -649,7 +649,7 @@ export function secretSyncModule(deps: SecretSyncModuleDeps): ManagedModule<Secr
     delete: (c, obs) => remove(rt, c, obs),
     observeOnly: isObserveOnly,
     forget: (key) => {
-      rt.activeSince.delete(keyOf(key));
+      rt.activeSince.delete(keyString(key));
       for (const kind of jobKinds) jobFailed?.remove({ namespace: key.namespace, name: key.name, action: jobFields[kind].label });
     },
   };
