@@ -8,7 +8,7 @@
 import type { Logger } from "./log.ts";
 import { deploymentKind, podKind, resourcePath, secretKind, type KindRef, type Kube } from "./kube/client.ts";
 import { patchMetadata } from "./kube/objects.ts";
-import { isNotFound } from "./kube/objects.ts";
+import { isKubeNotFound } from "./kube/objects.ts";
 import { keyOf, keyString, parseKeyString } from "./kube/keys.ts";
 import { kubeJson, MERGE_PATCH } from "./kube/rest.ts";
 import type { KubeObject } from "./kube/types.ts";
@@ -112,7 +112,7 @@ export async function stopDeployment(kube: Kube, ref: DeploymentRef, log: Logger
       contentType: MERGE_PATCH,
     });
   } catch (err) {
-    if (isNotFound(err)) return;
+    if (isKubeNotFound(err)) return;
     throw err;
   }
   if (!selector) throw new Error(`deployment ${keyString(ref)} has no matchLabels selector; not waiting on an unbounded set of pods`);

@@ -15,7 +15,7 @@ import type { Logger } from "../log.ts";
 import type { ObjectMeta } from "./types.ts";
 import { resourcePath, type KindRef, type Kube } from "./client.ts";
 import { keyString } from "./keys.ts";
-import { isNotFound } from "./objects.ts";
+import { isKubeNotFound } from "./objects.ts";
 import { errorSummary, kubeJson, MERGE_PATCH } from "./rest.ts";
 
 const eventKind: KindRef = { group: "", version: "v1", plural: "events", kind: "Event" };
@@ -93,7 +93,7 @@ export function createEventRecorder(kube: Kube, opts: EventRecorderOptions): Eve
         return;
       } catch (err) {
         // The Event expired (events live an hour by default): start a new series below.
-        if (!isNotFound(err)) throw err;
+        if (!isKubeNotFound(err)) throw err;
         s.count = 1;
       }
     }

@@ -11,7 +11,7 @@
 import { performance } from "node:perf_hooks";
 import type { Logger } from "../log.ts";
 import { resourcePath, type KindRef, type Kube } from "./client.ts";
-import { isConflict, isNotFound } from "./objects.ts";
+import { isConflict, isKubeNotFound } from "./objects.ts";
 import { keyString } from "./keys.ts";
 import { errorSummary, kubeJson } from "./rest.ts";
 
@@ -116,7 +116,7 @@ function leaseClient(opts: LeaderElectionOptions, log: Logger): LeaseClient {
     try {
       return await kubeJson<Lease>(kube.access, { path: resourcePath(leaseKind, namespace, name) });
     } catch (err) {
-      if (isNotFound(err)) return undefined;
+      if (isKubeNotFound(err)) return undefined;
       throw err;
     }
   };

@@ -18,7 +18,7 @@ export function statusCodeOf(err: unknown): number | undefined {
   return undefined;
 }
 
-export const isNotFound = (err: unknown): boolean => statusCodeOf(err) === 404;
+export const isKubeNotFound = (err: unknown): boolean => statusCodeOf(err) === 404;
 export const isConflict = (err: unknown): boolean => statusCodeOf(err) === 409;
 
 /** The object, or undefined when it does not exist. */
@@ -26,7 +26,7 @@ export async function getObject(kube: Kube, kind: KindRef, key: ObjectKey): Prom
   try {
     return await kubeJson<KubeObject>(kube.access, { path: resourcePath(kind, key.namespace, key.name) });
   } catch (err) {
-    if (isNotFound(err)) return undefined;
+    if (isKubeNotFound(err)) return undefined;
     throw err;
   }
 }
@@ -126,7 +126,7 @@ export async function patchMetadata(
     try {
       return await mergePatch(kube, kind, key, { metadata });
     } catch (err) {
-      if (isNotFound(err)) return undefined;
+      if (isKubeNotFound(err)) return undefined;
       if (!isConflict(err) || opts.exact || attempt >= METADATA_CONFLICT_RETRIES) throw err;
     }
     current = await getObject(kube, kind, key);

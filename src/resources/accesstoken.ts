@@ -25,7 +25,7 @@ import type { ApiClient } from "../api/index.ts";
 import { resourcePath, secretKind, type Kube } from "../kube/client.ts";
 import { validations } from "../engine/cel.ts";
 import type { CrdSource } from "../engine/kind.ts";
-import { getObject, isNotFound, replacingPatch, statusCodeOf } from "../kube/objects.ts";
+import { getObject, isKubeNotFound, replacingPatch, statusCodeOf } from "../kube/objects.ts";
 import { keyString } from "../kube/keys.ts";
 import { kubeJson, MERGE_PATCH } from "../kube/rest.ts";
 import { GO_DURATION_PATTERN, parseGoDuration } from "../lib/duration.ts";
@@ -380,7 +380,7 @@ async function removeOldSecret(c: Ctx): Promise<void> {
     await kubeJson(c.kube.access, { method: "DELETE", path: resourcePath(secretKind, c.key.namespace, old) });
     c.event("Normal", "SecretRemoved", `removed Secret ${old}, replaced by ${c.spec.secretName}`);
   } catch (err) {
-    if (!isNotFound(err)) throw secretError("delete", c.key.namespace, old, err);
+    if (!isKubeNotFound(err)) throw secretError("delete", c.key.namespace, old, err);
   }
 }
 

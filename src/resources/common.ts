@@ -1,6 +1,6 @@
 // Spec and status pieces every kind shares, and the helpers that turn them into CRD sources.
 import { z } from "zod";
-import { isNotFound } from "../api/index.ts";
+import { isServiceNotFound } from "../api/index.ts";
 import { GROUP, VERSION, type KubeObject, type ObjectKey } from "../engine/types.ts";
 import { resourcePath, type KindRef, type Kube } from "../kube/client.ts";
 import { keyOf } from "../kube/keys.ts";
@@ -89,7 +89,7 @@ export function dropUndefined<T extends object>(o: T): Partial<T> {
 
 /** For `.catch()` on a lookup: a 404 from the service means "absent"; anything else is rethrown. */
 export function notFoundAsUndefined(err: unknown): undefined {
-  if (isNotFound(err)) return undefined;
+  if (isServiceNotFound(err)) return undefined;
   throw err;
 }
 

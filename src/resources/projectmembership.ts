@@ -4,7 +4,7 @@
 import { z } from "zod";
 import type { KubeObject } from "../engine/types.ts";
 import {
-  isNotFound,
+  isServiceNotFound,
   type ApiClient,
   type GroupMembership,
   type MembershipRole,
@@ -395,7 +395,7 @@ async function findMember(source: MemberSource, projectId: string, spec: Project
       return fromUser(await api.getMembershipByUsername(projectId, spec.username));
     } catch (err) {
       // The details lookup answers 404 for a user who is not a member.
-      if (isNotFound(err)) return undefined;
+      if (isServiceNotFound(err)) return undefined;
       throw err;
     }
   }
@@ -536,7 +536,8 @@ async function update(listings: Listings, c: Ctx, obs: Observation<ProjectMember
   try {
     await writeRoles(listings, c, obs.status, c.spec.roles.map(roleRequest));
   } catch (err) {
-    if (isNotFound(err)) throw new ReconcileError("MemberNotFound", notMember(c, projectId).message, { retryable: false, cause: err });
+    if (isServiceNotFound(err))
+      throw new ReconcileError("MemberNotFound", notMember(c, projectId).message, { retryable: false, cause: err });
     throw err;
   }
   // The update's answer names custom roles by id only: read the membership again for status.
@@ -552,7 +553,7 @@ async function revoke(listings: Listings, c: Ctx, obs: Observation<ProjectMember
   try {
     await writeRoles(listings, c, obs.status, target);
   } catch (err) {
-    if (isNotFound(err)) return { done: true };
+    if (isServiceNotFound(err)) return { done: true };
     throw err;
   }
   c.event("Normal", "Revoked", `set the roles of ${describeSubject(c.spec)} to ${role}`);

@@ -37,7 +37,7 @@
 //   once more.
 // Each handled value gets an Event (SyncRequested, RemoveSecretsRequested).
 import type { ApiClient, CreateSecretSyncBody, Destination, SecretSync, UpdateSecretSyncBody } from "../api/index.ts";
-import { DEFAULT_INITIAL_SYNC_BEHAVIOR, isApiError, isJobInProgress, isNotFound, isRouteNotFound } from "../api/index.ts";
+import { DEFAULT_INITIAL_SYNC_BEHAVIOR, isApiError, isJobInProgress, isServiceNotFound, isRouteNotFound } from "../api/index.ts";
 import { ANNOTATION_CREATE_PENDING } from "../engine/managed.ts";
 import type { Gauge } from "prom-client";
 import { backoffCeiling } from "../lib/backoff.ts";
@@ -622,7 +622,7 @@ async function remove(rt: Runtime, c: Ctx, obs: Observation<Status>): Promise<De
   try {
     await c.conn.deleteSecretSync(c.spec.destination, id);
   } catch (err) {
-    if (!isNotFound(err)) throw err;
+    if (!isServiceNotFound(err)) throw err;
   }
   return { done: true };
 }
