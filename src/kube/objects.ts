@@ -1,6 +1,6 @@
 // Reading and patching one object of any kind: whole-status writes through /status, metadata
-// (annotations, finalizers) with optimistic concurrency, and the error predicates for
-// client-node 2.x (ApiException carries the HTTP status in .code).
+// (annotations, finalizers) with optimistic concurrency, and the predicates on the HTTP status of
+// an apiserver error (rest.ts's KubeApiError; client-node's ApiException, which tests use, too).
 import type { KubeObject, ObjectKey, ObjectMeta } from "./types.ts";
 import { resourcePath, type KindRef, type Kube } from "./client.ts";
 import { keyOf } from "./keys.ts";
@@ -9,6 +9,10 @@ import { kubeJson, MERGE_PATCH } from "./rest.ts";
 /** How many times patchMetadata re-reads and retries after a 409 before giving up. */
 export const METADATA_CONFLICT_RETRIES = 5;
 
+/**
+ * The HTTP status an error carries: `code` (KubeApiError's, and client-node's ApiException's), else
+ * a numeric `statusCode`; undefined for anything else (a timeout, a transport failure).
+ */
 export function statusCodeOf(err: unknown): number | undefined {
   if (typeof err === "object" && err !== null) {
     const { code, statusCode } = err as { code?: unknown; statusCode?: unknown };
@@ -18,6 +22,7 @@ export function statusCodeOf(err: unknown): number | undefined {
   return undefined;
 }
 
+/** The apiserver answered 404: the object (or its namespace, or its kind) does not exist. */
 export const isKubeNotFound = (err: unknown): boolean => statusCodeOf(err) === 404;
 export const isConflict = (err: unknown): boolean => statusCodeOf(err) === 409;
 

@@ -27,7 +27,7 @@ import { validations } from "../engine/cel.ts";
 import type { CrdSource } from "../engine/kind.ts";
 import { getObject, isKubeNotFound, replacingPatch, statusCodeOf } from "../kube/objects.ts";
 import { keyString } from "../kube/keys.ts";
-import { kubeJson, MERGE_PATCH } from "../kube/rest.ts";
+import { KubeApiError, kubeJson, MERGE_PATCH } from "../kube/rest.ts";
 import { GO_DURATION_PATTERN, parseGoDuration } from "../lib/duration.ts";
 import type { SecondaryWatch } from "../engine/controller.ts";
 import { kindGauge, type Metrics } from "../engine/metrics.ts";
@@ -257,8 +257,9 @@ async function readSecret(kube: Kube, namespace: string, name: string): Promise<
 }
 
 /**
- * Kubernetes errors name only the status code and the apiserver's reason: the message and body
- * of an ApiException could echo what was sent, and what is sent here holds a token.
+ * Kubernetes errors name only the status code and the apiserver's Status reason (KubeApiError's
+ * `reason`, e.g. Forbidden, Invalid): its message could echo what was sent, and what is sent here
+ * holds a token.
  */
 function secretError(verb: string, namespace: string, name: string, err: unknown): ReconcileError {
   const code = statusCodeOf(err);
@@ -271,18 +272,10 @@ function secretError(verb: string, namespace: string, name: string, err: unknown
   );
 }
 
+/** The apiserver's Status reason when it is one word (a reason is CamelCase; anything else is not shown). */
 function statusReason(err: unknown): string | undefined {
-  const body = (err as { body?: unknown }).body;
-  let parsed: unknown = body;
-  if (typeof body === "string") {
-    try {
-      parsed = JSON.parse(body);
-    } catch {
-      return undefined;
-    }
-  }
-  const reason = (parsed as { reason?: unknown } | undefined)?.reason;
-  return typeof reason === "string" && /^[A-Za-z]{1,64}$/.test(reason) ? reason : undefined;
+  const reason = err instanceof KubeApiError ? err.reason : undefined;
+  return reason !== undefined && /^[A-Za-z]{1,64}$/.test(reason) ? reason : undefined;
 }
 
 const clock = (deps: { now?: () => Date }): Date => deps.now?.() ?? new Date();
