@@ -24,6 +24,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
+import { parseFlagDuration } from "../src/lib/duration.ts";
 import { repoRoot } from "../test/controlplane/binaries.ts";
 import { startCluster, type BenchCluster } from "./support/cluster.ts";
 import { startEmulatorThread, serviceDelta, type EmulatorThread, type ServiceCounts } from "./support/emulator.ts";
@@ -305,7 +306,7 @@ async function runOnce(ctx: Ctx, n: number, rep: number): Promise<RunResult> {
     progress(`N=${n} run ${rep}: restart → first pass ${(restartMs / 1000).toFixed(1)} s`);
 
     // 4. steady state
-    const resyncMs = parseDurationMs(STEADY_RESYNC);
+    const resyncMs = parseFlagDuration(STEADY_RESYNC);
     progress(`N=${n} run ${rep}: steady state for ${STEADY_RESYNCS} × ${STEADY_RESYNC}`);
     const beforeSteady = await snapshot(ctx, keyward);
     await sleep(STEADY_RESYNCS * resyncMs);
@@ -428,12 +429,6 @@ async function settle(keyward: KeywardProcess): Promise<void> {
     quiet = now === last ? quiet + 1 : 0;
     last = now;
   }
-}
-
-function parseDurationMs(text: string): number {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m)$/.exec(text);
-  if (!m) throw new Error(`ENGINE_BENCH_RESYNC: "${text}" is not like 10s`);
-  return Number(m[1]) * { ms: 1, s: 1000, m: 60_000 }[m[2] as "ms" | "s" | "m"];
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -3,21 +3,12 @@
 import { parseArgs } from "node:util";
 import { z } from "zod";
 import { invalidBaseUrl, parseBaseUrlList } from "./lib/baseurl.ts";
+import { parseFlagDuration } from "./lib/duration.ts";
 import { leaseTimesProblems } from "./kube/lease.ts";
-
-const durationPattern = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/;
-const unitMs = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const;
-
-/** "500ms", "30s", "10m", "1h" → milliseconds. */
-export function parseDuration(text: string): number {
-  const m = durationPattern.exec(text.trim());
-  if (!m?.[1] || !m[2]) throw new Error(`"${text}" is not a duration like 30s, 10m or 1h`);
-  return Math.round(Number(m[1]) * unitMs[m[2] as keyof typeof unitMs]);
-}
 
 const duration = z.string().transform((s, ctx) => {
   try {
-    return parseDuration(s);
+    return parseFlagDuration(s);
   } catch (err) {
     ctx.addIssue({ code: "custom", message: (err as Error).message });
     return z.NEVER;

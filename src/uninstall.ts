@@ -8,7 +8,8 @@
 import type { Logger } from "./log.ts";
 import { deploymentKind, podKind, resourcePath, secretKind, type KindRef, type Kube } from "./kube/client.ts";
 import { patchMetadata } from "./kube/objects.ts";
-import { isNotFound } from "./kube/objects.ts";
+import { isKubeNotFound } from "./kube/objects.ts";
+import { keyOf, keyString, parseKeyString } from "./kube/keys.ts";
 import { kubeJson, MERGE_PATCH } from "./kube/rest.ts";
 import type { KubeObject } from "./kube/types.ts";
 import { FINALIZER } from "./engine/managed.ts";
@@ -50,10 +51,10 @@ export async function releaseFinalizers(opts: ReleaseOptions): Promise<string[]>
   const released: string[] = [];
   const release = async (kind: KindRef, obj: KubeObject): Promise<void> => {
     const held = KEYWARD_FINALIZERS.filter((f) => (obj.metadata.finalizers ?? []).includes(f));
-    const key = { namespace: obj.metadata.namespace ?? "", name: obj.metadata.name };
+    const key = keyOf(obj);
     for (const finalizer of held) await patchMetadata(kube, kind, key, { finalizers: { remove: finalizer } });
     if (held.length > 0) {
-      released.push(`${kind.kind} ${key.namespace ? `${key.namespace}/` : ""}${key.name}`);
+      released.push(`${kind.kind} ${key.namespace ? keyString(key) : key.name}`);
       log.info({ kind: kind.kind, namespace: key.namespace, name: key.name, finalizers: held }, "released");
     }
   };
@@ -64,19 +65,18 @@ export async function releaseFinalizers(opts: ReleaseOptions): Promise<string[]>
       for (const obj of await list(kube, kind, namespace)) {
         if (kind === providerConfigRef) {
           const held = (obj.status as { heldSecret?: unknown } | undefined)?.heldSecret;
-          if (typeof held === "string") heldSecrets.add(`${obj.metadata.namespace ?? ""}/${held}`);
+          if (typeof held === "string") heldSecrets.add(keyString({ namespace: obj.metadata.namespace, name: held }));
         }
         await release(kind, obj);
       }
     }
     for (const secret of await list(kube, secretKind, namespace, CREDENTIALS_SELECTOR)) {
-      heldSecrets.delete(`${secret.metadata.namespace ?? ""}/${secret.metadata.name}`);
+      heldSecrets.delete(keyString(secret.metadata));
       await release(secretKind, secret);
     }
   }
   for (const entry of heldSecrets) {
-    const [namespace = "", name = ""] = entry.split("/");
-    const secret = await patchMetadata(kube, secretKind, { namespace, name }, { finalizers: { remove: IN_USE_FINALIZER } });
+    const secret = await patchMetadata(kube, secretKind, parseKeyString(entry), { finalizers: { remove: IN_USE_FINALIZER } });
     if (secret) released.push(`Secret ${entry}`);
   }
   if (opts.clusterProviderConfigs) {
@@ -112,12 +112,11 @@ export async function stopDeployment(kube: Kube, ref: DeploymentRef, log: Logger
       contentType: MERGE_PATCH,
     });
   } catch (err) {
-    if (isNotFound(err)) return;
+    if (isKubeNotFound(err)) return;
     throw err;
   }
-  if (!selector)
-    throw new Error(`deployment ${ref.namespace}/${ref.name} has no matchLabels selector; not waiting on an unbounded set of pods`);
-  log.info({ deployment: `${ref.namespace}/${ref.name}` }, "scaled keyward to 0; waiting for its pods to stop");
+  if (!selector) throw new Error(`deployment ${keyString(ref)} has no matchLabels selector; not waiting on an unbounded set of pods`);
+  log.info({ deployment: keyString(ref) }, "scaled keyward to 0; waiting for its pods to stop");
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const pods = await kubeJson<{ items?: unknown[] }>(kube.access, {
@@ -126,9 +125,7 @@ export async function stopDeployment(kube: Kube, ref: DeploymentRef, log: Logger
     });
     if ((pods.items ?? []).length === 0) return;
     if (Date.now() >= deadline)
-      throw new Error(
-        `${String(pods.items?.length)} pod(s) of deployment ${ref.namespace}/${ref.name} still running after ${timeoutMs / 1000}s`,
-      );
+      throw new Error(`${String(pods.items?.length)} pod(s) of deployment ${keyString(ref)} still running after ${timeoutMs / 1000}s`);
     await new Promise((resolve) => setTimeout(resolve, 1_000));
   }
 }

@@ -233,7 +233,7 @@ export const isResponseValidationError = (e: unknown): e is ResponseValidationEr
 export const isRequestValidationError = (e: unknown): e is RequestValidationError => e instanceof RequestValidationError;
 export const isResponseTooLarge = (e: unknown): e is ResponseTooLargeError => e instanceof ResponseTooLargeError;
 /** The object does not exist: a 404 for an id or slug, never one for an unknown route. */
-export const isNotFound = (e: unknown): boolean => isApiError(e) && e.status === 404 && !e.routeNotFound;
+export const isServiceNotFound = (e: unknown): boolean => isApiError(e) && e.status === 404 && !e.routeNotFound;
 /** The service does not serve the operation's path at all (an older or stricter server). */
 export const isRouteNotFound = (e: unknown): boolean => isApiError(e) && e.routeNotFound;
 export const isJobInProgress = (e: unknown): boolean => isApiError(e) && e.jobInProgress;

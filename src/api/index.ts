@@ -19,7 +19,7 @@ export {
   TransportError,
   isApiError,
   isJobInProgress,
-  isNotFound,
+  isServiceNotFound,
   isRequestValidationError,
   isRouteNotFound,
   isResponseTooLarge,
@@ -30,7 +30,7 @@ export {
   type FieldIssue,
   type TransportErrorKind,
 } from "./errors.ts";
-export { backoffDelay, defaultRetryPolicy, parseRetryAfter, retryDecision, type RetryPolicy } from "./retry.ts";
+export { defaultRetryPolicy, requestRetryDelay, parseRetryAfter, retryDecision, type RetryPolicy } from "./retry.ts";
 export {
   bucketFor,
   bucketKey,

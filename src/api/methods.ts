@@ -2,7 +2,7 @@
 // interface.md's limits (unless validateRequests is false) and unwrapping the response.
 import { z } from "zod";
 import { createCaller, type CallOptions, type Caller, type ClientOptions } from "./client.ts";
-import { isNotFound } from "./errors.ts";
+import { isServiceNotFound } from "./errors.ts";
 import {
   createProjectBodySchema,
   createProjectResponseSchema,
@@ -255,7 +255,7 @@ function syncMethods(c: Caller): SyncMethods {
       try {
         return (await c.call({ op: "findSecretSyncByName", params, query: { projectId }, response }, opts)).secretSync;
       } catch (err) {
-        if (isNotFound(err)) return undefined;
+        if (isServiceNotFound(err)) return undefined;
         throw err;
       }
     },

@@ -1,6 +1,6 @@
 // When to try a request again, and after how long. Pure: the clock and the random source are
 // parameters so tests can pin them.
-import { backoffDelay as jittered, timerDelay } from "../lib/backoff.ts";
+import { backoffDelay, timerDelay } from "../lib/backoff.ts";
 import { ApiError, RETRIED_STATUSES, TransportError } from "./errors.ts";
 
 export interface RetryPolicy {
@@ -31,11 +31,12 @@ export function retryPolicy(partial: Partial<RetryPolicy> | undefined): RetryPol
 export type Idempotency = "idempotent" | "non-idempotent";
 
 /**
- * Equal-jitter exponential backoff before retry `retry` (1 = the first retry): the ceiling is
- * min(maxDelayMs, baseDelayMs * 2^(retry-1)); the delay is uniform in [ceiling/2, ceiling].
+ * How long to wait before sending a service request again, retry number `retry` (1 = the first
+ * retry): lib/backoff's equal-jitter backoffDelay under the RetryPolicy, so the ceiling is
+ * min(maxDelayMs, baseDelayMs * 2^(retry-1)) and the delay is uniform in [ceiling/2, ceiling].
  */
-export function backoffDelay(retry: number, policy: RetryPolicy, random: () => number = Math.random): number {
-  return jittered(Math.floor(retry) - 1, { baseMs: policy.baseDelayMs, maxMs: policy.maxDelayMs, jitter: "equal" }, random);
+export function requestRetryDelay(retry: number, policy: RetryPolicy, random: () => number = Math.random): number {
+  return backoffDelay(Math.floor(retry) - 1, { baseMs: policy.baseDelayMs, maxMs: policy.maxDelayMs, jitter: "equal" }, random);
 }
 
 /**
@@ -75,7 +76,7 @@ export function retryDecision(
   random: () => number = Math.random,
 ): RetryDecision {
   if (attempt >= policy.maxAttempts || !mayRetry(error, idempotency)) return { retry: false };
-  return { retry: true, delayMs: backoffDelay(attempt, policy, random) };
+  return { retry: true, delayMs: requestRetryDelay(attempt, policy, random) };
 }
 
 function mayRetry(error: unknown, idempotency: Idempotency): boolean {

@@ -5,10 +5,11 @@
 import type { Logger } from "../log.ts";
 import type { Kube, KindRef } from "../kube/client.ts";
 import { createInformerFactory, type InformerFactory, type SharedInformer } from "../kube/informer.ts";
+import { keyString, parseKeyString } from "../kube/keys.ts";
 import { errorSummary } from "../kube/rest.ts";
 import { jitterInterval, type BackoffPolicy } from "../lib/backoff.ts";
 import { queueObserver, type Metrics, type ReconcileResult } from "./metrics.ts";
-import { createWorkQueue, formatKey, parseKey, type WorkQueue } from "./queue.ts";
+import { createWorkQueue, type WorkQueue } from "./queue.ts";
 import type { KubeObject, ObjectKey, Outcome, ReconcileFn } from "./types.ts";
 
 export interface SecondaryWatch {
@@ -83,7 +84,7 @@ export function createController(opts: ControllerOptions): Controller {
 
   const reconcileOnce = async (key: string): Promise<Outcome> => {
     try {
-      return await opts.reconcile(parseKey(key), abort.signal);
+      return await opts.reconcile(parseKeyString(key), abort.signal);
     } catch (err) {
       const error = err instanceof Error ? err : new Error(String(err));
       log.error({ key, err: errorSummary(err) }, "reconcile threw; retrying with backoff");
@@ -138,7 +139,7 @@ export function createController(opts: ControllerOptions): Controller {
       if (ownFactory) factory.stop();
       log.info("controller stopped");
     },
-    enqueue: (key) => queue.add(formatKey(key)),
+    enqueue: (key) => queue.add(keyString(key)),
     queueLength: () => queue.len(),
     cached: (key) => primary.get(key),
     list: () => primary.list(),
@@ -183,7 +184,7 @@ function scheduleResync(intervalMs: number, informer: SharedInformer, queue: Wor
     timer = setTimeout(
       () => {
         for (const obj of informer.list()) {
-          queue.addAfter(formatKey(keyOf(obj)), Math.floor(Math.random() * (intervalMs / 10)));
+          queue.addAfter(keyString(obj.metadata), Math.floor(Math.random() * (intervalMs / 10)));
         }
         arm();
       },
@@ -224,11 +225,6 @@ function sameRecord(a: Record<string, string> | undefined, b: Record<string, str
   return x.length === Object.keys(b ?? {}).length && x.every(([k, v]) => b?.[k] === v);
 }
 
-function keyOf(obj: KubeObject): ObjectKey {
-  // A cluster-scoped object has no namespace: its key is "/name".
-  return { namespace: obj.metadata.namespace ?? "", name: obj.metadata.name };
-}
-
 function subscribeInformers(
   opts: ControllerOptions,
   factory: InformerFactory,
@@ -238,14 +234,14 @@ function subscribeInformers(
   const unsubscribe = [
     primary.subscribe((type, obj, old) => {
       if (type === "update" && old && onlyOwnChanges(old, obj, opts.ownAnnotations)) return;
-      queue.add(formatKey(keyOf(obj)));
+      queue.add(keyString(obj.metadata));
     }),
   ];
   const secondaries = (opts.watches ?? []).map((w) => {
     const informer = factory.get(w.kind, w.labelSelector);
     unsubscribe.push(
       informer.subscribe((_type, obj) => {
-        for (const key of w.mapToKeys(obj, () => primary.list())) queue.add(formatKey(key));
+        for (const key of w.mapToKeys(obj, () => primary.list())) queue.add(keyString(key));
       }),
     );
     return informer;

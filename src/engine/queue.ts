@@ -9,7 +9,7 @@
 // - fair across namespaces: ready keys are handed out one namespace at a time, in turn (round
 //   robin over the namespaces that have ready keys; FIFO within one), so a change in namespace B
 //   waits for at most one key of each other namespace, never behind A's backlog of thousands.
-import type { ObjectKey } from "./types.ts";
+import { parseKeyString } from "../kube/keys.ts";
 import { backoffDelay, retryAfterFloor, timerDelay, type BackoffPolicy } from "../lib/backoff.ts";
 
 export interface QueueObserver {
@@ -59,15 +59,6 @@ export function retryDelay(attempt: number, policy: BackoffPolicy, retryAfterMs:
   return Math.max(backoffDelay(attempt, policy, random), retryAfterFloor(retryAfterMs));
 }
 
-export function formatKey(key: ObjectKey): string {
-  return `${key.namespace}/${key.name}`;
-}
-
-export function parseKey(key: string): ObjectKey {
-  const slash = key.indexOf("/");
-  return slash < 0 ? { namespace: "", name: key } : { namespace: key.slice(0, slash), name: key.slice(slash + 1) };
-}
-
 /** A FIFO with O(1) push and shift (Array.prototype.shift is O(n): 10,000 keys would cost 10^8). */
 function createFifo<T>() {
   let items: T[] = [];
@@ -100,10 +91,7 @@ interface ReadyKeys {
   readonly length: number;
 }
 
-const namespaceOf = (key: string): string => {
-  const slash = key.indexOf("/");
-  return slash < 0 ? "" : key.slice(0, slash);
-};
+const namespaceOf = (key: string): string => parseKeyString(key).namespace;
 
 /**
  * One FIFO per namespace and a turn order of the namespaces that have ready keys: each shift

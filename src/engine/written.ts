@@ -3,6 +3,7 @@
 // later; a pass that runs before then (a requeue, a retry) must not act on the older copy — it
 // could create twice what the previous pass created. So every object a pass wrote is kept here
 // until the cache holds that version or a newer one, and reads take the newer of the two.
+import { keyString } from "../kube/keys.ts";
 import type { KubeObject, ObjectKey } from "./types.ts";
 
 export interface WrittenObjects {
@@ -20,8 +21,6 @@ export interface WrittenObjects {
   size(): number;
 }
 
-const id = (key: ObjectKey): string => `${key.namespace}/${key.name}`;
-
 /** -1, 0, 1 as a is older, the same, newer than b; undefined when they cannot be compared. */
 export function compareVersions(a: string | undefined, b: string | undefined): number | undefined {
   if (a === undefined || b === undefined || !/^\d+$/.test(a) || !/^\d+$/.test(b)) return undefined;
@@ -34,30 +33,30 @@ export function createWrittenObjects(): WrittenObjects {
   const written = new Map<string, KubeObject>();
   return {
     remember(obj) {
-      written.set(id(obj.metadata), obj);
+      written.set(keyString(obj.metadata), obj);
     },
     latest(key, cached) {
-      const mine = written.get(id(key));
+      const mine = written.get(keyString(key));
       if (!mine) return cached;
       // Deleted since: the cache saw the delete event (forget ran) or never had it.
       if (!cached) return mine;
       const order = compareVersions(cached.metadata.resourceVersion, mine.metadata.resourceVersion);
       if (order === undefined) return cached.metadata.resourceVersion === mine.metadata.resourceVersion ? cached : "stale";
       if (order >= 0) {
-        written.delete(id(key));
+        written.delete(keyString(key));
         return cached;
       }
       return mine;
     },
     seen(obj) {
-      const mine = written.get(id(obj.metadata));
+      const mine = written.get(keyString(obj.metadata));
       if (!mine) return;
       const order = compareVersions(obj.metadata.resourceVersion, mine.metadata.resourceVersion);
       if (order === undefined ? obj.metadata.resourceVersion === mine.metadata.resourceVersion : order >= 0)
-        written.delete(id(obj.metadata));
+        written.delete(keyString(obj.metadata));
     },
     forget(key) {
-      written.delete(id(key));
+      written.delete(keyString(key));
     },
     size: () => written.size,
   };

@@ -14,7 +14,8 @@ import { hostname } from "node:os";
 import type { Logger } from "../log.ts";
 import type { ObjectMeta } from "./types.ts";
 import { resourcePath, type KindRef, type Kube } from "./client.ts";
-import { isNotFound } from "./objects.ts";
+import { keyString } from "./keys.ts";
+import { isKubeNotFound } from "./objects.ts";
 import { errorSummary, kubeJson, MERGE_PATCH } from "./rest.ts";
 
 const eventKind: KindRef = { group: "", version: "v1", plural: "events", kind: "Event" };
@@ -92,7 +93,7 @@ export function createEventRecorder(kube: Kube, opts: EventRecorderOptions): Eve
         return;
       } catch (err) {
         // The Event expired (events live an hour by default): start a new series below.
-        if (!isNotFound(err)) throw err;
+        if (!isKubeNotFound(err)) throw err;
         s.count = 1;
       }
     }
@@ -104,7 +105,7 @@ export function createEventRecorder(kube: Kube, opts: EventRecorderOptions): Eve
   const record = (obj: EventSubject, type: EventType, reason: string, message: string): void => {
     try {
       const text = truncateMessage(message);
-      const key = `${obj.metadata.uid ?? `${obj.metadata.namespace}/${obj.metadata.name}`}\u0000${type}\u0000${reason}\u0000${text}`;
+      const key = `${obj.metadata.uid ?? keyString(obj.metadata)}\u0000${type}\u0000${reason}\u0000${text}`;
       let s = series.get(key);
       if (s) {
         series.delete(key); // re-insert: Map order doubles as least-recently-used order
@@ -117,10 +118,7 @@ export function createEventRecorder(kube: Kube, opts: EventRecorderOptions): Eve
       const run = current.chain
         .then(() => write(current, obj, type, reason, text))
         .catch((err: unknown) => {
-          opts.logger.warn(
-            { err: errorSummary(err), reason, object: `${obj.metadata.namespace}/${obj.metadata.name}` },
-            "event not recorded",
-          );
+          opts.logger.warn({ err: errorSummary(err), reason, object: keyString(obj.metadata) }, "event not recorded");
         });
       current.chain = run;
       pending.add(run);

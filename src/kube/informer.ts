@@ -12,6 +12,7 @@ import type { KubeObject, ObjectKey } from "./types.ts";
 import { backoffDelay, interruptibleSleep, type BackoffPolicy } from "../lib/backoff.ts";
 import { apiVersionOf, resourcePath, type KindRef, type Kube } from "./client.ts";
 import { listAll, watchOnce, type WatchEventType } from "./watch.ts";
+import { keyString } from "./keys.ts";
 import { errorSummary } from "./rest.ts";
 
 export type InformerEventType = "add" | "update" | "delete";
@@ -46,8 +47,6 @@ const randomWatchTimeoutSeconds = (): number => 300 + Math.floor(Math.random() *
 // keeps closing at once is not hammered.
 const MIN_HEALTHY_WATCH_MS = 1000;
 
-const cacheKey = (namespace: string | undefined, name: string): string => `${namespace ?? ""}/${name}`;
-
 type Emit = (type: InformerEventType, obj: KubeObject, old?: KubeObject) => void;
 
 const LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration";
@@ -77,14 +76,14 @@ function createStore(kind: KindRef, emit: Emit) {
     return obj;
   };
   const upsert = (obj: KubeObject): void => {
-    const key = cacheKey(obj.metadata.namespace, obj.metadata.name);
+    const key = keyString(obj.metadata);
     const old = cache.get(key);
     if (old && old.metadata.resourceVersion === obj.metadata.resourceVersion) return;
     cache.set(key, withKind(slim(obj)));
     emit(old ? "update" : "add", obj, old);
   };
   const remove = (obj: KubeObject): void => {
-    if (cache.delete(cacheKey(obj.metadata.namespace, obj.metadata.name))) emit("delete", withKind(obj));
+    if (cache.delete(keyString(obj.metadata))) emit("delete", withKind(obj));
   };
   return {
     cache,
@@ -94,7 +93,7 @@ function createStore(kind: KindRef, emit: Emit) {
     },
     /** A fresh list of one scope (a namespace, or undefined for all): report what vanished. */
     replaceScope(scope: string | undefined, items: KubeObject[]): void {
-      const fresh = new Set(items.map((o) => cacheKey(o.metadata.namespace, o.metadata.name)));
+      const fresh = new Set(items.map((o) => keyString(o.metadata)));
       for (const [key, obj] of cache) {
         if ((scope === undefined || obj.metadata.namespace === scope) && !fresh.has(key)) {
           cache.delete(key);
@@ -210,7 +209,7 @@ export function watchKind(kube: Kube, kind: KindRef, opts: WatchKindOptions): In
       if (synced.size < scopes.length) abandonSync?.(new Error(`informer for ${kind.kind} stopped before it synced`));
     },
     list: () => [...store.cache.values()],
-    get: (key) => store.cache.get(cacheKey(key.namespace, key.name)),
+    get: (key) => store.cache.get(keyString(key)),
     hasSynced: () => synced.size === scopes.length,
   };
 }

@@ -11,7 +11,8 @@
 import { performance } from "node:perf_hooks";
 import type { Logger } from "../log.ts";
 import { resourcePath, type KindRef, type Kube } from "./client.ts";
-import { isConflict, isNotFound } from "./objects.ts";
+import { isConflict, isKubeNotFound } from "./objects.ts";
+import { keyString } from "./keys.ts";
 import { errorSummary, kubeJson } from "./rest.ts";
 
 const leaseKind: KindRef = { group: "coordination.k8s.io", version: "v1", plural: "leases", kind: "Lease" };
@@ -115,7 +116,7 @@ function leaseClient(opts: LeaderElectionOptions, log: Logger): LeaseClient {
     try {
       return await kubeJson<Lease>(kube.access, { path: resourcePath(leaseKind, namespace, name) });
     } catch (err) {
-      if (isNotFound(err)) return undefined;
+      if (isKubeNotFound(err)) return undefined;
       throw err;
     }
   };
@@ -186,7 +187,7 @@ export function runLeaderElection(opts: LeaderElectionOptions): LeaderElection {
   const problems = leaseTimesProblems(opts);
   if (problems.length > 0) throw new Error(`leader election: ${problems.map((p) => p.message).join("; ")}`);
   const monotonic = opts.monotonicNow ?? (() => performance.now());
-  const log = opts.logger.child({ lease: `${opts.namespace}/${opts.name}`, identity: opts.identity });
+  const log = opts.logger.child({ lease: keyString(opts), identity: opts.identity });
   const client = leaseClient(opts, log);
   const wake = new AbortController();
   const sleep = (ms: number): Promise<void> => interruptibleSleep(ms, wake.signal);

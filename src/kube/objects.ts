@@ -1,13 +1,18 @@
 // Reading and patching one object of any kind: whole-status writes through /status, metadata
-// (annotations, finalizers) with optimistic concurrency, and the error predicates for
-// client-node 2.x (ApiException carries the HTTP status in .code).
+// (annotations, finalizers) with optimistic concurrency, and the predicates on the HTTP status of
+// an apiserver error (rest.ts's KubeApiError; client-node's ApiException, which tests use, too).
 import type { KubeObject, ObjectKey, ObjectMeta } from "./types.ts";
 import { resourcePath, type KindRef, type Kube } from "./client.ts";
+import { keyOf } from "./keys.ts";
 import { kubeJson, MERGE_PATCH } from "./rest.ts";
 
 /** How many times patchMetadata re-reads and retries after a 409 before giving up. */
 export const METADATA_CONFLICT_RETRIES = 5;
 
+/**
+ * The HTTP status an error carries: `code` (KubeApiError's, and client-node's ApiException's), else
+ * a numeric `statusCode`; undefined for anything else (a timeout, a transport failure).
+ */
 export function statusCodeOf(err: unknown): number | undefined {
   if (typeof err === "object" && err !== null) {
     const { code, statusCode } = err as { code?: unknown; statusCode?: unknown };
@@ -17,7 +22,8 @@ export function statusCodeOf(err: unknown): number | undefined {
   return undefined;
 }
 
-export const isNotFound = (err: unknown): boolean => statusCodeOf(err) === 404;
+/** The apiserver answered 404: the object (or its namespace, or its kind) does not exist. */
+export const isKubeNotFound = (err: unknown): boolean => statusCodeOf(err) === 404;
 export const isConflict = (err: unknown): boolean => statusCodeOf(err) === 409;
 
 /** The object, or undefined when it does not exist. */
@@ -25,7 +31,7 @@ export async function getObject(kube: Kube, kind: KindRef, key: ObjectKey): Prom
   try {
     return await kubeJson<KubeObject>(kube.access, { path: resourcePath(kind, key.namespace, key.name) });
   } catch (err) {
-    if (isNotFound(err)) return undefined;
+    if (isKubeNotFound(err)) return undefined;
     throw err;
   }
 }
@@ -64,7 +70,7 @@ export async function patchStatus(
   obj: { metadata: ObjectMeta; status?: object },
   status: object,
 ): Promise<KubeObject> {
-  const key = { namespace: obj.metadata.namespace, name: obj.metadata.name };
+  const key = keyOf(obj);
   const before = (obj.status ?? {}) as Record<string, unknown>;
   return mergePatch(kube, kind, key, { status: replacingPatch(before, status as Record<string, unknown>) }, "status");
 }
@@ -125,7 +131,7 @@ export async function patchMetadata(
     try {
       return await mergePatch(kube, kind, key, { metadata });
     } catch (err) {
-      if (isNotFound(err)) return undefined;
+      if (isKubeNotFound(err)) return undefined;
       if (!isConflict(err) || opts.exact || attempt >= METADATA_CONFLICT_RETRIES) throw err;
     }
     current = await getObject(kube, kind, key);

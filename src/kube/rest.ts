@@ -18,7 +18,7 @@ export const MERGE_PATCH = "application/merge-patch+json";
 /** A non-2xx answer of the apiserver: its status code, and its Status message when it sent one. */
 export class KubeApiError extends Error implements ClassifiedError {
   override readonly name = "KubeApiError";
-  /** The HTTP status (client-node's ApiException calls it `code` too). */
+  /** The HTTP status; `code` as in client-node's ApiException, so statusCodeOf reads either. */
   readonly code: number;
   /** The apiserver's Status reason, e.g. Conflict, NotFound, Forbidden. */
   readonly reason: string | undefined;
@@ -136,7 +136,8 @@ export function errorSummary(err: unknown): string {
   if (err instanceof KubeApiError) return `HTTP ${err.code}: ${err.message.split("\n")[0] ?? ""}`;
   const code = (err as { code?: unknown } | null)?.code;
   const body = (err as { body?: unknown } | null)?.body;
-  // client-node's ApiException (tests and tools still use client-node): its message spans lines and embeds headers.
+  // client-node's ApiException: keyward never throws one, but tests drive the apiserver with client-node and
+  // summarise its errors here; its message spans lines and embeds headers, so the Status in its body is used.
   if (typeof code === "number" && typeof err === "object" && err !== null && "body" in err) {
     const message = typeof body === "string" ? parseStatus(body)?.message : (body as { message?: unknown } | null)?.message;
     return typeof message === "string" ? `HTTP ${code}: ${message}` : `HTTP ${code}`;

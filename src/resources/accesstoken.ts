@@ -25,8 +25,10 @@ import type { ApiClient } from "../api/index.ts";
 import { resourcePath, secretKind, type Kube } from "../kube/client.ts";
 import { validations } from "../engine/cel.ts";
 import type { CrdSource } from "../engine/kind.ts";
-import { getObject, isNotFound, replacingPatch, statusCodeOf } from "../kube/objects.ts";
-import { kubeJson, MERGE_PATCH } from "../kube/rest.ts";
+import { getObject, isKubeNotFound, replacingPatch, statusCodeOf } from "../kube/objects.ts";
+import { keyString } from "../kube/keys.ts";
+import { KubeApiError, kubeJson, MERGE_PATCH } from "../kube/rest.ts";
+import { GO_DURATION_PATTERN, parseGoDuration } from "../lib/duration.ts";
 import type { SecondaryWatch } from "../engine/controller.ts";
 import { kindGauge, type Metrics } from "../engine/metrics.ts";
 import { ReconcileError, type ManagedContext, type ManagedModule, type Observation, type StatusPatch } from "../engine/managed.ts";
@@ -77,7 +79,6 @@ const secretKeyName = z
   .min(1)
   .max(253)
   .regex(/^[-._a-zA-Z0-9]+$/);
-const durationPattern = /^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$/;
 
 const keyOr = (field: keyof SecretKeys): string => `(has(self.${field}) ? self.${field} : '${defaultSecretKeys[field]}')`;
 
@@ -112,7 +113,7 @@ export const specSchema = z
     renewBefore: z
       .string()
       .max(32)
-      .regex(durationPattern)
+      .regex(GO_DURATION_PATTERN)
       .optional()
       .describe(
         "Issue a new token this long before the current one expires (a duration such as 10m or 1h30m; at most half the token's lifetime). Default: a third of the token's lifetime.",
@@ -159,18 +160,6 @@ export const crdSource: CrdSource = {
 
 type Ctx = ManagedContext<AccessTokenSpec, AccessTokenStatus, ApiClient>;
 
-const durationUnits: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
-
-/** A Go-style duration ("10m", "1h30m", "1.5h", "500ms") in milliseconds. */
-export function parseDuration(text: string): number {
-  if (!durationPattern.test(text)) throw new Error(`not a duration: ${text}`);
-  let total = 0;
-  for (const m of text.matchAll(/([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)/g)) {
-    total += Number(m[1]) * (durationUnits[m[2] ?? ""] ?? 0);
-  }
-  return Math.round(total);
-}
-
 /** The key names the spec asks for, defaults filled in; the three must differ. */
 export function secretKeysOf(spec: Pick<AccessTokenSpec, "secretKeys">): SecretKeys {
   const keys = { ...defaultSecretKeys, ...dropUndefined(spec.secretKeys ?? {}) };
@@ -194,7 +183,7 @@ export interface RenewalPlan {
 export function renewalPlan(issuedAt: Date, expiresAt: Date | undefined, renewBefore: string | undefined): RenewalPlan | undefined {
   if (!expiresAt) return undefined;
   const lifetime = Math.max(0, expiresAt.getTime() - issuedAt.getTime());
-  const asked = renewBefore === undefined ? lifetime / 3 : parseDuration(renewBefore);
+  const asked = renewBefore === undefined ? lifetime / 3 : parseGoDuration(renewBefore);
   const before = Math.min(asked, lifetime / 2);
   return { renewAt: new Date(expiresAt.getTime() - before), clamped: asked > lifetime / 2 };
 }
@@ -270,8 +259,9 @@ async function readSecret(kube: Kube, namespace: string, name: string): Promise<
 }
 
 /**
- * Kubernetes errors name only the status code and the apiserver's reason: the message and body
- * of an ApiException could echo what was sent, and what is sent here holds a token.
+ * Kubernetes errors name only the status code and the apiserver's Status reason (KubeApiError's
+ * `reason`, e.g. Forbidden, Invalid): its message could echo what was sent, and what is sent here
+ * holds a token.
  */
 function secretError(verb: string, namespace: string, name: string, err: unknown): ReconcileError {
   const code = statusCodeOf(err);
@@ -279,23 +269,15 @@ function secretError(verb: string, namespace: string, name: string, err: unknown
   const retryable = code === undefined || code >= 500 || code === 409 || code === 429;
   return new ReconcileError(
     verb === "read" ? "SecretReadFailed" : "SecretWriteFailed",
-    `could not ${verb} Secret ${namespace}/${name}: HTTP ${code ?? "error"}${reason ? ` ${reason}` : ""}`,
+    `could not ${verb} Secret ${keyString({ namespace, name })}: HTTP ${code ?? "error"}${reason ? ` ${reason}` : ""}`,
     { retryable },
   );
 }
 
+/** The apiserver's Status reason when it is one word (a reason is CamelCase; anything else is not shown). */
 function statusReason(err: unknown): string | undefined {
-  const body = (err as { body?: unknown }).body;
-  let parsed: unknown = body;
-  if (typeof body === "string") {
-    try {
-      parsed = JSON.parse(body);
-    } catch {
-      return undefined;
-    }
-  }
-  const reason = (parsed as { reason?: unknown } | undefined)?.reason;
-  return typeof reason === "string" && /^[A-Za-z]{1,64}$/.test(reason) ? reason : undefined;
+  const reason = err instanceof KubeApiError ? err.reason : undefined;
+  return reason !== undefined && /^[A-Za-z]{1,64}$/.test(reason) ? reason : undefined;
 }
 
 const clock = (deps: { now?: () => Date }): Date => deps.now?.() ?? new Date();
@@ -393,7 +375,7 @@ async function removeOldSecret(c: Ctx): Promise<void> {
     await kubeJson(c.kube.access, { method: "DELETE", path: resourcePath(secretKind, c.key.namespace, old) });
     c.event("Normal", "SecretRemoved", `removed Secret ${old}, replaced by ${c.spec.secretName}`);
   } catch (err) {
-    if (!isNotFound(err)) throw secretError("delete", c.key.namespace, old, err);
+    if (!isKubeNotFound(err)) throw secretError("delete", c.key.namespace, old, err);
   }
 }
 
@@ -416,12 +398,11 @@ export type UnwrittenTokens = Map<string, UnwrittenToken>;
 
 const mintedFor = (spec: AccessTokenSpec): string =>
   JSON.stringify([spec.identityId, spec.name ?? "", spec.secretName, secretKeysOf(spec)]);
-const objectKey = (c: Ctx): string => `${c.key.namespace}/${c.key.name}`;
 
 /** The token to write: the unwritten one of this object, if it is still for this spec and not due, else a new one. */
 async function tokenToWrite(c: Ctx, deps: { now?: () => Date }, unwritten: UnwrittenTokens): Promise<UnwrittenToken> {
   const now = clock(deps);
-  const kept = unwritten.get(objectKey(c));
+  const kept = unwritten.get(keyString(c.key));
   if (kept) {
     const plan = renewalPlan(kept.issuedAt, kept.expiresAt, c.spec.renewBefore);
     if (kept.uid === c.obj.metadata.uid && kept.mintedFor === mintedFor(c.spec) && (!plan || now.getTime() < plan.renewAt.getTime())) {
@@ -431,7 +412,7 @@ async function tokenToWrite(c: Ctx, deps: { now?: () => Date }, unwritten: Unwri
       );
       return kept;
     }
-    unwritten.delete(objectKey(c));
+    unwritten.delete(keyString(c.key));
   }
   // Taken before the call: the service starts the token's lifetime later, so an expiry
   // counted from here is never later than the real one.
@@ -446,7 +427,7 @@ async function tokenToWrite(c: Ctx, deps: { now?: () => Date }, unwritten: Unwri
     issuedAt,
     expiresAt: minted.expiresIn > 0 ? new Date(issuedAt.getTime() + minted.expiresIn * 1000) : undefined,
   };
-  unwritten.set(objectKey(c), token);
+  unwritten.set(keyString(c.key), token);
   return token;
 }
 
@@ -464,7 +445,7 @@ async function issue(
   if (expiresAt) data[keys.expiresAt] = b64(rfc3339(expiresAt));
   const hash = dataHash(c.obj.metadata.uid ?? "", data, keys);
   await writeSecret(c, existing, data, hash);
-  unwritten.delete(objectKey(c));
+  unwritten.delete(keyString(c.key));
   await removeOldSecret(c);
   c.log.info(
     { tokenId, reason, expiresAt: expiresAt ? rfc3339(expiresAt) : undefined, secret: c.spec.secretName },
@@ -640,7 +621,7 @@ export function accessTokenModule(deps: {
     observeOnly: isObserveOnly,
     forget: (key) => {
       gauges?.clear(key);
-      unwritten.delete(`${key.namespace}/${key.name}`);
+      unwritten.delete(keyString(key));
     },
   };
 }

@@ -21,6 +21,7 @@ import type { CrdSource } from "../engine/kind.ts";
 import { ReconcileError, type ManagedContext, type ManagedModule, type Observation, type StatusPatch } from "../engine/managed.ts";
 import { kindGauge, type Metrics } from "../engine/metrics.ts";
 import type { ObjectKey } from "../engine/types.ts";
+import { keyString } from "../kube/keys.ts";
 import { ageColumn, commonStatus, kindRef, notFoundAsUndefined, projectId, projectRef, providerConfigRef, readyColumns } from "./common.ts";
 import { createSharedListing, DEFAULT_LISTING_TTL_MS, isSteady, listingScope, type SharedListing } from "./listing.ts";
 import { connectVia, type ProviderResolver } from "./providerconfig.ts";
@@ -186,17 +187,16 @@ function profileGauges(metrics: Metrics) {
     labelNames: ["namespace", "name", "slug", "state"],
   });
   const slugs = new Map<string, string>();
-  const id = (key: ObjectKey): string => `${key.namespace}/${key.name}`;
   const clear = (key: ObjectKey): void => {
-    const slug = slugs.get(id(key));
+    const slug = slugs.get(keyString(key));
     if (slug === undefined) return;
     for (const state of certificateStates) gauge.remove({ namespace: key.namespace, name: key.name, slug, state });
-    slugs.delete(id(key));
+    slugs.delete(keyString(key));
   };
   return {
     set(key: ObjectKey, slug: string, c: NonNullable<CertificateProfileStatus["certificates"]>): void {
-      if (slugs.get(id(key)) !== slug) clear(key);
-      slugs.set(id(key), slug);
+      if (slugs.get(keyString(key)) !== slug) clear(key);
+      slugs.set(keyString(key), slug);
       for (const state of certificateStates) gauge.set({ namespace: key.namespace, name: key.name, slug, state }, c[state]);
     },
     clear,

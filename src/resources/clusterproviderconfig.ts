@@ -15,11 +15,12 @@ import type { EventRecorder } from "../kube/events.ts";
 import { exactlyOneOf } from "../engine/cel.ts";
 import type { CrdSource } from "../engine/kind.ts";
 import { watchKind, type Informer } from "../kube/informer.ts";
+import { keyOf } from "../kube/keys.ts";
 import { getObject, readCached } from "../kube/objects.ts";
 import type { SecondaryWatch } from "../engine/controller.ts";
 import { writeStatus } from "../engine/status.ts";
 import { classifyError, ReconcileError, throttleDelay } from "../engine/managed.ts";
-import { done, requeueAfter, throttled, type KubeObject, type ObjectKey, type ReconcileFn } from "../engine/types.ts";
+import { done, requeueAfter, throttled, type KubeObject, type ReconcileFn } from "../engine/types.ts";
 import { CREDENTIALS_SELECTOR } from "./credentials.ts";
 import { commonStatus, kindRef, providerConfigKind, providerConfigName } from "./common.ts";
 import {
@@ -286,10 +287,6 @@ export const namespaceWatch: SecondaryWatch = {
   mapToKeys: (ns, primaries) =>
     (primaries?.() ?? []).filter((o) => o.metadata.namespace === ns.metadata.name && usesClusterConfig(o)).map(keyOf),
 };
-
-function keyOf(o: KubeObject): ObjectKey {
-  return { namespace: o.metadata.namespace, name: o.metadata.name };
-}
 
 export const reasons = {
   Connected: { means: "available", doc: "The service answers with these credentials." },

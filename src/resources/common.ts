@@ -1,8 +1,9 @@
 // Spec and status pieces every kind shares, and the helpers that turn them into CRD sources.
 import { z } from "zod";
-import { isNotFound } from "../api/index.ts";
+import { isServiceNotFound } from "../api/index.ts";
 import { GROUP, VERSION, type KubeObject, type ObjectKey } from "../engine/types.ts";
 import { resourcePath, type KindRef, type Kube } from "../kube/client.ts";
+import { keyOf } from "../kube/keys.ts";
 import { kubeJson } from "../kube/rest.ts";
 import { ageColumn, conditionColumn } from "../engine/kind.ts";
 
@@ -88,7 +89,7 @@ export function dropUndefined<T extends object>(o: T): Partial<T> {
 
 /** For `.catch()` on a lookup: a 404 from the service means "absent"; anything else is rethrown. */
 export function notFoundAsUndefined(err: unknown): undefined {
-  if (isNotFound(err)) return undefined;
+  if (isServiceNotFound(err)) return undefined;
   throw err;
 }
 
@@ -103,7 +104,7 @@ export function referrersWatch(kind: KindRef, refName: (spec: unknown) => string
     mapToKeys: (target: KubeObject, primaries?: () => KubeObject[]): ObjectKey[] =>
       (primaries?.() ?? [])
         .filter((o) => o.metadata.namespace === target.metadata.namespace && refName(o.spec) === target.metadata.name)
-        .map((o) => ({ namespace: o.metadata.namespace, name: o.metadata.name })),
+        .map(keyOf),
   };
 }
 

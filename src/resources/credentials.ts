@@ -9,6 +9,7 @@
 // URLs of every ProviderConfig (--allowed-base-urls). keyward never labels, annotates or puts a
 // finalizer on a Secret that is not marked.
 import type { KubeObject } from "../engine/types.ts";
+import { keyString } from "../kube/keys.ts";
 import { ReconcileError } from "../engine/managed.ts";
 import { baseUrlAllowed, parseBaseUrlList } from "../lib/baseurl.ts";
 
@@ -44,7 +45,7 @@ export function tokenFrom(
   baseUrl: string,
 ): string {
   const key = where.key ?? "token";
-  const id = `Secret ${where.namespace}/${where.name}`;
+  const id = `Secret ${keyString(where)}`;
   if (!secret) throw new ReconcileError("CredentialsNotFound", `${id} does not exist`, { retryable: true });
   if (!isMarkedCredentials(secret)) {
     throw new ReconcileError(

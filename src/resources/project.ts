@@ -2,7 +2,7 @@
 // deleted only when deletionPolicy is Delete and the project is not delete-protected.
 import { createHash } from "node:crypto";
 import { z } from "zod";
-import { isNotFound, type ApiClient, type Project, type UpdateProjectBody } from "../api/index.ts";
+import { isServiceNotFound, type ApiClient, type Project, type UpdateProjectBody } from "../api/index.ts";
 import type { CrdSource } from "../engine/kind.ts";
 import {
   FINALIZER,
@@ -294,7 +294,7 @@ async function remove(
   try {
     await c.conn.deleteProject(id);
   } catch (err) {
-    if (isNotFound(err)) return { done: true };
+    if (isServiceNotFound(err)) return { done: true };
     throw err;
   }
   return { done: true };

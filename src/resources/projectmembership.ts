@@ -4,7 +4,7 @@
 import { z } from "zod";
 import type { KubeObject } from "../engine/types.ts";
 import {
-  isNotFound,
+  isServiceNotFound,
   type ApiClient,
   type GroupMembership,
   type MembershipRole,
@@ -13,6 +13,8 @@ import {
 } from "../api/index.ts";
 import type { CrdSource } from "../engine/kind.ts";
 import { exactlyOneOf, immutable, validations } from "../engine/cel.ts";
+import { keyString } from "../kube/keys.ts";
+import { parseMsStyleDuration } from "../lib/duration.ts";
 import {
   ReconcileError,
   type DeleteResult,
@@ -235,46 +237,9 @@ export interface RoleLike {
   temporaryAccessStartTime?: string | null | undefined;
 }
 
-const msPerUnit: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000, y: 31_557_600_000 };
-const unitAliases: Record<string, string> = {
-  msec: "ms",
-  msecs: "ms",
-  millisecond: "ms",
-  milliseconds: "ms",
-  sec: "s",
-  secs: "s",
-  second: "s",
-  seconds: "s",
-  min: "m",
-  mins: "m",
-  minute: "m",
-  minutes: "m",
-  hr: "h",
-  hrs: "h",
-  hour: "h",
-  hours: "h",
-  day: "d",
-  days: "d",
-  week: "w",
-  weeks: "w",
-  yr: "y",
-  yrs: "y",
-  year: "y",
-  years: "y",
-};
-
-/** An ms-style duration ("8h", "30m", "1.5 hours", "1500") in milliseconds; undefined when unreadable. */
-export function durationMs(text: string): number | undefined {
-  const match = /^(\d+(?:\.\d+)?|\.\d+)\s*([a-z]*)$/i.exec(text.trim());
-  if (!match?.[1]) return undefined;
-  const unit = (match[2] ?? "").toLowerCase();
-  const factor = unit === "" ? 1 : (msPerUnit[unit] ?? msPerUnit[unitAliases[unit] ?? ""]);
-  return factor === undefined ? undefined : Number(match[1]) * factor;
-}
-
 function normalRange(range: string | null | undefined): number | string {
   if (range == null) return "";
-  return durationMs(range) ?? `text:${range}`;
+  return parseMsStyleDuration(range) ?? `text:${range}`;
 }
 
 function normalTime(time: string | null | undefined): number | string {
@@ -432,7 +397,7 @@ async function findMember(source: MemberSource, projectId: string, spec: Project
       return fromUser(await api.getMembershipByUsername(projectId, spec.username));
     } catch (err) {
       // The details lookup answers 404 for a user who is not a member.
-      if (isNotFound(err)) return undefined;
+      if (isServiceNotFound(err)) return undefined;
       throw err;
     }
   }
@@ -499,7 +464,7 @@ export function subjectKey(spec: { username?: string | undefined }, status: { gr
   return status.groupId ? `group:${status.groupId}` : undefined;
 }
 
-const objectOrder = (o: KubeObject): string => `${o.metadata.creationTimestamp ?? ""}|${o.metadata.namespace}/${o.metadata.name}`;
+const objectOrder = (o: KubeObject): string => `${o.metadata.creationTimestamp ?? ""}|${keyString(o.metadata)}`;
 
 /**
  * Two ProjectMemberships (often of two teams, in two namespaces) naming one subject of one
@@ -535,7 +500,7 @@ async function observe(listings: Listings, c: Ctx): Promise<Observation<ProjectM
   const subject = subjectKey(c.spec, status);
   const owner = subject === undefined ? undefined : claimant(c.obj as KubeObject, c.peers(), projectId, subject);
   if (owner) {
-    const message = `${describeSubject(c.spec)} of project ${projectId} is managed by ProjectMembership ${owner.metadata.namespace}/${owner.metadata.name}; this one changes nothing while that one exists`;
+    const message = `${describeSubject(c.spec)} of project ${projectId} is managed by ProjectMembership ${keyString(owner.metadata)}; this one changes nothing while that one exists`;
     return {
       exists: false,
       upToDate: false,
@@ -573,7 +538,8 @@ async function update(listings: Listings, c: Ctx, obs: Observation<ProjectMember
   try {
     await writeRoles(listings, c, obs.status, c.spec.roles.map(roleRequest));
   } catch (err) {
-    if (isNotFound(err)) throw new ReconcileError("MemberNotFound", notMember(c, projectId).message, { retryable: false, cause: err });
+    if (isServiceNotFound(err))
+      throw new ReconcileError("MemberNotFound", notMember(c, projectId).message, { retryable: false, cause: err });
     throw err;
   }
   // The update's answer names custom roles by id only: read the membership again for status.
@@ -589,7 +555,7 @@ async function revoke(listings: Listings, c: Ctx, obs: Observation<ProjectMember
   try {
     await writeRoles(listings, c, obs.status, target);
   } catch (err) {
-    if (isNotFound(err)) return { done: true };
+    if (isServiceNotFound(err)) return { done: true };
     throw err;
   }
   c.event("Normal", "Revoked", `set the roles of ${describeSubject(c.spec)} to ${role}`);

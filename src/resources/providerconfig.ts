@@ -5,6 +5,7 @@ import { createHash } from "node:crypto";
 import { z } from "zod";
 import { createApiClient, isThrottled, type ApiClient, type ClientOptions, type RequestInfo } from "../api/index.ts";
 import type { Logger } from "../log.ts";
+import { keyOf } from "../kube/keys.ts";
 import { getObject, patchMetadata, readCached } from "../kube/objects.ts";
 import { secretKind, type KindRef, type Kube } from "../kube/client.ts";
 import type { EventRecorder } from "../kube/events.ts";
@@ -26,6 +27,7 @@ import {
 } from "./common.ts";
 import { renewalPlan, rfc3339 } from "./accesstoken.ts";
 import { backoffDelay, type BackoffPolicy } from "../lib/backoff.ts";
+import { GO_DURATION_PATTERN } from "../lib/duration.ts";
 import { checkAllowedBaseUrl, CREDENTIALS_SELECTOR, isMarkedCredentials, tokenFrom } from "./credentials.ts";
 import type { ReasonTable } from "../engine/kind.ts";
 import type { Kind } from "./kind.ts";
@@ -38,8 +40,6 @@ const secretKeySelector = (where: string) =>
     key: z.string().min(1).max(253).optional().describe("Key in the Secret holding the token. Default: token."),
   });
 
-const durationPattern = /^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$/;
-
 /** Self-rotating credentials: a bootstrap token used only to mint short-lived access tokens. */
 export const tokenAuthSchema = (where: string) =>
   z
@@ -51,7 +51,7 @@ export const tokenAuthSchema = (where: string) =>
       renewBefore: z
         .string()
         .max(32)
-        .regex(durationPattern)
+        .regex(GO_DURATION_PATTERN)
         .optional()
         .describe(
           "Mint the next access token this long before the current one expires (10m, 1h30m; at most half its lifetime). Default: a third of its lifetime, as AccessToken.",
@@ -552,7 +552,7 @@ async function holdSecret(deps: ReconcileDeps, pc: ProviderConfigObject, now = D
 
 /** A ProviderConfig being deleted: released (with its Secret) once nothing uses it. */
 async function release(deps: ReconcileDeps, pc: ProviderConfigObject): Promise<Outcome> {
-  const key = { namespace: pc.metadata.namespace, name: pc.metadata.name };
+  const key = keyOf(pc);
   if (!(pc.metadata.finalizers ?? []).includes(IN_USE_FINALIZER)) return done();
   const users = await usersOf(deps, pc);
   if (users.length > 0) {

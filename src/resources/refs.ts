@@ -1,6 +1,7 @@
 // Resolving a kind's project: spec.projectRef (a Project in the same namespace, which must have
 // its id in status) or spec.projectId (a project keyward does not manage).
 import type { Kube } from "../kube/client.ts";
+import { keyString } from "../kube/keys.ts";
 import { readCached } from "../kube/objects.ts";
 import { ReconcileError } from "../engine/managed.ts";
 import { ref as projectRef } from "./project.ts";
@@ -15,9 +16,10 @@ export async function resolveProjectId(kube: Kube, namespace: string, spec: Proj
   if (spec.projectId) return spec.projectId;
   const name = spec.projectRef?.name;
   if (!name) throw new ReconcileError("InvalidSpec", "one of spec.projectRef or spec.projectId is required", { retryable: false });
-  const project = await readCached(kube, projectRef, { namespace, name });
-  if (!project) throw new ReconcileError("ReferenceNotReady", `Project ${namespace}/${name} does not exist`, { retryable: true });
+  const key = { namespace, name };
+  const project = await readCached(kube, projectRef, key);
+  if (!project) throw new ReconcileError("ReferenceNotReady", `Project ${keyString(key)} does not exist`, { retryable: true });
   const id = (project.status as { projectId?: string } | undefined)?.projectId;
-  if (!id) throw new ReconcileError("ReferenceNotReady", `Project ${namespace}/${name} has no project id yet`, { retryable: true });
+  if (!id) throw new ReconcileError("ReferenceNotReady", `Project ${keyString(key)} has no project id yet`, { retryable: true });
   return id;
 }

@@ -37,7 +37,7 @@
 //   once more.
 // Each handled value gets an Event (SyncRequested, RemoveSecretsRequested).
 import type { ApiClient, CreateSecretSyncBody, Destination, SecretSync, UpdateSecretSyncBody } from "../api/index.ts";
-import { DEFAULT_INITIAL_SYNC_BEHAVIOR, isApiError, isJobInProgress, isNotFound, isRouteNotFound } from "../api/index.ts";
+import { DEFAULT_INITIAL_SYNC_BEHAVIOR, isApiError, isJobInProgress, isServiceNotFound, isRouteNotFound } from "../api/index.ts";
 import { ANNOTATION_CREATE_PENDING } from "../engine/managed.ts";
 import type { Gauge } from "prom-client";
 import { backoffCeiling } from "../lib/backoff.ts";
@@ -53,6 +53,7 @@ import {
   type Readiness,
 } from "../engine/managed.ts";
 import type { KubeObject, ObjectKey, ObjectMeta } from "../engine/types.ts";
+import { keyString } from "../kube/keys.ts";
 import { isObserveOnly, notFoundAsUndefined } from "./common.ts";
 import { connectVia, type ProviderResolver } from "./providerconfig.ts";
 import { resolveProjectId } from "./refs.ts";
@@ -300,12 +301,11 @@ function recordJobOutcomes(rt: Runtime, key: ObjectKey, s: Partial<Status>): voi
   }
 }
 
-const keyOf = (key: ObjectKey): string => `${key.namespace}/${key.name}`;
 const isoAt = (ms: number): string => new Date(ms).toISOString();
 
 function pollAfter(rt: Runtime, key: ObjectKey): number {
-  const since = rt.activeSince.get(keyOf(key)) ?? rt.now();
-  rt.activeSince.set(keyOf(key), since);
+  const since = rt.activeSince.get(keyString(key)) ?? rt.now();
+  rt.activeSince.set(keyString(key), since);
   return Math.min(JOB_POLL.maxMs, Math.max(JOB_POLL.minMs, rt.now() - since));
 }
 
@@ -423,7 +423,7 @@ async function checkProject(c: Ctx, record: SecretSync): Promise<void> {
 async function observe(rt: Runtime, c: Ctx): Promise<Observation<Status>> {
   const found = await findSync(c);
   if ("absent" in found) {
-    rt.activeSince.delete(keyOf(c.key));
+    rt.activeSince.delete(keyString(c.key));
     const message = found.absent.message || `no ${c.spec.destination} sync named ${c.spec.name ?? c.obj.metadata.name} exists`;
     return {
       exists: false,
@@ -446,7 +446,7 @@ function observedRecord(rt: Runtime, c: Ctx, record: SecretSync): Observation<St
   recordJobOutcomes(rt, c.key, status);
   const diff = Object.keys(syncDiff(c.spec, syncName(c.spec, c.obj.metadata), record));
   const running = activeJob(status) !== undefined;
-  if (!running) rt.activeSince.delete(keyOf(c.key));
+  if (!running) rt.activeSince.delete(keyString(c.key));
   return {
     exists: true,
     upToDate: diff.length === 0,
@@ -624,7 +624,7 @@ async function remove(rt: Runtime, c: Ctx, obs: Observation<Status>): Promise<De
   try {
     await c.conn.deleteSecretSync(c.spec.destination, id);
   } catch (err) {
-    if (!isNotFound(err)) throw err;
+    if (!isServiceNotFound(err)) throw err;
   }
   return { done: true };
 }
@@ -651,7 +651,7 @@ export function secretSyncModule(deps: SecretSyncModuleDeps): ManagedModule<Secr
     delete: (c, obs) => remove(rt, c, obs),
     observeOnly: isObserveOnly,
     forget: (key) => {
-      rt.activeSince.delete(keyOf(key));
+      rt.activeSince.delete(keyString(key));
       for (const kind of jobKinds) jobFailed?.remove({ namespace: key.namespace, name: key.name, action: jobFields[kind].label });
     },
   };

@@ -12,7 +12,7 @@ import {
   V1ObjectMeta,
 } from "@kubernetes/client-node";
 import { inject } from "vitest";
-import { isNotFound } from "../../src/kube/objects.ts";
+import { isKubeNotFound } from "../../src/kube/objects.ts";
 
 /** Set on every namespace createTestNamespace makes, to find leftovers. */
 export const testNamespaceLabel = "keyward.dev/test";
@@ -74,7 +74,7 @@ export function goneWhen404(read: Promise<unknown>): Promise<true | undefined> {
   return read.then(
     () => undefined,
     (err: unknown) => {
-      if (isNotFound(err)) return true;
+      if (isKubeNotFound(err)) return true;
       throw err;
     },
   );

@@ -131,7 +131,7 @@ describe("AccessToken: bounded minting and a Secret shared with other controller
       timeoutMs: 60_000,
       description: "Synced=False SecretWriteFailed",
     });
-    expect(condition(failed, "Synced")?.message).toMatch(/could not create Secret .*\/quota-token: HTTP (403|422)/);
+    expect(condition(failed, "Synced")?.message).toMatch(/could not create Secret .*\/quota-token: HTTP (403|422) [A-Za-z]+$/);
     // Several more passes (the resync is 1 s) try the write again with the kept token.
     const failedPasses = (): number =>
       keyward.logs.filter((l) => l.includes("SecretWriteFailed") && l.includes('"reconcile failed')).length;

@@ -6,7 +6,7 @@ import { CoordinationV1Api, type KubeConfig } from "@kubernetes/client-node";
 import type { Emulator } from "../emulator/server.ts";
 import { testKubeconfigPath, waitFor, type TestNamespace } from "../controlplane/testenv.ts";
 import { freePort } from "../controlplane/controlplane.ts";
-import { isNotFound } from "../../src/kube/objects.ts";
+import { isKubeNotFound } from "../../src/kube/objects.ts";
 import { createCustom, isReady, startTestEnv, waitForObject, type TestEnv } from "./support/keyward.ts";
 
 const TOKEN = "kw-leader-token-c3";
@@ -65,7 +65,7 @@ async function holder(): Promise<string | undefined> {
     const lease = await api.readNamespacedLease({ name: "keyward-leader", namespace: ns.name });
     return lease.spec?.holderIdentity ?? undefined;
   } catch (err) {
-    if (isNotFound(err)) return undefined; // no lease yet
+    if (isKubeNotFound(err)) return undefined; // no lease yet
     throw err;
   }
 }

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { parseMsStyleDuration } from "../../lib/duration.ts";
 import { isoDateTime, limits, optionalBoolean, optionalString } from "./common.ts";
 
 // ---- responses -------------------------------------------------------------------------
@@ -73,14 +74,12 @@ export const updateRolesResponseSchema = z.looseObject({ roles: z.array(updatedR
 
 // ---- requests --------------------------------------------------------------------------
 
-/** The ms-library units (https://github.com/vercel/ms) the service parses `temporaryRange` with. */
-const msUnits = "ms|msecs?|milliseconds?|s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?|w|weeks?|y|yrs?|years?";
-const msRangePattern = new RegExp(`^(\\d+(?:\\.\\d+)?|\\.\\d+)\\s*(?:${msUnits})?$`, "i");
-
-/** True for an ms-style duration such as "1h", "30m", "2 days" or "1500" that is above zero. */
+/**
+ * True for an ms-style duration (https://github.com/vercel/ms, what the service parses
+ * `temporaryRange` with) such as "1h", "30m", "2 days" or "1500" that is above zero.
+ */
 export function isMsRange(value: string): boolean {
-  const match = msRangePattern.exec(value.trim());
-  return match?.[1] !== undefined && Number(match[1]) > 0;
+  return (parseMsStyleDuration(value) ?? 0) > 0;
 }
 
 export const permanentRoleSchema = z.object({

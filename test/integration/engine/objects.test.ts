@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { createKube, type Kube } from "../../../src/kube/client.ts";
-import { getObject, patchMetadata, patchStatus, isConflict, isNotFound } from "../../../src/kube/objects.ts";
+import { getObject, patchMetadata, patchStatus, isConflict, isKubeNotFound } from "../../../src/kube/objects.ts";
 import { statusEqual } from "../../../src/engine/conditions.ts";
 import { createTestNamespace, testKubeConfig, type TestNamespace, testApis } from "../../controlplane/testenv.ts";
 import { createWidget, widgetCrd, type WidgetCrd } from "./widgets.ts";
@@ -193,7 +193,7 @@ describe("error predicates", () => {
         () => undefined,
         (e: unknown) => e,
       );
-    expect(isNotFound(err)).toBe(true);
+    expect(isKubeNotFound(err)).toBe(true);
     expect(isConflict(err)).toBe(false);
   });
 });

@@ -4,7 +4,7 @@ import { randomBytes } from "node:crypto";
 import type { V1CustomResourceDefinition } from "@kubernetes/client-node";
 import type { KindRef } from "../../../src/kube/client.ts";
 import type { KubeObject } from "../../../src/engine/types.ts";
-import { isNotFound, statusCodeOf } from "../../../src/kube/objects.ts";
+import { isKubeNotFound, statusCodeOf } from "../../../src/kube/objects.ts";
 import { waitFor, type TestApis } from "../../controlplane/testenv.ts";
 
 export interface WidgetCrd {
@@ -60,7 +60,7 @@ export function widgetCrd(apis: TestApis): WidgetCrd {
             return true;
           } catch (err) {
             // 404 until discovery serves it; 429 "storage is (re)initializing" while its watch cache fills.
-            if (isNotFound(err) || statusCodeOf(err) === 429) return undefined;
+            if (isKubeNotFound(err) || statusCodeOf(err) === 429) return undefined;
             throw err;
           }
         },
@@ -75,7 +75,7 @@ export function widgetCrd(apis: TestApis): WidgetCrd {
             await api.readCustomResourceDefinition({ name });
             return undefined;
           } catch (err) {
-            if (isNotFound(err)) return true;
+            if (isKubeNotFound(err)) return true;
             throw err;
           }
         },

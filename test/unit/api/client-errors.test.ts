@@ -9,7 +9,7 @@ import {
   createApiClient,
   isApiError,
   isJobInProgress,
-  isNotFound,
+  isServiceNotFound,
   isResponseValidationError,
   isTransportError,
   type ApiClient,
@@ -88,7 +88,7 @@ describe("service errors", () => {
   it("404 for an unknown id", async () => {
     const err = await apiErrorOf(api.getProject("00000000-0000-4000-8000-00000000dead"));
     expect(err).toMatchObject({ status: 404, retryable: false });
-    expect(isNotFound(err)).toBe(true);
+    expect(isServiceNotFound(err)).toBe(true);
   });
 
   it("400 for a duplicate project slug and a duplicate sync name, not retried", async () => {
@@ -230,7 +230,7 @@ describe("dropped responses", () => {
     const err = await rejectionOf(api.createProject({ projectName: "lost", slug }));
     expect(isTransportError(err) && err.mayHaveLanded).toBe(true);
     expect(h.requestsOf("createProject")).toHaveLength(1);
-    expect(isNotFound(await rejectionOf(api.getProjectBySlug(slug)))).toBe(true);
+    expect(isServiceNotFound(await rejectionOf(api.getProjectBySlug(slug)))).toBe(true);
   });
 
   it("a read whose response is dropped is retried", async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ApiError, TransportError } from "../../../src/api/errors.ts";
-import { backoffDelay, parseRetryAfter, retryDecision, retryPolicy, type RetryPolicy } from "../../../src/api/retry.ts";
+import { requestRetryDelay, parseRetryAfter, retryDecision, retryPolicy, type RetryPolicy } from "../../../src/api/retry.ts";
 
 const policy: RetryPolicy = { maxAttempts: 5, baseDelayMs: 100, maxDelayMs: 1_000 };
 
@@ -15,26 +15,26 @@ const transport = (mayHaveLanded: boolean, retryable = true) =>
     mayHaveLanded,
   });
 
-describe("backoffDelay", () => {
+describe("requestRetryDelay", () => {
   it("stays within [ceiling/2, ceiling] for the lowest and highest random draws", () => {
     for (let retry = 1; retry <= 8; retry++) {
       const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (retry - 1));
-      expect(backoffDelay(retry, policy, () => 0)).toBe(ceiling / 2);
-      expect(backoffDelay(retry, policy, () => 1)).toBe(ceiling);
-      const mid = backoffDelay(retry, policy, () => 0.5);
+      expect(requestRetryDelay(retry, policy, () => 0)).toBe(ceiling / 2);
+      expect(requestRetryDelay(retry, policy, () => 1)).toBe(ceiling);
+      const mid = requestRetryDelay(retry, policy, () => 0.5);
       expect(mid).toBeGreaterThanOrEqual(ceiling / 2);
       expect(mid).toBeLessThanOrEqual(ceiling);
     }
   });
 
   it("doubles per retry until the cap", () => {
-    const ceilings = [1, 2, 3, 4, 5, 6].map((r) => backoffDelay(r, policy, () => 1));
+    const ceilings = [1, 2, 3, 4, 5, 6].map((r) => requestRetryDelay(r, policy, () => 1));
     expect(ceilings).toEqual([100, 200, 400, 800, 1000, 1000]);
   });
 
   it("stays finite for absurd attempt numbers and clamps a bad random source", () => {
-    expect(backoffDelay(10_000, policy, () => 7)).toBe(1000);
-    expect(backoffDelay(1, policy, () => -3)).toBe(50);
+    expect(requestRetryDelay(10_000, policy, () => 7)).toBe(1000);
+    expect(requestRetryDelay(1, policy, () => -3)).toBe(50);
   });
 
   it("retryPolicy fills defaults and sanitises", () => {

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { createWorkQueue, formatKey, parseKey, retryDelay, type QueueObserver } from "../../../src/engine/queue.ts";
+import { createWorkQueue, retryDelay, type QueueObserver } from "../../../src/engine/queue.ts";
 import { MAX_RETRY_AFTER_MS } from "../../../src/lib/backoff.ts";
 import { parseRetryAfter } from "../../../src/api/retry.ts";
 
@@ -62,12 +62,6 @@ describe("work queue", () => {
     expect(await settled(next)).toBe("pending");
     q.add("ns/x");
     expect(await next).toBe("ns/x");
-  });
-
-  it("formats and parses keys", () => {
-    expect(formatKey({ namespace: "ns", name: "a" })).toBe("ns/a");
-    expect(parseKey("ns/a")).toEqual({ namespace: "ns", name: "a" });
-    expect(parseKey("a")).toEqual({ namespace: "", name: "a" });
   });
 });
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { ApiException } from "@kubernetes/client-node";
 import { apiVersionOf, resourcePath } from "../../../src/kube/client.ts";
-import { isConflict, isNotFound, replacingPatch, statusCodeOf } from "../../../src/kube/objects.ts";
+import { isConflict, isKubeNotFound, replacingPatch, statusCodeOf } from "../../../src/kube/objects.ts";
 import { truncateMessage, MAX_EVENT_MESSAGE } from "../../../src/kube/events.ts";
 import { errorSummary, errorFrom } from "../../../src/kube/rest.ts";
 
@@ -33,7 +33,7 @@ describe("replacingPatch", () => {
 
 describe("error predicates", () => {
   it("read the status code of ApiException and of plain errors carrying one", () => {
-    expect(isNotFound(new ApiException(404, "nf", "", {}))).toBe(true);
+    expect(isKubeNotFound(new ApiException(404, "nf", "", {}))).toBe(true);
     expect(isConflict(new ApiException(409, "c", "", {}))).toBe(true);
     expect(isConflict(new ApiException(404, "nf", "", {}))).toBe(false);
     expect(statusCodeOf(Object.assign(new Error("x"), { statusCode: 410 }))).toBe(410);

@@ -6,7 +6,6 @@ import {
   assess,
   dataHash,
   defaultSecretKeys,
-  parseDuration,
   renewalPlan,
   rfc3339,
   secretKeysOf,
@@ -50,19 +49,10 @@ const recorded: Partial<AccessTokenStatus> = {
 };
 const at = (iso: string): Date => new Date(iso);
 
-describe("parseDuration", () => {
-  it.each([
-    ["10m", 600_000],
-    ["1h30m", 5_400_000],
-    ["1.5h", 5_400_000],
-    ["500ms", 500],
-    ["2s", 2_000],
-  ])("%s is %d ms", (text, ms) => expect(parseDuration(text)).toBe(ms));
-
-  it("rejects what the CRD pattern rejects", () => {
-    expect(() => parseDuration("10")).toThrow();
-    expect(() => parseDuration("1d")).toThrow();
-    expect(specSchema.safeParse({ ...spec, renewBefore: "5 minutes" }).success).toBe(false);
+describe("renewBefore", () => {
+  it("takes Go-style durations only (parseGoDuration: test/unit/lib/duration.test.ts)", () => {
+    expect(specSchema.safeParse({ ...spec, renewBefore: "1h30m" }).success).toBe(true);
+    for (const text of ["10", "1d", "5 minutes"]) expect(specSchema.safeParse({ ...spec, renewBefore: text }).success, text).toBe(false);
   });
 });
 

@@ -5,7 +5,6 @@ import type { GroupMembership, MembershipRole } from "../../../src/api/index.ts"
 import type { KubeObject } from "../../../src/engine/types.ts";
 import {
   claimant,
-  durationMs,
   matchGroups,
   nextEnd,
   roleKey,
@@ -39,24 +38,6 @@ const temporary = {
   temporaryRange: "1h",
   temporaryAccessStartTime: "2030-01-01T00:00:00Z",
 } as const;
-
-describe("durationMs", () => {
-  it("reads the ms-style units the service accepts", () => {
-    expect(durationMs("1h")).toBe(3_600_000);
-    expect(durationMs("60m")).toBe(3_600_000);
-    expect(durationMs("1.5 hours")).toBe(5_400_000);
-    expect(durationMs("7d")).toBe(604_800_000);
-    expect(durationMs("250ms")).toBe(250);
-    expect(durationMs("1500")).toBe(1500);
-    expect(durationMs("2 weeks")).toBe(1_209_600_000);
-  });
-
-  it("is undefined for anything else", () => {
-    expect(durationMs("soon")).toBeUndefined();
-    expect(durationMs("1 fortnight")).toBeUndefined();
-    expect(durationMs("")).toBeUndefined();
-  });
-});
 
 describe("sameRoles", () => {
   it("ignores order", () => {
