@@ -33,6 +33,8 @@ export interface OperatorOptions {
   allowedBaseUrls?: readonly string[];
   /** The largest service response body read (--max-response-bytes); default the client's 16 MiB. */
   maxResponseBytes?: number;
+  /** The kinds served; default the registry (src/resources/registry.ts). Tests add a test-only kind. */
+  kinds?: readonly Kind[];
 }
 
 export interface Operator {
@@ -64,6 +66,7 @@ function apiMetrics(metrics: Metrics): (info: { operation: string; status: numbe
 
 export function createOperator(opts: OperatorOptions): Operator {
   const kube = createKube(opts.kc);
+  const served = opts.kinds ?? kinds;
   const metrics = opts.metrics ?? createMetrics();
   const log = opts.log;
   // One list+watch and one cache per kind, shared by every controller and lookup.
@@ -107,15 +110,15 @@ export function createOperator(opts: OperatorOptions): Operator {
     cached: (ref) => informers.get(ref).list(),
     resyncIntervalMs: opts.resyncIntervalMs,
     listingTtlMs: listingTtl(opts.resyncIntervalMs),
-    providerConfigUsers: providerConfigUsers(),
-    projectDependents: projectDependents(),
+    providerConfigUsers: providerConfigUsers(served),
+    projectDependents: projectDependents(served),
   };
-  const served = kinds.flatMap((k) => {
+  const controllerParts = served.flatMap((k) => {
     // The kind's reasons go with its managed reconciler (its progress reasons are Normal Events).
     const parts = k.controller({ ...deps, managed: (module, peers) => managed({ reasons: k.reasons, ...module }, peers) });
     return parts ? [{ kind: k, parts }] : [];
   });
-  const controllers = served.map(({ kind, parts }) =>
+  const controllers = controllerParts.map(({ kind, parts }) =>
     createController({
       name: kind.ref.kind.toLowerCase(),
       kube,
@@ -132,7 +135,7 @@ export function createOperator(opts: OperatorOptions): Operator {
       ...(opts.stopGraceMs !== undefined ? { stopGraceMs: opts.stopGraceMs } : {}),
     }),
   );
-  const names = served.map(({ kind }) => kind.ref.kind.toLowerCase());
+  const names = controllerParts.map(({ kind }) => kind.ref.kind.toLowerCase());
 
   return {
     metrics,
