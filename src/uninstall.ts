@@ -13,7 +13,7 @@ import { kubeJson, MERGE_PATCH } from "./kube/rest.ts";
 import type { KubeObject } from "./kube/types.ts";
 import { FINALIZER } from "./engine/managed.ts";
 import { IN_USE_FINALIZER, ref as providerConfigRef } from "./resources/providerconfig.ts";
-import { CREDENTIALS_SELECTOR } from "./resources/credentials.ts";
+import { CREDENTIALS_SELECTOR } from "./resources/provider/credentials.ts";
 import { ref as projectRef } from "./resources/project.ts";
 import { ref as membershipRef } from "./resources/projectmembership.ts";
 import { ref as syncRef } from "./resources/secretsync-schema.ts";

@@ -20,7 +20,7 @@ import type { SecondaryWatch } from "../engine/controller.ts";
 import { writeStatus } from "../engine/status.ts";
 import { classifyError, ReconcileError, throttleDelay } from "../engine/managed.ts";
 import { done, requeueAfter, throttled, type KubeObject, type ObjectKey, type ReconcileFn } from "../engine/types.ts";
-import { CREDENTIALS_SELECTOR } from "./credentials.ts";
+import { CREDENTIALS_SELECTOR } from "./provider/credentials.ts";
 import { commonStatus, kindRef, providerConfigKind, providerConfigName } from "./common.ts";
 import {
   connectionFields,

@@ -26,7 +26,7 @@ import {
 } from "./common.ts";
 import { renewalPlan, rfc3339 } from "./accesstoken.ts";
 import { backoffDelay, type BackoffPolicy } from "../lib/backoff.ts";
-import { checkAllowedBaseUrl, CREDENTIALS_SELECTOR, isMarkedCredentials, tokenFrom } from "./credentials.ts";
+import { checkAllowedBaseUrl, CREDENTIALS_SELECTOR, isMarkedCredentials, tokenFrom } from "./provider/credentials.ts";
 
 export const ref = kindRef("ProviderConfig", "providerconfigs");
 
@@ -360,7 +360,7 @@ export function createConnector(deps: {
 }
 export type Connector = ReturnType<typeof createConnector>;
 
-/** The token of a credentials Secret keyward may use for `baseUrl` (src/resources/credentials.ts). */
+/** The token of a credentials Secret keyward may use for `baseUrl` (src/resources/provider/credentials.ts). */
 async function readToken(
   read: SecretReader,
   namespace: string,
@@ -514,7 +514,7 @@ async function releaseSecret(deps: ReconcileDeps, namespace: string, name: strin
 
 /**
  * Holds the token Secret while the ProviderConfig uses it, if the Secret is marked as
- * credentials (src/resources/credentials.ts; keyward writes nothing on any other Secret); lets go
+ * credentials (src/resources/provider/credentials.ts; keyward writes nothing on any other Secret); lets go
  * of a Secret it no longer uses, that is no longer marked, or that the user deletes (after the
  * grace). Returns when to look again, if it must.
  */

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isThrottled } from "../../../src/api/index.ts";
 import { createLogger } from "../../../src/log.ts";
 import { namespaceAllowed, selectorMatches, specSchema as clusterSpec } from "../../../src/resources/clusterproviderconfig.ts";
-import { CREDENTIALS_LABEL } from "../../../src/resources/credentials.ts";
+import { CREDENTIALS_LABEL } from "../../../src/resources/provider/credentials.ts";
 import { createConnector, specSchema, type ConnectionSpec } from "../../../src/resources/providerconfig.ts";
 import type { KubeObject } from "../../../src/engine/types.ts";
 import { loadDefaultSeed } from "../../emulator/default-seed.ts";
