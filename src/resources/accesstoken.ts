@@ -42,6 +42,7 @@ import {
   readyColumns,
 } from "./common.ts";
 import { connectVia, type ProviderResolver } from "./providerconfig.ts";
+import { renewalPlan, rfc3339, type RenewalPlan } from "./provider/token-schedule.ts";
 
 export const ref = kindRef("AccessToken", "accesstokens");
 
@@ -157,18 +158,6 @@ export const crdSource: CrdSource = {
 
 type Ctx = ManagedContext<AccessTokenSpec, AccessTokenStatus, ApiClient>;
 
-const durationUnits: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
-
-/** A Go-style duration ("10m", "1h30m", "1.5h", "500ms") in milliseconds. */
-export function parseDuration(text: string): number {
-  if (!durationPattern.test(text)) throw new Error(`not a duration: ${text}`);
-  let total = 0;
-  for (const m of text.matchAll(/([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)/g)) {
-    total += Number(m[1]) * (durationUnits[m[2] ?? ""] ?? 0);
-  }
-  return Math.round(total);
-}
-
 /** The key names the spec asks for, defaults filled in; the three must differ. */
 export function secretKeysOf(spec: Pick<AccessTokenSpec, "secretKeys">): SecretKeys {
   const keys = { ...defaultSecretKeys, ...dropUndefined(spec.secretKeys ?? {}) };
@@ -176,25 +165,6 @@ export function secretKeysOf(spec: Pick<AccessTokenSpec, "secretKeys">): SecretK
     throw new ReconcileError("InvalidSpec", "spec.secretKeys: the token, tokenType and expiresAt keys must differ", { retryable: false });
   }
   return keys;
-}
-
-export interface RenewalPlan {
-  renewAt: Date;
-  /** renewBefore asked for more than half the lifetime and was cut to half. */
-  clamped: boolean;
-}
-
-/**
- * When to issue the next token: expiresAt − renewBefore, where renewBefore defaults to a third
- * of the lifetime and is at most half of it, so a renewBefore longer than the lifetime cannot
- * make keyward issue tokens in a loop. undefined: the token does not expire.
- */
-export function renewalPlan(issuedAt: Date, expiresAt: Date | undefined, renewBefore: string | undefined): RenewalPlan | undefined {
-  if (!expiresAt) return undefined;
-  const lifetime = Math.max(0, expiresAt.getTime() - issuedAt.getTime());
-  const asked = renewBefore === undefined ? lifetime / 3 : parseDuration(renewBefore);
-  const before = Math.min(asked, lifetime / 2);
-  return { renewAt: new Date(expiresAt.getTime() - before), clamped: asked > lifetime / 2 };
 }
 
 /** Hash of the Secret data under `keys`, salted with the owner's uid so it is no bare hash of the token. */
@@ -207,11 +177,6 @@ export function dataHash(ownerUid: string, data: Record<string, string> | undefi
 
 export function controlledBy(secret: Pick<SecretObject, "metadata">, ownerUid: string): boolean {
   return (secret.metadata.ownerReferences ?? []).some((r) => r.uid === ownerUid && r.controller === true);
-}
-
-/** RFC 3339 to the second, rounded down: an expiry we report is never later than the service's. */
-export function rfc3339(d: Date): string {
-  return new Date(Math.floor(d.getTime() / 1000) * 1000).toISOString().replace(".000Z", "Z");
 }
 
 export type Assessment =

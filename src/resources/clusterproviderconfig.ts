@@ -26,12 +26,12 @@ import {
   connectionFields,
   providerConfigColumns,
   tokenAuthSchema,
-  tokenStatus,
   tokenStatusFields,
   type ClusterConnect,
   type Connector,
   type ProviderResolver,
 } from "./providerconfig.ts";
+import { tokenStatus } from "./provider/token-schedule.ts";
 
 export const ref: KindRef = { ...kindRef("ClusterProviderConfig", "clusterproviderconfigs"), clusterScoped: true };
 

@@ -24,7 +24,7 @@ import {
   someNames,
   type ProviderConfigRef,
 } from "./common.ts";
-import { renewalPlan, rfc3339 } from "./accesstoken.ts";
+import { renewalPlan, tokenStatus, type TokenSchedule } from "./provider/token-schedule.ts";
 import { backoffDelay, type BackoffPolicy } from "../lib/backoff.ts";
 import { checkAllowedBaseUrl, CREDENTIALS_SELECTOR, isMarkedCredentials, tokenFrom } from "./provider/credentials.ts";
 
@@ -143,13 +143,6 @@ export interface ConnectionSpec {
   timeoutSeconds?: number | undefined;
   rateLimit?: { requestsPerSecond: number; burst: number } | undefined;
   caBundle?: string | undefined;
-}
-
-/** A tokenAuth config's current access token, as status shows it: its times, never the token. */
-export interface TokenSchedule {
-  issuedAt: Date;
-  expiresAt: Date | undefined;
-  renewAt: Date | undefined;
 }
 
 export interface ProviderResolver {
@@ -629,25 +622,6 @@ export function providerConfigReconciler(deps: ReconcileDeps): ReconcileFn {
     const after = [retry ? Math.min(deps.recheckMs, 30_000) : undefined, token.renewInMs, secretRecheckMs].filter((ms) => ms !== undefined);
     return after.length > 0 ? requeueAfter(Math.min(...after)) : done();
   };
-}
-
-/**
- * A tokenAuth config's status fields (the current token's expiry and renewal, never the token)
- * and when to look again so the next token is minted on time even when nothing else calls.
- */
-export function tokenStatus(
-  providers: ProviderResolver,
-  configId: string,
-  spec: unknown,
-  now = Date.now(),
-): { status: Record<string, string | undefined>; renewInMs?: number } {
-  const schedule = (spec as { tokenAuth?: unknown } | undefined)?.tokenAuth ? providers.tokenSchedule(configId) : undefined;
-  if (!schedule) return { status: { tokenExpiresAt: undefined, tokenRenewAt: undefined } };
-  const status = {
-    tokenExpiresAt: schedule.expiresAt ? rfc3339(schedule.expiresAt) : undefined,
-    tokenRenewAt: schedule.renewAt ? rfc3339(schedule.renewAt) : undefined,
-  };
-  return schedule.renewAt ? { status, renewInMs: Math.max(0, schedule.renewAt.getTime() - now) + 250 } : { status };
 }
 
 /**

@@ -1,14 +1,11 @@
-// AccessToken's pure parts: durations, the renewal schedule, the Secret's data hash and the
-// decision observe takes from a Secret and the recorded status.
+// AccessToken's pure parts: the Secret's data hash and the decision observe takes from a Secret
+// and the recorded status (durations and the renewal schedule: provider/token-schedule.test.ts).
 import { describe, expect, it } from "vitest";
 import {
   ANNOTATION_DATA_HASH,
   assess,
   dataHash,
   defaultSecretKeys,
-  parseDuration,
-  renewalPlan,
-  rfc3339,
   secretKeysOf,
   secretWatch,
   specSchema,
@@ -17,6 +14,7 @@ import {
   type SecretObject,
 } from "../../../src/resources/accesstoken.ts";
 import { API_VERSION, type KubeObject } from "../../../src/engine/types.ts";
+import { parseDuration } from "../../../src/resources/provider/token-schedule.ts";
 
 const UID = "0b7e6a52-6a3f-4b8e-9d5c-1f2e3d4c5b6a";
 const IDENTITY = "a1b2c3d4-0003-4a00-8000-000000000002";
@@ -50,40 +48,10 @@ const recorded: Partial<AccessTokenStatus> = {
 };
 const at = (iso: string): Date => new Date(iso);
 
-describe("parseDuration", () => {
-  it.each([
-    ["10m", 600_000],
-    ["1h30m", 5_400_000],
-    ["1.5h", 5_400_000],
-    ["500ms", 500],
-    ["2s", 2_000],
-  ])("%s is %d ms", (text, ms) => expect(parseDuration(text)).toBe(ms));
-
-  it("rejects what the CRD pattern rejects", () => {
-    expect(() => parseDuration("10")).toThrow();
-    expect(() => parseDuration("1d")).toThrow();
+describe("renewBefore", () => {
+  it("the CRD pattern rejects what parseDuration rejects", () => {
+    expect(() => parseDuration("5 minutes")).toThrow();
     expect(specSchema.safeParse({ ...spec, renewBefore: "5 minutes" }).success).toBe(false);
-  });
-});
-
-describe("renewalPlan", () => {
-  const issued = at("2030-01-01T00:00:00Z");
-  const expires = at("2030-01-01T03:00:00Z");
-
-  it("defaults renewBefore to a third of the lifetime", () => {
-    expect(renewalPlan(issued, expires, undefined)).toEqual({ renewAt: at("2030-01-01T02:00:00Z"), clamped: false });
-  });
-
-  it("uses renewBefore when it is at most half the lifetime", () => {
-    expect(renewalPlan(issued, expires, "10m")?.renewAt).toEqual(at("2030-01-01T02:50:00Z"));
-  });
-
-  it("cuts a renewBefore longer than half the lifetime to half, so tokens are never issued in a loop", () => {
-    expect(renewalPlan(issued, expires, "5h")).toEqual({ renewAt: at("2030-01-01T01:30:00Z"), clamped: true });
-  });
-
-  it("has no schedule for a token without expiry", () => {
-    expect(renewalPlan(issued, undefined, "10m")).toBeUndefined();
   });
 });
 
@@ -178,12 +146,6 @@ describe("assess", () => {
 
   it("an owned Secret with no record in status is re-issued", () => {
     expect(run(secretWith(written), {})).toMatchObject({ kind: "reissue", reason: "Unrecorded" });
-  });
-});
-
-describe("rfc3339", () => {
-  it("drops the milliseconds, rounding down", () => {
-    expect(rfc3339(at("2030-01-01T00:00:00.999Z"))).toBe("2030-01-01T00:00:00Z");
   });
 });
 
