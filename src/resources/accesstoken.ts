@@ -41,7 +41,7 @@ import {
   providerConfigRef,
   readyColumns,
 } from "./common.ts";
-import { connectVia, type ProviderResolver } from "./providerconfig.ts";
+import { connectVia, type ProviderResolver } from "./provider/resolver.ts";
 import { renewalPlan, rfc3339, type RenewalPlan } from "./provider/token-schedule.ts";
 
 export const ref = kindRef("AccessToken", "accesstokens");

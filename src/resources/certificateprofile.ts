@@ -23,7 +23,7 @@ import { kindGauge, type Metrics } from "../engine/metrics.ts";
 import type { ObjectKey } from "../engine/types.ts";
 import { ageColumn, commonStatus, kindRef, notFoundAsUndefined, projectId, projectRef, providerConfigRef, readyColumns } from "./common.ts";
 import { createSharedListing, DEFAULT_LISTING_TTL_MS, isSteady, listingScope, type SharedListing } from "./listing.ts";
-import { connectVia, type ProviderResolver } from "./providerconfig.ts";
+import { connectVia, type ProviderResolver } from "./provider/resolver.ts";
 import { resolveProjectId } from "./refs.ts";
 
 export const ref = kindRef("CertificateProfile", "certificateprofiles");

@@ -22,15 +22,9 @@ import { classifyError, ReconcileError, throttleDelay } from "../engine/managed.
 import { done, requeueAfter, throttled, type KubeObject, type ObjectKey, type ReconcileFn } from "../engine/types.ts";
 import { CREDENTIALS_SELECTOR } from "./provider/credentials.ts";
 import { commonStatus, kindRef, providerConfigKind, providerConfigName } from "./common.ts";
-import {
-  connectionFields,
-  providerConfigColumns,
-  tokenAuthSchema,
-  tokenStatusFields,
-  type ClusterConnect,
-  type Connector,
-  type ProviderResolver,
-} from "./providerconfig.ts";
+import { connectionFields, providerConfigColumns, tokenAuthSchema, tokenStatusFields } from "./providerconfig.ts";
+import type { Connector } from "./provider/connector.ts";
+import type { ClusterConnect, ProviderResolver } from "./provider/resolver.ts";
 import { tokenStatus } from "./provider/token-schedule.ts";
 
 export const ref: KindRef = { ...kindRef("ClusterProviderConfig", "clusterproviderconfigs"), clusterScoped: true };

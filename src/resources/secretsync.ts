@@ -54,7 +54,7 @@ import {
 } from "../engine/managed.ts";
 import type { KubeObject, ObjectKey, ObjectMeta } from "../engine/types.ts";
 import { isObserveOnly, notFoundAsUndefined } from "./common.ts";
-import { connectVia, type ProviderResolver } from "./providerconfig.ts";
+import { connectVia, type ProviderResolver } from "./provider/resolver.ts";
 import { resolveProjectId } from "./refs.ts";
 import { ref, specSchema, type RequestAction, type SecretSyncSpec, type SecretSyncStatus } from "./secretsync-schema.ts";
 
