@@ -7,9 +7,8 @@ import type { Logger } from "../log.ts";
 import { getObject, patchMetadata, readCached } from "../kube/objects.ts";
 import { secretKind, type KindRef, type Kube } from "../kube/client.ts";
 import type { EventRecorder } from "../kube/events.ts";
-import { writeStatus } from "../engine/status.ts";
-import { classifyError, ReconcileError, throttleDelay } from "../engine/managed.ts";
-import { done, requeueAfter, throttled, type KubeObject, type Outcome, type ReconcileFn } from "../engine/types.ts";
+import { ReconcileError } from "../engine/managed.ts";
+import { done, requeueAfter, type KubeObject, type Outcome, type ReconcileFn } from "../engine/types.ts";
 import { exactlyOneOf } from "../engine/cel.ts";
 import type { CrdSource, PrinterColumn } from "../engine/kind.ts";
 import {
@@ -22,7 +21,7 @@ import {
   referrersWatch,
   someNames,
 } from "./common.ts";
-import { tokenStatus } from "./provider/token-schedule.ts";
+import { checkConnection, writeReady } from "./provider/connection-check.ts";
 import { CREDENTIALS_SELECTOR, isMarkedCredentials } from "./provider/credentials.ts";
 import { createConnector, type Connector, type SecretReader } from "./provider/connector.ts";
 import { dispatchByKind, type ClusterConnect, type ProviderResolver } from "./provider/resolver.ts";
@@ -277,7 +276,7 @@ async function release(deps: ReconcileDeps, pc: ProviderConfigObject): Promise<O
   if (!(pc.metadata.finalizers ?? []).includes(IN_USE_FINALIZER)) return done();
   const users = await usersOf(deps, pc);
   if (users.length > 0) {
-    await writeReady(deps, pc, { status: "False", reason: "InUse", message: `kept until no resource uses it: ${someNames(users)}` });
+    await writeReady(deps, ref, pc, { status: "False", reason: "InUse", message: `kept until no resource uses it: ${someNames(users)}` });
     return requeueAfter(IN_USE_RECHECK_MS);
   }
   const secret = pc.status?.heldSecret ?? tokenSecretName(pc.spec);
@@ -303,24 +302,6 @@ async function secretStillUsed(deps: ReconcileDeps, pc: ProviderConfigObject, se
   return others.length > 0;
 }
 
-async function writeReady(
-  deps: ReconcileDeps,
-  pc: ProviderConfigObject,
-  ready: { status: "True" | "False"; reason: string; message: string },
-  extra: Record<string, unknown> = {},
-): Promise<void> {
-  const { conditions: _c, observedGeneration: _g, ...kept } = pc.status ?? {};
-  await writeStatus({
-    kube: deps.kube,
-    ref,
-    obj: pc,
-    kindStatus: { ...kept, ...extra },
-    conditions: { ready: { type: "Ready", ...ready } },
-    now: new Date(),
-    events: deps.events,
-  });
-}
-
 /** ProviderConfig's own reconcile: does the service answer with this token? */
 export function providerConfigReconciler(deps: ReconcileDeps): ReconcileFn {
   return async (key) => {
@@ -330,26 +311,18 @@ export function providerConfigReconciler(deps: ReconcileDeps): ReconcileFn {
     if (!(pc.metadata.finalizers ?? []).includes(IN_USE_FINALIZER))
       await patchMetadata(deps.kube, ref, key, { finalizers: { add: IN_USE_FINALIZER } });
     const secretRecheckMs = await holdSecret(deps, pc);
-    let ready: { status: "True" | "False"; reason: string; message: string };
-    let retry = false;
-    try {
-      const client = await deps.providers.connect(key.namespace, key.name);
-      await client.listProjects({});
-      ready = { status: "True", reason: "Connected", message: "the service answers with this token" };
-    } catch (err) {
-      // Its check shares the credential's rate limit with its users: when that turns it away, the
-      // check waits its turn and Ready stays as it was (a flip would requeue every user).
-      const turn = throttleDelay(err);
-      if (turn !== undefined) return throttled(turn);
-      const c = classifyError(err);
-      retry = c.retryable;
-      ready = { status: "False", reason: c.reason, message: c.message };
-    }
-    const baseUrl = (pc.spec as { baseUrl?: string }).baseUrl;
     const secret = tokenSecretName(pc.spec);
-    const token = tokenStatus(deps.providers, `ProviderConfig/${key.namespace}/${key.name}`, pc.spec);
-    await writeReady(deps, pc, ready, { ...(baseUrl ? { baseUrl } : {}), ...(secret ? { heldSecret: secret } : {}), ...token.status });
-    const after = [retry ? Math.min(deps.recheckMs, 30_000) : undefined, token.renewInMs, secretRecheckMs].filter((ms) => ms !== undefined);
+    const check = await checkConnection(deps, {
+      ref,
+      obj: pc,
+      configId: `ProviderConfig/${key.namespace}/${key.name}`,
+      connect: () => deps.providers.connect(key.namespace, key.name),
+      schedules: deps.providers,
+      connected: "the service answers with this token",
+      fields: secret ? { heldSecret: secret } : {},
+    });
+    if (check.throttled) return check.throttled;
+    const after = [check.retryInMs, check.renewInMs, secretRecheckMs].filter((ms) => ms !== undefined);
     return after.length > 0 ? requeueAfter(Math.min(...after)) : done();
   };
 }
