@@ -4,25 +4,17 @@
 import { z } from "zod";
 import type { ClientOptions } from "../api/index.ts";
 import type { Logger } from "../log.ts";
-import { getObject, patchMetadata, readCached } from "../kube/objects.ts";
+import { readCached } from "../kube/objects.ts";
 import { secretKind, type KindRef, type Kube } from "../kube/client.ts";
 import type { EventRecorder } from "../kube/events.ts";
 import { ReconcileError } from "../engine/managed.ts";
-import { done, requeueAfter, type KubeObject, type Outcome, type ReconcileFn } from "../engine/types.ts";
+import { done, requeueAfter, type KubeObject, type ReconcileFn } from "../engine/types.ts";
 import { exactlyOneOf } from "../engine/cel.ts";
 import type { CrdSource, PrinterColumn } from "../engine/kind.ts";
-import {
-  ageColumn,
-  commonStatus,
-  freshReferrers,
-  kindRef,
-  providerConfigKind,
-  providerConfigName,
-  referrersWatch,
-  someNames,
-} from "./common.ts";
-import { checkConnection, writeReady } from "./provider/connection-check.ts";
-import { CREDENTIALS_SELECTOR, isMarkedCredentials } from "./provider/credentials.ts";
+import { ageColumn, commonStatus, kindRef, providerConfigKind, providerConfigName, referrersWatch } from "./common.ts";
+import { checkConnection } from "./provider/connection-check.ts";
+import { hold, release, tokenSecretName } from "./provider/in-use.ts";
+import { CREDENTIALS_SELECTOR } from "./provider/credentials.ts";
 import { createConnector, type Connector, type SecretReader } from "./provider/connector.ts";
 import { dispatchByKind, type ClusterConnect, type ProviderResolver } from "./provider/resolver.ts";
 
@@ -171,20 +163,6 @@ export function createProviderResolver(deps: {
   });
 }
 
-/**
- * Deleting a namespace deletes a ProviderConfig, its token Secret and the resources that use
- * them all at once; those resources' finalizers then need the ProviderConfig and the token to
- * reach the service. So a ProviderConfig keeps a finalizer, and puts one on its token Secret,
- * while it exists; once it is being deleted, both stay until no keyward resource of its
- * namespace refers to it any more (crossplane's ProviderConfigUsage, in small). A Secret the
- * user deletes while its ProviderConfig stays is let go after DELETED_SECRET_GRACE_MS: that
- * deletion is deliberate.
- */
-export const IN_USE_FINALIZER = "keyward.dev/in-use";
-/** The label earlier keywards wrote on every token Secret; keyward now only removes it (releaseSecret). */
-export const PROVIDER_CONFIG_LABEL = "keyward.dev/provider-config";
-const IN_USE_RECHECK_MS = 5_000;
-
 type ProviderConfigObject = KubeObject<unknown, z.infer<typeof statusSchema>>;
 
 interface ReconcileDeps {
@@ -197,120 +175,13 @@ interface ReconcileDeps {
   users: KindRef[];
 }
 
-function usersOf(deps: ReconcileDeps, pc: ProviderConfigObject): Promise<string[]> {
-  const { namespace, name } = pc.metadata;
-  return freshReferrers(
-    deps.kube,
-    deps.users,
-    namespace,
-    (o) => providerConfigKind(o.spec) === "ProviderConfig" && providerConfigName(o.spec) === name,
-  );
-}
-
-/** The Secret a ProviderConfig spec names: its static token, or its tokenAuth bootstrap token. */
-function tokenSecretName(pcSpec: unknown): string | undefined {
-  const spec = pcSpec as { credentialsSecretRef?: { name?: string }; tokenAuth?: { bootstrapSecretRef?: { name?: string } } } | undefined;
-  return spec?.credentialsSecretRef?.name ?? spec?.tokenAuth?.bootstrapSecretRef?.name;
-}
-
-/**
- * How long a deleted token Secret is still held before keyward takes the deletion as the user's
- * own. Deleting a namespace deletes its Secrets, ProviderConfigs and resources in an order of the
- * namespace controller's choosing, often the Secrets first: within this window the ProviderConfig
- * (or a resource using it) shows its own deletion, and the Secret stays until they are finalized.
- */
-export const DELETED_SECRET_GRACE_MS = 15_000;
-
-/**
- * Lets go of a token Secret: keyward's finalizer, and the label an earlier keyward wrote on every
- * token Secret (PROVIDER_CONFIG_LABEL; keyward no longer writes it), come off in one patch.
- */
-async function releaseSecret(deps: ReconcileDeps, namespace: string, name: string): Promise<void> {
-  await patchMetadata(
-    deps.kube,
-    secretKind,
-    { namespace, name },
-    { finalizers: { remove: IN_USE_FINALIZER }, labels: { [PROVIDER_CONFIG_LABEL]: null } },
-  );
-}
-
-/**
- * Holds the token Secret while the ProviderConfig uses it, if the Secret is marked as
- * credentials (src/resources/provider/credentials.ts; keyward writes nothing on any other Secret); lets go
- * of a Secret it no longer uses, that is no longer marked, or that the user deletes (after the
- * grace). Returns when to look again, if it must.
- */
-async function holdSecret(deps: ReconcileDeps, pc: ProviderConfigObject, now = Date.now()): Promise<number | undefined> {
-  const namespace = pc.metadata.namespace;
-  const wanted = tokenSecretName(pc.spec);
-  const held = pc.status?.heldSecret;
-  if (held && held !== wanted) await releaseSecret(deps, namespace, held);
-  if (!wanted) return undefined;
-  const secret = await readCached(deps.kube, secretKind, { namespace, name: wanted }, CREDENTIALS_SELECTOR);
-  if (!secret) return undefined;
-  const holding = (secret.metadata.finalizers ?? []).includes(IN_USE_FINALIZER);
-  if (!isMarkedCredentials(secret)) {
-    // An earlier keyward held every named Secret; this one only takes its own finalizer back.
-    if (holding || secret.metadata.labels?.[PROVIDER_CONFIG_LABEL] !== undefined) await releaseSecret(deps, namespace, wanted);
-    return undefined;
-  }
-  const deletedAt = secret.metadata.deletionTimestamp;
-  if (deletedAt) {
-    // Let go only of a Secret deleted on its own: ask the apiserver (the cache may lag) whether
-    // the ProviderConfig is being deleted too, and give a namespace deletion time to show.
-    const fresh = await getObject(deps.kube, ref, { namespace, name: pc.metadata.name });
-    if (fresh?.metadata.deletionTimestamp) return undefined;
-    const wait = Date.parse(deletedAt) + DELETED_SECRET_GRACE_MS - now;
-    if (wait > 0) return wait;
-    await releaseSecret(deps, namespace, wanted);
-    return undefined;
-  }
-  if (holding) return undefined;
-  await patchMetadata(deps.kube, secretKind, { namespace, name: wanted }, { finalizers: { add: IN_USE_FINALIZER } });
-  return undefined;
-}
-
-/** A ProviderConfig being deleted: released (with its Secret) once nothing uses it. */
-async function release(deps: ReconcileDeps, pc: ProviderConfigObject): Promise<Outcome> {
-  const key = { namespace: pc.metadata.namespace, name: pc.metadata.name };
-  if (!(pc.metadata.finalizers ?? []).includes(IN_USE_FINALIZER)) return done();
-  const users = await usersOf(deps, pc);
-  if (users.length > 0) {
-    await writeReady(deps, ref, pc, { status: "False", reason: "InUse", message: `kept until no resource uses it: ${someNames(users)}` });
-    return requeueAfter(IN_USE_RECHECK_MS);
-  }
-  const secret = pc.status?.heldSecret ?? tokenSecretName(pc.spec);
-  if (secret && !(await secretStillUsed(deps, pc, secret))) await releaseSecret(deps, key.namespace, secret);
-  await patchMetadata(deps.kube, ref, key, { finalizers: { remove: IN_USE_FINALIZER } });
-  return done();
-}
-
-/**
- * Another ProviderConfig of the namespace, not being deleted, names the same Secret: it keeps
- * its finalizer, or a namespace deletion in between could take the Secret before that
- * ProviderConfig's users have finished. A fresh list, as for the users.
- */
-async function secretStillUsed(deps: ReconcileDeps, pc: ProviderConfigObject, secret: string): Promise<boolean> {
-  const others = await freshReferrers(deps.kube, [ref], pc.metadata.namespace, (other) => {
-    const o = other as ProviderConfigObject;
-    return (
-      o.metadata.name !== pc.metadata.name &&
-      o.metadata.deletionTimestamp === undefined &&
-      (o.status?.heldSecret ?? tokenSecretName(o.spec)) === secret
-    );
-  });
-  return others.length > 0;
-}
-
 /** ProviderConfig's own reconcile: does the service answer with this token? */
 export function providerConfigReconciler(deps: ReconcileDeps): ReconcileFn {
   return async (key) => {
     const pc = (await readCached(deps.kube, ref, key)) as ProviderConfigObject | undefined;
     if (!pc) return done();
-    if (pc.metadata.deletionTimestamp) return release(deps, pc);
-    if (!(pc.metadata.finalizers ?? []).includes(IN_USE_FINALIZER))
-      await patchMetadata(deps.kube, ref, key, { finalizers: { add: IN_USE_FINALIZER } });
-    const secretRecheckMs = await holdSecret(deps, pc);
+    if (pc.metadata.deletionTimestamp) return release(deps, ref, pc);
+    const secretRecheckMs = await hold(deps, ref, pc);
     const secret = tokenSecretName(pc.spec);
     const check = await checkConnection(deps, {
       ref,
