@@ -20,7 +20,7 @@ import { ReconcileError } from "../engine/managed.ts";
 import { done, requeueAfter, type KubeObject, type ObjectKey, type ReconcileFn } from "../engine/types.ts";
 import { CREDENTIALS_SELECTOR } from "./provider/credentials.ts";
 import { commonStatus, kindRef, providerConfigKind, providerConfigName } from "./common.ts";
-import { connectionFields, providerConfigColumns, tokenAuthSchema, tokenStatusFields } from "./providerconfig.ts";
+import { connectionFields, providerConfigColumns, tokenAuthSchema, tokenStatusFields } from "./provider/crd-fields.ts";
 import type { Connector } from "./provider/connector.ts";
 import type { ClusterConnect, ProviderResolver } from "./provider/resolver.ts";
 import { checkConnection } from "./provider/connection-check.ts";

@@ -10,8 +10,9 @@ import type { EventRecorder } from "../kube/events.ts";
 import { ReconcileError } from "../engine/managed.ts";
 import { done, requeueAfter, type KubeObject, type ReconcileFn } from "../engine/types.ts";
 import { exactlyOneOf } from "../engine/cel.ts";
-import type { CrdSource, PrinterColumn } from "../engine/kind.ts";
-import { ageColumn, commonStatus, kindRef, providerConfigKind, providerConfigName, referrersWatch } from "./common.ts";
+import type { CrdSource } from "../engine/kind.ts";
+import { commonStatus, kindRef, providerConfigKind, providerConfigName, referrersWatch } from "./common.ts";
+import { connectionFields, providerConfigColumns, secretKeySelector, tokenAuthSchema, tokenStatusFields } from "./provider/crd-fields.ts";
 import { checkConnection } from "./provider/connection-check.ts";
 import { hold, release, tokenSecretName } from "./provider/in-use.ts";
 import { CREDENTIALS_SELECTOR } from "./provider/credentials.ts";
@@ -23,55 +24,6 @@ export { createConnector } from "./provider/connector.ts";
 export type { ProviderResolver } from "./provider/resolver.ts";
 
 export const ref = kindRef("ProviderConfig", "providerconfigs");
-
-const secretKeySelector = (where: string) =>
-  z.object({
-    name: z.string().min(1).max(253).describe(`Secret ${where}.`),
-    key: z.string().min(1).max(253).optional().describe("Key in the Secret holding the token. Default: token."),
-  });
-
-const durationPattern = /^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$/;
-
-/** Self-rotating credentials: a bootstrap token used only to mint short-lived access tokens. */
-export const tokenAuthSchema = (where: string) =>
-  z
-    .object({
-      identityId: z.guid().describe("The machine identity keyward mints its access tokens for (create-token)."),
-      bootstrapSecretRef: secretKeySelector(where).describe(
-        "The Secret holding the bootstrap token, used only to call create-token; never for anything else and never copied.",
-      ),
-      renewBefore: z
-        .string()
-        .max(32)
-        .regex(durationPattern)
-        .optional()
-        .describe(
-          "Mint the next access token this long before the current one expires (10m, 1h30m; at most half its lifetime). Default: a third of its lifetime, as AccessToken.",
-        ),
-    })
-    .strict()
-    .describe(
-      "Instead of credentialsSecretRef: keyward mints short-lived access tokens for the identity with the bootstrap token, uses them for every call and mints the next one before the current expires. status.tokenExpiresAt shows when the current one expires.",
-    );
-
-/** Fields every provider config shares (ProviderConfig and ClusterProviderConfig). */
-export const connectionFields = {
-  baseUrl: z
-    .url({ protocol: /^https?$/ })
-    .max(2048)
-    .describe("Base URL of the service, e.g. https://secrets.example.com (paths /api/... are appended)."),
-  timeoutSeconds: z.number().int().min(1).max(300).optional().describe("Timeout of one request. Default: 10."),
-  rateLimit: z
-    .object({
-      requestsPerSecond: z.number().min(0.01).max(10000).describe("Sustained request rate to this base URL."),
-      burst: z.number().int().min(1).max(10000).describe("Requests allowed at once above the rate."),
-    })
-    .optional()
-    .describe(
-      "Client-side rate limit of these credentials (base URL and token: the service limits per token), to stay under the service's limits; never shared with another config's limit. Default: 2/s, burst 10.",
-    ),
-  caBundle: z.string().max(65536).optional().describe("PEM CA bundle to trust for an https baseUrl with a private CA."),
-};
 
 export const specSchema = z
   .object({
@@ -89,27 +41,12 @@ export const specSchema = z
   .strict();
 export type ProviderConfigSpec = z.infer<typeof specSchema>;
 
-/** Status of a tokenAuth config: when its current access token expires and the next is minted; never the token. */
-export const tokenStatusFields = {
-  tokenExpiresAt: z.string().optional().describe("tokenAuth: when the current access token expires (RFC 3339)."),
-  tokenRenewAt: z.string().optional().describe("tokenAuth: when keyward mints the next access token (RFC 3339)."),
-};
-
 export const statusSchema = z.object({
   ...commonStatus,
   baseUrl: z.string().optional().describe("The base URL last checked."),
   ...tokenStatusFields,
   heldSecret: z.string().optional().describe("The token Secret this ProviderConfig holds (finalizer keyward.dev/in-use) while it exists."),
 });
-
-/** Printer columns of ProviderConfig and ClusterProviderConfig alike. */
-export const providerConfigColumns: PrinterColumn[] = [
-  { name: "URL", type: "string", jsonPath: ".spec.baseUrl" },
-  { name: "Ready", type: "string", jsonPath: `.status.conditions[?(@.type=="Ready")].status` },
-  { name: "Reason", type: "string", jsonPath: `.status.conditions[?(@.type=="Ready")].reason`, priority: 1 },
-  { name: "Token-Expires", type: "string", jsonPath: ".status.tokenExpiresAt", priority: 1 },
-  ageColumn,
-];
 
 export const crdSource: CrdSource = {
   ...ref,

@@ -4,8 +4,7 @@
 //
 // May import: src/kube, src/engine, src/resources/common.ts and other files of
 // src/resources/provider; never a kind's file (the kind passes its ref and its object).
-import type { KindRef, Kube } from "../../kube/client.ts";
-import { secretKind } from "../../kube/client.ts";
+import { secretKind, type KindRef, type Kube } from "../../kube/client.ts";
 import type { EventRecorder } from "../../kube/events.ts";
 import { getObject, patchMetadata, readCached } from "../../kube/objects.ts";
 import { done, requeueAfter, type KubeObject, type Outcome } from "../../engine/types.ts";
