@@ -92,26 +92,28 @@ function mintSetbacks(now: () => number) {
   };
 }
 
-/**
- * Clients for provider configs, one per config, replaced when its settings or token change (so a
- * rotated token does not leave the old client, and the old token, behind). With tokenAuth it
- * holds the minted access token in memory only: minted with the bootstrap token through
- * create-token, used for every call, and minted again once renewalPlan (AccessToken's rule)
- * says so. Concurrent reconciles share one mint.
- */
-export function createConnector(deps: {
+interface ConnectorOptions {
   log: Logger;
   onRequest?: ClientOptions["onRequest"];
   now?: () => number;
   allowedBaseUrls?: readonly string[];
   maxResponseBytes?: number;
-}) {
+}
+type ClientFor = (cacheKey: string, spec: ConnectionSpec, token: string, onAnswer?: (info: RequestInfo) => void) => ApiClient;
+type Sessions = Map<string, { key: string; token: string; schedule: TokenSchedule }>;
+/** What a mint works with: the connector's clients, sessions, setbacks, log and clock. */
+interface Minter {
+  clientFor: ClientFor;
+  sessions: Sessions;
+  setbacks: ReturnType<typeof mintSetbacks>;
+  log: Logger;
+  now: () => number;
+}
+
+/** API clients per config (and its bootstrap credential), each replaced when its settings or token change. */
+function apiClients(deps: ConnectorOptions): ClientFor {
   const clients = new Map<string, { fingerprint: string; client: ApiClient }>();
-  const sessions = new Map<string, { key: string; token: string; schedule: TokenSchedule }>();
-  const minting = new Map<string, Promise<void>>();
-  const now = (): number => deps.now?.() ?? Date.now();
-  const setbacks = mintSetbacks(now);
-  function clientFor(cacheKey: string, spec: ConnectionSpec, token: string, onAnswer?: (info: RequestInfo) => void): ApiClient {
+  return function clientFor(cacheKey: string, spec: ConnectionSpec, token: string, onAnswer?: (info: RequestInfo) => void): ApiClient {
     // The cache key holds a hash of the token, never the token.
     const fingerprint = [
       spec.baseUrl,
@@ -141,36 +143,55 @@ export function createConnector(deps: {
     });
     clients.set(cacheKey, { fingerprint, client });
     return client;
-  }
+  };
+}
 
-  async function mint(
-    configId: string,
-    key: string,
-    spec: ConnectionSpec,
-    auth: NonNullable<ConnectionSpec["tokenAuth"]>,
-    bootstrap: string,
-    secretNamespace: string,
-  ): Promise<void> {
-    // Taken before the call: the service starts the lifetime later, so this expiry is never late.
-    const issuedAt = new Date(Math.floor(now() / 1000) * 1000);
-    const minted = await clientFor(`${configId}#bootstrap`, spec, bootstrap)
-      .createIdentityToken(auth.identityId, { name: `keyward ${configId}`.slice(0, 128) })
-      .catch((err: unknown) => {
-        // Turned away by the client-side rate limit: nothing was sent, so nothing was refused;
-        // the pass comes back at its turn, and minting does not back off for it.
-        if (isThrottled(err)) throw err;
-        const error = bootstrapError(err, auth, secretNamespace);
-        setbacks.record(configId, key, error);
-        throw error;
-      });
-    const expiresAt = minted.expiresIn > 0 ? new Date(issuedAt.getTime() + minted.expiresIn * 1000) : undefined;
-    const plan = renewalPlan(issuedAt, expiresAt, auth.renewBefore);
-    sessions.set(configId, { key, token: minted.accessToken, schedule: { issuedAt, expiresAt, renewAt: plan?.renewAt } });
-    deps.log.info(
-      { config: configId, tokenId: minted.tokenData.id, expiresAt: expiresAt?.toISOString(), renewAt: plan?.renewAt.toISOString() },
-      "minted an access token with tokenAuth",
-    );
-  }
+/** Mints an access token for `configId` with the bootstrap token and records it, with its schedule, as the config's session. */
+async function mint(
+  ctx: Minter,
+  configId: string,
+  key: string,
+  spec: ConnectionSpec,
+  auth: NonNullable<ConnectionSpec["tokenAuth"]>,
+  bootstrap: string,
+  secretNamespace: string,
+): Promise<void> {
+  // Taken before the call: the service starts the lifetime later, so this expiry is never late.
+  const issuedAt = new Date(Math.floor(ctx.now() / 1000) * 1000);
+  const minted = await ctx
+    .clientFor(`${configId}#bootstrap`, spec, bootstrap)
+    .createIdentityToken(auth.identityId, { name: `keyward ${configId}`.slice(0, 128) })
+    .catch((err: unknown) => {
+      // Turned away by the client-side rate limit: nothing was sent, so nothing was refused;
+      // the pass comes back at its turn, and minting does not back off for it.
+      if (isThrottled(err)) throw err;
+      const error = bootstrapError(err, auth, secretNamespace);
+      ctx.setbacks.record(configId, key, error);
+      throw error;
+    });
+  const expiresAt = minted.expiresIn > 0 ? new Date(issuedAt.getTime() + minted.expiresIn * 1000) : undefined;
+  const plan = renewalPlan(issuedAt, expiresAt, auth.renewBefore);
+  ctx.sessions.set(configId, { key, token: minted.accessToken, schedule: { issuedAt, expiresAt, renewAt: plan?.renewAt } });
+  ctx.log.info(
+    { config: configId, tokenId: minted.tokenData.id, expiresAt: expiresAt?.toISOString(), renewAt: plan?.renewAt.toISOString() },
+    "minted an access token with tokenAuth",
+  );
+}
+
+/**
+ * Clients for provider configs, one per config, replaced when its settings or token change (so a
+ * rotated token does not leave the old client, and the old token, behind). With tokenAuth it
+ * holds the minted access token in memory only: minted with the bootstrap token through
+ * create-token, used for every call, and minted again once renewalPlan (AccessToken's rule)
+ * says so. Concurrent reconciles share one mint.
+ */
+export function createConnector(deps: ConnectorOptions) {
+  const clientFor = apiClients(deps);
+  const sessions: Sessions = new Map();
+  const minting = new Map<string, Promise<void>>();
+  const now = (): number => deps.now?.() ?? Date.now();
+  const setbacks = mintSetbacks(now);
+  const minter: Minter = { clientFor, sessions, setbacks, log: deps.log, now };
 
   /** The token to call with: the static one, or the current minted one (minted first when due). */
   async function sessionToken(configId: string, spec: ConnectionSpec, read: SecretReader, secretNamespace: string): Promise<string> {
@@ -192,7 +213,7 @@ export function createConnector(deps: {
       if (!pending) {
         const held = setbacks.heldBack(configId, key);
         if (held) throw held;
-        pending = mint(configId, key, spec, auth, bootstrap, secretNamespace).finally(() => minting.delete(configId));
+        pending = mint(minter, configId, key, spec, auth, bootstrap, secretNamespace).finally(() => minting.delete(configId));
         minting.set(configId, pending);
       }
       await pending;
