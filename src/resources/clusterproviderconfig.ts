@@ -7,6 +7,9 @@
 // Changing the selector (or a namespace's labels) re-evaluates every user at once: the user
 // kinds watch ClusterProviderConfigs and Namespaces (secondary watches below). There is no in-use
 // finalizer as on ProviderConfig: deleting a namespace never deletes a ClusterProviderConfig.
+//
+// The plumbing it shares with ProviderConfig (connector, connection check, token schedule,
+// credentials, CRD fields) is in provider/; this file imports no other kind.
 import { z } from "zod";
 import type { Logger } from "../log.ts";
 import { namespaceKind, secretKind, type KindRef, type Kube } from "../kube/client.ts";

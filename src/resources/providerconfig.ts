@@ -1,6 +1,9 @@
 // ProviderConfig: where the service is and which token to use. It calls nothing at the
 // service itself but one cheap read to tell, in status, whether the service answers with the
-// token. Every other kind resolves its ProviderConfig here into a client of src/api.
+// token. Here is only what is ProviderConfig's own: its schema and CRD, how one is read into a
+// connection (createProviderResolver; the other kinds reach it through provider/resolver.ts),
+// its reconcile and its watches. The plumbing it shares with ClusterProviderConfig (connector,
+// connection check, in-use tracking, token schedule, credentials) is in provider/.
 import { z } from "zod";
 import type { ClientOptions } from "../api/index.ts";
 import type { Logger } from "../log.ts";

@@ -2,7 +2,8 @@
 // connection fields, tokenAuth, the tokenAuth status fields and the printer columns. Data only;
 // each kind's spec, status and crdSource stay in its own file.
 //
-// May import: zod, src/engine and other files of src/resources/provider; never a kind's file.
+// May import: zod, src/engine, src/resources/common.ts and other files of src/resources/provider;
+// never a kind's file.
 import { z } from "zod";
 import type { PrinterColumn } from "../../engine/kind.ts";
 import { ageColumn } from "../common.ts";

@@ -8,6 +8,8 @@
 // may go to (annotation ALLOWED_BASE_URLS_ANNOTATION); and the cluster admin may pin the base
 // URLs of every ProviderConfig (--allowed-base-urls). keyward never labels, annotates or puts a
 // finalizer on a Secret that is not marked.
+//
+// May import: src/engine and src/lib; never a kind's file.
 import type { KubeObject } from "../../engine/types.ts";
 import { ReconcileError } from "../../engine/managed.ts";
 import { baseUrlAllowed, parseBaseUrlList } from "../../lib/baseurl.ts";

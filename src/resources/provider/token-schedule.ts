@@ -2,7 +2,7 @@
 // writes into Secrets) and the connector (tokenAuth's minted access tokens) both follow, and
 // the status fields a tokenAuth config shows. Pure, but for the clock a caller passes in.
 //
-// May import: src/engine, src/lib and other files of src/resources/provider; never a kind's file.
+// May import: src/lib (nothing else: it is the bottom of provider/); never a kind's file.
 
 export const durationPattern = /^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$/;
 
