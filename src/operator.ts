@@ -12,6 +12,7 @@ import { createMetrics, type Metrics } from "./engine/metrics.ts";
 import type { KubeObject, ReconcileFn } from "./engine/types.ts";
 import type { KubeSource } from "./kube/kubeconfig.ts";
 import * as providerConfig from "./resources/providerconfig.ts";
+import { createConnector } from "./resources/provider/connector.ts";
 import * as clusterProviderConfig from "./resources/clusterproviderconfig.ts";
 import * as project from "./resources/project.ts";
 import type { Kind, KindDeps } from "./resources/kind.ts";
@@ -77,7 +78,7 @@ export function createOperator(opts: OperatorOptions): Operator {
   });
   kube.informers = informers;
   const events = createEventRecorder(kube, { component: "keyward", logger: log });
-  const connector = providerConfig.createConnector({
+  const connector = createConnector({
     log,
     onRequest: apiMetrics(metrics),
     allowedBaseUrls: opts.allowedBaseUrls ?? [],

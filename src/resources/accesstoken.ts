@@ -28,7 +28,7 @@ import type { CrdSource } from "../engine/kind.ts";
 import { getObject, isKubeNotFound, replacingPatch, statusCodeOf } from "../kube/objects.ts";
 import { keyString } from "../kube/keys.ts";
 import { KubeApiError, kubeJson, MERGE_PATCH } from "../kube/rest.ts";
-import { GO_DURATION_PATTERN, parseGoDuration } from "../lib/duration.ts";
+import { GO_DURATION_PATTERN } from "../lib/duration.ts";
 import type { SecondaryWatch } from "../engine/controller.ts";
 import { kindGauge, type Metrics } from "../engine/metrics.ts";
 import { ReconcileError, type ManagedContext, type ManagedModule, type Observation, type StatusPatch } from "../engine/managed.ts";
@@ -43,9 +43,10 @@ import {
   providerConfigRef,
   readyColumns,
 } from "./common.ts";
-import { connectVia, type ProviderResolver } from "./providerconfig.ts";
 import type { ReasonTable } from "../engine/kind.ts";
 import type { Kind } from "./kind.ts";
+import { connectVia, type ProviderResolver } from "./provider/resolver.ts";
+import { renewalPlan, rfc3339, type RenewalPlan } from "./provider/token-schedule.ts";
 
 export const ref = kindRef("AccessToken", "accesstokens");
 
@@ -169,25 +170,6 @@ export function secretKeysOf(spec: Pick<AccessTokenSpec, "secretKeys">): SecretK
   return keys;
 }
 
-export interface RenewalPlan {
-  renewAt: Date;
-  /** renewBefore asked for more than half the lifetime and was cut to half. */
-  clamped: boolean;
-}
-
-/**
- * When to issue the next token: expiresAt − renewBefore, where renewBefore defaults to a third
- * of the lifetime and is at most half of it, so a renewBefore longer than the lifetime cannot
- * make keyward issue tokens in a loop. undefined: the token does not expire.
- */
-export function renewalPlan(issuedAt: Date, expiresAt: Date | undefined, renewBefore: string | undefined): RenewalPlan | undefined {
-  if (!expiresAt) return undefined;
-  const lifetime = Math.max(0, expiresAt.getTime() - issuedAt.getTime());
-  const asked = renewBefore === undefined ? lifetime / 3 : parseGoDuration(renewBefore);
-  const before = Math.min(asked, lifetime / 2);
-  return { renewAt: new Date(expiresAt.getTime() - before), clamped: asked > lifetime / 2 };
-}
-
 /** Hash of the Secret data under `keys`, salted with the owner's uid so it is no bare hash of the token. */
 export function dataHash(ownerUid: string, data: Record<string, string> | undefined, keys: SecretKeys): string {
   const picked = [keys.token, keys.tokenType, keys.expiresAt].map((k) => [k, data?.[k] ?? null]);
@@ -198,11 +180,6 @@ export function dataHash(ownerUid: string, data: Record<string, string> | undefi
 
 export function controlledBy(secret: Pick<SecretObject, "metadata">, ownerUid: string): boolean {
   return (secret.metadata.ownerReferences ?? []).some((r) => r.uid === ownerUid && r.controller === true);
-}
-
-/** RFC 3339 to the second, rounded down: an expiry we report is never later than the service's. */
-export function rfc3339(d: Date): string {
-  return new Date(Math.floor(d.getTime() / 1000) * 1000).toISOString().replace(".000Z", "Z");
 }
 
 export type Assessment =

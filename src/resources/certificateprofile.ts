@@ -24,7 +24,7 @@ import type { ObjectKey } from "../engine/types.ts";
 import { keyString } from "../kube/keys.ts";
 import { ageColumn, commonStatus, kindRef, notFoundAsUndefined, projectId, projectRef, providerConfigRef, readyColumns } from "./common.ts";
 import { createSharedListing, DEFAULT_LISTING_TTL_MS, isSteady, listingScope, type SharedListing } from "./listing.ts";
-import { connectVia, type ProviderResolver } from "./providerconfig.ts";
+import { connectVia, type ProviderResolver } from "./provider/resolver.ts";
 import { resolveProjectId } from "./refs.ts";
 import type { ReasonTable } from "../engine/kind.ts";
 import type { Kind } from "./kind.ts";

@@ -7,8 +7,10 @@
 // Changing the selector (or a namespace's labels) re-evaluates every user at once: the user
 // kinds watch ClusterProviderConfigs and Namespaces (secondary watches below). There is no in-use
 // finalizer as on ProviderConfig: deleting a namespace never deletes a ClusterProviderConfig.
+//
+// The plumbing it shares with ProviderConfig (connector, connection check, token schedule,
+// credentials, CRD fields) is in provider/; this file imports no other kind.
 import { z } from "zod";
-import type { ApiClient } from "../api/index.ts";
 import type { Logger } from "../log.ts";
 import { namespaceKind, secretKind, type KindRef, type Kube } from "../kube/client.ts";
 import type { EventRecorder } from "../kube/events.ts";
@@ -18,21 +20,14 @@ import { watchKind, type Informer } from "../kube/informer.ts";
 import { keyOf } from "../kube/keys.ts";
 import { getObject, readCached } from "../kube/objects.ts";
 import type { SecondaryWatch } from "../engine/controller.ts";
-import { writeStatus } from "../engine/status.ts";
-import { classifyError, ReconcileError, throttleDelay } from "../engine/managed.ts";
-import { done, requeueAfter, throttled, type KubeObject, type ReconcileFn } from "../engine/types.ts";
-import { CREDENTIALS_SELECTOR } from "./credentials.ts";
+import { ReconcileError } from "../engine/managed.ts";
+import { done, requeueAfter, type KubeObject, type ReconcileFn } from "../engine/types.ts";
+import { CREDENTIALS_SELECTOR } from "./provider/credentials.ts";
 import { commonStatus, kindRef, providerConfigKind, providerConfigName } from "./common.ts";
-import {
-  connectionFields,
-  providerConfigColumns,
-  tokenAuthSchema,
-  tokenStatus,
-  tokenStatusFields,
-  type ClusterConnect,
-  type Connector,
-  type ProviderResolver,
-} from "./providerconfig.ts";
+import { connectionFields, providerConfigColumns, tokenAuthSchema, tokenStatusFields } from "./provider/crd-fields.ts";
+import type { Connector } from "./provider/connector.ts";
+import type { ClusterConnect, ProviderResolver } from "./provider/resolver.ts";
+import { checkConnection } from "./provider/connection-check.ts";
 import type { ReasonTable } from "../engine/kind.ts";
 import type { Kind } from "./kind.ts";
 
@@ -219,31 +214,21 @@ export function createClusterProviderConfigs(deps: {
   const reconcile: ReconcileFn = async (key) => {
     const obj = await readCached(deps.kube, ref, { namespace: "", name: key.name });
     if (!obj) return done();
-    let ready: { status: "True" | "False"; reason: string; message: string };
-    let retry = false;
-    try {
-      const spec = parseSpec(key.name, obj.spec);
-      const client: ApiClient = await deps.connector.connect(configId(key.name), spec, readSecret, deps.credentialsNamespace);
-      await client.listProjects({});
-      ready = { status: "True", reason: "Connected", message: "the service answers with these credentials" };
-    } catch (err) {
-      // Its check shares the credential's rate limit with its users: when that turns it away, the
-      // check waits its turn and Ready stays as it was (a flip would requeue every user).
-      const turn = throttleDelay(err);
-      if (turn !== undefined) return throttled(turn);
-      const c = classifyError(err);
-      retry = c.retryable;
-      ready = { status: "False", reason: c.reason, message: c.message };
-    }
-    const token = tokenStatus(deps.providers(), configId(key.name), obj.spec);
-    const baseUrl = (obj.spec as { baseUrl?: string } | undefined)?.baseUrl;
-    await writeReady(deps, obj, ready, {
-      ...(baseUrl ? { baseUrl } : {}),
-      credentialsNamespace: deps.credentialsNamespace,
-      ...token.status,
+    const check = await checkConnection(deps, {
+      ref,
+      obj,
+      configId: configId(key.name),
+      connect: async () => {
+        const spec = parseSpec(key.name, obj.spec);
+        return deps.connector.connect(configId(key.name), spec, readSecret, deps.credentialsNamespace);
+      },
+      schedules: deps.providers(),
+      connected: "the service answers with these credentials",
+      fields: { credentialsNamespace: deps.credentialsNamespace },
     });
-    if (retry) return requeueAfter(Math.min(deps.recheckMs, 30_000));
-    return token.renewInMs !== undefined ? requeueAfter(token.renewInMs) : done();
+    if (check.throttled) return check.throttled;
+    if (check.retryInMs !== undefined) return requeueAfter(check.retryInMs);
+    return check.renewInMs !== undefined ? requeueAfter(check.renewInMs) : done();
   };
 
   return {
@@ -252,24 +237,6 @@ export function createClusterProviderConfigs(deps: {
     start: () => secrets.start(),
     stop: () => secrets.stop(),
   };
-}
-
-async function writeReady(
-  deps: { kube: Kube; events: EventRecorder },
-  obj: KubeObject,
-  ready: { status: "True" | "False"; reason: string; message: string },
-  extra: Record<string, unknown>,
-): Promise<void> {
-  const { conditions: _c, observedGeneration: _g, ...kept } = obj.status ?? {};
-  await writeStatus({
-    kube: deps.kube,
-    ref,
-    obj,
-    kindStatus: { ...kept, ...extra },
-    conditions: { ready: { type: "Ready", ...ready } },
-    now: new Date(),
-    events: deps.events,
-  });
 }
 
 const usesClusterConfig = (o: KubeObject): boolean => providerConfigKind(o.spec) === "ClusterProviderConfig";

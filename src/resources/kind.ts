@@ -8,8 +8,7 @@ import type { KindDescriptor } from "../engine/kind.ts";
 import type { ManagedModule } from "../engine/managed.ts";
 import type { Metrics } from "../engine/metrics.ts";
 import type { KubeObject, ReconcileFn } from "../engine/types.ts";
-import type { ClusterProviderConfigs } from "./clusterproviderconfig.ts";
-import type { ProviderResolver } from "./providerconfig.ts";
+import type { ProviderResolver } from "./provider/resolver.ts";
 
 export interface KindDeps {
   kube: Kube;
@@ -17,8 +16,8 @@ export interface KindDeps {
   log: Logger;
   metrics: Metrics;
   providers: ProviderResolver;
-  /** Served only with --cluster-provider-configs. */
-  cluster: ClusterProviderConfigs | undefined;
+  /** ClusterProviderConfigs' own reconcile, served only with --cluster-provider-configs. */
+  cluster: { reconcile: ReconcileFn } | undefined;
   /** The engine's reconciler for a managed kind; `peers` are the other objects of the kind keyward knows. */
   managed: <S, T, C, E>(module: ManagedModule<S, T, C, E>, peers?: () => KubeObject[]) => ReconcileFn;
   /** The objects of a kind in keyward's cache. */

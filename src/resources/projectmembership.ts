@@ -37,7 +37,7 @@ import {
   readyColumns,
 } from "./common.ts";
 import { createSharedListing, DEFAULT_LISTING_TTL_MS, isSteady, listingScope, type SharedListing } from "./listing.ts";
-import { connectVia, type ProviderResolver } from "./providerconfig.ts";
+import { connectVia, type ProviderResolver } from "./provider/resolver.ts";
 import { resolveProjectId } from "./refs.ts";
 import type { ReasonTable } from "../engine/kind.ts";
 import type { Kind } from "./kind.ts";

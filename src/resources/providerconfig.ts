@@ -1,85 +1,30 @@
 // ProviderConfig: where the service is and which token to use. It calls nothing at the
 // service itself but one cheap read to tell, in status, whether the service answers with the
-// token. Every other kind resolves its ProviderConfig here into a client of src/api.
-import { createHash } from "node:crypto";
+// token. Here is only what is ProviderConfig's own: its schema and CRD, how one is read into a
+// connection (createProviderResolver; the other kinds reach it through provider/resolver.ts),
+// its reconcile and its watches. The plumbing it shares with ClusterProviderConfig (connector,
+// connection check, in-use tracking, token schedule, credentials) is in provider/.
 import { z } from "zod";
-import { createApiClient, isThrottled, type ApiClient, type ClientOptions, type RequestInfo } from "../api/index.ts";
+import type { ClientOptions } from "../api/index.ts";
 import type { Logger } from "../log.ts";
-import { keyOf } from "../kube/keys.ts";
-import { getObject, patchMetadata, readCached } from "../kube/objects.ts";
+import { readCached } from "../kube/objects.ts";
 import { secretKind, type KindRef, type Kube } from "../kube/client.ts";
 import type { EventRecorder } from "../kube/events.ts";
-import { writeStatus } from "../engine/status.ts";
-import { classifyError, ReconcileError, throttleDelay } from "../engine/managed.ts";
-import { done, requeueAfter, throttled, type KubeObject, type Outcome, type ReconcileFn } from "../engine/types.ts";
+import { ReconcileError } from "../engine/managed.ts";
+import { done, requeueAfter, type KubeObject, type ReconcileFn } from "../engine/types.ts";
 import { exactlyOneOf } from "../engine/cel.ts";
-import type { CrdSource, PrinterColumn } from "../engine/kind.ts";
-import {
-  ageColumn,
-  commonStatus,
-  freshReferrers,
-  kindRef,
-  providerConfigKind,
-  providerConfigName,
-  referrersWatch,
-  someNames,
-  type ProviderConfigRef,
-} from "./common.ts";
-import { renewalPlan, rfc3339 } from "./accesstoken.ts";
-import { backoffDelay, type BackoffPolicy } from "../lib/backoff.ts";
-import { GO_DURATION_PATTERN } from "../lib/duration.ts";
-import { checkAllowedBaseUrl, CREDENTIALS_SELECTOR, isMarkedCredentials, tokenFrom } from "./credentials.ts";
+import type { CrdSource } from "../engine/kind.ts";
+import { commonStatus, kindRef, providerConfigKind, providerConfigName, referrersWatch } from "./common.ts";
+import { connectionFields, providerConfigColumns, secretKeySelector, tokenAuthSchema, tokenStatusFields } from "./provider/crd-fields.ts";
+import { checkConnection } from "./provider/connection-check.ts";
+import { hold, release, tokenSecretName } from "./provider/in-use.ts";
+import { CREDENTIALS_SELECTOR } from "./provider/credentials.ts";
+import { createConnector, type Connector, type SecretReader } from "./provider/connector.ts";
+import { dispatchByKind, type ClusterConnect, type ProviderResolver } from "./provider/resolver.ts";
 import type { ReasonTable } from "../engine/kind.ts";
 import type { Kind } from "./kind.ts";
 
 export const ref = kindRef("ProviderConfig", "providerconfigs");
-
-const secretKeySelector = (where: string) =>
-  z.object({
-    name: z.string().min(1).max(253).describe(`Secret ${where}.`),
-    key: z.string().min(1).max(253).optional().describe("Key in the Secret holding the token. Default: token."),
-  });
-
-/** Self-rotating credentials: a bootstrap token used only to mint short-lived access tokens. */
-export const tokenAuthSchema = (where: string) =>
-  z
-    .object({
-      identityId: z.guid().describe("The machine identity keyward mints its access tokens for (create-token)."),
-      bootstrapSecretRef: secretKeySelector(where).describe(
-        "The Secret holding the bootstrap token, used only to call create-token; never for anything else and never copied.",
-      ),
-      renewBefore: z
-        .string()
-        .max(32)
-        .regex(GO_DURATION_PATTERN)
-        .optional()
-        .describe(
-          "Mint the next access token this long before the current one expires (10m, 1h30m; at most half its lifetime). Default: a third of its lifetime, as AccessToken.",
-        ),
-    })
-    .strict()
-    .describe(
-      "Instead of credentialsSecretRef: keyward mints short-lived access tokens for the identity with the bootstrap token, uses them for every call and mints the next one before the current expires. status.tokenExpiresAt shows when the current one expires.",
-    );
-
-/** Fields every provider config shares (ProviderConfig and ClusterProviderConfig). */
-export const connectionFields = {
-  baseUrl: z
-    .url({ protocol: /^https?$/ })
-    .max(2048)
-    .describe("Base URL of the service, e.g. https://secrets.example.com (paths /api/... are appended)."),
-  timeoutSeconds: z.number().int().min(1).max(300).optional().describe("Timeout of one request. Default: 10."),
-  rateLimit: z
-    .object({
-      requestsPerSecond: z.number().min(0.01).max(10000).describe("Sustained request rate to this base URL."),
-      burst: z.number().int().min(1).max(10000).describe("Requests allowed at once above the rate."),
-    })
-    .optional()
-    .describe(
-      "Client-side rate limit of these credentials (base URL and token: the service limits per token), to stay under the service's limits; never shared with another config's limit. Default: 2/s, burst 10.",
-    ),
-  caBundle: z.string().max(65536).optional().describe("PEM CA bundle to trust for an https baseUrl with a private CA."),
-};
 
 export const specSchema = z
   .object({
@@ -97,27 +42,12 @@ export const specSchema = z
   .strict();
 export type ProviderConfigSpec = z.infer<typeof specSchema>;
 
-/** Status of a tokenAuth config: when its current access token expires and the next is minted; never the token. */
-export const tokenStatusFields = {
-  tokenExpiresAt: z.string().optional().describe("tokenAuth: when the current access token expires (RFC 3339)."),
-  tokenRenewAt: z.string().optional().describe("tokenAuth: when keyward mints the next access token (RFC 3339)."),
-};
-
 export const statusSchema = z.object({
   ...commonStatus,
   baseUrl: z.string().optional().describe("The base URL last checked."),
   ...tokenStatusFields,
   heldSecret: z.string().optional().describe("The token Secret this ProviderConfig holds (finalizer keyward.dev/in-use) while it exists."),
 });
-
-/** Printer columns of ProviderConfig and ClusterProviderConfig alike. */
-export const providerConfigColumns: PrinterColumn[] = [
-  { name: "URL", type: "string", jsonPath: ".spec.baseUrl" },
-  { name: "Ready", type: "string", jsonPath: `.status.conditions[?(@.type=="Ready")].status` },
-  { name: "Reason", type: "string", jsonPath: `.status.conditions[?(@.type=="Ready")].reason`, priority: 1 },
-  { name: "Token-Expires", type: "string", jsonPath: ".status.tokenExpiresAt", priority: 1 },
-  ageColumn,
-];
 
 export const crdSource: CrdSource = {
   ...ref,
@@ -131,260 +61,6 @@ export const crdSource: CrdSource = {
   status: statusSchema,
   printerColumns: providerConfigColumns,
 };
-
-const DEFAULT_RATE = { requestsPerSecond: 2, burst: 10 };
-/** Between mints that failed (or whose tokens the service refused) in a row: 1 s doubling to 5 min. */
-const MINT_BACKOFF: BackoffPolicy = { baseMs: 1_000, maxMs: 5 * 60_000, jitter: "equal" };
-
-/** What connecting needs of a ProviderConfig or ClusterProviderConfig spec. */
-export interface ConnectionSpec {
-  baseUrl: string;
-  credentialsSecretRef?: { name: string; key?: string | undefined } | undefined;
-  tokenAuth?:
-    { identityId: string; bootstrapSecretRef: { name: string; key?: string | undefined }; renewBefore?: string | undefined } | undefined;
-  timeoutSeconds?: number | undefined;
-  rateLimit?: { requestsPerSecond: number; burst: number } | undefined;
-  caBundle?: string | undefined;
-}
-
-/** A tokenAuth config's current access token, as status shows it: its times, never the token. */
-export interface TokenSchedule {
-  issuedAt: Date;
-  expiresAt: Date | undefined;
-  renewAt: Date | undefined;
-}
-
-export interface ProviderResolver {
-  /**
-   * A client for the provider config `name` — the ProviderConfig of `namespace`, or with kind
-   * ClusterProviderConfig the cluster-scoped one, if it allows `namespace`. Errors are
-   * ReconcileErrors with a reason. `signal` cancels its calls.
-   */
-  connect(namespace: string, name: string, signal?: AbortSignal, kind?: "ProviderConfig" | "ClusterProviderConfig"): Promise<ApiClient>;
-  /** The current minted token's schedule of a tokenAuth config (`ProviderConfig/ns/name`, `ClusterProviderConfig/name`). */
-  tokenSchedule(configId: string): TokenSchedule | undefined;
-}
-
-/** Reads a credentials Secret (from the cache that holds it, else the apiserver); undefined when it does not exist. */
-export type SecretReader = (namespace: string, name: string) => Promise<KubeObject | undefined>;
-
-/**
- * A minted token the service says is bad — 401, or 403 with the service's TokenError (revoked,
- * expired early) — is not used again, and the next mint waits out the backoff, so a service
- * that refuses every minted token sees no mint storm. A 403 for a permission (PermissionDenied:
- * a delete-protected project, a role the identity lacks) says nothing about the token: it is
- * kept, shared by every resource of the config. A success ends the setbacks.
- */
-function onMintedAnswer(
-  state: { sessions: Map<string, { key: string; token: string }>; setbacks: ReturnType<typeof mintSetbacks> },
-  configId: string,
-  token: string,
-  info: RequestInfo,
-): void {
-  const { sessions, setbacks } = state;
-  const session = sessions.get(configId);
-  if (session?.token !== token) return;
-  if (typeof info.status === "number" && info.status >= 200 && info.status < 300) {
-    setbacks.clear(configId);
-  } else if (info.status === 401 || (info.status === 403 && info.error === "TokenError")) {
-    sessions.delete(configId);
-    setbacks.record(
-      configId,
-      session.key,
-      new ReconcileError(
-        "MintedTokenRefused",
-        `${configId}: the service refused the access token minted with tokenAuth (HTTP ${info.status}); minting the next one`,
-        { retryable: true },
-      ),
-    );
-  }
-}
-
-/**
- * Per config: mints that failed, or minted tokens the service refused, in a row (for the session
- * key of the time). Until notBefore no mint is tried, and connects fail with the last error.
- */
-function mintSetbacks(now: () => number) {
-  const setbacks = new Map<string, { key: string; failures: number; notBefore: number; error: Error }>();
-  return {
-    record(configId: string, key: string, err: unknown): void {
-      const before = setbacks.get(configId);
-      const failures = before?.key === key ? before.failures + 1 : 1;
-      const error = err instanceof Error ? err : new Error(String(err));
-      setbacks.set(configId, { key, failures, notBefore: now() + backoffDelay(failures - 1, MINT_BACKOFF), error });
-    },
-    /** The error a connect fails with while minting waits out its backoff: the last one, with the wait as Retry-After. */
-    heldBack(configId: string, key: string): Error | undefined {
-      const held = setbacks.get(configId);
-      if (!held || held.key !== key || now() >= held.notBefore) return undefined;
-      const err = held.error;
-      return err instanceof ReconcileError
-        ? new ReconcileError(err.reason, err.message, { retryable: err.retryable, retryAfterMs: held.notBefore - now() })
-        : err;
-    },
-    clear(configId: string): void {
-      setbacks.delete(configId);
-    },
-  };
-}
-
-/**
- * Clients for provider configs, one per config, replaced when its settings or token change (so a
- * rotated token does not leave the old client, and the old token, behind). With tokenAuth it
- * holds the minted access token in memory only: minted with the bootstrap token through
- * create-token, used for every call, and minted again once renewalPlan (AccessToken's rule)
- * says so. Concurrent reconciles share one mint.
- */
-export function createConnector(deps: {
-  log: Logger;
-  onRequest?: ClientOptions["onRequest"];
-  now?: () => number;
-  allowedBaseUrls?: readonly string[];
-  maxResponseBytes?: number;
-}) {
-  const clients = new Map<string, { fingerprint: string; client: ApiClient }>();
-  const sessions = new Map<string, { key: string; token: string; schedule: TokenSchedule }>();
-  const minting = new Map<string, Promise<void>>();
-  const now = (): number => deps.now?.() ?? Date.now();
-  const setbacks = mintSetbacks(now);
-  function clientFor(cacheKey: string, spec: ConnectionSpec, token: string, onAnswer?: (info: RequestInfo) => void): ApiClient {
-    // The cache key holds a hash of the token, never the token.
-    const fingerprint = [
-      spec.baseUrl,
-      spec.timeoutSeconds ?? "",
-      JSON.stringify(spec.rateLimit ?? ""),
-      hash(spec.caBundle ?? ""),
-      hash(token),
-    ].join("|");
-    const cached = clients.get(cacheKey);
-    if (cached?.fingerprint === fingerprint) return cached.client;
-    const client = createApiClient({
-      baseUrl: spec.baseUrl,
-      token,
-      timeoutMs: (spec.timeoutSeconds ?? 10) * 1000,
-      ...(deps.maxResponseBytes !== undefined ? { maxResponseBytes: deps.maxResponseBytes } : {}),
-      rateLimit: spec.rateLimit ?? DEFAULT_RATE,
-      ...(spec.caBundle ? { caBundle: spec.caBundle } : {}),
-      ...(deps.onRequest || onAnswer
-        ? {
-            onRequest: (info: RequestInfo) => {
-              deps.onRequest?.(info);
-              onAnswer?.(info);
-            },
-          }
-        : {}),
-      logger: deps.log,
-    });
-    clients.set(cacheKey, { fingerprint, client });
-    return client;
-  }
-
-  async function mint(
-    configId: string,
-    key: string,
-    spec: ConnectionSpec,
-    auth: NonNullable<ConnectionSpec["tokenAuth"]>,
-    bootstrap: string,
-    secretNamespace: string,
-  ): Promise<void> {
-    // Taken before the call: the service starts the lifetime later, so this expiry is never late.
-    const issuedAt = new Date(Math.floor(now() / 1000) * 1000);
-    const minted = await clientFor(`${configId}#bootstrap`, spec, bootstrap)
-      .createIdentityToken(auth.identityId, { name: `keyward ${configId}`.slice(0, 128) })
-      .catch((err: unknown) => {
-        // Turned away by the client-side rate limit: nothing was sent, so nothing was refused;
-        // the pass comes back at its turn, and minting does not back off for it.
-        if (isThrottled(err)) throw err;
-        const error = bootstrapError(err, auth, secretNamespace);
-        setbacks.record(configId, key, error);
-        throw error;
-      });
-    const expiresAt = minted.expiresIn > 0 ? new Date(issuedAt.getTime() + minted.expiresIn * 1000) : undefined;
-    const plan = renewalPlan(issuedAt, expiresAt, auth.renewBefore);
-    sessions.set(configId, { key, token: minted.accessToken, schedule: { issuedAt, expiresAt, renewAt: plan?.renewAt } });
-    deps.log.info(
-      { config: configId, tokenId: minted.tokenData.id, expiresAt: expiresAt?.toISOString(), renewAt: plan?.renewAt.toISOString() },
-      "minted an access token with tokenAuth",
-    );
-  }
-
-  /** The token to call with: the static one, or the current minted one (minted first when due). */
-  async function sessionToken(configId: string, spec: ConnectionSpec, read: SecretReader, secretNamespace: string): Promise<string> {
-    if (spec.credentialsSecretRef && !spec.tokenAuth) return readToken(read, secretNamespace, spec.credentialsSecretRef, spec.baseUrl);
-    const auth = spec.tokenAuth;
-    if (!auth || spec.credentialsSecretRef)
-      throw new ReconcileError("ProviderConfigInvalid", `${configId}: exactly one of credentialsSecretRef and tokenAuth must be set`, {
-        retryable: false,
-      });
-    const bootstrap = await readToken(read, secretNamespace, auth.bootstrapSecretRef, spec.baseUrl);
-    // A new bootstrap token, identity or service mints anew; the key holds hashes, never tokens.
-    const key = [auth.identityId, auth.renewBefore ?? "", spec.baseUrl, hash(bootstrap)].join("|");
-    for (;;) {
-      const session = sessions.get(configId);
-      const due =
-        !session || session.key !== key || (session.schedule.renewAt !== undefined && now() >= session.schedule.renewAt.getTime());
-      if (!due) return session.token;
-      let pending = minting.get(configId);
-      if (!pending) {
-        const held = setbacks.heldBack(configId, key);
-        if (held) throw held;
-        pending = mint(configId, key, spec, auth, bootstrap, secretNamespace).finally(() => minting.delete(configId));
-        minting.set(configId, pending);
-      }
-      await pending;
-      const fresh = sessions.get(configId);
-      if (fresh?.key === key) return fresh.token;
-    }
-  }
-
-  return {
-    /** A client of the config `configId` with spec `spec`, its Secrets read from `secretNamespace`. */
-    async connect(
-      configId: string,
-      spec: ConnectionSpec,
-      read: SecretReader,
-      secretNamespace: string,
-      signal?: AbortSignal,
-    ): Promise<ApiClient> {
-      // Before any Secret is read: a URL the cluster admin does not allow never gets a token.
-      checkAllowedBaseUrl(configId, spec.baseUrl, deps.allowedBaseUrls ?? []);
-      const token = await sessionToken(configId, spec, read, secretNamespace);
-      const client = clientFor(
-        configId,
-        spec,
-        token,
-        spec.tokenAuth ? (info) => onMintedAnswer({ sessions, setbacks }, configId, token, info) : undefined,
-      );
-      return signal ? client.withSignal(signal) : client;
-    },
-    tokenSchedule: (configId: string): TokenSchedule | undefined => sessions.get(configId)?.schedule,
-  };
-}
-export type Connector = ReturnType<typeof createConnector>;
-
-/** The token of a credentials Secret keyward may use for `baseUrl` (src/resources/credentials.ts). */
-async function readToken(
-  read: SecretReader,
-  namespace: string,
-  ref: { name: string; key?: string | undefined },
-  baseUrl: string,
-): Promise<string> {
-  return tokenFrom(await read(namespace, ref.name), { namespace, ...ref }, baseUrl);
-}
-
-/** A refused create-token (401/403, or 404: no such identity) means the bootstrap credentials are wrong, not a passing failure. */
-function bootstrapError(err: unknown, auth: NonNullable<ConnectionSpec["tokenAuth"]>, secretNamespace: string): unknown {
-  const status = (err as { status?: unknown }).status;
-  if (status !== 401 && status !== 403 && status !== 404) return err;
-  return new ReconcileError(
-    "BootstrapTokenRejected",
-    `create-token for identity ${auth.identityId} with the bootstrap token of Secret ${secretNamespace}/${auth.bootstrapSecretRef.name} was refused: ${classifyError(err).message}`,
-    { retryable: false },
-  );
-}
-
-/** Connects the kinds to their ClusterProviderConfig (src/resources/clusterproviderconfig.ts), when keyward serves them. */
-export type ClusterConnect = (namespace: string, name: string, signal?: AbortSignal) => Promise<ApiClient>;
 
 /**
  * Resolves ProviderConfigs (and, through `cluster`, ClusterProviderConfigs) to clients, caching
@@ -415,55 +91,15 @@ export function createProviderResolver(deps: {
     return parsed.data;
   }
 
-  return {
-    async connect(namespace, name, signal, kind = "ProviderConfig") {
-      if (kind === "ClusterProviderConfig") {
-        const cluster = deps.cluster?.();
-        if (!cluster)
-          throw new ReconcileError(
-            "ClusterProviderConfigsDisabled",
-            `ClusterProviderConfig ${name}: this keyward does not serve ClusterProviderConfigs (--cluster-provider-configs)`,
-            { retryable: false },
-          );
-        return cluster(namespace, name, signal);
-      }
+  return dispatchByKind({
+    providerConfig: async (namespace, name, signal) => {
       const spec = await readSpec(namespace, name);
       return connector.connect(`ProviderConfig/${namespace}/${name}`, spec, read, namespace, signal);
     },
-    tokenSchedule: (configId) => connector.tokenSchedule(configId),
-  };
+    cluster: deps.cluster,
+    schedules: connector,
+  });
 }
-
-function hash(s: string): string {
-  return createHash("sha256").update(s).digest("hex").slice(0, 16);
-}
-
-/** The `connect` of every kind that talks to the service through its spec.providerConfigRef. */
-export function connectVia(providers: ProviderResolver) {
-  return ({
-    namespace,
-    spec,
-    signal,
-  }: {
-    namespace: string;
-    spec: { providerConfigRef?: ProviderConfigRef | undefined };
-    signal: AbortSignal;
-  }): Promise<ApiClient> => providers.connect(namespace, providerConfigName(spec), signal, providerConfigKind(spec));
-}
-
-/**
- * Deleting a namespace deletes a ProviderConfig, its token Secret and the resources that use
- * them all at once; those resources' finalizers then need the ProviderConfig and the token to
- * reach the service. So a ProviderConfig keeps a finalizer, and puts one on its token Secret,
- * while it exists; once it is being deleted, both stay until no keyward resource of its
- * namespace refers to it any more (crossplane's ProviderConfigUsage, in small). A Secret the
- * user deletes while its ProviderConfig stays is let go after DELETED_SECRET_GRACE_MS: that
- * deletion is deliberate.
- */
-export const IN_USE_FINALIZER = "keyward.dev/in-use";
-/** The label earlier keywards wrote on every token Secret; keyward now only removes it (releaseSecret). */
-export const PROVIDER_CONFIG_LABEL = "keyward.dev/provider-config";
-const IN_USE_RECHECK_MS = 5_000;
 
 type ProviderConfigObject = KubeObject<unknown, z.infer<typeof statusSchema>>;
 
@@ -477,179 +113,27 @@ interface ReconcileDeps {
   users: KindRef[];
 }
 
-function usersOf(deps: ReconcileDeps, pc: ProviderConfigObject): Promise<string[]> {
-  const { namespace, name } = pc.metadata;
-  return freshReferrers(
-    deps.kube,
-    deps.users,
-    namespace,
-    (o) => providerConfigKind(o.spec) === "ProviderConfig" && providerConfigName(o.spec) === name,
-  );
-}
-
-/** The Secret a ProviderConfig spec names: its static token, or its tokenAuth bootstrap token. */
-function tokenSecretName(pcSpec: unknown): string | undefined {
-  const spec = pcSpec as { credentialsSecretRef?: { name?: string }; tokenAuth?: { bootstrapSecretRef?: { name?: string } } } | undefined;
-  return spec?.credentialsSecretRef?.name ?? spec?.tokenAuth?.bootstrapSecretRef?.name;
-}
-
-/**
- * How long a deleted token Secret is still held before keyward takes the deletion as the user's
- * own. Deleting a namespace deletes its Secrets, ProviderConfigs and resources in an order of the
- * namespace controller's choosing, often the Secrets first: within this window the ProviderConfig
- * (or a resource using it) shows its own deletion, and the Secret stays until they are finalized.
- */
-export const DELETED_SECRET_GRACE_MS = 15_000;
-
-/**
- * Lets go of a token Secret: keyward's finalizer, and the label an earlier keyward wrote on every
- * token Secret (PROVIDER_CONFIG_LABEL; keyward no longer writes it), come off in one patch.
- */
-async function releaseSecret(deps: ReconcileDeps, namespace: string, name: string): Promise<void> {
-  await patchMetadata(
-    deps.kube,
-    secretKind,
-    { namespace, name },
-    { finalizers: { remove: IN_USE_FINALIZER }, labels: { [PROVIDER_CONFIG_LABEL]: null } },
-  );
-}
-
-/**
- * Holds the token Secret while the ProviderConfig uses it, if the Secret is marked as
- * credentials (src/resources/credentials.ts; keyward writes nothing on any other Secret); lets go
- * of a Secret it no longer uses, that is no longer marked, or that the user deletes (after the
- * grace). Returns when to look again, if it must.
- */
-async function holdSecret(deps: ReconcileDeps, pc: ProviderConfigObject, now = Date.now()): Promise<number | undefined> {
-  const namespace = pc.metadata.namespace;
-  const wanted = tokenSecretName(pc.spec);
-  const held = pc.status?.heldSecret;
-  if (held && held !== wanted) await releaseSecret(deps, namespace, held);
-  if (!wanted) return undefined;
-  const secret = await readCached(deps.kube, secretKind, { namespace, name: wanted }, CREDENTIALS_SELECTOR);
-  if (!secret) return undefined;
-  const holding = (secret.metadata.finalizers ?? []).includes(IN_USE_FINALIZER);
-  if (!isMarkedCredentials(secret)) {
-    // An earlier keyward held every named Secret; this one only takes its own finalizer back.
-    if (holding || secret.metadata.labels?.[PROVIDER_CONFIG_LABEL] !== undefined) await releaseSecret(deps, namespace, wanted);
-    return undefined;
-  }
-  const deletedAt = secret.metadata.deletionTimestamp;
-  if (deletedAt) {
-    // Let go only of a Secret deleted on its own: ask the apiserver (the cache may lag) whether
-    // the ProviderConfig is being deleted too, and give a namespace deletion time to show.
-    const fresh = await getObject(deps.kube, ref, { namespace, name: pc.metadata.name });
-    if (fresh?.metadata.deletionTimestamp) return undefined;
-    const wait = Date.parse(deletedAt) + DELETED_SECRET_GRACE_MS - now;
-    if (wait > 0) return wait;
-    await releaseSecret(deps, namespace, wanted);
-    return undefined;
-  }
-  if (holding) return undefined;
-  await patchMetadata(deps.kube, secretKind, { namespace, name: wanted }, { finalizers: { add: IN_USE_FINALIZER } });
-  return undefined;
-}
-
-/** A ProviderConfig being deleted: released (with its Secret) once nothing uses it. */
-async function release(deps: ReconcileDeps, pc: ProviderConfigObject): Promise<Outcome> {
-  const key = keyOf(pc);
-  if (!(pc.metadata.finalizers ?? []).includes(IN_USE_FINALIZER)) return done();
-  const users = await usersOf(deps, pc);
-  if (users.length > 0) {
-    await writeReady(deps, pc, { status: "False", reason: "InUse", message: `kept until no resource uses it: ${someNames(users)}` });
-    return requeueAfter(IN_USE_RECHECK_MS);
-  }
-  const secret = pc.status?.heldSecret ?? tokenSecretName(pc.spec);
-  if (secret && !(await secretStillUsed(deps, pc, secret))) await releaseSecret(deps, key.namespace, secret);
-  await patchMetadata(deps.kube, ref, key, { finalizers: { remove: IN_USE_FINALIZER } });
-  return done();
-}
-
-/**
- * Another ProviderConfig of the namespace, not being deleted, names the same Secret: it keeps
- * its finalizer, or a namespace deletion in between could take the Secret before that
- * ProviderConfig's users have finished. A fresh list, as for the users.
- */
-async function secretStillUsed(deps: ReconcileDeps, pc: ProviderConfigObject, secret: string): Promise<boolean> {
-  const others = await freshReferrers(deps.kube, [ref], pc.metadata.namespace, (other) => {
-    const o = other as ProviderConfigObject;
-    return (
-      o.metadata.name !== pc.metadata.name &&
-      o.metadata.deletionTimestamp === undefined &&
-      (o.status?.heldSecret ?? tokenSecretName(o.spec)) === secret
-    );
-  });
-  return others.length > 0;
-}
-
-async function writeReady(
-  deps: ReconcileDeps,
-  pc: ProviderConfigObject,
-  ready: { status: "True" | "False"; reason: string; message: string },
-  extra: Record<string, unknown> = {},
-): Promise<void> {
-  const { conditions: _c, observedGeneration: _g, ...kept } = pc.status ?? {};
-  await writeStatus({
-    kube: deps.kube,
-    ref,
-    obj: pc,
-    kindStatus: { ...kept, ...extra },
-    conditions: { ready: { type: "Ready", ...ready } },
-    now: new Date(),
-    events: deps.events,
-  });
-}
-
 /** ProviderConfig's own reconcile: does the service answer with this token? */
 export function providerConfigReconciler(deps: ReconcileDeps): ReconcileFn {
   return async (key) => {
     const pc = (await readCached(deps.kube, ref, key)) as ProviderConfigObject | undefined;
     if (!pc) return done();
-    if (pc.metadata.deletionTimestamp) return release(deps, pc);
-    if (!(pc.metadata.finalizers ?? []).includes(IN_USE_FINALIZER))
-      await patchMetadata(deps.kube, ref, key, { finalizers: { add: IN_USE_FINALIZER } });
-    const secretRecheckMs = await holdSecret(deps, pc);
-    let ready: { status: "True" | "False"; reason: string; message: string };
-    let retry = false;
-    try {
-      const client = await deps.providers.connect(key.namespace, key.name);
-      await client.listProjects({});
-      ready = { status: "True", reason: "Connected", message: "the service answers with this token" };
-    } catch (err) {
-      // Its check shares the credential's rate limit with its users: when that turns it away, the
-      // check waits its turn and Ready stays as it was (a flip would requeue every user).
-      const turn = throttleDelay(err);
-      if (turn !== undefined) return throttled(turn);
-      const c = classifyError(err);
-      retry = c.retryable;
-      ready = { status: "False", reason: c.reason, message: c.message };
-    }
-    const baseUrl = (pc.spec as { baseUrl?: string }).baseUrl;
+    if (pc.metadata.deletionTimestamp) return release(deps, ref, pc);
+    const secretRecheckMs = await hold(deps, ref, pc);
     const secret = tokenSecretName(pc.spec);
-    const token = tokenStatus(deps.providers, `ProviderConfig/${key.namespace}/${key.name}`, pc.spec);
-    await writeReady(deps, pc, ready, { ...(baseUrl ? { baseUrl } : {}), ...(secret ? { heldSecret: secret } : {}), ...token.status });
-    const after = [retry ? Math.min(deps.recheckMs, 30_000) : undefined, token.renewInMs, secretRecheckMs].filter((ms) => ms !== undefined);
+    const check = await checkConnection(deps, {
+      ref,
+      obj: pc,
+      configId: `ProviderConfig/${key.namespace}/${key.name}`,
+      connect: () => deps.providers.connect(key.namespace, key.name),
+      schedules: deps.providers,
+      connected: "the service answers with this token",
+      fields: secret ? { heldSecret: secret } : {},
+    });
+    if (check.throttled) return check.throttled;
+    const after = [check.retryInMs, check.renewInMs, secretRecheckMs].filter((ms) => ms !== undefined);
     return after.length > 0 ? requeueAfter(Math.min(...after)) : done();
   };
-}
-
-/**
- * A tokenAuth config's status fields (the current token's expiry and renewal, never the token)
- * and when to look again so the next token is minted on time even when nothing else calls.
- */
-export function tokenStatus(
-  providers: ProviderResolver,
-  configId: string,
-  spec: unknown,
-  now = Date.now(),
-): { status: Record<string, string | undefined>; renewInMs?: number } {
-  const schedule = (spec as { tokenAuth?: unknown } | undefined)?.tokenAuth ? providers.tokenSchedule(configId) : undefined;
-  if (!schedule) return { status: { tokenExpiresAt: undefined, tokenRenewAt: undefined } };
-  const status = {
-    tokenExpiresAt: schedule.expiresAt ? rfc3339(schedule.expiresAt) : undefined,
-    tokenRenewAt: schedule.renewAt ? rfc3339(schedule.renewAt) : undefined,
-  };
-  return schedule.renewAt ? { status, renewInMs: Math.max(0, schedule.renewAt.getTime() - now) + 250 } : { status };
 }
 
 /**

@@ -55,7 +55,7 @@ import {
 import type { KubeObject, ObjectKey, ObjectMeta } from "../engine/types.ts";
 import { keyString } from "../kube/keys.ts";
 import { isObserveOnly, notFoundAsUndefined } from "./common.ts";
-import { connectVia, type ProviderResolver } from "./providerconfig.ts";
+import { connectVia, type ProviderResolver } from "./provider/resolver.ts";
 import { resolveProjectId } from "./refs.ts";
 import { crdSource, ref, specSchema, type RequestAction, type SecretSyncSpec, type SecretSyncStatus } from "./secretsync-schema.ts";
 

@@ -9,7 +9,7 @@ import { createOperator, type Operator } from "../../../src/operator.ts";
 import { GROUP, VERSION, type KubeObject } from "../../../src/engine/types.ts";
 import { startEmulator, type Emulator, type EmulatorOptions } from "../../emulator/server.ts";
 import { connectionIds, seedIds } from "../../emulator/default-seed.ts";
-import { CREDENTIALS_LABEL } from "../../../src/resources/credentials.ts";
+import { CREDENTIALS_LABEL } from "../../../src/resources/provider/credentials.ts";
 import { createTestNamespace, kubectl, testKubeConfig, waitFor, type TestNamespace } from "../../controlplane/testenv.ts";
 
 /** The label a Secret needs before keyward uses it as credentials. */

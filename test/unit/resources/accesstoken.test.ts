@@ -1,13 +1,11 @@
-// AccessToken's pure parts: durations, the renewal schedule, the Secret's data hash and the
-// decision observe takes from a Secret and the recorded status.
+// AccessToken's pure parts: the Secret's data hash and the decision observe takes from a Secret
+// and the recorded status (durations and the renewal schedule: provider/token-schedule.test.ts).
 import { describe, expect, it } from "vitest";
 import {
   ANNOTATION_DATA_HASH,
   assess,
   dataHash,
   defaultSecretKeys,
-  renewalPlan,
-  rfc3339,
   secretKeysOf,
   secretWatch,
   specSchema,
@@ -53,27 +51,6 @@ describe("renewBefore", () => {
   it("takes Go-style durations only (parseGoDuration: test/unit/lib/duration.test.ts)", () => {
     expect(specSchema.safeParse({ ...spec, renewBefore: "1h30m" }).success).toBe(true);
     for (const text of ["10", "1d", "5 minutes"]) expect(specSchema.safeParse({ ...spec, renewBefore: text }).success, text).toBe(false);
-  });
-});
-
-describe("renewalPlan", () => {
-  const issued = at("2030-01-01T00:00:00Z");
-  const expires = at("2030-01-01T03:00:00Z");
-
-  it("defaults renewBefore to a third of the lifetime", () => {
-    expect(renewalPlan(issued, expires, undefined)).toEqual({ renewAt: at("2030-01-01T02:00:00Z"), clamped: false });
-  });
-
-  it("uses renewBefore when it is at most half the lifetime", () => {
-    expect(renewalPlan(issued, expires, "10m")?.renewAt).toEqual(at("2030-01-01T02:50:00Z"));
-  });
-
-  it("cuts a renewBefore longer than half the lifetime to half, so tokens are never issued in a loop", () => {
-    expect(renewalPlan(issued, expires, "5h")).toEqual({ renewAt: at("2030-01-01T01:30:00Z"), clamped: true });
-  });
-
-  it("has no schedule for a token without expiry", () => {
-    expect(renewalPlan(issued, undefined, "10m")).toBeUndefined();
   });
 });
 
@@ -168,12 +145,6 @@ describe("assess", () => {
 
   it("an owned Secret with no record in status is re-issued", () => {
     expect(run(secretWith(written), {})).toMatchObject({ kind: "reissue", reason: "Unrecorded" });
-  });
-});
-
-describe("rfc3339", () => {
-  it("drops the milliseconds, rounding down", () => {
-    expect(rfc3339(at("2030-01-01T00:00:00.999Z"))).toBe("2030-01-01T00:00:00Z");
   });
 });
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import type { KubeObject } from "../../../src/engine/types.ts";
-import { ReconcileError } from "../../../src/engine/managed.ts";
-import { checkAllowedBaseUrl, tokenFrom } from "../../../src/resources/credentials.ts";
+import type { KubeObject } from "../../../../src/engine/types.ts";
+import { ReconcileError } from "../../../../src/engine/managed.ts";
+import { checkAllowedBaseUrl, tokenFrom } from "../../../../src/resources/provider/credentials.ts";
 
 const VALUE = "s3cr3t-value-never-shown";
 

@@ -8,10 +8,12 @@
 // may go to (annotation ALLOWED_BASE_URLS_ANNOTATION); and the cluster admin may pin the base
 // URLs of every ProviderConfig (--allowed-base-urls). keyward never labels, annotates or puts a
 // finalizer on a Secret that is not marked.
-import type { KubeObject } from "../engine/types.ts";
-import { keyString } from "../kube/keys.ts";
-import { ReconcileError } from "../engine/managed.ts";
-import { baseUrlAllowed, parseBaseUrlList } from "../lib/baseurl.ts";
+//
+// May import: src/engine and src/lib; never a kind's file.
+import type { KubeObject } from "../../engine/types.ts";
+import { ReconcileError } from "../../engine/managed.ts";
+import { keyString } from "../../kube/keys.ts";
+import { baseUrlAllowed, parseBaseUrlList } from "../../lib/baseurl.ts";
 
 /** The label, set by someone who may write the Secret, that lets keyward use it as credentials. */
 export const CREDENTIALS_LABEL = "keyward.dev/credentials";
