@@ -1,6 +1,6 @@
 // How keyward reaches the apiserver: its access (URL, TLS, credential — kubeconfig.ts) and the
 // shared informers whose caches reads go to.
-import type { InformerFactory } from "./informer.ts";
+import type { KubeObject, ObjectKey } from "./types.ts";
 import { accessFrom, loadKubeAccess, type KubeAccess, type KubeSource, type LoadOptions } from "./kubeconfig.ts";
 
 /** Names a resource type: group "" is the core group (Secrets, ConfigMaps, ...). */
@@ -22,10 +22,25 @@ export const deploymentKind: KindRef = { group: "apps", version: "v1", plural: "
 export const podKind: KindRef = { group: "", version: "v1", plural: "pods", kind: "Pod" };
 export const namespaceKind: KindRef = { group: "", version: "v1", plural: "namespaces", kind: "Namespace", clusterScoped: true };
 
+/** One kind's cache, as a reader sees it (an informer of informer.ts). */
+export interface CachedKind {
+  hasSynced(): boolean;
+  get(key: ObjectKey): KubeObject | undefined;
+}
+
+/**
+ * What reads from the caches need of the informers: the cache of a kind (and label selector), if
+ * one is kept. Declared here, where it is used, and met by informer.ts's InformerFactory, so this
+ * module does not import informer.ts (which imports this one).
+ */
+export interface CacheReader {
+  peek(kind: KindRef, labelSelector?: string): CachedKind | undefined;
+}
+
 export interface Kube {
   access: KubeAccess;
   /** The operator's shared informers, when it runs them: reads go to their caches. */
-  informers?: InformerFactory;
+  informers?: CacheReader;
 }
 
 /** An explicit path, else $KUBECONFIG, else the in-cluster service account, else ~/.kube/config. */
