@@ -38,9 +38,12 @@ export interface CacheReader {
 }
 
 export interface Kube {
-  access: KubeAccess;
-  /** The operator's shared informers, when it runs them: reads go to their caches. */
-  informers?: CacheReader;
+  readonly access: KubeAccess;
+  /**
+   * The caches reads go to (readCached): the operator's shared informers, given when this Kube is
+   * made (withCache) and never changed after. Absent (createKube), every read goes to the apiserver.
+   */
+  readonly cache?: CacheReader;
 }
 
 /** An explicit path, else $KUBECONFIG, else the in-cluster service account, else ~/.kube/config. */
@@ -51,6 +54,14 @@ export function loadKubeConfig(opts: LoadOptions = {}): KubeAccess {
 /** From keyward's own access, or from a kubeconfig another library loaded (tests use client-node's). */
 export function createKube(source: KubeSource): Kube {
   return { access: accessFrom(source) };
+}
+
+/**
+ * The same access, reading through `cache`: the operator makes its informers from a Kube without
+ * one (they list and watch, they read no cache) and hands this one to everything that reads.
+ */
+export function withCache(kube: Kube, cache: CacheReader): Kube {
+  return Object.freeze({ access: kube.access, cache });
 }
 
 export function apiVersionOf(kind: KindRef): string {
