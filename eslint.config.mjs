@@ -19,6 +19,16 @@ export default tseslint.config(
       "@typescript-eslint/no-confusing-void-expression": "off",
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
       "max-lines-per-function": ["warn", { max: 80, skipBlankLines: true, skipComments: true }],
+      // Complexity limits, measured on the code as it is (issue 17). complexity: ESLint's usual 20,
+      // a warning because four functions exceed it (src/crd/schema.ts structuralViolations 26 and
+      // convertDef 25, src/crd/union.ts leafChecks 25, src/resources/project.ts projectDiff 25;
+      // bin's waitForJob 38). max-depth 5: every file meets it, an error. max-params 5 (more wants
+      // an options object): a warning, src/kube/events.ts eventBody (7),
+      // src/resources/providerconfig.ts mint (6), src/crd/union.ts objectChecks (6), bin's
+      // waitForJob and three test and bench helpers (6) exceed it.
+      complexity: ["warn", 20],
+      "max-depth": ["error", 5],
+      "max-params": ["warn", 5],
       "no-console": ["error", { allow: ["error"] }],
       // client-node's models are classes used as plain data; object literals of their shape are fine.
       "@typescript-eslint/no-unsafe-class-instance-assignment": "off",
@@ -29,10 +39,12 @@ export default tseslint.config(
     rules: {
       "no-console": "off",
       "max-lines-per-function": "off",
+      // A test's or a benchmark's branches are its cases (property tests, table checks).
+      complexity: "off",
       "@typescript-eslint/no-non-null-assertion": "off",
     },
   },
-  { files: ["eslint.config.mjs"], ...tseslint.configs.disableTypeChecked },
+  { files: ["eslint.config.mjs", ".dependency-cruiser.mjs"], ...tseslint.configs.disableTypeChecked },
   // The kubectl plugin: one self-contained CommonJS file run as it is (no build), type-checked by
   // tsc -p tsconfig.bin.json through its JSDoc; here the non-type-aware rules.
   {

@@ -3,7 +3,7 @@
 // Used by main.ts and, in-process, by the integration tests.
 import { Counter, Histogram } from "prom-client";
 import type { Logger } from "./log.ts";
-import { createKube, type Kube } from "./kube/client.ts";
+import { createKube, withCache, type Kube } from "./kube/client.ts";
 import { createEventRecorder } from "./kube/events.ts";
 import { createController, type SecondaryWatch } from "./engine/controller.ts";
 import { ANNOTATION_CREATE_PENDING, ANNOTATION_CREATE_SUCCEEDED, managedReconciler, type ManagedModule } from "./engine/managed.ts";
@@ -66,17 +66,17 @@ function apiMetrics(metrics: Metrics): (info: { operation: string; status: numbe
 }
 
 export function createOperator(opts: OperatorOptions): Operator {
-  const kube = createKube(opts.kc);
+  const direct = createKube(opts.kc);
   const served = opts.kinds ?? kinds;
   const metrics = opts.metrics ?? createMetrics();
   const log = opts.log;
   // One list+watch and one cache per kind, shared by every controller and lookup.
-  const informers = createInformerFactory(kube, {
+  const informers = createInformerFactory(direct, {
     namespaces: opts.namespaces,
     logger: log,
     onRestart: (kind) => metrics.informerRestarts.inc({ kind: kind.kind }),
   });
-  kube.informers = informers;
+  const kube = withCache(direct, informers);
   const events = createEventRecorder(kube, { component: "keyward", logger: log });
   const connector = createConnector({
     log,

@@ -1,6 +1,6 @@
 // How keyward reaches the apiserver: its access (URL, TLS, credential — kubeconfig.ts) and the
 // shared informers whose caches reads go to.
-import type { InformerFactory } from "./informer.ts";
+import type { KubeObject, ObjectKey } from "./types.ts";
 import { accessFrom, loadKubeAccess, type KubeAccess, type KubeSource, type LoadOptions } from "./kubeconfig.ts";
 
 /** Names a resource type: group "" is the core group (Secrets, ConfigMaps, ...). */
@@ -22,10 +22,28 @@ export const deploymentKind: KindRef = { group: "apps", version: "v1", plural: "
 export const podKind: KindRef = { group: "", version: "v1", plural: "pods", kind: "Pod" };
 export const namespaceKind: KindRef = { group: "", version: "v1", plural: "namespaces", kind: "Namespace", clusterScoped: true };
 
+/** One kind's cache, as a reader sees it (an informer of informer.ts). */
+export interface CachedKind {
+  hasSynced(): boolean;
+  get(key: ObjectKey): KubeObject | undefined;
+}
+
+/**
+ * What reads from the caches need of the informers: the cache of a kind (and label selector), if
+ * one is kept. Declared here, where it is used, and met by informer.ts's InformerFactory, so this
+ * module does not import informer.ts (which imports this one).
+ */
+export interface CacheReader {
+  peek(kind: KindRef, labelSelector?: string): CachedKind | undefined;
+}
+
 export interface Kube {
-  access: KubeAccess;
-  /** The operator's shared informers, when it runs them: reads go to their caches. */
-  informers?: InformerFactory;
+  readonly access: KubeAccess;
+  /**
+   * The caches reads go to (readCached): the operator's shared informers, given when this Kube is
+   * made (withCache) and never changed after. Absent (createKube), every read goes to the apiserver.
+   */
+  readonly cache?: CacheReader;
 }
 
 /** An explicit path, else $KUBECONFIG, else the in-cluster service account, else ~/.kube/config. */
@@ -36,6 +54,14 @@ export function loadKubeConfig(opts: LoadOptions = {}): KubeAccess {
 /** From keyward's own access, or from a kubeconfig another library loaded (tests use client-node's). */
 export function createKube(source: KubeSource): Kube {
   return { access: accessFrom(source) };
+}
+
+/**
+ * The same access, reading through `cache`: the operator makes its informers from a Kube without
+ * one (they list and watch, they read no cache) and hands this one to everything that reads.
+ */
+export function withCache(kube: Kube, cache: CacheReader): Kube {
+  return Object.freeze({ access: kube.access, cache });
 }
 
 export function apiVersionOf(kind: KindRef): string {

@@ -10,7 +10,7 @@
 import type { Logger } from "../log.ts";
 import type { KubeObject, ObjectKey } from "./types.ts";
 import { backoffDelay, interruptibleSleep, type BackoffPolicy } from "../lib/backoff.ts";
-import { apiVersionOf, resourcePath, type KindRef, type Kube } from "./client.ts";
+import { apiVersionOf, resourcePath, type CacheReader, type KindRef, type Kube } from "./client.ts";
 import { listAll, watchOnce, type WatchEventType } from "./watch.ts";
 import { keyString } from "./keys.ts";
 import { errorSummary } from "./rest.ts";
@@ -222,7 +222,7 @@ export interface SharedInformer extends Informer {
   subscribe(handler: InformerHandler): () => void;
 }
 
-export interface InformerFactory {
+export interface InformerFactory extends CacheReader {
   /** The one informer of `kind` (and `labelSelector`), made on first use; start() it to sync. */
   get(kind: KindRef, labelSelector?: string): SharedInformer;
   /** The informer of `kind` (and `labelSelector`) if one was made. */

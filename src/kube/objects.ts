@@ -37,12 +37,13 @@ export async function getObject(kube: Kube, kind: KindRef, key: ObjectKey): Prom
 }
 
 /**
- * The object from the informer cache when keyward runs one for its kind (and it has synced),
- * else from the apiserver. `labelSelector` names the informer of a narrowed watch: an object
- * missing from that cache may just lack the label, so a miss there reads the apiserver.
+ * The object from the informer cache when `kube` reads through caches (withCache) and keyward
+ * runs one for its kind (and it has synced), else from the apiserver. `labelSelector` names the
+ * informer of a narrowed watch: an object missing from that cache may just lack the label, so a
+ * miss there reads the apiserver.
  */
 export async function readCached(kube: Kube, kind: KindRef, key: ObjectKey, labelSelector?: string): Promise<KubeObject | undefined> {
-  const informer = kube.informers?.peek(kind, labelSelector);
+  const informer = kube.cache?.peek(kind, labelSelector);
   if (informer?.hasSynced()) {
     const cached = informer.get(key);
     if (cached || labelSelector === undefined) return cached;

@@ -1,0 +1,128 @@
+// The layer rules of docs/architecture.md ("One direction of dependency"), checked by
+// `npm run lint` (depcruise src). Every arrow points down:
+//
+//   src/lib (pure), src/log.ts
+//     ↑
+//   src/api (the service client, no Kubernetes)   src/kube (the Kubernetes runtime client)
+//                      ↑                                       ↑
+//                      │                      src/engine (generic: knows no kind)
+//                      │                                       ↑
+//   src/resources (the kinds; src/resources/provider/ their shared plumbing)
+//     ↑
+//   src/operator.ts, src/main.ts, src/uninstall.ts, src/endpoints.ts, src/config.ts
+//
+//   src/crd: generation, build time only: the CRDs and the other files derived from the kind
+//   registry (src/resources/registry.ts); only hack/, test/ and bench/ load it.
+//
+// The rules are allow-lists per layer, so an import into a layer a rule does not name fails
+// too. Type-only imports count (tsPreCompilationDeps): a type circle or a type import upward
+// is the same coupling as a value one, only erased later.
+
+const TOP = "^src/(operator|main|uninstall|endpoints|config)\\.ts$";
+// The kind files of src/resources: every file directly in it but the plumbing every kind shares.
+const KIND_FILES = "^src/resources/[^/]+\\.ts$";
+const SHARED_RESOURCE_FILES = "^src/resources/(common|listing|reasons)\\.ts$";
+
+/** @type {import("dependency-cruiser").IConfiguration} */
+export default {
+  forbidden: [
+    {
+      name: "no-circular",
+      severity: "error",
+      comment: "No import circle in src, type-only imports included: a circle makes load order and ownership ambiguous.",
+      from: { path: "^src/" },
+      to: { circular: true },
+    },
+    {
+      name: "lib-is-pure",
+      severity: "error",
+      comment: "src/lib and src/log.ts are the bottom layer: they import nothing else of src.",
+      from: { path: "^src/(lib/|log\\.ts$)" },
+      to: { path: "^src/", pathNot: "^src/lib/" },
+    },
+    {
+      name: "api-knows-no-kubernetes",
+      severity: "error",
+      comment: "src/api (the service client) imports only src/lib and src/log.ts: not src/kube, src/engine, the kinds, src/crd.",
+      from: { path: "^src/api/" },
+      to: { path: "^src/", pathNot: "^src/(api/|lib/|log\\.ts$)" },
+    },
+    {
+      name: "kube-is-below-the-engine",
+      severity: "error",
+      comment: "src/kube (the Kubernetes runtime client) imports only src/lib and src/log.ts: not src/engine, src/api, the kinds, src/crd.",
+      from: { path: "^src/kube/" },
+      to: { path: "^src/", pathNot: "^src/(kube/|lib/|log\\.ts$)" },
+    },
+    {
+      name: "engine-knows-no-kind",
+      severity: "error",
+      comment:
+        "src/engine is generic: it imports src/kube, src/lib and src/log.ts, never a kind (src/resources), the service client (src/api) or src/crd.",
+      from: { path: "^src/engine/" },
+      to: { path: "^src/", pathNot: "^src/(engine/|kube/|lib/|log\\.ts$)" },
+    },
+    {
+      name: "resources-below-the-operator",
+      severity: "error",
+      comment:
+        "The kinds (src/resources) import the layers below them, never the operator's entry points (src/crd: crd-is-build-time-only).",
+      from: { path: "^src/resources/" },
+      to: { path: TOP },
+    },
+    {
+      name: "provider-plumbing-knows-no-kind",
+      severity: "error",
+      comment: "src/resources/provider/ is plumbing the kinds share: it imports no kind file (only the shared common, listing, reasons).",
+      from: { path: "^src/resources/provider/" },
+      to: { path: KIND_FILES, pathNot: SHARED_RESOURCE_FILES },
+    },
+    {
+      name: "crd-reads-only-descriptions",
+      severity: "error",
+      comment:
+        "Generation (src/crd) reads the kinds through the registry and their descriptor type (src/resources/registry.ts, kind.ts), the engine's descriptions and src/lib; never a kind file directly or the entry points.",
+      from: { path: "^src/crd/" },
+      to: { path: "^src/", pathNot: "^src/(crd/|lib/|engine/|resources/(registry|kind)\\.ts$)" },
+    },
+    {
+      name: "crd-is-build-time-only",
+      severity: "error",
+      comment: "Nothing that runs imports the CRD generator: only hack/, test/ and bench/ (outside src) do.",
+      from: { path: "^src/", pathNot: "^src/crd/" },
+      to: { path: "^src/crd/" },
+    },
+    {
+      name: "src-not-to-dev-dependencies",
+      severity: "error",
+      comment:
+        "The image installs production dependencies only (npm ci --omit=dev): what runs may not import a devDependency (@kubernetes/client-node is one: tests only). src/crd never runs in the image, so it may (prettier formats the generated plugin constants).",
+      from: { path: "^src/", pathNot: "^src/crd/" },
+      to: { dependencyTypes: ["npm-dev"] },
+    },
+    {
+      name: "src-not-to-undeclared",
+      severity: "error",
+      comment: "Every package src imports is in package.json (not only present in node_modules as someone else's dependency).",
+      from: { path: "^src/" },
+      to: { dependencyTypes: ["npm-no-pkg", "npm-unknown"] },
+    },
+    {
+      name: "src-not-to-unresolvable",
+      severity: "error",
+      comment: "Every import of src resolves to a file.",
+      from: { path: "^src/" },
+      to: { couldNotResolve: true },
+    },
+  ],
+  options: {
+    doNotFollow: { path: "node_modules" },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: "tsconfig.json" },
+    enhancedResolveOptions: {
+      exportsFields: ["exports"],
+      conditionNames: ["import", "require", "node", "default", "types"],
+      mainFields: ["module", "main", "types", "typings"],
+    },
+  },
+};
