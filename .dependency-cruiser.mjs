@@ -78,6 +78,17 @@ export default {
       to: { path: KIND_FILES, pathNot: SHARED_RESOURCE_FILES },
     },
     {
+      name: "kinds-know-no-other-kind",
+      severity: "error",
+      comment:
+        "A kind is one unit: a kind's file (and its schema file) never imports another kind's file; what kinds share is in provider/, common, listing, refs, reasons.",
+      from: { path: "^src/resources/(providerconfig|clusterproviderconfig|project|projectmembership|accesstoken|certificateprofile|secretsync)(-schema)?\\.ts$" },
+      to: {
+        path: "^src/resources/(providerconfig|clusterproviderconfig|project|projectmembership|accesstoken|certificateprofile|secretsync)(-schema)?\\.ts$",
+        pathNot: "^src/resources/$1(-schema)?\\.ts$",
+      },
+    },
+    {
       name: "crd-reads-only-descriptions",
       severity: "error",
       comment:

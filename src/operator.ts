@@ -4,7 +4,7 @@
 import { Counter, Histogram } from "prom-client";
 import type { Logger } from "./log.ts";
 import { createKube, withCache, type Kube } from "./kube/client.ts";
-import { createEventRecorder } from "./kube/events.ts";
+import { createEventRecorder, type EventRecorder } from "./kube/events.ts";
 import { createController, type SecondaryWatch } from "./engine/controller.ts";
 import { ANNOTATION_CREATE_PENDING, ANNOTATION_CREATE_SUCCEEDED, managedReconciler, type ManagedModule } from "./engine/managed.ts";
 import { createInformerFactory } from "./kube/informer.ts";
@@ -13,6 +13,7 @@ import type { KubeObject, ReconcileFn } from "./engine/types.ts";
 import type { KubeSource } from "./kube/kubeconfig.ts";
 import * as providerConfig from "./resources/providerconfig.ts";
 import { createConnector } from "./resources/provider/connector.ts";
+import type { ProviderResolver } from "./resources/provider/resolver.ts";
 import * as clusterProviderConfig from "./resources/clusterproviderconfig.ts";
 import * as project from "./resources/project.ts";
 import type { Kind, KindDeps } from "./resources/kind.ts";
@@ -78,26 +79,7 @@ export function createOperator(opts: OperatorOptions): Operator {
   });
   const kube = withCache(direct, informers);
   const events = createEventRecorder(kube, { component: "keyward", logger: log });
-  const connector = createConnector({
-    log,
-    onRequest: apiMetrics(metrics),
-    allowedBaseUrls: opts.allowedBaseUrls ?? [],
-    ...(opts.maxResponseBytes !== undefined ? { maxResponseBytes: opts.maxResponseBytes } : {}),
-  });
-  let cluster: clusterProviderConfig.ClusterProviderConfigs | undefined;
-  const providers = providerConfig.createProviderResolver({ kube, log, connector, cluster: () => cluster?.connect });
-  if (opts.clusterProviderConfigs) {
-    const { credentialsNamespace } = opts.clusterProviderConfigs;
-    cluster = clusterProviderConfig.createClusterProviderConfigs({
-      kube,
-      log,
-      events,
-      connector,
-      providers: () => providers,
-      credentialsNamespace,
-      recheckMs: opts.resyncIntervalMs,
-    });
-  }
+  const { providers, cluster } = providerPlumbing(opts, { kube, log, events, metrics });
   const managed = <S, T, C, E>(module: ManagedModule<S, T, C, E>, peers?: () => KubeObject[]): ReconcileFn =>
     managedReconciler(module, { kube, events, log, metrics, cache: informers.get(module.ref), ...(peers ? { peers } : {}) });
   const deps: KindDeps = {
@@ -154,6 +136,36 @@ export function createOperator(opts: OperatorOptions): Operator {
       log.info("keyward stopped");
     },
   };
+}
+
+/**
+ * The connector (API clients per credential), the providerConfigRef resolver every kind connects
+ * through and, when served, ClusterProviderConfigs.
+ */
+function providerPlumbing(
+  opts: OperatorOptions,
+  d: { kube: Kube; log: Logger; events: EventRecorder; metrics: Metrics },
+): { providers: ProviderResolver; cluster: clusterProviderConfig.ClusterProviderConfigs | undefined } {
+  const connector = createConnector({
+    log: d.log,
+    onRequest: apiMetrics(d.metrics),
+    allowedBaseUrls: opts.allowedBaseUrls ?? [],
+    ...(opts.maxResponseBytes !== undefined ? { maxResponseBytes: opts.maxResponseBytes } : {}),
+  });
+  let cluster: clusterProviderConfig.ClusterProviderConfigs | undefined;
+  const providers = providerConfig.createProviderResolver({ kube: d.kube, log: d.log, connector, cluster: () => cluster?.connect });
+  if (opts.clusterProviderConfigs) {
+    cluster = clusterProviderConfig.createClusterProviderConfigs({
+      kube: d.kube,
+      log: d.log,
+      events: d.events,
+      connector,
+      providers: () => providers,
+      credentialsNamespace: opts.clusterProviderConfigs.credentialsNamespace,
+      recheckMs: opts.resyncIntervalMs,
+    });
+  }
+  return { providers, cluster };
 }
 
 /**

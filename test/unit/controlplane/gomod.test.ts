@@ -9,7 +9,7 @@ import {
   requiredVersion,
   stagingModules,
   stagingVersion,
-} from "../controlplane/gomod.ts";
+} from "../../controlplane/gomod.ts";
 
 // The shape of k8s.io/kubernetes's own go.mod, cut down.
 const upstream = `// This is a generated file. Do not edit directly.
@@ -76,7 +76,7 @@ describe("go.mod generation for the local control plane", () => {
 });
 
 describe("the committed hack/controlplane-go modules", () => {
-  const dir = join(import.meta.dirname, "..", "..", "hack", "controlplane-go");
+  const dir = join(import.meta.dirname, "..", "..", "..", "hack", "controlplane-go");
   const kubeGoMod = readFileSync(join(dir, "kube", "go.mod"), "utf8");
 
   it("replace every k8s.io staging module with the release matching k8s.io/kubernetes", () => {

@@ -12,7 +12,7 @@ import { join, relative, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-const root = fileURLToPath(new URL("../../..", import.meta.url));
+const root = fileURLToPath(new URL("../..", import.meta.url));
 const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as {
   dependencies: Record<string, string>;
   devDependencies: Record<string, string>;
@@ -33,7 +33,7 @@ beforeAll(() => {
     process.execPath,
     [
       "--import",
-      join(root, "test/unit/process/record-modules.ts"),
+      join(root, "test/unit/record-modules.ts"),
       join(root, "src/main.ts"),
       "--kubeconfig",
       join(dir, "no-such-kubeconfig"),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { loadConfig } from "../../../src/config.ts";
+import { loadConfig } from "../../src/config.ts";
 
 describe("configuration", () => {
   it("has production defaults", () => {
