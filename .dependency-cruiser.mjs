@@ -82,7 +82,9 @@ export default {
       severity: "error",
       comment:
         "A kind is one unit: a kind's file (and its schema file) never imports another kind's file; what kinds share is in provider/, common, listing, refs, reasons.",
-      from: { path: "^src/resources/(providerconfig|clusterproviderconfig|project|projectmembership|accesstoken|certificateprofile|secretsync)(-schema)?\\.ts$" },
+      from: {
+        path: "^src/resources/(providerconfig|clusterproviderconfig|project|projectmembership|accesstoken|certificateprofile|secretsync)(-schema)?\\.ts$",
+      },
       to: {
         path: "^src/resources/(providerconfig|clusterproviderconfig|project|projectmembership|accesstoken|certificateprofile|secretsync)(-schema)?\\.ts$",
         pathNot: "^src/resources/$1(-schema)?\\.ts$",

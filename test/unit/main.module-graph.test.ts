@@ -31,13 +31,7 @@ beforeAll(() => {
   // its access and exits 1; by then every static import has been loaded and evaluated.
   run = spawnSync(
     process.execPath,
-    [
-      "--import",
-      join(root, "test/unit/record-modules.ts"),
-      join(root, "src/main.ts"),
-      "--kubeconfig",
-      join(dir, "no-such-kubeconfig"),
-    ],
+    ["--import", join(root, "test/unit/record-modules.ts"), join(root, "src/main.ts"), "--kubeconfig", join(dir, "no-such-kubeconfig")],
     { cwd: dir, env: { PATH: process.env["PATH"] ?? "", KEYWARD_MODULE_RECORD: record }, encoding: "utf8", timeout: 60_000 },
   );
   files = readFileSync(record, "utf8")
