@@ -5,9 +5,9 @@
 //   format GO_DURATION_PATTERN lets through the CRD schema.
 // - parseMsStyleDuration: the ms-library format (https://github.com/vercel/ms) the service reads
 //   a temporary role's temporaryRange in ("1h", "1.5 hours", "7d", "1500").
-// Pure and dependency-free. The emulator keeps its own ms-style parser (test/emulator/duration.ts)
-// on purpose: it stands in for the service, whose parser this one only approximates (it trims,
-// it takes any whitespace before the unit), so the two check each other instead of sharing a slip.
+// Pure and dependency-free. The emulator reads temporaryRange with parseMsStyleDuration too, plus
+// the service's "above zero" (test/emulator/duration.ts): the two were the same code, and the
+// conformance probe (test/conformance) is what checks the grammar against the real service.
 
 /** The units keyward's own formats know (flags and Go-style), in milliseconds. */
 const clockUnitMs: Readonly<Record<string, number>> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };

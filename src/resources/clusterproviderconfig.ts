@@ -256,7 +256,6 @@ export const namespaceWatch: SecondaryWatch = {
 };
 
 export const reasons = {
-  Connected: { means: "available", doc: "The service answers with these credentials." },
   NotAllowed: { means: "failed", doc: "The ClusterProviderConfig does not allow the resource's namespace." },
 } as const satisfies ReasonTable;
 

@@ -157,7 +157,6 @@ export const dependentsWatch = referrersWatch(ref, (spec) =>
 );
 
 export const reasons = {
-  Connected: { means: "available", doc: "The service answers with these credentials." },
   InUse: { means: "retrying", doc: "Being deleted: waits until no resource names it (the message names them)." },
 } as const satisfies ReasonTable;
 

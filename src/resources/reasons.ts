@@ -4,6 +4,7 @@
 import type { ReasonTable } from "../engine/kind.ts";
 
 export const sharedReasons = {
+  Connected: { means: "available", doc: "A provider config: the service answers with its credentials." },
   ProviderConfigNotFound: { means: "retrying", doc: "The named ProviderConfig or ClusterProviderConfig does not exist (yet)." },
   ProviderConfigInvalid: { means: "failed", doc: "The provider config's spec is invalid, so no resource can connect through it." },
   ClusterProviderConfigsDisabled: {
