@@ -89,6 +89,12 @@ export interface Call<S extends z.ZodType> {
   /** undefined: no body and no content-type (the triggers define none). */
   body?: unknown;
   response: S;
+  /**
+   * The object may well not exist: the service's own 404 NotFound (not a route it does not serve)
+   * resolves to undefined instead of an ApiError. A lookup whose absence is the common answer (a
+   * create's slug check) then costs no error object, no stack and no throw.
+   */
+  absentOn404?: boolean;
 }
 
 /** What the method functions use: check a request, send a call. */
@@ -170,6 +176,7 @@ interface Prepared {
   credential: string;
   signal: AbortSignal | undefined;
   pass: PassAdmission | undefined;
+  absentOn404: boolean;
 }
 
 function prepare<S extends z.ZodType>(s: Settings, c: Call<S>, opts: CallOptions): Prepared {
@@ -187,6 +194,7 @@ function prepare<S extends z.ZodType>(s: Settings, c: Call<S>, opts: CallOptions
     credential: token === s.token ? s.credential : credentialKey(s.baseUrl, token),
     signal: opts.signal,
     pass: opts.pass,
+    absentOn404: c.absentOn404 === true,
   };
 }
 
@@ -243,6 +251,10 @@ async function attemptOnce<S extends z.ZodType>(s: Settings, p: Prepared, schema
   if (res.status >= 200 && res.status < 300) {
     report(s, p.op, { status: res.status, started, attempt });
     return parseResponse(p.op.name, schema, res.text);
+  }
+  if (p.absentOn404 && res.status === 404 && isObjectNotFound(res.text)) {
+    report(s, p.op, { status: res.status, started, attempt, error: "NotFound" });
+    return undefined as z.output<S>;
   }
   const error = apiErrorFrom(p.op.name, res, p.tokens);
   // The service's Retry-After holds off every call of the credential (every limit its configs
@@ -325,6 +337,12 @@ function parseResponse<S extends z.ZodType>(operation: string, schema: S, text: 
 function header(res: HttpResponse, name: string): string | undefined {
   const value = res.headers[name];
   return Array.isArray(value) ? value[0] : value;
+}
+
+/** The service's answer for an id or slug it does not know (`error: "NotFound"`), not for a route it does not serve. */
+function isObjectNotFound(text: string): boolean {
+  const json = parseJson(text);
+  return json.ok && typeof json.value === "object" && json.value !== null && (json.value as { error?: unknown }).error === "NotFound";
 }
 
 function apiErrorFrom(operation: string, res: HttpResponse, tokens: (string | undefined)[]): ApiError {

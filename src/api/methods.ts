@@ -70,6 +70,8 @@ export interface ApiClient {
   listProjects(query?: ListProjectsQuery, opts?: CallOptions): Promise<ProjectWithEnvironments[]>;
   getProject(projectId: string, opts?: CallOptions): Promise<ProjectWithEnvironments>;
   getProjectBySlug(slug: string, opts?: CallOptions): Promise<ProjectWithEnvironments>;
+  /** getProjectBySlug, with undefined for a slug the service does not know (no ApiError). */
+  findProjectBySlug(slug: string, opts?: CallOptions): Promise<ProjectWithEnvironments | undefined>;
   updateProject(projectId: string, body: UpdateProjectBody, opts?: CallOptions): Promise<Project>;
   deleteProject(projectId: string, opts?: CallOptions): Promise<Project>;
 
@@ -110,7 +112,7 @@ export interface ApiClient {
 
 type ProjectMethods = Pick<
   ApiClient,
-  "createProject" | "listProjects" | "getProject" | "getProjectBySlug" | "updateProject" | "deleteProject"
+  "createProject" | "listProjects" | "getProject" | "getProjectBySlug" | "findProjectBySlug" | "updateProject" | "deleteProject"
 >;
 
 function projectMethods(c: Caller): ProjectMethods {
@@ -129,6 +131,13 @@ function projectMethods(c: Caller): ProjectMethods {
     async getProjectBySlug(slug, opts) {
       c.check("getProjectBySlug", projectSlugSchema, slug);
       return c.call({ op: "getProjectBySlug", params: { slug }, response: getProjectBySlugResponseSchema }, opts);
+    },
+    async findProjectBySlug(slug, opts) {
+      c.check("getProjectBySlug", projectSlugSchema, slug);
+      return c.call(
+        { op: "getProjectBySlug", params: { slug }, response: getProjectBySlugResponseSchema.optional(), absentOn404: true },
+        opts,
+      );
     },
     async updateProject(projectId, body, opts) {
       c.check("updateProject", updateProjectBodySchema, body);

@@ -1,7 +1,8 @@
 // Every request keyward makes to the apiserver, by path: one way for reads, patches, lists,
 // watches, events and leases of any kind (core or custom). Auth and TLS come from KubeAccess.
 import { classification, reasonForStatus, type Classification, type ClassifiedError } from "../lib/classified.ts";
-import { fetch, type Response } from "undici";
+import { STATUS_CODES } from "node:http";
+import type { Dispatcher } from "undici";
 import type { KubeAccess } from "./kubeconfig.ts";
 
 export interface KubeRequest {
@@ -82,20 +83,28 @@ export async function withDeadline<T>(access: KubeAccess, req: KubeRequest, work
   }
 }
 
-export async function kubeFetch(access: KubeAccess, req: KubeRequest): Promise<Response> {
+export type KubeResponse = Dispatcher.ResponseData;
+
+/**
+ * One apiserver request through the access's dispatcher (undici's request API: no WHATWG
+ * Request/Response/web-stream objects per call, which cost a third of keyward's CPU in a
+ * 1000-object create; bench/RESULTS.md). The body is a Node stream: read it or dump it.
+ */
+export async function kubeRequest(access: KubeAccess, req: KubeRequest): Promise<KubeResponse> {
   const url = new URL(access.server + req.path);
   for (const [key, value] of Object.entries(req.query ?? {})) {
     if (value !== undefined) url.searchParams.set(key, String(value));
   }
-  const headers: Record<string, string> = { Accept: "application/json" };
+  const headers: Record<string, string> = { accept: "application/json" };
   const authorization = await access.authorization();
-  if (authorization) headers["Authorization"] = authorization;
-  if (req.body !== undefined) headers["Content-Type"] = req.contentType ?? "application/json";
-  return fetch(url, {
-    method: req.method ?? "GET",
+  if (authorization) headers["authorization"] = authorization;
+  if (req.body !== undefined) headers["content-type"] = req.contentType ?? "application/json";
+  return access.dispatcher.request({
+    origin: url.origin,
+    path: `${url.pathname}${url.search}`,
+    method: (req.method ?? "GET"),
     headers,
     body: req.body === undefined ? null : JSON.stringify(req.body),
-    dispatcher: access.dispatcher,
     signal: req.signal ?? null,
   });
 }
@@ -105,11 +114,11 @@ export async function kubeFetch(access: KubeAccess, req: KubeRequest): Promise<R
  * KubeTimeoutError; a non-2xx answer throws KubeApiError.
  */
 export async function kubeJson<T>(access: KubeAccess, req: KubeRequest): Promise<T> {
-  const { status, statusText, text } = await withDeadline(access, req, async (signal) => {
-    const response = await kubeFetch(access, { ...req, signal });
-    return { status: response.status, statusText: response.statusText, text: await response.text() };
+  const { status, text } = await withDeadline(access, req, async (signal) => {
+    const response = await kubeRequest(access, { ...req, signal });
+    return { status: response.statusCode, text: await response.body.text() };
   });
-  if (status < 200 || status > 299) throw errorFrom(status, text, statusText);
+  if (status < 200 || status > 299) throw errorFrom(status, text, STATUS_CODES[status] ?? "");
   return JSON.parse(text) as T;
 }
 

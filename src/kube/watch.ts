@@ -2,8 +2,7 @@
 // (informer.ts) strings them together and restarts them; here is only the protocol.
 import type { KubeObject } from "./types.ts";
 import type { Kube } from "./client.ts";
-import type { Response } from "undici";
-import { errorFrom, KubeApiError, kubeFetch, kubeJson, withDeadline } from "./rest.ts";
+import { errorFrom, KubeApiError, kubeJson, kubeRequest, withDeadline, type KubeResponse } from "./rest.ts";
 
 export interface ListResult {
   items: KubeObject[];
@@ -98,7 +97,7 @@ async function streamWatch(kube: Kube, path: string, opts: WatchOptions, signal:
   try {
     const response = await withDeadline(kube.access, request, (headersSignal) => {
       headersSignal.addEventListener("abort", follow, { once: true });
-      return kubeFetch(kube.access, { ...request, signal: stream.signal });
+      return kubeRequest(kube.access, { ...request, signal: stream.signal });
     });
     return await readWatch(response, path, opts, touch);
   } finally {
@@ -106,14 +105,14 @@ async function streamWatch(kube: Kube, path: string, opts: WatchOptions, signal:
   }
 }
 
-async function readWatch(response: Response, path: string, opts: WatchOptions, touch: () => void): Promise<WatchEnd> {
-  if (response.status === 410) {
-    await response.body?.cancel();
+async function readWatch(response: KubeResponse, path: string, opts: WatchOptions, touch: () => void): Promise<WatchEnd> {
+  if (response.statusCode === 410) {
+    await response.body.dump();
     return { end: "gone", events: 0 };
   }
-  if (response.status !== 200 || !response.body) {
-    const text = await response.text();
-    throw errorFrom(response.status, text, `watch ${path}: HTTP ${response.status}`);
+  if (response.statusCode !== 200) {
+    const text = await response.body.text();
+    throw errorFrom(response.statusCode, text, `watch ${path}: HTTP ${response.statusCode}`);
   }
   let events = 0;
   const decoder = new TextDecoder();
@@ -121,7 +120,7 @@ async function readWatch(response: Response, path: string, opts: WatchOptions, t
   // Leaving the for-await (return or throw) cancels the body and so closes the connection.
   for await (const chunk of response.body) {
     touch();
-    buffered += decoder.decode(chunk as Uint8Array, { stream: true });
+    buffered += decoder.decode(chunk as Buffer, { stream: true });
     // Lines are cut by index and the rest kept once per chunk: re-slicing the buffer after every
     // line would copy a large relist burst over and over.
     let start = 0;

@@ -177,7 +177,7 @@ async function findProject(listing: SharedListing<Project>, c: Ctx): Promise<{ p
   const deleting = c.obj.metadata.deletionTimestamp !== undefined;
   if (deleting && !c.createPending) return undefined;
   const slug = desiredSlug(c.spec, c.obj.metadata);
-  const bySlug = await api.getProjectBySlug(slug).catch(notFoundAsUndefined);
+  const bySlug = await api.findProjectBySlug(slug);
   if (!bySlug) return undefined;
   if (c.createPending || c.status.projectId === bySlug.id) return { project: bySlug, adopted: false };
   const policy = c.spec.creationPolicy ?? "Create";

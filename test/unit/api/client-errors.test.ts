@@ -187,6 +187,23 @@ describe("5xx", () => {
   });
 });
 
+describe("findProjectBySlug (a lookup whose usual answer is 'none')", () => {
+  it("is undefined for a slug the service does not know, the project for one it knows, and sends one request each", async () => {
+    const slug = unique("find");
+    h.em.clearRequests();
+    expect(await api.findProjectBySlug(slug)).toBeUndefined();
+    await api.createProject({ projectName: "found", slug });
+    expect((await api.findProjectBySlug(slug))?.slug).toBe(slug);
+    expect(h.requestsOf("getProjectBySlug")).toHaveLength(2);
+  });
+
+  it("still fails for a route the service does not serve (a wrong base URL is no 'absent')", async () => {
+    const wrong = h.client({ baseUrl: `${h.em.url}/not-the-api` });
+    const err = await rejectionOf(wrong.findProjectBySlug(unique("route")));
+    expect(isApiError(err) && err.routeNotFound).toBe(true);
+  });
+});
+
 describe("dropped responses", () => {
   const dropAfter = (method: string, pathPattern: string) =>
     h.em.setFaults({ match: { method, pathPattern }, drop: { count: 1, when: "after-handling" } });
