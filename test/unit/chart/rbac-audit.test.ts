@@ -105,7 +105,9 @@ function neededGrants(): Map<string, string> {
       const plural = m[1] ?? "";
       for (const verb of ["list", "watch"]) add(`keyward.dev/${plural}: ${verb}`, `${where}: informer of ${plural}`);
       if (/\breadCached\(\s*[\w.]+,\s*ref\b/.test(text)) add(`keyward.dev/${plural}: get`, `${where}: readCached(${plural})`);
-      if (/\bpatchStatus\(\s*[\w.]+,\s*ref\b|\bwriteStatus\(\{[^}]*\bref\b/.test(text))
+      // Its status is written here (patchStatus, writeStatus) or through the provider plumbing's
+      // connection check, which writes the status of the config it is given.
+      if (/\bpatchStatus\(\s*[\w.]+,\s*ref\b|\bwriteStatus\(\{[^}]*\bref\b|\bcheckConnection\([\s\S]{0,200}?\bref\b/.test(text))
         add(`keyward.dev/${plural}/status: patch`, `${where}: status of ${plural}`);
     }
   }
