@@ -25,6 +25,8 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import { parseFlagDuration } from "../src/lib/duration.ts";
+import { createKube, loadKubeConfig, resourcePath, type KindRef } from "../src/kube/client.ts";
+import { kubeJson } from "../src/kube/rest.ts";
 import { repoRoot } from "../test/controlplane/binaries.ts";
 import { startCluster, type BenchCluster } from "./support/cluster.ts";
 import { startEmulatorThread, serviceDelta, type EmulatorThread, type ServiceCounts } from "./support/emulator.ts";
@@ -38,6 +40,8 @@ import { median, percentile, table } from "./stats.ts";
 const GROUP = "keyward.dev";
 const VERSION = "v1alpha1";
 const projects = { group: GROUP, version: VERSION, plural: "projects" };
+const projectRef: KindRef = { ...projects, kind: "Project" };
+const eventRef: KindRef = { group: "", version: "v1", plural: "events", kind: "Event" };
 
 const env = process.env;
 const SIZES = (env["ENGINE_BENCH_SIZES"] ?? "100,1000,10000")
@@ -51,8 +55,8 @@ const ENTRY: Entry = env["ENGINE_BENCH_ENTRY"] === "dist" ? "dist" : "src";
 const CREATE_RESYNC = env["ENGINE_BENCH_CREATE_RESYNC"] ?? "1h";
 const STEADY_RESYNC = env["ENGINE_BENCH_RESYNC"] ?? "10s";
 const STEADY_RESYNCS = Number(env["ENGINE_BENCH_STEADY_RESYNCS"] ?? 3);
-// keyward's default concurrency, and the floor's calls in flight.
-const CONCURRENCY = 4;
+// keyward's workers (its default, 4, unless ENGINE_BENCH_CONCURRENCY), and the floors' calls in flight.
+const CONCURRENCY = Number(env["ENGINE_BENCH_CONCURRENCY"] ?? 4);
 const CREATES_IN_FLIGHT = 32;
 const TOKEN = "bench-engine-token";
 // The ProviderConfig's client-side limit at its maximum: the figures are the engine's, not its limiter's.
@@ -105,6 +109,7 @@ interface RunResult {
   steady: Window;
   steadyPeakRss: number;
   floorMs?: number;
+  requestsFloorMs?: number;
   logPath: string;
 }
 
@@ -210,6 +215,7 @@ async function startIdle(ctx: Ctx, namespace: string, entry: Entry, logPath: str
   const keyward = await startKeyward({
     entry,
     kubeconfigPath: ctx.cluster.kubeconfigPath,
+    concurrency: CONCURRENCY,
     namespace,
     resyncInterval: CREATE_RESYNC,
     logPath,
@@ -242,6 +248,7 @@ async function runOnce(ctx: Ctx, n: number, rep: number): Promise<RunResult> {
   const logPath = join(ctx.logDir, `${namespace}.log`);
   await ctx.emulator.reset();
   const floorMs = rep === 1 && n <= FLOOR_MAX_N ? await measureFloor(ctx, names) : undefined;
+  const requestsFloorMs = rep === 1 && n <= FLOOR_MAX_N ? await measureRequestsFloor(ctx, names) : undefined;
   await setUpNamespace(ctx, namespace);
   progress(`N=${n} run ${rep}: starting keyward (${ENTRY}/)`);
   const idleStart = await startIdle(ctx, namespace, ENTRY, logPath);
@@ -292,6 +299,7 @@ async function runOnce(ctx: Ctx, n: number, rep: number): Promise<RunResult> {
     keyward = await startKeyward({
       entry: ENTRY,
       kubeconfigPath: ctx.cluster.kubeconfigPath,
+      concurrency: CONCURRENCY,
       namespace,
       resyncInterval: STEADY_RESYNC,
       logPath,
@@ -329,6 +337,7 @@ async function runOnce(ctx: Ctx, n: number, rep: number): Promise<RunResult> {
       steady,
       steadyPeakRss,
       ...(floorMs !== undefined ? { floorMs } : {}),
+      ...(requestsFloorMs !== undefined ? { requestsFloorMs } : {}),
       logPath,
     };
   } finally {
@@ -354,6 +363,77 @@ async function measureFloor(ctx: Ctx, names: readonly string[]): Promise<number>
   const started = performance.now();
   await runInFlight(names, CONCURRENCY, create);
   const ms = performance.now() - started;
+  await ctx.emulator.reset();
+  return ms;
+}
+
+// The requests floor: the very requests keyward makes per Project (a slug lookup at the service,
+// the create-pending mark with the finalizer, createProject, the status write, the created mark, an
+// Event), sent by a bare loop with CONCURRENCY workers while the bench's N creates go in as in a
+// keyward run (32 in flight; a worker takes each name once its create is accepted), in a namespace
+// no keyward watches. What the apiserver and the service need for N creates; keyward's time over
+// it is keyward's own (its engine, its queue, its waits).
+async function measureRequestsFloor(ctx: Ctx, names: readonly string[]): Promise<number> {
+  const namespace = `kb-floor-${names.length}`;
+  progress(`requests floor: ${names.length} Projects, ${CONCURRENCY} workers`);
+  await ctx.core.createNamespace({ body: { metadata: { name: namespace } } });
+  const kube = createKube(loadKubeConfig({ kubeconfigPath: ctx.cluster.kubeconfigPath }));
+  const path = (name: string, sub?: string): string => resourcePath(projectRef, namespace, name, sub);
+  const patch = (name: string, body: unknown, sub?: string): Promise<unknown> =>
+    kubeJson(kube.access, { method: "PATCH", path: path(name, sub), body, contentType: "application/merge-patch+json" });
+  const reconcile = async (name: string): Promise<void> => {
+    const slug = await fetch(`${ctx.emulator.url}/api/v1/projects/slug/${name}`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    await slug.body?.cancel();
+    const at = new Date().toISOString();
+    await patch(name, { metadata: { annotations: { "keyward.dev/create-pending": at }, finalizers: ["keyward.dev/finalizer"] } });
+    const created = await fetch(`${ctx.emulator.url}/api/v2/workspace`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify({ projectName: name, slug: name }),
+    });
+    const { project } = (await created.json()) as { project: { id: string } };
+    const ready = { type: "Ready", status: "True", reason: "Available", message: "available", lastTransitionTime: at };
+    await patch(name, { status: { projectId: project.id, conditions: [ready] } }, "status");
+    await patch(name, { metadata: { annotations: { "keyward.dev/create-succeeded": at, "keyward.dev/create-pending": null } } });
+    await kubeJson(kube.access, {
+      method: "POST",
+      path: resourcePath(eventRef, namespace),
+      body: {
+        metadata: { generateName: `${name}.` },
+        involvedObject: { apiVersion: `${GROUP}/${VERSION}`, kind: "Project", namespace, name },
+        reason: "Created",
+        message: "created the external object",
+        type: "Normal",
+      },
+    });
+  };
+  const accepted: string[] = [];
+  let wake: (() => void) | undefined;
+  let creating = true;
+  const started = performance.now();
+  const creates = runInFlight(names, CREATES_IN_FLIGHT, async (name) => {
+    await ctx.custom.createNamespacedCustomObject({
+      ...projects,
+      namespace,
+      body: { apiVersion: `${GROUP}/${VERSION}`, kind: "Project", metadata: { name }, spec: {} },
+    });
+    accepted.push(name);
+    wake?.();
+  }).finally(() => {
+    creating = false;
+    wake?.();
+  });
+  const worker = async (): Promise<void> => {
+    for (;;) {
+      const name = accepted.shift();
+      if (name !== undefined) await reconcile(name);
+      else if (!creating) return;
+      else await new Promise<void>((resolve) => (wake = resolve));
+    }
+  };
+  await Promise.all([creates, ...Array.from({ length: CONCURRENCY }, worker)]);
+  const ms = performance.now() - started;
+  await ctx.core.deleteNamespace({ name: namespace });
   await ctx.emulator.reset();
   return ms;
 }
@@ -509,6 +589,16 @@ function report(cluster: BenchCluster, idle: Array<{ entry: Entry; rss: number }
           sec,
         ),
       ),
+      row("  requests floor: keyward's requests, bare, same workers", (runs) =>
+        med(
+          runs.flatMap((r) => (r.requestsFloorMs === undefined ? [] : [r.requestsFloorMs])),
+          sec,
+        ),
+      ),
+      row("  all Ready / requests floor", (runs) => {
+        const ratios = runs.flatMap((r) => (r.requestsFloorMs === undefined ? [] : [r.allReadyMs / r.requestsFloorMs]));
+        return ratios.length === 0 ? "—" : `${median(ratios).toFixed(2)}×`;
+      }),
       row("apiserver requests / object while creating", (runs) =>
         spread(
           each(runs, (r) => apiTotal(r.create) / r.n),

@@ -14,6 +14,8 @@ export type Entry = "src" | "dist";
 for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => process.exit(130));
 
 export interface KeywardOptions {
+  /** --concurrency (workers per kind); keyward's default when absent. */
+  concurrency?: number;
   entry: Entry;
   kubeconfigPath: string;
   namespace: string;
@@ -62,6 +64,7 @@ export async function startKeyward(opts: KeywardOptions): Promise<KeywardProcess
     "localhost",
     "--log-level",
     "warn",
+    ...(opts.concurrency !== undefined ? ["--concurrency", String(opts.concurrency)] : []),
   ];
   const log = createWriteStream(opts.logPath, { flags: "a" });
   const spawnedAt = Date.now();
