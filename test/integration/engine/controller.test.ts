@@ -7,7 +7,7 @@ import { createMetrics } from "../../../src/engine/metrics.ts";
 import { createLogger } from "../../../src/log.ts";
 import { done, retryable, terminal, type ObjectKey, type Outcome } from "../../../src/engine/types.ts";
 import { createTestNamespace, testKubeConfig, waitFor, type TestNamespace, testApis } from "../../controlplane/testenv.ts";
-import { createWidget, widgetCrd, type WidgetCrd } from "./widgets.ts";
+import { createWidget, widgetCrd, type WidgetCrd } from "../support/throwaway-crd.ts";
 
 let kube: Kube;
 const apis = (): ReturnType<typeof testApis> => testApis();

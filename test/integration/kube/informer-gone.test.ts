@@ -23,7 +23,7 @@ import type { KubeObject } from "../../../src/engine/types.ts";
 import { ensureBinaries } from "../../controlplane/binaries.ts";
 import { startControlPlane, type ControlPlane } from "../../controlplane/controlplane.ts";
 import { waitFor, testApis, type TestApis } from "../../controlplane/testenv.ts";
-import { createWidget, deleteWidget, widgetCrd, type WidgetCrd } from "./widgets.ts";
+import { createWidget, deleteWidget, widgetCrd, type WidgetCrd } from "../support/throwaway-crd.ts";
 
 /**
  * A Kube whose every request opens its own connection (keyward's own access reuses one pool):

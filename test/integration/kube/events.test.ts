@@ -5,7 +5,7 @@ import { createEventRecorder, MAX_EVENT_MESSAGE } from "../../../src/kube/events
 import { createLogger } from "../../../src/log.ts";
 import type { KubeObject } from "../../../src/engine/types.ts";
 import { createTestNamespace, kubectl, testKubeConfig, type TestNamespace, testApis } from "../../controlplane/testenv.ts";
-import { createWidget, widgetCrd, type WidgetCrd } from "./widgets.ts";
+import { createWidget, widgetCrd, type WidgetCrd } from "../support/throwaway-crd.ts";
 
 let kube: Kube;
 const apis = (): ReturnType<typeof testApis> => testApis();

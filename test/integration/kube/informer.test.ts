@@ -6,7 +6,7 @@ import { watchOnce } from "../../../src/kube/watch.ts";
 import { createLogger } from "../../../src/log.ts";
 import type { KubeObject } from "../../../src/engine/types.ts";
 import { createTestNamespace, testKubeConfig, waitFor, type TestNamespace, testApis } from "../../controlplane/testenv.ts";
-import { createWidget, deleteWidget, widgetCrd, type WidgetCrd } from "./widgets.ts";
+import { createWidget, deleteWidget, widgetCrd, type WidgetCrd } from "../support/throwaway-crd.ts";
 
 let kube: Kube;
 const apis = (): ReturnType<typeof testApis> => testApis();

@@ -5,7 +5,7 @@ import { createKube, type Kube } from "../../../src/kube/client.ts";
 import { getObject, patchMetadata, patchStatus, isConflict, isKubeNotFound } from "../../../src/kube/objects.ts";
 import { statusEqual } from "../../../src/engine/conditions.ts";
 import { createTestNamespace, testKubeConfig, type TestNamespace, testApis } from "../../controlplane/testenv.ts";
-import { createWidget, widgetCrd, type WidgetCrd } from "./widgets.ts";
+import { createWidget, widgetCrd, type WidgetCrd } from "../support/throwaway-crd.ts";
 
 let kube: Kube;
 const apis = (): ReturnType<typeof testApis> => testApis();
