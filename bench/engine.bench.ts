@@ -408,7 +408,11 @@ async function measureRequestsFloor(ctx: Ctx, names: readonly string[]): Promise
     });
   };
   const accepted: string[] = [];
-  let wake: (() => void) | undefined;
+  const waiting = new Set<() => void>();
+  const wake = (): void => {
+    for (const w of waiting) w();
+    waiting.clear();
+  };
   let creating = true;
   const started = performance.now();
   const creates = runInFlight(names, CREATES_IN_FLIGHT, async (name) => {
@@ -418,17 +422,17 @@ async function measureRequestsFloor(ctx: Ctx, names: readonly string[]): Promise
       body: { apiVersion: `${GROUP}/${VERSION}`, kind: "Project", metadata: { name }, spec: {} },
     });
     accepted.push(name);
-    wake?.();
+    wake();
   }).finally(() => {
     creating = false;
-    wake?.();
+    wake();
   });
   const worker = async (): Promise<void> => {
     for (;;) {
       const name = accepted.shift();
       if (name !== undefined) await reconcile(name);
       else if (!creating) return;
-      else await new Promise<void>((resolve) => (wake = resolve));
+      else await new Promise<void>((resolve) => waiting.add(resolve));
     }
   };
   await Promise.all([creates, ...Array.from({ length: CONCURRENCY }, worker)]);

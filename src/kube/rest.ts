@@ -102,7 +102,7 @@ export async function kubeRequest(access: KubeAccess, req: KubeRequest): Promise
   return access.dispatcher.request({
     origin: url.origin,
     path: `${url.pathname}${url.search}`,
-    method: (req.method ?? "GET"),
+    method: req.method ?? "GET",
     headers,
     body: req.body === undefined ? null : JSON.stringify(req.body),
     signal: req.signal ?? null,

@@ -81,21 +81,25 @@ What keyward does in a namespace it watches, and nothing more (see src/ for ever
 {{- define "keyward.rules" -}}
 - apiGroups: ["keyward.dev"]
   resources:
+    # BEGIN generated kinds by `npm run generate` from src/resources/registry.ts; do not edit
     - providerconfigs
     - projects
     - projectmemberships
-    - secretsyncs
     - accesstokens
     - certificateprofiles
+    - secretsyncs
+    # END generated kinds
   verbs: ["get", "list", "watch", "patch", "update"]
 - apiGroups: ["keyward.dev"]
   resources:
+    # BEGIN generated status by `npm run generate` from src/resources/registry.ts; do not edit
     - providerconfigs/status
     - projects/status
     - projectmemberships/status
-    - secretsyncs/status
     - accesstokens/status
     - certificateprofiles/status
+    - secretsyncs/status
+    # END generated status
   verbs: ["get", "patch", "update"]
 - apiGroups: ["keyward.dev"]
   resources: ["accesstokens/finalizers"]
