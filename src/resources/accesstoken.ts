@@ -28,7 +28,6 @@ import type { CrdSource } from "../engine/kind.ts";
 import { getObject, isKubeNotFound, replacingPatch, statusCodeOf } from "../kube/objects.ts";
 import { keyString } from "../kube/keys.ts";
 import { KubeApiError, kubeJson, MERGE_PATCH } from "../kube/rest.ts";
-import { GO_DURATION_PATTERN } from "../lib/duration.ts";
 import type { SecondaryWatch } from "../engine/controller.ts";
 import { kindGauge, type Metrics } from "../engine/metrics.ts";
 import { ReconcileError, type ManagedContext, type ManagedModule, type Observation, type StatusPatch } from "../engine/managed.ts";
@@ -43,9 +42,9 @@ import {
   providerConfigRef,
   readyColumns,
 } from "./common.ts";
-import type { ReasonTable } from "../engine/kind.ts";
 import type { Kind } from "./kind.ts";
 import { connectVia, type ProviderResolver } from "./provider/resolver.ts";
+import { renewBeforeSchema } from "./provider/crd-fields.ts";
 import { renewalPlan, rfc3339, type RenewalPlan } from "./provider/token-schedule.ts";
 
 export const ref = kindRef("AccessToken", "accesstokens");
@@ -111,14 +110,9 @@ export const specSchema = z
           message: "the token, tokenType and expiresAt keys must differ",
         }),
       ),
-    renewBefore: z
-      .string()
-      .max(32)
-      .regex(GO_DURATION_PATTERN)
-      .optional()
-      .describe(
-        "Issue a new token this long before the current one expires (a duration such as 10m or 1h30m; at most half the token's lifetime). Default: a third of the token's lifetime.",
-      ),
+    renewBefore: renewBeforeSchema(
+      "Issue a new token this long before the current one expires (a duration such as 10m or 1h30m; at most half the token's lifetime). Default: a third of the token's lifetime.",
+    ),
     managementPolicy: managementPolicy.optional(),
   })
   .strict();
@@ -603,22 +597,20 @@ export function accessTokenModule(deps: {
   };
 }
 
-export const reasons = {
-  SecretMissing: {
-    means: "failed",
-    doc: "The token's Secret does not exist and keyward may not issue one (ObserveOnly); otherwise it issues a token at once.",
-  },
-  SecretConflict: {
-    means: "failed",
-    doc: "The Secret named by secretName exists and is not keyward's for this AccessToken; it is never overwritten.",
-  },
-  SecretRemoved: { means: "done", doc: "keyward removed the Secret of the old secretName after a rename." },
-} as const satisfies ReasonTable;
-
 export const kind: Kind = {
   ref,
   crd: crdSource,
-  reasons,
+  reasons: {
+    SecretMissing: {
+      means: "failed",
+      doc: "The token's Secret does not exist and keyward may not issue one (ObserveOnly); otherwise it issues a token at once.",
+    },
+    SecretConflict: {
+      means: "failed",
+      doc: "The Secret named by secretName exists and is not keyward's for this AccessToken; it is never overwritten.",
+    },
+    SecretRemoved: { means: "done", doc: "keyward removed the Secret of the old secretName after a rename." },
+  },
   refers: { providerConfig: true },
   serviceIdFields: ["tokenId"],
   controller: (d) => ({

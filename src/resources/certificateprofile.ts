@@ -26,7 +26,6 @@ import { ageColumn, commonStatus, kindRef, notFoundAsUndefined, projectId, proje
 import { createSharedListing, DEFAULT_LISTING_TTL_MS, isSteady, listingScope, type SharedListing } from "./listing.ts";
 import { connectVia, type ProviderResolver } from "./provider/resolver.ts";
 import { resolveProjectId } from "./refs.ts";
-import type { ReasonTable } from "../engine/kind.ts";
 import type { Kind } from "./kind.ts";
 
 export const ref = kindRef("CertificateProfile", "certificateprofiles");
@@ -281,14 +280,12 @@ export function certificateProfileModule(deps: {
   };
 }
 
-export const reasons = {
-  NotListed: { means: "retrying", doc: "The profile exists but the service's listing does not show it yet." },
-} as const satisfies ReasonTable;
-
 export const kind: Kind = {
   ref,
   crd: crdSource,
-  reasons,
+  reasons: {
+    NotListed: { means: "retrying", doc: "The profile exists but the service's listing does not show it yet." },
+  },
   refers: { providerConfig: true, project: true },
   serviceIdFields: ["profileId"],
   controller: (d) => ({

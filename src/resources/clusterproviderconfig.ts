@@ -28,7 +28,6 @@ import { connectionFields, providerConfigColumns, tokenAuthSchema, tokenStatusFi
 import type { Connector } from "./provider/connector.ts";
 import type { ClusterConnect, ProviderResolver } from "./provider/resolver.ts";
 import { checkConnection } from "./provider/connection-check.ts";
-import type { ReasonTable } from "../engine/kind.ts";
 import type { Kind } from "./kind.ts";
 
 export const ref: KindRef = { ...kindRef("ClusterProviderConfig", "clusterproviderconfigs"), clusterScoped: true };
@@ -255,14 +254,12 @@ export const namespaceWatch: SecondaryWatch = {
     (primaries?.() ?? []).filter((o) => o.metadata.namespace === ns.metadata.name && usesClusterConfig(o)).map(keyOf),
 };
 
-export const reasons = {
-  NotAllowed: { means: "failed", doc: "The ClusterProviderConfig does not allow the resource's namespace." },
-} as const satisfies ReasonTable;
-
 export const kind: Kind = {
   ref,
   crd: crdSource,
-  reasons,
+  reasons: {
+    NotAllowed: { means: "failed", doc: "The ClusterProviderConfig does not allow the resource's namespace." },
+  },
   refers: {},
   controller: (d) => (d.cluster ? { reconcile: d.cluster.reconcile } : undefined),
 };

@@ -30,7 +30,6 @@ import {
 } from "./common.ts";
 import { createSharedListing, DEFAULT_LISTING_TTL_MS, isSteady, listingScope, type SharedListing } from "./listing.ts";
 import { connectVia, type ProviderResolver } from "./provider/resolver.ts";
-import type { ReasonTable } from "../engine/kind.ts";
 import type { Kind } from "./kind.ts";
 
 export const ref = kindRef("Project", "projects");
@@ -324,17 +323,15 @@ export function projectModule(deps: {
 /** Kinds with spec.projectRef: a Project's change (its id arriving in status, mostly) reconciles them at once. */
 export const dependentsWatch = referrersWatch(ref, (spec) => (spec as { projectRef?: { name?: string } } | undefined)?.projectRef?.name);
 
-export const reasons = {
-  Adopted: { means: "done", doc: "keyward took over an existing project with the slug (creationPolicy Adopt or CreateOrAdopt)." },
-  AlreadyExists: { means: "failed", doc: "creationPolicy Create and a project with the slug exists." },
-  DeleteProtected: { means: "failed", doc: "deletionPolicy Delete, but the project is delete-protected at the service." },
-  InUse: { means: "retrying", doc: "Being deleted: the project is deleted at the service once the resources using it are gone." },
-} as const satisfies ReasonTable;
-
 export const kind: Kind = {
   ref,
   crd: crdSource,
-  reasons,
+  reasons: {
+    Adopted: { means: "done", doc: "keyward took over an existing project with the slug (creationPolicy Adopt or CreateOrAdopt)." },
+    AlreadyExists: { means: "failed", doc: "creationPolicy Create and a project with the slug exists." },
+    DeleteProtected: { means: "failed", doc: "deletionPolicy Delete, but the project is delete-protected at the service." },
+    InUse: { means: "retrying", doc: "Being deleted: the project is deleted at the service once the resources using it are gone." },
+  },
   refers: { providerConfig: true },
   serviceIdFields: ["projectId"],
   controller: (d) => ({

@@ -39,7 +39,6 @@ import {
 import { createSharedListing, DEFAULT_LISTING_TTL_MS, isSteady, listingScope, type SharedListing } from "./listing.ts";
 import { connectVia, type ProviderResolver } from "./provider/resolver.ts";
 import { resolveProjectId } from "./refs.ts";
-import type { ReasonTable } from "../engine/kind.ts";
 import type { Kind } from "./kind.ts";
 
 export const ref = kindRef("ProjectMembership", "projectmemberships");
@@ -584,17 +583,15 @@ export function projectMembershipModule(deps: {
   };
 }
 
-export const reasons = {
-  AmbiguousGroup: { means: "failed", doc: "The group selector matches more than one group." },
-  MemberNotFound: { means: "failed", doc: "The user or group is not a member of the project and keyward may not add it." },
-  SubjectClaimed: { means: "failed", doc: "An older ProjectMembership manages the same member of the project; this one waits." },
-  Revoked: { means: "done", doc: "keyward set the member's roles to the revoked role (deletionPolicy)." },
-} as const satisfies ReasonTable;
-
 export const kind: Kind = {
   ref,
   crd: crdSource,
-  reasons,
+  reasons: {
+    AmbiguousGroup: { means: "failed", doc: "The group selector matches more than one group." },
+    MemberNotFound: { means: "failed", doc: "The user or group is not a member of the project and keyward may not add it." },
+    SubjectClaimed: { means: "failed", doc: "An older ProjectMembership manages the same member of the project; this one waits." },
+    Revoked: { means: "done", doc: "keyward set the member's roles to the revoked role (deletionPolicy)." },
+  },
   refers: { providerConfig: true, project: true },
   serviceIdFields: ["membershipId", "groupMembershipId"],
   controller: (d) => ({

@@ -21,7 +21,6 @@ import { hold, release, tokenSecretName } from "./provider/in-use.ts";
 import { CREDENTIALS_SELECTOR } from "./provider/credentials.ts";
 import { createConnector, type Connector, type SecretReader } from "./provider/connector.ts";
 import { dispatchByKind, type ClusterConnect, type ProviderResolver } from "./provider/resolver.ts";
-import type { ReasonTable } from "../engine/kind.ts";
 import type { Kind } from "./kind.ts";
 
 export const ref = kindRef("ProviderConfig", "providerconfigs");
@@ -156,14 +155,12 @@ export const dependentsWatch = referrersWatch(ref, (spec) =>
   providerConfigKind(spec ?? {}) === "ProviderConfig" ? providerConfigName(spec ?? {}) : undefined,
 );
 
-export const reasons = {
-  InUse: { means: "retrying", doc: "Being deleted: waits until no resource names it (the message names them)." },
-} as const satisfies ReasonTable;
-
 export const kind: Kind = {
   ref,
   crd: crdSource,
-  reasons,
+  reasons: {
+    InUse: { means: "retrying", doc: "Being deleted: waits until no resource names it (the message names them)." },
+  },
   refers: {},
   controller: (d) => ({
     reconcile: providerConfigReconciler({

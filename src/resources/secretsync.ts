@@ -68,7 +68,6 @@ export {
   type SecretSyncSpec,
   type SecretSyncStatus,
 } from "./secretsync-schema.ts";
-import type { ReasonTable } from "../engine/kind.ts";
 import type { Kind } from "./kind.ts";
 
 export const ANNOTATION_SYNC_REQUESTED = "keyward.dev/sync-requested-at";
@@ -657,28 +656,29 @@ export function secretSyncModule(deps: SecretSyncModuleDeps): ManagedModule<Secr
   };
 }
 
-export const reasons = {
-  AlreadyExists: { means: "failed", doc: "A sync with the name exists at the service and is not this resource's." },
-  CreateOutcomeUnknown: { means: "failed", doc: "A create may have landed and the service cannot look syncs up by name; see the message." },
-  ProjectChanged: { means: "failed", doc: "The sync's project cannot change; delete and recreate the resource." },
-  JobFailed: { means: "failed", doc: "The last sync, import or remove job at the service failed." },
-  JobInProgress: { means: "retrying", doc: "The service is still running a job; the requested action waits for it." },
-  WaitingForJob: { means: "progress", doc: "A sync or import job runs at the service." },
-  RemovingSecrets: { means: "progress", doc: "A remove-secrets job runs at the service." },
-  RemoveSecretsFailed: { means: "failed", doc: "Being deleted: removing the synced secrets failed (deletionPolicy RemoveSecrets)." },
-  SecretsNotRemoved: {
-    means: "failed",
-    doc: "Being deleted: the sync vanished before its secrets were removed; they may still be at the destination.",
-  },
-  SyncVanished: { means: "failed", doc: "Being deleted: the sync was already gone at the service (deleted with its project)." },
-  SyncRequested: { means: "done", doc: "keyward called sync-secrets for the sync-requested-at annotation." },
-  RemoveSecretsRequested: { means: "done", doc: "keyward called remove-secrets for the annotation or the deletionPolicy." },
-} as const satisfies ReasonTable;
-
 export const kind: Kind = {
   ref,
   crd: crdSource,
-  reasons,
+  reasons: {
+    AlreadyExists: { means: "failed", doc: "A sync with the name exists at the service and is not this resource's." },
+    CreateOutcomeUnknown: {
+      means: "failed",
+      doc: "A create may have landed and the service cannot look syncs up by name; see the message.",
+    },
+    ProjectChanged: { means: "failed", doc: "The sync's project cannot change; delete and recreate the resource." },
+    JobFailed: { means: "failed", doc: "The last sync, import or remove job at the service failed." },
+    JobInProgress: { means: "retrying", doc: "The service is still running a job; the requested action waits for it." },
+    WaitingForJob: { means: "progress", doc: "A sync or import job runs at the service." },
+    RemovingSecrets: { means: "progress", doc: "A remove-secrets job runs at the service." },
+    RemoveSecretsFailed: { means: "failed", doc: "Being deleted: removing the synced secrets failed (deletionPolicy RemoveSecrets)." },
+    SecretsNotRemoved: {
+      means: "failed",
+      doc: "Being deleted: the sync vanished before its secrets were removed; they may still be at the destination.",
+    },
+    SyncVanished: { means: "failed", doc: "Being deleted: the sync was already gone at the service (deleted with its project)." },
+    SyncRequested: { means: "done", doc: "keyward called sync-secrets for the sync-requested-at annotation." },
+    RemoveSecretsRequested: { means: "done", doc: "keyward called remove-secrets for the annotation or the deletionPolicy." },
+  },
   refers: { providerConfig: true, project: true },
   serviceIdFields: ["syncId"],
   actions: {

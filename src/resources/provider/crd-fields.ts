@@ -17,6 +17,9 @@ export const secretKeySelector = (where: string) =>
   });
 
 /** Self-rotating credentials: a bootstrap token used only to mint short-lived access tokens. */
+/** When to renew a token before it expires: a Go-style duration (the token schedule reads it). */
+export const renewBeforeSchema = (description: string) => z.string().max(32).regex(GO_DURATION_PATTERN).optional().describe(description);
+
 export const tokenAuthSchema = (where: string) =>
   z
     .object({
@@ -24,14 +27,9 @@ export const tokenAuthSchema = (where: string) =>
       bootstrapSecretRef: secretKeySelector(where).describe(
         "The Secret holding the bootstrap token, used only to call create-token; never for anything else and never copied.",
       ),
-      renewBefore: z
-        .string()
-        .max(32)
-        .regex(GO_DURATION_PATTERN)
-        .optional()
-        .describe(
-          "Mint the next access token this long before the current one expires (10m, 1h30m; at most half its lifetime). Default: a third of its lifetime, as AccessToken.",
-        ),
+      renewBefore: renewBeforeSchema(
+        "Mint the next access token this long before the current one expires (10m, 1h30m; at most half its lifetime). Default: a third of its lifetime, as AccessToken.",
+      ),
     })
     .strict()
     .describe(
