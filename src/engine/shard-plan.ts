@@ -1,0 +1,60 @@
+// What the sharder changes on each object, given who owns it now and who the ring says should
+// (issue 18; docs/sharding.md). Pure: the sharder applies the changes as label patches.
+// The rule that keeps one reconciler per object: an object only ever moves from a live owner by
+// way of the drain label, which the old owner clears itself once it has let the object go; an
+// owner whose shard Lease expired has already stopped (self-fencing at its renew deadline), so
+// its objects move at once.
+
+export const SHARD_LABEL = "shard.keyward.dev/owner";
+export const DRAIN_LABEL = "shard.keyward.dev/drain";
+
+export interface ShardedObject {
+  key: string;
+  /** The shard label's value, if any. */
+  owner?: string | undefined;
+  /** The drain label is set: the owner was asked to let the object go. */
+  draining?: boolean;
+}
+
+export type ShardChange =
+  | { key: string; change: "assign"; to: string }
+  | { key: string; change: "drain"; from: string }
+  | { key: string; change: "undrain"; owner: string };
+
+/**
+ * The changes that move every object toward the ring's owner: assign an unowned object (or one
+ * whose owner is gone), ask a live owner that should no longer have it to drain, and take the
+ * drain back when the ring returns the object to its owner before it let go. An object being
+ * drained by a live owner waits for that owner (nothing to do). No live shard: nothing.
+ */
+export function shardChanges(
+  objects: readonly ShardedObject[],
+  ownerOf: (key: string) => string | undefined,
+  live: ReadonlySet<string>,
+): ShardChange[] {
+  const changes: ShardChange[] = [];
+  for (const o of objects) {
+    const target = ownerOf(o.key);
+    if (target === undefined) continue;
+    if (o.owner === undefined || o.owner === "" || !live.has(o.owner)) {
+      changes.push({ key: o.key, change: "assign", to: target });
+    } else if (o.owner === target) {
+      if (o.draining) changes.push({ key: o.key, change: "undrain", owner: o.owner });
+    } else if (!o.draining) {
+      changes.push({ key: o.key, change: "drain", from: o.owner });
+    }
+  }
+  return changes;
+}
+
+/** The metadata labels of a change, as a merge patch (null removes a label). */
+export function shardLabels(c: ShardChange): Record<string, string | null> {
+  switch (c.change) {
+    case "assign":
+      return { [SHARD_LABEL]: c.to, [DRAIN_LABEL]: null };
+    case "drain":
+      return { [DRAIN_LABEL]: "true" };
+    case "undrain":
+      return { [DRAIN_LABEL]: null };
+  }
+}

@@ -1,0 +1,76 @@
+// Shard membership for active-active replicas (issue 18, first slice): every replica holds a
+// coordination.k8s.io Lease of its own, `keyward-shard-<identity>`, taken and renewed with the
+// same rules as leader election (lease.ts: it is the only candidate for it, so it takes it at
+// once; it stops reconciling when it cannot renew within the renew deadline — self-fencing). The
+// live replicas are the shard Leases with a holder whose last renewal is within its duration;
+// src/lib/ring.ts assigns objects over them. Kubernetes is the whole membership protocol: no
+// gossip, no extra service (timebertt/kubernetes-controller-sharding does the same).
+import type { Logger } from "../log.ts";
+import { resourcePath, type KindRef, type Kube } from "./client.ts";
+import { runLeaderElection, type LeaderElection, type LeaseTimes } from "./lease.ts";
+import { kubeJson } from "./rest.ts";
+
+export const SHARD_LEASE_PREFIX = "keyward-shard-";
+
+const leaseKind: KindRef = { group: "coordination.k8s.io", version: "v1", plural: "leases", kind: "Lease" };
+
+/** The parts of a Lease membership reads. */
+export interface ShardLease {
+  metadata?: { name?: string };
+  spec?: { holderIdentity?: string; leaseDurationSeconds?: number; renewTime?: string };
+}
+
+/**
+ * The identities of the live shards, sorted: shard Leases (by name) held by the identity the name
+ * carries, renewed within their duration plus `skewMs` of wall-clock tolerance between replicas.
+ * A released Lease (empty holder) or a replica that stopped renewing drops out; a Lease whose
+ * holder is not its own identity (someone else's Lease by that name) is ignored.
+ */
+export function liveShards(leases: readonly ShardLease[], nowMs: number, skewMs: number): string[] {
+  const live = new Set<string>();
+  for (const lease of leases) {
+    const name = lease.metadata?.name ?? "";
+    if (!name.startsWith(SHARD_LEASE_PREFIX)) continue;
+    const identity = name.slice(SHARD_LEASE_PREFIX.length);
+    const spec = lease.spec ?? {};
+    if (!identity || spec.holderIdentity !== identity) continue;
+    const renewed = spec.renewTime === undefined ? NaN : Date.parse(spec.renewTime);
+    const durationMs = (spec.leaseDurationSeconds ?? 0) * 1000;
+    if (Number.isFinite(renewed) && renewed + durationMs + skewMs > nowMs) live.add(identity);
+  }
+  return [...live].sort();
+}
+
+/** The live shards of `namespace`, from one list of its Leases. */
+export async function listLiveShards(kube: Kube, namespace: string, opts: { nowMs?: number; skewMs?: number } = {}): Promise<string[]> {
+  const list = await kubeJson<{ items?: ShardLease[] }>(kube.access, { path: resourcePath(leaseKind, namespace) });
+  return liveShards(list.items ?? [], opts.nowMs ?? Date.now(), opts.skewMs ?? 2_000);
+}
+
+export interface ShardLeaseOptions extends LeaseTimes {
+  kube: Kube;
+  namespace: string;
+  /** This replica's identity (its pod name): the Lease is keyward-shard-<identity>. */
+  identity: string;
+  logger: Logger;
+  /** Holding the Lease: this replica may reconcile its share. */
+  onJoined: () => void;
+  /** Could not renew within the renew deadline: stop reconciling at once (another may own the share). */
+  onLost: () => void;
+}
+
+/** Takes and renews this replica's shard Lease; stop() releases it so the others take over at once. */
+export function runShardLease(opts: ShardLeaseOptions): LeaderElection {
+  return runLeaderElection({
+    kube: opts.kube,
+    namespace: opts.namespace,
+    name: `${SHARD_LEASE_PREFIX}${opts.identity}`,
+    identity: opts.identity,
+    leaseDurationMs: opts.leaseDurationMs,
+    renewDeadlineMs: opts.renewDeadlineMs,
+    retryPeriodMs: opts.retryPeriodMs,
+    onStartedLeading: opts.onJoined,
+    onStoppedLeading: opts.onLost,
+    logger: opts.logger,
+  });
+}

@@ -1,0 +1,78 @@
+// Shard membership on real Leases (src/kube/shards.ts): replicas join by taking their own Lease,
+// leave by releasing it, and drop out when they stop renewing.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createKube, type Kube } from "../../../src/kube/client.ts";
+import type { LeaderElection } from "../../../src/kube/lease.ts";
+import { listLiveShards, runShardLease } from "../../../src/kube/shards.ts";
+import { createLogger } from "../../../src/log.ts";
+import { kubeJson } from "../../../src/kube/rest.ts";
+import { createTestNamespace, testKubeConfig, waitFor, type TestNamespace } from "../../controlplane/testenv.ts";
+
+let kube: Kube;
+let ns!: TestNamespace;
+const logger = createLogger({ level: "silent" });
+const running: LeaderElection[] = [];
+
+beforeAll(async () => {
+  kube = createKube(testKubeConfig());
+  ns = await createTestNamespace("kube-shards");
+});
+
+afterAll(async () => {
+  await Promise.all(running.map((r) => r.stop()));
+  await ns?.cleanup();
+});
+
+function replica(identity: string, events: string[]): LeaderElection {
+  const lease = runShardLease({
+    kube,
+    namespace: ns.name,
+    identity,
+    leaseDurationMs: 4000,
+    renewDeadlineMs: 3000,
+    retryPeriodMs: 250,
+    logger,
+    onJoined: () => events.push(`${identity} joined`),
+    onLost: () => events.push(`${identity} lost`),
+  });
+  running.push(lease);
+  return lease;
+}
+
+const members = (): Promise<string[]> => listLiveShards(kube, ns.name);
+
+describe("shard membership", () => {
+  it("counts the replicas holding their shard Lease, and drops one that releases it", async () => {
+    const events: string[] = [];
+    const [a, b, c] = ["replica-a", "replica-b", "replica-c"].map((id) => replica(id, events));
+    await waitFor(async () => ((await members()).length === 3 ? true : undefined), { timeoutMs: 30_000, description: "3 live shards" });
+    expect(await members()).toEqual(["replica-a", "replica-b", "replica-c"]);
+    expect([a, b, c].every((r) => r?.isLeader())).toBe(true);
+    await b?.stop();
+    expect(await members()).toEqual(["replica-a", "replica-c"]);
+    expect(events.sort()).toEqual(["replica-a joined", "replica-b joined", "replica-c joined"]);
+  });
+
+  it("ignores Leases that are no shard's, a stale renewal, and a holder that is not the Lease's own identity", async () => {
+    const now = Date.now();
+    const micro = (ms: number): string => new Date(ms).toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
+    const lease = (name: string, holderIdentity: string, renewedAgoMs: number) =>
+      kubeJson(kube.access, {
+        method: "POST",
+        path: `/apis/coordination.k8s.io/v1/namespaces/${ns.name}/leases`,
+        body: {
+          apiVersion: "coordination.k8s.io/v1",
+          kind: "Lease",
+          metadata: { name },
+          spec: { holderIdentity, leaseDurationSeconds: 4, renewTime: micro(now - renewedAgoMs) },
+        },
+      });
+    await lease("keyward-leader", "replica-x", 0);
+    await lease("keyward-shard-gone", "gone", 60_000);
+    await lease("keyward-shard-impostor", "replica-a", 0);
+    const live = await listLiveShards(kube, ns.name, { nowMs: now });
+    expect(live).not.toContain("replica-x");
+    expect(live).not.toContain("gone");
+    expect(live).not.toContain("impostor");
+  });
+});
