@@ -107,14 +107,6 @@ describe("createRing", () => {
     expect(() => createRing(["a", "b"], { virtualNodes: 2 ** 21 })).toThrow(RangeError);
     expect(createRing(["a"], { virtualNodes: 1 }).ownerOf("k")).toBe("a");
   });
-
-  it("looks up 50,000 keys quickly (no benchmark: a generous bound that catches an accidental O(N) scan)", () => {
-    const ring = createRing(named(8, podName));
-    const start = performance.now();
-    for (let i = 0; i < 50_000; i++) ring.ownerOf(`ns-${i % 500}/project-${i}`);
-    // About 40 ms on a loaded 2-core CI box; a linear scan of the 4,000 points would be seconds.
-    expect(performance.now() - start).toBeLessThan(2_000);
-  });
 });
 
 const memberName = fc.string({ minLength: 1, maxLength: 24 });
