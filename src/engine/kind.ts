@@ -81,7 +81,7 @@ export function progressReasons(...tables: readonly ReasonTable[]): ReadonlySet<
  * The operator, the CRD generator, the Argo CD health check, the kubectl plugin's constants and
  * docs/kinds.md are all derived from the registry of these (src/resources/registry.ts), so
  * adding a kind is one new unit and one line there. `Deps` is what the operator hands every kind
- * (src/resources/kind.ts); `Extra` what only the kinds' layer reads.
+ * (src/resources/kind.ts), whose `Kind` adds what only the kinds' layer reads.
  */
 export interface KindDescriptor<Deps> {
   ref: KindRef;
