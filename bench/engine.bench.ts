@@ -18,6 +18,7 @@
 // The floor (first run of each N up to ENGINE_BENCH_FLOOR_MAX, 1000): the same N createProject calls sent straight to the same
 // emulator, 4 in flight (keyward's concurrency): what the service alone needs for N creates.
 // A benchmark: it prints medians and never asserts on timing.
+import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -110,6 +111,7 @@ interface RunResult {
   steadyPeakRss: number;
   floorMs?: number;
   requestsFloorMs?: number;
+  go?: GoRun;
   logPath: string;
 }
 
@@ -249,6 +251,7 @@ async function runOnce(ctx: Ctx, n: number, rep: number): Promise<RunResult> {
   await ctx.emulator.reset();
   const floorMs = rep === 1 && n <= FLOOR_MAX_N ? await measureFloor(ctx, names) : undefined;
   const requestsFloorMs = rep === 1 && n <= FLOOR_MAX_N ? await measureRequestsFloor(ctx, names) : undefined;
+  const go = GO_COMPARE && rep === 1 && n <= FLOOR_MAX_N ? await runGoOperator(ctx, await buildGoOperator(), n) : undefined;
   await setUpNamespace(ctx, namespace);
   progress(`N=${n} run ${rep}: starting keyward (${ENTRY}/)`);
   const idleStart = await startIdle(ctx, namespace, ENTRY, logPath);
@@ -338,6 +341,7 @@ async function runOnce(ctx: Ctx, n: number, rep: number): Promise<RunResult> {
       steadyPeakRss,
       ...(floorMs !== undefined ? { floorMs } : {}),
       ...(requestsFloorMs !== undefined ? { requestsFloorMs } : {}),
+      ...(go !== undefined ? { go } : {}),
       logPath,
     };
   } finally {
@@ -440,6 +444,71 @@ async function measureRequestsFloor(ctx: Ctx, names: readonly string[]): Promise
   await ctx.core.deleteNamespace({ name: namespace });
   await ctx.emulator.reset();
   return ms;
+}
+
+// ENGINE_BENCH_GO=1: the same N Projects handled by a minimal Go controller-runtime operator
+// (bench/go-operator: cache reads, lookup by slug, create, one status patch, one Event; none of
+// keyward's create-pending mark or finalizer), built here with the machine's Go, on the same
+// apiserver and emulator with the same workers: the side-by-side issue 20 asks for.
+const GO_COMPARE = env["ENGINE_BENCH_GO"] === "1";
+
+interface GoRun {
+  allReadyMs: number;
+  peakRssBytes: number;
+  cpuS: number;
+}
+
+async function buildGoOperator(): Promise<string> {
+  const dir = join(repoRoot, "bench", "go-operator");
+  const out = join(tmpdir(), "keyward-bench-go-operator");
+  progress("building bench/go-operator (go build)");
+  await new Promise<void>((resolve, reject) => {
+    const child = spawn("go", ["build", "-o", out, "."], {
+      cwd: dir,
+      env: { ...process.env, GOWORK: "off", CGO_ENABLED: "0" },
+      stdio: "inherit",
+    });
+    child.on("error", reject);
+    child.on("close", (code) => (code === 0 ? resolve() : reject(new Error(`go build exited with ${String(code)}`))));
+  });
+  return out;
+}
+
+async function runGoOperator(ctx: Ctx, binary: string, n: number): Promise<GoRun> {
+  const namespace = `kb-go-${n}`;
+  const names = Array.from({ length: n }, (_, i) => `${namespace}-${i}`);
+  await ctx.emulator.reset();
+  await ctx.core.createNamespace({ body: { metadata: { name: namespace } } });
+  const child = spawn(binary, ["--namespace", namespace, "--base-url", ctx.emulator.url, "--concurrency", String(CONCURRENCY)], {
+    env: { ...process.env, KUBECONFIG: ctx.cluster.kubeconfigPath, SERVICE_TOKEN: TOKEN },
+    stdio: ["ignore", "ignore", "ignore"],
+  });
+  const pid = child.pid ?? 0;
+  try {
+    // Its cache syncs an empty namespace within a second; the creates come after.
+    await sleep(3_000);
+    const watch = await watchReady(ctx.cluster.kc, projects, namespace);
+    try {
+      progress(`Go operator: creating ${n} Projects`);
+      const started = Date.now();
+      await runInFlight(names, CREATES_IN_FLIGHT, (name) =>
+        ctx.custom.createNamespacedCustomObject({
+          ...projects,
+          namespace,
+          body: { apiVersion: `${GROUP}/${VERSION}`, kind: "Project", metadata: { name }, spec: {} },
+        }),
+      );
+      await watch.waitForReady(n, readyTimeoutMs(n));
+      const allReadyMs = Math.max(...watch.ready.values()) - started;
+      progress(`Go operator: all Ready in ${(allReadyMs / 1000).toFixed(1)} s`);
+      return { allReadyMs, peakRssBytes: peakRssBytes(pid), cpuS: cpuSeconds(pid) };
+    } finally {
+      watch.stop();
+    }
+  } finally {
+    child.kill("SIGTERM");
+    await ctx.core.deleteNamespace({ name: namespace });
+  }
 }
 
 interface Snapshot {
@@ -599,6 +668,20 @@ function report(cluster: BenchCluster, idle: Array<{ entry: Entry; rss: number }
           sec,
         ),
       ),
+      row("  Go controller-runtime operator: all Ready (ENGINE_BENCH_GO=1)", (runs) =>
+        med(
+          runs.flatMap((r) => (r.go === undefined ? [] : [r.go.allReadyMs])),
+          sec,
+        ),
+      ),
+      row("  all Ready / Go operator", (runs) => {
+        const ratios = runs.flatMap((r) => (r.go === undefined ? [] : [r.allReadyMs / r.go.allReadyMs]));
+        return ratios.length === 0 ? "—" : `${median(ratios).toFixed(2)}×`;
+      }),
+      row("  Go operator peak RSS / CPU per object", (runs, n) => {
+        const go = runs.find((r) => r.go !== undefined)?.go;
+        return go === undefined ? "—" : `${Math.round(go.peakRssBytes / 1e6)} MB / ${((go.cpuS * 1000) / n).toFixed(1)} ms`;
+      }),
       row("  all Ready / requests floor", (runs) => {
         const ratios = runs.flatMap((r) => (r.requestsFloorMs === undefined ? [] : [r.allReadyMs / r.requestsFloorMs]));
         return ratios.length === 0 ? "—" : `${median(ratios).toFixed(2)}×`;
