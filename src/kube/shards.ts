@@ -6,13 +6,10 @@
 // src/lib/ring.ts assigns objects over them. Kubernetes is the whole membership protocol: no
 // gossip, no extra service (timebertt/kubernetes-controller-sharding does the same).
 import type { Logger } from "../log.ts";
-import { resourcePath, type KindRef, type Kube } from "./client.ts";
+import type { Kube } from "./client.ts";
 import { runLeaderElection, type LeaderElection, type LeaseTimes } from "./lease.ts";
-import { kubeJson } from "./rest.ts";
 
 export const SHARD_LEASE_PREFIX = "keyward-shard-";
-
-const leaseKind: KindRef = { group: "coordination.k8s.io", version: "v1", plural: "leases", kind: "Lease" };
 
 /** The parts of a Lease membership reads. */
 export interface ShardLease {
@@ -39,12 +36,6 @@ export function liveShards(leases: readonly ShardLease[], nowMs: number, skewMs:
     if (Number.isFinite(renewed) && renewed + durationMs + skewMs > nowMs) live.add(identity);
   }
   return [...live].sort();
-}
-
-/** The live shards of `namespace`, from one list of its Leases. */
-export async function listLiveShards(kube: Kube, namespace: string, opts: { nowMs?: number; skewMs?: number } = {}): Promise<string[]> {
-  const list = await kubeJson<{ items?: ShardLease[] }>(kube.access, { path: resourcePath(leaseKind, namespace) });
-  return liveShards(list.items ?? [], opts.nowMs ?? Date.now(), opts.skewMs ?? 2_000);
 }
 
 export interface ShardLeaseOptions extends LeaseTimes {
