@@ -5,9 +5,9 @@
 //   format GO_DURATION_PATTERN lets through the CRD schema.
 // - parseMsStyleDuration: the ms-library format (https://github.com/vercel/ms) the service reads
 //   a temporary role's temporaryRange in ("1h", "1.5 hours", "7d", "1500").
-// Pure and dependency-free. The emulator reads temporaryRange with parseMsStyleDuration too, plus
-// the service's "above zero" (test/emulator/duration.ts): the two were the same code, and the
-// conformance probe (test/conformance) is what checks the grammar against the real service.
+// Pure and dependency-free. The emulator keeps its own ms-style parser (test/emulator/duration.ts):
+// it stands in for the service and ships as an image of test/emulator alone, so it imports nothing
+// of src (test/emulator/self-contained.test.ts); the conformance probe checks both against the service.
 
 /** The units keyward's own formats know (flags and Go-style), in milliseconds. */
 const clockUnitMs: Readonly<Record<string, number>> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
