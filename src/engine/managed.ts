@@ -184,9 +184,10 @@ export interface ManagedDeps {
   cache?: SharedInformer;
   /** For keyward_resource_ready{kind,namespace,name}. */
   metrics?: Metrics;
-  /** The kind's progress reasons, worked out once per reconciler. */
-  progress?: ReadonlySet<string>;
 }
+
+/** What a pass needs beyond the reconciler's deps: the kind's progress reasons. */
+type RunDeps = ManagedDeps & { progress: ReadonlySet<string> };
 
 /** 1 while an object's Ready condition is True, else 0; one series per object, gone with it. */
 function readyGauge(metrics: Metrics | undefined) {
@@ -203,7 +204,8 @@ export function managedReconciler<Spec, Status, Conn, External>(
   module: ManagedModule<Spec, Status, Conn, External>,
   deps: ManagedDeps,
 ): ReconcileFn {
-  deps = { ...deps, progress: progressReasons(engineReasons, module.reasons ?? {}) };
+  // The kind's progress reasons, worked out once per reconciler, not per pass.
+  const runDeps: RunDeps = { ...deps, progress: progressReasons(engineReasons, module.reasons ?? {}) };
   const written = createWrittenObjects();
   const ready = readyGauge(deps.metrics);
   deps.cache?.subscribe((type, obj) => {
@@ -219,7 +221,7 @@ export function managedReconciler<Spec, Status, Conn, External>(
       ready?.remove(series);
       return done();
     }
-    const run = new Run(module, deps, key, obj, signal);
+    const run = new Run(module, runDeps, key, obj, signal);
     try {
       return await run.reconcile();
     } finally {
@@ -240,7 +242,7 @@ async function readObject(deps: ManagedDeps, ref: KindRef, key: ObjectKey, writt
 // status) together; it is created and dropped within a single reconcile.
 class Run<Spec, Status, Conn, External> {
   private readonly module: ManagedModule<Spec, Status, Conn, External>;
-  private readonly deps: ManagedDeps;
+  private readonly deps: RunDeps;
   private readonly key: ObjectKey;
   private obj: KubeObject<unknown, Partial<Status>>;
   /** Set once the pass records an action's own Event, which then also tells of the Ready change. */
@@ -253,13 +255,13 @@ class Run<Spec, Status, Conn, External> {
 
   constructor(
     module: ManagedModule<Spec, Status, Conn, External>,
-    deps: ManagedDeps,
+    deps: RunDeps,
     key: ObjectKey,
     obj: KubeObject<unknown, Partial<Status>>,
     signal: AbortSignal,
   ) {
     this.signal = signal;
-    this.progress = deps.progress ?? progressReasons(engineReasons, module.reasons ?? {});
+    this.progress = deps.progress;
     this.module = module;
     this.deps = deps;
     this.key = key;

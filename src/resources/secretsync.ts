@@ -68,7 +68,7 @@ export {
   type SecretSyncSpec,
   type SecretSyncStatus,
 } from "./secretsync-schema.ts";
-import type { Kind } from "./kind.ts";
+import type { ActionDescriptor, Kind } from "./kind.ts";
 
 export const ANNOTATION_SYNC_REQUESTED = "keyward.dev/sync-requested-at";
 export const ANNOTATION_REMOVE_SECRETS_REQUESTED = "keyward.dev/remove-secrets-requested-at";
@@ -656,6 +656,22 @@ export function secretSyncModule(deps: SecretSyncModuleDeps): ManagedModule<Secr
   };
 }
 
+/** What the kubectl plugin needs of an annotation action: the request's fields and its job's, from the tables the reconcile uses. */
+function pluginAction(request: RequestAction, job: JobKind): ActionDescriptor {
+  const r = requestKinds[request];
+  const j = jobFields[job];
+  return {
+    annotation: r.annotation,
+    handled: r.handled,
+    operation: r.operation,
+    job: j.label,
+    status: j.status,
+    jobId: j.jobId,
+    at: j.at,
+    message: j.message,
+  };
+}
+
 export const kind: Kind = {
   ref,
   crd: crdSource,
@@ -681,27 +697,6 @@ export const kind: Kind = {
   },
   refers: { providerConfig: true, project: true },
   serviceIdFields: ["syncId"],
-  actions: {
-    sync: {
-      annotation: ANNOTATION_SYNC_REQUESTED,
-      handled: "lastHandledSyncRequest",
-      operation: "sync-secrets",
-      job: "sync",
-      status: "syncStatus",
-      jobId: "lastSyncJobId",
-      at: "lastSyncedAt",
-      message: "lastSyncMessage",
-    },
-    "remove-secrets": {
-      annotation: ANNOTATION_REMOVE_SECRETS_REQUESTED,
-      handled: "lastHandledRemoveSecretsRequest",
-      operation: "remove-secrets",
-      job: "remove-secrets",
-      status: "removeStatus",
-      jobId: "lastRemoveJobId",
-      at: "lastRemovedAt",
-      message: "lastRemoveMessage",
-    },
-  },
+  actions: { sync: pluginAction("sync", "sync"), "remove-secrets": pluginAction("remove", "remove") },
   controller: (d) => ({ reconcile: d.managed(secretSyncModule({ providers: d.providers, metrics: d.metrics })) }),
 };
