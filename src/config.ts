@@ -62,6 +62,7 @@ export const configSchema = z
     renewDeadline: duration.default(10_000),
     retryPeriod: duration.default(2_000),
     identity: z.string().optional(),
+    sharding: bool.default(false),
     shutdownTimeout: duration.default(30_000),
     clusterProviderConfigs: bool.default(false),
     credentialsNamespace: z
@@ -119,6 +120,15 @@ export const configSchema = z
       ctx.addIssue({ code: "custom", message: problem.message, path: [settingOf[problem.setting]] });
     }
   })
+  // The sharder runs on the leader; a replica's identity is its shard label's value.
+  .refine((c) => !c.sharding || c.leaderElect, {
+    message: "sharding needs leader election (--leader-elect true): the leader assigns the objects",
+    path: ["sharding"],
+  })
+  .refine((c) => !c.sharding || c.identity === undefined || /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(c.identity), {
+    message: "with sharding the identity is a label value and a Lease name: at most 63 lowercase letters, digits and '-'",
+    path: ["identity"],
+  })
   // "localhost" puts /metrics on 127.0.0.1; sharing that server would hide the probes from the kubelet.
   .refine((c) => c.metricsAuth !== "localhost" || c.metricsPort !== c.healthPort, {
     message: "localhost serves /metrics on 127.0.0.1 only, so the health port (the kubelet's probes) must differ from the metrics port",
@@ -143,6 +153,7 @@ const settings = {
   renewDeadline: "RENEW_DEADLINE",
   retryPeriod: "RETRY_PERIOD",
   identity: "POD_NAME",
+  sharding: "SHARDING",
   shutdownTimeout: "SHUTDOWN_TIMEOUT",
   clusterProviderConfigs: "CLUSTER_PROVIDER_CONFIGS",
   credentialsNamespace: "CREDENTIALS_NAMESPACE",

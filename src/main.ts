@@ -4,7 +4,10 @@ import { once } from "node:events";
 import { loadConfig, usage, type Config } from "./config.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { loadKubeConfig, createKube } from "./kube/client.ts";
+import type { KubeSource } from "./kube/kubeconfig.ts";
 import { runLeaderElection } from "./kube/lease.ts";
+import { runShardLease, shardLeasePrefix } from "./kube/shards.ts";
+import { createSharder, shardMetrics, type Sharder } from "./engine/sharder.ts";
 import { createOperator, type Operator } from "./operator.ts";
 import { startEndpoints, type Health } from "./endpoints.ts";
 import { createMetricsAuthorizer } from "./kube/metrics-auth.ts";
@@ -24,7 +27,18 @@ async function run(config: Config, log: Logger): Promise<void> {
     execTimeoutMs: config.execPluginTimeout,
   });
   const kc = { ...loaded, requestTimeoutMs: config.kubeRequestTimeout };
+  // POD_NAME is unique in a cluster; without it, a random suffix keeps two processes on one host
+  // from both believing they hold a lease.
+  // It is also a label value and a Lease name with sharding: lowercase, at most 63 characters.
+  const identity =
+    config.identity ??
+    `${hostname()
+      .toLowerCase()
+      .replace(/[^a-z0-9-]/g, "-")
+      .slice(0, 50)}-${randomUUID().slice(0, 8)}`;
+  const leaseNamespace = config.leaderElectionNamespace ?? podNamespace();
   const operator: Operator = createOperator({
+    ...(config.sharding ? { shard: { identity } } : {}),
     kc,
     log,
     namespaces: config.namespaces,
@@ -50,7 +64,6 @@ async function run(config: Config, log: Logger): Promise<void> {
   });
   // Listening before anything starts, so a SIGTERM during start is a graceful stop too.
   const stopSignal = Promise.race([once(process, "SIGTERM").then(() => "SIGTERM"), once(process, "SIGINT").then(() => "SIGINT")]);
-  let election: { stop(): Promise<void> } | undefined;
   let starting: Promise<void> | undefined;
   let started = false;
   const startOperator = async (): Promise<void> => {
@@ -65,31 +78,18 @@ async function run(config: Config, log: Logger): Promise<void> {
       process.exit(1);
     });
 
-  if (config.leaderElect) {
-    election = runLeaderElection({
-      kube: createKube(kc),
-      namespace: config.leaderElectionNamespace ?? podNamespace(),
-      name: config.leaderElectionId,
-      // POD_NAME is unique in a cluster; without it, a random suffix keeps two processes on
-      // one host from both believing they hold the lease.
-      identity: config.identity ?? `${hostname()}-${randomUUID().slice(0, 8)}`,
-      leaseDurationMs: config.leaseDuration,
-      renewDeadlineMs: config.renewDeadline,
-      retryPeriodMs: config.retryPeriod,
-      logger: log,
-      onStartedLeading: () => {
-        starting = startOrExit();
-      },
-      onStoppedLeading: () => {
-        // A replica that lost its lease must not keep reconciling next to the new leader.
-        log.warn("lost leadership; exiting");
-        process.exit(1);
-      },
-    });
-    health.ready = true; // a standby replica is healthy and ready; it just does not reconcile
-  } else {
-    starting = startOrExit();
-  }
+  const leases = runLeases({
+    config,
+    kc,
+    log,
+    identity,
+    leaseNamespace,
+    operator,
+    start: () => {
+      starting = startOrExit();
+    },
+  });
+  if (leases.standbyReady) health.ready = true; // a standby replica is healthy and ready; it just does not reconcile
 
   const signal = await stopSignal;
   log.info({ signal }, "shutting down: no new work, finishing in-flight reconciles");
@@ -101,10 +101,86 @@ async function run(config: Config, log: Logger): Promise<void> {
   timer.unref();
   // A start still in progress finishes first, so its controllers are stopped, not orphaned.
   if (starting) await starting.catch(() => undefined);
+  leases.stopSharder();
   if (started) await operator.stop();
-  if (election) await election.stop();
+  await leases.release();
   await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
   log.info("bye");
+}
+
+interface LeaseDeps {
+  config: Config;
+  kc: KubeSource;
+  log: Logger;
+  identity: string;
+  leaseNamespace: string;
+  operator: Operator;
+  /** Starts reconciling (exits the process when that fails). */
+  start: () => void;
+}
+
+interface Leases {
+  /** A standby replica (leader election without sharding) is ready while it waits. */
+  standbyReady: boolean;
+  stopSharder(): void;
+  /** Releases the shard Lease first (the leader hands this replica's share on at once), then leadership. */
+  release(): Promise<void>;
+}
+
+/**
+ * Who reconciles what: without leader election, this process everything; with it, the leader
+ * everything; with sharding (docs/sharding.md), every replica its own share while it holds its
+ * shard Lease, and the leader also assigns the shares.
+ */
+function runLeases(d: LeaseDeps): Leases {
+  const { config, log } = d;
+  const times = { leaseDurationMs: config.leaseDuration, renewDeadlineMs: config.renewDeadline, retryPeriodMs: config.retryPeriod };
+  const exitOnLoss = (what: string) => (): void => {
+    // A replica that lost its lease must not keep reconciling next to the one that took over.
+    log.warn(`lost ${what}; exiting`);
+    process.exit(1);
+  };
+  if (!config.leaderElect) {
+    d.start();
+    return { standbyReady: false, stopSharder: () => undefined, release: () => Promise.resolve() };
+  }
+  const kube = createKube(d.kc);
+  const lease = { kube, namespace: d.leaseNamespace, identity: d.identity, ...times, logger: log };
+  const shardLease = config.sharding
+    ? runShardLease({ ...lease, group: config.leaderElectionId, onJoined: d.start, onLost: exitOnLoss("the shard lease") })
+    : undefined;
+  let sharder: Sharder | undefined;
+  const election = runLeaderElection({
+    ...lease,
+    name: config.leaderElectionId,
+    onStartedLeading: () => {
+      if (!config.sharding) return d.start();
+      sharder = createSharder({
+        kube,
+        kinds: d.operator.kinds,
+        namespaces: config.namespaces,
+        leaseNamespace: d.leaseNamespace,
+        leasePrefix: shardLeasePrefix(config.leaderElectionId),
+        pollMs: config.retryPeriod,
+        skewMs: config.retryPeriod,
+        logger: log,
+        onPass: shardMetrics(d.operator.metrics.registry),
+      });
+      sharder.start().catch((err: unknown) => {
+        log.fatal({ err: String(err) }, "could not start the sharder");
+        process.exit(1);
+      });
+    },
+    onStoppedLeading: exitOnLoss("leadership"),
+  });
+  return {
+    standbyReady: !config.sharding,
+    stopSharder: () => sharder?.stop(),
+    async release() {
+      await shardLease?.stop();
+      await election.stop();
+    },
+  };
 }
 
 /**

@@ -1,13 +1,15 @@
 // Wires the kinds of the registry (src/resources/registry.ts) into controllers: one controller
 // per kind, one reconcile per object key, the secondary watches derived from what each refers to.
 // Used by main.ts and, in-process, by the integration tests.
-import { Counter, Histogram } from "prom-client";
+import { Counter, Gauge, Histogram } from "prom-client";
 import type { Logger } from "./log.ts";
-import { createKube, withCache, type Kube } from "./kube/client.ts";
+import { createKube, withCache, type KindRef, type Kube } from "./kube/client.ts";
+import { patchMetadata } from "./kube/objects.ts";
+import { RELEASE_LABELS, shardSelector } from "./engine/shard-plan.ts";
 import { createEventRecorder, type EventRecorder } from "./kube/events.ts";
 import { createController, type SecondaryWatch } from "./engine/controller.ts";
 import { ANNOTATION_CREATE_PENDING, ANNOTATION_CREATE_SUCCEEDED, managedReconciler, type ManagedModule } from "./engine/managed.ts";
-import { createInformerFactory } from "./kube/informer.ts";
+import { createInformerFactory, type InformerFactory } from "./kube/informer.ts";
 import { createMetrics, type Metrics } from "./engine/metrics.ts";
 import type { KubeObject, ReconcileFn } from "./engine/types.ts";
 import type { KubeSource } from "./kube/kubeconfig.ts";
@@ -37,11 +39,19 @@ export interface OperatorOptions {
   maxResponseBytes?: number;
   /** The kinds served; default the registry (src/resources/registry.ts). Tests add a test-only kind. */
   kinds?: readonly Kind[];
+  /**
+   * Sharding (docs/sharding.md): this replica's identity. Namespaced kinds are watched with its
+   * shard label only; a cluster-scoped kind is cached whole (every replica reads them) and only
+   * the objects labelled for this replica are reconciled. Absent: every object is this replica's.
+   */
+  shard?: { identity: string };
 }
 
 export interface Operator {
   metrics: Metrics;
   kube: Kube;
+  /** The kinds with a controller (what a sharder assigns). */
+  kinds: readonly KindRef[];
   start(): Promise<void>;
   stop(): Promise<void>;
 }
@@ -76,8 +86,10 @@ export function createOperator(opts: OperatorOptions): Operator {
     namespaces: opts.namespaces,
     logger: log,
     onRestart: (kind) => metrics.informerRestarts.inc({ kind: kind.kind }),
+    ...(opts.shard ? { shard: { selector: shardSelector(opts.shard.identity), selects: shardSelects(served) } } : {}),
   });
   const kube = withCache(direct, informers);
+  cachedObjectsGauge(metrics, served, informers);
   const events = createEventRecorder(kube, { component: "keyward", logger: log });
   const { providers, cluster } = providerPlumbing(opts, { kube, log, events, metrics });
   const managed = <S, T, C, E>(module: ManagedModule<S, T, C, E>, peers?: () => KubeObject[]): ReconcileFn =>
@@ -116,6 +128,7 @@ export function createOperator(opts: OperatorOptions): Operator {
       ownAnnotations: [ANNOTATION_CREATE_PENDING, ANNOTATION_CREATE_SUCCEEDED],
       watches: [...(parts.watches ?? []), ...derivedWatches(kind, cluster !== undefined)],
       ...(opts.stopGraceMs !== undefined ? { stopGraceMs: opts.stopGraceMs } : {}),
+      ...(opts.shard ? { shard: { identity: opts.shard.identity, release: releaser(kube, kind.ref) } } : {}),
     }),
   );
   const names = controllerParts.map(({ kind }) => kind.ref.kind.toLowerCase());
@@ -123,6 +136,7 @@ export function createOperator(opts: OperatorOptions): Operator {
   return {
     metrics,
     kube,
+    kinds: controllerParts.map(({ kind }) => kind.ref),
     async start() {
       await cluster?.start();
       await Promise.all(controllers.map((c) => c.start()));
@@ -135,6 +149,39 @@ export function createOperator(opts: OperatorOptions): Operator {
       await events.flush();
       log.info("keyward stopped");
     },
+  };
+}
+
+/**
+ * keyward_informer_cached_objects{kind}: what each kind's cache holds, read at scrape time. With
+ * sharding it is this replica's share, the figure its memory follows.
+ */
+function cachedObjectsGauge(metrics: Metrics, served: readonly Kind[], informers: InformerFactory): void {
+  new Gauge({
+    name: "keyward_informer_cached_objects",
+    help: "Objects in keyward's cache of each of its kinds (with sharding: this replica's share)",
+    labelNames: ["kind"],
+    registers: [metrics.registry],
+    collect() {
+      this.reset();
+      for (const k of served) {
+        const informer = informers.peek(k.ref);
+        if (informer) this.set({ kind: k.ref.kind }, informer.size());
+      }
+    },
+  });
+}
+
+/** Namespaced kinds keyward serves are watched by shard; everything else (Secrets, cluster-scoped kinds) whole. */
+function shardSelects(served: readonly Kind[]): (kind: KindRef) => boolean {
+  const sharded = new Set(served.filter((k) => !k.ref.clusterScoped).map((k) => `${k.ref.group}/${k.ref.plural}`));
+  return (kind) => sharded.has(`${kind.group}/${kind.plural}`);
+}
+
+/** Lets go of a drained object: its shard labels come off, on the version this replica holds only. */
+function releaser(kube: Kube, kind: KindRef): (obj: KubeObject) => Promise<void> {
+  return async (obj) => {
+    await patchMetadata(kube, kind, obj.metadata, { labels: { ...RELEASE_LABELS } }, { base: obj, exact: true });
   };
 }
 

@@ -7,10 +7,12 @@ import type { Kube, KindRef } from "../kube/client.ts";
 import { createInformerFactory, type InformerFactory, type SharedInformer } from "../kube/informer.ts";
 import { keyString, parseKeyString } from "../kube/keys.ts";
 import { errorSummary } from "../kube/rest.ts";
+import { isConflict } from "../kube/objects.ts";
 import { jitterInterval, type BackoffPolicy } from "../lib/backoff.ts";
 import { queueObserver, type Metrics, type ReconcileResult } from "./metrics.ts";
 import { createWorkQueue, type WorkQueue } from "./queue.ts";
-import type { KubeObject, ObjectKey, Outcome, ReconcileFn } from "./types.ts";
+import { shardStanding } from "./shard-plan.ts";
+import { done, type KubeObject, type ObjectKey, type Outcome, type ReconcileFn } from "./types.ts";
 
 export interface SecondaryWatch {
   kind: KindRef;
@@ -42,6 +44,12 @@ export interface ControllerOptions {
   informerRestartBackoff?: { baseMs: number; maxMs: number };
   /** How long stop() lets in-flight reconciles run before aborting their signal. Default 25 s. */
   stopGraceMs?: number;
+  /**
+   * Sharding (docs/sharding.md): only objects whose shard label names `identity` are reconciled;
+   * one the sharder asks to drain is let go by `release` (which removes the labels) instead of
+   * reconciled. The work queue never hands one key to two workers, so a pass in flight ends first.
+   */
+  shard?: { identity: string; release: (obj: KubeObject) => Promise<void> };
 }
 
 export interface Controller {
@@ -95,7 +103,7 @@ export function createController(opts: ControllerOptions): Controller {
   const processKey = async (key: string): Promise<void> => {
     opts.metrics.activeWorkers.inc(labels);
     const endTimer = opts.metrics.reconcileTime.startTimer(labels);
-    const outcome = await reconcileOnce(key);
+    const outcome = await (opts.shard ? reconcileShare(opts.shard, primary, key, reconcileOnce, log) : reconcileOnce(key));
     endTimer();
     opts.metrics.activeWorkers.dec(labels);
     const result = settle(queue, opts.metrics, labels, key, outcome);
@@ -144,6 +152,46 @@ export function createController(opts: ControllerOptions): Controller {
     cached: (key) => primary.get(key),
     list: () => primary.list(),
   };
+}
+
+/**
+ * With sharding: reconciles the object only when it is this replica's; lets it go when the sharder
+ * asks it to drain. An object gone from the cache still gets its pass (the reconcile lets go of
+ * what it kept).
+ */
+function reconcileShare(
+  shard: NonNullable<ControllerOptions["shard"]>,
+  primary: SharedInformer,
+  key: string,
+  reconcileOnce: (key: string) => Promise<Outcome>,
+  log: Logger,
+): Promise<Outcome> {
+  const cached = primary.get(parseKeyString(key));
+  if (!cached) return reconcileOnce(key);
+  switch (shardStanding(cached.metadata.labels, shard.identity)) {
+    case "own":
+      return reconcileOnce(key);
+    case "foreign":
+      return Promise.resolve(done());
+    case "draining":
+      return releaseShare(shard.release, cached, log);
+  }
+}
+
+/**
+ * Lets a drained object go. The release is conditional on the version this replica holds: a stale
+ * cache (an earlier release already done, the object reassigned since) gets a 409 and changes
+ * nothing, so a replica can never remove the next owner's label.
+ */
+async function releaseShare(release: (obj: KubeObject) => Promise<void>, obj: KubeObject, log: Logger): Promise<Outcome> {
+  try {
+    await release(obj);
+    log.info({ key: keyString(obj.metadata) }, "let go of a drained object");
+    return done();
+  } catch (err) {
+    if (isConflict(err)) return done();
+    return { type: "retryable", error: err instanceof Error ? err : new Error(String(err)) };
+  }
 }
 
 // Outcome -> what the queue does next, and the result label controller-runtime would use.

@@ -58,3 +58,19 @@ export function shardLabels(c: ShardChange): Record<string, string | null> {
       return { [DRAIN_LABEL]: null };
   }
 }
+
+/** Where an object stands for a replica: its own, another replica's (or nobody's yet), or its own but asked to let go. */
+export type ShardStanding = "own" | "foreign" | "draining";
+
+export function shardStanding(labels: Readonly<Record<string, string>> | undefined, identity: string): ShardStanding {
+  if (labels?.[SHARD_LABEL] !== identity) return "foreign";
+  return labels[DRAIN_LABEL] === undefined ? "own" : "draining";
+}
+
+/** The labels the old owner removes to let a drained object go: the sharder then assigns it anew. */
+export const RELEASE_LABELS: Readonly<Record<string, null>> = { [SHARD_LABEL]: null, [DRAIN_LABEL]: null };
+
+/** The label selector of one replica's share. */
+export function shardSelector(identity: string): string {
+  return `${SHARD_LABEL}=${identity}`;
+}

@@ -21,6 +21,8 @@ export interface WatchKindOptions {
   /** Namespaces to watch; empty or absent: all namespaces. */
   namespaces?: string[];
   labelSelector?: string;
+  /** Cache metadata only (PartialObjectMetadata: no spec, no status), for a watcher of names and labels. */
+  metadataOnly?: boolean;
   logger: Logger;
   /** `old` is the cached object an update replaces. */
   onEvent: (type: InformerEventType, obj: KubeObject, old?: KubeObject) => void;
@@ -36,6 +38,8 @@ export interface Informer {
   start(): Promise<void>;
   stop(): void;
   list(): KubeObject[];
+  /** How many objects the cache holds. */
+  size(): number;
   get(key: ObjectKey): KubeObject | undefined;
   hasSynced(): boolean;
 }
@@ -118,7 +122,10 @@ interface ScopeDeps {
 
 // List, then watch from the list's resourceVersion, forever (until the signal aborts).
 async function runScope(d: ScopeDeps, scope: string | undefined): Promise<void> {
-  const selector = d.opts.labelSelector ? { labelSelector: d.opts.labelSelector } : {};
+  const selector = {
+    ...(d.opts.labelSelector ? { labelSelector: d.opts.labelSelector } : {}),
+    ...(d.opts.metadataOnly ? { metadataOnly: true } : {}),
+  };
   const restart = (reason: string, attempt: number): void => {
     d.log.warn({ namespace: scope ?? "*", reason, attempt }, "informer restarting its list/watch");
     d.opts.onRestart?.(reason);
@@ -209,6 +216,7 @@ export function watchKind(kube: Kube, kind: KindRef, opts: WatchKindOptions): In
       if (synced.size < scopes.length) abandonSync?.(new Error(`informer for ${kind.kind} stopped before it synced`));
     },
     list: () => [...store.cache.values()],
+    size: () => store.cache.size,
     get: (key) => store.cache.get(keyString(key)),
     hasSynced: () => synced.size === scopes.length,
   };
@@ -232,6 +240,12 @@ export interface InformerFactory extends CacheReader {
 
 export interface InformerFactoryOptions {
   namespaces?: string[];
+  /**
+   * Sharding (docs/sharding.md): the kinds for which `selector` (this replica's shard label) is
+   * added to every informer, so the cache, every lookup and every watch of those kinds see only
+   * this replica's share.
+   */
+  shard?: { selector: string; selects: (kind: KindRef) => boolean };
   logger: Logger;
   restartBackoff?: { baseMs: number; maxMs: number };
   onRestart?: (kind: KindRef, reason: string) => void;
@@ -239,11 +253,17 @@ export interface InformerFactoryOptions {
 
 export function createInformerFactory(kube: Kube, opts: InformerFactoryOptions): InformerFactory {
   const informers = new Map<string, SharedInformer>();
-  const idOf = (kind: KindRef, labelSelector?: string): string => `${kind.group}/${kind.version}/${kind.plural}?${labelSelector ?? ""}`;
+  const selectorOf = (kind: KindRef, labelSelector?: string): string | undefined => {
+    const shard = opts.shard?.selects(kind) ? opts.shard.selector : undefined;
+    return [shard, labelSelector].filter((s) => s !== undefined && s !== "").join(",") || undefined;
+  };
+  const idOf = (kind: KindRef, labelSelector?: string): string =>
+    `${kind.group}/${kind.version}/${kind.plural}?${selectorOf(kind, labelSelector) ?? ""}`;
   return {
     peek: (kind, labelSelector) => informers.get(idOf(kind, labelSelector)),
-    get(kind, labelSelector) {
-      const id = idOf(kind, labelSelector);
+    get(kind, requested) {
+      const id = idOf(kind, requested);
+      const labelSelector = selectorOf(kind, requested);
       let shared = informers.get(id);
       if (!shared) {
         const handlers = new Set<InformerHandler>();

@@ -15,7 +15,7 @@ import { isConflict, isKubeNotFound } from "./objects.ts";
 import { keyString } from "./keys.ts";
 import { errorSummary, kubeJson } from "./rest.ts";
 
-const leaseKind: KindRef = { group: "coordination.k8s.io", version: "v1", plural: "leases", kind: "Lease" };
+export const leaseKind: KindRef = { group: "coordination.k8s.io", version: "v1", plural: "leases", kind: "Lease" };
 
 interface LeaseSpec {
   holderIdentity?: string;

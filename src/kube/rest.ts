@@ -11,6 +11,8 @@ export interface KubeRequest {
   query?: Record<string, string | number | boolean | undefined>;
   body?: unknown;
   contentType?: string;
+  /** The Accept header; default application/json (a metadata-only list or watch asks for PartialObjectMetadata). */
+  accept?: string;
   signal?: AbortSignal;
 }
 
@@ -95,7 +97,7 @@ export async function kubeRequest(access: KubeAccess, req: KubeRequest): Promise
   for (const [key, value] of Object.entries(req.query ?? {})) {
     if (value !== undefined) url.searchParams.set(key, String(value));
   }
-  const headers: Record<string, string> = { accept: "application/json" };
+  const headers: Record<string, string> = { accept: req.accept ?? "application/json" };
   const authorization = await access.authorization();
   if (authorization) headers["authorization"] = authorization;
   if (req.body !== undefined) headers["content-type"] = req.contentType ?? "application/json";

@@ -9,7 +9,13 @@ import type { Logger } from "../log.ts";
 import type { Kube } from "./client.ts";
 import { runLeaderElection, type LeaderElection, type LeaseTimes } from "./lease.ts";
 
-export const SHARD_LEASE_PREFIX = "keyward-shard-";
+/**
+ * The shard Leases of one keyward installation are `<group>-shard-<identity>`, the group being its
+ * leader election id: two installations in one namespace never count each other's replicas.
+ */
+export function shardLeasePrefix(group: string): string {
+  return `${group}-shard-`;
+}
 
 /** The parts of a Lease membership reads. */
 export interface ShardLease {
@@ -23,12 +29,12 @@ export interface ShardLease {
  * A released Lease (empty holder) or a replica that stopped renewing drops out; a Lease whose
  * holder is not its own identity (someone else's Lease by that name) is ignored.
  */
-export function liveShards(leases: readonly ShardLease[], nowMs: number, skewMs: number): string[] {
+export function liveShards(leases: readonly ShardLease[], prefix: string, nowMs: number, skewMs: number): string[] {
   const live = new Set<string>();
   for (const lease of leases) {
     const name = lease.metadata?.name ?? "";
-    if (!name.startsWith(SHARD_LEASE_PREFIX)) continue;
-    const identity = name.slice(SHARD_LEASE_PREFIX.length);
+    if (!name.startsWith(prefix)) continue;
+    const identity = name.slice(prefix.length);
     const spec = lease.spec ?? {};
     if (!identity || spec.holderIdentity !== identity) continue;
     const renewed = spec.renewTime === undefined ? NaN : Date.parse(spec.renewTime);
@@ -41,7 +47,9 @@ export function liveShards(leases: readonly ShardLease[], nowMs: number, skewMs:
 export interface ShardLeaseOptions extends LeaseTimes {
   kube: Kube;
   namespace: string;
-  /** This replica's identity (its pod name): the Lease is keyward-shard-<identity>. */
+  /** The installation's leader election id: the Lease is <group>-shard-<identity>. */
+  group: string;
+  /** This replica's identity (its pod name). */
   identity: string;
   logger: Logger;
   /** Holding the Lease: this replica may reconcile its share. */
@@ -55,7 +63,7 @@ export function runShardLease(opts: ShardLeaseOptions): LeaderElection {
   return runLeaderElection({
     kube: opts.kube,
     namespace: opts.namespace,
-    name: `${SHARD_LEASE_PREFIX}${opts.identity}`,
+    name: `${shardLeasePrefix(opts.group)}${opts.identity}`,
     identity: opts.identity,
     leaseDurationMs: opts.leaseDurationMs,
     renewDeadlineMs: opts.renewDeadlineMs,

@@ -9,6 +9,14 @@ export interface ListResult {
   resourceVersion: string;
 }
 
+/**
+ * Accept headers that ask the apiserver for metadata only (its PartialObjectMetadata form, as
+ * client-go's metadata informers do): objects without spec and status, for a watcher that only
+ * reads names and labels (the sharder).
+ */
+export const METADATA_LIST_ACCEPT = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+export const METADATA_WATCH_ACCEPT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
+
 interface ListPage {
   metadata?: { resourceVersion?: string; continue?: string };
   items?: KubeObject[];
@@ -18,7 +26,7 @@ interface ListPage {
 export async function listAll(
   kube: Kube,
   path: string,
-  opts: { labelSelector?: string; pageSize?: number; signal?: AbortSignal } = {},
+  opts: { labelSelector?: string; pageSize?: number; signal?: AbortSignal; metadataOnly?: boolean } = {},
 ): Promise<ListResult> {
   const items: KubeObject[] = [];
   let token: string | undefined;
@@ -27,6 +35,7 @@ export async function listAll(
     const page = await kubeJson<ListPage>(kube.access, {
       path,
       query: { limit: opts.pageSize ?? 500, continue: token, labelSelector: opts.labelSelector },
+      ...(opts.metadataOnly ? { accept: METADATA_LIST_ACCEPT } : {}),
       ...(opts.signal ? { signal: opts.signal } : {}),
     });
     items.push(...(page.items ?? []));
@@ -41,6 +50,8 @@ export type WatchEventType = "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK";
 export interface WatchOptions {
   resourceVersion: string;
   labelSelector?: string;
+  /** Objects as PartialObjectMetadata (metadata only). */
+  metadataOnly?: boolean;
   /** Server-side timeout; the server ends the watch cleanly after it. */
   timeoutSeconds: number;
   signal: AbortSignal;
@@ -86,6 +97,7 @@ async function streamWatch(kube: Kube, path: string, opts: WatchOptions, signal:
       timeoutSeconds: opts.timeoutSeconds,
       labelSelector: opts.labelSelector,
     },
+    ...(opts.metadataOnly ? { accept: METADATA_WATCH_ACCEPT } : {}),
     signal,
   };
   // The caller's signal (and watchOnce's idle limit) end the stream at any time; the deadline

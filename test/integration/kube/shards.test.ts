@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKube, type Kube } from "../../../src/kube/client.ts";
 import type { LeaderElection } from "../../../src/kube/lease.ts";
-import { liveShards, runShardLease, type ShardLease } from "../../../src/kube/shards.ts";
+import { liveShards, runShardLease, shardLeasePrefix, type ShardLease } from "../../../src/kube/shards.ts";
 import { createLogger } from "../../../src/log.ts";
 import { kubeJson } from "../../../src/kube/rest.ts";
 import { createTestNamespace, testKubeConfig, waitFor, type TestNamespace } from "../../controlplane/testenv.ts";
@@ -27,6 +27,7 @@ function replica(identity: string, events: string[]): LeaderElection {
   const lease = runShardLease({
     kube,
     namespace: ns.name,
+    group: "keyward",
     identity,
     leaseDurationMs: 4000,
     renewDeadlineMs: 3000,
@@ -39,12 +40,12 @@ function replica(identity: string, events: string[]): LeaderElection {
   return lease;
 }
 
-// The sharder will list the Leases when sharding is wired in (and the chart grants it then).
+// As the sharder does (src/engine/sharder.ts), in one list.
 async function listLiveShards(namespace: string, nowMs = Date.now()): Promise<string[]> {
   const list = await kubeJson<{ items?: ShardLease[] }>(kube.access, {
     path: `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases`,
   });
-  return liveShards(list.items ?? [], nowMs, 2_000);
+  return liveShards(list.items ?? [], shardLeasePrefix("keyward"), nowMs, 2_000);
 }
 
 const members = (): Promise<string[]> => listLiveShards(ns.name);

@@ -13,6 +13,7 @@ import {
   flattenRules,
   helm,
   leaseGrants,
+  shardingLeaseGrants,
   metricsAuthGrants,
   parseYamlDocuments,
   secretWriterGrants,
@@ -613,6 +614,29 @@ describe("the process", () => {
     expect(deployment(defaults).spec.strategy).toBeUndefined();
     const noLease = parseYamlDocuments(await renderChart({ setJson: { leaderElection: { enabled: false } } }));
     expect(deployment(noLease).spec.strategy).toEqual({ type: "Recreate" });
+  });
+});
+
+describe("sharding (sharding.enabled)", () => {
+  it("is off by default: no SHARDING, the leader Lease alone", () => {
+    expect(envOf(defaults)["SHARDING"]).toBeUndefined();
+    expect(rulesOf(findDoc(defaults, "Role", "kw-keyward-leader-election"))).toEqual(leaseGrants("kw-keyward-leader"));
+  });
+
+  it("runs every replica on its share: SHARDING, and each replica's shard Lease plus the leader's list of them", async () => {
+    const sharded = parseYamlDocuments(await renderChart({ setJson: { replicas: 3, sharding: { enabled: true } } }));
+    expect(envOf(sharded)["SHARDING"]).toBe("true");
+    expect(envOf(sharded)["LEADER_ELECT"]).toBe("true");
+    expect((findDoc(sharded, "Deployment") as unknown as { spec: { replicas: number } }).spec.replicas).toBe(3);
+    expect(rulesOf(findDoc(sharded, "Role", "kw-keyward-leader-election"))).toEqual(
+      [...new Set([...leaseGrants("kw-keyward-leader"), ...shardingLeaseGrants])].sort(),
+    );
+  });
+
+  it("refuses sharding without leader election, which assigns the shares", async () => {
+    const result = await helm(templateArgs({ setJson: { sharding: { enabled: true }, leaderElection: { enabled: false } } }));
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain("sharding.enabled needs leaderElection.enabled=true");
   });
 });
 

@@ -203,6 +203,11 @@ export const metricsAuthGrants: string[] = flattenRules([
   { apiGroups: ["authorization.k8s.io"], resources: ["subjectaccessreviews"], verbs: ["create"] },
 ]);
 
+/** With sharding.enabled: every replica's own shard Lease (names not known in advance), and the leader's list of them. */
+export const shardingLeaseGrants = flattenRules([
+  { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["get", "update", "list"] },
+]);
+
 export function leaseGrants(leaseName: string): string[] {
   return flattenRules([
     { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["create"] },

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { KubeConfig } from "@kubernetes/client-node";
 import { createLogger } from "../../../src/log.ts";
+import { shardMetrics } from "../../../src/engine/sharder.ts";
 import { createOperator } from "../../../src/operator.ts";
 import { chartDir, findDoc, helm, parseYamlDocuments, promtoolBinary, renderChart, run, templateArgs, type Doc } from "./helm.ts";
 
@@ -31,6 +32,8 @@ async function exportedMetrics(): Promise<Map<string, string>> {
   });
   // Built, never started: its registry holds every metric the operator registers.
   const operator = createOperator({ kc, log: createLogger({ level: "fatal" }), namespaces: [], concurrency: 1, resyncIntervalMs: 60_000 });
+  // The sharder's gauges, which the leader exports with sharding on.
+  shardMetrics(operator.metrics.registry);
   const out = new Map<string, string>();
   for (const m of await operator.metrics.registry.getMetricsAsJSON()) {
     const type = String(m.type);

@@ -12,6 +12,7 @@ import {
   keywardPlurals,
   leaseGrants,
   metricsAuthGrants,
+  shardingLeaseGrants,
   repoRoot,
   secretWriterGrants,
   uninstallGrants,
@@ -57,6 +58,11 @@ function neededGrants(): Map<string, string> {
       const collection = (m[3] ?? "").split(",").filter((a) => a.trim() !== "").length < 2;
       const verb = method === "GET" && collection ? "list" : (httpVerbs[method] ?? "?");
       add(`${resource}: ${verb}`, `${where}: ${method} ${resource}`);
+    }
+    // A paged list: listAll(kube, resourcePath(kind, namespace)).
+    for (const m of text.matchAll(/\blistAll\(\s*[\w.]+,\s*resourcePath\((\w+)/g)) {
+      const resource = refs.get(m[1] ?? "");
+      if (resource) add(`${resource}: list`, `${where}: listAll(${resource})`);
     }
     // The generic object helpers used with a built-in kind.
     for (const m of text.matchAll(/\b(getObject|readCached|patchMetadata|patchStatus)\(\s*[\w.]+,\s*(\w+)/g)) {
@@ -143,6 +149,7 @@ describe("the chart's roles against src/", () => {
     ...metricsAuthGrants,
     ...secretWriterGrants,
     ...leaseGrants("x").map((g) => g.replace(/#x(?=:)/, "")),
+    ...shardingLeaseGrants,
     ...uninstallGrants("x").map((g) => g.replace(/#x(?=:)/, "")),
   ]);
 

@@ -1,6 +1,16 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { DRAIN_LABEL, SHARD_LABEL, shardChanges, shardLabels, type ShardedObject } from "../../../src/engine/shard-plan.ts";
+import {
+  DRAIN_LABEL,
+  RELEASE_LABELS,
+  SHARD_LABEL,
+  shardChanges,
+  shardLabels,
+  shardSelector,
+  shardStanding,
+  type ShardedObject,
+} from "../../../src/engine/shard-plan.ts";
+import { shardKey } from "../../../src/engine/sharder.ts";
 
 const owners = (map: Record<string, string>) => (key: string) => map[key];
 
@@ -57,5 +67,29 @@ describe("shardLabels", () => {
     expect(shardLabels({ key: "k", change: "assign", to: "r1" })).toEqual({ [SHARD_LABEL]: "r1", [DRAIN_LABEL]: null });
     expect(shardLabels({ key: "k", change: "drain", from: "r1" })).toEqual({ [DRAIN_LABEL]: "true" });
     expect(shardLabels({ key: "k", change: "undrain", owner: "r1" })).toEqual({ [DRAIN_LABEL]: null });
+  });
+});
+
+describe("shardStanding", () => {
+  it("is own only with this replica's label and no drain; draining with both; foreign otherwise", () => {
+    expect(shardStanding({ [SHARD_LABEL]: "a" }, "a")).toBe("own");
+    expect(shardStanding({ [SHARD_LABEL]: "a", [DRAIN_LABEL]: "true" }, "a")).toBe("draining");
+    expect(shardStanding({ [SHARD_LABEL]: "b", [DRAIN_LABEL]: "true" }, "a")).toBe("foreign");
+    expect(shardStanding({}, "a")).toBe("foreign");
+    expect(shardStanding(undefined, "a")).toBe("foreign");
+  });
+
+  it("selects a replica's share by its label, and releases by removing both labels", () => {
+    expect(shardSelector("kw-0")).toBe(`${SHARD_LABEL}=kw-0`);
+    expect(RELEASE_LABELS).toEqual({ [SHARD_LABEL]: null, [DRAIN_LABEL]: null });
+  });
+});
+
+describe("shardKey", () => {
+  it("keys a namespaced object by its namespace, a cluster-scoped one by its name", () => {
+    expect(shardKey({ metadata: { namespace: "team-a", name: "p1" } })).toBe(shardKey({ metadata: { namespace: "team-a", name: "p2" } }));
+    expect(shardKey({ metadata: { name: "cpc" } })).not.toBe(shardKey({ metadata: { name: "other" } }));
+    // a namespace and a cluster-scoped object of the same name are different keys
+    expect(shardKey({ metadata: { namespace: "x", name: "a" } })).not.toBe(shardKey({ metadata: { name: "x" } }));
   });
 });

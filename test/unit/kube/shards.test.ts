@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { liveShards, type ShardLease } from "../../../src/kube/shards.ts";
+import { liveShards as liveOf, shardLeasePrefix, type ShardLease } from "../../../src/kube/shards.ts";
 
 const at = Date.parse("2026-11-25T12:00:00Z");
 const lease = (name: string, holder: string | undefined, renewedAgoMs: number | undefined, seconds = 15): ShardLease => ({
@@ -10,6 +10,9 @@ const lease = (name: string, holder: string | undefined, renewedAgoMs: number | 
     ...(renewedAgoMs !== undefined ? { renewTime: new Date(at - renewedAgoMs).toISOString() } : {}),
   },
 });
+
+const liveShards = (leases: readonly ShardLease[], nowMs: number, skewMs: number): string[] =>
+  liveOf(leases, shardLeasePrefix("keyward"), nowMs, skewMs);
 
 describe("liveShards", () => {
   it("keeps held shard Leases renewed within their duration plus the skew, sorted", () => {
@@ -25,6 +28,8 @@ describe("liveShards", () => {
       lease("keyward-leader", "keyward-leader", 0),
       lease("keyward-shard-x", "y", 0),
       lease("keyward-shard-", "", 0),
+      // another installation's replica, in the same namespace
+      lease("keyward-staging-shard-s", "s", 0),
     ];
     expect(liveShards(leases, at, 2_000)).toEqual([]);
   });

@@ -1,0 +1,221 @@
+// The sharder (issue 18, docs/sharding.md): run by the replica holding the leader Lease, it labels
+// every object of keyward's kinds with the replica that owns it. Owners come from a
+// consistent-hash ring over the live shard Leases, keyed by namespace (a namespace's objects refer
+// to each other — a Project, its dependents, their ProviderConfig — so one replica's cache holds
+// all a pass reads). It watches metadata only (PartialObjectMetadata), so its memory does not grow
+// with the objects' specs and statuses.
+//
+// Level-triggered like every controller here: any event or membership change schedules one pass
+// over all cached metadata, which works out the label changes (shard-plan.ts) and sends them as
+// conditional patches (a stale cache is a 409 and the next event plans again). An object moves
+// from a live owner only by the drain label, which that owner clears itself (controller.ts); a
+// dead owner (its Lease expired, so it fenced itself at its renew deadline) loses its objects at once.
+import type { Logger } from "../log.ts";
+import { resourcePath, type KindRef, type Kube } from "../kube/client.ts";
+import { watchKind } from "../kube/informer.ts";
+import { keyString } from "../kube/keys.ts";
+import { patchMetadata, isConflict } from "../kube/objects.ts";
+import { errorSummary } from "../kube/rest.ts";
+import { liveShards } from "../kube/shards.ts";
+import { leaseKind } from "../kube/lease.ts";
+import { listAll } from "../kube/watch.ts";
+import { createRing, type Ring } from "../lib/ring.ts";
+import { interruptibleSleep } from "../lib/backoff.ts";
+import { DRAIN_LABEL, SHARD_LABEL, shardChanges, shardLabels, type ShardChange } from "./shard-plan.ts";
+import type { KubeObject } from "./types.ts";
+import { Gauge, type Registry } from "prom-client";
+
+export interface SharderOptions {
+  kube: Kube;
+  /** The kinds whose objects are assigned to shards. */
+  kinds: readonly KindRef[];
+  /** Watched namespaces; empty: all. */
+  namespaces: readonly string[];
+  /** Where the shard Leases are (keyward's own namespace), and their name prefix (shardLeasePrefix). */
+  leaseNamespace: string;
+  leasePrefix: string;
+  /** How often the shard Leases are listed (a replica's death is a Lease not renewed, not an event). */
+  pollMs: number;
+  /** Wall-clock tolerance between replicas when judging a Lease's renewal. */
+  skewMs: number;
+  logger: Logger;
+  /** Label patches in flight at once. */
+  concurrency?: number;
+  /** Called after each pass with the live members and how many objects each owns. */
+  onPass?: (members: readonly string[], owned: ReadonlyMap<string, number>) => void;
+}
+
+export interface Sharder {
+  /** Resolves once the metadata of every kind is listed and the first pass is planned. */
+  start(): Promise<void>;
+  stop(): void;
+  /** The live members as of the last Lease list. */
+  members(): readonly string[];
+}
+
+/** The ring key of an object: its namespace (a cluster-scoped object: its own name). */
+export function shardKey(obj: { metadata: { namespace?: string | undefined; name: string } }): string {
+  return obj.metadata.namespace ? `namespace/${obj.metadata.namespace}` : `cluster/${obj.metadata.name}`;
+}
+
+export function createSharder(opts: SharderOptions): Sharder {
+  const log = opts.logger.child({ component: "sharder" });
+  const stopped = new AbortController();
+  const inFlight = new Set<string>();
+  let ring: Ring = createRing([]);
+  // One pass at a time; events during a pass ask for one more after it.
+  const passes = coalesce(() => pass(), stopped.signal);
+  const schedule = (): void => passes.schedule();
+
+  const informers = opts.kinds.map((kind) => ({
+    kind,
+    informer: watchKind(opts.kube, kind, {
+      ...(opts.namespaces.length > 0 ? { namespaces: [...opts.namespaces] } : {}),
+      metadataOnly: true,
+      logger: log,
+      onEvent: schedule,
+    }),
+  }));
+
+  const pass = async (): Promise<void> => {
+    const { work, owned } = plan(informers, ring, inFlight);
+    opts.onPass?.(ring.members, owned);
+    await applyAll(work);
+  };
+
+  const applyAll = async (work: Work[]): Promise<void> => {
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (next < work.length && !stopped.signal.aborted) {
+        const item = work[next++];
+        if (item) await apply(item.kind, item.obj, item.change);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.max(1, opts.concurrency ?? 8) }, worker));
+  };
+
+  const apply = async (kind: KindRef, obj: KubeObject, change: ShardChange): Promise<void> => {
+    const id = `${kind.plural}:${change.key}`;
+    inFlight.add(id);
+    try {
+      await patchMetadata(opts.kube, kind, obj.metadata, { labels: shardLabels(change) }, { base: obj, exact: true });
+      log.debug({ kind: kind.kind, key: change.key, change: change.change }, "shard label changed");
+    } catch (err) {
+      // A 409: the object changed since the metadata cache saw it; its event plans again.
+      if (!isConflict(err)) log.warn({ kind: kind.kind, key: change.key, err: errorSummary(err) }, "shard label patch failed");
+    } finally {
+      inFlight.delete(id);
+    }
+  };
+
+  const pollLeases = async (): Promise<void> => {
+    while (!stopped.signal.aborted) {
+      try {
+        const { items } = await listAll(opts.kube, resourcePath(leaseKind, opts.leaseNamespace), { signal: stopped.signal });
+        const members = liveShards(items, opts.leasePrefix, Date.now(), opts.skewMs);
+        if (members.join("\n") !== ring.members.join("\n")) {
+          log.info({ members }, "shard members changed");
+          ring = createRing(members);
+        }
+        schedule();
+      } catch (err) {
+        if (!stopped.signal.aborted) log.warn({ err: errorSummary(err) }, "listing the shard Leases failed");
+      }
+      await interruptibleSleep(opts.pollMs, stopped.signal);
+    }
+  };
+
+  return {
+    async start() {
+      await Promise.all(informers.map(({ informer }) => informer.start()));
+      void pollLeases();
+    },
+    stop() {
+      stopped.abort();
+      passes.cancel();
+      for (const { informer } of informers) informer.stop();
+    },
+    members: () => ring.members,
+  };
+}
+
+/** Runs `run` soon after schedule(), never twice at once; schedules during a run ask for one more run after it. */
+function coalesce(run: () => Promise<void>, signal: AbortSignal): { schedule: () => void; cancel: () => void } {
+  let timer: NodeJS.Timeout | undefined;
+  let running = false;
+  let again = false;
+  const schedule = (): void => {
+    if (signal.aborted) return;
+    if (running) {
+      again = true;
+      return;
+    }
+    timer ??= setTimeout(() => {
+      timer = undefined;
+      running = true;
+      void run().finally(() => {
+        running = false;
+        if (again) {
+          again = false;
+          schedule();
+        }
+      });
+    }, 20);
+  };
+  return { schedule, cancel: () => clearTimeout(timer) };
+}
+
+interface Work {
+  kind: KindRef;
+  obj: KubeObject;
+  change: ShardChange;
+}
+
+/** The label changes one pass makes (none for an object whose patch is in flight), and how many objects each shard has now. */
+function plan(
+  informers: readonly { kind: KindRef; informer: { list(): KubeObject[] } }[],
+  ring: Ring,
+  inFlight: ReadonlySet<string>,
+): { work: Work[]; owned: Map<string, number> } {
+  const live = new Set(ring.members);
+  const owned = new Map<string, number>();
+  const work: Work[] = [];
+  for (const { kind, informer } of informers) {
+    const byKey = new Map(informer.list().map((o) => [keyString(o.metadata), o]));
+    const objects = [...byKey.entries()].map(([key, o]) => ({
+      key,
+      owner: o.metadata.labels?.[SHARD_LABEL],
+      draining: o.metadata.labels?.[DRAIN_LABEL] !== undefined,
+    }));
+    for (const o of objects) if (o.owner) owned.set(o.owner, (owned.get(o.owner) ?? 0) + 1);
+    const ownerOf = (key: string): string | undefined => {
+      const obj = byKey.get(key);
+      return obj ? ring.ownerOf(shardKey(obj)) : undefined;
+    };
+    for (const change of shardChanges(objects, ownerOf, live)) {
+      const obj = byKey.get(change.key);
+      if (obj && !inFlight.has(`${kind.plural}:${change.key}`)) work.push({ kind, obj, change });
+    }
+  }
+  return { work, owned };
+}
+
+/** keyward_shard_members and keyward_shard_objects{shard}, set after each pass of the sharder (the leader's /metrics). */
+export function shardMetrics(registry: Registry): NonNullable<SharderOptions["onPass"]> {
+  const members = new Gauge({
+    name: "keyward_shard_members",
+    help: "Live shard replicas (shard Leases renewed in time)",
+    registers: [registry],
+  });
+  const objects = new Gauge({
+    name: "keyward_shard_objects",
+    help: "Objects labelled for each shard (replica identity)",
+    labelNames: ["shard"],
+    registers: [registry],
+  });
+  return (live, owned) => {
+    members.set(live.length);
+    objects.reset();
+    for (const [shard, count] of owned) objects.set({ shard }, count);
+  };
+}

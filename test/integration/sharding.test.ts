@@ -1,0 +1,262 @@
+// Active-active sharding (issue 18) on the real apiserver: keyward processes (src/main.ts with
+// --sharding) share 300 Projects and 12 SecretSyncs over 12 namespaces. One replica is SIGKILLed
+// and another added while Projects are created and sync requests are annotated; the service's
+// request log must show one create per Project and one sync-secrets call per request.
+import { spawn, type ChildProcess } from "node:child_process";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
+import type { Emulator } from "../emulator/server.ts";
+import { loadDefaultSeed } from "../emulator/default-seed.ts";
+import { createTestNamespace, testKubeconfigPath, waitFor, type TestNamespace } from "../controlplane/testenv.ts";
+import { freePort } from "../controlplane/controlplane.ts";
+import { createRing } from "../../src/lib/ring.ts";
+import { shardKey } from "../../src/engine/sharder.ts";
+import { DRAIN_LABEL, SHARD_LABEL } from "../../src/engine/shard-plan.ts";
+import { GROUP, VERSION, type KubeObject } from "../../src/engine/types.ts";
+import {
+  createCustom,
+  dataPlatformSync,
+  exposedTexts,
+  installProvider,
+  isReady,
+  mergePatchCustom,
+  projectObject,
+  startTestEnv,
+  type TestEnv,
+} from "./support/keyward.ts";
+
+const TOKEN = "kw-sharding-token-5e1f0a";
+const NAMESPACES = 12;
+const PROJECTS_PER_NAMESPACE = 25;
+let env: TestEnv | undefined;
+let kc: KubeConfig;
+let emulator: Emulator;
+let leaseNs: TestNamespace;
+const namespaces: TestNamespace[] = [];
+const replicas: Replica[] = [];
+
+interface Replica {
+  identity: string;
+  child: ChildProcess;
+  logs: string[];
+  metricsPort: number;
+  started: Promise<void>;
+  exited: Promise<string>;
+}
+
+async function startReplica(identity: string): Promise<Replica> {
+  const metricsPort = await freePort();
+  const args = [
+    "src/main.ts",
+    ...["--namespaces", namespaces.map((n) => n.name).join(",")],
+    ...["--sharding", "true", "--leader-elect", "true", "--leader-election-namespace", leaseNs.name, "--identity", identity],
+    ...["--lease-duration", "6s", "--renew-deadline", "4s", "--retry-period", "1s", "--resync-interval", "10m"],
+    ...["--metrics-port", String(metricsPort), "--health-port", String(await freePort())],
+    ...["--bind-address", "127.0.0.1", "--metrics-auth", "localhost"],
+  ];
+  const child = spawn(process.execPath, args, {
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, KUBECONFIG: testKubeconfigPath() },
+  });
+  const logs: string[] = [];
+  let markStarted: () => void = () => undefined;
+  const started = new Promise<void>((resolve) => (markStarted = resolve));
+  const take = (chunk: Buffer): void => {
+    for (const line of chunk.toString("utf8").split("\n").filter(Boolean)) {
+      logs.push(line);
+      if (line.includes('"keyward started"')) markStarted();
+    }
+  };
+  child.stdout?.on("data", take);
+  child.stderr?.on("data", take);
+  const exited = new Promise<string>((resolve) => child.on("exit", (code, signal) => resolve(signal ?? String(code))));
+  const replica = {
+    identity,
+    child,
+    logs,
+    metricsPort,
+    started: Promise.race([
+      started,
+      exited.then((how) => Promise.reject(new Error(`${identity} exited (${how}):\n${logs.slice(-20).join("\n")}`))),
+    ]),
+    exited,
+  };
+  replicas.push(replica);
+  return replica;
+}
+
+const alive = (r: Replica): boolean => r.child.exitCode === null && r.child.signalCode === null;
+
+/** An identity (from a fixed list) the ring gives at least one of the namespaces, next to `others`. */
+function identityOwningSome(prefix: string, others: readonly string[]): string {
+  for (let i = 0; i < 100; i++) {
+    const candidate = `${prefix}-${String(i)}`;
+    const ring = createRing([...others, candidate]);
+    if (namespaces.some((n) => ring.ownerOf(shardKey({ metadata: { namespace: n.name, name: "x" } })) === candidate)) return candidate;
+  }
+  throw new Error("no identity owns a namespace");
+}
+
+async function listAll(plural: string): Promise<KubeObject[]> {
+  const custom = kc.makeApiClient(CustomObjectsApi);
+  const lists = await Promise.all(
+    namespaces.map(
+      async (n) =>
+        (await custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: n.name, plural })) as { items: KubeObject[] },
+    ),
+  );
+  return lists.flatMap((l) => l.items);
+}
+
+async function createProjects(from: number, to: number): Promise<void> {
+  const jobs: Promise<unknown>[] = [];
+  for (let i = from; i < to; i++) {
+    const ns = namespaces[i % NAMESPACES];
+    if (ns)
+      jobs.push(
+        createCustom(
+          kc,
+          ns.name,
+          "projects",
+          projectObject(`p-${String(i)}`, { name: `sharded ${String(i)}`, slug: `sharded-${String(i)}` }),
+        ),
+      );
+  }
+  await Promise.all(jobs);
+}
+
+async function requestSync(value: string): Promise<void> {
+  await Promise.all(
+    namespaces.map((n, i) =>
+      mergePatchCustom(kc, n.name, "secretsyncs", `sync-${String(i)}`, {
+        metadata: { annotations: { "keyward.dev/sync-requested-at": value } },
+      }),
+    ),
+  );
+}
+
+async function syncsHandled(value: string): Promise<KubeObject[]> {
+  return waitFor(
+    async () => {
+      const syncs = await listAll("secretsyncs");
+      return syncs.length === NAMESPACES && syncs.every((s) => s.status?.["lastHandledSyncRequest"] === value) ? syncs : undefined;
+    },
+    { timeoutMs: 120_000, intervalMs: 500, description: `every SecretSync handled sync request ${value}` },
+  );
+}
+
+beforeAll(async () => {
+  env = await startTestEnv({ prefix: "sharding", token: TOKEN, emulator: { seed: loadDefaultSeed(), jobDelayMs: 50 }, keyward: false });
+  ({ kc, emulator } = env);
+  leaseNs = env.ns;
+  for (let i = 0; i < NAMESPACES; i++) {
+    const ns = await createTestNamespace(`sharding-${String(i)}`);
+    namespaces.push(ns);
+    env.onStop(() => ns.cleanup());
+    await installProvider(kc, ns.name, emulator.url, TOKEN);
+  }
+  env.onStop(async () => {
+    for (const r of replicas.filter(alive)) {
+      r.child.kill("SIGTERM");
+      await r.exited;
+    }
+  });
+}, 120_000);
+
+afterAll(() => env?.stop());
+
+describe("three replicas, one killed and one added mid-run", () => {
+  let final: string[] = [];
+
+  it("reconciles every object once, on the replica the ring names, through a kill and a join", { timeout: 420_000 }, async () => {
+    const a = "kw-a";
+    const c = "kw-c";
+    const b = identityOwningSome("kw-b", [a, c]);
+    const [ra, rb, rc] = [await startReplica(a), await startReplica(b), await startReplica(c)];
+    await Promise.all([ra.started, rb.started, rc.started]);
+
+    const total = NAMESPACES * PROJECTS_PER_NAMESPACE;
+    await Promise.all(namespaces.map((n, i) => createCustom(kc, n.name, "secretsyncs", dataPlatformSync(`sync-${String(i)}`))));
+    await createProjects(0, total / 2);
+
+    // B dies with work of its own in flight; its namespaces move once its Lease has expired.
+    rb.child.kill("SIGKILL");
+    await rb.exited;
+    await createProjects(total / 2, (total * 3) / 4);
+    await requestSync("first");
+    await syncsHandled("first");
+
+    // D joins: namespaces move to it from live owners, by way of the drain label.
+    const d = identityOwningSome("kw-d", [a, c]);
+    const rd = await startReplica(d);
+    await requestSync("second");
+    await createProjects((total * 3) / 4, total);
+    await rd.started;
+    await syncsHandled("second");
+
+    final = [a, c, d];
+    const projects = await waitFor(
+      async () => {
+        const all = await listAll("projects");
+        return all.length === total && all.every(isReady) ? all : undefined;
+      },
+      { timeoutMs: 240_000, intervalMs: 1_000, description: "every Project Ready" },
+    );
+
+    // The service saw one create per Project and one sync-secrets call per request and sync.
+    const creates = emulator.requests().filter((r) => r.operation === "createProject" && r.status === 200);
+    expect(creates).toHaveLength(total);
+    const syncIds = (await listAll("secretsyncs")).map((s) => String(s.status?.["syncId"]));
+    for (const id of syncIds) {
+      expect(
+        emulator.requests().filter((r) => r.operation === "triggerSecretSync" && r.path.includes(id) && r.status === 200),
+      ).toHaveLength(2);
+    }
+
+    // Every object ends on the ring's owner among the live replicas, none left draining.
+    const ring = createRing(final);
+    const everything = [...projects, ...(await listAll("secretsyncs")), ...(await listAll("providerconfigs"))];
+    await waitFor(
+      async () => {
+        const now = [...(await listAll("projects")), ...(await listAll("secretsyncs")), ...(await listAll("providerconfigs"))];
+        return now.every(
+          (o) => o.metadata.labels?.[SHARD_LABEL] === ring.ownerOf(shardKey(o)) && o.metadata.labels?.[DRAIN_LABEL] === undefined,
+        )
+          ? true
+          : undefined;
+      },
+      { timeoutMs: 60_000, intervalMs: 500, description: "every object labelled for its ring owner" },
+    );
+    expect(new Set(everything.map((o) => ring.ownerOf(shardKey(o)))).has(d)).toBe(true);
+    // Each replica caches its own share only: the memory per replica falls as replicas are added.
+    for (const r of [ra, rc, rd]) {
+      const text = await (await fetch(`http://127.0.0.1:${String(r.metricsPort)}/metrics`)).text();
+      const cached = Number(/^keyward_informer_cached_objects\{kind="Project"\} (\d+)$/m.exec(text)?.[1]);
+      expect(cached).toBe(projects.filter((p) => ring.ownerOf(shardKey(p)) === r.identity).length);
+    }
+    // The join moved objects from live owners: they let go themselves.
+    expect([ra, rc].some((r) => r.logs.some((l) => l.includes("let go of a drained object")))).toBe(true);
+  });
+
+  it("reports each replica's share on the leader's /metrics", async () => {
+    const texts = await Promise.all(
+      replicas.filter(alive).map(async (r) => (await fetch(`http://127.0.0.1:${String(r.metricsPort)}/metrics`)).text()),
+    );
+    const withShards = texts.filter((t) => t.includes("keyward_shard_members"));
+    expect(withShards).toHaveLength(1);
+    const text = withShards[0] ?? "";
+    expect(text).toMatch(/^keyward_shard_members 3$/m);
+    const owned = [...text.matchAll(/^keyward_shard_objects\{shard="([^"]+)"\} (\d+)$/gm)].map((m) => [m[1], Number(m[2])] as const);
+    expect(owned.length).toBeGreaterThan(0);
+    for (const [shard] of owned) expect(final).toContain(shard);
+    expect(owned.reduce((sum, [, n]) => sum + n, 0)).toBe(NAMESPACES * PROJECTS_PER_NAMESPACE + 2 * NAMESPACES);
+  });
+
+  it("never writes the token into any replica's logs, events or status", async () => {
+    const logs = replicas.flatMap((r) => r.logs);
+    expect(logs.join("\n")).toContain("keyward started");
+    for (const n of namespaces.slice(0, 3)) {
+      for (const text of (await exposedTexts(n.name, logs, "projects,secretsyncs,providerconfigs")).all) expect(text).not.toContain(TOKEN);
+    }
+  });
+});
