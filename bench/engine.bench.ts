@@ -372,7 +372,7 @@ async function measureFloor(ctx: Ctx, names: readonly string[]): Promise<number>
 }
 
 // The requests floor: the very requests keyward makes per Project (a slug lookup at the service,
-// the create-pending mark with the finalizer, createProject, the status write, the created mark, an
+// the create-started mark with the finalizer, createProject, the status write with the id, an
 // Event), sent by a bare loop with CONCURRENCY workers while the bench's N creates go in as in a
 // keyward run (32 in flight; a worker takes each name once its create is accepted), in a namespace
 // no keyward watches. What the apiserver and the service need for N creates; keyward's time over
@@ -389,7 +389,7 @@ async function measureRequestsFloor(ctx: Ctx, names: readonly string[]): Promise
     const slug = await fetch(`${ctx.emulator.url}/api/v1/projects/slug/${name}`, { headers: { authorization: `Bearer ${TOKEN}` } });
     await slug.body?.cancel();
     const at = new Date().toISOString();
-    await patch(name, { metadata: { annotations: { "keyward.dev/create-pending": at }, finalizers: ["keyward.dev/finalizer"] } });
+    await patch(name, { metadata: { annotations: { "keyward.dev/create-started": at }, finalizers: ["keyward.dev/finalizer"] } });
     const created = await fetch(`${ctx.emulator.url}/api/v2/workspace`, {
       method: "POST",
       headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
@@ -398,7 +398,6 @@ async function measureRequestsFloor(ctx: Ctx, names: readonly string[]): Promise
     const { project } = (await created.json()) as { project: { id: string } };
     const ready = { type: "Ready", status: "True", reason: "Available", message: "available", lastTransitionTime: at };
     await patch(name, { status: { projectId: project.id, conditions: [ready] } }, "status");
-    await patch(name, { metadata: { annotations: { "keyward.dev/create-succeeded": at, "keyward.dev/create-pending": null } } });
     await kubeJson(kube.access, {
       method: "POST",
       path: resourcePath(eventRef, namespace),
@@ -448,7 +447,7 @@ async function measureRequestsFloor(ctx: Ctx, names: readonly string[]): Promise
 
 // ENGINE_BENCH_GO=1: the same N Projects handled by a minimal Go controller-runtime operator
 // (bench/go-operator: cache reads, lookup by slug, create, one status patch, one Event; none of
-// keyward's create-pending mark or finalizer), built here with the machine's Go, on the same
+// keyward's create-started mark or finalizer), built here with the machine's Go, on the same
 // apiserver and emulator with the same workers: the side-by-side issue 20 asks for.
 const GO_COMPARE = env["ENGINE_BENCH_GO"] === "1";
 

@@ -8,7 +8,7 @@ import { patchMetadata } from "./kube/objects.ts";
 import { RELEASE_LABELS, shardSelector } from "./engine/shard-plan.ts";
 import { createEventRecorder, type EventRecorder } from "./kube/events.ts";
 import { createController, type SecondaryWatch } from "./engine/controller.ts";
-import { ANNOTATION_CREATE_PENDING, ANNOTATION_CREATE_SUCCEEDED, managedReconciler, type ManagedModule } from "./engine/managed.ts";
+import { CREATE_GUARD_ANNOTATIONS, managedReconciler, type ManagedModule } from "./engine/managed.ts";
 import { createInformerFactory, type InformerFactory } from "./kube/informer.ts";
 import { createMetrics, type Metrics } from "./engine/metrics.ts";
 import type { KubeObject, ReconcileFn } from "./engine/types.ts";
@@ -125,7 +125,7 @@ export function createOperator(opts: OperatorOptions): Operator {
       logger: log.child({ controller: kind.ref.kind.toLowerCase() }),
       metrics,
       informers,
-      ownAnnotations: [ANNOTATION_CREATE_PENDING, ANNOTATION_CREATE_SUCCEEDED],
+      ownAnnotations: CREATE_GUARD_ANNOTATIONS,
       watches: [...(parts.watches ?? []), ...derivedWatches(kind, cluster !== undefined)],
       ...(opts.stopGraceMs !== undefined ? { stopGraceMs: opts.stopGraceMs } : {}),
       ...(opts.shard ? { shard: { identity: opts.shard.identity, release: releaser(kube, kind.ref) } } : {}),

@@ -30,8 +30,26 @@ import {
 
 export const FINALIZER = "keyward.dev/finalizer";
 export const ANNOTATION_PAUSED = "keyward.dev/paused";
-export const ANNOTATION_CREATE_PENDING = "keyward.dev/create-pending";
-export const ANNOTATION_CREATE_SUCCEEDED = "keyward.dev/create-succeeded";
+/**
+ * When keyward started a create whose id the service assigns. The create is confirmed by the id
+ * in status (the guard's idField), written by the same status write that reports Ready, so a
+ * create costs no write of its own after the call; the mark stays as a record of when.
+ */
+export const ANNOTATION_CREATE_STARTED = "keyward.dev/create-started";
+/** The marks of keywards before create-started (a pending mark removed again once the create succeeded); still honoured. */
+export const LEGACY_CREATE_PENDING = "keyward.dev/create-pending";
+export const LEGACY_CREATE_SUCCEEDED = "keyward.dev/create-succeeded";
+/** Every annotation of the create guard: keyward's own writes, never a reason to reconcile. */
+export const CREATE_GUARD_ANNOTATIONS = [ANNOTATION_CREATE_STARTED, LEGACY_CREATE_PENDING, LEGACY_CREATE_SUCCEEDED] as const;
+
+/**
+ * A create was started and not confirmed: a create-started (or legacy pending) mark, no legacy
+ * succeeded mark, and no id in status. A pass then finds the external object by its natural key.
+ */
+export function createUnconfirmed(annotations: Readonly<Record<string, string>>, id: unknown): boolean {
+  const started = annotations[ANNOTATION_CREATE_STARTED] !== undefined || annotations[LEGACY_CREATE_PENDING] !== undefined;
+  return started && annotations[LEGACY_CREATE_SUCCEEDED] === undefined && (id === undefined || id === null || id === "");
+}
 
 export interface Readiness {
   ready: boolean;
@@ -103,8 +121,11 @@ export interface ManagedModule<Spec, Status, Conn, External = unknown> {
   parseSpec(raw: unknown): Spec;
   /** Deleting this object calls the service, so it needs a finalizer. */
   needsFinalizer(spec: Spec): boolean;
-  /** Whether the service assigns the id on create, so a create-pending mark must precede it. */
-  guardCreate: boolean;
+  /**
+   * The service assigns the id on create: a create-started mark must precede the call, and
+   * `idField` is the status field the id goes into (its presence confirms the create).
+   */
+  guardCreate: false | { idField: keyof Status & string };
   /** `signal` aborts when keyward is stopping and the reconcile has outrun its grace. */
   connect(input: { kube: Kube; namespace: string; spec: Spec; log: Logger; signal: AbortSignal }): Promise<Conn>;
   observe(c: ManagedContext<Spec, Status, Conn>): Promise<Observation<Status, External>>;
@@ -326,7 +347,7 @@ class Run<Spec, Status, Conn, External> {
       conn,
       kube: this.deps.kube,
       log: this.log,
-      createPending: annotations[ANNOTATION_CREATE_PENDING] !== undefined && annotations[ANNOTATION_CREATE_SUCCEEDED] === undefined,
+      createPending: this.module.guardCreate !== false && createUnconfirmed(annotations, this.kindStatus[this.module.guardCreate.idField]),
       observeOnly: this.module.observeOnly?.(spec) ?? false,
       event: (type, reason, message) => this.deps.events.record(this.obj, type, reason, message),
       peers: () => (this.deps.peers?.() ?? []).filter((o) => o.metadata.uid !== this.obj.metadata.uid),
@@ -354,11 +375,9 @@ class Run<Spec, Status, Conn, External> {
 
   private async reconcileExisting(c: ManagedContext<Spec, Status, Conn>, observed: Observation<Status, External>): Promise<Outcome> {
     let obs = observed;
-    if (c.createPending && this.module.guardCreate) {
+    if (c.createPending) {
       // The create landed before a crash and observe found it by its natural key: it is ours.
-      // The id goes into status before the pending mark goes, so no crash can lose both.
-      await this.writeStatus({});
-      await this.patchMeta({ annotations: { [ANNOTATION_CREATE_SUCCEEDED]: this.now().toISOString(), [ANNOTATION_CREATE_PENDING]: null } });
+      // The status write below records its id, which confirms the create.
       c.event("Normal", "Created", "found the external object created before a restart; recorded it");
     }
     if (!obs.upToDate && !c.observeOnly && this.module.update) {
@@ -403,12 +422,26 @@ class Run<Spec, Status, Conn, External> {
     const create = this.module.create;
     if (!create) return done();
     const guard = this.module.guardCreate;
+    // An id left in status by an external object that is gone would hide the mark below after a
+    // crash: it goes first (a write only on this rare path).
+    if (guard && this.kindStatus[guard.idField] !== undefined) {
+      this.mergeStatus({ [guard.idField]: null } as StatusPatch<Status>);
+      await this.writeStatus({});
+    }
     // Recorded before the call, in one patch with the finalizer, and only on the version of the
     // object this pass read (a resourceVersion precondition: a stale read is a 409, never a
     // second create). If keyward dies after the service accepted the create but before the id
     // reached status, the next pass finds the object by its natural key.
     const mark: MetadataChange = {
-      ...(guard ? { annotations: { [ANNOTATION_CREATE_PENDING]: this.now().toISOString(), [ANNOTATION_CREATE_SUCCEEDED]: null } } : {}),
+      ...(guard
+        ? {
+            annotations: {
+              [ANNOTATION_CREATE_STARTED]: this.now().toISOString(),
+              [LEGACY_CREATE_PENDING]: null,
+              [LEGACY_CREATE_SUCCEEDED]: null,
+            },
+          }
+        : {}),
       ...(addFinalizer ? { finalizers: { add: FINALIZER } } : {}),
     };
     if (guard || addFinalizer) await this.patchMeta(mark, true);
@@ -418,15 +451,13 @@ class Run<Spec, Status, Conn, External> {
     } catch (err) {
       // Refused (a 4xx, nothing sent): the outcome is known, so the mark goes. Keyward's own
       // annotation change wakes nothing; the failure waits for a spec change or the resync.
-      if (guard && !mayHaveLanded(err)) await this.patchMeta({ annotations: { [ANNOTATION_CREATE_PENDING]: null } });
+      if (guard && !mayHaveLanded(err)) await this.patchMeta({ annotations: { [ANNOTATION_CREATE_STARTED]: null } });
       throw err;
     }
     this.mergeStatus(created.status);
     this.actionEvent = true;
+    // Its status write records the id, which confirms the create: no write of its own.
     const outcome = await this.reconcileExisting({ ...c, status: this.kindStatus, createPending: false }, { ...created, exists: true });
-    // The id is in status before the pending mark goes, so no crash can lose both.
-    if (guard)
-      await this.patchMeta({ annotations: { [ANNOTATION_CREATE_SUCCEEDED]: this.now().toISOString(), [ANNOTATION_CREATE_PENDING]: null } });
     const readiness = created.readiness ?? AVAILABLE;
     c.event("Normal", "Created", `created the external object; ${readiness.ready ? "it is available" : readiness.message}`);
     return outcome;

@@ -310,7 +310,7 @@ export function projectModule(deps: {
     ref,
     parseSpec: (raw) => specSchema.parse(raw),
     needsFinalizer: (spec) => spec.deletionPolicy === "Delete",
-    guardCreate: true,
+    guardCreate: { idField: "projectId" },
     connect: connectVia(deps.providers),
     observe: (c) => observe(listing, c),
     create: (c) => create(listing, c),

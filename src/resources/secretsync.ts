@@ -38,7 +38,7 @@
 // Each handled value gets an Event (SyncRequested, RemoveSecretsRequested).
 import type { ApiClient, CreateSecretSyncBody, Destination, SecretSync, UpdateSecretSyncBody } from "../api/index.ts";
 import { DEFAULT_INITIAL_SYNC_BEHAVIOR, isApiError, isJobInProgress, isServiceNotFound, isRouteNotFound } from "../api/index.ts";
-import { ANNOTATION_CREATE_PENDING } from "../engine/managed.ts";
+import { ANNOTATION_CREATE_STARTED } from "../engine/managed.ts";
 import type { Gauge } from "prom-client";
 import { backoffCeiling } from "../lib/backoff.ts";
 import { kindGauge, type Metrics } from "../engine/metrics.ts";
@@ -345,7 +345,7 @@ function createOutcomeUnknown(destination: string, name: string, projectId: stri
       message:
         `a create of the ${destination} sync ${name} in project ${projectId} may have reached the service before keyward was interrupted, ` +
         `and the service offers no way to find a sync by name, so keyward will not create it again: ` +
-        `if the sync exists, set spec.syncId to its id to adopt it; if it does not, remove the annotation ${ANNOTATION_CREATE_PENDING} to create it`,
+        `if the sync exists, set spec.syncId to its id to adopt it; if it does not, remove the annotation ${ANNOTATION_CREATE_STARTED} to create it`,
     },
   };
 }
@@ -641,7 +641,7 @@ export function secretSyncModule(deps: SecretSyncModuleDeps): ManagedModule<Secr
     ref,
     parseSpec: (raw) => specSchema.parse(raw),
     needsFinalizer: (spec) => spec.deletionPolicy === "RemoveSecrets" || spec.deletionPolicy === "Delete",
-    guardCreate: true,
+    guardCreate: { idField: "syncId" },
     connect: connectVia(deps.providers),
     observe: (c) => observe(rt, c),
     create: (c) => create(rt, c),

@@ -457,7 +457,7 @@ describe("a real Argo CD managing keyward and its resources", () => {
     // What keyward wrote into objects Argo CD manages: status and its annotation on the Project,
     // its finalizer on the token Secret (marked as credentials by the user; keyward adds no label).
     const project = await kubectlJson(["-n", samplesNs, "get", "projects.keyward.dev", "payments"]);
-    expect(Object.keys(project.metadata.annotations ?? {})).toContain("keyward.dev/create-succeeded");
+    expect(Object.keys(project.metadata.annotations ?? {})).toContain("keyward.dev/create-started");
     expect(project.status?.conditions?.length).toBeGreaterThan(0);
     const secret = await kubectlJson(["-n", samplesNs, "get", "secret", "keyward-token"]);
     expect(secret.metadata.finalizers).toContain("keyward.dev/in-use");

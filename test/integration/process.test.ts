@@ -121,9 +121,9 @@ it("cuts a reconcile stuck on the service short at shutdown and still exits 0", 
       metadata: { name: "stuck" },
       spec: { slug: "stuck-project" },
     });
-    // The create-pending mark is written just before the create call goes out.
+    // The create-started mark is written just before the create call goes out.
     await waitForObject(kc, ns.name, "projects", "stuck", {
-      until: (o) => o?.metadata.annotations?.["keyward.dev/create-pending"] !== undefined,
+      until: (o) => o?.metadata.annotations?.["keyward.dev/create-started"] !== undefined,
       timeoutMs: 30_000,
       description: "create in flight",
     });

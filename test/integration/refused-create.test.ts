@@ -75,7 +75,7 @@ describe.each(Object.entries(cases))("a refused %s create", (kind, c) => {
       // Refused: the outcome is known, so the pending mark goes (a resync's next attempt sets it
       // again for its own call, so wait for a moment between attempts).
       const failed = await waitForObject(kc, ns.name, c.plural, name, {
-        until: (o) => condition(o, "Synced")?.status === "False" && o.metadata.annotations?.["keyward.dev/create-pending"] === undefined,
+        until: (o) => condition(o, "Synced")?.status === "False" && o.metadata.annotations?.["keyward.dev/create-started"] === undefined,
         timeoutMs: 60_000,
         description: `${kind} refused, its pending mark removed`,
       });

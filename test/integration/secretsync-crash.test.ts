@@ -87,7 +87,7 @@ describe("SecretSync across a killed keyward", () => {
     // Killed in the window: the sync exists at the service, the resource does not know its id.
     const orphaned = await getCustom(kc, ns.name, PLURAL, "crashy");
     expect(statusOf(orphaned)["syncId"]).toBeUndefined();
-    expect(orphaned?.metadata.annotations?.["keyward.dev/create-pending"]).toBeDefined();
+    expect(orphaned?.metadata.annotations?.["keyward.dev/create-started"]).toBeDefined();
     expect(await syncsNamed("crashy")).toHaveLength(1);
 
     await startChild();

@@ -8,7 +8,13 @@ import type { CoreV1Event } from "@kubernetes/client-node";
 import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { crdFromSources, crdToYaml } from "../../../src/crd/crd.ts";
-import { ANNOTATION_CREATE_PENDING, ANNOTATION_CREATE_SUCCEEDED, ANNOTATION_PAUSED, FINALIZER } from "../../../src/engine/managed.ts";
+import {
+  ANNOTATION_CREATE_STARTED,
+  ANNOTATION_PAUSED,
+  FINALIZER,
+  LEGACY_CREATE_PENDING,
+  LEGACY_CREATE_SUCCEEDED,
+} from "../../../src/engine/managed.ts";
 import type { Condition, KubeObject } from "../../../src/engine/types.ts";
 import { isKubeNotFound, statusCodeOf } from "../../../src/kube/objects.ts";
 import { createLogger } from "../../../src/log.ts";
@@ -174,7 +180,14 @@ async function waitForWidget(name: string, description: string, until: (obj: Kub
 const readyWidget = (name: string): Promise<KubeObject> =>
   waitForWidget(name, "Ready and Synced at its generation, its create confirmed", (obj) => {
     const annotations = obj.metadata.annotations ?? {};
-    return settled(obj) && annotations[ANNOTATION_CREATE_SUCCEEDED] !== undefined && annotations[ANNOTATION_CREATE_PENDING] === undefined;
+    // Confirmed by the id in status; the started mark stays as the record of when.
+    return (
+      settled(obj) &&
+      annotations[ANNOTATION_CREATE_STARTED] !== undefined &&
+      typeof obj.status?.["id"] === "string" &&
+      annotations[LEGACY_CREATE_PENDING] === undefined &&
+      annotations[LEGACY_CREATE_SUCCEEDED] === undefined
+    );
   });
 
 // ---------------------------------------------------------------- events and the store
@@ -289,6 +302,45 @@ describe("the Widget kind, served by createOperator({ kinds: [widget] })", () =>
     expect(created.message).toContain("found the external object created before a restart");
   });
 
+  it("creates a widget gone from the store again; the stale id leaves status first, so a lost answer is found again", async () => {
+    await createWidget("gone", { size: 2, color: "green" });
+    const before = await readyWidget("gone");
+    const oldId = String(status(before)["id"]);
+    await store.delete(oldId);
+    const name = storeName({ namespace: ns.name, name: "gone" });
+    store.loseNextAnswer({ op: "create", name });
+    await patchWidget("gone", { metadata: { labels: { "keyward.dev/test-pass": "1" } } });
+    // With the old id left in status the next pass would not know the create as its own, and
+    // would report the widget it made as WidgetTaken.
+    const obj = await waitForWidget("gone", "Ready with a new id", (o) => {
+      const id = o.status?.["id"];
+      return settled(o) && typeof id === "string" && id !== oldId;
+    });
+    expect(stored("gone")).toHaveLength(1);
+    expect(status(obj)["id"]).toBe(stored("gone")[0]?.id);
+    expect(store.calls({ name, op: "create" }).map((c) => c.result)).toEqual(["ok", "lost"]);
+  });
+
+  it("honours the marks of earlier keywards: a legacy pending mark adopts by name, a legacy succeeded mark does not", async () => {
+    for (const [name, annotations] of [
+      ["legacy-pending", { [LEGACY_CREATE_PENDING]: "2026-01-01T00:00:00Z" }],
+      ["legacy-done", { [LEGACY_CREATE_PENDING]: "2026-01-01T00:00:00Z", [LEGACY_CREATE_SUCCEEDED]: "2026-01-01T00:00:01Z" }],
+    ] as const) {
+      store.seed({ name: storeName({ namespace: ns.name, name }), size: 1, color: "red" });
+      const body = {
+        apiVersion: `${ref.group}/${ref.version}`,
+        kind: ref.kind,
+        metadata: { name, annotations },
+        spec: { size: 1, color: "red" },
+      };
+      await apis.custom.createNamespacedCustomObject({ ...custom(), body });
+    }
+    const adopted = await waitForWidget("legacy-pending", "adopted", (o) => settled(o) && typeof o.status?.["id"] === "string");
+    expect(status(adopted)["id"]).toBe(stored("legacy-pending")[0]?.id);
+    await waitForWidget("legacy-done", "WidgetTaken", failedWith("WidgetTaken"));
+    expect(calls("legacy-pending", "create") + calls("legacy-done", "create")).toBe(0);
+  });
+
   it("keeps the pending mark while a create may have landed, and looks by name before every new attempt", async () => {
     const name = storeName({ namespace: ns.name, name: "unanswered" });
     store.failNext(Infinity, storeError(503, "the widget store is overloaded"), { op: "create", name });
@@ -298,7 +350,7 @@ describe("the Widget kind, served by createOperator({ kinds: [widget] })", () =>
       "Synced=False ServiceUnavailable, pending, after three attempts",
       (o) =>
         failedWith("ServiceUnavailable")(o) &&
-        o.metadata.annotations?.[ANNOTATION_CREATE_PENDING] !== undefined &&
+        o.metadata.annotations?.[ANNOTATION_CREATE_STARTED] !== undefined &&
         calls("unanswered", "create") >= 3,
     );
     expect(condition(failing, "Synced")?.message).toBe("the widget store is overloaded");
@@ -321,7 +373,7 @@ describe("the Widget kind, served by createOperator({ kinds: [widget] })", () =>
     const obj = await waitForWidget(
       "refused",
       "Synced=False ValidationFailed, no pending mark",
-      (o) => failedWith("ValidationFailed")(o) && o.metadata.annotations?.[ANNOTATION_CREATE_PENDING] === undefined,
+      (o) => failedWith("ValidationFailed")(o) && o.metadata.annotations?.[ANNOTATION_CREATE_STARTED] === undefined,
     );
     expect(condition(obj, "Synced")?.message).toBe("the store has no size 9 widgets in stock");
     expect((await eventOf(obj, "ValidationFailed")).type).toBe("Warning");

@@ -162,7 +162,7 @@ export function widgetModule(store: WidgetStore): ManagedModule<WidgetSpec, Widg
     parseSpec: (raw) => specSchema.parse(raw),
     needsFinalizer: (spec) => spec.deletionPolicy === "Delete",
     // The store assigns the id on create: a create-pending mark must precede the call.
-    guardCreate: true,
+    guardCreate: { idField: "id" },
     connect: () => Promise.resolve(store),
     observe,
     create,

@@ -101,6 +101,12 @@ describe("Dockerfile", () => {
     expect(ops(final, "ENV").join(" ")).toContain("NODE_ENV=production");
   });
 
+  it("runs Node with a small young generation and at most two malloc arenas (the measured memory figures)", () => {
+    const envs = ops(final, "ENV").join(" ");
+    expect(envs).toContain('NODE_OPTIONS="--max-semi-space-size=1"');
+    expect(envs).toContain("MALLOC_ARENA_MAX=2");
+  });
+
   it("sends only what it copies as the build context", () => {
     const ignore = readFileSync(join(repoRoot, ".dockerignore"), "utf8")
       .split("\n")
