@@ -18,7 +18,10 @@ export interface KeywardOptions {
   concurrency?: number;
   entry: Entry;
   kubeconfigPath: string;
+  /** --namespaces (one, or a comma-separated list). */
   namespace: string;
+  /** More flags (sharding, leader election). */
+  extraArgs?: readonly string[];
   resyncInterval: string;
   /** keyward's stdout and stderr go here (appended). */
   logPath: string;
@@ -36,6 +39,8 @@ export interface KeywardProcess {
   waitReady(timeoutMs: number): Promise<void>;
   /** SIGTERM, then SIGKILL after graceMs; resolves when the process has exited. */
   stop(graceMs?: number): Promise<void>;
+  /** SIGKILL at once (a crash); resolves when the process has exited. */
+  kill(): Promise<void>;
 }
 
 export async function startKeyward(opts: KeywardOptions): Promise<KeywardProcess> {
@@ -65,6 +70,7 @@ export async function startKeyward(opts: KeywardOptions): Promise<KeywardProcess
     "--log-level",
     "warn",
     ...(opts.concurrency !== undefined ? ["--concurrency", String(opts.concurrency)] : []),
+    ...(opts.extraArgs ?? []),
   ];
   const log = createWriteStream(opts.logPath, { flags: "a" });
   const spawnedAt = Date.now();
@@ -122,6 +128,11 @@ export async function startKeyward(opts: KeywardOptions): Promise<KeywardProcess
       const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
       await exited;
       clearTimeout(timer);
+      log.end();
+    },
+    kill: async () => {
+      child.kill("SIGKILL");
+      await exited;
       log.end();
     },
   };

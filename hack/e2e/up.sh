@@ -30,7 +30,7 @@ fi
 # first, then keyward's finalizers (on its objects and on the token Secrets it holds), then the
 # namespaces.
 kubectl() { "$kubectl_dir/kubectl" --kubeconfig "$kubeconfig" "$@"; }
-# Only what the e2e creates: namespaces kw-e2e-*, its releases kw-e2e, kw-ns, kw-scale, kw-argo.
+# Only what the e2e creates: namespaces kw-e2e-*, its releases kw-e2e, kw-ns, kw-shard, kw-scale, kw-argo.
 leftovers=$(kubectl get namespaces -o name | sed -n 's|^namespace/\(kw-e2e-.*\)$|\1|p')
 if [[ -n $leftovers ]]; then
   log "removing what an earlier run left: $(echo $leftovers)"
@@ -42,14 +42,15 @@ if [[ -n $leftovers ]]; then
   kinds="secrets providerconfigs.keyward.dev projects.keyward.dev projectmemberships.keyward.dev secretsyncs.keyward.dev accesstokens.keyward.dev certificateprofiles.keyward.dev applications.argoproj.io"
   for ns in $leftovers; do
     for kind in $kinds; do
-      kubectl get "$kind" -n "$ns" -o name 2>/dev/null |
+      # A kind whose CRD is not installed (Argo CD's before its file ran) lists nothing.
+      { kubectl get "$kind" -n "$ns" -o name 2>/dev/null || true; } |
         xargs -r -P 4 -I{} "$kubectl_dir/kubectl" --kubeconfig "$kubeconfig" patch -n "$ns" {} --type merge -p '{"metadata":{"finalizers":null}}' >/dev/null
     done
   done
   kubectl delete namespace $leftovers --wait=true --timeout=300s >&2
 fi
 # Cluster-scoped objects of keyward installs that no helm release owns any more (Argo CD's).
-kubectl delete clusterrole,clusterrolebinding -l 'app.kubernetes.io/name=keyward,app.kubernetes.io/instance in (kw-e2e,kw-ns,kw-scale,kw-argo)' --ignore-not-found >&2
+kubectl delete clusterrole,clusterrolebinding -l 'app.kubernetes.io/name=keyward,app.kubernetes.io/instance in (kw-e2e,kw-ns,kw-shard,kw-scale,kw-argo)' --ignore-not-found >&2
 kubectl delete clusterrolebinding kw-e2e-argocd --ignore-not-found >&2
 
 images=$("$E2E_DIR/images.sh")

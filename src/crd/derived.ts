@@ -4,6 +4,7 @@
 // otherwise written by hand, or is a whole generated file.
 import type { ReasonInfo } from "../engine/kind.ts";
 import type { Kind } from "../resources/kind.ts";
+import { SHARD_LABEL } from "../engine/shard-plan.ts";
 
 export const pluginFile = "bin/kubectl-keyward.cjs";
 export const healthFile = "argocd/health.lua";
@@ -66,6 +67,8 @@ export function pluginConstants(kinds: readonly Kind[], paused: string): string 
   return [
     `const GROUP = ${JSON.stringify(group)};`,
     `const PAUSED = ${JSON.stringify(paused)};`,
+    "/** The label naming the replica that reconciles an object, with sharding on. */",
+    `const SHARD_LABEL = ${JSON.stringify(SHARD_LABEL)};`,
     "/** Kinds in the order `status` lists them (the registry's order); kinds not listed follow in alphabetical order. */",
     `const KIND_ORDER = ${json(kinds.map((k) => k.ref.kind))};`,
     "/** The status fields holding each kind's id at the service. */",

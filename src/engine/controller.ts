@@ -246,7 +246,7 @@ function scheduleResync(intervalMs: number, informer: SharedInformer, queue: Wor
 
 /**
  * Whether an update is keyward's own write and nothing else: status (keyward's status writes),
- * finalizers, and the annotations only keyward writes (its create-pending marks). None of these
+ * finalizers, and the annotations only keyward writes (its create marks). None of these
  * asks for a reconcile — the pass that wrote them already acted — and letting them enqueue would
  * make every failing pass wake itself at once and defeat its backoff. What does enqueue: a new
  * generation (spec), deletion, labels, and any other annotation (the user's requests, pause).

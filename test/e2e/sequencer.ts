@@ -7,7 +7,7 @@
 import { basename } from "node:path";
 import { BaseSequencer, type TestSpecification } from "vitest/node";
 
-export const e2eFileOrder = ["install.test.ts", "namespaced.test.ts", "scale.test.ts", "argocd.test.ts"];
+export const e2eFileOrder = ["install.test.ts", "namespaced.test.ts", "sharding.test.ts", "scale.test.ts", "argocd.test.ts"];
 
 function rank(spec: Pick<TestSpecification, "moduleId">): number {
   const at = e2eFileOrder.indexOf(basename(spec.moduleId));

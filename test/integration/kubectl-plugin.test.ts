@@ -228,7 +228,7 @@ describe("kubectl keyward status", () => {
     });
     const r = await plugin(["status", "-A"]);
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout.split("\n")[0]).toMatch(/^KIND\s+NAMESPACE\s+NAME\s+READY\s+REASON\s+SERVICE-ID\s+LAST-SYNC$/);
+    expect(r.stdout.split("\n")[0]).toMatch(/^KIND\s+NAMESPACE\s+NAME\s+READY\s+REASON\s+SERVICE-ID\s+(SHARD\s+)?LAST-SYNC$/);
     const rows = parseTable(r.stdout).filter((row) => row["NAMESPACE"] === ns);
     const byName = (kind: string, name: string): Record<string, string> | undefined =>
       rows.find((row) => row["KIND"] === kind && row["NAME"] === name);

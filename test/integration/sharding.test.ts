@@ -3,11 +3,12 @@
 // and another added while Projects are created and sync requests are annotated; the service's
 // request log must show one create per Project and one sync-secrets call per request.
 import { spawn, type ChildProcess } from "node:child_process";
+import { dirname } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
 import type { Emulator } from "../emulator/server.ts";
 import { loadDefaultSeed } from "../emulator/default-seed.ts";
-import { createTestNamespace, testKubeconfigPath, waitFor, type TestNamespace } from "../controlplane/testenv.ts";
+import { createTestNamespace, testKubeconfigPath, testKubectlPath, waitFor, type TestNamespace } from "../controlplane/testenv.ts";
 import { freePort } from "../controlplane/controlplane.ts";
 import { createRing } from "../../src/lib/ring.ts";
 import { shardKey } from "../../src/engine/sharder.ts";
@@ -250,6 +251,26 @@ describe("three replicas, one killed and one added mid-run", () => {
     expect(owned.length).toBeGreaterThan(0);
     for (const [shard] of owned) expect(final).toContain(shard);
     expect(owned.reduce((sum, [, n]) => sum + n, 0)).toBe(NAMESPACES * PROJECTS_PER_NAMESPACE + 2 * NAMESPACES);
+  });
+
+  it("shows each object's replica in kubectl keyward status (a SHARD column)", async () => {
+    const n = namespaces[0];
+    if (!n) throw new Error("no namespace");
+    const out = await new Promise<string>((resolve, reject) => {
+      const child = spawn(process.execPath, ["bin/kubectl-keyward.cjs", "status", "-n", n.name], {
+        env: { ...process.env, KUBECONFIG: testKubeconfigPath(), PATH: `${dirname(testKubectlPath())}:${process.env["PATH"] ?? ""}` },
+        stdio: ["ignore", "pipe", "inherit"],
+      });
+      let text = "";
+      child.stdout.setEncoding("utf8").on("data", (c: string) => (text += c));
+      child.on("error", reject);
+      child.on("close", (code) => (code === 0 ? resolve(text) : reject(new Error(`status exited ${String(code)}: ${text}`))));
+    });
+    const [header, ...rows] = out.trimEnd().split("\n");
+    expect(header).toMatch(/^KIND\s+NAMESPACE\s+NAME\s+READY\s+REASON\s+SERVICE-ID\s+SHARD\s+LAST-SYNC$/);
+    const owner = createRing(final).ownerOf(shardKey({ metadata: { namespace: n.name, name: "any" } })) ?? "";
+    expect(rows.length).toBe(PROJECTS_PER_NAMESPACE + 2);
+    for (const row of rows) expect(row.split(/\s{2,}/)[6]).toBe(owner);
   });
 
   it("never writes the token into any replica's logs, events or status", async () => {
