@@ -1,7 +1,8 @@
 // keyward's engine at scale, measured from outside: a real kube-apiserver with etcd, the
 // emulator in a worker thread (no rate limit), and keyward as a CHILD PROCESS started like a
 // Deployment starts it (`node src/main.ts …`, or `node dist/main.js` with
-// ENGINE_BENCH_ENTRY=dist), so its RSS and CPU (from /proc/<pid>) are its alone.
+// ENGINE_BENCH_ENTRY=dist), so its RSS and CPU (from /proc/<pid>) are its alone. Its environment
+// has the image's MALLOC_ARENA_MAX=2 unless MALLOC_ARENA_MAX is set.
 //
 // For each N (ENGINE_BENCH_SIZES, default 100,1000,10000), ENGINE_BENCH_REPEATS runs (default 3
 // for N < 10000, 1 for 10000), each in a fresh namespace with a reset emulator:

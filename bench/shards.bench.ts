@@ -135,9 +135,11 @@ async function runOnce(ctx: Ctx, replicas: number): Promise<Run> {
       }),
     ),
   );
-  const watches = await Promise.all(namespaces.map((ns) => watchReady(ctx.cluster.kc, projects, ns)));
+  const watches: ReadyWatch[] = [];
   try {
+    // Ready: the informers have listed, so the CRDs' storage answers the bench's watches too.
     await Promise.all(keywards.map((k) => k.waitReady(120_000)));
+    watches.push(...(await Promise.all(namespaces.map((ns) => watchReady(ctx.cluster.kc, projects, ns)))));
     const before = await apiCounts(ctx);
     const names = Array.from({ length: N }, (_, i) => ({ ns: namespaces[i % NAMESPACES] ?? "", name: `${prefix}-p${i}` }));
     progress(`${replicas} replica(s): creating ${N} Projects`);

@@ -75,7 +75,9 @@ export async function startKeyward(opts: KeywardOptions): Promise<KeywardProcess
   const log = createWriteStream(opts.logPath, { flags: "a" });
   const spawnedAt = Date.now();
   // process.execPath: the Node 24 that runs the bench (npm puts the node devDependency first).
-  const child: ChildProcess = spawn(process.execPath, args, { cwd: repoRoot, stdio: ["ignore", "pipe", "pipe"] });
+  // The image's environment: at most two malloc arenas (Dockerfile), unless the caller says otherwise.
+  const env = { ...process.env, MALLOC_ARENA_MAX: process.env["MALLOC_ARENA_MAX"] ?? "2" };
+  const child: ChildProcess = spawn(process.execPath, args, { cwd: repoRoot, stdio: ["ignore", "pipe", "pipe"], env });
   child.stdout?.pipe(log, { end: false });
   child.stderr?.pipe(log, { end: false });
   // A bench stopped midway (Ctrl-C, SIGTERM) must not leave keyward running on its own.

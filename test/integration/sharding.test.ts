@@ -15,7 +15,9 @@ import { shardKey } from "../../src/engine/sharder.ts";
 import { DRAIN_LABEL, SHARD_LABEL } from "../../src/engine/shard-plan.ts";
 import { GROUP, VERSION, type KubeObject } from "../../src/engine/types.ts";
 import {
+  condition,
   createCustom,
+  getCustom,
   dataPlatformSync,
   exposedTexts,
   installProvider,
@@ -251,6 +253,31 @@ describe("three replicas, one killed and one added mid-run", () => {
     expect(owned.length).toBeGreaterThan(0);
     for (const [shard] of owned) expect(final).toContain(shard);
     expect(owned.reduce((sum, [, n]) => sum + n, 0)).toBe(NAMESPACES * PROJECTS_PER_NAMESPACE + 2 * NAMESPACES);
+  });
+
+  it("wakes a ProviderConfig's users on the replica that owns them when it is fixed (no resync within the test)", async () => {
+    const n = namespaces[1];
+    if (!n) throw new Error("no namespace");
+    await installProvider(kc, n.name, emulator.url, "kw-sharding-wrong-token", "broken");
+    await createCustom(
+      kc,
+      n.name,
+      "projects",
+      projectObject("waiting", { name: "waiting", slug: "sharded-waiting", providerConfigRef: { name: "broken" } }),
+    );
+    await waitFor(
+      async () => (condition(await getCustom(kc, n.name, "projects", "waiting"), "Synced")?.reason === "Forbidden" ? true : undefined),
+      { timeoutMs: 60_000, description: "Forbidden first" },
+    );
+    await mergePatchCustom(kc, n.name, "providerconfigs", "broken", { spec: { credentialsSecretRef: { name: "default-token" } } });
+    const ready = await waitFor(
+      async () => {
+        const o = await getCustom(kc, n.name, "projects", "waiting");
+        return o && isReady(o) ? o : undefined;
+      },
+      { timeoutMs: 60_000, description: "Project Ready after its ProviderConfig is fixed" },
+    );
+    expect(ready.metadata.labels?.[SHARD_LABEL]).toBe(createRing(final).ownerOf(shardKey(ready)));
   });
 
   it("shows each object's replica in kubectl keyward status (a SHARD column)", async () => {
