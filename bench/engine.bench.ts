@@ -30,12 +30,13 @@ import { parseFlagDuration } from "../src/lib/duration.ts";
 import { createKube, loadKubeConfig, resourcePath, type KindRef } from "../src/kube/client.ts";
 import { kubeJson } from "../src/kube/rest.ts";
 import { repoRoot } from "../test/controlplane/binaries.ts";
-import { startCluster, type BenchCluster } from "./support/cluster.ts";
-import { startEmulatorThread, serviceDelta, type EmulatorThread, type ServiceCounts } from "./support/emulator.ts";
+import { startCluster, type BenchCluster, type BenchContext } from "./support/cluster.ts";
+import { startEmulatorThread, serviceDelta, type ServiceCounts } from "./support/emulator.ts";
 import { parseHistogram, parseReconciles, startKeyward, total, type Entry, type KeywardProcess } from "./support/keyward.ts";
 import { watchReady } from "./support/readiness.ts";
 import { countsDelta, parseRequestCounts, type RequestCounts } from "./support/apiserver-metrics.ts";
 import { runInFlight } from "./support/in-flight.ts";
+import { setUpNamespace as setUpBenchNamespace } from "./support/namespace.ts";
 import { cpuSeconds, peakRssBytes, rssBytes, sampleRss } from "./support/proc.ts";
 import { median, percentile, table } from "./stats.ts";
 
@@ -62,7 +63,6 @@ const CONCURRENCY = Number(env["ENGINE_BENCH_CONCURRENCY"] ?? 4);
 const CREATES_IN_FLIGHT = 32;
 const TOKEN = "bench-engine-token";
 // The ProviderConfig's client-side limit at its maximum: the figures are the engine's, not its limiter's.
-const SERVICE_RATE_LIMIT = { requestsPerSecond: 10_000, burst: 10_000 };
 // The floor is skipped above this N: the emulator's createProject scans every project role
 // (findProjectRole, 5 roles per project), so N straight creates take O(N²) there (~15 minutes
 // at 10,000) and say more about the emulator than about keyward.
@@ -116,13 +116,7 @@ interface RunResult {
   logPath: string;
 }
 
-interface Ctx {
-  cluster: BenchCluster;
-  emulator: EmulatorThread;
-  core: CoreV1Api;
-  custom: CustomObjectsApi;
-  logDir: string;
-}
+type Ctx = BenchContext;
 
 export default async function bench(): Promise<void> {
   const startedAt = Date.now();
@@ -168,30 +162,8 @@ export default async function bench(): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // One run
 
-async function setUpNamespace(ctx: Ctx, namespace: string): Promise<void> {
-  await ctx.core.createNamespace({ body: { metadata: { name: namespace } } });
-  await ctx.core.createNamespacedSecret({
-    namespace,
-    body: { metadata: { name: "default-token", labels: { "keyward.dev/credentials": "true" } }, stringData: { token: TOKEN } },
-  });
-  await ctx.custom.createNamespacedCustomObject({
-    group: GROUP,
-    version: VERSION,
-    namespace,
-    plural: "providerconfigs",
-    body: {
-      apiVersion: `${GROUP}/${VERSION}`,
-      kind: "ProviderConfig",
-      metadata: { name: "default" },
-      spec: {
-        baseUrl: ctx.emulator.url,
-        credentialsSecretRef: { name: "default-token" },
-        rateLimit: SERVICE_RATE_LIMIT,
-        timeoutSeconds: 10,
-      },
-    },
-  });
-}
+const setUpNamespace = (ctx: Ctx, namespace: string): Promise<void> =>
+  setUpBenchNamespace(ctx, namespace, { url: ctx.emulator.url, token: TOKEN });
 
 async function providerConfigReady(ctx: Ctx, namespace: string): Promise<void> {
   const deadline = Date.now() + 60_000;

@@ -16,12 +16,13 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import { repoRoot } from "../test/controlplane/binaries.ts";
-import { startCluster, type BenchCluster } from "./support/cluster.ts";
-import { startEmulatorThread, type EmulatorThread } from "./support/emulator.ts";
+import { startCluster, type BenchCluster, type BenchContext } from "./support/cluster.ts";
+import { startEmulatorThread } from "./support/emulator.ts";
 import { parseReconciles, startKeyward, total, type KeywardProcess } from "./support/keyward.ts";
 import { watchReady, type ReadyWatch } from "./support/readiness.ts";
 import { countsDelta, parseRequestCounts } from "./support/apiserver-metrics.ts";
 import { runInFlight } from "./support/in-flight.ts";
+import { setUpNamespace } from "./support/namespace.ts";
 import { peakRssBytes } from "./support/proc.ts";
 import { table } from "./stats.ts";
 
@@ -41,13 +42,7 @@ const CREATES_IN_FLIGHT = 32;
 const LEASE = { duration: "15s", renewDeadline: "10s", retryPeriod: "2s" };
 env["ENGINE_BENCH_NODE_FLAGS"] ??= "--max-semi-space-size=1 --max-old-space-size=160";
 
-interface Ctx {
-  cluster: BenchCluster;
-  emulator: EmulatorThread;
-  core: CoreV1Api;
-  custom: CustomObjectsApi;
-  logDir: string;
-}
+type Ctx = BenchContext;
 
 interface Run {
   replicas: number;
@@ -84,29 +79,6 @@ export default async function shardsBench(): Promise<void> {
   console.log(`\nshards bench took ${((Date.now() - startedAt) / 1000).toFixed(0)} s; keyward logs in ${ctx.logDir}`);
 }
 
-async function setUpNamespace(ctx: Ctx, namespace: string): Promise<void> {
-  await ctx.core.createNamespace({ body: { metadata: { name: namespace } } });
-  await ctx.core.createNamespacedSecret({
-    namespace,
-    body: { metadata: { name: "default-token", labels: { "keyward.dev/credentials": "true" } }, stringData: { token: TOKEN } },
-  });
-  await ctx.custom.createNamespacedCustomObject({
-    ...projects,
-    plural: "providerconfigs",
-    namespace,
-    body: {
-      apiVersion: `${GROUP}/${VERSION}`,
-      kind: "ProviderConfig",
-      metadata: { name: "default" },
-      spec: {
-        baseUrl: ctx.emulator.url,
-        credentialsSecretRef: { name: "default-token" },
-        rateLimit: { requestsPerSecond: 10_000, burst: 10_000 },
-      },
-    },
-  });
-}
-
 async function apiCounts(ctx: Ctx): Promise<Map<string, number>> {
   return parseRequestCounts(await ctx.cluster.kubectl(["get", "--raw", "/metrics"]));
 }
@@ -117,7 +89,7 @@ async function runOnce(ctx: Ctx, replicas: number): Promise<Run> {
   const namespaces = Array.from({ length: NAMESPACES }, (_, i) => `${prefix}-${i}`);
   const leaseNamespace = `${prefix}-leases`;
   progress(`${replicas} replica(s): ${NAMESPACES} namespaces`);
-  for (const ns of namespaces) await setUpNamespace(ctx, ns);
+  for (const ns of namespaces) await setUpNamespace(ctx, ns, { url: ctx.emulator.url, token: TOKEN });
   await ctx.core.createNamespace({ body: { metadata: { name: leaseNamespace } } });
   const identities = Array.from({ length: replicas }, (_, i) => `kw-${replicas}-${i}`);
   const keywards = await Promise.all(

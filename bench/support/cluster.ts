@@ -5,7 +5,8 @@ import { execFile } from "node:child_process";
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { KubeConfig } from "@kubernetes/client-node";
+import { KubeConfig, type CoreV1Api, type CustomObjectsApi } from "@kubernetes/client-node";
+import type { EmulatorThread } from "./emulator.ts";
 import { ensureBinaries, repoRoot } from "../../test/controlplane/binaries.ts";
 import { startControlPlane } from "../../test/controlplane/controlplane.ts";
 import { childPid } from "./proc.ts";
@@ -22,6 +23,15 @@ export interface BenchCluster {
   /** Runs kubectl against the cluster; resolves to stdout, rejects with stderr. */
   kubectl(args: string[]): Promise<string>;
   stop(): Promise<void>;
+}
+
+/** What a bench run works with: the cluster, the emulator, API clients and where keyward's logs go. */
+export interface BenchContext {
+  cluster: BenchCluster;
+  emulator: EmulatorThread;
+  core: CoreV1Api;
+  custom: CustomObjectsApi;
+  logDir: string;
 }
 
 export async function startCluster(log: (line: string) => void): Promise<BenchCluster> {

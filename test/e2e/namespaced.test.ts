@@ -5,12 +5,12 @@ import {
   createNamespace,
   deployEmulator,
   emulatorRequests,
-  emulatorToken,
   helm,
   installKeyward,
   keywardObjects,
   kubectl,
   kubectlJson,
+  providerResources,
   waitAllReady,
   type Emulator,
   type List,
@@ -26,18 +26,7 @@ let emulator: Emulator;
 
 function resources(baseUrl: string, slug: string): unknown[] {
   return [
-    {
-      apiVersion: "v1",
-      kind: "Secret",
-      metadata: { name: "keyward-token", labels: { "keyward.dev/credentials": "true" } },
-      stringData: { token: emulatorToken },
-    },
-    {
-      apiVersion: "keyward.dev/v1alpha1",
-      kind: "ProviderConfig",
-      metadata: { name: "default" },
-      spec: { baseUrl, credentialsSecretRef: { name: "keyward-token", key: "token" } },
-    },
+    ...providerResources(baseUrl),
     { apiVersion: "keyward.dev/v1alpha1", kind: "Project", metadata: { name: slug }, spec: { name: slug, slug, type: "secret-manager" } },
   ];
 }

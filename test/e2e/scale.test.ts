@@ -8,7 +8,7 @@ import {
   apply,
   createNamespace,
   deployEmulator,
-  emulatorToken,
+  providerResources,
   helm,
   installKeyward,
   keywardPods,
@@ -79,24 +79,7 @@ describe(`${count} Projects`, () => {
     const limit = chartDefaultMemoryLimit();
     expect(pod.spec.containers[0]?.resources?.limits?.["memory"]).toBe(limit);
 
-    const objects: unknown[] = [
-      {
-        apiVersion: "v1",
-        kind: "Secret",
-        metadata: { name: "keyward-token", labels: { "keyward.dev/credentials": "true" } },
-        stringData: { token: emulatorToken },
-      },
-      {
-        apiVersion: "keyward.dev/v1alpha1",
-        kind: "ProviderConfig",
-        metadata: { name: "default" },
-        spec: {
-          baseUrl: emulator.baseUrl,
-          credentialsSecretRef: { name: "keyward-token", key: "token" },
-          rateLimit: { requestsPerSecond: 1000, burst: 1000 },
-        },
-      },
-    ];
+    const objects: unknown[] = providerResources(emulator.baseUrl, { rateLimit: { requestsPerSecond: 1000, burst: 1000 } });
     for (let i = 0; i < count; i++) {
       const slug = `scale-${String(i).padStart(4, "0")}`;
       objects.push({

@@ -8,7 +8,6 @@ import {
   createNamespace,
   deployEmulator,
   emulatorRequests,
-  emulatorToken,
   helm,
   installCrds,
   installKeyward,
@@ -16,6 +15,7 @@ import {
   keywardPods,
   kubectl,
   kubectlJson,
+  providerResources,
   waitAllReady,
   waitFor,
   type Emulator,
@@ -30,23 +30,6 @@ const DRAIN_LABEL = "shard.keyward.dev/drain";
 const PROJECTS_PER_NAMESPACE = 4;
 
 let emulator: Emulator;
-
-function provider(baseUrl: string): unknown[] {
-  return [
-    {
-      apiVersion: "v1",
-      kind: "Secret",
-      metadata: { name: "keyward-token", labels: { "keyward.dev/credentials": "true" } },
-      stringData: { token: emulatorToken },
-    },
-    {
-      apiVersion: "keyward.dev/v1alpha1",
-      kind: "ProviderConfig",
-      metadata: { name: "default" },
-      spec: { baseUrl, credentialsSecretRef: { name: "keyward-token", key: "token" } },
-    },
-  ];
-}
 
 const project = (slug: string): unknown => ({
   apiVersion: "keyward.dev/v1alpha1",
@@ -75,7 +58,7 @@ describe("sharding on: two replicas, each on its share", () => {
     await createNamespace(systemNs);
     for (const ns of namespaces) {
       await createNamespace(ns);
-      await apply(provider(emulator.baseUrl), ns);
+      await apply(providerResources(emulator.baseUrl), ns);
     }
     await installKeyward(release, systemNs, [
       "--set",

@@ -159,6 +159,27 @@ export interface Emulator {
   baseUrl: string;
 }
 
+/**
+ * The emulator's token in a Secret marked as credentials, and the ProviderConfig `default` using
+ * it against `baseUrl` (with `spec` laid over its spec).
+ */
+export function providerResources(baseUrl: string, spec: Record<string, unknown> = {}): unknown[] {
+  return [
+    {
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: "keyward-token", labels: { "keyward.dev/credentials": "true" } },
+      stringData: { token: emulatorToken },
+    },
+    {
+      apiVersion: "keyward.dev/v1alpha1",
+      kind: "ProviderConfig",
+      metadata: { name: "default" },
+      spec: { baseUrl, credentialsSecretRef: { name: "keyward-token", key: "token" }, ...spec },
+    },
+  ];
+}
+
 /** The emulator as a Deployment + Service `emulator` (port 8080) in `namespace`. */
 export async function deployEmulator(namespace: string, extraArgs: string[] = []): Promise<Emulator> {
   const labels = { "app.kubernetes.io/name": "emulator" };
