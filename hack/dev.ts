@@ -10,6 +10,7 @@ import { createLogger } from "../src/log.ts";
 import { loadKubeConfig } from "../src/kube/client.ts";
 import { createOperator } from "../src/operator.ts";
 import { waitForCrdsEstablished } from "../test/controlplane/crds-established.ts";
+import { prepareEmulatorState } from "./dev-state.ts";
 
 const run = promisify(execFile);
 const root = resolve(import.meta.dirname, "..");
@@ -40,6 +41,11 @@ async function main(): Promise<void> {
   const env = { ...process.env, KUBECONFIG: cp.kubeconfig, PATH: cp.path };
   const kubectl = (args: string[]): Promise<{ stdout: string }> => run("kubectl", args, { env, cwd: root });
 
+  // The emulator's state is kept across runs only against the same control plane.
+  const clusterUid = (await kubectl(["get", "namespace", "default", "-o", "jsonpath={.metadata.uid}"])).stdout.trim();
+  if (prepareEmulatorState(stateDir, clusterUid) === "reset") {
+    console.log("a new control plane: the emulator starts from its seed (the old .keyward/emulator.json was for another one)");
+  }
   const seed = JSON.parse(readFileSync(join(root, "test/emulator/seed.default.json"), "utf8")) as Parameters<
     typeof startEmulator
   >[0]["seed"];
