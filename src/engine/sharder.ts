@@ -64,7 +64,11 @@ export function createSharder(opts: SharderOptions): Sharder {
   const inFlight = new Set<string>();
   let ring: Ring = createRing([]);
   // One pass at a time; events during a pass ask for one more after it.
-  const passes = coalesce(() => pass(), stopped.signal);
+  // A pass that throws is logged; the next event or Lease list plans again.
+  const passes = coalesce(
+    () => pass().catch((err: unknown) => log.error({ err: errorSummary(err) }, "shard assignment pass failed")),
+    stopped.signal,
+  );
   const schedule = (): void => passes.schedule();
 
   const informers = opts.kinds.map((kind) => ({
