@@ -122,6 +122,7 @@ interface LeaseDeps {
 interface Leases {
   /** A standby replica (leader election without sharding) is ready while it waits. */
   standbyReady: boolean;
+  /** Stops the sharder, and a start still waiting after joining the shards. */
   stopSharder(): void;
   /** Releases the shard Lease first (the leader hands this replica's share on at once), then leadership. */
   release(): Promise<void>;
@@ -146,8 +147,21 @@ function runLeases(d: LeaseDeps): Leases {
   }
   const kube = createKube(d.kc);
   const lease = { kube, namespace: d.leaseNamespace, identity: d.identity, ...times, logger: log };
+  // A replica waits a lease duration and a retry period after joining before it reconciles: had
+  // this identity been taken for gone (a crash, a restart under the same pod name), the leader may
+  // still be moving its objects away; it stops as soon as it sees the member back (sharder.ts).
+  const joinWaitMs = config.leaseDuration + config.retryPeriod;
+  let joining: NodeJS.Timeout | undefined;
   const shardLease = config.sharding
-    ? runShardLease({ ...lease, group: config.leaderElectionId, onJoined: d.start, onLost: exitOnLoss("the shard lease") })
+    ? runShardLease({
+        ...lease,
+        group: config.leaderElectionId,
+        onJoined: () => {
+          log.info({ inMs: joinWaitMs }, "joined the shards; reconciling once the leader cannot be moving this identity's objects");
+          joining = setTimeout(d.start, joinWaitMs);
+        },
+        onLost: exitOnLoss("the shard lease"),
+      })
     : undefined;
   let sharder: Sharder | undefined;
   const election = runLeaderElection({
@@ -162,7 +176,8 @@ function runLeases(d: LeaseDeps): Leases {
         leaseNamespace: d.leaseNamespace,
         leasePrefix: shardLeasePrefix(config.leaderElectionId),
         pollMs: config.retryPeriod,
-        skewMs: config.retryPeriod,
+        // Gone for good: a Lease nobody renewed for 20 lease durations (a released one at once).
+        staleAfterMs: 20 * config.leaseDuration,
         logger: log,
         onPass: shardMetrics(d.operator.metrics.registry),
       });
@@ -175,7 +190,10 @@ function runLeases(d: LeaseDeps): Leases {
   });
   return {
     standbyReady: !config.sharding,
-    stopSharder: () => sharder?.stop(),
+    stopSharder: () => {
+      clearTimeout(joining);
+      sharder?.stop();
+    },
     async release() {
       await shardLease?.stop();
       await election.stop();

@@ -179,9 +179,10 @@ function reconcileShare(
 }
 
 /**
- * Lets a drained object go. The release is conditional on the version this replica holds: a stale
- * cache (an earlier release already done, the object reassigned since) gets a 409 and changes
- * nothing, so a replica can never remove the next owner's label.
+ * Lets a drained object go. The release is conditional on the version this replica holds, so a
+ * stale cache can never remove the next owner's label. A 409 comes back with backoff rather than
+ * waiting for an event: the newer version may be this replica's own status write, which wakes
+ * nothing, and the object would stay draining; by the next try the cache holds it, or it is gone.
  */
 async function releaseShare(release: (obj: KubeObject) => Promise<void>, obj: KubeObject, log: Logger): Promise<Outcome> {
   try {
@@ -189,8 +190,8 @@ async function releaseShare(release: (obj: KubeObject) => Promise<void>, obj: Ku
     log.info({ key: keyString(obj.metadata) }, "let go of a drained object");
     return done();
   } catch (err) {
-    if (isConflict(err)) return done();
-    return { type: "retryable", error: err instanceof Error ? err : new Error(String(err)) };
+    const error = isConflict(err) ? new Error("the object changed while it was let go; trying again") : err;
+    return { type: "retryable", error: error instanceof Error ? error : new Error(String(error)) };
   }
 }
 

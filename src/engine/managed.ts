@@ -43,11 +43,23 @@ export const LEGACY_CREATE_SUCCEEDED = "keyward.dev/create-succeeded";
 export const CREATE_GUARD_ANNOTATIONS = [ANNOTATION_CREATE_STARTED, LEGACY_CREATE_PENDING, LEGACY_CREATE_SUCCEEDED] as const;
 
 /**
- * A create was started and not confirmed: a create-started (or legacy pending) mark, no legacy
- * succeeded mark, and no id in status. A pass then finds the external object by its natural key.
+ * The create-started mark's value: when, and the UID of the object it was written on. A copy of
+ * the object (a manifest exported and applied again, a restore) carries the mark with another UID
+ * and no status: that copy never created anything, so its mark does not count.
  */
-export function createUnconfirmed(annotations: Readonly<Record<string, string>>, id: unknown): boolean {
-  const started = annotations[ANNOTATION_CREATE_STARTED] !== undefined || annotations[LEGACY_CREATE_PENDING] !== undefined;
+export function createStartedMark(at: Date, uid: string | undefined): string {
+  return `${at.toISOString()} ${uid ?? ""}`.trimEnd();
+}
+
+/**
+ * A create was started and not confirmed: this object's create-started mark (or an earlier
+ * keyward's pending mark), no earlier keyward's succeeded mark, and no id in status. A pass then
+ * finds the external object by its natural key.
+ */
+export function createUnconfirmed(annotations: Readonly<Record<string, string>>, id: unknown, uid: string | undefined): boolean {
+  const mark = annotations[ANNOTATION_CREATE_STARTED];
+  const ours = mark !== undefined && uid !== undefined && mark.split(" ")[1] === uid;
+  const started = ours || annotations[LEGACY_CREATE_PENDING] !== undefined;
   return started && annotations[LEGACY_CREATE_SUCCEEDED] === undefined && (id === undefined || id === null || id === "");
 }
 
@@ -347,7 +359,9 @@ class Run<Spec, Status, Conn, External> {
       conn,
       kube: this.deps.kube,
       log: this.log,
-      createPending: this.module.guardCreate !== false && createUnconfirmed(annotations, this.kindStatus[this.module.guardCreate.idField]),
+      createPending:
+        this.module.guardCreate !== false &&
+        createUnconfirmed(annotations, this.kindStatus[this.module.guardCreate.idField], this.obj.metadata.uid),
       observeOnly: this.module.observeOnly?.(spec) ?? false,
       event: (type, reason, message) => this.deps.events.record(this.obj, type, reason, message),
       peers: () => (this.deps.peers?.() ?? []).filter((o) => o.metadata.uid !== this.obj.metadata.uid),
@@ -422,12 +436,6 @@ class Run<Spec, Status, Conn, External> {
     const create = this.module.create;
     if (!create) return done();
     const guard = this.module.guardCreate;
-    // An id left in status by an external object that is gone would hide the mark below after a
-    // crash: it goes first (a write only on this rare path).
-    if (guard && this.kindStatus[guard.idField] !== undefined) {
-      this.mergeStatus({ [guard.idField]: null } as StatusPatch<Status>);
-      await this.writeStatus({});
-    }
     // Recorded before the call, in one patch with the finalizer, and only on the version of the
     // object this pass read (a resourceVersion precondition: a stale read is a 409, never a
     // second create). If keyward dies after the service accepted the create but before the id
@@ -436,7 +444,7 @@ class Run<Spec, Status, Conn, External> {
       ...(guard
         ? {
             annotations: {
-              [ANNOTATION_CREATE_STARTED]: this.now().toISOString(),
+              [ANNOTATION_CREATE_STARTED]: createStartedMark(this.now(), this.obj.metadata.uid),
               [LEGACY_CREATE_PENDING]: null,
               [LEGACY_CREATE_SUCCEEDED]: null,
             },
@@ -445,6 +453,12 @@ class Run<Spec, Status, Conn, External> {
       ...(addFinalizer ? { finalizers: { add: FINALIZER } } : {}),
     };
     if (guard || addFinalizer) await this.patchMeta(mark, true);
+    // An id left in status by an external object that is gone would hide the mark after a crash:
+    // it goes now, after the mark's precondition held (a write only on this rare path).
+    if (guard && this.kindStatus[guard.idField] !== undefined) {
+      this.mergeStatus({ [guard.idField]: null } as StatusPatch<Status>);
+      await this.writeStatus({});
+    }
     let created: Observation<Status, External>;
     try {
       created = await create(c);

@@ -14,9 +14,9 @@ import type { Logger } from "../log.ts";
 import { resourcePath, type KindRef, type Kube } from "../kube/client.ts";
 import { watchKind } from "../kube/informer.ts";
 import { keyString } from "../kube/keys.ts";
-import { patchMetadata, isConflict } from "../kube/objects.ts";
-import { errorSummary } from "../kube/rest.ts";
-import { liveShards } from "../kube/shards.ts";
+import { patchMetadata, isConflict, isKubeNotFound } from "../kube/objects.ts";
+import { errorSummary, kubeJson } from "../kube/rest.ts";
+import { createShardObserver } from "../kube/shards.ts";
 import { leaseKind } from "../kube/lease.ts";
 import { listAll } from "../kube/watch.ts";
 import { createRing, type Ring } from "../lib/ring.ts";
@@ -36,8 +36,8 @@ export interface SharderOptions {
   leasePrefix: string;
   /** How often the shard Leases are listed (a replica's death is a Lease not renewed, not an event). */
   pollMs: number;
-  /** Wall-clock tolerance between replicas when judging a Lease's renewal. */
-  skewMs: number;
+  /** Shard Leases released, or unchanged this long, are deleted (their replicas are gone). */
+  staleAfterMs: number;
   logger: Logger;
   /** Label patches in flight at once. */
   concurrency?: number;
@@ -89,8 +89,11 @@ export function createSharder(opts: SharderOptions): Sharder {
 
   const applyAll = async (work: Work[]): Promise<void> => {
     let next = 0;
+    // A pass planned on one membership stops when it changes: a replica that came back must not
+    // see its objects still being moved away once it starts (it waits for that, main.ts).
+    const planned = ring;
     const worker = async (): Promise<void> => {
-      while (next < work.length && !stopped.signal.aborted) {
+      while (next < work.length && !stopped.signal.aborted && ring === planned) {
         const item = work[next++];
         if (item) await apply(item.kind, item.obj, item.change);
       }
@@ -112,20 +115,32 @@ export function createSharder(opts: SharderOptions): Sharder {
     }
   };
 
+  const observer = createShardObserver(opts.leasePrefix);
   const pollLeases = async (): Promise<void> => {
     while (!stopped.signal.aborted) {
       try {
         const { items } = await listAll(opts.kube, resourcePath(leaseKind, opts.leaseNamespace), { signal: stopped.signal });
-        const members = liveShards(items, opts.leasePrefix, Date.now(), opts.skewMs);
+        const members = observer.live(items);
         if (members.join("\n") !== ring.members.join("\n")) {
           log.info({ members }, "shard members changed");
           ring = createRing(members);
         }
         schedule();
+        for (const name of observer.stale(items, opts.staleAfterMs)) await deleteLease(name);
       } catch (err) {
         if (!stopped.signal.aborted) log.warn({ err: errorSummary(err) }, "listing the shard Leases failed");
       }
       await interruptibleSleep(opts.pollMs, stopped.signal);
+    }
+  };
+
+  // Every pod ever started leaves a shard Lease behind; the gone ones are deleted.
+  const deleteLease = async (name: string): Promise<void> => {
+    try {
+      await kubeJson(opts.kube.access, { method: "DELETE", path: resourcePath(leaseKind, opts.leaseNamespace, name) });
+      log.info({ lease: name }, "deleted the shard Lease of a replica that is gone");
+    } catch (err) {
+      if (!isKubeNotFound(err)) log.warn({ lease: name, err: errorSummary(err) }, "could not delete a stale shard Lease");
     }
   };
 

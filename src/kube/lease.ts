@@ -193,9 +193,16 @@ export function runLeaderElection(opts: LeaderElectionOptions): LeaderElection {
   const sleep = (ms: number): Promise<void> => interruptibleSleep(ms, wake.signal);
   let leader = false;
 
+  // When the last successful write was sent: the lease is ours from then on, as far as anyone
+  // else can tell (they count from when they see the write, which is later), so the renew
+  // deadline counts from the send, not from the answer — however slow the answer was.
+  let lastSentAt = monotonic();
   const attempt = async (): Promise<boolean> => {
+    const sentAt = monotonic();
     try {
-      return await client.tryAcquireOrRenew();
+      const ok = await client.tryAcquireOrRenew();
+      if (ok) lastSentAt = sentAt;
+      return ok;
     } catch (err) {
       // A conflict means another candidate wrote first: not an error, just not us this time.
       if (!isConflict(err)) log.warn({ err: errorSummary(err) }, "lease update failed");
@@ -213,7 +220,7 @@ export function runLeaderElection(opts: LeaderElectionOptions): LeaderElection {
   };
 
   const renew = async (): Promise<void> => {
-    let renewedAt = monotonic();
+    let renewedAt = lastSentAt;
     while (!wake.signal.aborted) {
       await sleep(opts.retryPeriodMs);
       if (wake.signal.aborted) return;
@@ -221,7 +228,7 @@ export function runLeaderElection(opts: LeaderElectionOptions): LeaderElection {
       // standby may already lead, so this replica has to stop.
       const left = opts.renewDeadlineMs - (monotonic() - renewedAt);
       if (left > 0 && (await withDeadline(attempt(), left))) {
-        renewedAt = monotonic();
+        renewedAt = lastSentAt;
       } else if (monotonic() - renewedAt >= opts.renewDeadlineMs) {
         leader = false;
         log.warn("could not renew the lease within the renew deadline; leadership lost");

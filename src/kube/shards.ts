@@ -1,10 +1,11 @@
-// Shard membership for active-active replicas (issue 18, first slice): every replica holds a
-// coordination.k8s.io Lease of its own, `keyward-shard-<identity>`, taken and renewed with the
+// Shard membership for active-active replicas (issue 18): every replica holds a
+// coordination.k8s.io Lease of its own, `<leader id>-shard-<identity>`, taken and renewed with the
 // same rules as leader election (lease.ts: it is the only candidate for it, so it takes it at
 // once; it stops reconciling when it cannot renew within the renew deadline — self-fencing). The
-// live replicas are the shard Leases with a holder whose last renewal is within its duration;
-// src/lib/ring.ts assigns objects over them. Kubernetes is the whole membership protocol: no
-// gossip, no extra service (timebertt/kubernetes-controller-sharding does the same).
+// live replicas are the shard Leases whose record the observer saw change within their duration
+// (createShardObserver); src/lib/ring.ts assigns objects over them. Kubernetes is the whole
+// membership protocol: no gossip, no extra service (timebertt/kubernetes-controller-sharding
+// does the same).
 import type { Logger } from "../log.ts";
 import type { Kube } from "./client.ts";
 import { runLeaderElection, type LeaderElection, type LeaseTimes } from "./lease.ts";
@@ -19,29 +20,57 @@ export function shardLeasePrefix(group: string): string {
 
 /** The parts of a Lease membership reads. */
 export interface ShardLease {
-  metadata?: { name?: string };
+  metadata?: { name?: string; resourceVersion?: string };
   spec?: { holderIdentity?: string; leaseDurationSeconds?: number; renewTime?: string };
 }
 
-/**
- * The identities of the live shards, sorted: shard Leases (by name) held by the identity the name
- * carries, renewed within their duration plus `skewMs` of wall-clock tolerance between replicas.
- * A released Lease (empty holder) or a replica that stopped renewing drops out; a Lease whose
- * holder is not its own identity (someone else's Lease by that name) is ignored.
- */
-export function liveShards(leases: readonly ShardLease[], prefix: string, nowMs: number, skewMs: number): string[] {
-  const live = new Set<string>();
-  for (const lease of leases) {
-    const name = lease.metadata?.name ?? "";
-    if (!name.startsWith(prefix)) continue;
-    const identity = name.slice(prefix.length);
-    const spec = lease.spec ?? {};
-    if (!identity || spec.holderIdentity !== identity) continue;
-    const renewed = spec.renewTime === undefined ? NaN : Date.parse(spec.renewTime);
-    const durationMs = (spec.leaseDurationSeconds ?? 0) * 1000;
-    if (Number.isFinite(renewed) && renewed + durationMs + skewMs > nowMs) live.add(identity);
-  }
-  return [...live].sort();
+export interface ShardObserver {
+  /**
+   * The identities of the live shards among `leases` (one list of the namespace's Leases), sorted:
+   * shard Leases held by the identity their name carries whose record changed within their
+   * duration, timed on this process's monotonic clock from when it saw the change — never by the
+   * holder's wall clock. A holder fences itself a renew deadline after it sent its last renewal,
+   * which is before anyone can see it, so it has stopped before any observer calls it dead. A
+   * Lease first seen now counts as just renewed (a new leader waits a full duration).
+   */
+  live(leases: readonly ShardLease[]): string[];
+  /** Shard Leases released, or unchanged for `unchangedMs`: their replicas are gone for good. */
+  stale(leases: readonly ShardLease[], unchangedMs: number): string[];
+}
+
+export function createShardObserver(prefix: string, monotonicNow: () => number = () => performance.now()): ShardObserver {
+  const seen = new Map<string, { stamp: string; at: number }>();
+  const track = (leases: readonly ShardLease[], now: number): ShardLease[] => {
+    const shards = leases.filter((l) => (l.metadata?.name ?? "").startsWith(prefix));
+    const names = new Set(shards.map((l) => l.metadata?.name ?? ""));
+    for (const name of seen.keys()) if (!names.has(name)) seen.delete(name);
+    for (const l of shards) {
+      const name = l.metadata?.name ?? "";
+      const stamp = [l.spec?.holderIdentity ?? "", l.spec?.renewTime ?? "", l.metadata?.resourceVersion ?? ""].join("\u0000");
+      if (seen.get(name)?.stamp !== stamp) seen.set(name, { stamp, at: now });
+    }
+    return shards;
+  };
+  return {
+    live(leases) {
+      const now = monotonicNow();
+      const live = new Set<string>();
+      for (const l of track(leases, now)) {
+        const name = l.metadata?.name ?? "";
+        const identity = name.slice(prefix.length);
+        const durationMs = (l.spec?.leaseDurationSeconds ?? 0) * 1000;
+        const at = seen.get(name)?.at ?? now;
+        if (identity !== "" && l.spec?.holderIdentity === identity && now - at < durationMs) live.add(identity);
+      }
+      return [...live].sort();
+    },
+    stale(leases, unchangedMs) {
+      const now = monotonicNow();
+      return track(leases, now)
+        .filter((l) => (l.spec?.holderIdentity ?? "") === "" || now - (seen.get(l.metadata?.name ?? "")?.at ?? now) >= unchangedMs)
+        .map((l) => l.metadata?.name ?? "");
+    },
+  };
 }
 
 export interface ShardLeaseOptions extends LeaseTimes {

@@ -149,7 +149,9 @@ describe("a server without find-by-name", () => {
       description: "adopted by spec.syncId",
     });
     // The id in status confirms the create: no later pass looks for it by name again.
-    expect(createUnconfirmed(adopted.metadata.annotations ?? {}, (adopted.status as { syncId?: string }).syncId)).toBe(false);
+    expect(
+      createUnconfirmed(adopted.metadata.annotations ?? {}, (adopted.status as { syncId?: string }).syncId, adopted.metadata.uid),
+    ).toBe(false);
     expect(adopted.metadata.name).toBe("landed-then-killed");
     expect(requestsOf("createSecretSync")).toHaveLength(createsBefore + 1);
   });

@@ -321,10 +321,12 @@ describe("the Widget kind, served by createOperator({ kinds: [widget] })", () =>
     expect(store.calls({ name, op: "create" }).map((c) => c.result)).toEqual(["ok", "lost"]);
   });
 
-  it("honours the marks of earlier keywards: a legacy pending mark adopts by name, a legacy succeeded mark does not", async () => {
+  it("honours earlier keywards' marks (a legacy pending mark adopts by name, a succeeded one does not) and ignores a copied mark", async () => {
     for (const [name, annotations] of [
       ["legacy-pending", { [LEGACY_CREATE_PENDING]: "2026-01-01T00:00:00Z" }],
       ["legacy-done", { [LEGACY_CREATE_PENDING]: "2026-01-01T00:00:00Z", [LEGACY_CREATE_SUCCEEDED]: "2026-01-01T00:00:01Z" }],
+      // A copy of another object (exported and applied again): its mark names the other object's UID.
+      ["copied", { [ANNOTATION_CREATE_STARTED]: "2026-01-01T00:00:00.000Z 6c1f5e0a-0000-4000-8000-000000000001" }],
     ] as const) {
       store.seed({ name: storeName({ namespace: ns.name, name }), size: 1, color: "red" });
       const body = {
@@ -338,7 +340,8 @@ describe("the Widget kind, served by createOperator({ kinds: [widget] })", () =>
     const adopted = await waitForWidget("legacy-pending", "adopted", (o) => settled(o) && typeof o.status?.["id"] === "string");
     expect(status(adopted)["id"]).toBe(stored("legacy-pending")[0]?.id);
     await waitForWidget("legacy-done", "WidgetTaken", failedWith("WidgetTaken"));
-    expect(calls("legacy-pending", "create") + calls("legacy-done", "create")).toBe(0);
+    await waitForWidget("copied", "WidgetTaken", failedWith("WidgetTaken"));
+    expect(calls("legacy-pending", "create") + calls("legacy-done", "create") + calls("copied", "create")).toBe(0);
   });
 
   it("keeps the pending mark while a create may have landed, and looks by name before every new attempt", async () => {

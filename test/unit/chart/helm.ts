@@ -203,9 +203,9 @@ export const metricsAuthGrants: string[] = flattenRules([
   { apiGroups: ["authorization.k8s.io"], resources: ["subjectaccessreviews"], verbs: ["create"] },
 ]);
 
-/** With sharding.enabled: every replica's own shard Lease (names not known in advance), and the leader's list of them. */
+/** With sharding.enabled: every replica's own shard Lease (names not known in advance), the leader's list of them and its deletes of stale ones. */
 export const shardingLeaseGrants = flattenRules([
-  { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["get", "update", "list"] },
+  { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["get", "update", "list", "delete"] },
 ]);
 
 export function leaseGrants(leaseName: string): string[] {

@@ -1,19 +1,30 @@
 import { describe, expect, it } from "vitest";
 import {
   ANNOTATION_CREATE_STARTED,
-  createUnconfirmed,
+  createStartedMark,
+  createUnconfirmed as unconfirmedOf,
   LEGACY_CREATE_PENDING,
   LEGACY_CREATE_SUCCEEDED,
 } from "../../../src/engine/managed.ts";
 
 const at = "2026-11-25T12:00:00Z";
+const uid = "0b7e6f2a-1c3d-4e5f-8a9b-0c1d2e3f4a5b";
+const mark = createStartedMark(new Date(at), uid);
+const createUnconfirmed = (annotations: Record<string, string>, id: unknown): boolean => unconfirmedOf(annotations, id, uid);
 
 describe("createUnconfirmed", () => {
   it("is true from the started mark until the id is in status", () => {
-    expect(createUnconfirmed({ [ANNOTATION_CREATE_STARTED]: at }, undefined)).toBe(true);
-    expect(createUnconfirmed({ [ANNOTATION_CREATE_STARTED]: at }, null)).toBe(true);
-    expect(createUnconfirmed({ [ANNOTATION_CREATE_STARTED]: at }, "")).toBe(true);
-    expect(createUnconfirmed({ [ANNOTATION_CREATE_STARTED]: at }, "p-1")).toBe(false);
+    expect(createUnconfirmed({ [ANNOTATION_CREATE_STARTED]: mark }, undefined)).toBe(true);
+    expect(createUnconfirmed({ [ANNOTATION_CREATE_STARTED]: mark }, null)).toBe(true);
+    expect(createUnconfirmed({ [ANNOTATION_CREATE_STARTED]: mark }, "")).toBe(true);
+    expect(createUnconfirmed({ [ANNOTATION_CREATE_STARTED]: mark }, "p-1")).toBe(false);
+  });
+
+  it("counts only a mark written on this object: a copy (another UID) or a mark without a UID created nothing", () => {
+    expect(mark).toBe(`${new Date(at).toISOString()} ${uid}`);
+    expect(unconfirmedOf({ [ANNOTATION_CREATE_STARTED]: createStartedMark(new Date(at), "another-uid") }, undefined, uid)).toBe(false);
+    expect(unconfirmedOf({ [ANNOTATION_CREATE_STARTED]: at }, undefined, uid)).toBe(false);
+    expect(unconfirmedOf({ [ANNOTATION_CREATE_STARTED]: mark }, undefined, undefined)).toBe(false);
   });
 
   it("is false without a mark, whatever status holds", () => {
