@@ -61,7 +61,6 @@ export function shardKey(obj: { metadata: { namespace?: string | undefined; name
 export function createSharder(opts: SharderOptions): Sharder {
   const log = opts.logger.child({ component: "sharder" });
   const stopped = new AbortController();
-  const inFlight = new Set<string>();
   let ring: Ring = createRing([]);
   // One pass at a time; events during a pass ask for one more after it.
   // A pass that throws is logged; the next event or Lease list plans again.
@@ -82,7 +81,7 @@ export function createSharder(opts: SharderOptions): Sharder {
   }));
 
   const pass = async (): Promise<void> => {
-    const { work, owned } = plan(informers, ring, inFlight);
+    const { work, owned } = plan(informers, ring);
     opts.onPass?.(ring.members, owned);
     await applyAll(work);
   };
@@ -102,16 +101,12 @@ export function createSharder(opts: SharderOptions): Sharder {
   };
 
   const apply = async (kind: KindRef, obj: KubeObject, change: ShardChange): Promise<void> => {
-    const id = `${kind.plural}:${change.key}`;
-    inFlight.add(id);
     try {
       await patchMetadata(opts.kube, kind, obj.metadata, { labels: shardLabels(change) }, { base: obj, exact: true });
       log.debug({ kind: kind.kind, key: change.key, change: change.change }, "shard label changed");
     } catch (err) {
       // A 409: the object changed since the metadata cache saw it; its event plans again.
       if (!isConflict(err)) log.warn({ kind: kind.kind, key: change.key, err: errorSummary(err) }, "shard label patch failed");
-    } finally {
-      inFlight.delete(id);
     }
   };
 
@@ -190,11 +185,10 @@ interface Work {
   change: ShardChange;
 }
 
-/** The label changes one pass makes (none for an object whose patch is in flight), and how many objects each shard has now. */
+/** The label changes one pass makes (passes never overlap: no patch of an earlier one is in flight), and each shard's count. */
 function plan(
   informers: readonly { kind: KindRef; informer: { list(): KubeObject[] } }[],
   ring: Ring,
-  inFlight: ReadonlySet<string>,
 ): { work: Work[]; owned: Map<string, number> } {
   const live = new Set(ring.members);
   const owned = new Map<string, number>();
@@ -213,7 +207,7 @@ function plan(
     };
     for (const change of shardChanges(objects, ownerOf, live)) {
       const obj = byKey.get(change.key);
-      if (obj && !inFlight.has(`${kind.plural}:${change.key}`)) work.push({ kind, obj, change });
+      if (obj) work.push({ kind, obj, change });
     }
   }
   return { work, owned };

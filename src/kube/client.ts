@@ -26,6 +26,8 @@ export const namespaceKind: KindRef = { group: "", version: "v1", plural: "names
 export interface CachedKind {
   hasSynced(): boolean;
   get(key: ObjectKey): KubeObject | undefined;
+  /** The cache holds a share of the kind only (sharding): a miss is not proof of absence. */
+  partial?: boolean;
 }
 
 /**

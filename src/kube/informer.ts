@@ -226,6 +226,8 @@ export type InformerHandler = (type: InformerEventType, obj: KubeObject, old?: K
 
 /** An informer several controllers share: one list+watch and one cache per kind and selector. */
 export interface SharedInformer extends Informer {
+  /** Made with a label selector (a selection, or this replica's shard): a miss is not proof of absence. */
+  partial?: boolean;
   /** Adds a handler of every event from now on; returns its removal. */
   subscribe(handler: InformerHandler): () => void;
 }
@@ -279,6 +281,7 @@ export function createInformerFactory(kube: Kube, opts: InformerFactoryOptions):
         });
         shared = {
           ...informer,
+          ...(labelSelector === undefined ? {} : { partial: true }),
           subscribe: (handler) => {
             handlers.add(handler);
             return () => handlers.delete(handler);

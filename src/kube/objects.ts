@@ -46,7 +46,9 @@ export async function readCached(kube: Kube, kind: KindRef, key: ObjectKey, labe
   const informer = kube.cache?.peek(kind, labelSelector);
   if (informer?.hasSynced()) {
     const cached = informer.get(key);
-    if (cached || labelSelector === undefined) return cached;
+    // A share of the kind (sharding) or a selection: a miss is confirmed at the apiserver. During a
+    // handover a namespace's objects sit on two replicas for a moment.
+    if (cached || (labelSelector === undefined && informer.partial !== true)) return cached;
   }
   return getObject(kube, kind, key);
 }

@@ -52,8 +52,9 @@ afterAll(() => {
 });
 
 /** A cache of Secrets: `synced`, holding `names`, kept for `selector` only. */
-function cacheOf(opts: { synced: boolean; names: string[]; selector?: string }): CacheReader {
+function cacheOf(opts: { synced: boolean; names: string[]; selector?: string; partial?: boolean }): CacheReader {
   const kind: CachedKind = {
+    ...(opts.partial ? { partial: true } : {}),
     hasSynced: () => opts.synced,
     get: (key: ObjectKey) => (opts.names.includes(key.name) ? secret(key.name, "cache") : undefined),
   };
@@ -70,6 +71,13 @@ describe("readCached", () => {
   it("reads the apiserver through a Kube made without a cache", async () => {
     expect(await read(direct, "a")).toEqual({ from: "apiserver", requests: 1 });
     expect(await read(direct, "absent")).toEqual({ from: undefined, requests: 1 });
+  });
+
+  it("confirms a miss of a partial cache (this replica's shard) at the apiserver; a hit needs no request", async () => {
+    const kube = withCache(direct, cacheOf({ synced: true, names: ["a"], partial: true }));
+    expect(await read(kube, "a")).toEqual({ from: "cache", requests: 0 });
+    expect(await read(kube, "b")).toEqual({ from: "apiserver", requests: 1 });
+    expect(await read(kube, "absent")).toEqual({ from: undefined, requests: 1 });
   });
 
   it("answers from a synced cache without a request; a miss without a selector is absent", async () => {
