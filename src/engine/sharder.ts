@@ -121,21 +121,11 @@ export function createSharder(opts: SharderOptions): Sharder {
           ring = createRing(members);
         }
         schedule();
-        for (const name of observer.stale(items, opts.staleAfterMs)) await deleteLease(name);
+        for (const name of observer.stale(items, opts.staleAfterMs)) await deleteShardLease(opts, name, log);
       } catch (err) {
         if (!stopped.signal.aborted) log.warn({ err: errorSummary(err) }, "listing the shard Leases failed");
       }
       await interruptibleSleep(opts.pollMs, stopped.signal);
-    }
-  };
-
-  // Every pod ever started leaves a shard Lease behind; the gone ones are deleted.
-  const deleteLease = async (name: string): Promise<void> => {
-    try {
-      await kubeJson(opts.kube.access, { method: "DELETE", path: resourcePath(leaseKind, opts.leaseNamespace, name) });
-      log.info({ lease: name }, "deleted the shard Lease of a replica that is gone");
-    } catch (err) {
-      if (!isKubeNotFound(err)) log.warn({ lease: name, err: errorSummary(err) }, "could not delete a stale shard Lease");
     }
   };
 
@@ -151,6 +141,16 @@ export function createSharder(opts: SharderOptions): Sharder {
     },
     members: () => ring.members,
   };
+}
+
+/** Every pod ever started leaves a shard Lease behind; those of replicas gone for good are deleted. */
+async function deleteShardLease(opts: SharderOptions, name: string, log: Logger): Promise<void> {
+  try {
+    await kubeJson(opts.kube.access, { method: "DELETE", path: resourcePath(leaseKind, opts.leaseNamespace, name) });
+    log.info({ lease: name }, "deleted the shard Lease of a replica that is gone");
+  } catch (err) {
+    if (!isKubeNotFound(err)) log.warn({ lease: name, err: errorSummary(err) }, "could not delete a stale shard Lease");
+  }
 }
 
 /** Runs `run` soon after schedule(), never twice at once; schedules during a run ask for one more run after it. */

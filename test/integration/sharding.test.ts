@@ -5,7 +5,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { dirname } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
+import { CoordinationV1Api, CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
 import type { Emulator } from "../emulator/server.ts";
 import { loadDefaultSeed } from "../emulator/default-seed.ts";
 import { createTestNamespace, testKubeconfigPath, testKubectlPath, waitFor, type TestNamespace } from "../controlplane/testenv.ts";
@@ -298,6 +298,32 @@ describe("three replicas, one killed and one added mid-run", () => {
     const owner = createRing(final).ownerOf(shardKey({ metadata: { namespace: n.name, name: "any" } })) ?? "";
     expect(rows.length).toBe(PROJECTS_PER_NAMESPACE + 2);
     for (const row of rows) expect(row.split(/\s{2,}/)[6]).toBe(owner);
+  });
+
+  it("a replica that leaves gracefully: its share moves at once and the leader deletes its Lease", async () => {
+    const leaving = replicas.find((r) => alive(r) && r.identity === final[2]);
+    if (!leaving) throw new Error("no replica to stop");
+    leaving.child.kill("SIGTERM");
+    expect(await leaving.exited).toBe("0");
+    const staying = final.filter((id) => id !== leaving.identity);
+    const ring = createRing(staying);
+    await waitFor(
+      async () => {
+        const all = [...(await listAll("projects")), ...(await listAll("secretsyncs"))];
+        return all.every((o) => o.metadata.labels?.[SHARD_LABEL] === ring.ownerOf(shardKey(o))) ? true : undefined;
+      },
+      // Released, so no Lease expiry to wait for: well within one lease duration of 6 s plus a poll.
+      { timeoutMs: 60_000, intervalMs: 250, description: "the leaver's share on the others" },
+    );
+    const custom = kc.makeApiClient(CoordinationV1Api);
+    await waitFor(
+      async () => {
+        const names = (await custom.listNamespacedLease({ namespace: leaseNs.name })).items.map((l) => l.metadata?.name ?? "");
+        return names.some((n) => n.endsWith(`-shard-${leaving.identity}`)) ? undefined : names;
+      },
+      { timeoutMs: 30_000, description: "the leaver's shard Lease deleted" },
+    );
+    final = staying;
   });
 
   it("never writes the token into any replica's logs, events or status", async () => {
