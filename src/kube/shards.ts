@@ -8,7 +8,7 @@
 // does the same).
 import type { Logger } from "../log.ts";
 import type { Kube } from "./client.ts";
-import { runLeaderElection, type LeaderElection, type LeaseTimes } from "./lease.ts";
+import { leaseExpired, runLeaderElection, type LeaderElection, type LeaseTimes } from "./lease.ts";
 
 /**
  * The shard Leases of one keyward installation are `<group>-shard-<identity>`, the group being its
@@ -60,7 +60,7 @@ export function createShardObserver(prefix: string, monotonicNow: () => number =
         const identity = name.slice(prefix.length);
         const durationMs = (l.spec?.leaseDurationSeconds ?? 0) * 1000;
         const at = seen.get(name)?.at ?? now;
-        if (identity !== "" && l.spec?.holderIdentity === identity && now - at < durationMs) live.add(identity);
+        if (identity !== "" && l.spec?.holderIdentity === identity && !leaseExpired(at, durationMs, now)) live.add(identity);
       }
       return [...live].sort();
     },
