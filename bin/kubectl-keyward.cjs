@@ -41,6 +41,7 @@ const ACTIONS = {
   sync: {
     annotation: "keyward.dev/sync-requested-at",
     handled: "lastHandledSyncRequest",
+    handledAnnotation: "handled.keyward.dev/sync-requested-at",
     operation: "sync-secrets",
     job: "sync",
     status: "syncStatus",
@@ -51,6 +52,7 @@ const ACTIONS = {
   "remove-secrets": {
     annotation: "keyward.dev/remove-secrets-requested-at",
     handled: "lastHandledRemoveSecretsRequest",
+    handledAnnotation: "handled.keyward.dev/remove-secrets-requested-at",
     operation: "remove-secrets",
     job: "remove-secrets",
     status: "removeStatus",

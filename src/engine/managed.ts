@@ -41,6 +41,20 @@ export const LEGACY_CREATE_PENDING = "keyward.dev/create-pending";
 export const LEGACY_CREATE_SUCCEEDED = "keyward.dev/create-succeeded";
 /** Every annotation of the create guard: keyward's own writes, never a reason to reconcile. */
 export const CREATE_GUARD_ANNOTATIONS = [ANNOTATION_CREATE_STARTED, LEGACY_CREATE_PENDING, LEGACY_CREATE_SUCCEEDED] as const;
+/**
+ * Which external object a resource is (crossplane's external-name): the id of a kind whose id the
+ * service assigns, kept in metadata because backups, `kubectl get -o yaml` and exports keep
+ * metadata and drop status. Mirrored from status by keyward; read back when status lacks it.
+ */
+export const ANNOTATION_EXTERNAL_ID = "keyward.dev/external-id";
+/** The prefix of the annotations recording the last value of each action annotation keyward handled. */
+export const HANDLED_PREFIX = "handled.keyward.dev/";
+
+/** The annotation recording the last handled value of an action annotation: keyward.dev/sync-requested-at → handled.keyward.dev/sync-requested-at. */
+export function handledAnnotation(actionAnnotation: string): string {
+  const slash = actionAnnotation.indexOf("/");
+  return HANDLED_PREFIX + actionAnnotation.slice(slash + 1);
+}
 
 /**
  * The create-started mark's value: when, and the UID of the object it was written on. A copy of

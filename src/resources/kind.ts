@@ -34,8 +34,10 @@ export interface KindDeps {
 /** An on-demand action requested by annotation (kubectl keyward sync / remove-secrets reads these). */
 export interface ActionDescriptor {
   annotation: string;
-  /** The status field recording the last annotation value handled. */
+  /** The status field recording the last annotation value handled (a mirror of handledAnnotation). */
   handled: string;
+  /** The annotation recording the last value handled: what backups and exports keep. */
+  handledAnnotation: string;
   /** The service operation called. */
   operation: string;
   /** The job at the service the call starts, and the status fields that follow it. */
@@ -55,6 +57,11 @@ export interface Kind extends KindDescriptor<KindDeps> {
   refers: { providerConfig?: boolean; project?: boolean };
   /** The status fields holding the external object's id (kubectl keyward status). */
   serviceIdFields?: readonly string[];
+  /**
+   * The status field whose value keyward mirrors into the keyward.dev/external-id annotation: the
+   * id the service assigns on create, kept in metadata so a restore or an export finds the object.
+   */
+  externalId?: string;
   /** Actions requested by annotation, by the plugin's verb. */
   actions?: Readonly<Record<string, ActionDescriptor>>;
 }

@@ -334,6 +334,7 @@ export const kind: Kind = {
   },
   refers: { providerConfig: true },
   serviceIdFields: ["projectId"],
+  externalId: "projectId",
   controller: (d) => ({
     reconcile: d.managed(projectModule({ providers: d.providers, listingTtlMs: d.listingTtlMs, dependentKinds: d.projectDependents })),
   }),

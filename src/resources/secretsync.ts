@@ -38,7 +38,7 @@
 // Each handled value gets an Event (SyncRequested, RemoveSecretsRequested).
 import type { ApiClient, CreateSecretSyncBody, Destination, SecretSync, UpdateSecretSyncBody } from "../api/index.ts";
 import { DEFAULT_INITIAL_SYNC_BEHAVIOR, isApiError, isJobInProgress, isServiceNotFound, isRouteNotFound } from "../api/index.ts";
-import { ANNOTATION_CREATE_STARTED } from "../engine/managed.ts";
+import { ANNOTATION_CREATE_STARTED, handledAnnotation } from "../engine/managed.ts";
 import type { Gauge } from "prom-client";
 import { backoffCeiling } from "../lib/backoff.ts";
 import { kindGauge, type Metrics } from "../engine/metrics.ts";
@@ -663,6 +663,7 @@ function pluginAction(request: RequestAction, job: JobKind): ActionDescriptor {
   return {
     annotation: r.annotation,
     handled: r.handled,
+    handledAnnotation: handledAnnotation(r.annotation),
     operation: r.operation,
     job: j.label,
     status: j.status,
@@ -697,6 +698,7 @@ export const kind: Kind = {
   },
   refers: { providerConfig: true, project: true },
   serviceIdFields: ["syncId"],
+  externalId: "syncId",
   actions: { sync: pluginAction("sync", "sync"), "remove-secrets": pluginAction("remove", "remove") },
   controller: (d) => ({ reconcile: d.managed(secretSyncModule({ providers: d.providers, metrics: d.metrics })) }),
 };
