@@ -8,7 +8,7 @@ import { patchMetadata } from "./kube/objects.ts";
 import { RELEASE_LABELS, shardSelector } from "./engine/shard-plan.ts";
 import { createEventRecorder, type EventRecorder } from "./kube/events.ts";
 import { createController, type SecondaryWatch } from "./engine/controller.ts";
-import { CREATE_GUARD_ANNOTATIONS, managedReconciler, type ManagedModule } from "./engine/managed.ts";
+import { ANNOTATION_EXTERNAL_ID, CREATE_GUARD_ANNOTATIONS, managedReconciler, type ManagedModule } from "./engine/managed.ts";
 import { createInformerFactory, type InformerFactory } from "./kube/informer.ts";
 import { createMetrics, type Metrics } from "./engine/metrics.ts";
 import type { KubeObject, ReconcileFn } from "./engine/types.ts";
@@ -125,7 +125,11 @@ export function createOperator(opts: OperatorOptions): Operator {
       logger: log.child({ controller: kind.ref.kind.toLowerCase() }),
       metrics,
       informers,
-      ownAnnotations: CREATE_GUARD_ANNOTATIONS,
+      ownAnnotations: [
+        ...CREATE_GUARD_ANNOTATIONS,
+        ANNOTATION_EXTERNAL_ID,
+        ...Object.values(kind.actions ?? {}).map((a) => a.handledAnnotation),
+      ],
       watches: [...(parts.watches ?? []), ...derivedWatches(kind, cluster !== undefined)],
       ...(opts.stopGraceMs !== undefined ? { stopGraceMs: opts.stopGraceMs } : {}),
       ...(opts.shard ? { shard: { identity: opts.shard.identity, release: releaser(kube, kind.ref) } } : {}),

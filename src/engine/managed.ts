@@ -56,6 +56,75 @@ export function handledAnnotation(actionAnnotation: string): string {
   return HANDLED_PREFIX + actionAnnotation.slice(slash + 1);
 }
 
+/** Annotation → status field: the status fields a kind keeps in metadata too. */
+export type DurableFields = Readonly<Record<string, string>>;
+
+const present = (value: unknown): value is string => typeof value === "string" && value !== "";
+
+/**
+ * Status as a pass starts from: what status lacks is taken from its annotation (an object
+ * restored from a backup, exported and applied again, or whose status was lost). Status wins where
+ * it has a value: it is keyward's own record on this cluster, and the annotation follows it.
+ * `restored` names the fields taken from metadata.
+ */
+export function withDurableFields(
+  fields: DurableFields,
+  annotations: Readonly<Record<string, string>> | undefined,
+  status: Readonly<Record<string, unknown>>,
+): { status: Record<string, unknown>; restored: string[] } {
+  const out: Record<string, unknown> = { ...status };
+  const restored: string[] = [];
+  for (const [annotation, field] of Object.entries(fields)) {
+    const value = annotations?.[annotation];
+    if (!present(out[field]) && present(value)) {
+      out[field] = value;
+      restored.push(field);
+    }
+  }
+  return { status: out, restored };
+}
+
+/** The annotations that record `status`'s durable fields (fields without a value are left alone). */
+export function durableAnnotations(fields: DurableFields, status: Readonly<Record<string, unknown>>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [annotation, field] of Object.entries(fields)) {
+    const value = status[field];
+    if (present(value)) out[annotation] = value;
+  }
+  return out;
+}
+
+/**
+ * Who may act on an external id read from metadata alone: the resource holding it in status (it
+ * has acted on it on this cluster), else the oldest resource naming it (creation time, then UID).
+ * Returns the holder when it is not `self`. A copy of an exported manifest, or an id written by
+ * hand, never takes an external object from the resource that manages it.
+ */
+export function externalIdHolder(self: KubeObject, candidates: readonly KubeObject[], idField: string, id: string): KubeObject | undefined {
+  const holds = (o: KubeObject): "status" | "metadata" | undefined => {
+    if ((o.status)?.[idField] === id) return "status";
+    return o.metadata.annotations?.[ANNOTATION_EXTERNAL_ID] === id ? "metadata" : undefined;
+  };
+  const rivals = candidates.filter((o) => o.metadata.uid !== self.metadata.uid && holds(o) !== undefined);
+  const confirmed = rivals.find((o) => holds(o) === "status");
+  if (confirmed) return confirmed;
+  const order = (o: KubeObject): string => `${o.metadata.creationTimestamp ?? ""} ${o.metadata.uid ?? ""}`;
+  const oldest = [self, ...rivals].sort((a, b) => (order(a) < order(b) ? -1 : order(a) > order(b) ? 1 : 0))[0];
+  return oldest === self ? undefined : oldest;
+}
+
+/**
+ * The error a kind throws when the external object an id from metadata names is not this
+ * resource's (another slug, name or project): terminal, nothing is changed at the service.
+ */
+export function externalIdMismatch(id: string, what: string): ReconcileError {
+  return new ReconcileError(
+    "ExternalIdMismatch",
+    `${ANNOTATION_EXTERNAL_ID} names ${id}, but ${what}; remove the annotation to create or adopt by the spec, or correct it`,
+    { retryable: false },
+  );
+}
+
 /**
  * The create-started mark's value: when, and the UID of the object it was written on. A copy of
  * the object (a manifest exported and applied again, a restore) carries the mark with another UID
@@ -126,6 +195,13 @@ export interface ManagedContext<Spec, Status, Conn> {
   log: Logger;
   /** A create was recorded as pending and never confirmed: an object found by its natural key is ours. */
   createPending: boolean;
+  /**
+   * The external id came from the keyward.dev/external-id annotation, not from this object's
+   * status (a restore, an exported manifest, an id written by hand): observe must check that the
+   * object it names matches the resource's natural key before treating it as its own, and throw
+   * externalIdMismatch (or, while deleting, leave it alone) when it does not.
+   */
+  idFromMetadata: boolean;
   observeOnly: boolean;
   event(type: "Normal" | "Warning", reason: string, message: string): void;
   /** The other objects of this kind keyward knows (all watched namespaces). */
@@ -152,6 +228,11 @@ export interface ManagedModule<Spec, Status, Conn, External = unknown> {
    * `idField` is the status field the id goes into (its presence confirms the create).
    */
   guardCreate: false | { idField: keyof Status & string };
+  /**
+   * Status fields also kept in annotations (annotation → field), beside the guarded id, which is
+   * always kept in keyward.dev/external-id: what must outlive the cluster (a handled action value).
+   */
+  durable?: Readonly<Record<string, keyof Status & string>>;
   /** `signal` aborts when keyward is stopping and the reconcile has outrun its grace. */
   connect(input: { kube: Kube; namespace: string; spec: Spec; log: Logger; signal: AbortSignal }): Promise<Conn>;
   observe(c: ManagedContext<Spec, Status, Conn>): Promise<Observation<Status, External>>;
@@ -233,8 +314,15 @@ export interface ManagedDeps {
   metrics?: Metrics;
 }
 
-/** What a pass needs beyond the reconciler's deps: the kind's progress reasons. */
-type RunDeps = ManagedDeps & { progress: ReadonlySet<string> };
+/** What a pass needs beyond the reconciler's deps: the kind's progress reasons and the status fields it keeps in metadata. */
+type RunDeps = ManagedDeps & { progress: ReadonlySet<string>; durable: DurableFields };
+
+/** The kind's status fields kept in annotations: its guarded id (keyward.dev/external-id) and its own. */
+function durableFieldsOf(module: ManagedModule<unknown, unknown, unknown>): DurableFields {
+  const fields: Record<string, string> = { ...module.durable };
+  if (module.guardCreate) fields[ANNOTATION_EXTERNAL_ID] = module.guardCreate.idField;
+  return fields;
+}
 
 /** 1 while an object's Ready condition is True, else 0; one series per object, gone with it. */
 function readyGauge(metrics: Metrics | undefined) {
@@ -252,7 +340,11 @@ export function managedReconciler<Spec, Status, Conn, External>(
   deps: ManagedDeps,
 ): ReconcileFn {
   // The kind's progress reasons, worked out once per reconciler, not per pass.
-  const runDeps: RunDeps = { ...deps, progress: progressReasons(engineReasons, module.reasons ?? {}) };
+  const runDeps: RunDeps = {
+    ...deps,
+    progress: progressReasons(engineReasons, module.reasons ?? {}),
+    durable: durableFieldsOf(module as ManagedModule<unknown, unknown, unknown>),
+  };
   const written = createWrittenObjects();
   const ready = readyGauge(deps.metrics);
   deps.cache?.subscribe((type, obj) => {
@@ -299,6 +391,10 @@ class Run<Spec, Status, Conn, External> {
   private readonly signal: AbortSignal;
   private readonly progress: ReadonlySet<string>;
   private requestedRequeueMs: number | undefined;
+  /** The guarded id came from keyward.dev/external-id, not from status: see ManagedContext.idFromMetadata. */
+  private readonly idFromMetadata: boolean;
+  /** That id until observe finds the object it names as this resource's: never mirrored into status before. */
+  private unconfirmedId: string | undefined;
 
   constructor(
     module: ManagedModule<Spec, Status, Conn, External>,
@@ -314,7 +410,11 @@ class Run<Spec, Status, Conn, External> {
     this.key = key;
     this.obj = obj;
     this.log = deps.log.child({ kind: module.ref.kind, namespace: key.namespace, name: key.name });
-    this.kindStatus = kindFields(obj.status ?? {}) as Partial<Status>;
+    const { status, restored } = withDurableFields(deps.durable, obj.metadata.annotations, kindFields(obj.status ?? {}));
+    this.kindStatus = status as Partial<Status>;
+    const guard = module.guardCreate;
+    this.idFromMetadata = guard !== false && restored.includes(guard.idField);
+    if (this.idFromMetadata && guard) this.unconfirmedId = status[guard.idField] as string;
   }
 
   /** The object as the last write of this pass left it. */
@@ -345,6 +445,10 @@ class Run<Spec, Status, Conn, External> {
       return this.fail({ reason: "InvalidSpec", message: specErrorMessage(err), retryable: false });
     }
     try {
+      const holder = this.externalIdHolder();
+      // Being deleted, an id another resource holds is not this one's to clean up: it is dropped.
+      if (holder) this.forgetUnconfirmedId();
+      if (holder && !deleting) return await this.fail(claimedBy(holder, this.module.ref.kind));
       return deleting ? await this.finalize(spec) : await this.sync(spec, hasFinalizer);
     } catch (err) {
       // Someone wrote the object since it was read: the newer version's event brings the key
@@ -354,6 +458,34 @@ class Run<Spec, Status, Conn, External> {
       if (turn !== undefined) return this.deferred(turn);
       return this.fail(classifyError(err));
     }
+  }
+
+  /** Another resource of the kind holding the external id this object read from metadata (see externalIdHolder). */
+  private externalIdHolder(): KubeObject | undefined {
+    const guard = this.module.guardCreate;
+    if (this.unconfirmedId === undefined || !guard) return undefined;
+    const candidates = this.deps.peers?.() ?? this.deps.cache?.list() ?? [];
+    return externalIdHolder(this.obj as KubeObject, candidates, guard.idField, this.unconfirmedId);
+  }
+
+  /** After observe: it found the object the id from metadata names as this resource's (it checked the natural key), or the id goes. */
+  private confirmId(obs: Observation<Status, External>): void {
+    const guard = this.module.guardCreate;
+    if (guard && obs.exists && obs.status[guard.idField] === this.unconfirmedId) this.unconfirmedId = undefined;
+    else this.forgetUnconfirmedId();
+  }
+
+  /**
+   * An id from metadata that observe did not confirm (the object is gone, is another's, or the
+   * pass failed first) leaves the pass's status: written there, it would pass for keyward's own
+   * record on the next pass and skip the check.
+   */
+  private forgetUnconfirmedId(): void {
+    const guard = this.module.guardCreate;
+    if (guard && this.unconfirmedId !== undefined && this.kindStatus[guard.idField] === this.unconfirmedId) {
+      this.mergeStatus({ [guard.idField]: null } as StatusPatch<Status>);
+    }
+    this.unconfirmedId = undefined;
   }
 
   private async context(spec: Spec): Promise<ManagedContext<Spec, Status, Conn>> {
@@ -376,6 +508,7 @@ class Run<Spec, Status, Conn, External> {
       createPending:
         this.module.guardCreate !== false &&
         createUnconfirmed(annotations, this.kindStatus[this.module.guardCreate.idField], this.obj.metadata.uid),
+      idFromMetadata: this.idFromMetadata,
       observeOnly: this.module.observeOnly?.(spec) ?? false,
       event: (type, reason, message) => this.deps.events.record(this.obj, type, reason, message),
       peers: () => (this.deps.peers?.() ?? []).filter((o) => o.metadata.uid !== this.obj.metadata.uid),
@@ -395,6 +528,7 @@ class Run<Spec, Status, Conn, External> {
     const c = await this.context(spec);
     const observed = await this.module.observe(c);
     this.mergeStatus(observed.status);
+    this.confirmId(observed);
     // A create adds the finalizer in the same patch as its pending mark.
     if (!observed.exists) return this.whenAbsent(c, observed, needsFinalizer && !hasFinalizer);
     if (needsFinalizer && !hasFinalizer) await this.patchMeta({ finalizers: { add: FINALIZER } });
@@ -407,6 +541,8 @@ class Run<Spec, Status, Conn, External> {
       // The create landed before a crash and observe found it by its natural key: it is ours.
       // The status write below records its id, which confirms the create.
       c.event("Normal", "Created", "found the external object created before a restart; recorded it");
+    } else if (c.idFromMetadata) {
+      c.event("Normal", "ExternalIdFound", `found the external object ${ANNOTATION_EXTERNAL_ID} names; recorded it in status`);
     }
     if (!obs.upToDate && !c.observeOnly && this.module.update) {
       const updated = await this.module.update(c, obs);
@@ -461,6 +597,8 @@ class Run<Spec, Status, Conn, External> {
               [ANNOTATION_CREATE_STARTED]: createStartedMark(this.now(), this.obj.metadata.uid),
               [LEGACY_CREATE_PENDING]: null,
               [LEGACY_CREATE_SUCCEEDED]: null,
+              // An id of an external object that is gone: the create about to run replaces it.
+              [ANNOTATION_EXTERNAL_ID]: null,
             },
           }
         : {}),
@@ -501,6 +639,7 @@ class Run<Spec, Status, Conn, External> {
     const c = await this.context(spec);
     const obs = await this.module.observe(c);
     this.mergeStatus(obs.status);
+    this.confirmId(obs);
     if (obs.exists && this.module.delete) {
       const result = await this.module.delete(c, obs);
       if (!result.done) {
@@ -523,6 +662,7 @@ class Run<Spec, Status, Conn, External> {
    * recorded.
    */
   private async deferred(turnMs: number): Promise<Outcome> {
+    this.forgetUnconfirmedId();
     if (!statusEqual(kindFields(this.obj.status ?? {}), this.kindStatus)) {
       try {
         await this.writeStatus({});
@@ -534,6 +674,7 @@ class Run<Spec, Status, Conn, External> {
   }
 
   private async fail(c: Classification): Promise<Outcome> {
+    this.forgetUnconfirmedId();
     this.log.warn({ reason: c.reason, retryable: c.retryable }, c.message);
     const wasSynced = this.obj.status?.conditions?.find((x) => x.type === "Synced");
     if (wasSynced?.reason !== c.reason || wasSynced.message !== c.message) {
@@ -557,7 +698,15 @@ class Run<Spec, Status, Conn, External> {
     this.kindStatus = merged as Partial<Status>;
   }
 
+  /**
+   * Every status write is preceded by the metadata that must outlive the cluster (the external id,
+   * handled action values), when it differs: written first, so status never holds an id that a
+   * backup taken right after would lose. A write only when a value is new (a create, an action, the
+   * first pass after an upgrade from a keyward that kept them in status alone).
+   */
   private async writeStatus(conditions: ConditionsToSet): Promise<void> {
+    const annotations = durableAnnotations(this.deps.durable, this.kindStatus);
+    if (Object.keys(annotations).length > 0) await this.patchMeta({ annotations });
     this.obj = (await writeStatus({
       kube: this.deps.kube,
       ref: this.module.ref,
@@ -585,6 +734,15 @@ class Run<Spec, Status, Conn, External> {
   private now(): Date {
     return this.deps.now?.() ?? new Date();
   }
+}
+
+function claimedBy(holder: KubeObject, kind: string): Classification {
+  const where = holder.metadata.namespace ? `${holder.metadata.namespace}/${holder.metadata.name}` : holder.metadata.name;
+  return {
+    reason: "ExternalIdClaimed",
+    message: `${ANNOTATION_EXTERNAL_ID} names an external object that ${kind} ${where} already manages; this resource changes nothing until the annotation is removed or that resource lets it go`,
+    retryable: false,
+  };
 }
 
 const AVAILABLE: Readiness = { ready: true, reason: "Available", message: "the external object is available" };

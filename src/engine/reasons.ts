@@ -11,6 +11,18 @@ export const engineReasons = {
   Updated: { means: "done", doc: "keyward changed the external object to match the spec; the message names the fields." },
   Deleted: { means: "done", doc: "keyward deleted the external object." },
   ReconcilePaused: { means: "progress", doc: "The keyward.dev/paused annotation stops reconciling." },
+  ExternalIdFound: {
+    means: "done",
+    doc: "keyward found the external object the keyward.dev/external-id annotation names (a restore, an exported manifest applied again) and recorded it in status.",
+  },
+  ExternalIdMismatch: {
+    means: "failed",
+    doc: "keyward.dev/external-id names an external object that is not this resource's (another slug, name or project); nothing is changed.",
+  },
+  ExternalIdClaimed: {
+    means: "failed",
+    doc: "keyward.dev/external-id names an external object another resource of the kind already manages; this one changes nothing.",
+  },
   InvalidSpec: { means: "failed", doc: "The spec fails keyward's schema; the message names the fields." },
   NotFound: { means: "failed", doc: "The external object does not exist and keyward may not create it." },
   BadRequest: { means: "failed", doc: "The service refused the request as malformed (400)." },

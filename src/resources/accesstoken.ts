@@ -176,6 +176,23 @@ export function controlledBy(secret: Pick<SecretObject, "metadata">, ownerUid: s
   return (secret.metadata.ownerReferences ?? []).some((r) => r.uid === ownerUid && r.controller === true);
 }
 
+/**
+ * A controller reference to an earlier AccessToken of this name in this namespace: the Secret and
+ * its AccessToken were restored from a backup (the UID changed), or the AccessToken was deleted
+ * and applied again. The Secret is this AccessToken's: it takes it over instead of reporting a
+ * conflict (the garbage collector would otherwise delete it for its absent owner).
+ */
+export function isEarlierCopy(r: OwnerReference, owner: { name: string; uid: string }): boolean {
+  return (
+    r.controller === true && r.kind === ref.kind && r.apiVersion.startsWith(`${ref.group}/`) && r.name === owner.name && r.uid !== owner.uid
+  );
+}
+
+/** Controlled by this AccessToken, or by an earlier copy of it (see isEarlierCopy). */
+export function ownedBy(secret: Pick<SecretObject, "metadata">, owner: { name: string; uid: string }): boolean {
+  return controlledBy(secret, owner.uid) || (secret.metadata.ownerReferences ?? []).some((r) => isEarlierCopy(r, owner));
+}
+
 export type Assessment =
   | { kind: "missing" }
   | { kind: "conflict" }
@@ -186,13 +203,15 @@ export type Assessment =
 export function assess(input: {
   secret: SecretObject | undefined;
   ownerUid: string;
+  /** The AccessToken's name: a Secret an earlier copy of it controlled is its own (see isEarlierCopy). */
+  ownerName: string;
   spec: AccessTokenSpec;
   status: Partial<AccessTokenStatus>;
   now: Date;
 }): Assessment {
   const { secret, ownerUid, spec, status, now } = input;
   if (!secret) return { kind: "missing" };
-  if (!controlledBy(secret, ownerUid)) return { kind: "conflict" };
+  if (!ownedBy(secret, { name: input.ownerName, uid: ownerUid })) return { kind: "conflict" };
   if (!status.secretDataHash || !status.tokenId || status.secretName !== spec.secretName) {
     return { kind: "reissue", reason: "Unrecorded", message: "the Secret holds no token this resource recorded" };
   }
@@ -265,7 +284,8 @@ function ownerReference(c: Ctx): OwnerReference {
 }
 
 function ownedMetadata(c: Ctx, existing: SecretObject | undefined, hash: string) {
-  const otherOwners = (existing?.metadata.ownerReferences ?? []).filter((r) => r.uid !== c.obj.metadata.uid);
+  const self = { name: c.key.name, uid: c.obj.metadata.uid ?? "" };
+  const otherOwners = (existing?.metadata.ownerReferences ?? []).filter((r) => r.uid !== self.uid && !isEarlierCopy(r, self));
   return {
     labels: { [LABEL_MANAGED_BY]: "keyward", [LABEL_OWNER_KIND]: ref.kind },
     annotations: { [ANNOTATION_DATA_HASH]: hash },
@@ -328,7 +348,7 @@ async function writeSecret(c: Ctx, existing: SecretObject | undefined, data: Rec
       if (!retry) throw secretError(current ? "patch" : "create", namespace, name, err);
     }
     current = await readSecret(c.kube, namespace, name);
-    if (current && !controlledBy(current, c.obj.metadata.uid ?? "")) {
+    if (current && !ownedBy(current, { name: c.key.name, uid: c.obj.metadata.uid ?? "" })) {
       throw new ReconcileError("SecretConflict", `Secret ${name} was created meanwhile by someone else; it is never overwritten`, {
         retryable: false,
       });
@@ -441,7 +461,7 @@ async function observe(c: Ctx, deps: { now?: () => Date }): Promise<Observation<
   const secretName = c.spec.secretName;
   const now = clock(deps);
   const secret = await readSecret(c.kube, c.key.namespace, secretName);
-  const verdict = assess({ secret, ownerUid: c.obj.metadata.uid ?? "", spec: c.spec, status: c.status, now });
+  const verdict = assess({ secret, ownerUid: c.obj.metadata.uid ?? "", ownerName: c.key.name, spec: c.spec, status: c.status, now });
   switch (verdict.kind) {
     case "missing":
       return {
@@ -498,7 +518,14 @@ async function create(c: Ctx, deps: { now?: () => Date }, unwritten: UnwrittenTo
 async function update(c: Ctx, deps: { now?: () => Date }, unwritten: UnwrittenTokens): Promise<StatusPatch<AccessTokenStatus>> {
   // Read again: the replace needs the current resourceVersion, and the reason is recorded.
   const secret = await readSecret(c.kube, c.key.namespace, c.spec.secretName);
-  const verdict = assess({ secret, ownerUid: c.obj.metadata.uid ?? "", spec: c.spec, status: c.status, now: clock(deps) });
+  const verdict = assess({
+    secret,
+    ownerUid: c.obj.metadata.uid ?? "",
+    ownerName: c.key.name,
+    spec: c.spec,
+    status: c.status,
+    now: clock(deps),
+  });
   if (verdict.kind === "conflict")
     throw new ReconcileError("SecretConflict", `Secret ${c.spec.secretName} is not owned by this AccessToken`, { retryable: true });
   if (verdict.kind === "valid") return {};

@@ -5,6 +5,7 @@ import { z } from "zod";
 import { isServiceNotFound, type ApiClient, type Project, type UpdateProjectBody } from "../api/index.ts";
 import type { CrdSource } from "../engine/kind.ts";
 import {
+  externalIdMismatch,
   FINALIZER,
   ReconcileError,
   type DeleteResult,
@@ -163,17 +164,20 @@ export function projectDiff(spec: ProjectSpec, p: Project): UpdateProjectBody {
 async function findProject(listing: SharedListing<Project>, c: Ctx): Promise<{ project: Project; adopted: boolean } | undefined> {
   const api = c.conn;
   const id = c.status.projectId;
+  const deleting = c.obj.metadata.deletionTimestamp !== undefined;
   if (id) {
     // A resync pass of a steady object takes its record from the listing the other passes share;
     // absent there (created since), or any other pass, reads it.
     const listed =
-      isSteady(c.obj) && !c.createPending ? (await listing.get(listingScope(c), () => api.listProjects({}))).get(id) : undefined;
+      isSteady(c.obj) && !c.createPending && !c.idFromMetadata
+        ? (await listing.get(listingScope(c), () => api.listProjects({}))).get(id)
+        : undefined;
     const byId = listed ?? (await api.getProject(id).catch(notFoundAsUndefined));
+    if (byId && c.idFromMetadata) return restoredProject(c, byId, deleting);
     if (byId) return { project: byId, adopted: false };
   }
   // While the resource is being deleted only what is known to be ours counts: a slug taken
   // since by another team's project must never be adopted, then deleted.
-  const deleting = c.obj.metadata.deletionTimestamp !== undefined;
   if (deleting && !c.createPending) return undefined;
   const slug = desiredSlug(c.spec, c.obj.metadata);
   const bySlug = await api.findProjectBySlug(slug);
@@ -188,6 +192,18 @@ async function findProject(listing: SharedListing<Project>, c: Ctx): Promise<{ p
     );
   }
   return { project: bySlug, adopted: true };
+}
+
+/**
+ * A project named by keyward.dev/external-id alone (a restore, an exported manifest, an id written
+ * by hand) is this resource's only if it has the resource's slug: what adopting by slug would find.
+ * Being deleted, another project is left alone (the resource is released without a call).
+ */
+function restoredProject(c: Ctx, project: Project, deleting: boolean): { project: Project; adopted: boolean } | undefined {
+  const slug = desiredSlug(c.spec, c.obj.metadata);
+  if (project.slug === slug) return { project, adopted: false };
+  if (deleting) return undefined;
+  throw externalIdMismatch(project.id, `that project's slug is ${project.slug} and this resource's is ${slug}`);
 }
 
 async function observe(listing: SharedListing<Project>, c: Ctx): Promise<Observation<ProjectStatus, Project>> {

@@ -33,8 +33,11 @@
 //   between the mark and keyward's next look (an auto-sync on a secret change, another client's
 //   trigger) reads as V's call having landed. Then V gets no call of its own, but a job of the
 //   action V asks for did start after V was seen — what the annotation asks for.
-// - The ledger is the status: an object restored without its status handles its current values
-//   once more.
+// - The ledger is kept in metadata too: `handled.keyward.dev/<annotation>` holds the last value
+//   handled (written before the status write that reports it), so an object restored from a
+//   backup, or applied again from an export, without its status does not run it again. Only a
+//   backup taken while a call was in flight (its pending mark is in status alone) can run that
+//   one value a second time.
 // Each handled value gets an Event (SyncRequested, RemoveSecretsRequested).
 import type { ApiClient, CreateSecretSyncBody, Destination, SecretSync, UpdateSecretSyncBody } from "../api/index.ts";
 import { DEFAULT_INITIAL_SYNC_BEHAVIOR, isApiError, isJobInProgress, isServiceNotFound, isRouteNotFound } from "../api/index.ts";
@@ -44,6 +47,7 @@ import { backoffCeiling } from "../lib/backoff.ts";
 import { kindGauge, type Metrics } from "../engine/metrics.ts";
 import { statusEqual } from "../engine/conditions.ts";
 import {
+  externalIdMismatch,
   mayHaveLanded,
   ReconcileError,
   type DeleteResult,
@@ -375,6 +379,7 @@ async function findSync(c: Ctx): Promise<Found> {
   const knownId = adoptId ?? c.status.syncId;
   if (knownId) {
     const byId = await c.conn.getSecretSync(destination, knownId).catch(notFoundAsUndefined);
+    if (byId && adoptId === undefined && c.idFromMetadata) return restoredSync(c, byId, deleting);
     if (byId) return { record: byId };
     if (adoptId)
       return { canCreate: false, absent: { reason: "NotFound", message: `spec.syncId: no ${destination} sync with id ${adoptId} exists` } };
@@ -400,6 +405,28 @@ async function findSync(c: Ctx): Promise<Found> {
   if (!byName) return foundNothing;
   if (c.createPending || byName.id === c.status.syncId) return { record: byName };
   throw alreadyExists(destination, name, projectId, true);
+}
+
+/**
+ * A sync named by keyward.dev/external-id alone (a restore, an exported manifest, an id written by
+ * hand) is this resource's only if it has the resource's name and project: what a lookup by name
+ * would find. Otherwise nothing is changed; being deleted, the resource is released without a call
+ * (a remove-secrets on another's sync would wipe its destination).
+ */
+async function restoredSync(c: Ctx, record: SecretSync, deleting: boolean): Promise<Found> {
+  const name = syncName(c.spec, c.obj.metadata);
+  let projectId: string | undefined;
+  try {
+    projectId = await resolveProjectId(c.kube, c.key.namespace, c.spec);
+  } catch (err) {
+    if (!deleting || !(err instanceof ReconcileError)) throw err;
+  }
+  if (record.name === name && record.projectId === projectId) return { record };
+  if (deleting) return foundNothing;
+  throw externalIdMismatch(
+    record.id,
+    `that ${record.destination} sync is ${record.name} in project ${record.projectId}, and this resource's is ${name} in project ${projectId ?? "?"}`,
+  );
 }
 
 /** The service stores folder paths without a trailing slash: "/app/" and "/app" are one folder. */
@@ -642,6 +669,9 @@ export function secretSyncModule(deps: SecretSyncModuleDeps): ManagedModule<Secr
     parseSpec: (raw) => specSchema.parse(raw),
     needsFinalizer: (spec) => spec.deletionPolicy === "RemoveSecrets" || spec.deletionPolicy === "Delete",
     guardCreate: { idField: "syncId" },
+    // The handled action values outlive the cluster: a restored SecretSync never runs a handled
+    // remove-secrets again.
+    durable: Object.fromEntries(requestOrder.map((a) => [handledAnnotation(requestKinds[a].annotation), requestKinds[a].handled])),
     connect: connectVia(deps.providers),
     observe: (c) => observe(rt, c),
     create: (c) => create(rt, c),

@@ -22,14 +22,14 @@ const b64 = (s: string): string => Buffer.from(s).toString("base64");
 
 const spec: AccessTokenSpec = { identityId: IDENTITY, secretName: "api-token" };
 
-function secretWith(data: Record<string, string>, opts: { uid?: string; hash?: string } = {}): SecretObject {
+function secretWith(data: Record<string, string>, opts: { uid?: string; hash?: string; owner?: string } = {}): SecretObject {
   const hash = opts.hash ?? dataHash(UID, data, defaultSecretKeys);
   return {
     metadata: {
       name: "api-token",
       namespace: "ns",
       annotations: { [ANNOTATION_DATA_HASH]: hash },
-      ownerReferences: [{ apiVersion: API_VERSION, kind: "AccessToken", name: "t", uid: opts.uid ?? UID, controller: true }],
+      ownerReferences: [{ apiVersion: API_VERSION, kind: "AccessToken", name: opts.owner ?? "t", uid: opts.uid ?? UID, controller: true }],
     },
     data,
   };
@@ -90,12 +90,17 @@ describe("dataHash", () => {
 describe("assess", () => {
   const now = at("2030-01-01T00:30:00Z");
   const run = (secret: SecretObject | undefined, status = recorded, s = spec, when = now) =>
-    assess({ secret, ownerUid: UID, spec: s, status, now: when });
+    assess({ secret, ownerUid: UID, ownerName: "t", spec: s, status, now: when });
 
   it("missing Secret", () => expect(run(undefined).kind).toBe("missing"));
 
+  it("a Secret an earlier copy of this AccessToken controlled (a restore: another UID) is taken over and issued again", () => {
+    const restored = secretWith(written, { uid: "uid-before-the-restore" });
+    expect(run(restored, {})).toMatchObject({ kind: "reissue", reason: "Unrecorded" });
+  });
+
   it("a Secret controlled by someone else is a conflict", () => {
-    expect(run(secretWith(written, { uid: "someone-else" })).kind).toBe("conflict");
+    expect(run(secretWith(written, { uid: "someone-else", owner: "other" })).kind).toBe("conflict");
     const unowned: SecretObject = { metadata: { name: "api-token", namespace: "ns" }, data: written };
     expect(run(unowned).kind).toBe("conflict");
   });
