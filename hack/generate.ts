@@ -1,6 +1,7 @@
 // `npm run generate`: writes every file derived from the kind registry (src/resources/registry.ts):
-// the CRD of every kind into crds/, charts/keyward/crds/ and config/crd/bases/ (deleting CRD files
-// no kind produces any more), the kubectl plugin's constants, the Argo CD health check's reason
+// the CRD of every kind into crds/ and config/crd/bases/, and as a template of the chart into
+// charts/keyward/templates/crds/ (deleting CRD files no kind produces any more, and any left in the
+// chart's former crds/ folder), the kubectl plugin's constants, the Argo CD health check's reason
 // tables (and the Argo CD files rendered from health.lua), and docs/kinds.md.
 // `npm run generate -- --check` changes nothing and exits 1 when a file on disk differs from what
 // the registry generates (CI and tests).

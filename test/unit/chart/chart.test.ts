@@ -1,6 +1,6 @@
 // The Helm chart: lint, renderings for the default values, a namespaced install and every
-// option on, the schema rejecting bad values, and the chart's CRDs equal to crds/.
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+// option on, the schema rejecting bad values, and the chart's CRDs (templates) equal to crds/.
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -64,6 +64,14 @@ const envOf = (docs: Doc[]): Record<string, string | undefined> =>
 const rulesOf = (doc: Doc): string[] => flattenRules((doc as unknown as { rules: PolicyRule[] }).rules);
 const kinds = (docs: Doc[]): string[] => docs.map((d) => `${d.kind}/${d.metadata.namespace ?? ""}/${d.metadata.name}`).sort();
 
+/** The generated CRDs of crds/, by file name. */
+const rootCrdFiles = (): string[] =>
+  readdirSync(join(repoRoot, "crds"))
+    .filter((f) => f.endsWith(".yaml"))
+    .sort();
+/** kinds() entries of the seven CRDs the chart renders with crds.enabled. */
+const crdKinds = (): string[] => rootCrdFiles().map((f) => `CustomResourceDefinition//${f.slice(0, -".yaml".length)}`);
+
 let defaults: Doc[];
 let namespaced: Doc[];
 let everything: Doc[];
@@ -88,7 +96,7 @@ describe("helm lint", () => {
 
 describe("default values", () => {
   it("render a cluster-wide install", () => {
-    expect(kinds(defaults)).toEqual([
+    expect(kinds(defaults).filter((k) => !k.startsWith("CustomResourceDefinition/"))).toEqual([
       "ClusterRole//kw-keyward",
       "ClusterRole//kw-keyward-edit",
       "ClusterRole//kw-keyward-metrics-auth",
@@ -108,6 +116,7 @@ describe("default values", () => {
       "Service/keyward-system/kw-keyward-metrics",
       "ServiceAccount/keyward-system/kw-keyward",
     ]);
+    expect(kinds(defaults).filter((k) => k.startsWith("CustomResourceDefinition/"))).toEqual(crdKinds());
   });
 
   it("grant exactly what keyward uses, cluster-wide, to its ServiceAccount", () => {
@@ -171,10 +180,15 @@ describe("default values", () => {
 });
 
 describe("a namespaced install (watchNamespaces: [a, b])", () => {
-  it("renders no cluster-scoped object, even with rbac.aggregateToDefaultRoles (the default) on", () => {
+  it("renders no cluster-scoped object but the CRDs, even with rbac.aggregateToDefaultRoles (the default) on", () => {
     expect(namespaced.filter((d) => d.kind.startsWith("Cluster")).map((d) => `${d.kind}/${d.metadata.name}`)).toEqual([]);
-    expect(namespaced.filter((d) => d.metadata.namespace === undefined).map((d) => `${d.kind}/${d.metadata.name}`)).toEqual([]);
+    expect(
+      namespaced
+        .filter((d) => d.metadata.namespace === undefined && d.kind !== "CustomResourceDefinition")
+        .map((d) => `${d.kind}/${d.metadata.name}`),
+    ).toEqual([]);
     expect(kinds(namespaced)).toEqual([
+      ...crdKinds(),
       "Deployment/keyward-system/kw-keyward",
       "Job/keyward-system/kw-keyward-uninstall",
       "NetworkPolicy/keyward-system/kw-keyward",
@@ -198,8 +212,11 @@ describe("a namespaced install (watchNamespaces: [a, b])", () => {
   it("says in its notes and README that the CRDs are the only cluster-scoped objects", () => {
     const notes = readFileSync(join(chartDir, "templates", "NOTES.txt"), "utf8");
     expect(notes).not.toContain("nothing cluster-wide");
-    expect(notes).toMatch(/no cluster-scoped objects[^{]*except the seven CRDs/);
-    expect(readFileSync(join(chartDir, "README.md"), "utf8")).toMatch(/no cluster-scoped object at all[^#]*CRDs in `crds\/`/);
+    expect(notes).toMatch(/no cluster-scoped objects[^{]*\{\{- if \.Values\.crds\.enabled \}\}, except the seven CRDs \(crds\.enabled\)/);
+    expect(notes).toMatch(/\{\{- else \}\}; its CRDs are a cluster admin's\s+to apply \(crds\.enabled=false\)/);
+    expect(readFileSync(join(chartDir, "README.md"), "utf8")).toMatch(
+      /no cluster-scoped object at all[^#]*seven CRDs[^#]*crds\.enabled=false/,
+    );
   });
 
   it("has a Role and RoleBinding in each watched namespace", () => {
@@ -392,9 +409,14 @@ describe("clusterProviderConfig", () => {
     });
   });
 
-  it("is ignored by a namespaced install, which renders nothing cluster-scoped", async () => {
+  it("is ignored by a namespaced install, which renders nothing cluster-scoped but the CRDs", async () => {
     const docs = parseYamlDocuments(await renderChart({ setJson: { ...values, watchNamespaces: ["a"] } }));
-    expect(docs.filter((d) => d.kind.startsWith("Cluster") || d.metadata.namespace === undefined).map((d) => d.kind)).toEqual([]);
+    expect(
+      docs
+        .filter((d) => d.kind !== "CustomResourceDefinition")
+        .filter((d) => d.kind.startsWith("Cluster") || d.metadata.namespace === undefined)
+        .map((d) => d.kind),
+    ).toEqual([]);
     expect(docs.some((d) => d.metadata.name === "kw-keyward-credentials")).toBe(false);
     expect(envOf(docs)["CLUSTER_PROVIDER_CONFIGS"]).toBeUndefined();
   });
@@ -757,6 +779,9 @@ describe("values.schema.json", () => {
     ["a shutdown timeout the chart cannot turn into seconds", "shutdownTimeout: 1.5m\n", "/shutdownTimeout"],
     ["an AccessToken namespace that is not a DNS label", "accessTokens:\n  namespaces: [Tokens]\n", "/accessTokens/namespaces/0"],
     ["an unknown metrics.auth", "metrics:\n  auth: none\n", "/metrics/auth"],
+    ["crds.enabled as a string", 'crds:\n  enabled: "yes"\n', "/crds/enabled"],
+    ["crds.keep as a string", 'crds:\n  keep: "false"\n', "/crds/keep"],
+    ["an unknown crds key", "crds:\n  install: true\n", "/crds"],
     ["a metrics reader of an unknown kind", "metrics:\n  readers:\n    - {kind: Robot, name: r}\n", "/metrics/readers/0/kind"],
     [
       "a ServiceMonitor interval that is not a duration",
@@ -820,21 +845,58 @@ describe("values.schema.json", () => {
   });
 });
 
-describe("the chart's CRDs", () => {
-  it("are the files of crds/, byte for byte", () => {
-    const chartCrds = join(chartDir, "crds");
-    const rootCrds = join(repoRoot, "crds");
-    const names = readdirSync(rootCrds)
-      .filter((f) => f.endsWith(".yaml"))
-      .sort();
-    expect(names.length).toBeGreaterThan(0);
-    expect(
-      readdirSync(chartCrds)
-        .filter((f) => f.endsWith(".yaml"))
-        .sort(),
-    ).toEqual(names);
-    for (const name of names) {
-      expect(readFileSync(join(chartCrds, name), "utf8"), name).toBe(readFileSync(join(rootCrds, name), "utf8"));
+describe("the chart's CRDs (crds.enabled, crds.keep)", () => {
+  const crdDocs = (docs: Doc[]): Doc[] => docs.filter((d) => d.kind === "CustomResourceDefinition");
+  type Meta = { labels?: Record<string, string>; annotations?: Record<string, string> };
+  const keepAnnotations = { "helm.sh/resource-policy": "keep", "argocd.argoproj.io/sync-options": "Prune=false,Delete=false" };
+
+  it("are templates only: the chart has no crds/ folder (Helm fails on a CRD in both)", () => {
+    expect(existsSync(join(chartDir, "crds"))).toBe(false);
+    expect(readdirSync(join(chartDir, "templates", "crds")).sort()).toEqual(rootCrdFiles());
+  });
+
+  it("are rendered by default, labelled as the chart's and annotated to be kept by Helm and Argo CD", () => {
+    const crds = crdDocs(defaults);
+    expect(crds.map((d) => d.metadata.name).sort()).toEqual(rootCrdFiles().map((f) => f.slice(0, -".yaml".length)));
+    for (const crd of crds) {
+      const meta = crd.metadata as Meta;
+      expect(meta.annotations, crd.metadata.name).toEqual(keepAnnotations);
+      expect(meta.labels, crd.metadata.name).toEqual({
+        "helm.sh/chart": expect.stringMatching(/^keyward-\d+\.\d+\.\d+/) as unknown,
+        "app.kubernetes.io/name": "keyward",
+        "app.kubernetes.io/instance": "kw",
+        "app.kubernetes.io/version": expect.any(String) as unknown,
+        "app.kubernetes.io/managed-by": "Helm",
+        "app.kubernetes.io/part-of": "keyward",
+        "app.kubernetes.io/component": "crds",
+      });
+    }
+    // A namespaced install renders them too: they are cluster-scoped by nature.
+    expect(crdDocs(namespaced)).toHaveLength(crds.length);
+  });
+
+  it("are not rendered with crds.enabled=false", async () => {
+    expect(crdDocs(parseYamlDocuments(await renderChart({ setJson: { crds: { enabled: false } } })))).toEqual([]);
+    expect(crdDocs(everything)).toEqual([]);
+  });
+
+  it("carry no keep annotation with crds.keep=false", async () => {
+    const crds = crdDocs(parseYamlDocuments(await renderChart({ setJson: { crds: { keep: false } } })));
+    expect(crds).toHaveLength(rootCrdFiles().length);
+    for (const crd of crds) expect((crd.metadata as Meta).annotations, crd.metadata.name).toBeUndefined();
+  });
+
+  it("render exactly the generated CRDs of crds/ (and config/crd/bases), metadata.labels and annotations aside", () => {
+    const rendered = new Map(crdDocs(defaults).map((d) => [d.metadata.name, d]));
+    for (const file of rootCrdFiles()) {
+      const [generated, ...more] = parseYamlDocuments(readFileSync(join(repoRoot, "crds", file), "utf8"));
+      expect(more).toEqual([]);
+      if (!generated) throw new Error(`crds/${file} holds no document`);
+      expect(readFileSync(join(repoRoot, "config", "crd", "bases", file), "utf8")).toBe(readFileSync(join(repoRoot, "crds", file), "utf8"));
+      const crd = rendered.get(generated.metadata.name);
+      if (!crd) throw new Error(`the chart renders no ${generated.metadata.name}`);
+      const { labels: _labels, annotations: _annotations, ...metadata } = crd.metadata as Meta & Doc["metadata"];
+      expect({ ...crd, metadata }, file).toEqual(generated);
     }
   });
 });

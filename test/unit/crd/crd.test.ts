@@ -14,7 +14,16 @@ import {
   generatedHeader,
 } from "../../../src/crd/crd.ts";
 import type { CrdSource } from "../../../src/crd/crd.ts";
-import { crdDirs, crdFileProblems, renderCrdFiles, writeCrdFiles } from "../../../src/crd/files.ts";
+import {
+  chartCrdDir,
+  chartCrdTemplate,
+  chartGeneratedHeader,
+  crdDirs,
+  crdFileProblems,
+  crdFileText,
+  renderCrdFiles,
+  writeCrdFiles,
+} from "../../../src/crd/files.ts";
 import { exampleSource } from "./secret-sync-example.ts";
 
 describe("crdFromSources", () => {
@@ -111,8 +120,25 @@ describe("generated files", () => {
     expect([...files.keys()]).toEqual(["examplesyncs.keyward.dev.yaml"]);
     expect(crdFileProblems(root, files).map((p) => p.problem)).toEqual(["missing", "missing", "missing"]);
     writeCrdFiles(root, files);
-    for (const dir of crdDirs) expect(readFileSync(join(root, dir, name), "utf8")).toBe(files.get(name));
+    for (const dir of crdDirs) expect(readFileSync(join(root, dir, name), "utf8")).toBe(crdFileText(dir, files.get(name) ?? ""));
+    expect(readFileSync(join(root, "crds", name), "utf8")).toBe(files.get(name));
     expect(crdFileProblems(root, files)).toEqual([]);
+  });
+
+  it("finds an edited chart template, and deletes generated CRDs left in the chart's former crds/ folder", () => {
+    root = mkdtempSync(join(tmpdir(), "keyward-crd-"));
+    const files = renderCrdFiles([source]);
+    writeCrdFiles(root, files);
+    writeFileSync(join(root, chartCrdDir, name), `${crdFileText(chartCrdDir, files.get(name) ?? "")}# edited\n`);
+    mkdirSync(join(root, "charts/keyward/crds"), { recursive: true });
+    writeFileSync(join(root, "charts/keyward/crds", name), files.get(name) ?? "");
+    expect(crdFileProblems(root, files)).toEqual([
+      { path: join(chartCrdDir, name), problem: "differs" },
+      { path: join("charts/keyward/crds", name), problem: "stale" },
+    ]);
+    writeCrdFiles(root, files);
+    expect(crdFileProblems(root, files)).toEqual([]);
+    expect(existsSync(join(root, "charts/keyward/crds"))).toBe(false);
   });
 
   it("finds edited and stale generated files, deletes only generated ones", () => {
@@ -131,6 +157,33 @@ describe("generated files", () => {
     expect(crdFileProblems(root, files)).toEqual([]);
     expect(existsSync(join(root, "crds", "olds.keyward.dev.yaml"))).toBe(false);
     expect(existsSync(join(root, "config/crd/bases/kustomization.yaml"))).toBe(true);
+  });
+
+  it("makes a chart template of a CRD: guarded by crds.enabled, the chart's metadata, every {{ escaped", () => {
+    const text = `${generatedHeader}apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: things.keyward.dev\nspec:\n  description: "a {{key}} and {{{x}}}"\n`;
+    expect(chartCrdTemplate(text)).toBe(
+      [
+        chartGeneratedHeader.trimEnd(),
+        "{{- if .Values.crds.enabled }}",
+        "apiVersion: apiextensions.k8s.io/v1",
+        "kind: CustomResourceDefinition",
+        "metadata:",
+        "  name: things.keyward.dev",
+        "  labels:",
+        '    {{- include "keyward.crdLabels" . | nindent 4 }}',
+        '  {{- with include "keyward.crdAnnotations" . }}',
+        "  annotations:",
+        "    {{- . | nindent 4 }}",
+        "  {{- end }}",
+        "spec:",
+        '  description: "a {{ "{{" }}key}} and {{ "{{" }}{x}}}"',
+        "{{- end }}",
+        "",
+      ].join("\n"),
+    );
+    expect(() => chartCrdTemplate(text.replace("  name: things.keyward.dev\n", "  name: things.keyward.dev\n  labels: {}\n"))).toThrow(
+      /metadata with a name only/,
+    );
   });
 
   it("refuses two kinds writing the same file", () => {
