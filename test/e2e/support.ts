@@ -268,12 +268,12 @@ export function imageValues(image: string): string[] {
 }
 
 /**
- * keyward's CRDs (charts/keyward/crds) applied and Established, as a user applies them before
+ * keyward's CRDs (crds/, the same the chart's templates render) applied and Established, as a user applies them before
  * anything that creates keyward resources: a file that needs them must not rely on an earlier
  * file's `helm install` having left them.
  */
 export async function installCrds(): Promise<void> {
-  const dir = join(chartDir, "crds");
+  const dir = join(repoRoot, "crds");
   const names = readdirSync(dir)
     .filter((f) => f.endsWith(".yaml"))
     .map((f) => `crd/${f.slice(0, -".yaml".length)}`);
@@ -295,6 +295,8 @@ export async function installKeyward(release: string, namespace: string, extra: 
     "--timeout",
     "5m",
     ...imageValues(context().keywardImage),
+    // The CRDs outlive a release (crds.keep): the next file's release takes them over.
+    "--take-ownership",
     ...extra,
   ]);
 }

@@ -42,7 +42,8 @@ async function installChart(namespace: string, watchNamespaces: string[], values
   // A cluster-wide install leaves out the aggregated ClusterRoles (shared by the whole control
   // plane); a namespaced one keeps the default, which must render nothing cluster-scoped.
   const rbac = watchNamespaces.length === 0 ? { aggregateToDefaultRoles: false } : {};
-  const yaml = await renderChart({ release, namespace, setJson: { watchNamespaces, rbac, ...values } });
+  // The suite's CRDs are shared by every test file: the chart's are left out.
+  const yaml = await renderChart({ release, namespace, setJson: { watchNamespaces, rbac, crds: { enabled: false }, ...values } });
   const applied = await kubectl(["apply", "-f", "-"], { input: yaml });
   expect(applied.code, applied.stderr).toBe(0);
   const docs = parseYamlDocuments(yaml);

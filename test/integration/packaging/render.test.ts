@@ -88,8 +88,13 @@ describe("helm template | kubectl apply --dry-run=server", () => {
     expect(out).toMatch(/clusterrole\.rbac\.authorization\.k8s\.io\/kw-keyward (created|configured) \(server dry run\)/);
   });
 
-  it("accepts a namespaced install, which holds no cluster-scoped object", async () => {
-    const yaml = await renderChart({ namespace: release.name, setJson: { watchNamespaces: [watchedA.name, watchedB.name] } });
+  it("accepts a namespaced install, which holds no cluster-scoped object but the CRDs", async () => {
+    // The CRDs are the one cluster-scoped part of a namespaced install; crds.enabled=false leaves
+    // them to the cluster admin.
+    const yaml = await renderChart({
+      namespace: release.name,
+      setJson: { watchNamespaces: [watchedA.name, watchedB.name], crds: { enabled: false } },
+    });
     const out = await serverDryRun(yaml);
     expect(out).toContain(`role.rbac.authorization.k8s.io/kw-keyward created (server dry run)`);
     expect(out).not.toMatch(/clusterrole/);
@@ -129,6 +134,8 @@ describe("helm install --dry-run=server", () => {
   it("notes of a namespaced install name the CRDs as its only cluster-scoped objects", async () => {
     const result = await helm([
       ...["install", "kw", chartDir, "--namespace", release.name, "--dry-run=server", "--kubeconfig", testKubeconfigPath()],
+      // The suite's CRDs were applied without Helm's ownership metadata: a real install takes them over.
+      "--take-ownership",
       ...["--set-json", `watchNamespaces=${JSON.stringify([watchedA.name])}`],
     ]);
     expect(result.code, result.stderr).toBe(0);
