@@ -53,7 +53,14 @@ export default tseslint.config(
     languageOptions: {
       ...tseslint.configs.disableTypeChecked.languageOptions,
       sourceType: "commonjs",
-      globals: { require: "readonly", process: "readonly", console: "readonly", setTimeout: "readonly", NodeJS: "readonly" },
+      globals: {
+        require: "readonly",
+        module: "writable",
+        process: "readonly",
+        console: "readonly",
+        setTimeout: "readonly",
+        NodeJS: "readonly",
+      },
     },
     rules: {
       ...tseslint.configs.disableTypeChecked.rules,

@@ -4,7 +4,8 @@
 // otherwise written by hand, or is a whole generated file.
 import type { ReasonInfo } from "../engine/kind.ts";
 import type { Kind } from "../resources/kind.ts";
-import { SHARD_LABEL } from "../engine/shard-plan.ts";
+import { ANNOTATION_EXTERNAL_ID, CREATE_GUARD_ANNOTATIONS } from "../engine/managed.ts";
+import { DRAIN_LABEL, SHARD_LABEL } from "../engine/shard-plan.ts";
 
 export const pluginFile = "bin/kubectl-keyward.cjs";
 export const healthFile = "argocd/health.lua";
@@ -58,11 +59,21 @@ function need(path: string, current: string | undefined): string {
   return current;
 }
 
-/** The plugin's constants: API group, annotations, kinds in display order, service ids, actions. */
+/**
+ * The plugin's constants: API group, annotations, kinds in display order, service ids, actions, and
+ * what `export` keeps (the external-id and handled pins) and drops (create guard, shard labels).
+ */
 export function pluginConstants(kinds: readonly Kind[], paused: string): string {
   const group = kinds[0]?.ref.group ?? "";
   const serviceIds = Object.fromEntries(kinds.flatMap((k) => (k.serviceIdFields ? [[k.ref.kind, k.serviceIdFields]] : [])));
   const actions = Object.assign({}, ...kinds.map((k) => k.actions ?? {})) as Record<string, unknown>;
+  const externalIds = Object.fromEntries(kinds.flatMap((k) => (k.externalId !== undefined ? [[k.ref.kind, k.externalId]] : [])));
+  const handled = Object.fromEntries(
+    kinds.flatMap((k) => {
+      const pins = Object.values(k.actions ?? {}).map((a) => [a.handledAnnotation, a.handled]);
+      return pins.length > 0 ? [[k.ref.kind, Object.fromEntries(pins)]] : [];
+    }),
+  );
   const json = (value: unknown): string => JSON.stringify(value, null, 2);
   return [
     `const GROUP = ${JSON.stringify(group)};`,
@@ -75,6 +86,16 @@ export function pluginConstants(kinds: readonly Kind[], paused: string): string 
     `const SERVICE_ID = ${json(serviceIds)};`,
     "/** The on-demand actions, by verb: the annotation that requests one and the status fields that follow it. */",
     `const ACTIONS = ${json(actions)};`,
+    "/** The annotation holding an object's id at the service (mirrors the kind's EXTERNAL_ID_FIELD). */",
+    `const EXTERNAL_ID = ${JSON.stringify(ANNOTATION_EXTERNAL_ID)};`,
+    "/** The status field EXTERNAL_ID mirrors, by kind: what an object from an older keyward has only there. */",
+    `const EXTERNAL_ID_FIELD = ${json(externalIds)};`,
+    "/** By kind: the annotations recording the last action value handled, and the status fields they mirror. */",
+    `const HANDLED = ${json(handled)};`,
+    "/** keyward's create guard: marks of a create in flight on this cluster, never carried to another. */",
+    `const CREATE_GUARD = ${json(CREATE_GUARD_ANNOTATIONS)};`,
+    "/** The labels keyward writes for sharding (with SHARD_LABEL), which belong to this cluster's replicas. */",
+    `const SHARD_LABELS = ${json([SHARD_LABEL, DRAIN_LABEL])};`,
     "",
   ].join("\n");
 }

@@ -1,20 +1,17 @@
 // The kubectl plugin (bin/kubectl-keyward.cjs) end to end: found and run by the real kubectl
 // through its plugin mechanism (a PATH entry named kubectl-keyward), against a real kube-apiserver,
 // keyward in-process and the emulator. Exit codes, stdout and stderr are what is checked.
-import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Emulator } from "../emulator/server.ts";
 import { loadDefaultSeed } from "../emulator/default-seed.ts";
-import { createTestNamespace, kubectl, testKubeconfigPath, testKubectlPath, type TestNamespace } from "../controlplane/testenv.ts";
+import { createTestNamespace, kubectl, type TestNamespace } from "../controlplane/testenv.ts";
 import { createCustom, getCustom, isReady, startTestEnv, waitForObject, type KeywardTestEnv } from "./support/keyward.ts";
+import { installPlugin, type InstalledPlugin } from "./support/plugin.ts";
 import type { KubeObject } from "../../src/engine/types.ts";
 
-const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const TOKEN = "kw-plugin-token-7f3a9c2e51";
 const seed = loadDefaultSeed();
 const DEMO_PROJECT = "a1b2c3d4-0005-4a00-8000-000000000001";
@@ -29,36 +26,11 @@ let kc: KubeConfig;
 let emulator: Emulator;
 let ns: string;
 let empty: TestNamespace;
-/** PATH with a directory holding kubectl and kubectl-keyward first, then Node 24. */
-let pluginPath: string;
+let installed: InstalledPlugin;
 let binDir: string;
 
-interface Result {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
 /** `kubectl keyward <args>`: the real kubectl finds the plugin on PATH and runs it. */
-function plugin(args: string[], extraEnv: Record<string, string> = {}): Promise<Result> {
-  return new Promise((resolve, reject) => {
-    const child = spawn("kubectl", ["keyward", ...args], {
-      env: { ...process.env, PATH: pluginPath, KUBECONFIG: testKubeconfigPath(), ...extraEnv },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (c: string) => (stdout += c));
-    child.stderr.setEncoding("utf8").on("data", (c: string) => (stderr += c));
-    // A safety net against a plugin that never returns, not a timing assertion.
-    const guard = setTimeout(() => child.kill("SIGKILL"), 100_000);
-    child.on("error", reject);
-    child.on("close", (code) => {
-      clearTimeout(guard);
-      resolve({ code: code ?? -1, stdout, stderr });
-    });
-  });
-}
+const plugin = (args: string[], extraEnv: Record<string, string> = {}) => installed.run(args, extraEnv);
 
 const syncObject = (name: string, annotations: Record<string, string> = {}): object => ({
   apiVersion: "keyward.dev/v1alpha1",
@@ -116,11 +88,9 @@ beforeAll(async () => {
   ns = env.ns.name;
   empty = await createTestNamespace("kubectl-plugin-empty");
   env.onStop(() => empty.cleanup());
-  binDir = mkdtempSync(join(tmpdir(), "kubectl-keyward-"));
-  env.onStop(() => Promise.resolve(rmSync(binDir, { recursive: true, force: true })));
-  symlinkSync(testKubectlPath(), join(binDir, "kubectl"));
-  symlinkSync(join(repoRoot, "bin", "kubectl-keyward.cjs"), join(binDir, "kubectl-keyward"));
-  pluginPath = [binDir, dirname(process.execPath), process.env["PATH"] ?? ""].join(":");
+  installed = installPlugin();
+  env.onStop(() => Promise.resolve(installed.remove()));
+  binDir = installed.binDir;
 
   await createCustom(kc, ns, "projects", {
     apiVersion: "keyward.dev/v1alpha1",
@@ -293,15 +263,7 @@ describe("kubectl keyward usage", () => {
   });
 
   it("shows up in kubectl plugin list", async () => {
-    const r = await new Promise<Result>((resolve, reject) => {
-      const child = spawn("kubectl", ["plugin", "list"], { env: { ...process.env, PATH: pluginPath } });
-      let stdout = "";
-      let stderr = "";
-      child.stdout.setEncoding("utf8").on("data", (c: string) => (stdout += c));
-      child.stderr.setEncoding("utf8").on("data", (c: string) => (stderr += c));
-      child.on("error", reject);
-      child.on("close", (code) => resolve({ code: code ?? -1, stdout, stderr }));
-    });
+    const r = await installed.spawnWithPath("kubectl", ["plugin", "list"]);
     expect(r.stdout).toContain(join(binDir, "kubectl-keyward"));
   });
 });
