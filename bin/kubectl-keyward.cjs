@@ -538,8 +538,9 @@ const byCodeUnits = (a, b) => (a < b ? -1 : a > b ? 1 : 0);
 /**
  * The manifest to commit for obj: what the user wrote (apiVersion, kind, name, namespace, labels,
  * annotations, spec) and the pins to what it already is at the service — keyward.dev/external-id
- * and each handled.keyward.dev/ annotation, taken from the annotation or else from the status
- * field it mirrors (an object of an older keyward has them only there). Everything that belongs to
+ * and each handled.keyward.dev/ annotation, taken from the status field it mirrors or else from the
+ * annotation (an object of an older keyward has them only in status; where both hold a value,
+ * status is keyward's own record and wins, as it does in keyward). Everything that belongs to
  * the cluster it was read from is left out.
  * @param {FullObject} obj @param {ApiResource} res @returns {Manifest}
  */
@@ -553,7 +554,7 @@ function manifestOf(obj, res) {
   /** @param {string} annotation @param {string | undefined} field */
   const pin = (annotation, field) => {
     const value = field === undefined ? undefined : text(s[field]);
-    if (text(annotations[annotation]) === undefined && value !== undefined) annotations[annotation] = value;
+    if (value !== undefined) annotations[annotation] = value;
   };
   pin(EXTERNAL_ID, EXTERNAL_ID_FIELD[/** @type {keyof typeof EXTERNAL_ID_FIELD} */ (res.kind)]);
   for (const [annotation, field] of Object.entries(HANDLED[/** @type {keyof typeof HANDLED} */ (res.kind)] ?? {})) pin(annotation, field);
@@ -589,7 +590,7 @@ function exportNotes(obj, res, m) {
   const annotated = text(obj.metadata.annotations?.[EXTERNAL_ID]);
   if (inStatus !== undefined && annotated !== undefined && inStatus !== annotated) {
     notes.push(
-      `${ref}: ${EXTERNAL_ID} ${annotated} differs from status.${field ?? ""} ${inStatus}; the annotation is exported (keyward checks it against the service where it is applied)`,
+      `${ref}: ${EXTERNAL_ID} ${annotated} differs from status.${field ?? ""} ${inStatus}; status is exported (keyward's own record, which it writes back into the annotation)`,
     );
   }
   if (res.kind in EXTERNAL_ID_FIELD && text(annotations?.[EXTERNAL_ID]) === undefined) {

@@ -102,7 +102,7 @@ export function durableAnnotations(fields: DurableFields, status: Readonly<Recor
  */
 export function externalIdHolder(self: KubeObject, candidates: readonly KubeObject[], idField: string, id: string): KubeObject | undefined {
   const holds = (o: KubeObject): "status" | "metadata" | undefined => {
-    if ((o.status)?.[idField] === id) return "status";
+    if (o.status?.[idField] === id) return "status";
     return o.metadata.annotations?.[ANNOTATION_EXTERNAL_ID] === id ? "metadata" : undefined;
   };
   const rivals = candidates.filter((o) => o.metadata.uid !== self.metadata.uid && holds(o) !== undefined);

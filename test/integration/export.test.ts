@@ -225,7 +225,7 @@ describe("kubectl keyward export, of objects an older keyward left", () => {
       }
     }
     // A kind whose id the service assigns gets it as keyward.dev/external-id, from status when the
-    // annotation is missing; every handled value the same way; an annotation wins over status.
+    // annotation is missing; every handled value the same way; status wins over an annotation, as in keyward.
     expect(byRef(docs, "Project", "payments").metadata.annotations).toEqual({ ...tricky, [EXTERNAL_ID]: "project-from-status" });
     expect(byRef(docs, "SecretSync", "old").metadata.annotations).toEqual({
       [SYNC_REQUESTED]: "2026-03-01T00:00:00Z",
@@ -234,8 +234,8 @@ describe("kubectl keyward export, of objects an older keyward left", () => {
       [EXTERNAL_ID]: "sync-old",
     });
     expect(byRef(docs, "SecretSync", "pinned").metadata.annotations).toEqual({
-      [EXTERNAL_ID]: "sync-annotated",
-      [HANDLED_SYNC]: "2026-03-02T00:00:00Z",
+      [EXTERNAL_ID]: "sync-from-status",
+      [HANDLED_SYNC]: "2026-01-01T00:00:00Z",
     });
     expect(byRef(docs, "SecretSync", "leaving").metadata.annotations).toEqual({ [EXTERNAL_ID]: "sync-leaving" });
     // Kinds the service finds by name get no pin; nothing to pin on an object without an id.
@@ -253,7 +253,7 @@ describe("kubectl keyward export, of objects an older keyward left", () => {
       `warning: SecretSync ${legacy.name}/fresh has no id at the service yet, but a create was started: export it again once it is Ready`,
     );
     expect(r.stderr).toContain(
-      `warning: SecretSync ${legacy.name}/pinned: ${EXTERNAL_ID} sync-annotated differs from status.syncId sync-from-status; the annotation is exported`,
+      `warning: SecretSync ${legacy.name}/pinned: ${EXTERNAL_ID} sync-annotated differs from status.syncId sync-from-status; status is exported`,
     );
     expect(r.stdout).not.toContain(cpcName);
   });

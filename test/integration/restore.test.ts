@@ -103,7 +103,7 @@ async function waitReady(kind: string, name: string, extra: (o: KubeObject) => b
   });
 }
 
-const status = (o: KubeObject | undefined): Record<string, unknown> => (o?.status ?? {});
+const status = (o: KubeObject | undefined): Record<string, unknown> => o?.status ?? {};
 const handled = (o: KubeObject): boolean =>
   status(o)["lastHandledSyncRequest"] === o.metadata.annotations?.["keyward.dev/sync-requested-at"] &&
   status(o)["lastHandledRemoveSecretsRequest"] === o.metadata.annotations?.["keyward.dev/remove-secrets-requested-at"];
@@ -168,14 +168,33 @@ describe("restore from a backup", () => {
     expect(calls("triggerSecretSync")).toBe(2);
     expect(calls("removeSecretSyncSecrets")).toBe(2);
 
-    // The backup, then the loss: keyward stopped, every object and the token Secret gone.
-    const core = kc.makeApiClient(CoreV1Api);
-    const tokenSecret = await core.readNamespacedSecret({ namespace: ns.name, name: "ci-token" });
-    const backups = Object.values(before).map(backupOf);
+    // keyward stops; a sync is requested that no keyward has handled when the backup is taken.
     await keyward?.stop();
     keyward = undefined;
+    await mergePatchCustom(kc, ns.name, "secretsyncs", "billing", {
+      metadata: { annotations: { "keyward.dev/sync-requested-at": "billing-s2" } },
+    });
+    // The backup, then the loss: every object and the token Secret gone.
+    const core = kc.makeApiClient(CoreV1Api);
+    const tokenSecret = await core.readNamespacedSecret({ namespace: ns.name, name: "ci-token" });
+    const backups: KubeObject[] = [];
+    for (const m of manifests()) {
+      const o = await getCustom(kc, ns.name, plurals[m.kind] ?? "", m.name);
+      if (o) backups.push(backupOf(o));
+    }
     for (const m of manifests()) await loseObjects(m.kind, [m.name]);
-    await core.deleteNamespacedSecret({ namespace: ns.name, name: "ci-token" });
+    // The garbage collector may have deleted the Secret already, with its owner.
+    await core.deleteNamespacedSecret({ namespace: ns.name, name: "ci-token" }).catch((err: unknown) => {
+      if ((err as { code?: number }).code !== 404) throw err;
+    });
+    await waitFor(
+      () =>
+        core.readNamespacedSecret({ namespace: ns.name, name: "ci-token" }).then(
+          () => undefined,
+          () => true,
+        ),
+      { timeoutMs: 30_000, description: "the token Secret gone" },
+    );
 
     // The restore: the Secret as it was (its ownerReference names the old AccessToken's UID), the objects without status.
     await core.createNamespacedSecret({
@@ -203,7 +222,14 @@ describe("restore from a backup", () => {
     }
     expect(calls("createProject", mark)).toBe(0);
     expect(calls("createSecretSync", mark)).toBe(0);
-    expect(calls("triggerSecretSync", mark)).toBe(0);
+    // The request pending at the backup runs once; the handled ones not again.
+    expect(calls("triggerSecretSync", mark)).toBe(1);
+    expect(
+      emulator
+        .requests()
+        .slice(mark)
+        .find((r) => r.operation === "triggerSecretSync")?.path,
+    ).toContain(String(status(await getCustom(kc, ns.name, "secretsyncs", "billing"))["syncId"]));
     expect(calls("removeSecretSyncSecrets", mark)).toBe(0);
     // The token is issued again (its record was in status) into the restored Secret, which
     // keyward takes back from the AccessToken's earlier copy; the old token lives out its TTL.
@@ -218,7 +244,7 @@ describe("restore from a backup", () => {
       metadata: { annotations: { "keyward.dev/sync-requested-at": "orders-s2" } },
     });
     await waitReady("SecretSync", "orders", handled);
-    expect(calls("triggerSecretSync", mark)).toBe(1);
+    expect(calls("triggerSecretSync", mark)).toBe(2);
 
     // Deleting the restored Project (deletionPolicy Delete) deletes it at the service, after its
     // SecretSyncs (deletionPolicy Delete) deleted theirs.
