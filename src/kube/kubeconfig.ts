@@ -21,7 +21,11 @@ export interface KubeAccess {
   dispatcher: Dispatcher;
   /** A pool of its own with the same TLS identity and proxy (tests that need fresh connections). */
   newDispatcher(): Dispatcher;
-  /** The Authorization header value, when the user authenticates with one (refreshed as needed). */
+  /**
+   * The Authorization header value, when the user authenticates with one (refreshed as needed).
+   * Bounded by its own deadline (an exec plugin's --exec-plugin-timeout), not by the request's:
+   * requests obtain it before their deadline starts, so a hung plugin is reported as the plugin.
+   */
   authorization(): Promise<string | undefined>;
   /** The current context's namespace (in-cluster: the pod's). */
   namespace: string | undefined;
@@ -239,7 +243,12 @@ interface ExecConfig {
   apiVersion?: string;
 }
 
-/** An exec plugin that has not printed its credential by then is killed (kubectl waits forever). */
+/**
+ * An exec plugin that has not printed its credential by then is killed (kubectl waits forever).
+ * It is the credential step's own deadline: an apiserver request's deadline starts only once the
+ * credential is in (src/kube/rest.ts), so a hung plugin fails as "exec credential plugin <command>
+ * did not answer within N ms", never as an apiserver timeout.
+ */
 export const DEFAULT_EXEC_TIMEOUT_MS = 30_000;
 /** The most a plugin may print; an ExecCredential is a few KiB. */
 const EXEC_MAX_OUTPUT_BYTES = 1 << 20;
@@ -260,7 +269,7 @@ function runPlugin(command: string, args: string[], env: NodeJS.ProcessEnv, time
       failure ??= why;
       child.kill("SIGKILL");
     };
-    const timer = setTimeout(() => kill(`did not finish within ${timeoutMs} ms and was killed`), timeoutMs);
+    const timer = setTimeout(() => kill(`did not answer within ${timeoutMs} ms and was killed`), timeoutMs);
     child.stdout.on("data", (chunk: Buffer) => {
       bytes += chunk.length;
       if (bytes > EXEC_MAX_OUTPUT_BYTES) kill(`printed more than ${EXEC_MAX_OUTPUT_BYTES} bytes and was killed`);
@@ -274,10 +283,12 @@ function runPlugin(command: string, args: string[], env: NodeJS.ProcessEnv, time
     const settle = (code: number | null, signal: NodeJS.Signals | null): void => {
       clearTimeout(timer);
       child.stdout.destroy();
-      if (failure) reject(new Error(`kubeconfig exec plugin ${command} ${failure}`));
+      if (failure) reject(new Error(`kubeconfig exec credential plugin ${command} ${failure}`));
       else if (code !== 0)
         reject(
-          new Error(`kubeconfig exec plugin ${command} failed: ${signal ? `killed by ${signal}` : `exited with code ${code ?? "?"}`}`),
+          new Error(
+            `kubeconfig exec credential plugin ${command} failed: ${signal ? `killed by ${signal}` : `exited with code ${code ?? "?"}`}`,
+          ),
         );
       else resolveOut(Buffer.concat(chunks).toString("utf8"));
     };
@@ -294,16 +305,18 @@ function tokenOfCredential(command: string, stdout: string): { token: string; ex
   try {
     parsed = JSON.parse(stdout);
   } catch {
-    throw new Error(`kubeconfig exec plugin ${command} printed no ExecCredential (not JSON)`);
+    throw new Error(`kubeconfig exec credential plugin ${command} printed no ExecCredential (not JSON)`);
   }
   const status =
     typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) ? (parsed as { status?: unknown }).status : undefined;
   if (status !== undefined && (typeof status !== "object" || status === null || Array.isArray(status))) {
-    throw new Error(`kubeconfig exec plugin ${command} printed no ExecCredential (status is not an object)`);
+    throw new Error(`kubeconfig exec credential plugin ${command} printed no ExecCredential (status is not an object)`);
   }
   const { token, expirationTimestamp } = (status ?? {}) as { token?: unknown; expirationTimestamp?: unknown };
   if (typeof token !== "string" || token === "") {
-    throw new Error(`kubeconfig exec plugin ${command} returned no token (client certificates from exec plugins are not supported)`);
+    throw new Error(
+      `kubeconfig exec credential plugin ${command} returned no token (client certificates from exec plugins are not supported)`,
+    );
   }
   const expires = typeof expirationTimestamp === "string" ? Date.parse(expirationTimestamp) : Number.NaN;
   return { token, expires: Number.isNaN(expires) ? Number.POSITIVE_INFINITY : expires };

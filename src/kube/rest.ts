@@ -68,20 +68,44 @@ function requestTimeoutMs(access: KubeAccess): number {
 
 /**
  * Runs `work` with a signal that aborts at the deadline (or with the caller's signal); a
- * deadline abort becomes KubeTimeoutError, a caller's abort stays what it was.
+ * deadline abort becomes KubeTimeoutError, a caller's abort stays what it was. The credential
+ * (access.authorization(): an exec plugin may take up to its own timeout) is obtained first and
+ * the deadline starts after it, so a plugin that never answers fails with its own error naming
+ * the plugin and its timeout instead of being reported as a silent apiserver; `work` gets it.
  */
-export async function withDeadline<T>(access: KubeAccess, req: KubeRequest, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+export async function withDeadline<T>(
+  access: KubeAccess,
+  req: KubeRequest,
+  work: (signal: AbortSignal, authorization: string | undefined) => Promise<T>,
+): Promise<T> {
+  const authorization = await credential(access, req.signal);
   const ms = requestTimeoutMs(access);
   const deadline = new AbortController();
   const timer = setTimeout(() => deadline.abort(), ms);
   const signal = req.signal ? AbortSignal.any([deadline.signal, req.signal]) : deadline.signal;
   try {
-    return await work(signal);
+    return await work(signal, authorization);
   } catch (err) {
     if (deadline.signal.aborted && !req.signal?.aborted) throw new KubeTimeoutError(req.method ?? "GET", req.path, ms);
     throw err;
   } finally {
     clearTimeout(timer);
+  }
+}
+
+/** The access's credential, or the caller's abort first (a stop does not wait out a slow plugin). */
+async function credential(access: KubeAccess, signal: AbortSignal | undefined): Promise<string | undefined> {
+  if (!signal) return access.authorization();
+  signal.throwIfAborted();
+  let onAbort: (() => void) | undefined;
+  const aborted = new Promise<never>((_resolve, reject) => {
+    onAbort = () => reject(signal.reason as Error);
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([access.authorization(), aborted]);
+  } finally {
+    if (onAbort) signal.removeEventListener("abort", onAbort);
   }
 }
 
@@ -91,15 +115,17 @@ export type KubeResponse = Dispatcher.ResponseData;
  * One apiserver request through the access's dispatcher (undici's request API: no WHATWG
  * Request/Response/web-stream objects per call, which cost a third of keyward's CPU in a
  * 1000-object create; bench/RESULTS.md). The body is a Node stream: read it or dump it.
+ * `authorization`: the credential withDeadline obtained before its deadline started; without
+ * it the access's (cached) credential is asked for here.
  */
-export async function kubeRequest(access: KubeAccess, req: KubeRequest): Promise<KubeResponse> {
+export async function kubeRequest(access: KubeAccess, req: KubeRequest, authorization?: string): Promise<KubeResponse> {
   const url = new URL(access.server + req.path);
   for (const [key, value] of Object.entries(req.query ?? {})) {
     if (value !== undefined) url.searchParams.set(key, String(value));
   }
   const headers: Record<string, string> = { accept: req.accept ?? "application/json" };
-  const authorization = await access.authorization();
-  if (authorization) headers["authorization"] = authorization;
+  const header = authorization ?? (await access.authorization());
+  if (header) headers["authorization"] = header;
   if (req.body !== undefined) headers["content-type"] = req.contentType ?? "application/json";
   return access.dispatcher.request({
     origin: url.origin,
@@ -116,8 +142,8 @@ export async function kubeRequest(access: KubeAccess, req: KubeRequest): Promise
  * KubeTimeoutError; a non-2xx answer throws KubeApiError.
  */
 export async function kubeJson<T>(access: KubeAccess, req: KubeRequest): Promise<T> {
-  const { status, text } = await withDeadline(access, req, async (signal) => {
-    const response = await kubeRequest(access, { ...req, signal });
+  const { status, text } = await withDeadline(access, req, async (signal, authorization) => {
+    const response = await kubeRequest(access, { ...req, signal }, authorization);
     return { status: response.statusCode, text: await response.body.text() };
   });
   if (status < 200 || status > 299) throw errorFrom(status, text, STATUS_CODES[status] ?? "");
