@@ -460,6 +460,21 @@ class Run<Spec, Status, Conn, External> {
     }
   }
 
+  /**
+   * Observe found an external object this resource does not hold yet (adopted by its slug or
+   * name, spec.syncId): another resource of the kind that holds it keeps it (the claim rule of
+   * externalIdHolder), across namespaces sharing a credential. An id from metadata was checked
+   * before observe; a create's own answer never comes here.
+   */
+  private rivalHolder(obs: Observation<Status, External>): KubeObject | undefined {
+    const guard = this.module.guardCreate;
+    const id = obs.exists && guard ? obs.status[guard.idField] : undefined;
+    if (!guard || typeof id !== "string" || id === "" || id === this.unconfirmedId) return undefined;
+    if ((this.obj.status as Record<string, unknown> | undefined)?.[guard.idField] === id) return undefined;
+    const candidates = this.deps.peers?.() ?? this.deps.cache?.list() ?? [];
+    return externalIdHolder(this.obj as KubeObject, candidates, guard.idField, id);
+  }
+
   /** Another resource of the kind holding the external id this object read from metadata (see externalIdHolder). */
   private externalIdHolder(): KubeObject | undefined {
     const guard = this.module.guardCreate;
@@ -527,6 +542,11 @@ class Run<Spec, Status, Conn, External> {
     if (!needsFinalizer && hasFinalizer) await this.patchMeta({ finalizers: { remove: FINALIZER } });
     const c = await this.context(spec);
     const observed = await this.module.observe(c);
+    const rival = this.rivalHolder(observed);
+    if (rival) {
+      this.forgetUnconfirmedId();
+      return this.fail(claimedBy(rival, this.module.ref.kind));
+    }
     this.mergeStatus(observed.status);
     this.confirmId(observed);
     // A create adds the finalizer in the same patch as its pending mark.
@@ -638,6 +658,13 @@ class Run<Spec, Status, Conn, External> {
     }
     const c = await this.context(spec);
     const obs = await this.module.observe(c);
+    const rival = this.rivalHolder(obs);
+    if (rival) {
+      // Never this resource's (it was adopted by another first): released without a call.
+      c.event("Warning", "ExternalIdClaimed", `${claimedBy(rival, this.module.ref.kind).message}; released without deleting it`);
+      await this.patchMeta({ finalizers: { remove: FINALIZER } });
+      return done();
+    }
     this.mergeStatus(obs.status);
     this.confirmId(obs);
     if (obs.exists && this.module.delete) {
