@@ -1,5 +1,5 @@
-// One keep-alive connection pool per base URL (and CA bundle), reused by every client of it,
-// and the mapping of transport failures to TransportError.
+// One keep-alive connection pool per base URL (and CA bundle), reused by every client of it and
+// closed when the last client that claimed it lets go (claimConnections), and the mapping of transport failures to TransportError.
 import { createHash, randomUUID } from "node:crypto";
 import diagnosticsChannel from "node:diagnostics_channel";
 import { Pool, request, type Dispatcher } from "undici";
@@ -25,29 +25,64 @@ export interface HttpResponse {
   text: string;
 }
 
-const pools = new Map<string, Pool>();
+/** A pool and how many clients hold it (claimConnections); one no client holds any more is closed. */
+interface PoolEntry {
+  pool: Pool;
+  claims: number;
+}
+const pools = new Map<string, PoolEntry>();
 
-function poolFor(origin: string, timeoutMs: number, caBundle: string | undefined): Pool {
+function poolKey(origin: string, timeoutMs: number, caBundle: string | undefined): string {
   const caKey = caBundle ? createHash("sha256").update(caBundle).digest("hex").slice(0, 16) : "";
-  const key = `${origin}|${caKey}|${timeoutMs}`;
-  let pool = pools.get(key);
-  if (!pool) {
-    pool = new Pool(origin, {
+  return `${origin}|${caKey}|${timeoutMs}`;
+}
+
+function poolFor(origin: string, timeoutMs: number, caBundle: string | undefined): PoolEntry {
+  const key = poolKey(origin, timeoutMs, caBundle);
+  let entry = pools.get(key);
+  if (!entry) {
+    const pool = new Pool(origin, {
       connections: 16,
       // A connection that is never made fails with UND_ERR_CONNECT_TIMEOUT: provably not landed.
       connect: { timeout: timeoutMs, ...(caBundle ? { ca: caBundle } : {}) },
       keepAliveTimeout: 4_000,
     });
-    pools.set(key, pool);
+    entry = { pool, claims: 0 };
+    pools.set(key, entry);
   }
-  return pool;
+  return entry;
+}
+
+/**
+ * A client's hold on the pool of its base URL, timeout and CA bundle: the returned function lets
+ * go of it, and a pool no client holds any more is closed (its requests in flight finish first),
+ * so a deleted provider config leaves no connections behind. A request after that opens a new pool.
+ */
+export function claimConnections(baseUrl: string, timeoutMs: number, caBundle: string | undefined): () => void {
+  const key = poolKey(new URL(baseUrl).origin, timeoutMs, caBundle);
+  const entry = poolFor(new URL(baseUrl).origin, timeoutMs, caBundle);
+  entry.claims += 1;
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    entry.claims -= 1;
+    if (entry.claims > 0 || pools.get(key) !== entry) return;
+    pools.delete(key);
+    entry.pool.close().catch(() => undefined);
+  };
+}
+
+/** How many connection pools are open (metrics, tests). */
+export function openConnectionPools(): number {
+  return pools.size;
 }
 
 /** Closes every pooled connection (graceful shutdown; tests). Later requests open new pools. */
 export async function closeConnections(): Promise<void> {
   const all = [...pools.values()];
   pools.clear();
-  await Promise.all(all.map((p) => p.close()));
+  await Promise.all(all.map((e) => e.pool.close()));
 }
 
 export function joinUrl(baseUrl: string, path: string): URL {
@@ -90,7 +125,7 @@ export async function sendRequest(req: HttpRequest, operation: string): Promise<
   const signal = req.signal ? AbortSignal.any([deadline.signal, req.signal]) : deadline.signal;
   try {
     const res = await request(url, {
-      dispatcher: poolFor(url.origin, req.timeoutMs, req.caBundle),
+      dispatcher: poolFor(url.origin, req.timeoutMs, req.caBundle).pool,
       method: req.method as "GET",
       headers: { ...req.headers, [ATTEMPT_HEADER]: attemptId },
       body: req.body ?? null,

@@ -9,7 +9,7 @@ export {
 } from "./client.ts";
 export { createApiClient, type ApiClient } from "./methods.ts";
 export { operations, operationByName, type OperationInfo, type OperationName } from "./operations.ts";
-export { closeConnections } from "./http.ts";
+export { claimConnections, closeConnections, openConnectionPools } from "./http.ts";
 export {
   ApiError,
   RequestValidationError,

@@ -24,7 +24,7 @@ export const subjectAccessReviewKind: KindRef = {
   clusterScoped: true,
 };
 
-export type MetricsAuthDecision = { status: 200 } | { status: 401 | 403 | 500; message: string };
+export type MetricsAuthDecision = { status: 200 } | { status: 401 | 403 | 429 | 500; message: string };
 
 export interface MetricsAuthorizer {
   /** The decision for a request carrying this Authorization header (or none). */
@@ -43,6 +43,14 @@ export interface MetricsAuthorizerOptions {
   maxEntries?: number;
   /** A monotonic clock in ms (performance.now by default): a wall-clock step must not extend a decision. */
   now?: () => number;
+  /**
+   * New reviews (a token not in the cache) started per second, and the burst: every new token
+   * costs the apiserver a TokenReview and a SubjectAccessReview, so a caller sending a fresh
+   * garbage token per request must not turn /metrics into an apiserver load generator. Over the
+   * limit a request is answered 429 without a review. Default 5/s, burst 20.
+   */
+  reviewsPerSecond?: number;
+  reviewBurst?: number;
 }
 
 interface TokenReviewStatus {
@@ -70,6 +78,18 @@ export function createMetricsAuthorizer(opts: MetricsAuthorizerOptions): Metrics
   const maxEntries = opts.maxEntries ?? 256;
   const now = opts.now ?? (() => performance.now());
   const cache = new Map<string, Cached>();
+  const perSecond = opts.reviewsPerSecond ?? 5;
+  const burst = opts.reviewBurst ?? 20;
+  let tokens = burst;
+  let filledAt = now();
+  /** Takes one review from the bucket; false when it is empty. */
+  const takeReview = (at: number): boolean => {
+    tokens = Math.min(burst, tokens + ((at - filledAt) / 1000) * perSecond);
+    filledAt = at;
+    if (tokens < 1) return false;
+    tokens -= 1;
+    return true;
+  };
 
   const decide = async (token: string): Promise<MetricsAuthDecision> => {
     const review = await kubeJson<{ status?: TokenReviewStatus }>(opts.access, {
@@ -116,6 +136,8 @@ export function createMetricsAuthorizer(opts: MetricsAuthorizerOptions): Metrics
       const at = now();
       const hit = cache.get(key);
       if (hit && hit.until > at) return hit.decision;
+      if (!takeReview(at))
+        return { status: 429, message: "Too Many Requests: new tokens are reviewed at a limited rate; try again shortly" };
       evict(at);
       // Concurrent requests with one token share one review.
       const entry: Cached = {

@@ -45,7 +45,7 @@ import {
 import type { Kind } from "./kind.ts";
 import { connectVia, type ProviderResolver } from "./provider/resolver.ts";
 import { renewBeforeSchema } from "./provider/crd-fields.ts";
-import { renewalPlan, rfc3339, type RenewalPlan } from "./provider/token-schedule.ts";
+import { InvalidTokenLifetimeError, renewalPlan, renewWaitMs, rfc3339, tokenExpiry, type RenewalPlan } from "./provider/token-schedule.ts";
 
 export const ref = kindRef("AccessToken", "accesstokens");
 
@@ -416,8 +416,18 @@ async function tokenToWrite(c: Ctx, deps: { now?: () => Date }, unwritten: Unwri
     tokenType: minted.tokenType,
     tokenId: minted.tokenData.id,
     issuedAt,
-    expiresAt: minted.expiresIn > 0 ? new Date(issuedAt.getTime() + minted.expiresIn * 1000) : undefined,
+    expiresAt,
   };
+  let expiresAt: Date | undefined;
+  try {
+    // At most ten years; the renewal no sooner than MIN_RENEW_INTERVAL_MS (token-schedule.ts).
+    expiresAt = tokenExpiry(issuedAt, minted.expiresIn);
+  } catch (err) {
+    if (!(err instanceof InvalidTokenLifetimeError)) throw err;
+    throw new ReconcileError("InvalidTokenLifetime", `token ${minted.tokenData.id}: ${err.message}; it is not written`, {
+      retryable: false,
+    });
+  }
   unwritten.set(keyString(c.key), token);
   return token;
 }
@@ -503,7 +513,7 @@ async function observe(c: Ctx, deps: { now?: () => Date }): Promise<Observation<
           reason: "Available",
           message: `token ${c.status.tokenId ?? ""} is in Secret ${secretName}; ${when}${clamped}`,
         },
-        ...(plan ? { requeueAfterMs: Math.min(Math.max(0, plan.renewAt.getTime() - now.getTime()) + 250, MAX_RENEW_WAIT_MS) } : {}),
+        ...(plan ? { requeueAfterMs: renewWaitMs(plan.renewAt, now.getTime(), MAX_RENEW_WAIT_MS) } : {}),
       };
     }
   }

@@ -212,7 +212,11 @@ export function createClusterProviderConfigs(deps: {
 
   const reconcile: ReconcileFn = async (key) => {
     const obj = await readCached(deps.kube, ref, { namespace: "", name: key.name });
-    if (!obj) return done();
+    if (!obj) {
+      // Gone: its clients, connections and minted token go with it.
+      deps.connector.forget(configId(key.name));
+      return done();
+    }
     const check = await checkConnection(deps, {
       ref,
       obj,

@@ -116,7 +116,11 @@ interface ReconcileDeps {
 export function providerConfigReconciler(deps: ReconcileDeps): ReconcileFn {
   return async (key) => {
     const pc = (await readCached(deps.kube, ref, key)) as ProviderConfigObject | undefined;
-    if (!pc) return done();
+    if (!pc) {
+      // Gone: its clients, connections and minted token go with it.
+      deps.providers.forget(`ProviderConfig/${key.namespace}/${key.name}`);
+      return done();
+    }
     if (pc.metadata.deletionTimestamp) return release(deps, ref, pc);
     const secretRecheckMs = await hold(deps, ref, pc);
     const secret = tokenSecretName(pc.spec);

@@ -15,6 +15,10 @@ export const sharedReasons = {
   CredentialsNotMarked: { means: "failed", doc: "The Secret lacks the label keyward.dev/credentials=true, so keyward does not use it." },
   BaseUrlNotAllowed: { means: "failed", doc: "The base URL is not in --allowed-base-urls or the Secret's keyward.dev/allowed-base-urls." },
   BootstrapTokenRejected: { means: "failed", doc: "The service refused the tokenAuth bootstrap token." },
+  InvalidTokenLifetime: {
+    means: "failed",
+    doc: "create-token answered an expiresIn that is no lifetime (negative, not a finite number); the token is not used.",
+  },
   MintedTokenRefused: { means: "retrying", doc: "The service refused the access token minted with tokenAuth; the next one is minted." },
   ReferenceNotReady: { means: "retrying", doc: "A referenced keyward object (projectRef) has no id at the service yet." },
 } as const satisfies ReasonTable;

@@ -16,6 +16,7 @@ export function applySeed(state: State, seed: Seed, orgId: string): void {
       name: identity.name ?? `identity-${identity.id.slice(0, 8)}`,
       accessTokenTTL: ttl,
       accessTokenMaxTTL: identity.accessTokenMaxTTL ?? Math.max(ttl, 2_592_000),
+      ...(identity.answeredExpiresIn !== undefined ? { answeredExpiresIn: identity.answeredExpiresIn } : {}),
     };
   }
   for (const connection of seed.connections ?? []) state.connections[connection.id] = { ...connection };

@@ -22,6 +22,8 @@ export interface IdentityRec {
   name: string;
   accessTokenTTL: number;
   accessTokenMaxTTL: number;
+  /** What create-token answers as expiresIn, when not accessTokenTTL (seed: answeredExpiresIn). */
+  answeredExpiresIn?: number;
 }
 
 export interface ConnectionRec {

@@ -83,7 +83,11 @@ export interface Faults {
 export interface Seed {
   users?: { id?: string; username: string; email?: string; firstName?: string; lastName?: string }[];
   groups?: { id?: string; name: string; slug: string }[];
-  identities?: { id: string; name?: string; accessTokenTTL?: number; accessTokenMaxTTL?: number }[];
+  /**
+   * answeredExpiresIn: create-token answers this expiresIn instead of accessTokenTTL, while the
+   * token still lives accessTokenTTL seconds (a service whose numbers cannot be trusted).
+   */
+  identities?: { id: string; name?: string; accessTokenTTL?: number; accessTokenMaxTTL?: number; answeredExpiresIn?: number }[];
   connections?: { id: string; name: string; app: string }[];
   projects?: { id?: string; name: string; slug: string; type?: string; hasDeleteProtection?: boolean }[];
   certificateProfiles?: (Record<string, unknown> & { projectId: string; slug: string; enrollmentType: "api" | "est" | "acme" })[];

@@ -172,6 +172,22 @@ describe("the decision cache", () => {
     );
   });
 
+  it("reviews fresh tokens at a bounded rate: a flood of garbage tokens costs the apiserver its burst, the rest get 429", async () => {
+    let clock = 0;
+    const access = createKube(tokenKubeConfig(keywardToken)).access;
+    const authorizer = createMetricsAuthorizer({ access, now: () => clock, reviewsPerSecond: 1, reviewBurst: 5 });
+    const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => authorizer.check(`Bearer garbage-${i}-${ns.name}`)));
+    const count = (status: number): number => answers.filter((a) => a.status === status).length;
+    // Reviewed (and refused as unauthenticated) only as many as the burst.
+    expect(count(401)).toBe(5);
+    expect(count(429)).toBe(45);
+    // A refused token is cached: asking again costs no review, even with the bucket empty.
+    expect((await authorizer.check(`Bearer garbage-0-${ns.name}`)).status).toBe(401);
+    expect((await authorizer.check(`Bearer garbage-49-${ns.name}`)).status).toBe(429);
+    clock += 1_000;
+    expect((await authorizer.check(`Bearer garbage-49-${ns.name}`)).status).toBe(401);
+  });
+
   it("answers 500, and keeps nothing, when keyward itself cannot review", async () => {
     // keyward's own credential is refused by the apiserver: the review fails, which is neither
     // the caller's 401 nor a 403.

@@ -6,13 +6,13 @@
 // May import: src/api, src/engine, src/lib, src/log and other files of src/resources/provider;
 // never a kind's file.
 import { createHash } from "node:crypto";
-import { createApiClient, isThrottled, type ApiClient, type ClientOptions, type RequestInfo } from "../../api/index.ts";
+import { claimConnections, createApiClient, isThrottled, type ApiClient, type ClientOptions, type RequestInfo } from "../../api/index.ts";
 import type { Logger } from "../../log.ts";
 import { classifyError, ReconcileError } from "../../engine/managed.ts";
 import type { KubeObject } from "../../engine/types.ts";
 import { backoffDelay, type BackoffPolicy } from "../../lib/backoff.ts";
 import { checkAllowedBaseUrl, tokenFrom } from "./credentials.ts";
-import { renewalPlan, type TokenSchedule } from "./token-schedule.ts";
+import { InvalidTokenLifetimeError, renewalPlan, tokenExpiry, type TokenSchedule } from "./token-schedule.ts";
 
 const DEFAULT_RATE = { requestsPerSecond: 2, burst: 10 };
 /** Between mints that failed (or whose tokens the service refused) in a row: 1 s doubling to 5 min. */
@@ -89,6 +89,7 @@ function mintSetbacks(now: () => number) {
     clear(configId: string): void {
       setbacks.delete(configId);
     },
+    size: (): number => setbacks.size,
   };
 }
 
@@ -110,10 +111,13 @@ interface Minter {
   now: () => number;
 }
 
-/** API clients per config (and its bootstrap credential), each replaced when its settings or token change. */
-function apiClients(deps: ConnectorOptions): ClientFor {
-  const clients = new Map<string, { fingerprint: string; client: ApiClient }>();
-  return function clientFor(cacheKey: string, spec: ConnectionSpec, token: string, onAnswer?: (info: RequestInfo) => void): ApiClient {
+/**
+ * API clients per config (and its bootstrap credential), each replaced when its settings or token
+ * change; a replaced or dropped client lets go of its connection pool (closed once no client holds it).
+ */
+function apiClients(deps: ConnectorOptions) {
+  const clients = new Map<string, { fingerprint: string; client: ApiClient; release: () => void }>();
+  const clientFor: ClientFor = (cacheKey, spec, token, onAnswer) => {
     // The cache key holds a hash of the token, never the token.
     const fingerprint = [
       spec.baseUrl,
@@ -141,7 +145,10 @@ function apiClients(deps: ConnectorOptions): ClientFor {
         : {}),
       logger: deps.log,
     });
-    clients.set(cacheKey, { fingerprint, client });
+    // Claimed before the old client lets go, so a pool both use stays open.
+    const release = claimConnections(spec.baseUrl, client.timeoutMs, spec.caBundle);
+    cached?.release();
+    clients.set(cacheKey, { fingerprint, client, release });
     return client;
   };
 }
@@ -152,6 +159,17 @@ async function mint(
   configId: string,
   key: string,
   spec: ConnectionSpec,
+  return {
+    clientFor,
+    /** Drops the clients of `configId` (its own and its bootstrap credential's). */
+    drop(configId: string): void {
+      for (const key of [configId, `${configId}#bootstrap`]) {
+        clients.get(key)?.release();
+        clients.delete(key);
+      }
+    },
+    size: (): number => clients.size,
+  };
   auth: NonNullable<ConnectionSpec["tokenAuth"]>,
   bootstrap: string,
   secretNamespace: string,
@@ -169,7 +187,17 @@ async function mint(
       ctx.setbacks.record(configId, key, error);
       throw error;
     });
-  const expiresAt = minted.expiresIn > 0 ? new Date(issuedAt.getTime() + minted.expiresIn * 1000) : undefined;
+  let expiresAt: Date | undefined;
+  try {
+    // A lifetime past ten years is taken as ten years; a renewal never comes sooner than
+    // MIN_RENEW_INTERVAL_MS (token-schedule.ts), whatever the service says.
+    expiresAt = tokenExpiry(issuedAt, minted.expiresIn);
+  } catch (err) {
+    if (!(err instanceof InvalidTokenLifetimeError)) throw err;
+    const error = new ReconcileError("InvalidTokenLifetime", `${configId}: ${err.message}; the token is not used`, { retryable: false });
+    ctx.setbacks.record(configId, key, error);
+    throw error;
+  }
   const plan = renewalPlan(issuedAt, expiresAt, auth.renewBefore);
   ctx.sessions.set(configId, { key, token: minted.accessToken, schedule: { issuedAt, expiresAt, renewAt: plan?.renewAt } });
   ctx.log.info(
@@ -186,7 +214,8 @@ async function mint(
  * says so. Concurrent reconciles share one mint.
  */
 export function createConnector(deps: ConnectorOptions) {
-  const clientFor = apiClients(deps);
+  const clients = apiClients(deps);
+  const clientFor = clients.clientFor;
   const sessions: Sessions = new Map();
   const minting = new Map<string, Promise<void>>();
   const now = (): number => deps.now?.() ?? Date.now();
@@ -197,10 +226,19 @@ export function createConnector(deps: ConnectorOptions) {
   async function sessionToken(configId: string, spec: ConnectionSpec, read: SecretReader, secretNamespace: string): Promise<string> {
     if (spec.credentialsSecretRef && !spec.tokenAuth) return readToken(read, secretNamespace, spec.credentialsSecretRef, spec.baseUrl);
     const auth = spec.tokenAuth;
+  /** Configs forgotten while a mint of theirs was under way: what that mint leaves is dropped when it ends. */
+  const forgottenWhileMinting = new Set<string>();
     if (!auth || spec.credentialsSecretRef)
       throw new ReconcileError("ProviderConfigInvalid", `${configId}: exactly one of credentialsSecretRef and tokenAuth must be set`, {
         retryable: false,
       });
+  /** Everything kept for `configId`: its clients (and their pools), minted token and mint setbacks. */
+  function drop(configId: string): void {
+    clients.drop(configId);
+    sessions.delete(configId);
+    setbacks.clear(configId);
+  }
+
     const bootstrap = await readToken(read, secretNamespace, auth.bootstrapSecretRef, spec.baseUrl);
     // A new bootstrap token, identity or service mints anew; the key holds hashes, never tokens.
     const key = [auth.identityId, auth.renewBefore ?? "", spec.baseUrl, hash(bootstrap)].join("|");
@@ -213,7 +251,10 @@ export function createConnector(deps: ConnectorOptions) {
       if (!pending) {
         const held = setbacks.heldBack(configId, key);
         if (held) throw held;
-        pending = mint(minter, configId, key, spec, auth, bootstrap, secretNamespace).finally(() => minting.delete(configId));
+        pending = mint(minter, configId, key, spec, auth, bootstrap, secretNamespace).finally(() => {
+          minting.delete(configId);
+          if (forgottenWhileMinting.delete(configId)) drop(configId);
+        });
         minting.set(configId, pending);
       }
       await pending;
@@ -228,6 +269,11 @@ export function createConnector(deps: ConnectorOptions) {
       configId: string,
       spec: ConnectionSpec,
       read: SecretReader,
+      // Forgotten while the mint was under way: the config is gone, so no token is kept for it.
+      if (!fresh)
+        throw new ReconcileError("ProviderConfigNotFound", `${configId} was deleted while its access token was being minted`, {
+          retryable: true,
+        });
       secretNamespace: string,
       signal?: AbortSignal,
     ): Promise<ApiClient> {
@@ -252,6 +298,21 @@ async function readToken(
   read: SecretReader,
   namespace: string,
   ref: { name: string; key?: string | undefined },
+    /**
+     * The config `configId` is gone: drop its clients (their connection pools close once no other
+     * config uses them), its minted token and its mint setbacks, so a deleted config leaves
+     * nothing in memory. A mint under way is dropped when it ends.
+     */
+    forget(configId: string): void {
+      drop(configId);
+      if (minting.has(configId)) forgottenWhileMinting.add(configId);
+    },
+    /** What the connector keeps, for metrics and tests: API clients, minted tokens, mint setbacks. */
+    held: (): { clients: number; sessions: number; setbacks: number } => ({
+      clients: clients.size(),
+      sessions: sessions.size,
+      setbacks: setbacks.size(),
+    }),
   baseUrl: string,
 ): Promise<string> {
   return tokenFrom(await read(namespace, ref.name), { namespace, ...ref }, baseUrl);

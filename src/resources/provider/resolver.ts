@@ -19,6 +19,8 @@ export interface ProviderResolver {
   connect(namespace: string, name: string, signal?: AbortSignal, kind?: "ProviderConfig" | "ClusterProviderConfig"): Promise<ApiClient>;
   /** The current minted token's schedule of a tokenAuth config (`ProviderConfig/ns/name`, `ClusterProviderConfig/name`). */
   tokenSchedule(configId: string): TokenSchedule | undefined;
+  /** The config `configId` is gone: drop the clients, minted token and mint setbacks kept for it. */
+  forget(configId: string): void;
 }
 
 /** Connects a resource of `namespace` through the provider config `name` of one kind. */
@@ -30,12 +32,12 @@ export type ClusterConnect = ConfigConnect;
 /**
  * A ProviderResolver from how each provider kind connects: `providerConfig` for a ProviderConfig
  * of the namespace, `cluster` for a ClusterProviderConfig (absent when keyward does not serve
- * them), and the token schedules of the connector they share.
+ * them), and the token schedules (and forget) of the connector they share.
  */
 export function dispatchByKind(deps: {
   providerConfig: ConfigConnect;
   cluster?: (() => ClusterConnect | undefined) | undefined;
-  schedules: TokenSchedules;
+  schedules: TokenSchedules & { forget(configId: string): void };
 }): ProviderResolver {
   return {
     async connect(namespace, name, signal, kind = "ProviderConfig") {
@@ -52,6 +54,7 @@ export function dispatchByKind(deps: {
       return deps.providerConfig(namespace, name, signal);
     },
     tokenSchedule: (configId) => deps.schedules.tokenSchedule(configId),
+    forget: (configId) => deps.schedules.forget(configId),
   };
 }
 

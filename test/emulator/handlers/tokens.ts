@@ -41,7 +41,9 @@ function createToken({ core, params, body }: HandlerContext): unknown {
     authMethod: "token-auth",
     accessTokenPeriod: 0,
   };
-  return { accessToken, expiresIn: identity.accessTokenTTL, accessTokenMaxTTL: identity.accessTokenMaxTTL, tokenType: "Bearer", tokenData };
+  // The token lives accessTokenTTL whatever the answer says (answeredExpiresIn: a seeded lie).
+  const expiresIn = identity.answeredExpiresIn ?? identity.accessTokenTTL;
+  return { accessToken, expiresIn, accessTokenMaxTTL: identity.accessTokenMaxTTL, tokenType: "Bearer", tokenData };
 }
 
 export const tokenRoutes: Route[] = [

@@ -62,6 +62,7 @@ export const seedBody = z.object({
         name: z.string().optional(),
         accessTokenTTL: z.number().min(0).optional(),
         accessTokenMaxTTL: z.number().min(0).optional(),
+        answeredExpiresIn: z.number().optional(),
       }),
     )
     .optional(),
