@@ -146,19 +146,11 @@ function apiClients(deps: ConnectorOptions) {
       logger: deps.log,
     });
     // Claimed before the old client lets go, so a pool both use stays open.
-    const release = claimConnections(spec.baseUrl, client.timeoutMs, spec.caBundle);
+    const release = claimConnections(spec.baseUrl, (spec.timeoutSeconds ?? 10) * 1000, spec.caBundle);
     cached?.release();
     clients.set(cacheKey, { fingerprint, client, release });
     return client;
   };
-}
-
-/** Mints an access token for `configId` with the bootstrap token and records it, with its schedule, as the config's session. */
-async function mint(
-  ctx: Minter,
-  configId: string,
-  key: string,
-  spec: ConnectionSpec,
   return {
     clientFor,
     /** Drops the clients of `configId` (its own and its bootstrap credential's). */
@@ -170,6 +162,14 @@ async function mint(
     },
     size: (): number => clients.size,
   };
+}
+
+/** Mints an access token for `configId` with the bootstrap token and records it, with its schedule, as the config's session. */
+async function mint(
+  ctx: Minter,
+  configId: string,
+  key: string,
+  spec: ConnectionSpec,
   auth: NonNullable<ConnectionSpec["tokenAuth"]>,
   bootstrap: string,
   secretNamespace: string,
@@ -218,20 +218,12 @@ export function createConnector(deps: ConnectorOptions) {
   const clientFor = clients.clientFor;
   const sessions: Sessions = new Map();
   const minting = new Map<string, Promise<void>>();
+  /** Configs forgotten while a mint of theirs was under way: what that mint leaves is dropped when it ends. */
+  const forgottenWhileMinting = new Set<string>();
   const now = (): number => deps.now?.() ?? Date.now();
   const setbacks = mintSetbacks(now);
   const minter: Minter = { clientFor, sessions, setbacks, log: deps.log, now };
 
-  /** The token to call with: the static one, or the current minted one (minted first when due). */
-  async function sessionToken(configId: string, spec: ConnectionSpec, read: SecretReader, secretNamespace: string): Promise<string> {
-    if (spec.credentialsSecretRef && !spec.tokenAuth) return readToken(read, secretNamespace, spec.credentialsSecretRef, spec.baseUrl);
-    const auth = spec.tokenAuth;
-  /** Configs forgotten while a mint of theirs was under way: what that mint leaves is dropped when it ends. */
-  const forgottenWhileMinting = new Set<string>();
-    if (!auth || spec.credentialsSecretRef)
-      throw new ReconcileError("ProviderConfigInvalid", `${configId}: exactly one of credentialsSecretRef and tokenAuth must be set`, {
-        retryable: false,
-      });
   /** Everything kept for `configId`: its clients (and their pools), minted token and mint setbacks. */
   function drop(configId: string): void {
     clients.drop(configId);
@@ -239,6 +231,14 @@ export function createConnector(deps: ConnectorOptions) {
     setbacks.clear(configId);
   }
 
+  /** The token to call with: the static one, or the current minted one (minted first when due). */
+  async function sessionToken(configId: string, spec: ConnectionSpec, read: SecretReader, secretNamespace: string): Promise<string> {
+    if (spec.credentialsSecretRef && !spec.tokenAuth) return readToken(read, secretNamespace, spec.credentialsSecretRef, spec.baseUrl);
+    const auth = spec.tokenAuth;
+    if (!auth || spec.credentialsSecretRef)
+      throw new ReconcileError("ProviderConfigInvalid", `${configId}: exactly one of credentialsSecretRef and tokenAuth must be set`, {
+        retryable: false,
+      });
     const bootstrap = await readToken(read, secretNamespace, auth.bootstrapSecretRef, spec.baseUrl);
     // A new bootstrap token, identity or service mints anew; the key holds hashes, never tokens.
     const key = [auth.identityId, auth.renewBefore ?? "", spec.baseUrl, hash(bootstrap)].join("|");
@@ -260,6 +260,11 @@ export function createConnector(deps: ConnectorOptions) {
       await pending;
       const fresh = sessions.get(configId);
       if (fresh?.key === key) return fresh.token;
+      // Forgotten while the mint was under way: the config is gone, so no token is kept for it.
+      if (!fresh)
+        throw new ReconcileError("ProviderConfigNotFound", `${configId} was deleted while its access token was being minted`, {
+          retryable: true,
+        });
     }
   }
 
@@ -269,11 +274,6 @@ export function createConnector(deps: ConnectorOptions) {
       configId: string,
       spec: ConnectionSpec,
       read: SecretReader,
-      // Forgotten while the mint was under way: the config is gone, so no token is kept for it.
-      if (!fresh)
-        throw new ReconcileError("ProviderConfigNotFound", `${configId} was deleted while its access token was being minted`, {
-          retryable: true,
-        });
       secretNamespace: string,
       signal?: AbortSignal,
     ): Promise<ApiClient> {
@@ -289,15 +289,6 @@ export function createConnector(deps: ConnectorOptions) {
       return signal ? client.withSignal(signal) : client;
     },
     tokenSchedule: (configId: string): TokenSchedule | undefined => sessions.get(configId)?.schedule,
-  };
-}
-export type Connector = ReturnType<typeof createConnector>;
-
-/** The token of a credentials Secret keyward may use for `baseUrl` (src/resources/provider/credentials.ts). */
-async function readToken(
-  read: SecretReader,
-  namespace: string,
-  ref: { name: string; key?: string | undefined },
     /**
      * The config `configId` is gone: drop its clients (their connection pools close once no other
      * config uses them), its minted token and its mint setbacks, so a deleted config leaves
@@ -313,6 +304,15 @@ async function readToken(
       sessions: sessions.size,
       setbacks: setbacks.size(),
     }),
+  };
+}
+export type Connector = ReturnType<typeof createConnector>;
+
+/** The token of a credentials Secret keyward may use for `baseUrl` (src/resources/provider/credentials.ts). */
+async function readToken(
+  read: SecretReader,
+  namespace: string,
+  ref: { name: string; key?: string | undefined },
   baseUrl: string,
 ): Promise<string> {
   return tokenFrom(await read(namespace, ref.name), { namespace, ...ref }, baseUrl);

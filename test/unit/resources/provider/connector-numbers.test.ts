@@ -22,13 +22,20 @@ const YEAR_MS = 365 * 24 * 3_600_000;
 describe("the connector and the numbers of create-token", () => {
   let emulator: Emulator;
   let clock = Date.UTC(2030, 0, 1);
-  const secret = {
-    apiVersion: "v1",
-    kind: "Secret",
-    metadata: { name: "bootstrap", namespace: "ns", labels: { [CREDENTIALS_LABEL]: "true" } },
-    data: { token: Buffer.from(BOOTSTRAP).toString("base64") },
-  } as unknown as KubeObject;
-  const read = (): Promise<KubeObject | undefined> => Promise.resolve(secret);
+  // Its owner pins where the token may go (keyward.dev/allowed-base-urls): both names of the emulator.
+  const secret = (): KubeObject =>
+    ({
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: {
+        name: "bootstrap",
+        namespace: "ns",
+        labels: { [CREDENTIALS_LABEL]: "true" },
+        annotations: { "keyward.dev/allowed-base-urls": `${emulator.url},${emulator.url.replace("127.0.0.1", "localhost")}` },
+      },
+      data: { token: Buffer.from(BOOTSTRAP).toString("base64") },
+    }) as unknown as KubeObject;
+  const read = (): Promise<KubeObject | undefined> => Promise.resolve(secret());
   const mintsOf = (identity: string): number =>
     emulator.requests().filter((r) => r.operation === "createIdentityToken" && r.path.includes(identity)).length;
   const specFor = (identity: string, baseUrl = emulator.url): ConnectionSpec => ({
@@ -36,7 +43,7 @@ describe("the connector and the numbers of create-token", () => {
     tokenAuth: { identityId: identity, bootstrapSecretRef: { name: "bootstrap" } },
     rateLimit: { requestsPerSecond: 10_000, burst: 10_000 },
   });
-  const newConnector = () => createConnector({ log: createLogger({ level: "silent" }), now: () => clock, allowedBaseUrls: ["*"] });
+  const newConnector = () => createConnector({ log: createLogger({ level: "silent" }), now: () => clock });
 
   beforeAll(async () => {
     emulator = await startEmulator({
