@@ -49,6 +49,11 @@ export const configSchema = z
           .filter(Boolean),
       ),
     concurrency: z.coerce.number().int().min(1).max(256).default(4),
+    // The most workers of a controller one namespace holds at once; absent: half of them (all when
+    // one namespace is watched); 0: no cap.
+    maxInFlightPerNamespace: z.coerce.number().int().min(0).max(256).optional(),
+    // The ceiling on every ProviderConfig's and ClusterProviderConfig's spec.timeoutSeconds.
+    maxRequestTimeout: duration.pipe(z.number().min(1000).max(300_000)).default(30_000),
     resyncInterval: duration.pipe(z.number().min(1000)).default(600_000),
     metricsPort: z.coerce.number().int().min(0).max(65535).default(8080),
     healthPort: z.coerce.number().int().min(0).max(65535).default(8081),
@@ -140,6 +145,8 @@ const settings = {
   kubeconfig: "KUBECONFIG",
   namespaces: "WATCH_NAMESPACES",
   concurrency: "CONCURRENCY",
+  maxInFlightPerNamespace: "MAX_IN_FLIGHT_PER_NAMESPACE",
+  maxRequestTimeout: "MAX_REQUEST_TIMEOUT",
   resyncInterval: "RESYNC_INTERVAL",
   metricsPort: "METRICS_PORT",
   healthPort: "HEALTH_PORT",

@@ -8,6 +8,7 @@ import { patchMetadata } from "./kube/objects.ts";
 import { RELEASE_LABELS, shardSelector } from "./engine/shard-plan.ts";
 import { createEventRecorder, type EventRecorder } from "./kube/events.ts";
 import { createController, type SecondaryWatch } from "./engine/controller.ts";
+import { defaultMaxInFlightPerNamespace } from "./engine/queue.ts";
 import { ANNOTATION_EXTERNAL_ID, CREATE_GUARD_ANNOTATIONS, managedReconciler, type ManagedModule } from "./engine/managed.ts";
 import { createInformerFactory, type InformerFactory } from "./kube/informer.ts";
 import { createMetrics, type Metrics } from "./engine/metrics.ts";
@@ -27,6 +28,13 @@ export interface OperatorOptions {
   log: Logger;
   namespaces: string[];
   concurrency: number;
+  /**
+   * The most keys of one namespace a controller works on at once (--max-in-flight-per-namespace);
+   * default defaultMaxInFlightPerNamespace: half the workers, or all with one watched namespace.
+   */
+  maxInFlightPerNamespace?: number;
+  /** The ceiling on a ProviderConfig's spec.timeoutSeconds (--max-request-timeout), in ms. */
+  maxRequestTimeoutMs?: number;
   resyncIntervalMs: number;
   metrics?: Metrics;
   /** How long stop() lets in-flight reconciles run before aborting them. */
@@ -120,6 +128,7 @@ export function createOperator(opts: OperatorOptions): Operator {
       kind: kind.ref,
       reconcile: parts.reconcile,
       concurrency: opts.concurrency,
+      maxInFlightPerNamespace: opts.maxInFlightPerNamespace ?? defaultMaxInFlightPerNamespace(opts.concurrency, opts.namespaces),
       resyncIntervalMs: opts.resyncIntervalMs,
       namespaces: opts.namespaces,
       logger: log.child({ controller: kind.ref.kind.toLowerCase() }),
@@ -202,6 +211,7 @@ function providerPlumbing(
     onRequest: apiMetrics(d.metrics),
     allowedBaseUrls: opts.allowedBaseUrls ?? [],
     ...(opts.maxResponseBytes !== undefined ? { maxResponseBytes: opts.maxResponseBytes } : {}),
+    ...(opts.maxRequestTimeoutMs !== undefined ? { maxRequestTimeoutMs: opts.maxRequestTimeoutMs } : {}),
   });
   let cluster: clusterProviderConfig.ClusterProviderConfigs | undefined;
   const providers = providerConfig.createProviderResolver({ kube: d.kube, log: d.log, connector, cluster: () => cluster?.connect });

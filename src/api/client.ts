@@ -101,6 +101,8 @@ export interface Call<S extends z.ZodType> {
 export interface Caller {
   /** The client's credential: a hash of its base URL and token (ratelimit.ts credentialKey). */
   readonly credential: string;
+  /** The limit of one attempt, in ms. */
+  readonly timeoutMs: number;
   check(op: OperationName, schema: z.ZodType, value: unknown): void;
   call<S extends z.ZodType>(c: Call<S>, opts?: CallOptions): Promise<z.output<S>>;
 }
@@ -157,6 +159,7 @@ export function createCaller(options: ClientOptions): Caller {
   const s = settingsFrom(options);
   return {
     credential: s.credential,
+    timeoutMs: s.timeoutMs,
     check(op, schema, value) {
       if (!s.validateRequests) return;
       const result = schema.safeParse(value);

@@ -60,6 +60,8 @@ import {
 export interface ApiClient {
   /** A hash of the base URL and token: what the service knows the caller by (rate limits, what it may list). */
   readonly credential: string;
+  /** The limit of one request, in ms: the config's timeout after the admin's ceiling. */
+  readonly timeoutMs: number;
   /**
    * The same client (connections, rate limit) for one reconcile pass: every call is cancelled by
    * `signal`, and once one call has gone out, the rate limit never turns the later ones away
@@ -281,7 +283,15 @@ export function buildMethods(c: Caller): ApiClient {
     const pass = { admitted: false };
     return buildMethods({ ...c, call: (call, opts) => c.call(call, { signal, pass, ...opts }) });
   };
-  return { credential: c.credential, withSignal, ...projectMethods(c), ...membershipMethods(c), ...accessMethods(c), ...syncMethods(c) };
+  return {
+    credential: c.credential,
+    timeoutMs: c.timeoutMs,
+    withSignal,
+    ...projectMethods(c),
+    ...membershipMethods(c),
+    ...accessMethods(c),
+    ...syncMethods(c),
+  };
 }
 
 /** A client of the service: one typed function per operation over one caller (retries, limits, timeouts). */

@@ -48,11 +48,15 @@ function rootSchema(src: CrdSource): JSONSchemaProps {
         description:
           "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values.",
         type: "string",
+        // an API group (a DNS subdomain, 253), "/", a version (a DNS label, 63)
+        maxLength: 317,
       },
       kind: {
         description:
           "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. In CamelCase.",
         type: "string",
+        // a CamelCase name, a DNS label in length
+        maxLength: 63,
       },
       metadata: { type: "object" },
       spec: { description: `The desired state of the ${src.kind}.`, ...spec },

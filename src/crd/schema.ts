@@ -56,6 +56,13 @@ function applyMeta(node: JSONSchemaProps, schema: Zod, ctx: Ctx): JSONSchemaProp
   const out: JSONSchemaProps = { ...node };
   if (typeof meta.description === "string") out.description = meta.description;
   if (typeof meta.title === "string") out.title = meta.title;
+  // zod has no size check for records: a bounded map carries its bound as meta (and a refine).
+  if (meta.maxProperties !== undefined) {
+    if (node.type !== "object" || !node.additionalProperties || typeof meta.maxProperties !== "number") {
+      fail(ctx, "maxProperties in .meta() needs a number, on a z.record");
+    }
+    out.maxProperties = meta.maxProperties;
+  }
   for (const [key, value] of Object.entries(meta)) {
     if (!key.startsWith("x-kubernetes-")) continue;
     if (key === "x-kubernetes-validations") {

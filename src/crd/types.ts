@@ -28,6 +28,8 @@ export interface JSONSchemaProps {
   items?: JSONSchemaProps;
   properties?: Record<string, JSONSchemaProps>;
   required?: string[];
+  /** A map's (additionalProperties) most entries: from `.meta({ maxProperties })` on a z.record. */
+  maxProperties?: number;
   additionalProperties?: JSONSchemaProps;
   "x-kubernetes-preserve-unknown-fields"?: true;
   "x-kubernetes-int-or-string"?: true;
@@ -71,6 +73,7 @@ export const schemaKeyOrder: readonly (keyof JSONSchemaProps)[] = [
   "items",
   "properties",
   "required",
+  "maxProperties",
   "additionalProperties",
   "x-kubernetes-preserve-unknown-fields",
   "x-kubernetes-int-or-string",

@@ -48,6 +48,13 @@ function both<T>(a: T | undefined, b: T | undefined, pick: (x: T, y: T) => T): T
   return a === undefined || b === undefined ? undefined : pick(a, b);
 }
 
+/** The most characters a string node accepts: its maxLength, or the longest value of a string enum. */
+function longest(n: JSONSchemaProps): number | undefined {
+  if (n.maxLength !== undefined) return n.maxLength;
+  if (n.type !== "string" || !n.enum || !n.enum.every((v) => typeof v === "string")) return undefined;
+  return Math.max(...n.enum.map((v) => v.length));
+}
+
 function withoutDefault(node: JSONSchemaProps): JSONSchemaProps {
   const { default: _dropped, ...rest } = node;
   return rest;
@@ -103,7 +110,8 @@ export function mergeNodes(a: JSONSchemaProps, b: JSONSchemaProps, where: string
   if (!deepEqual(a.default, b.default)) delete out.default;
   out.enum = both(a.enum, b.enum, (x, y) => [...x, ...y.filter((v) => !x.some((w) => deepEqual(v, w)))]);
   out.minLength = both(a.minLength, b.minLength, Math.min);
-  out.maxLength = both(a.maxLength, b.maxLength, Math.max);
+  // a variant bounded only by its enum still bounds the merged string (and the size stays known to CEL's cost)
+  out.maxLength = out.enum ? both(a.maxLength, b.maxLength, Math.max) : both(longest(a), longest(b), Math.max);
   out.minItems = both(a.minItems, b.minItems, Math.min);
   out.maxItems = both(a.maxItems, b.maxItems, Math.max);
   const lo = looserLower(lower(a), lower(b));

@@ -10,7 +10,7 @@ import { errorSummary } from "../kube/rest.ts";
 import { isConflict } from "../kube/objects.ts";
 import { jitterInterval, type BackoffPolicy } from "../lib/backoff.ts";
 import { queueObserver, type Metrics, type ReconcileResult } from "./metrics.ts";
-import { createWorkQueue, type WorkQueue } from "./queue.ts";
+import { createWorkQueue, type WorkQueue, type WorkQueueOptions } from "./queue.ts";
 import { shardStanding } from "./shard-plan.ts";
 import { done, type KubeObject, type ObjectKey, type Outcome, type ReconcileFn } from "./types.ts";
 
@@ -28,6 +28,8 @@ export interface ControllerOptions {
   kind: KindRef;
   reconcile: ReconcileFn;
   concurrency: number;
+  /** The most keys of one namespace in flight at once (queue.ts); absent: no cap. */
+  maxInFlightPerNamespace?: number;
   resyncIntervalMs: number;
   /** Empty or absent: all namespaces. */
   namespaces?: string[];
@@ -67,13 +69,18 @@ export interface Controller {
 
 export const DEFAULT_RETRY_BACKOFF: BackoffPolicy = { baseMs: 1000, maxMs: 5 * 60_000, jitter: "equal" };
 
+function queueOptions(opts: ControllerOptions): WorkQueueOptions {
+  return {
+    backoff: opts.retryBackoff ?? DEFAULT_RETRY_BACKOFF,
+    observer: queueObserver(opts.metrics, opts.name),
+    ...(opts.maxInFlightPerNamespace === undefined ? {} : { maxInFlightPerNamespace: opts.maxInFlightPerNamespace }),
+  };
+}
+
 export function createController(opts: ControllerOptions): Controller {
   const labels = { controller: opts.name };
   const log = opts.logger;
-  const queue = createWorkQueue({
-    backoff: opts.retryBackoff ?? DEFAULT_RETRY_BACKOFF,
-    observer: queueObserver(opts.metrics, opts.name),
-  });
+  const queue = createWorkQueue(queueOptions(opts));
   const ownFactory = opts.informers === undefined;
   const factory =
     opts.informers ??

@@ -9,6 +9,12 @@
 // - fair across namespaces: ready keys are handed out one namespace at a time, in turn (round
 //   robin over the namespaces that have ready keys; FIFO within one), so a change in namespace B
 //   waits for at most one key of each other namespace, never behind A's backlog of thousands.
+// - a cap per namespace (maxInFlightPerNamespace, API Priority and Fairness' seats per flow): a
+//   namespace with that many keys in flight gets no further worker until one of them is done,
+//   however many it has waiting, so keys stuck on a slow service of one namespace leave the other
+//   workers to the other namespaces. The cap holds even while no other namespace waits: a
+//   worker cannot be taken back from a call that hangs, so the share must be kept free before
+//   the other namespace's change arrives, not after.
 import { parseKeyString } from "../kube/keys.ts";
 import { backoffDelay, retryAfterFloor, timerDelay, type BackoffPolicy } from "../lib/backoff.ts";
 
@@ -28,6 +34,11 @@ export interface WorkQueueOptions {
   random?: () => number;
   /** "fair" (default): namespaces in turn; "fifo": plain arrival order (the benchmark's "before"). */
   order?: "fair" | "fifo";
+  /**
+   * With "fair": the most keys of one namespace in flight at once; undefined, 0 or Infinity: no
+   * cap. A cap at or above the worker count changes nothing.
+   */
+  maxInFlightPerNamespace?: number;
 }
 
 export interface WorkQueue {
@@ -45,6 +56,15 @@ export interface WorkQueue {
   inFlight(): number;
   shutDown(): void;
   isShuttingDown(): boolean;
+}
+
+/**
+ * The default cap of keys one namespace has in flight: half the workers, rounded up, so with the
+ * default 4 workers a namespace whose service hangs holds 2 and the other namespaces keep 2. When
+ * keyward watches exactly one namespace there is no other to keep workers for: no cap.
+ */
+export function defaultMaxInFlightPerNamespace(workers: number, watchedNamespaces: readonly string[] = []): number {
+  return watchedNamespaces.length === 1 ? Math.max(1, workers) : Math.max(1, Math.ceil(workers / 2));
 }
 
 export const DEFAULT_QUEUE_BACKOFF: BackoffPolicy = { baseMs: 5, maxMs: 5 * 60_000, jitter: "equal" };
@@ -89,6 +109,8 @@ interface ReadyKeys {
   push(key: string): void;
   shift(): string | undefined;
   readonly length: number;
+  /** A namespace may have its turn again (it fell below its cap). */
+  unblock?(namespace: string): void;
 }
 
 const namespaceOf = (key: string): string => parseKeyString(key).namespace;
@@ -97,10 +119,14 @@ const namespaceOf = (key: string): string => parseKeyString(key).namespace;
  * One FIFO per namespace and a turn order of the namespaces that have ready keys: each shift
  * takes the head of the namespace whose turn it is, and puts that namespace at the back of the
  * turns if it has more. Empty namespaces are dropped, so nothing stays behind per namespace.
+ * A namespace that is `blocked` (at its cap of keys in flight) when its turn comes is parked
+ * instead, its keys kept, until unblock() gives it a turn again; at most workers/cap namespaces
+ * can be at their cap at once, so the skips cost no scan.
  */
-function fairByNamespace(): ReadyKeys {
+function fairByNamespace(blocked: (namespace: string) => boolean = () => false): ReadyKeys {
   const byNamespace = new Map<string, ReturnType<typeof createFifo<string>>>();
   const turns = createFifo<string>();
+  const parked = new Set<string>();
   let length = 0;
   return {
     push(key) {
@@ -115,14 +141,23 @@ function fairByNamespace(): ReadyKeys {
       length += 1;
     },
     shift() {
-      const ns = turns.shift();
-      if (ns === undefined) return undefined;
-      const keys = byNamespace.get(ns) as ReturnType<typeof createFifo<string>>;
-      const key = keys.shift() as string;
-      length -= 1;
-      if (keys.length > 0) turns.push(ns);
-      else byNamespace.delete(ns);
-      return key;
+      for (;;) {
+        const ns = turns.shift();
+        if (ns === undefined) return undefined;
+        if (blocked(ns)) {
+          parked.add(ns);
+          continue;
+        }
+        const keys = byNamespace.get(ns) as ReturnType<typeof createFifo<string>>;
+        const key = keys.shift() as string;
+        length -= 1;
+        if (keys.length > 0) turns.push(ns);
+        else byNamespace.delete(ns);
+        return key;
+      }
+    },
+    unblock(ns) {
+      if (parked.delete(ns)) turns.push(ns);
     },
     get length() {
       return length;
@@ -184,16 +219,56 @@ function createTimings(now: () => number, observer: QueueObserver | undefined) {
   };
 }
 
+/** Failures in a row per key, and the delay before the next retry of one (retryDelay). */
+function createFailures(options: WorkQueueOptions) {
+  const failures = new Map<string, number>();
+  return {
+    next(key: string, retryAfterMs: number | undefined): number {
+      const attempt = failures.get(key) ?? 0;
+      failures.set(key, attempt + 1);
+      options.observer?.retried();
+      return retryDelay(attempt, options.backoff ?? DEFAULT_QUEUE_BACKOFF, retryAfterMs, options.random);
+    },
+    forget: (key: string): void => void failures.delete(key),
+    count: (key: string): number => failures.get(key) ?? 0,
+  };
+}
+
+/**
+ * The keys in flight per namespace under a cap (none when `cap` is undefined, 0 or Infinity): a
+ * namespace is full at the cap; free() names the namespace a done key leaves below it.
+ */
+function namespaceSeats(cap: number | undefined) {
+  const limit = cap !== undefined && cap > 0 && Number.isFinite(cap) ? cap : undefined;
+  const taken = new Map<string, number>();
+  return {
+    full: (ns: string): boolean => limit !== undefined && (taken.get(ns) ?? 0) >= limit,
+    take(key: string): void {
+      if (limit === undefined) return;
+      const ns = namespaceOf(key);
+      taken.set(ns, (taken.get(ns) ?? 0) + 1);
+    },
+    free(key: string): string | undefined {
+      if (limit === undefined) return undefined;
+      const ns = namespaceOf(key);
+      const left = (taken.get(ns) ?? 1) - 1;
+      if (left > 0) taken.set(ns, left);
+      else taken.delete(ns);
+      return left < limit ? ns : undefined;
+    },
+  };
+}
+
 export function createWorkQueue(options: WorkQueueOptions = {}): WorkQueue {
   const now = options.now ?? (() => performance.now());
-  const backoff = options.backoff ?? DEFAULT_QUEUE_BACKOFF;
   const observer = options.observer;
   const timings = createTimings(now, observer);
 
-  const queue: ReadyKeys = options.order === "fifo" ? createFifo<string>() : fairByNamespace();
+  const seats = namespaceSeats(options.maxInFlightPerNamespace);
+  const queue: ReadyKeys = options.order === "fifo" ? createFifo<string>() : fairByNamespace(seats.full);
   const dirty = new Set<string>();
   const processing = new Set<string>();
-  const failures = new Map<string, number>();
+  const failures = createFailures(options);
   const getters: Array<(key: string | undefined) => void> = [];
   let shuttingDown = false;
 
@@ -208,13 +283,16 @@ export function createWorkQueue(options: WorkQueueOptions = {}): WorkQueue {
     processing.add(key);
     dirty.delete(key);
     timings.taken(key);
+    seats.take(key);
     return key;
   };
 
   // Hand queued keys to waiting workers; once shut down and empty, release every waiter.
   const dispatch = (): void => {
     while (getters.length > 0 && queue.length > 0) {
-      const key = queue.shift() as string;
+      const key = queue.shift();
+      // Only keys of namespaces at their cap are left: they wait for a done().
+      if (key === undefined) break;
       const resolve = getters.shift() as (key: string | undefined) => void;
       resolve(take(key));
     }
@@ -242,6 +320,8 @@ export function createWorkQueue(options: WorkQueueOptions = {}): WorkQueue {
   const done = (key: string): void => {
     if (!processing.delete(key)) return;
     timings.finished(key);
+    const freed = seats.free(key);
+    if (freed !== undefined) queue.unblock?.(freed);
     if (dirty.has(key)) push(key);
     dispatch();
   };
@@ -249,14 +329,9 @@ export function createWorkQueue(options: WorkQueueOptions = {}): WorkQueue {
   return {
     add,
     addAfter,
-    addRateLimited: (key, retryAfterMs) => {
-      const attempt = failures.get(key) ?? 0;
-      failures.set(key, attempt + 1);
-      observer?.retried();
-      addAfter(key, retryDelay(attempt, backoff, retryAfterMs, options.random));
-    },
-    forget: (key) => void failures.delete(key),
-    numRequeues: (key) => failures.get(key) ?? 0,
+    addRateLimited: (key, retryAfterMs) => addAfter(key, failures.next(key, retryAfterMs)),
+    forget: failures.forget,
+    numRequeues: failures.count,
     get: () =>
       new Promise<string | undefined>((resolve) => {
         getters.push(resolve);

@@ -22,7 +22,17 @@ import { ReconcileError, type ManagedContext, type ManagedModule, type Observati
 import { kindGauge, type Metrics } from "../engine/metrics.ts";
 import type { ObjectKey } from "../engine/types.ts";
 import { keyString } from "../kube/keys.ts";
-import { ageColumn, commonStatus, kindRef, notFoundAsUndefined, projectId, projectRef, providerConfigRef, readyColumns } from "./common.ts";
+import {
+  ageColumn,
+  bounds,
+  commonStatus,
+  kindRef,
+  notFoundAsUndefined,
+  projectId,
+  projectRef,
+  providerConfigRef,
+  readyColumns,
+} from "./common.ts";
 import { createSharedListing, DEFAULT_LISTING_TTL_MS, isSteady, listingScope, type SharedListing } from "./listing.ts";
 import { connectVia, type ProviderResolver } from "./provider/resolver.ts";
 import { resolveProjectId } from "./refs.ts";
@@ -54,19 +64,19 @@ const counts = z.object({
 
 export const statusSchema = z.object({
   ...commonStatus,
-  profileId: z.string().optional().describe("The profile's id at the service."),
-  projectId: z.string().optional(),
-  slug: z.string().optional(),
-  description: z.string().optional(),
-  enrollmentType: z.string().optional().describe("api, est or acme."),
-  caId: z.string().optional(),
-  certificateTemplateId: z.string().optional(),
-  estConfigId: z.string().optional(),
-  apiConfigId: z.string().optional(),
-  acmeConfigId: z.string().optional(),
+  profileId: z.string().max(bounds.ID).optional().describe("The profile's id at the service."),
+  projectId: z.string().max(bounds.ID).optional(),
+  slug: z.string().max(bounds.NAME).optional(),
+  description: z.string().max(bounds.DESCRIPTION).optional(),
+  enrollmentType: z.string().max(bounds.WORD).optional().describe("api, est or acme."),
+  caId: z.string().max(bounds.ID).optional(),
+  certificateTemplateId: z.string().max(bounds.ID).optional(),
+  estConfigId: z.string().max(bounds.ID).optional(),
+  apiConfigId: z.string().max(bounds.ID).optional(),
+  acmeConfigId: z.string().max(bounds.ID).optional(),
   certificates: counts.optional().describe("Certificates issued under the profile, by state."),
   apiConfig: z.object({ autoRenew: z.boolean().optional(), renewBeforeDays: z.number().optional() }).optional(),
-  acmeConfig: z.object({ directoryUrl: z.string().optional() }).optional(),
+  acmeConfig: z.object({ directoryUrl: z.string().max(bounds.URL_MAX).optional() }).optional(),
   estConfig: z
     .object({ disableBootstrapCaValidation: z.boolean().optional() })
     .optional()

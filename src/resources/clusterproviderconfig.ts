@@ -23,7 +23,7 @@ import type { SecondaryWatch } from "../engine/controller.ts";
 import { ReconcileError } from "../engine/managed.ts";
 import { done, requeueAfter, type KubeObject, type ReconcileFn } from "../engine/types.ts";
 import { CREDENTIALS_SELECTOR } from "./provider/credentials.ts";
-import { commonStatus, kindRef, providerConfigKind, providerConfigName } from "./common.ts";
+import { bounds, boundedRecord, commonStatus, kindRef, providerConfigKind, providerConfigName } from "./common.ts";
 import { connectionFields, providerConfigColumns, tokenAuthSchema, tokenStatusFields } from "./provider/crd-fields.ts";
 import type { Connector } from "./provider/connector.ts";
 import type { ClusterConnect, ProviderResolver } from "./provider/resolver.ts";
@@ -32,11 +32,13 @@ import type { Kind } from "./kind.ts";
 
 export const ref: KindRef = { ...kindRef("ClusterProviderConfig", "clusterproviderconfigs"), clusterScoped: true };
 
-const labelName = z.string().min(1).max(317);
+const labelName = z.string().min(1).max(bounds.LABEL_KEY);
 
 export const labelSelectorSchema = z
   .object({
-    matchLabels: z.record(z.string(), z.string().max(63)).optional().describe("Labels a namespace must all have, with these values."),
+    matchLabels: boundedRecord(z.string().max(bounds.LABEL_VALUE), bounds.MATCH_LABELS, bounds.LABEL_KEY)
+      .optional()
+      .describe("Labels a namespace must all have, with these values."),
     matchExpressions: z
       .array(
         z
@@ -92,8 +94,8 @@ export type ClusterProviderConfigSpec = z.infer<typeof specSchema>;
 
 export const statusSchema = z.object({
   ...commonStatus,
-  baseUrl: z.string().optional().describe("The base URL last checked."),
-  credentialsNamespace: z.string().optional().describe("The namespace its credentials Secret is read from."),
+  baseUrl: z.string().max(bounds.URL_MAX).optional().describe("The base URL last checked."),
+  credentialsNamespace: z.string().max(bounds.DNS_LABEL).optional().describe("The namespace its credentials Secret is read from."),
   ...tokenStatusFields,
 });
 

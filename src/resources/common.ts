@@ -7,6 +7,76 @@ import { keyOf } from "../kube/keys.ts";
 import { kubeJson } from "../kube/rest.ts";
 import { ageColumn, conditionColumn } from "../engine/kind.ts";
 
+// The size of every string, list and map of every CRD (spec and status). The apiserver stores an
+// object of up to ~1.5 MiB and costs CEL rules by these bounds, and keyward parses specs with
+// the same zod schemas, so each bound is the service's own limit where ../shared/interface.md
+// gives one (sync name 64, description 256, project slug 36, ...: written where the field is) and
+// otherwise the generous one below, with the reason for its number. A bound here must never be
+// stricter than the service or the system the value names, or a real value would be refused.
+// test/unit/crd/bounds.test.ts fails on any field of a generated CRD without one. Spec projectId
+// keeps 128 (below), the provider configs their own.
+export const bounds = {
+  /** A Kubernetes object name (a DNS subdomain, RFC 1123). */
+  K8S_NAME: 253,
+  /** A namespace or other DNS label (RFC 1123). */
+  DNS_LABEL: 63,
+  /** A label key: an optional DNS-subdomain prefix (253), "/", and a name (63). */
+  LABEL_KEY: 317,
+  /** A label value. */
+  LABEL_VALUE: 63,
+  /** Labels in one matchLabels: a namespace selector names a handful; 64 is many times that. */
+  MATCH_LABELS: 64,
+  /** An apiVersion: an API group (a DNS subdomain, 253), "/", and a version (a DNS label, 63). */
+  API_VERSION: 317,
+  /** A kind: a CamelCase name, a DNS label in length (as the apiserver's own kinds are). */
+  KIND: 63,
+
+  /** A URL: the de-facto limit of browsers and proxies (and of the provider configs' baseUrl). */
+  URL_MAX: 2048,
+  /** A folder path in an environment (e.g. /app/api): 1024, the common file-path limit (PATH_MAX/4). */
+  PATH: 1024,
+
+  /**
+   * An id the service or a destination assigns (a uuid, 36 characters, in every sample; a cloud
+   * resource path is longer): 256 leaves room for any of them.
+   */
+  ID: 256,
+  /** A name or slug at the service or a destination (the service's names are 1 to 64, GitLab group paths 255). */
+  NAME: 256,
+  /** A free-text description the service reports and interface.md gives no limit for (its own are at most 256). */
+  DESCRIPTION: 4096,
+  /** A message the service reports about a job: metav1.Condition's own message limit. */
+  MESSAGE: 32768,
+  /** A word the service reports as a state or type (pending, running, succeeded, api, est, ...). */
+  WORD: 64,
+  /** An RFC 3339 time: 35 characters with nanoseconds and an offset; 64 for any spelling the service uses. */
+  TIME: 64,
+  /** A hash keyward computes (hex SHA-256 is 64, with a salt prefix more). */
+  HASH: 256,
+  /** The value of a keyward.dev/*-requested-at annotation keyward copies (a time in practice; annotations are free text). */
+  ANNOTATION_VALUE: 1024,
+
+  /** The conditions of one object: keyward writes two (Ready, Synced); others' tools may add some. */
+  CONDITIONS: 32,
+  /** A project's environments as the service reports them (the default three; many more is rare). */
+  ENVIRONMENTS: 1024,
+  /** A member's roles as the service reports them (the spec allows 32; others may add more). */
+  STATUS_ROLES: 256,
+
+  /** Tags on a synced cloud secret: GCP allows 64 labels, AWS 50 tags, Azure 15. */
+  TAGS: 64,
+  /** A tag key: AWS allows 128 characters (GCP 63). */
+  TAG_KEY: 128,
+  /** A tag value: AWS allows 256 characters (GCP 63). */
+  TAG_VALUE: 256,
+  /** A KMS key id: AWS KMS KeyId (an id, alias or ARN) is at most 2048 characters. */
+  KMS_KEY_ID: 2048,
+  /** A key schema (a template such as APP_{{environment}}_{{secretKey}}): 1024 is far above any secret name limit (AWS 512). */
+  KEY_SCHEMA: 1024,
+  /** Repositories selected for a code-host sync: GitHub has no documented cap; 10,000 ids (~100 KiB) covers large orgs. */
+  SELECTED_REPOSITORIES: 10_000,
+} as const;
+
 export const providerConfigRef = z
   .object({
     kind: z
@@ -33,19 +103,32 @@ export const managementPolicy = z
   .enum(["Default", "ObserveOnly"])
   .describe("ObserveOnly reads the service and reports into status but never writes to it. Default: Default.");
 
+// metav1.Condition's own bounds.
 export const condition = z.object({
   type: z.string().max(316),
   status: z.enum(["True", "False", "Unknown"]),
   reason: z.string().max(1024),
   message: z.string().max(32768),
   observedGeneration: z.number().int().optional(),
-  lastTransitionTime: z.string(),
+  lastTransitionTime: z.string().max(bounds.TIME),
 });
 
 export const commonStatus = {
   observedGeneration: z.number().int().optional().describe("The generation of the spec the status describes."),
-  conditions: z.array(condition).optional().describe("Ready and Synced, in the metav1.Condition shape."),
+  conditions: z.array(condition).max(bounds.CONDITIONS).optional().describe("Ready and Synced, in the metav1.Condition shape."),
 };
+
+/**
+ * A map of at most `maxEntries` entries with keys of at most `maxKey` characters: the CRD gets
+ * maxProperties and a CEL rule on the keys (a structural schema cannot bound keys otherwise).
+ */
+export function boundedRecord<V extends z.ZodType>(value: V, maxEntries: number, maxKey: number) {
+  const message = `at most ${maxEntries} entries, each key at most ${maxKey} characters`;
+  return z
+    .record(z.string(), value)
+    .refine((map) => Object.keys(map).length <= maxEntries && Object.keys(map).every((k) => k.length <= maxKey), { message })
+    .meta({ maxProperties: maxEntries, "x-kubernetes-validations": [{ rule: `self.all(k, size(k) <= ${maxKey})`, message }] });
+}
 
 export function kindRef(kind: string, plural: string): KindRef {
   return { group: GROUP, version: VERSION, plural, kind };

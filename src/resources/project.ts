@@ -17,6 +17,7 @@ import type { ObjectMeta } from "../engine/types.ts";
 import type { KindRef } from "../kube/client.ts";
 import {
   ageColumn,
+  bounds,
   commonStatus,
   freshReferrers,
   isObserveOnly,
@@ -83,15 +84,16 @@ export type ProjectSpec = z.infer<typeof specSchema>;
 
 export const statusSchema = z.object({
   ...commonStatus,
-  projectId: z.string().optional().describe("The project's id at the service."),
-  slug: z.string().optional(),
-  name: z.string().optional(),
-  type: z.string().optional(),
-  orgId: z.string().optional(),
+  projectId: z.string().max(bounds.ID).optional().describe("The project's id at the service."),
+  slug: z.string().max(bounds.NAME).optional(),
+  name: z.string().max(bounds.NAME).optional(),
+  type: z.string().max(bounds.WORD).optional(),
+  orgId: z.string().max(bounds.ID).optional(),
   version: z.number().optional(),
   hasDeleteProtection: z.boolean().optional(),
   environments: z
-    .array(z.object({ name: z.string(), slug: z.string(), id: z.string() }))
+    .array(z.object({ name: z.string().max(bounds.NAME), slug: z.string().max(bounds.NAME), id: z.string().max(bounds.ID) }))
+    .max(bounds.ENVIRONMENTS)
     .optional()
     .describe("The project's environments."),
 });

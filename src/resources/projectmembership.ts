@@ -25,6 +25,7 @@ import {
 } from "../engine/managed.ts";
 import {
   ageColumn,
+  bounds,
   commonStatus,
   dropUndefined,
   isObserveOnly,
@@ -167,29 +168,33 @@ export const specSchema = z
 export type ProjectMembershipSpec = z.infer<typeof specSchema>;
 
 export const statusRoleSchema = z.object({
-  role: z.string().describe("As the service reports it: a built-in role, or custom for a custom role."),
-  customRoleSlug: z.string().optional(),
-  customRoleName: z.string().optional(),
+  role: z.string().max(bounds.NAME).describe("As the service reports it: a built-in role, or custom for a custom role."),
+  customRoleSlug: z.string().max(bounds.NAME).optional(),
+  customRoleName: z.string().max(bounds.NAME).optional(),
   isTemporary: z.boolean(),
-  temporaryMode: z.string().optional(),
-  temporaryRange: z.string().optional(),
-  temporaryAccessStartTime: z.string().optional(),
-  temporaryAccessEndTime: z.string().optional(),
+  temporaryMode: z.string().max(bounds.WORD).optional(),
+  temporaryRange: z.string().max(bounds.WORD).optional(),
+  temporaryAccessStartTime: z.string().max(bounds.TIME).optional(),
+  temporaryAccessEndTime: z.string().max(bounds.TIME).optional(),
   expired: z.boolean().optional().describe("For a temporary role: its access has ended (as of the last reconcile)."),
 });
 export type StatusRole = z.infer<typeof statusRoleSchema>;
 
 export const statusSchema = z.object({
   ...commonStatus,
-  projectId: z.string().optional().describe("The project's id."),
-  membershipId: z.string().optional().describe("The user's membership id."),
-  userId: z.string().optional().describe("The user's id."),
-  groupMembershipId: z.string().optional().describe("The group membership's id."),
-  groupId: z.string().optional().describe("The group's id."),
-  groupSlug: z.string().optional(),
-  groupName: z.string().optional(),
-  roles: z.array(statusRoleSchema).optional().describe("The member's roles as the service reports them."),
-  nextTemporaryAccessEndTime: z.string().optional().describe("The soonest end of a temporary role that has not ended yet."),
+  projectId: z.string().max(bounds.ID).optional().describe("The project's id."),
+  membershipId: z.string().max(bounds.ID).optional().describe("The user's membership id."),
+  userId: z.string().max(bounds.ID).optional().describe("The user's id."),
+  groupMembershipId: z.string().max(bounds.ID).optional().describe("The group membership's id."),
+  groupId: z.string().max(bounds.ID).optional().describe("The group's id."),
+  groupSlug: z.string().max(bounds.NAME).optional(),
+  groupName: z.string().max(bounds.NAME).optional(),
+  roles: z.array(statusRoleSchema).max(bounds.STATUS_ROLES).optional().describe("The member's roles as the service reports them."),
+  nextTemporaryAccessEndTime: z
+    .string()
+    .max(bounds.TIME)
+    .optional()
+    .describe("The soonest end of a temporary role that has not ended yet."),
 });
 export type ProjectMembershipStatus = z.infer<typeof statusSchema>;
 

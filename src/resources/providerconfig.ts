@@ -14,7 +14,7 @@ import { ReconcileError } from "../engine/managed.ts";
 import { done, requeueAfter, type KubeObject, type ReconcileFn } from "../engine/types.ts";
 import { exactlyOneOf } from "../engine/cel.ts";
 import type { CrdSource } from "../engine/kind.ts";
-import { commonStatus, kindRef, providerConfigKind, providerConfigName, referrersWatch } from "./common.ts";
+import { bounds, commonStatus, kindRef, providerConfigKind, providerConfigName, referrersWatch } from "./common.ts";
 import { connectionFields, providerConfigColumns, secretKeySelector, tokenAuthSchema, tokenStatusFields } from "./provider/crd-fields.ts";
 import { checkConnection } from "./provider/connection-check.ts";
 import { hold, release, tokenSecretName } from "./provider/in-use.ts";
@@ -43,9 +43,13 @@ export type ProviderConfigSpec = z.infer<typeof specSchema>;
 
 export const statusSchema = z.object({
   ...commonStatus,
-  baseUrl: z.string().optional().describe("The base URL last checked."),
+  baseUrl: z.string().max(bounds.URL_MAX).optional().describe("The base URL last checked."),
   ...tokenStatusFields,
-  heldSecret: z.string().optional().describe("The token Secret this ProviderConfig holds (finalizer keyward.dev/in-use) while it exists."),
+  heldSecret: z
+    .string()
+    .max(bounds.K8S_NAME)
+    .optional()
+    .describe("The token Secret this ProviderConfig holds (finalizer keyward.dev/in-use) while it exists."),
 });
 
 export const crdSource: CrdSource = {

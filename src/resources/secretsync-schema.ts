@@ -22,7 +22,7 @@ import {
 } from "../api/index.ts";
 import { exactlyOneOf, immutable } from "../engine/cel.ts";
 import type { CrdSource } from "../engine/kind.ts";
-import { ageColumn, commonStatus, kindRef, managementPolicy, projectId, projectRef, providerConfigRef } from "./common.ts";
+import { ageColumn, bounds, commonStatus, kindRef, managementPolicy, projectId, projectRef, providerConfigRef } from "./common.ts";
 
 export const ref = kindRef("SecretSync", "secretsyncs");
 
@@ -54,7 +54,11 @@ const common = {
     .min(limits.syncEnvironment.min)
     .max(limits.syncEnvironment.max)
     .describe("Slug of the project environment to sync from, 1 to 64 characters."),
-  secretPath: z.string().min(limits.syncSecretPathMin).describe("Folder path in the environment to sync from, e.g. / or /app."),
+  secretPath: z
+    .string()
+    .min(limits.syncSecretPathMin)
+    .max(bounds.PATH)
+    .describe("Folder path in the environment to sync from, e.g. / or /app."),
   isAutoSyncEnabled: z.boolean().optional().describe("Sync automatically when the secrets change. Default: true (the service's default)."),
   managementPolicy: managementPolicy.optional(),
   deletionPolicy: z
@@ -78,6 +82,7 @@ const destinationConfigDescription = "The destination's settings; their shape de
 const keySchema = z
   .string()
   .min(1)
+  .max(bounds.KEY_SCHEMA)
   .regex(KEY_SCHEMA_PATTERN, KEY_SCHEMA_RULE)
   .describe(
     "Template of the key written at the destination: must contain {{secretKey}} and may contain {{environment}}, e.g. APP_{{environment}}_{{secretKey}}.",
@@ -102,9 +107,14 @@ const syncOptions = (canImport: boolean) => z.object(syncOptionFields(canImport)
 const cloudSyncOptions = z
   .object({
     ...syncOptionFields(true),
-    keyId: z.string().optional().describe("KMS key id the cloud secrets manager encrypts with (cloud-secrets-manager only)."),
+    keyId: z
+      .string()
+      .max(bounds.KMS_KEY_ID)
+      .optional()
+      .describe("KMS key id the cloud secrets manager encrypts with (cloud-secrets-manager only)."),
     tags: z
-      .array(z.object({ key: z.string(), value: z.string() }).strict())
+      .array(z.object({ key: z.string().max(bounds.TAG_KEY), value: z.string().max(bounds.TAG_VALUE) }).strict())
+      .max(bounds.TAGS)
       .optional()
       .describe("Tags set on the synced secrets (cloud-secrets-manager only)."),
     syncSecretMetadataAsTags: z.boolean().optional().describe("Write secret metadata as tags (cloud-secrets-manager only)."),
@@ -114,13 +124,38 @@ const cloudSyncOptions = z
 
 const config = <T extends z.ZodRawShape>(schema: z.ZodObject<T>) => schema.strict().describe(destinationConfigDescription);
 
+// The destination configs of src/api describe what the service takes and answers (unbounded
+// there, as interface.md gives no limits); the spec bounds each field: a name, slug, id, scope or
+// region at a destination system is at most bounds.NAME / bounds.ID characters.
+const destinationName = z.string().max(bounds.NAME);
+const destinationId = z.string().max(bounds.ID);
+const workflowEngineSpecConfig = workflowEngineConfigSchema.extend({ scope: destinationName, clusterUUID: destinationId });
+const dataPlatformSpecConfig = dataPlatformConfigSchema.extend({ scope: destinationName });
+const monitoringSpecConfig = monitoringConfigSchema.extend({
+  accountId: destinationId,
+  accountName: destinationName,
+  groupId: destinationId,
+  groupName: destinationName,
+});
+const codeHostSpecConfig = codeHostConfigSchema.extend({
+  org: destinationName,
+  selectedRepositoryIds: z.array(z.number()).max(bounds.SELECTED_REPOSITORIES).optional(),
+});
+const cloudSecretsManagerSpecConfig = cloudSecretsManagerConfigSchema.extend({ region: destinationName });
+const appPlatformSpecConfig = appPlatformConfigSchema.extend({ appId: destinationId, appName: destinationName });
+const gitHostSpecConfig = gitHostConfigSchema.extend({
+  repositorySlug: destinationName,
+  environmentId: destinationId,
+  workspaceSlug: destinationName,
+});
+
 export const specSchema = z
   .discriminatedUnion("destination", [
     z
       .object({
         ...common,
         destination: destination("workflow-engine"),
-        destinationConfig: config(workflowEngineConfigSchema),
+        destinationConfig: config(workflowEngineSpecConfig),
         syncOptions: syncOptions(importCapable["workflow-engine"]).optional(),
       })
       .strict(),
@@ -128,7 +163,7 @@ export const specSchema = z
       .object({
         ...common,
         destination: destination("code-host"),
-        destinationConfig: config(codeHostConfigSchema),
+        destinationConfig: config(codeHostSpecConfig),
         syncOptions: syncOptions(importCapable["code-host"]).optional(),
       })
       .strict(),
@@ -136,7 +171,7 @@ export const specSchema = z
       .object({
         ...common,
         destination: destination("data-platform"),
-        destinationConfig: config(dataPlatformConfigSchema),
+        destinationConfig: config(dataPlatformSpecConfig),
         syncOptions: syncOptions(importCapable["data-platform"]).optional(),
       })
       .strict(),
@@ -144,7 +179,7 @@ export const specSchema = z
       .object({
         ...common,
         destination: destination("cloud-secrets-manager"),
-        destinationConfig: config(cloudSecretsManagerConfigSchema),
+        destinationConfig: config(cloudSecretsManagerSpecConfig),
         syncOptions: cloudSyncOptions.optional(),
       })
       .strict(),
@@ -152,7 +187,7 @@ export const specSchema = z
       .object({
         ...common,
         destination: destination("app-platform"),
-        destinationConfig: config(appPlatformConfigSchema),
+        destinationConfig: config(appPlatformSpecConfig),
         syncOptions: syncOptions(importCapable["app-platform"]).optional(),
       })
       .strict(),
@@ -160,7 +195,7 @@ export const specSchema = z
       .object({
         ...common,
         destination: destination("git-host"),
-        destinationConfig: config(gitHostConfigSchema),
+        destinationConfig: config(gitHostSpecConfig),
         syncOptions: syncOptions(importCapable["git-host"]).optional(),
       })
       .strict(),
@@ -168,7 +203,7 @@ export const specSchema = z
       .object({
         ...common,
         destination: destination("monitoring"),
-        destinationConfig: config(monitoringConfigSchema),
+        destinationConfig: config(monitoringSpecConfig),
         syncOptions: syncOptions(importCapable["monitoring"]).optional(),
       })
       .strict(),
@@ -180,49 +215,60 @@ export const requestActions = ["sync", "remove"] as const;
 export type RequestAction = (typeof requestActions)[number];
 
 // Status fields the service may clear are nullable: keyward returns null to remove them.
-const mirrored = () => z.string().nullable().optional();
+const mirrored = (max: number) => z.string().max(max).nullable().optional();
 
 export const statusSchema = z.object({
   ...commonStatus,
-  syncId: z.string().optional().describe("The sync's id at the service."),
-  name: z.string().optional(),
-  destination: z.string().optional(),
-  projectId: z.string().optional(),
-  connectionId: z.string().optional(),
-  description: mirrored(),
+  syncId: z.string().max(bounds.ID).optional().describe("The sync's id at the service."),
+  name: z.string().max(bounds.NAME).optional(),
+  destination: z.string().max(bounds.WORD).optional(),
+  projectId: z.string().max(bounds.ID).optional(),
+  connectionId: z.string().max(bounds.ID).optional(),
+  description: mirrored(bounds.DESCRIPTION),
   isAutoSyncEnabled: z.boolean().optional(),
   version: z.number().nullable().optional(),
-  syncStatus: mirrored().describe("Status of the last sync job: pending, running, succeeded or failed."),
-  importStatus: mirrored(),
-  removeStatus: mirrored(),
-  lastSyncJobId: mirrored(),
-  lastImportJobId: mirrored(),
-  lastRemoveJobId: mirrored(),
-  lastSyncMessage: mirrored().describe("The service's message about the last sync job (set when it failed)."),
-  lastImportMessage: mirrored(),
-  lastRemoveMessage: mirrored(),
-  lastSyncedAt: mirrored(),
-  lastImportedAt: mirrored(),
-  lastRemovedAt: mirrored(),
-  connection: z.object({ app: z.string(), name: z.string(), id: z.string() }).nullable().optional(),
-  environment: z.object({ slug: z.string(), name: z.string(), id: z.string() }).nullable().optional(),
-  folder: z.object({ id: z.string(), path: z.string() }).nullable().optional(),
+  syncStatus: mirrored(bounds.WORD).describe("Status of the last sync job: pending, running, succeeded or failed."),
+  importStatus: mirrored(bounds.WORD),
+  removeStatus: mirrored(bounds.WORD),
+  lastSyncJobId: mirrored(bounds.ID),
+  lastImportJobId: mirrored(bounds.ID),
+  lastRemoveJobId: mirrored(bounds.ID),
+  lastSyncMessage: mirrored(bounds.MESSAGE).describe("The service's message about the last sync job (set when it failed)."),
+  lastImportMessage: mirrored(bounds.MESSAGE),
+  lastRemoveMessage: mirrored(bounds.MESSAGE),
+  lastSyncedAt: mirrored(bounds.TIME),
+  lastImportedAt: mirrored(bounds.TIME),
+  lastRemovedAt: mirrored(bounds.TIME),
+  connection: z
+    .object({ app: z.string().max(bounds.WORD), name: z.string().max(bounds.NAME), id: z.string().max(bounds.ID) })
+    .nullable()
+    .optional(),
+  environment: z
+    .object({ slug: z.string().max(bounds.NAME), name: z.string().max(bounds.NAME), id: z.string().max(bounds.ID) })
+    .nullable()
+    .optional(),
+  folder: z
+    .object({ id: z.string().max(bounds.ID), path: z.string().max(bounds.PATH) })
+    .nullable()
+    .optional(),
   lastHandledSyncRequest: z
     .string()
+    .max(bounds.ANNOTATION_VALUE)
     .optional()
     .describe("The last value of the keyward.dev/sync-requested-at annotation handled (one sync-secrets call)."),
   lastHandledRemoveSecretsRequest: z
     .string()
+    .max(bounds.ANNOTATION_VALUE)
     .optional()
     .describe("The last value of the keyward.dev/remove-secrets-requested-at annotation handled (one remove-secrets call)."),
   pendingRequest: z
     .object({
       action: z.enum(requestActions),
-      value: z.string(),
-      markedAt: z.string(),
-      lastJobId: z.string().optional(),
-      lastJobAt: z.string().optional(),
-      lastJobStatus: z.string().optional(),
+      value: z.string().max(bounds.ANNOTATION_VALUE),
+      markedAt: z.string().max(bounds.TIME),
+      lastJobId: z.string().max(bounds.ID).optional(),
+      lastJobAt: z.string().max(bounds.TIME).optional(),
+      lastJobStatus: z.string().max(bounds.WORD).optional(),
     })
     .nullable()
     .optional()
@@ -232,11 +278,11 @@ export const statusSchema = z.object({
   deletionRemoval: z
     .object({
       attempts: z.number().int(),
-      markedAt: z.string(),
-      lastJobId: z.string().optional(),
-      lastJobAt: z.string().optional(),
-      lastJobStatus: z.string().optional(),
-      retryAt: z.string().optional(),
+      markedAt: z.string().max(bounds.TIME),
+      lastJobId: z.string().max(bounds.ID).optional(),
+      lastJobAt: z.string().max(bounds.TIME).optional(),
+      lastJobStatus: z.string().max(bounds.WORD).optional(),
+      retryAt: z.string().max(bounds.TIME).optional(),
     })
     .nullable()
     .optional()

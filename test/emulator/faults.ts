@@ -1,5 +1,6 @@
 // Injected faults, restricted to /api requests that match `match`. Counted faults (rateLimit,
 // drop) are consumed as matching requests arrive.
+import { sleep } from "./http.ts";
 import type { Faults } from "./types.ts";
 
 export type FaultDecision =
@@ -15,11 +16,16 @@ export interface FaultState {
   latencyFor(method: string, path: string, phase?: "before-handling" | "after-handling"): number;
   /** Decides (and consumes) the fault for one request. */
   decide(method: string, path: string): FaultDecision;
+  /** Holds one request for its latency, counted by held() meanwhile. */
+  hold(ms: number): Promise<void>;
+  /** Requests being held by a latency fault right now (before or after handling). */
+  held(): number;
 }
 
 export function createFaultState(): FaultState {
   let faults: Faults = {};
   let pattern: RegExp | undefined;
+  let holding = 0;
 
   const matches = (method: string, path: string): boolean => {
     const match = faults.match;
@@ -33,6 +39,15 @@ export function createFaultState(): FaultState {
       pattern = next.match?.pathPattern === undefined ? undefined : new RegExp(next.match.pathPattern);
     },
     get: () => structuredClone(faults),
+    async hold(ms) {
+      holding += 1;
+      try {
+        await sleep(ms);
+      } finally {
+        holding -= 1;
+      }
+    },
+    held: () => holding,
     latencyFor: (method, path, phase = "before-handling") =>
       matches(method, path) && (faults.latencyWhen ?? "before-handling") === phase ? (faults.latencyMs ?? 0) : 0,
     decide(method, path) {

@@ -6,7 +6,7 @@ import { authenticate, enforceAuth, type AuthResult } from "./auth.ts";
 import type { Core } from "./core.ts";
 import { errorBody, faultBody, routeNotFound, ServiceError } from "./errors.ts";
 import type { FaultState } from "./faults.ts";
-import { parseJsonBody, readBody, sendJson, sleep, splitUrl, type ParsedBody } from "./http.ts";
+import { parseJsonBody, readBody, sendJson, splitUrl, type ParsedBody } from "./http.ts";
 import type { RateLimiter } from "./rate-limit.ts";
 import { matchRoute, type Route, type RouteMatch } from "./router.ts";
 import type { RecordedRequest } from "./types.ts";
@@ -54,7 +54,7 @@ export async function handleApiRequest(p: Pipeline, req: IncomingMessage, res: S
   };
 
   const latency = p.faults.latencyFor(incoming.method, incoming.path);
-  if (latency > 0) await sleep(latency);
+  if (latency > 0) await p.faults.hold(latency);
   // The emulator may have closed (or the client gone) during the delay: nothing left to answer.
   if (req.socket.destroyed) return;
   const decision = p.faults.decide(incoming.method, incoming.path);
@@ -83,7 +83,7 @@ export async function handleApiRequest(p: Pipeline, req: IncomingMessage, res: S
   // meanwhile never learns the answer.
   const held = p.faults.latencyFor(incoming.method, incoming.path, "after-handling");
   if (held > 0) {
-    await sleep(held);
+    await p.faults.hold(held);
     if (req.socket.destroyed) return;
   }
   sendJson(res, answer.status, answer.body, answer.headers);

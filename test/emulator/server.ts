@@ -144,6 +144,7 @@ export async function startEmulator(opts: EmulatorOptions): Promise<Emulator> {
     requests: admin.requests,
     clearRequests: admin.clearRequests,
     setFaults: admin.setFaults,
+    heldRequests: () => faults.held(),
     seed: admin.seed,
     setJobOutcome: admin.setJobOutcome,
     addMember: (m) => void admin.addMember(m),

@@ -28,6 +28,8 @@ export interface Emulator {
   requests(): RecordedRequest[];
   clearRequests(): void;
   setFaults(f: Faults): void;
+  /** Requests a latency fault is holding right now (not yet answered). */
+  heldRequests(): number;
   seed(s: Seed): void;
   setJobOutcome(o: JobOutcome): void;
   addMember(m: MemberSeed): void;

@@ -52,6 +52,14 @@ export type ConnectionCheck =
       renewInMs: number | undefined;
     };
 
+/** Says so when the cluster admin's ceiling (--max-request-timeout) cut the spec's timeoutSeconds. */
+export function timeoutNote(spec: unknown, effectiveMs: number): string {
+  const asked = (spec as { timeoutSeconds?: unknown } | undefined)?.timeoutSeconds;
+  const askedMs = (typeof asked === "number" ? asked : 10) * 1000;
+  if (effectiveMs >= askedMs) return "";
+  return `; requests time out after ${effectiveMs / 1000} s, not the ${askedMs / 1000} s asked (capped by keyward's --max-request-timeout)`;
+}
+
 /** Checks the connection of a provider config and writes its Ready condition and status. */
 export async function checkConnection(
   deps: { kube: Kube; events: EventRecorder; recheckMs: number },
@@ -73,7 +81,7 @@ export async function checkConnection(
   try {
     const client = await config.connect();
     await client.listProjects({});
-    ready = { status: "True", reason: "Connected", message: config.connected };
+    ready = { status: "True", reason: "Connected", message: config.connected + timeoutNote(config.obj.spec, client.timeoutMs) };
   } catch (err) {
     // Its check shares the credential's rate limit with its users: when that turns it away, the
     // check waits its turn and Ready stays as it was (a flip would requeue every user).

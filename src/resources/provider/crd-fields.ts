@@ -6,7 +6,7 @@
 // never a kind's file.
 import { z } from "zod";
 import type { PrinterColumn } from "../../engine/kind.ts";
-import { ageColumn } from "../common.ts";
+import { ageColumn, bounds } from "../common.ts";
 import { GO_DURATION_PATTERN } from "../../lib/duration.ts";
 
 /** A Secret and the key in it that holds a token. */
@@ -57,8 +57,8 @@ export const connectionFields = {
 
 /** Status of a tokenAuth config: when its current access token expires and the next is minted; never the token. */
 export const tokenStatusFields = {
-  tokenExpiresAt: z.string().optional().describe("tokenAuth: when the current access token expires (RFC 3339)."),
-  tokenRenewAt: z.string().optional().describe("tokenAuth: when keyward mints the next access token (RFC 3339)."),
+  tokenExpiresAt: z.string().max(bounds.TIME).optional().describe("tokenAuth: when the current access token expires (RFC 3339)."),
+  tokenRenewAt: z.string().max(bounds.TIME).optional().describe("tokenAuth: when keyward mints the next access token (RFC 3339)."),
 };
 
 /** Printer columns of ProviderConfig and ClusterProviderConfig alike. */

@@ -138,9 +138,15 @@ describe("a CRD generated from a SecretSync-shaped union, on a real apiserver", 
       "destinationConfig.scope must be organization for destination code-host",
     ],
     [
-      "a workflow-engine scope longer than its own limit",
+      "a workflow-engine scope shorter than its own limit",
+      { ...good["workflow-engine"], destinationConfig: { scope: "", clusterUUID: "11111111-2222-3333-4444-555555555555" } },
+      "destinationConfig.scope must be at least 1 character for destination workflow-engine",
+    ],
+    [
+      // the merged field keeps the longest any variant allows (64; code-host's "organization" is 12)
+      "a scope longer than any destination allows",
       { ...good["workflow-engine"], destinationConfig: { scope: "x".repeat(65), clusterUUID: "11111111-2222-3333-4444-555555555555" } },
-      "destinationConfig.scope must be at most 64 characters for destination workflow-engine",
+      "spec.destinationConfig.scope: Too long: may not be more than 64",
     ],
     [
       "cloud-secrets-manager sync options on a workflow-engine sync",

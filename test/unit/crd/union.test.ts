@@ -53,8 +53,9 @@ describe("a discriminated union shaped like SecretSync", () => {
     expect(destinationConfig.required).toBeUndefined();
   });
 
-  it("loosens a field an enum in one variant and a free string in another", () => {
-    expect(destinationConfig.properties?.scope).toEqual({ type: "string" });
+  it("loosens a field an enum in one variant and a free string in another, keeping the longest length either allows", () => {
+    // workflow-engine: 1 to 64 characters; code-host: "organization" (12): at most 64 either way
+    expect(destinationConfig.properties?.scope).toEqual({ type: "string", maxLength: 64 });
   });
 
   it("keeps defaults all variants share and drops those of variant-only fields", () => {
@@ -86,9 +87,11 @@ describe("a discriminated union shaped like SecretSync", () => {
     expect(ruleWithMessage(spec, "destinationConfig.scope must be organization for destination code-host")?.rule).toBe(
       "self.destination != 'code-host' || !has(self.destinationConfig) || !has(self.destinationConfig.scope) || self.destinationConfig.scope == 'organization'",
     );
-    expect(ruleWithMessage(spec, "destinationConfig.scope must be at most 64 characters for destination workflow-engine")?.rule).toBe(
-      "self.destination != 'workflow-engine' || !has(self.destinationConfig) || !has(self.destinationConfig.scope) || size(self.destinationConfig.scope) <= 64",
+    expect(ruleWithMessage(spec, "destinationConfig.scope must be at least 1 character for destination workflow-engine")?.rule).toBe(
+      "self.destination != 'workflow-engine' || !has(self.destinationConfig) || !has(self.destinationConfig.scope) || size(self.destinationConfig.scope) >= 1",
     );
+    // the merged maxLength (64) already says what workflow-engine's bound says
+    expect(ruleWithMessage(spec, "destinationConfig.scope must be at most 64 characters for destination workflow-engine")).toBeUndefined();
   });
 
   it("writes no rule for what the merged schema already says", () => {

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { createWorkQueue, retryDelay, type QueueObserver } from "../../../src/engine/queue.ts";
+import { createWorkQueue, defaultMaxInFlightPerNamespace, retryDelay, type QueueObserver } from "../../../src/engine/queue.ts";
 import { MAX_RETRY_AFTER_MS } from "../../../src/lib/backoff.ts";
 import { parseRetryAfter } from "../../../src/api/retry.ts";
 
@@ -191,6 +191,99 @@ describe("fair queuing across namespaces", () => {
     const order: string[] = [];
     while (q.len() > 0) order.push((await q.get()) as string);
     expect(order.indexOf("b/only")).toBe(1000);
+  });
+});
+
+describe("a cap on the keys one namespace has in flight", () => {
+  // Four workers, as keyward's default: each get() is a worker asking for its next key.
+  const workers = (q: ReturnType<typeof createWorkQueue>, n: number) => Array.from({ length: n }, () => q.get());
+
+  it("A's backlog takes at most its cap of the workers: the rest wait for B, and B's keys go out while A's are all in flight", async () => {
+    const q = createWorkQueue({ maxInFlightPerNamespace: 2 });
+    for (let i = 0; i < 20; i++) q.add(`a/k${i}`);
+    const four = workers(q, 4);
+    expect(await settled(four[0] as Promise<string>)).toBe("a/k0");
+    expect(await settled(four[1] as Promise<string>)).toBe("a/k1");
+    // A holds 2 (hung on its service, say): the other two workers stay free, though A has 18 waiting.
+    expect(await settled(four[2] as Promise<string>)).toBe("pending");
+    expect(q.inFlight()).toBe(2);
+    for (let i = 0; i < 5; i++) q.add(`b/k${i}`);
+    expect(await four[2]).toBe("b/k0");
+    expect(await four[3]).toBe("b/k1");
+    // B's five all go through the two free workers while A's two never finish.
+    const seen = ["b/k0", "b/k1"];
+    q.done("b/k0");
+    q.done("b/k1");
+    for (let i = 0; i < 3; i++) {
+      const key = (await q.get()) as string;
+      seen.push(key);
+      q.done(key);
+    }
+    expect(seen).toEqual(["b/k0", "b/k1", "b/k2", "b/k3", "b/k4"]);
+    expect(q.len()).toBe(18);
+    // One of A's finishes: A gets a worker again, in its arrival order.
+    const next = q.get();
+    expect(await settled(next)).toBe("pending");
+    q.done("a/k0");
+    expect(await next).toBe("a/k2");
+  });
+
+  it("counts per namespace: a namespace at its cap does not hold back one below it, and a cluster-scoped key is a namespace of its own", async () => {
+    const q = createWorkQueue({ maxInFlightPerNamespace: 1 });
+    for (const key of ["a/1", "a/2", "b/1", "b/2", "/c1", "/c2"]) q.add(key);
+    const got = await Promise.all(workers(q, 3));
+    expect(got).toEqual(["a/1", "b/1", "/c1"]);
+    const fourth = q.get();
+    expect(await settled(fourth)).toBe("pending");
+    q.done("b/1");
+    expect(await fourth).toBe("b/2");
+  });
+
+  it("keeps a re-added key's semantics: dirty in flight, back after done, still under the cap", async () => {
+    const q = createWorkQueue({ maxInFlightPerNamespace: 1 });
+    q.add("a/1");
+    q.add("a/2");
+    expect(await q.get()).toBe("a/1");
+    q.add("a/1");
+    const next = q.get();
+    expect(await settled(next)).toBe("pending");
+    q.done("a/1");
+    expect(await next).toBe("a/2");
+    const after = q.get();
+    expect(await settled(after)).toBe("pending");
+    q.done("a/2");
+    expect(await after).toBe("a/1");
+    expect(q.inFlight()).toBe(1);
+  });
+
+  it("without a cap (undefined or 0) one namespace may take every worker, as before", async () => {
+    for (const cap of [undefined, 0]) {
+      const q = createWorkQueue(cap === undefined ? {} : { maxInFlightPerNamespace: cap });
+      for (let i = 0; i < 10; i++) q.add(`a/k${i}`);
+      expect(await Promise.all(workers(q, 4))).toEqual(["a/k0", "a/k1", "a/k2", "a/k3"]);
+    }
+  });
+
+  it("shutdown still drains: keys held back by the cap go out as their namespace's keys finish, then get() ends", async () => {
+    const q = createWorkQueue({ maxInFlightPerNamespace: 1 });
+    q.add("a/1");
+    q.add("a/2");
+    expect(await q.get()).toBe("a/1");
+    q.shutDown();
+    const next = q.get();
+    expect(await settled(next)).toBe("pending");
+    q.done("a/1");
+    expect(await next).toBe("a/2");
+    q.done("a/2");
+    expect(await q.get()).toBeUndefined();
+  });
+
+  it("defaults to half the workers, rounded up, and to all of them when one namespace is watched", () => {
+    expect(defaultMaxInFlightPerNamespace(4)).toBe(2);
+    expect(defaultMaxInFlightPerNamespace(5)).toBe(3);
+    expect(defaultMaxInFlightPerNamespace(1)).toBe(1);
+    expect(defaultMaxInFlightPerNamespace(4, ["a", "b"])).toBe(2);
+    expect(defaultMaxInFlightPerNamespace(4, ["only"])).toBe(4);
   });
 });
 
