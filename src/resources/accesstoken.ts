@@ -34,6 +34,7 @@ import { ReconcileError, type ManagedContext, type ManagedModule, type Observati
 import { API_VERSION, type KubeObject, type ObjectKey, type ObjectMeta, type OwnerReference } from "../engine/types.ts";
 import {
   ageColumn,
+  bounds,
   commonStatus,
   dropUndefined,
   isObserveOnly,
@@ -123,16 +124,24 @@ export type IssueReason = (typeof issueReasons)[number];
 
 export const statusSchema = z.object({
   ...commonStatus,
-  tokenId: z.string().optional().describe("Id of the current token at the service (tokenData.id)."),
-  identityId: z.string().optional().describe("The machine identity the current token belongs to."),
-  tokenName: z.string().optional().describe("The name the current token was issued with."),
-  secretName: z.string().optional().describe("The Secret holding the current token."),
-  expiresAt: z.string().optional().describe("When the current token expires (RFC 3339); absent for a token without expiry."),
-  renewAt: z.string().optional().describe("When keyward issues the next token."),
-  lastIssuedAt: z.string().optional().describe("When the current token was issued."),
+  tokenId: z.string().max(bounds.ID).optional().describe("Id of the current token at the service (tokenData.id)."),
+  identityId: z.string().max(bounds.ID).optional().describe("The machine identity the current token belongs to."),
+  tokenName: z.string().max(bounds.NAME).optional().describe("The name the current token was issued with."),
+  secretName: z.string().max(bounds.K8S_NAME).optional().describe("The Secret holding the current token."),
+  expiresAt: z
+    .string()
+    .max(bounds.TIME)
+    .optional()
+    .describe("When the current token expires (RFC 3339); absent for a token without expiry."),
+  renewAt: z.string().max(bounds.TIME).optional().describe("When keyward issues the next token."),
+  lastIssuedAt: z.string().max(bounds.TIME).optional().describe("When the current token was issued."),
   lastIssueReason: z.enum(issueReasons).optional().describe("Why the current token was issued."),
   renewals: z.number().int().optional().describe("Tokens issued after the first one."),
-  secretDataHash: z.string().optional().describe("Salted hash of the data keyward wrote into the Secret, to detect edits."),
+  secretDataHash: z
+    .string()
+    .max(bounds.HASH)
+    .optional()
+    .describe("Salted hash of the data keyward wrote into the Secret, to detect edits."),
 });
 export type AccessTokenStatus = z.infer<typeof statusSchema>;
 

@@ -99,6 +99,14 @@ interface ConnectorOptions {
   now?: () => number;
   allowedBaseUrls?: readonly string[];
   maxResponseBytes?: number;
+  /** The cluster admin's ceiling on spec.timeoutSeconds (--max-request-timeout), in ms; absent: none. */
+  maxRequestTimeoutMs?: number;
+}
+
+/** One request's timeout for a config: its spec.timeoutSeconds (default 10 s), at most the admin's ceiling. */
+export function requestTimeoutMs(spec: Pick<ConnectionSpec, "timeoutSeconds">, maxRequestTimeoutMs?: number): number {
+  const asked = (spec.timeoutSeconds ?? 10) * 1000;
+  return maxRequestTimeoutMs !== undefined && maxRequestTimeoutMs > 0 ? Math.min(asked, maxRequestTimeoutMs) : asked;
 }
 type ClientFor = (cacheKey: string, spec: ConnectionSpec, token: string, onAnswer?: (info: RequestInfo) => void) => ApiClient;
 type Sessions = Map<string, { key: string; token: string; schedule: TokenSchedule }>;
@@ -131,7 +139,7 @@ function apiClients(deps: ConnectorOptions) {
     const client = createApiClient({
       baseUrl: spec.baseUrl,
       token,
-      timeoutMs: (spec.timeoutSeconds ?? 10) * 1000,
+      timeoutMs: requestTimeoutMs(spec, deps.maxRequestTimeoutMs),
       ...(deps.maxResponseBytes !== undefined ? { maxResponseBytes: deps.maxResponseBytes } : {}),
       rateLimit: spec.rateLimit ?? DEFAULT_RATE,
       ...(spec.caBundle ? { caBundle: spec.caBundle } : {}),
@@ -146,7 +154,7 @@ function apiClients(deps: ConnectorOptions) {
       logger: deps.log,
     });
     // Claimed before the old client lets go, so a pool both use stays open.
-    const release = claimConnections(spec.baseUrl, (spec.timeoutSeconds ?? 10) * 1000, spec.caBundle);
+    const release = claimConnections(spec.baseUrl, client.timeoutMs, spec.caBundle);
     cached?.release();
     clients.set(cacheKey, { fingerprint, client, release });
     return client;
