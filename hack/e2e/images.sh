@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds keyward's image (the repo's Dockerfile), the emulator's and Argo CD's with the local dockerd,
-# each tagged by a hash of its inputs, and prints KEYWARD_IMAGE=, EMULATOR_IMAGE=, ARGOCD_IMAGE= lines.
+# each tagged by a hash of its inputs, and prints KEYWARD_IMAGE=, EMULATOR_IMAGE=, ARGOCD_IMAGE= lines,
+# and the previous release's image and chart (previous-release.sh: KEYWARD_IMAGE_PREVIOUS=, ...).
 # The Dockerfile's base images (node:24-bookworm, -slim) are built locally as hack/tools/build-image.sh
 # does (debootstrap'd Debian bookworm + the Node 24 of the `node` devDependency + npm), unless
 # KEYWARD_E2E_PUBLIC_BASE=1 (then the public node:24 images are pulled).
@@ -81,6 +82,13 @@ ARGOCD_IMAGE="keyward-e2e/argocd:$argocd_hash"
 if ! docker image inspect "$ARGOCD_IMAGE" >/dev/null 2>&1; then
   timed "docker build argocd" build --network host --build-arg "BASE_IMAGE=$RUNTIME_IMAGE" -t "$ARGOCD_IMAGE" "$astage"
 fi
+
+# --- the previous release (test/e2e/upgrade.test.ts), on the same base images -------------------
+# A failure here fails upgrade.test.ts only (PREVIOUS_ERROR), not the other files.
+if ! previous=$(NODE_IMAGE=$NODE_IMAGE RUNTIME_IMAGE=$RUNTIME_IMAGE HELM=$helm "$E2E_DIR/previous-release.sh"); then
+  previous="PREVIOUS_ERROR=$(printf %q "hack/e2e/previous-release.sh failed (its log is above)")"
+fi
+echo "$previous"
 
 echo "KEYWARD_IMAGE=$KEYWARD_IMAGE"
 echo "ARGOCD_IMAGE=$ARGOCD_IMAGE"

@@ -6,6 +6,9 @@
 #   KEYWARD_IMAGE, KEYWARD_IMAGE_NEXT, EMULATOR_IMAGE, ARGOCD_IMAGE   built by images.sh (NEXT:
 #                     the same image under a second tag, for `helm upgrade` to a new tag)
 #   ARGOCD_MANIFESTS  Argo CD's CRDs and stock argocd-cm/-secret/-rbac-cm from its module
+#   PREVIOUS_VERSION, PREVIOUS_COMMIT, KEYWARD_IMAGE_PREVIOUS, PREVIOUS_CHART   the previous
+#                     release (CHANGELOG.md) rebuilt from its commit by previous-release.sh, or
+#                     PREVIOUS_ERROR saying why it could not be (upgrade.test.ts fails with it)
 # With KEYWARD_E2E_KUBECONFIG the images are loaded with `kind load` into the kind cluster
 # KEYWARD_E2E_CLUSTER names when set; otherwise that cluster must be able to get them itself.
 set -euo pipefail
@@ -30,7 +33,7 @@ fi
 # first, then keyward's finalizers (on its objects and on the token Secrets it holds), then the
 # namespaces.
 kubectl() { "$kubectl_dir/kubectl" --kubeconfig "$kubeconfig" "$@"; }
-# Only what the e2e creates: namespaces kw-e2e-*, its releases kw-e2e, kw-ns, kw-shard, kw-scale, kw-argo.
+# Only what the e2e creates: namespaces kw-e2e-*, its releases kw-e2e, kw-ns, kw-shard, kw-scale, kw-argo, kw-upgrade.
 leftovers=$(kubectl get namespaces -o name | sed -n 's|^namespace/\(kw-e2e-.*\)$|\1|p')
 if [[ -n $leftovers ]]; then
   log "removing what an earlier run left: $(echo $leftovers)"
@@ -50,14 +53,14 @@ if [[ -n $leftovers ]]; then
   kubectl delete namespace $leftovers --wait=true --timeout=300s >&2
 fi
 # Cluster-scoped objects of keyward installs that no helm release owns any more (Argo CD's).
-kubectl delete clusterrole,clusterrolebinding -l 'app.kubernetes.io/name=keyward,app.kubernetes.io/instance in (kw-e2e,kw-ns,kw-shard,kw-scale,kw-argo)' --ignore-not-found >&2
+kubectl delete clusterrole,clusterrolebinding -l 'app.kubernetes.io/name=keyward,app.kubernetes.io/instance in (kw-e2e,kw-ns,kw-shard,kw-scale,kw-argo,kw-upgrade)' --ignore-not-found >&2
 kubectl delete clusterrolebinding kw-e2e-argocd --ignore-not-found >&2
 
 images=$("$E2E_DIR/images.sh")
 eval "$images"
 next="${KEYWARD_IMAGE}-next"
 docker tag "$KEYWARD_IMAGE" "$next"
-if [[ -n $load ]]; then "$E2E_DIR/cluster.sh" load "$KEYWARD_IMAGE" "$next" "$EMULATOR_IMAGE" "$ARGOCD_IMAGE"; fi
+if [[ -n $load ]]; then "$E2E_DIR/cluster.sh" load "$KEYWARD_IMAGE" "$next" "$EMULATOR_IMAGE" "$ARGOCD_IMAGE" ${KEYWARD_IMAGE_PREVIOUS:+"$KEYWARD_IMAGE_PREVIOUS"}; fi
 
 echo "KUBECONFIG=$kubeconfig"
 echo "KUBECTL=$kubectl_dir/kubectl"
@@ -67,3 +70,11 @@ echo "KEYWARD_IMAGE_NEXT=$next"
 echo "EMULATOR_IMAGE=$EMULATOR_IMAGE"
 echo "ARGOCD_IMAGE=$ARGOCD_IMAGE"
 echo "ARGOCD_MANIFESTS=$ARGOCD_MANIFESTS"
+if [[ -n ${PREVIOUS_ERROR:-} ]]; then
+  echo "PREVIOUS_ERROR=$PREVIOUS_ERROR"
+else
+  echo "PREVIOUS_VERSION=$PREVIOUS_VERSION"
+  echo "PREVIOUS_COMMIT=$PREVIOUS_COMMIT"
+  echo "KEYWARD_IMAGE_PREVIOUS=$KEYWARD_IMAGE_PREVIOUS"
+  echo "PREVIOUS_CHART=$PREVIOUS_CHART"
+fi

@@ -15,6 +15,16 @@ export interface E2eContext {
   argocdImage: string;
   /** Argo CD's CRDs and stock argocd-secret/-rbac-cm, from its Go module. */
   argocdManifests: string;
+  /** The previous release (CHANGELOG.md) rebuilt from its commit, or why it could not be. */
+  previousRelease: PreviousRelease | { error: string };
+}
+
+export interface PreviousRelease {
+  version: string;
+  commit: string;
+  image: string;
+  /** Its charts/keyward packaged as `version` (a .tgz). */
+  chart: string;
 }
 
 declare module "vitest" {
@@ -53,6 +63,14 @@ export default async function setup(project: TestProject): Promise<void> {
     emulatorImage: get("EMULATOR_IMAGE"),
     argocdImage: get("ARGOCD_IMAGE"),
     argocdManifests: get("ARGOCD_MANIFESTS"),
+    previousRelease: values.has("PREVIOUS_ERROR")
+      ? { error: get("PREVIOUS_ERROR") }
+      : {
+          version: get("PREVIOUS_VERSION"),
+          commit: get("PREVIOUS_COMMIT"),
+          image: get("KEYWARD_IMAGE_PREVIOUS"),
+          chart: get("PREVIOUS_CHART"),
+        },
   };
   process.stderr.write(`[e2e] ready in ${Math.round((Date.now() - started) / 1000)}s: ${JSON.stringify(context)}\n`);
   project.provide("e2e", context);

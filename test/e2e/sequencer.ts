@@ -7,7 +7,16 @@
 import { basename } from "node:path";
 import { BaseSequencer, type TestSpecification } from "vitest/node";
 
-export const e2eFileOrder = ["install.test.ts", "namespaced.test.ts", "sharding.test.ts", "scale.test.ts", "argocd.test.ts"];
+// upgrade.test.ts last: it puts the previous release's CRDs in place (and back at its end), and
+// no other file's keyward may run while it counts the writes to its objects.
+export const e2eFileOrder = [
+  "install.test.ts",
+  "namespaced.test.ts",
+  "sharding.test.ts",
+  "scale.test.ts",
+  "argocd.test.ts",
+  "upgrade.test.ts",
+];
 
 function rank(spec: Pick<TestSpecification, "moduleId">): number {
   const at = e2eFileOrder.indexOf(basename(spec.moduleId));
