@@ -56,7 +56,14 @@ async function setUp(kc: KubeConfig, kubectl: string, kubeconfigPath: string, em
   await core.createNamespace({ body: { metadata: { name: NAMESPACE } } });
   await core.createNamespacedSecret({
     namespace: NAMESPACE,
-    body: { metadata: { name: "token", labels: { "keyward.dev/credentials": "true" } }, stringData: { token: TOKEN } },
+    body: {
+      metadata: {
+        name: "token",
+        labels: { "keyward.dev/credentials": "true" },
+        annotations: { "keyward.dev/allowed-base-urls": emulator.url },
+      },
+      stringData: { token: TOKEN },
+    },
   });
   const custom = kc.makeApiClient(CustomObjectsApi);
   const create = (plural: string, body: object) =>

@@ -103,16 +103,31 @@ export const configSchema = z
         }
         return { namespace: match[1], name: match[2] };
       }),
+    // Empty: a token goes only where its Secret's keyward.dev/allowed-base-urls says; `*` alone: anywhere.
     allowedBaseUrls: z
       .string()
       .default("")
       .transform(parseBaseUrlList)
       .superRefine((urls, ctx) => {
+        if (urls.includes("*")) {
+          if (urls.length > 1) ctx.addIssue({ code: "custom", message: `"*" (every URL) stands alone, without URLs beside it` });
+          return;
+        }
         for (const url of urls) {
           const why = invalidBaseUrl(url);
           if (why) ctx.addIssue({ code: "custom", message: why });
         }
       }),
+    // The namespaces whose AccessTokens keyward serves (it writes their Secrets); empty: every watched one.
+    accessTokenNamespaces: z
+      .string()
+      .default("")
+      .transform((s) =>
+        s
+          .split(",")
+          .map((x) => x.trim())
+          .filter(Boolean),
+      ),
   })
   // Checked at start, in client-go's terms, naming the setting to change.
   .superRefine((c, ctx) => {
@@ -165,6 +180,7 @@ const settings = {
   clusterProviderConfigs: "CLUSTER_PROVIDER_CONFIGS",
   credentialsNamespace: "CREDENTIALS_NAMESPACE",
   allowedBaseUrls: "ALLOWED_BASE_URLS",
+  accessTokenNamespaces: "ACCESS_TOKEN_NAMESPACES",
   maxResponseBytes: "MAX_RESPONSE_BYTES",
   kubeRequestTimeout: "KUBE_REQUEST_TIMEOUT",
   execPluginTimeout: "EXEC_PLUGIN_TIMEOUT",

@@ -50,6 +50,7 @@ async function run(config: Config, log: Logger): Promise<void> {
     stopGraceMs: Math.max(1_000, config.shutdownTimeout - 5_000),
     // ClusterProviderConfigs read their Secrets in one namespace: the flag's, else keyward's own.
     allowedBaseUrls: config.allowedBaseUrls,
+    accessTokenNamespaces: config.accessTokenNamespaces,
     maxResponseBytes: config.maxResponseBytes,
     ...(config.clusterProviderConfigs
       ? { clusterProviderConfigs: { credentialsNamespace: config.credentialsNamespace ?? podNamespace() } }

@@ -41,8 +41,13 @@ export interface OperatorOptions {
   stopGraceMs?: number;
   /** Serve ClusterProviderConfigs (watched cluster-wide), reading their Secrets from `credentialsNamespace` only. */
   clusterProviderConfigs?: { credentialsNamespace: string };
-  /** The base URLs provider configs may name (--allowed-base-urls); empty allows every URL. */
+  /**
+   * The base URLs provider configs may name (--allowed-base-urls). Empty (the default): a token
+   * goes only where its Secret's keyward.dev/allowed-base-urls annotation says; `["*"]`: anywhere.
+   */
   allowedBaseUrls?: readonly string[];
+  /** The namespaces whose AccessTokens are served (--access-token-namespaces); empty or absent: every watched namespace. */
+  accessTokenNamespaces?: readonly string[];
   /** The largest service response body read (--max-response-bytes); default the client's 16 MiB. */
   maxResponseBytes?: number;
   /** The kinds served; default the registry (src/resources/registry.ts). Tests add a test-only kind. */
@@ -115,6 +120,7 @@ export function createOperator(opts: OperatorOptions): Operator {
     listingTtlMs: listingTtl(opts.resyncIntervalMs),
     providerConfigUsers: providerConfigUsers(served),
     projectDependents: projectDependents(served),
+    accessTokenNamespaces: opts.accessTokenNamespaces ?? [],
   };
   const controllerParts = served.flatMap((k) => {
     // The kind's reasons go with its managed reconciler (its progress reasons are Normal Events).

@@ -12,7 +12,14 @@ export async function setUpNamespace(
   await api.core.createNamespace({ body: { metadata: { name: namespace } } });
   await api.core.createNamespacedSecret({
     namespace,
-    body: { metadata: { name: "default-token", labels: { "keyward.dev/credentials": "true" } }, stringData: { token: service.token } },
+    body: {
+      metadata: {
+        name: "default-token",
+        labels: { "keyward.dev/credentials": "true" },
+        annotations: { "keyward.dev/allowed-base-urls": service.url },
+      },
+      stringData: { token: service.token },
+    },
   });
   await api.custom.createNamespacedCustomObject({
     group: "keyward.dev",

@@ -597,10 +597,28 @@ function tokenGauges(metrics: Metrics | undefined) {
   };
 }
 
+/**
+ * AccessTokens are served only in `namespaces` (--access-token-namespaces; empty: every watched
+ * namespace), checked before anything is read, minted or written. The chart grants Secret
+ * writes only there, but `patch` on Secrets stays cluster-wide for the credentials finalizer, so
+ * without this a tenant's AccessToken elsewhere would have its token patched into a Secret the
+ * tenant made and gave a controller reference to the AccessToken.
+ */
+export function refuseOutsideNamespaces(namespaces: readonly string[], namespace: string): void {
+  if (namespaces.length === 0 || namespaces.includes(namespace)) return;
+  throw new ReconcileError(
+    "NamespaceNotAllowed",
+    `AccessTokens are not served in namespace ${namespace}: keyward writes token Secrets only in ${namespaces.join(", ")} (--access-token-namespaces, chart value accessTokens.namespaces)`,
+    { retryable: false },
+  );
+}
+
 export function accessTokenModule(deps: {
   providers: ProviderResolver;
   now?: () => Date;
   metrics?: Metrics;
+  /** --access-token-namespaces; empty or absent: every namespace keyward watches. */
+  namespaces?: readonly string[];
 }): ManagedModule<AccessTokenSpec, AccessTokenStatus, ApiClient> {
   const gauges = tokenGauges(deps.metrics);
   const unwritten: UnwrittenTokens = new Map();
@@ -622,7 +640,10 @@ export function accessTokenModule(deps: {
     // The Secret goes with its owner through the garbage collector; nothing at the service to delete.
     needsFinalizer: () => false,
     guardCreate: false,
-    connect: connectVia(deps.providers),
+    connect: async (input) => {
+      refuseOutsideNamespaces(deps.namespaces ?? [], input.namespace);
+      return connectVia(deps.providers)(input);
+    },
     observe: async (c) => {
       const obs = await observe(c, deps);
       return recorded(c, obs, obs.status);
@@ -656,11 +677,15 @@ export const kind: Kind = {
       doc: "The Secret named by secretName exists and is not keyward's for this AccessToken; it is never overwritten.",
     },
     SecretRemoved: { means: "done", doc: "keyward removed the Secret of the old secretName after a rename." },
+    NamespaceNotAllowed: {
+      means: "failed",
+      doc: "The AccessToken's namespace is not among --access-token-namespaces (chart value accessTokens.namespaces); nothing is minted or written.",
+    },
   },
   refers: { providerConfig: true },
   serviceIdFields: ["tokenId"],
   controller: (d) => ({
-    reconcile: d.managed(accessTokenModule({ providers: d.providers, metrics: d.metrics })),
+    reconcile: d.managed(accessTokenModule({ providers: d.providers, metrics: d.metrics, namespaces: d.accessTokenNamespaces })),
     watches: [secretWatch],
   }),
 };

@@ -29,6 +29,8 @@ export interface KindDeps {
   providerConfigUsers: readonly KindRef[];
   /** The kinds that refer to a Project (refers.project), which its deletion at the service waits for. */
   projectDependents: readonly KindRef[];
+  /** Where AccessTokens are served and write their Secrets (--access-token-namespaces); empty: every watched namespace. */
+  accessTokenNamespaces: readonly string[];
 }
 
 /** An on-demand action requested by annotation (kubectl keyward sync / remove-secrets reads these). */

@@ -13,7 +13,10 @@ export const sharedReasons = {
   },
   CredentialsNotFound: { means: "retrying", doc: "The credentials Secret or its key does not exist (yet)." },
   CredentialsNotMarked: { means: "failed", doc: "The Secret lacks the label keyward.dev/credentials=true, so keyward does not use it." },
-  BaseUrlNotAllowed: { means: "failed", doc: "The base URL is not in --allowed-base-urls or the Secret's keyward.dev/allowed-base-urls." },
+  BaseUrlNotAllowed: {
+    means: "failed",
+    doc: "The base URL is not allowed: not in --allowed-base-urls or the Secret's keyward.dev/allowed-base-urls, or neither is set.",
+  },
   BootstrapTokenRejected: { means: "failed", doc: "The service refused the tokenAuth bootstrap token." },
   InvalidTokenLifetime: {
     means: "failed",

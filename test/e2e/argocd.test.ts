@@ -385,7 +385,11 @@ describe("a real Argo CD managing keyward and its resources", () => {
         {
           apiVersion: "v1",
           kind: "Secret",
-          metadata: { name: "keyward-token", labels: { "keyward.dev/credentials": "true" } },
+          metadata: {
+            name: "keyward-token",
+            labels: { "keyward.dev/credentials": "true" },
+            annotations: { "keyward.dev/allowed-base-urls": emulator.baseUrl },
+          },
           stringData: { token: emulatorToken },
         },
       ],

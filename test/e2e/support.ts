@@ -168,7 +168,11 @@ export function providerResources(baseUrl: string, spec: Record<string, unknown>
     {
       apiVersion: "v1",
       kind: "Secret",
-      metadata: { name: "keyward-token", labels: { "keyward.dev/credentials": "true" } },
+      metadata: {
+        name: "keyward-token",
+        labels: { "keyward.dev/credentials": "true" },
+        annotations: { "keyward.dev/allowed-base-urls": baseUrl },
+      },
       stringData: { token: emulatorToken },
     },
     {
@@ -307,7 +311,8 @@ export async function keywardPods(namespace: string, release: string): Promise<K
 }
 
 /**
- * The namespaced samples of config/samples, the ProviderConfigs pointed at `baseUrl`. The
+ * The namespaced samples of config/samples, the ProviderConfigs (and the base URLs their
+ * Secrets allow, keyward.dev/allowed-base-urls) pointed at `baseUrl`. The
  * ClusterProviderConfig sample is left out: it is cluster-scoped, served only by a cluster-wide
  * install with clusterProviderConfig enabled, and no namespaced sample refers to it.
  */
@@ -320,6 +325,8 @@ export function samples(baseUrl: string): Doc[] {
     .filter((doc) => doc.kind !== "ClusterProviderConfig");
   for (const doc of docs) {
     if (doc.kind === "ProviderConfig") (doc["spec"] as { baseUrl: string }).baseUrl = baseUrl;
+    const annotations = (doc["metadata"] as { annotations?: Record<string, string> }).annotations;
+    if (doc.kind === "Secret" && annotations?.["keyward.dev/allowed-base-urls"]) annotations["keyward.dev/allowed-base-urls"] = baseUrl;
   }
   return docs;
 }

@@ -1,9 +1,10 @@
 // Credentials are opt-in (no confused deputy): whoever may create a ProviderConfig must not be
 // able to have keyward send a Secret they cannot read to a URL of their choosing. keyward uses a
 // Secret only when it carries keyward.dev/credentials=true, sends its token only where the
-// Secret's keyward.dev/allowed-base-urls and the admin's --allowed-base-urls allow, and writes
-// nothing on a Secret that is not marked. The "attacker" is a real HTTP server on loopback that
-// records every Authorization header it receives.
+// Secret's keyward.dev/allowed-base-urls and the admin's --allowed-base-urls allow — with
+// neither, by default, nowhere — and writes nothing on a Secret that is not marked. The
+// "attacker" is a real HTTP server on loopback that records every request it receives (its
+// Authorization header).
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -73,7 +74,8 @@ beforeAll(async () => {
   attacker = await startAttacker();
   ns = await createTestNamespace("optin");
   admin = await createTestNamespace("optin-admin");
-  keyward = await startKeyward(kc, { namespaces: [ns.name], resyncIntervalMs: 2_000 });
+  // keyward's own defaults: no --allowed-base-urls.
+  keyward = await startKeyward(kc, { namespaces: [ns.name], resyncIntervalMs: 2_000, allowedBaseUrls: null });
   // A second keyward whose admin allows the emulator's URL only, on a namespace of its own.
   pinned = await startKeyward(kc, { namespaces: [admin.name], resyncIntervalMs: 2_000, allowedBaseUrls: [emulator.url] });
 });
@@ -101,7 +103,11 @@ describe("a Secret not marked as credentials", () => {
     expect(emulator.requests().filter((r) => r.auth !== "none").length).toBe(0);
 
     await core.patchNamespacedSecret(
-      { namespace: ns.name, name: "later-marked", body: { metadata: { labels: credentialsLabels } } },
+      {
+        namespace: ns.name,
+        name: "later-marked",
+        body: { metadata: { labels: credentialsLabels, annotations: { "keyward.dev/allowed-base-urls": emulator.url } } },
+      },
       setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
     );
     // Terminal until something changes: only the marked Secret's watch event can wake it
@@ -115,6 +121,7 @@ describe("a Secret not marked as credentials", () => {
       { timeoutMs: 30_000, description: "the marked Secret held" },
     );
     expect(held.metadata?.labels).toEqual(credentialsLabels);
+    expect(held.metadata?.annotations).toEqual({ "keyward.dev/allowed-base-urls": emulator.url });
   });
 
   it("cannot be sent anywhere through a ProviderConfig: the attacker sees no request, and nothing leaks in status, Events or logs", async () => {
@@ -157,6 +164,50 @@ describe("a Secret not marked as credentials", () => {
 });
 
 describe("where a marked Secret's token may go", () => {
+  it("by default, nowhere until someone says where: a ProviderConfig aiming a marked Secret without the annotation at a server sends nothing", async () => {
+    // A second listener stands for an internal address the author wants keyward to call.
+    const internal = await startAttacker();
+    const before = attacker.authorizations.length;
+    await core.createNamespacedSecret({
+      namespace: ns.name,
+      body: { metadata: { name: "unpinned", labels: credentialsLabels }, stringData: { token: TOKEN } },
+    });
+    await createCustom(kc, ns.name, "providerconfigs", providerConfig("aimed", attacker.url, "unpinned"));
+    await createCustom(kc, ns.name, "providerconfigs", providerConfig("internal", internal.url, "unpinned"));
+    await createCustom(kc, ns.name, "providerconfigs", providerConfig("meant", emulator.url, "unpinned"));
+    for (const name of ["aimed", "internal", "meant"]) {
+      const refused = await readyReason(ns.name, name, "BaseUrlNotAllowed");
+      expect(refused.status).toBe("False");
+      // Both ways to allow it: the Secret's annotation (its owner) or the admin's list.
+      expect(refused.message).toContain("keyward.dev/allowed-base-urls=");
+      expect(refused.message).toContain("--allowed-base-urls");
+      expect(refused.message).not.toContain(TOKEN);
+    }
+    // Not a request of any kind: no token, no connection check, no call to an address of the author's choosing.
+    expect(attacker.authorizations.length).toBe(before);
+    expect(internal.authorizations).toEqual([]);
+    // The Secret's owner pins the emulator: that config connects, the others stay refused.
+    await core.patchNamespacedSecret(
+      { namespace: ns.name, name: "unpinned", body: { metadata: { annotations: { "keyward.dev/allowed-base-urls": emulator.url } } } },
+      setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+    );
+    expect((await readyReason(ns.name, "meant", "Connected")).status).toBe("True");
+    for (const name of ["aimed", "internal"]) {
+      await waitFor(
+        async () => {
+          const c = condition(await getCustom(kc, ns.name, "providerconfigs", name), "Ready");
+          return c?.reason === "BaseUrlNotAllowed" && c.message.includes("does not allow its token to be sent to") ? c : undefined;
+        },
+        { timeoutMs: 30_000, description: `ProviderConfig ${name} refused by the Secret's annotation` },
+      );
+    }
+    expect(attacker.authorizations.length).toBe(before);
+    expect(internal.authorizations).toEqual([]);
+    await new Promise((resolve) => internal.server.close(resolve));
+    const exposed = await exposedTexts(ns.name, keyward.logs, "providerconfigs.keyward.dev");
+    for (const text of exposed.all) expect(text).not.toContain(TOKEN);
+  });
+
   it("the Secret's keyward.dev/allowed-base-urls pins it: a ProviderConfig naming another URL sends nothing", async () => {
     await core.createNamespacedSecret({
       namespace: ns.name,

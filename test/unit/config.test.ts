@@ -43,6 +43,14 @@ describe("configuration", () => {
     expect(() => loadConfig([], { ALLOWED_BASE_URLS: "https://a.test,a.test" })).toThrow(
       /--allowed-base-urls \/ ALLOWED_BASE_URLS: "a.test" is not a URL/,
     );
+    // `*` alone opens every URL; beside URLs it is a mistake.
+    expect(loadConfig(["--allowed-base-urls", "*"], {}).allowedBaseUrls).toEqual(["*"]);
+    expect(() => loadConfig(["--allowed-base-urls", "*,https://a.test"], {})).toThrow(/--allowed-base-urls \/ ALLOWED_BASE_URLS: "\*"/);
+  });
+
+  it("reads the AccessToken namespaces (default: every watched namespace)", () => {
+    expect(loadConfig([], {}).accessTokenNamespaces).toEqual([]);
+    expect(loadConfig([], { ACCESS_TOKEN_NAMESPACES: "a, b" }).accessTokenNamespaces).toEqual(["a", "b"]);
   });
 
   it("reads the response size limit (default 16 MiB) in bytes or with a binary suffix", () => {

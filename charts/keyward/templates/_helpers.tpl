@@ -75,7 +75,12 @@ What keyward does in a namespace it watches, and nothing more (see src/ for ever
   no other kind owns anything;
 - Secrets: ProviderConfig reads its token and patches its keyward.dev/in-use finalizer onto it;
   AccessToken reads the Secret it issues into (writing it is "keyward.secretWriterRules", granted
-  only where accessTokens.namespaces says);
+  only where accessTokens.namespaces says). `patch` stays here, in every watched namespace, for
+  that finalizer alone: a ProviderConfig's credentials Secret may be in any namespace keyward
+  watches, and RBAC cannot limit a verb to Secrets carrying a label
+  (keyward.dev/credentials=true). It therefore also covers an AccessToken's Secret anywhere, so
+  keyward itself refuses AccessTokens outside accessTokens.namespaces (--access-token-namespaces,
+  NamespaceNotAllowed) before it reads, mints or writes anything;
 - Events: written as core/v1 Events (src/kube/events.ts), created then patched on repeats.
 */}}
 {{- define "keyward.rules" -}}
@@ -106,6 +111,7 @@ What keyward does in a namespace it watches, and nothing more (see src/ for ever
   verbs: ["update"]
 - apiGroups: [""]
   resources: ["secrets"]
+  # patch: only the keyward.dev/in-use finalizer of credentials Secrets (see above).
   verbs: ["get", "list", "watch", "patch"]
 - apiGroups: [""]
   resources: ["events"]
@@ -113,14 +119,15 @@ What keyward does in a namespace it watches, and nothing more (see src/ for ever
 {{- end }}
 
 {{/*
-AccessTokens create the Secret they issue into (and patch it with each new token: patch is in the
-main role, for the credentials finalizer), and delete the
-old one when spec.secretName changes (src/resources/accesstoken.ts).
+AccessTokens create the Secret they issue into, patch it with each new token, and delete the old
+one when spec.secretName changes (src/resources/accesstoken.ts). patch is listed here too, so
+this role holds every write an AccessToken makes, though the main role's patch (for the
+credentials finalizer) also covers it; keyward refuses AccessTokens outside these namespaces.
 */}}
 {{- define "keyward.secretWriterRules" -}}
 - apiGroups: [""]
   resources: ["secrets"]
-  verbs: ["create", "delete"]
+  verbs: ["create", "patch", "delete"]
 {{- end }}
 
 {{/*
@@ -161,12 +168,14 @@ credentials namespace only ("keyward.credentialsNamespace").
 The NetworkPolicy's egress rules to the service, from allowedBaseUrls: one rule per port (the
 URL's, else 443 for https and 80 for http). A URL whose host is an IP address opens its port to
 that address only; a hostname cannot be matched by a NetworkPolicy, so its port is opened to any
-address. With no allowedBaseUrls the service could be anywhere: networkPolicy.servicePorts are
-opened to any address. networkPolicy.extraEgress narrows nothing; it adds rules.
+address. With no allowedBaseUrls (each Secret's annotation decides) or ["*"] the service could be
+anywhere: networkPolicy.servicePorts are opened to any address. networkPolicy.extraEgress narrows
+nothing; it adds rules.
 */}}
 {{- define "keyward.serviceEgress" -}}
 {{- $byPort := dict }}
-{{- range .Values.allowedBaseUrls }}
+{{- $everyUrl := or (empty .Values.allowedBaseUrls) (has "*" .Values.allowedBaseUrls) }}
+{{- range without (.Values.allowedBaseUrls | default list) "*" }}
 {{- $url := urlParse . }}
 {{- $hostPort := $url.host }}
 {{- $host := $hostPort }}
@@ -184,7 +193,7 @@ opened to any address. networkPolicy.extraEgress narrows nothing; it adds rules.
 {{- else if contains ":" $host }}{{ $cidr = printf "%s/128" $host }}{{ end }}
 {{- $_ := set $byPort $port (uniq (append (get $byPort $port | default list) $cidr)) }}
 {{- end }}
-{{- if empty .Values.allowedBaseUrls }}
+{{- if $everyUrl }}
 {{- range .Values.networkPolicy.servicePorts }}{{ $_ := set $byPort (toString .) (list "any") }}{{ end }}
 {{- end }}
 {{- range $port := keys $byPort | sortAlpha }}

@@ -241,13 +241,14 @@ export function createConnector(deps: ConnectorOptions) {
 
   /** The token to call with: the static one, or the current minted one (minted first when due). */
   async function sessionToken(configId: string, spec: ConnectionSpec, read: SecretReader, secretNamespace: string): Promise<string> {
-    if (spec.credentialsSecretRef && !spec.tokenAuth) return readToken(read, secretNamespace, spec.credentialsSecretRef, spec.baseUrl);
+    if (spec.credentialsSecretRef && !spec.tokenAuth)
+      return readToken(read, secretNamespace, spec.credentialsSecretRef, spec.baseUrl, deps.allowedBaseUrls ?? []);
     const auth = spec.tokenAuth;
     if (!auth || spec.credentialsSecretRef)
       throw new ReconcileError("ProviderConfigInvalid", `${configId}: exactly one of credentialsSecretRef and tokenAuth must be set`, {
         retryable: false,
       });
-    const bootstrap = await readToken(read, secretNamespace, auth.bootstrapSecretRef, spec.baseUrl);
+    const bootstrap = await readToken(read, secretNamespace, auth.bootstrapSecretRef, spec.baseUrl, deps.allowedBaseUrls ?? []);
     // A new bootstrap token, identity or service mints anew; the key holds hashes, never tokens.
     const key = [auth.identityId, auth.renewBefore ?? "", spec.baseUrl, hash(bootstrap)].join("|");
     for (;;) {
@@ -322,8 +323,9 @@ async function readToken(
   namespace: string,
   ref: { name: string; key?: string | undefined },
   baseUrl: string,
+  adminAllowed: readonly string[],
 ): Promise<string> {
-  return tokenFrom(await read(namespace, ref.name), { namespace, ...ref }, baseUrl);
+  return tokenFrom(await read(namespace, ref.name), { namespace, ...ref }, baseUrl, adminAllowed);
 }
 
 /** A refused create-token (401/403, or 404: no such identity) means the bootstrap credentials are wrong, not a passing failure. */

@@ -4,10 +4,14 @@
 // a bearer token. Without a check, anyone allowed to create a ProviderConfig could have keyward
 // send any Secret of the namespace to a URL of their choosing, without the right to read that
 // Secret themselves (a confused deputy). So a Secret is credentials only when whoever may write
-// it said so, with the label CREDENTIALS_LABEL=true; it may further pin the base URLs its token
-// may go to (annotation ALLOWED_BASE_URLS_ANNOTATION); and the cluster admin may pin the base
-// URLs of every ProviderConfig (--allowed-base-urls). keyward never labels, annotates or puts a
-// finalizer on a Secret that is not marked.
+// it said so, with the label CREDENTIALS_LABEL=true; and its token goes only where someone who
+// decides that said it may go:
+// - the Secret's own annotation ALLOWED_BASE_URLS_ANNOTATION (its writer pins the base URLs);
+// - the cluster admin's list (--allowed-base-urls), a ceiling for every config when set, and
+//   enough on its own for a Secret without the annotation; `*` alone allows every URL.
+// With neither — the default — nothing is sent (BaseUrlNotAllowed): the author of a
+// ProviderConfig can aim neither a Secret nor keyward itself (an internal address) anywhere.
+// keyward never labels, annotates or puts a finalizer on a Secret that is not marked.
 //
 // May import: src/engine and src/lib; never a kind's file.
 import type { KubeObject } from "../../engine/types.ts";
@@ -19,16 +23,21 @@ import { baseUrlAllowed, parseBaseUrlList } from "../../lib/baseurl.ts";
 export const CREDENTIALS_LABEL = "keyward.dev/credentials";
 /** The label selector of the Secret cache: marked Secrets only. */
 export const CREDENTIALS_SELECTOR = `${CREDENTIALS_LABEL}=true`;
-/** Optional, on a marked Secret: the base URLs (comma-separated) its token may be sent to. */
+/** On a marked Secret: the base URLs (comma-separated) its token may be sent to. */
 export const ALLOWED_BASE_URLS_ANNOTATION = "keyward.dev/allowed-base-urls";
+/** The admin's list `*` (alone): every base URL, whatever a Secret's annotation is missing. */
+export const ALLOW_EVERY_BASE_URL = "*";
 
 export function isMarkedCredentials(secret: KubeObject): boolean {
   return secret.metadata.labels?.[CREDENTIALS_LABEL] === "true";
 }
 
-/** The cluster admin's allow-list (--allowed-base-urls): empty allows every URL. */
+/**
+ * The cluster admin's allow-list (--allowed-base-urls), checked before any Secret is read: when
+ * set, a ceiling for every config. Empty leaves it to each Secret's annotation (tokenFrom).
+ */
 export function checkAllowedBaseUrl(configId: string, baseUrl: string, allowed: readonly string[]): void {
-  if (allowed.length === 0 || baseUrlAllowed(baseUrl, allowed)) return;
+  if (allowed.length === 0 || allowed.includes(ALLOW_EVERY_BASE_URL) || baseUrlAllowed(baseUrl, allowed)) return;
   throw new ReconcileError(
     "BaseUrlNotAllowed",
     `${configId}: baseUrl ${baseUrl} is not among the base URLs this keyward may call (--allowed-base-urls: ${allowed.join(", ")})`,
@@ -38,13 +47,15 @@ export function checkAllowedBaseUrl(configId: string, baseUrl: string, allowed: 
 
 /**
  * The token in a credentials Secret (key `token` unless named), if the Secret is marked for it
- * and, when it pins base URLs, `baseUrl` is one of them. Messages name the Secret and the
- * label, never a value of the Secret.
+ * and `baseUrl` is allowed: among the base URLs the Secret pins when it pins any, and, when it
+ * pins none, only if the admin's list `adminAllowed` (already checked by checkAllowedBaseUrl) is
+ * set. Messages name the Secret, the label and the annotation, never a value of the Secret.
  */
 export function tokenFrom(
   secret: KubeObject | undefined,
   where: { namespace: string; name: string; key?: string | undefined },
   baseUrl: string,
+  adminAllowed: readonly string[],
 ): string {
   const key = where.key ?? "token";
   const id = `Secret ${keyString(where)}`;
@@ -61,6 +72,13 @@ export function tokenFrom(
     throw new ReconcileError(
       "BaseUrlNotAllowed",
       `${id} does not allow its token to be sent to ${baseUrl} (annotation ${ALLOWED_BASE_URLS_ANNOTATION})`,
+      { retryable: false },
+    );
+  }
+  if (pinned === undefined && adminAllowed.length === 0) {
+    throw new ReconcileError(
+      "BaseUrlNotAllowed",
+      `${id} does not say where its token may be sent, and this keyward has no --allowed-base-urls: someone who may edit the Secret pins it with \`kubectl -n ${where.namespace} annotate secret ${where.name} ${ALLOWED_BASE_URLS_ANNOTATION}=${baseUrl}\`, or the cluster admin sets --allowed-base-urls (chart value allowedBaseUrls)`,
       { retryable: false },
     );
   }

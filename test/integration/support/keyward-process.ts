@@ -94,6 +94,8 @@ async function main(): Promise<void> {
     namespaces: [namespace],
     concurrency: 4,
     resyncIntervalMs: Number(resync ?? 3_000),
+    // As startKeyward: the tests' emulators listen on random ports and their Secrets pin no URL.
+    allowedBaseUrls: ["*"],
   });
   process.on("SIGTERM", () => {
     void operator.stop().then(() => process.exit(0));

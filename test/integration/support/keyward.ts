@@ -9,7 +9,7 @@ import { createOperator, type Operator } from "../../../src/operator.ts";
 import { GROUP, VERSION, type KubeObject } from "../../../src/engine/types.ts";
 import { startEmulator, type Emulator, type EmulatorOptions } from "../../emulator/server.ts";
 import { connectionIds, seedIds } from "../../emulator/default-seed.ts";
-import { CREDENTIALS_LABEL } from "../../../src/resources/provider/credentials.ts";
+import { ALLOWED_BASE_URLS_ANNOTATION, CREDENTIALS_LABEL } from "../../../src/resources/provider/credentials.ts";
 import { createTestNamespace, kubectl, testKubeConfig, waitFor, type TestNamespace } from "../../controlplane/testenv.ts";
 
 /** The label a Secret needs before keyward uses it as credentials. */
@@ -27,8 +27,14 @@ export interface KeywardOptions {
   concurrency?: number;
   /** Serve ClusterProviderConfigs, their Secrets read in this namespace (off by default: they are cluster-wide, shared by every test file). */
   clusterProviderConfigs?: { credentialsNamespace: string };
-  /** --allowed-base-urls */
-  allowedBaseUrls?: string[];
+  /**
+   * --allowed-base-urls. Default here `["*"]` (every URL: the emulators listen on ports chosen at
+   * random, and the tests' Secrets carry no keyward.dev/allowed-base-urls); `null`: keyward's own
+   * default, none (a token goes only where its Secret's annotation says).
+   */
+  allowedBaseUrls?: string[] | null;
+  /** --access-token-namespaces (default: every watched namespace). */
+  accessTokenNamespaces?: string[];
 }
 
 export async function startKeyward(kc: KubeConfig, opts: KeywardOptions): Promise<RunningKeyward> {
@@ -47,18 +53,26 @@ export async function startKeyward(kc: KubeConfig, opts: KeywardOptions): Promis
     concurrency: opts.concurrency ?? 4,
     resyncIntervalMs: opts.resyncIntervalMs ?? 3_000,
     ...(opts.clusterProviderConfigs ? { clusterProviderConfigs: opts.clusterProviderConfigs } : {}),
-    ...(opts.allowedBaseUrls ? { allowedBaseUrls: opts.allowedBaseUrls } : {}),
+    ...(opts.allowedBaseUrls === null ? {} : { allowedBaseUrls: opts.allowedBaseUrls ?? ["*"] }),
+    ...(opts.accessTokenNamespaces ? { accessTokenNamespaces: opts.accessTokenNamespaces } : {}),
   });
   await operator.start();
   return { operator, logs, stop: () => operator.stop() };
 }
 
-/** A token Secret and the default ProviderConfig pointing at the emulator. */
+/**
+ * A token Secret and the default ProviderConfig pointing at the emulator. The Secret is marked as
+ * credentials and pins its token to `baseUrl`, as its owner would: enough for keyward's default
+ * (no --allowed-base-urls), whether in-process or a process of src/main.ts.
+ */
 export async function installProvider(kc: KubeConfig, namespace: string, baseUrl: string, token: string, name = "default"): Promise<void> {
   const core = kc.makeApiClient(CoreV1Api);
   await core.createNamespacedSecret({
     namespace,
-    body: { metadata: { name: `${name}-token`, labels: credentialsLabels }, stringData: { token } },
+    body: {
+      metadata: { name: `${name}-token`, labels: credentialsLabels, annotations: { [ALLOWED_BASE_URLS_ANNOTATION]: baseUrl } },
+      stringData: { token },
+    },
   });
   await createCustom(kc, namespace, "providerconfigs", {
     apiVersion: `${GROUP}/${VERSION}`,

@@ -178,7 +178,7 @@ describe("response size limit", () => {
       res.write("[");
       pump(res, record, endlessItem);
     });
-    const connector = createConnector({ log: createLogger({ level: "silent" }), maxResponseBytes: LIMIT });
+    const connector = createConnector({ log: createLogger({ level: "silent" }), maxResponseBytes: LIMIT, allowedBaseUrls: ["*"] });
     const secret: KubeObject = {
       apiVersion: "v1",
       kind: "Secret",

@@ -159,6 +159,7 @@ describe("default values", () => {
   });
 
   it("configure keyward through its environment, POD_NAME from the downward API", () => {
+    // No ALLOWED_BASE_URLS: keyward's default, a token goes only where its Secret's annotation says.
     expect(envOf(defaults)).toEqual({
       POD_NAME: "fieldRef:metadata.name",
       WATCH_NAMESPACES: "",
@@ -277,6 +278,7 @@ describe("every option on (values-all.yaml)", () => {
     expect(envOf(everything)).toMatchObject({
       WATCH_NAMESPACES: "team-a,team-b",
       ALLOWED_BASE_URLS: "https://secrets.example.test,https://secrets-eu.example.test/api",
+      ACCESS_TOKEN_NAMESPACES: "team-a",
       CONCURRENCY: "16",
       MAX_IN_FLIGHT_PER_NAMESPACE: "3",
       MAX_REQUEST_TIMEOUT: "60s",
@@ -541,6 +543,12 @@ describe("the NetworkPolicy", () => {
     ]);
   });
 
+  it('allowedBaseUrls ["*"]: keyward may call any URL (ALLOWED_BASE_URLS=*), so servicePorts go to any address', async () => {
+    const docs = parseYamlDocuments(await renderChart({ setJson: { allowedBaseUrls: ["*"], networkPolicy: { servicePorts: [8443] } } }));
+    expect(envOf(docs)["ALLOWED_BASE_URLS"]).toBe("*");
+    expect(networkPolicy(docs).egress).toEqual([{ ports: tcp(443, 6443) }, dnsRule, { ports: tcp(8443) }]);
+  });
+
   it("takes extra egress rules, DNS peers and metrics scrapers as given", async () => {
     const dnsPeer = {
       namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "kube-system" } },
@@ -696,6 +704,12 @@ describe("Secret writes (accessTokens.namespaces)", () => {
     expect(rulesOf(findDoc(docs, "ClusterRole", "kw-keyward"))).toEqual(expectedWorkloadGrants);
   });
 
+  it("tell keyward the namespaces too: the main role's patch reaches every Secret, so keyward refuses AccessTokens elsewhere itself", async () => {
+    expect(envOf(defaults)["ACCESS_TOKEN_NAMESPACES"]).toBeUndefined();
+    const docs = parseYamlDocuments(await renderChart({ setJson: { accessTokens: { namespaces: ["tokens-a", "tokens-b"] } } }));
+    expect(envOf(docs)["ACCESS_TOKEN_NAMESPACES"]).toBe("tokens-a,tokens-b");
+  });
+
   it("in each watched namespace of a namespaced install, or only the listed ones", () => {
     expect(rulesOf(findDoc(namespaced, "Role", "kw-keyward-secret-writer", "a"))).toEqual(secretWriterGrants);
     expect(rulesOf(findDoc(namespaced, "Role", "kw-keyward-secret-writer", "b"))).toEqual(secretWriterGrants);
@@ -720,6 +734,8 @@ describe("values.schema.json", () => {
     ["concurrency 0", "concurrency: 0\n", "/concurrency"],
     ["a namespace that is not a DNS label", "watchNamespaces: [Team_A]\n", "/watchNamespaces/0"],
     ["a misspelt key", "replica: 2\n", "replica"],
+    ["a base-URL list with `*` beside a URL", "allowedBaseUrls: ['*', 'https://a.test']\n", "/allowedBaseUrls"],
+    ["a base URL that is not http(s)", "allowedBaseUrls: ['a.test']\n", "/allowedBaseUrls"],
     ["an unknown pull policy", "image:\n  repository: keyward\n  pullPolicy: Sometimes\n", "/image/pullPolicy"],
     ["a ProviderConfig without base URL or Secret", "providerConfig:\n  create: true\n", "/providerConfig"],
     [

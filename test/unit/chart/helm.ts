@@ -173,7 +173,9 @@ export const expectedWorkloadGrants: string[] = flattenRules([
 ]);
 
 /** Where AccessTokens write their Secrets (accessTokens.namespaces, else every watched namespace). */
-export const secretWriterGrants: string[] = flattenRules([{ apiGroups: [""], resources: ["secrets"], verbs: ["create", "delete"] }]);
+export const secretWriterGrants: string[] = flattenRules([
+  { apiGroups: [""], resources: ["secrets"], verbs: ["create", "patch", "delete"] },
+]);
 
 /** The pre-delete hook's Role in the release namespace: scale keyward's Deployment to 0 and wait for its pods. */
 export function uninstallGrants(deployment: string): string[] {

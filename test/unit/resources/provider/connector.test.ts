@@ -40,7 +40,7 @@ describe("the connector's tokenAuth", () => {
   afterAll(() => emulator.close());
 
   it("mints once, reuses the token until a third of its lifetime is left, then mints the next", async () => {
-    const connector = createConnector({ log: createLogger({ level: "silent" }), now: () => clock });
+    const connector = createConnector({ log: createLogger({ level: "silent" }), now: () => clock, allowedBaseUrls: ["*"] });
     // Concurrent first connects share one mint.
     const clients = await Promise.all([1, 2, 3].map(() => connector.connect("ProviderConfig/ns/a", spec, read, "ns")));
     expect(mints()).toBe(1);
@@ -64,7 +64,7 @@ describe("the connector's tokenAuth", () => {
   });
 
   it("mints anew when the bootstrap token changes, and keeps configs apart", async () => {
-    const connector = createConnector({ log: createLogger({ level: "silent" }), now: () => clock });
+    const connector = createConnector({ log: createLogger({ level: "silent" }), now: () => clock, allowedBaseUrls: ["*"] });
     const before = mints();
     await connector.connect("ClusterProviderConfig/x", spec, read, "ns");
     await connector.connect("ClusterProviderConfig/y", spec, read, "ns");
@@ -76,7 +76,7 @@ describe("the connector's tokenAuth", () => {
   });
 
   it("a 403 for a permission (PermissionDenied) keeps the shared minted token: no new mint", async () => {
-    const connector = createConnector({ log: createLogger({ level: "silent" }), now: () => clock });
+    const connector = createConnector({ log: createLogger({ level: "silent" }), now: () => clock, allowedBaseUrls: ["*"] });
     const client = await connector.connect("ProviderConfig/ns/perm", spec, read, "ns");
     const before = mints();
     const schedule = connector.tokenSchedule("ProviderConfig/ns/perm");
@@ -91,7 +91,7 @@ describe("the connector's tokenAuth", () => {
   });
 
   it("a token the service says is bad (403 TokenError) is dropped and minted anew once; a 401 too", async () => {
-    const connector = createConnector({ log: createLogger({ level: "silent" }), now: () => clock });
+    const connector = createConnector({ log: createLogger({ level: "silent" }), now: () => clock, allowedBaseUrls: ["*"] });
     const client = await connector.connect("ProviderConfig/ns/refused", spec, read, "ns");
     // The emulator forgets every minted token (and its request log): the token is now unknown.
     await fetch(`${emulator.url}/_emulator/reset`, { method: "POST" });
@@ -112,7 +112,7 @@ describe("the connector's tokenAuth", () => {
   });
 
   it("a service refusing every minted token sees one mint per backoff step, not a storm", async () => {
-    const connector = createConnector({ log: createLogger({ level: "silent" }), now: () => clock });
+    const connector = createConnector({ log: createLogger({ level: "silent" }), now: () => clock, allowedBaseUrls: ["*"] });
     const id = "ProviderConfig/ns/storm";
     const before = mints();
     emulator.setFaults({ match: { method: "GET", pathPattern: "^/api/v1/projects$" }, errorRate: 1, errorStatus: 401 });
@@ -152,7 +152,7 @@ describe("the connector's tokenAuth", () => {
   it("a mint the client-side rate limit turns away is not a failure: no backoff, the pass comes back at its turn", async () => {
     // The connector's clock stands still: a setback recorded for the throttled mint would hold
     // the next mint back for its whole backoff step, however long the test waits.
-    const connector = createConnector({ log: createLogger({ level: "silent" }), now: () => clock });
+    const connector = createConnector({ log: createLogger({ level: "silent" }), now: () => clock, allowedBaseUrls: ["*"] });
     // Burst 1 at 20 per second: the first config's mint takes the only token for 50 ms.
     const tight = { ...spec, rateLimit: { requestsPerSecond: 20, burst: 1 } };
     const before = mints();
@@ -167,7 +167,7 @@ describe("the connector's tokenAuth", () => {
   });
 
   it("a refused bootstrap token is tried once per backoff step, whatever the number of connects; a new one at once", async () => {
-    const connector = createConnector({ log: createLogger({ level: "silent" }), now: () => clock });
+    const connector = createConnector({ log: createLogger({ level: "silent" }), now: () => clock, allowedBaseUrls: ["*"] });
     const id = "ProviderConfig/ns/wrong";
     bootstrap = "kw-unit-wrong-bootstrap-2";
     const before = mints();
@@ -195,7 +195,7 @@ describe("the connector's tokenAuth", () => {
   });
 
   it("reports a refused bootstrap token as BootstrapTokenRejected, without the token", async () => {
-    const connector = createConnector({ log: createLogger({ level: "silent" }), now: () => clock });
+    const connector = createConnector({ log: createLogger({ level: "silent" }), now: () => clock, allowedBaseUrls: ["*"] });
     bootstrap = "kw-unit-wrong-bootstrap";
     const err = (await connector.connect("ProviderConfig/ns/b", spec, read, "ns").catch((e: unknown) => e)) as {
       reason?: string;
@@ -211,7 +211,7 @@ describe("the connector's tokenAuth", () => {
   });
 
   it("refuses a spec with both or neither credentials", async () => {
-    const connector = createConnector({ log: createLogger({ level: "silent" }), now: () => clock });
+    const connector = createConnector({ log: createLogger({ level: "silent" }), now: () => clock, allowedBaseUrls: ["*"] });
     const both = { ...spec, credentialsSecretRef: { name: "bootstrap" } };
     await expect(connector.connect("ProviderConfig/ns/c", both, read, "ns")).rejects.toMatchObject({ reason: "ProviderConfigInvalid" });
     await expect(connector.connect("ProviderConfig/ns/c", { baseUrl: emulator.url }, read, "ns")).rejects.toMatchObject({

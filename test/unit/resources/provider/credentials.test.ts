@@ -33,12 +33,12 @@ const marked = { "keyward.dev/credentials": "true" };
 
 describe("tokenFrom", () => {
   it("reads the token of a marked Secret", () => {
-    expect(tokenFrom(secret(marked), where, "https://a.test")).toBe(VALUE);
+    expect(tokenFrom(secret(marked), where, "https://a.test", ["*"])).toBe(VALUE);
   });
 
   it("refuses a Secret without the mark (or with another value), terminally, naming the label and never the value", () => {
     for (const labels of [{} as Record<string, string>, { "keyward.dev/credentials": "false" }, { "keyward.dev/credentials": "yes" }]) {
-      const r = reasonOf(() => tokenFrom(secret(labels), where, "https://a.test"));
+      const r = reasonOf(() => tokenFrom(secret(labels), where, "https://a.test", ["*"]));
       expect(r).toMatchObject({ reason: "CredentialsNotMarked", retryable: false });
       expect(r.message).toContain("keyward.dev/credentials=true");
       expect(r.message).not.toContain(VALUE);
@@ -47,15 +47,32 @@ describe("tokenFrom", () => {
 
   it("honours the Secret's allowed-base-urls annotation", () => {
     const pinned = secret(marked, { "keyward.dev/allowed-base-urls": "https://a.test, https://b.test/api" });
-    expect(tokenFrom(pinned, where, "https://b.test/api")).toBe(VALUE);
-    const r = reasonOf(() => tokenFrom(pinned, where, "https://evil.test"));
+    expect(tokenFrom(pinned, where, "https://b.test/api", [])).toBe(VALUE);
+    const r = reasonOf(() => tokenFrom(pinned, where, "https://evil.test", []));
     expect(r).toMatchObject({ reason: "BaseUrlNotAllowed", retryable: false });
     expect(r.message).not.toContain(VALUE);
   });
 
+  it("a marked Secret without the annotation goes nowhere unless the admin's list is set, and says both ways to allow it", () => {
+    const r = reasonOf(() => tokenFrom(secret(marked), where, "https://a.test", []));
+    expect(r).toMatchObject({ reason: "BaseUrlNotAllowed", retryable: false });
+    expect(r.message).toContain("keyward.dev/allowed-base-urls=https://a.test");
+    expect(r.message).toContain("--allowed-base-urls");
+    expect(r.message).toContain("allowedBaseUrls");
+    expect(r.message).not.toContain(VALUE);
+    // The admin's list (checked by checkAllowedBaseUrl before) is enough on its own.
+    expect(tokenFrom(secret(marked), where, "https://a.test", ["https://a.test"])).toBe(VALUE);
+    // The annotation still pins under an admin's list, even `*`.
+    const pinned = secret(marked, { "keyward.dev/allowed-base-urls": "https://a.test" });
+    expect(reasonOf(() => tokenFrom(pinned, where, "https://b.test", ["*"]))).toMatchObject({ reason: "BaseUrlNotAllowed" });
+  });
+
   it("a missing Secret or key is retryable (it may appear)", () => {
-    expect(reasonOf(() => tokenFrom(undefined, where, "https://a.test"))).toMatchObject({ reason: "CredentialsNotFound", retryable: true });
-    expect(reasonOf(() => tokenFrom(secret(marked, {}, {}), where, "https://a.test"))).toMatchObject({
+    expect(reasonOf(() => tokenFrom(undefined, where, "https://a.test", ["*"]))).toMatchObject({
+      reason: "CredentialsNotFound",
+      retryable: true,
+    });
+    expect(reasonOf(() => tokenFrom(secret(marked, {}, {}), where, "https://a.test", ["*"]))).toMatchObject({
       reason: "CredentialsNotFound",
       retryable: true,
     });
@@ -63,8 +80,9 @@ describe("tokenFrom", () => {
 });
 
 describe("checkAllowedBaseUrl", () => {
-  it("allows anything without a list, and only listed URLs with one", () => {
+  it("leaves it to the Secret without a list, allows anything with `*`, and only listed URLs with a list", () => {
     expect(() => checkAllowedBaseUrl("ProviderConfig/team/default", "https://evil.test", [])).not.toThrow();
+    expect(() => checkAllowedBaseUrl("ProviderConfig/team/default", "https://evil.test", ["*"])).not.toThrow();
     expect(() => checkAllowedBaseUrl("ProviderConfig/team/default", "https://a.test/api", ["https://a.test"])).not.toThrow();
     expect(reasonOf(() => checkAllowedBaseUrl("ProviderConfig/team/default", "https://evil.test", ["https://a.test"]))).toMatchObject({
       reason: "BaseUrlNotAllowed",
