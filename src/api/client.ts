@@ -1,9 +1,9 @@
 // keyward's typed client of the service: one function per operation (see operations.ts),
 // requests checked against interface.md's limits before sending, responses checked against
-// their schemas, retries with backoff where a repeat is safe, a rate limit per credential that
+// their schemas, a request that never reached the service sent again at once (never after a
+// wait: the engine requeues everything else), a rate limit per credential that
 // turns a call away rather than making it wait, and keep-alive connections (undici). Tokens go into the Authorization header and nowhere else.
 import { performance } from "node:perf_hooks";
-import { setTimeout as sleepFor } from "node:timers/promises";
 import type { z } from "zod";
 import type { Logger } from "../log.ts";
 import {
@@ -211,16 +211,20 @@ export function queryString(query: Record<string, QueryValue> | undefined): stri
   return text === "" ? "" : `?${text}`;
 }
 
+// A retry never sleeps here (retry.ts retryDecision): only a request that never reached the
+// service is sent again, at once; every other failure goes to the caller, whose engine requeues
+// the key with backoff and frees the worker meanwhile.
 async function execute<S extends z.ZodType>(s: Settings, c: Call<S>, opts: CallOptions): Promise<z.output<S>> {
   const p = prepare(s, c, opts);
   for (let attempt = 1; ; attempt += 1) {
     try {
       return await attemptOnce(s, p, c.response, attempt);
     } catch (err) {
-      const decision = retryDecision(err, attempt, p.op.idempotency, s.retry);
-      if (!decision.retry) throw err;
-      s.logger?.info({ operation: p.op.name, attempt, delayMs: decision.delayMs, cause: describeError(err) }, "retrying service request");
-      await pause(decision.delayMs, p);
+      if (!retryDecision(err, attempt, s.retry)) throw err;
+      s.logger?.info(
+        { operation: p.op.name, attempt, cause: describeError(err) },
+        "sending the service request again: it never reached the service",
+      );
     }
   }
 }
@@ -265,17 +269,6 @@ async function attemptOnce<S extends z.ZodType>(s: Settings, p: Prepared, schema
   if (error.retryAfterMs !== undefined && bucket) holdOffCredential(p.credential, error.retryAfterMs);
   report(s, p.op, { status: res.status, started, attempt, error: error.error, ...(error.reqId ? { reqId: error.reqId } : {}) });
   throw error;
-}
-
-/** Waits a short retry backoff; an abort ends the call with a non-retryable TransportError. */
-async function pause(ms: number, p: Prepared): Promise<void> {
-  if (p.signal?.aborted) throw abortedError(p.op.name);
-  if (ms <= 0) return;
-  try {
-    await sleepFor(ms, undefined, p.signal ? { signal: p.signal } : {});
-  } catch {
-    throw abortedError(p.op.name);
-  }
 }
 
 function abortedError(operation: string): TransportError {

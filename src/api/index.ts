@@ -30,7 +30,7 @@ export {
   type FieldIssue,
   type TransportErrorKind,
 } from "./errors.ts";
-export { defaultRetryPolicy, requestRetryDelay, parseRetryAfter, retryDecision, type RetryPolicy } from "./retry.ts";
+export { defaultRetryPolicy, parseRetryAfter, retryDecision, type RetryPolicy } from "./retry.ts";
 export {
   bucketFor,
   bucketKey,

@@ -1,25 +1,17 @@
-// When to try a request again, and after how long. Pure: the clock and the random source are
-// parameters so tests can pin them.
-import { backoffDelay, timerDelay } from "../lib/backoff.ts";
-import { ApiError, RETRIED_STATUSES, TransportError } from "./errors.ts";
+// When to send a request again inside the call (never after a wait), and how long a Retry-After
+// asks for. Pure: the clock is a parameter so tests can pin it.
+import { timerDelay } from "../lib/backoff.ts";
+import { TransportError } from "./errors.ts";
 
 export interface RetryPolicy {
-  /** Attempts in all, the first included. 1 = never retry. */
+  /** Attempts in all, the first included. 1 = never send again. */
   maxAttempts: number;
-  baseDelayMs: number;
-  /** Cap of one backoff. */
-  maxDelayMs: number;
 }
 
-export const defaultRetryPolicy: RetryPolicy = { maxAttempts: 3, baseDelayMs: 200, maxDelayMs: 10_000 };
+export const defaultRetryPolicy: RetryPolicy = { maxAttempts: 3 };
 
 export function retryPolicy(partial: Partial<RetryPolicy> | undefined): RetryPolicy {
-  const merged = { ...defaultRetryPolicy, ...partial };
-  return {
-    maxAttempts: Math.max(1, Math.floor(merged.maxAttempts)),
-    baseDelayMs: Math.max(0, merged.baseDelayMs),
-    maxDelayMs: Math.max(0, merged.baseDelayMs, merged.maxDelayMs),
-  };
+  return { maxAttempts: Math.max(1, Math.floor(partial?.maxAttempts ?? defaultRetryPolicy.maxAttempts)) };
 }
 
 /**
@@ -29,15 +21,6 @@ export function retryPolicy(partial: Partial<RetryPolicy> | undefined): RetryPol
  *   only when the first provably never landed.
  */
 export type Idempotency = "idempotent" | "non-idempotent";
-
-/**
- * How long to wait before sending a service request again, retry number `retry` (1 = the first
- * retry): lib/backoff's equal-jitter backoffDelay under the RetryPolicy, so the ceiling is
- * min(maxDelayMs, baseDelayMs * 2^(retry-1)) and the delay is uniform in [ceiling/2, ceiling].
- */
-export function requestRetryDelay(retry: number, policy: RetryPolicy, random: () => number = Math.random): number {
-  return backoffDelay(Math.floor(retry) - 1, { baseMs: policy.baseDelayMs, maxMs: policy.maxDelayMs, jitter: "equal" }, random);
-}
 
 /**
  * Retry-After (RFC 9110 §10.2.3): delay-seconds or an HTTP-date. Returns milliseconds from
@@ -56,37 +39,23 @@ export function parseRetryAfter(value: string | undefined, nowMs: number = Date.
   return timerDelay(at - nowMs);
 }
 
-export type RetryDecision = { retry: true; delayMs: number } | { retry: false };
-
 /**
- * Whether to send the request again after `error` on attempt `attempt` (1-based).
- * - idempotent calls: 502, 503, 504 and retryable transport failures (timeouts included).
- * - non-idempotent calls: only a connection that was never established; after a timeout or a
- *   lost response the first may have landed, so the error goes to the caller, who looks the
- *   object up.
- * - never a 429, nor any answer with a Retry-After: the service asked for time, and waiting it
- *   out here would hold a worker; the error (retryable, with retryAfterMs) goes to the caller,
- *   whose engine requeues the key, and the credential's bucket turns its other calls away until then.
+ * Whether to send the request again at once, inside the call, after `error` on attempt `attempt`
+ * (1-based). Never after a wait: a call runs in a worker, and a worker that slept (or waited out
+ * a second timeout) would hold back every other key, of every namespace, it could serve. So only
+ * a request that provably never reached the service (`mayHaveLanded: false`: refused, or a
+ * kept-alive connection the service had closed, found broken before the request was written) and
+ * that cost no wait (not a timeout, not a DNS failure) is sent again, up to maxAttempts; that is
+ * safe for creates too. Everything else that is retryable — a 502/503/504, a timeout, a dropped
+ * response, a 429 or any answer with Retry-After — goes to the caller as a retryable error, and
+ * the engine requeues the key with its backoff (Retry-After a floor on it), the worker free meanwhile.
  */
-export function retryDecision(
-  error: unknown,
-  attempt: number,
-  idempotency: Idempotency,
-  policy: RetryPolicy,
-  random: () => number = Math.random,
-): RetryDecision {
-  if (attempt >= policy.maxAttempts || !mayRetry(error, idempotency)) return { retry: false };
-  return { retry: true, delayMs: requestRetryDelay(attempt, policy, random) };
+export function retryDecision(error: unknown, attempt: number, policy: RetryPolicy): boolean {
+  return attempt < policy.maxAttempts && neverSent(error);
 }
 
-function mayRetry(error: unknown, idempotency: Idempotency): boolean {
-  if (error instanceof ApiError) {
-    if (!RETRIED_STATUSES.has(error.status) || error.retryAfterMs !== undefined) return false;
-    return idempotency === "idempotent";
-  }
-  if (error instanceof TransportError) {
-    if (!error.retryable) return false;
-    return idempotency === "idempotent" || !error.mayHaveLanded;
-  }
-  return false;
+const RESENT_KINDS: ReadonlySet<string> = new Set(["connection-refused", "connection-reset", "dropped-response"]);
+
+function neverSent(error: unknown): boolean {
+  return error instanceof TransportError && error.retryable && !error.mayHaveLanded && RESENT_KINDS.has(error.kind);
 }

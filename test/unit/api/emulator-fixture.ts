@@ -29,8 +29,8 @@ export interface Harness {
   requestsOf(operation: OperationName): RecordedRequest[];
 }
 
-/** Fast tests: small backoff, no client rate limit unless a test asks for one. */
-export const fastRetry = { maxAttempts: 3, baseDelayMs: 10, maxDelayMs: 5_000 };
+/** The client's default: a request that never reached the service is sent at most 3 times (never after a wait). */
+export const fastRetry = { maxAttempts: 3 };
 
 export async function startHarness(options: Partial<EmulatorOptions> = {}): Promise<Harness> {
   const em = await startEmulator({ tokens: [TOKEN], seed: loadDefaultSeed(), jobDelayMs: 20, ...options });

@@ -1,49 +1,26 @@
 import { describe, expect, it } from "vitest";
 import { ApiError, TransportError } from "../../../src/api/errors.ts";
-import { requestRetryDelay, parseRetryAfter, retryDecision, retryPolicy, type RetryPolicy } from "../../../src/api/retry.ts";
+import { parseRetryAfter, retryDecision, retryPolicy, type RetryPolicy } from "../../../src/api/retry.ts";
+import type { TransportErrorKind } from "../../../src/api/errors.ts";
 
-const policy: RetryPolicy = { maxAttempts: 5, baseDelayMs: 100, maxDelayMs: 1_000 };
+const policy: RetryPolicy = { maxAttempts: 5 };
 
 const apiError = (status: number, retryAfterMs?: number) =>
   new ApiError({ operation: "op", status, error: "E", message: "m", ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) });
-const transport = (mayHaveLanded: boolean, retryable = true) =>
+const transport = (mayHaveLanded: boolean, retryable = true, kind?: TransportErrorKind) =>
   new TransportError({
     operation: "op",
-    kind: mayHaveLanded ? "dropped-response" : "connection-refused",
+    kind: kind ?? (mayHaveLanded ? "dropped-response" : "connection-refused"),
     detail: "d",
     retryable,
     mayHaveLanded,
   });
 
-describe("requestRetryDelay", () => {
-  it("stays within [ceiling/2, ceiling] for the lowest and highest random draws", () => {
-    for (let retry = 1; retry <= 8; retry++) {
-      const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (retry - 1));
-      expect(requestRetryDelay(retry, policy, () => 0)).toBe(ceiling / 2);
-      expect(requestRetryDelay(retry, policy, () => 1)).toBe(ceiling);
-      const mid = requestRetryDelay(retry, policy, () => 0.5);
-      expect(mid).toBeGreaterThanOrEqual(ceiling / 2);
-      expect(mid).toBeLessThanOrEqual(ceiling);
-    }
-  });
-
-  it("doubles per retry until the cap", () => {
-    const ceilings = [1, 2, 3, 4, 5, 6].map((r) => requestRetryDelay(r, policy, () => 1));
-    expect(ceilings).toEqual([100, 200, 400, 800, 1000, 1000]);
-  });
-
-  it("stays finite for absurd attempt numbers and clamps a bad random source", () => {
-    expect(requestRetryDelay(10_000, policy, () => 7)).toBe(1000);
-    expect(requestRetryDelay(1, policy, () => -3)).toBe(50);
-  });
-
-  it("retryPolicy fills defaults and sanitises", () => {
-    expect(retryPolicy(undefined)).toEqual({ maxAttempts: 3, baseDelayMs: 200, maxDelayMs: 10_000 });
-    expect(retryPolicy({ maxAttempts: 0, baseDelayMs: 500, maxDelayMs: 100 })).toEqual({
-      maxAttempts: 1,
-      baseDelayMs: 500,
-      maxDelayMs: 500,
-    });
+describe("retryPolicy", () => {
+  it("fills the default and sanitises", () => {
+    expect(retryPolicy(undefined)).toEqual({ maxAttempts: 3 });
+    expect(retryPolicy({ maxAttempts: 0 })).toEqual({ maxAttempts: 1 });
+    expect(retryPolicy({ maxAttempts: 2.7 })).toEqual({ maxAttempts: 2 });
   });
 });
 
@@ -71,42 +48,39 @@ describe("parseRetryAfter", () => {
   });
 });
 
-describe("retryDecision", () => {
-  const fixed = () => 1;
-  it("retries idempotent calls on 502, 503, 504 and retryable transport failures", () => {
-    for (const e of [apiError(502), apiError(503), apiError(504), transport(true), transport(false)]) {
-      expect(retryDecision(e, 1, "idempotent", policy, fixed)).toEqual({ retry: true, delayMs: 100 });
+describe("retryDecision: sent again inside the call only at once, and only what never reached the service", () => {
+  it("sends again a request that never reached the service and cost no wait: refused, or a broken kept-alive connection", () => {
+    for (const kind of ["connection-refused", "connection-reset", "dropped-response"] as const) {
+      expect(retryDecision(transport(false, true, kind), 1, policy), kind).toBe(true);
     }
   });
-  it("never retries other statuses, non-retryable transport errors or unknown errors", () => {
+  it("hands everything else to the caller (whose engine requeues with backoff): 5xx, timeouts, DNS, anything that may have landed", () => {
     for (const e of [
-      apiError(400),
-      apiError(401),
-      apiError(403),
-      apiError(404),
-      apiError(422),
+      apiError(502),
+      apiError(503),
+      apiError(504),
       apiError(500),
+      apiError(400),
+      apiError(404),
+      transport(true),
+      transport(true, true, "connection-reset"),
+      transport(false, true, "timeout"),
+      transport(true, true, "timeout"),
+      transport(false, true, "dns"),
       transport(false, false),
+      transport(false, false, "tls"),
       new Error("x"),
     ]) {
-      expect(retryDecision(e, 1, "idempotent", policy, fixed)).toEqual({ retry: false });
+      expect(retryDecision(e, 1, policy)).toBe(false);
     }
-  });
-  it("retries a create only when it provably never landed: no connection", () => {
-    expect(retryDecision(transport(false), 1, "non-idempotent", policy, fixed).retry).toBe(true);
-    expect(retryDecision(transport(true), 1, "non-idempotent", policy, fixed).retry).toBe(false);
-    for (const s of [502, 503, 504]) expect(retryDecision(apiError(s), 1, "non-idempotent", policy, fixed).retry).toBe(false);
   });
   it("stops at maxAttempts", () => {
-    expect(retryDecision(apiError(503), 4, "idempotent", policy, fixed).retry).toBe(true);
-    expect(retryDecision(apiError(503), 5, "idempotent", policy, fixed).retry).toBe(false);
+    expect(retryDecision(transport(false), 4, policy)).toBe(true);
+    expect(retryDecision(transport(false), 5, policy)).toBe(false);
+    expect(retryDecision(transport(false), 1, { maxAttempts: 1 })).toBe(false);
   });
   it("never waits out a 429 or a Retry-After inside the call: that would hold a worker; the caller requeues", () => {
-    for (const idempotency of ["idempotent", "non-idempotent"] as const) {
-      expect(retryDecision(apiError(429), 1, idempotency, policy, fixed)).toEqual({ retry: false });
-      expect(retryDecision(apiError(429, 700), 1, idempotency, policy, fixed)).toEqual({ retry: false });
-      expect(retryDecision(apiError(429, 0), 1, idempotency, policy, fixed)).toEqual({ retry: false });
-      expect(retryDecision(apiError(503, 10), 1, idempotency, policy, fixed)).toEqual({ retry: false });
-    }
+    for (const e of [apiError(429), apiError(429, 700), apiError(429, 0), apiError(503, 10)])
+      expect(retryDecision(e, 1, policy)).toBe(false);
   });
 });
