@@ -207,16 +207,21 @@ describe("the export's manifest of an object", () => {
     });
   });
 
-  it("takes a pin from its annotation over status", () => {
+  it("takes a pin from status over its annotation, as keyward does", () => {
     const obj = served(
       "SecretSync",
       { annotations: { "keyward.dev/external-id": "from-annotation", "handled.keyward.dev/sync-requested-at": "a" } },
       { syncId: "from-status", lastHandledSyncRequest: "b" },
     );
     expect(plugin.manifestOf(obj, secretSyncs).metadata["annotations"]).toEqual({
-      "handled.keyward.dev/sync-requested-at": "a",
-      "keyward.dev/external-id": "from-annotation",
+      "handled.keyward.dev/sync-requested-at": "b",
+      "keyward.dev/external-id": "from-status",
     });
+  });
+
+  it("takes a pin from its annotation where status has none", () => {
+    const obj = served("SecretSync", { annotations: { "keyward.dev/external-id": "from-annotation" } }, {});
+    expect(plugin.manifestOf(obj, secretSyncs).metadata["annotations"]).toEqual({ "keyward.dev/external-id": "from-annotation" });
   });
 
   it("pins only what a kind declares: a Project's projectId, nothing of a membership's ids", () => {
