@@ -124,6 +124,8 @@ export async function sendRequest(req: HttpRequest, operation: string): Promise<
   const timer = setTimeout(() => deadline.abort(new Error("deadline")), req.timeoutMs);
   const signal = req.signal ? AbortSignal.any([deadline.signal, req.signal]) : deadline.signal;
   try {
+    // No redirect interceptor: a 3xx is the answer (an ApiError), never followed, so the
+    // Authorization header goes to the base URL's origin only (test/unit/api/client-redirect.test.ts).
     const res = await request(url, {
       dispatcher: poolFor(url.origin, req.timeoutMs, req.caBundle).pool,
       method: req.method as "GET",
