@@ -58,7 +58,7 @@ import {
 } from "../engine/managed.ts";
 import type { KubeObject, ObjectKey, ObjectMeta } from "../engine/types.ts";
 import { keyString } from "../kube/keys.ts";
-import { isObserveOnly, notFoundAsUndefined } from "./common.ts";
+import { bounds, isObserveOnly, notFoundAsUndefined } from "./common.ts";
 import { connectVia, type ProviderResolver } from "./provider/resolver.ts";
 import { resolveProjectId } from "./refs.ts";
 import { crdSource, ref, specSchema, type RequestAction, type SecretSyncSpec, type SecretSyncStatus } from "./secretsync-schema.ts";
@@ -553,6 +553,15 @@ async function act(rt: Runtime, c: Ctx): Promise<Partial<Status>> {
   }
   const next = nextRequest(c.obj, s);
   if (!next) return out;
+  if (next.value.length > bounds.ANNOTATION_VALUE) {
+    // Its pending mark and handled record could not be written (status bounds it), so it would be
+    // retried for ever: refused before any call.
+    throw new ReconcileError(
+      "InvalidRequest",
+      `${requestKinds[next.action].annotation} holds ${next.value.length} characters; a request value is at most ${bounds.ANNOTATION_VALUE} (a timestamp is plenty)`,
+      { retryable: false },
+    );
+  }
   if (activeJob(s)) {
     // The service refuses a trigger while a job runs: this request waits for it to settle.
     c.requeueAfter(pollAfter(rt, c.key));
@@ -714,6 +723,7 @@ export const kind: Kind = {
     },
     ProjectChanged: { means: "failed", doc: "The sync's project cannot change; delete and recreate the resource." },
     JobFailed: { means: "failed", doc: "The last sync, import or remove job at the service failed." },
+    InvalidRequest: { means: "failed", doc: "An action annotation's value is longer than a request value may be (1024 characters)." },
     JobInProgress: { means: "retrying", doc: "The service is still running a job; the requested action waits for it." },
     WaitingForJob: { means: "progress", doc: "A sync or import job runs at the service." },
     RemovingSecrets: { means: "progress", doc: "A remove-secrets job runs at the service." },

@@ -416,6 +416,19 @@ describe("SecretSync", () => {
     expect((await eventsFor("removable")).some((e) => e.reason === "RemoveSecretsRequested" && e.message.includes("r1"))).toBe(true);
   });
 
+  it("refuses a request value longer than status can record, before any call", async () => {
+    await createCustom(kc, ns.name, PLURAL, secretSync("long-request", baseSpec("monitoring", cases.monitoring.config)));
+    const id = syncIdOf(await waitUntil("long-request", "Ready", (o) => isReady(o)));
+    await annotate("long-request", { "keyward.dev/sync-requested-at": "x".repeat(1025) });
+    const refused = await waitUntil("long-request", "InvalidRequest", (o) => condition(o, "Synced")?.reason === "InvalidRequest");
+    expect(condition(refused, "Synced")?.message).toContain("1025 characters");
+    expect(logOf(emulator, "triggerSecretSync", id)).toHaveLength(0);
+    // A value that fits runs.
+    await annotate("long-request", { "keyward.dev/sync-requested-at": "x".repeat(1024) });
+    await waitUntil("long-request", "handled", (o) => statusOf(o)["lastHandledSyncRequest"] === "x".repeat(1024));
+    expect(logOf(emulator, "triggerSecretSync", id)).toHaveLength(1);
+  });
+
   it("shows a failed job as Ready=False with the service's message, and Ready again after a successful sync", async () => {
     await createCustom(
       kc,
