@@ -195,7 +195,11 @@ export function createClusterProviderConfigs(deps: {
 
   async function readConfig(name: string): Promise<{ obj: KubeObject; spec: ClusterProviderConfigSpec }> {
     const obj = await readCached(deps.kube, ref, { namespace: "", name });
-    if (!obj) throw new ReconcileError("ProviderConfigNotFound", `ClusterProviderConfig ${name} does not exist`, { retryable: true });
+    if (!obj) {
+      // Gone (or never made): nothing is kept for it.
+      deps.connector.forget(configId(name));
+      throw new ReconcileError("ProviderConfigNotFound", `ClusterProviderConfig ${name} does not exist`, { retryable: true });
+    }
     return { obj, spec: parseSpec(name, obj.spec) };
   }
 

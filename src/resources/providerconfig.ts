@@ -83,7 +83,11 @@ export function createProviderResolver(deps: {
 
   async function readSpec(namespace: string, name: string): Promise<ProviderConfigSpec> {
     const obj = await readCached(deps.kube, ref, { namespace, name });
-    if (!obj) throw new ReconcileError("ProviderConfigNotFound", `ProviderConfig ${namespace}/${name} does not exist`, { retryable: true });
+    if (!obj) {
+      // Gone (or never made): nothing is kept for it, also on a replica whose shard it is not in.
+      connector.forget(`ProviderConfig/${namespace}/${name}`);
+      throw new ReconcileError("ProviderConfigNotFound", `ProviderConfig ${namespace}/${name} does not exist`, { retryable: true });
+    }
     const parsed = specSchema.safeParse(obj.spec);
     if (!parsed.success)
       throw new ReconcileError(
