@@ -10,13 +10,15 @@
 // - With the ceiling at 2 s, a ProviderConfig asking 300 s gets 2 s: its Ready condition says so,
 //   and a Project's request to a service that never answers fails with a timeout while the
 //   service is still holding it.
+import { spawn } from "node:child_process";
 import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { createLogger } from "../../src/log.ts";
 import { createOperator, type Operator } from "../../src/operator.ts";
 import { startEmulator, type Emulator } from "../emulator/server.ts";
-import { createTestNamespace, testKubeConfig, waitFor, type TestNamespace } from "../controlplane/testenv.ts";
+import { createTestNamespace, testKubeConfig, testKubeconfigPath, waitFor, type TestNamespace } from "../controlplane/testenv.ts";
+import { freePort } from "../controlplane/controlplane.ts";
 import { condition, createCustom, credentialsLabels, getCustom, isReady, projectObject, waitForObject } from "./support/keyward.ts";
 
 const TOKEN_A = "kw-share-token-namespace-a-7c1e";
@@ -129,6 +131,91 @@ describe("a namespace whose service holds every request", () => {
     const aReady = await Promise.all(aNames.map(async (n) => isReady(await getCustom(kc, a.name, "projects", n))));
     expect(aReady.filter(Boolean)).toHaveLength(0);
     expect(emB.requests().filter((r) => r.operation === "createProject")).toHaveLength(5);
+  });
+});
+
+/** keyward as a process (src/main.ts), configured through its environment as the chart's Deployment does. */
+async function startProcess(env: Record<string, string>): Promise<void> {
+  const [metricsPort, healthPort] = [await freePort(), await freePort()];
+  const child = spawn(process.execPath, ["src/main.ts"], {
+    stdio: ["ignore", "pipe", "pipe"],
+    env: {
+      ...process.env,
+      KUBECONFIG: testKubeconfigPath(),
+      // The chart's defaults: 4 workers, its V8 heap flags, and its way of passing settings.
+      CONCURRENCY: "4",
+      NODE_OPTIONS: "--max-semi-space-size=1 --max-old-space-size=160",
+      METRICS_PORT: String(metricsPort),
+      HEALTH_PORT: String(healthPort),
+      BIND_ADDRESS: "127.0.0.1",
+      METRICS_AUTH: "localhost",
+      RESYNC_INTERVAL: "10m",
+      LOG_LEVEL: "warn",
+      ...env,
+    },
+  });
+  const exited = new Promise<void>((resolve) => child.on("exit", () => resolve()));
+  running.push(async () => {
+    child.kill("SIGKILL");
+    await exited;
+  });
+  await waitFor(
+    async () => {
+      const ok = await fetch(`http://127.0.0.1:${healthPort}/readyz`).then(
+        (r) => r.status === 200,
+        () => false,
+      );
+      return ok ? true : undefined;
+    },
+    { timeoutMs: 60_000, description: "keyward's /readyz" },
+  );
+}
+
+describe("keyward as a process, configured as the chart does", () => {
+  it("a namespace whose service holds every request holds 2 of the 4 workers; the other namespace's Projects are all Ready meanwhile", async () => {
+    const emA: Emulator = await started(
+      () => startEmulator({ tokens: [TOKEN_A] }),
+      (e) => e.close(),
+    );
+    const emB: Emulator = await started(
+      () => startEmulator({ tokens: [TOKEN_B] }),
+      (e) => e.close(),
+    );
+    const a: TestNamespace = await started(
+      () => createTestNamespace("share-pa"),
+      (n) => n.cleanup(),
+    );
+    const b: TestNamespace = await started(
+      () => createTestNamespace("share-pb"),
+      (n) => n.cleanup(),
+    );
+    // The longest ceiling, so A's calls stay outstanding for the whole test.
+    await startProcess({
+      WATCH_NAMESPACES: `${a.name},${b.name}`,
+      ALLOWED_BASE_URLS: `${emA.url},${emB.url}`,
+      MAX_REQUEST_TIMEOUT: "300s",
+    });
+
+    await provider(a.name, emA.url, TOKEN_A);
+    await providerReady(a.name);
+    emA.setFaults({ match: { pathPattern: ALL_BUT_CHECK }, latencyMs: HOLD_MS });
+    const aNames = Array.from({ length: 20 }, (_, i) => `pa-${i}`);
+    for (const name of aNames) await createCustom(kc, a.name, "projects", projectObject(name, { name, slug: `share-${name}` }));
+    await waitFor(() => Promise.resolve(emA.heldRequests() >= 2 ? true : undefined), {
+      timeoutMs: 60_000,
+      description: "A's first passes held by its service",
+    });
+
+    await provider(b.name, emB.url, TOKEN_B);
+    const bNames = Array.from({ length: 5 }, (_, i) => `pb-${i}`);
+    for (const name of bNames) await createCustom(kc, b.name, "projects", projectObject(name, { name, slug: `share-${name}` }));
+    for (const name of bNames) {
+      await waitForObject(kc, b.name, "projects", name, { until: isReady, timeoutMs: 60_000, description: `B's Project ${name} Ready` });
+    }
+    expect(emA.heldRequests()).toBeLessThanOrEqual(2);
+    expect(emA.requests().filter((r) => r.operation !== "listProjects")).toHaveLength(0);
+    const aReady = await Promise.all(aNames.map(async (n) => isReady(await getCustom(kc, a.name, "projects", n))));
+    expect(aReady.filter(Boolean)).toHaveLength(0);
   });
 });
 
