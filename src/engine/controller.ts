@@ -11,14 +11,30 @@ import { isConflict } from "../kube/objects.ts";
 import { jitterInterval, type BackoffPolicy } from "../lib/backoff.ts";
 import { queueObserver, type Metrics, type ReconcileResult } from "./metrics.ts";
 import { createWorkQueue, type WorkQueue, type WorkQueueOptions } from "./queue.ts";
-import { shardStanding } from "./shard-plan.ts";
+import { shardStanding, type Leadership } from "./shard-plan.ts";
 import { done, type KubeObject, type ObjectKey, type Outcome, type ReconcileFn } from "./types.ts";
+
+export type WatchEventType = "add" | "update" | "delete";
 
 export interface SecondaryWatch {
   kind: KindRef;
-  /** The keys of the primary objects to reconcile when this object changes. */
-  /** `primaries` are the cached objects of the controller's own kind. */
+  /**
+   * The keys of the primary objects to reconcile when this object changes. `primaries` are the
+   * cached objects of the controller's own kind (a scan: give `refersTo` instead where a primary
+   * names the object). Unused when `refersTo` is given.
+   */
   mapToKeys: (obj: KubeObject, primaries?: () => KubeObject[]) => ObjectKey[];
+  /**
+   * The key (keyString) of the watched object a primary object refers to, if any. With it the
+   * controller keeps an index, referenced key -> referrers, from the primary informer's events,
+   * and an event of the watched kind costs O(its referrers), never a scan of the cache.
+   */
+  refersTo?: (primary: KubeObject) => string | undefined;
+  /**
+   * Whether this event of the watched object matters to the primaries (controller-runtime's
+   * predicates); absent: every event does. `old` is the cached copy before an update.
+   */
+  predicate?: (type: WatchEventType, obj: KubeObject, old?: KubeObject) => boolean;
   labelSelector?: string;
 }
 
@@ -50,8 +66,10 @@ export interface ControllerOptions {
    * Sharding (docs/sharding.md): only objects whose shard label names `identity` are reconciled;
    * one the sharder asks to drain is let go by `release` (which removes the labels) instead of
    * reconciled. The work queue never hands one key to two workers, so a pass in flight ends first.
+   * With `leadership` (a cluster-scoped kind) labels do not count: the leader reconciles every
+   * object of the kind, and a replica that starts to lead queues them all.
    */
-  shard?: { identity: string; release: (obj: KubeObject) => Promise<void> };
+  shard?: { identity: string; release: (obj: KubeObject) => Promise<void>; leadership?: Leadership };
 }
 
 export interface Controller {
@@ -92,6 +110,9 @@ export function createController(opts: ControllerOptions): Controller {
     });
   const { informers, unsubscribe } = subscribeInformers(opts, factory, queue);
   const primary = informers[0] as SharedInformer;
+  const releases = releaseSchedule();
+  const leadership = opts.shard?.leadership;
+  if (leadership) unsubscribe.push(leadership.onLeading(() => primary.list().forEach((o) => queue.add(keyString(o.metadata)))));
   const abort = new AbortController();
   let stopping = false;
   let workers: Promise<void>[] = [];
@@ -110,7 +131,7 @@ export function createController(opts: ControllerOptions): Controller {
   const processKey = async (key: string): Promise<void> => {
     opts.metrics.activeWorkers.inc(labels);
     const endTimer = opts.metrics.reconcileTime.startTimer(labels);
-    const outcome = await (opts.shard ? reconcileShare(opts.shard, primary, key, reconcileOnce, log) : reconcileOnce(key));
+    const outcome = await (opts.shard ? reconcileShare(opts.shard, primary, key, reconcileOnce, releases, log) : reconcileOnce(key));
     endTimer();
     opts.metrics.activeWorkers.dec(labels);
     const result = settle(queue, opts.metrics, labels, key, outcome);
@@ -164,41 +185,79 @@ export function createController(opts: ControllerOptions): Controller {
 /**
  * With sharding: reconciles the object only when it is this replica's; lets it go when the sharder
  * asks it to drain. An object gone from the cache still gets its pass (the reconcile lets go of
- * what it kept).
+ * what it kept). A cluster-scoped kind (`leadership`) is the leader's, whatever its labels.
  */
 function reconcileShare(
   shard: NonNullable<ControllerOptions["shard"]>,
   primary: SharedInformer,
   key: string,
   reconcileOnce: (key: string) => Promise<Outcome>,
+  releases: ReleaseSchedule,
   log: Logger,
 ): Promise<Outcome> {
+  if (shard.leadership) return shard.leadership.leads() ? reconcileOnce(key) : Promise.resolve(done());
   const cached = primary.get(parseKeyString(key));
+  const standing = cached ? shardStanding(cached.metadata.labels, shard.identity) : undefined;
+  if (standing !== "draining") releases.forget(key);
   if (!cached) return reconcileOnce(key);
-  switch (shardStanding(cached.metadata.labels, shard.identity)) {
+  switch (standing) {
     case "own":
       return reconcileOnce(key);
     case "foreign":
       return Promise.resolve(done());
-    case "draining":
-      return releaseShare(shard.release, cached, log);
+    default:
+      return releaseShare(shard.release, cached, releases, log);
   }
+}
+
+/** A failed release is tried again after 250 ms, doubling to at most this: never the object's own backoff. */
+export const RELEASE_RETRY_MAX_MS = 5_000;
+const RELEASE_RETRY_BASE_MS = 250;
+
+export interface ReleaseSchedule {
+  /** The wait before the next try of a release that just failed. */
+  next(key: string): number;
+  forget(key: string): void;
+}
+
+/** Each draining key's own short backoff for its release (reset when it is let go or stops draining). */
+export function releaseSchedule(): ReleaseSchedule {
+  const failures = new Map<string, number>();
+  return {
+    next(key) {
+      const n = failures.get(key) ?? 0;
+      failures.set(key, n + 1);
+      return Math.min(RELEASE_RETRY_MAX_MS, RELEASE_RETRY_BASE_MS * 2 ** Math.min(n, 20));
+    },
+    forget: (key) => void failures.delete(key),
+  };
 }
 
 /**
  * Lets a drained object go. The release is conditional on the version this replica holds, so a
- * stale cache can never remove the next owner's label. A 409 comes back with backoff rather than
- * waiting for an event: the newer version may be this replica's own status write, which wakes
- * nothing, and the object would stay draining; by the next try the cache holds it, or it is gone.
+ * stale cache can never remove the next owner's label. A failure (a 409: the newer version may
+ * be this replica's own status write, which wakes nothing) comes back on the release's own short
+ * schedule, not the object's backoff: a key that failed its reconciles for a while would
+ * otherwise wait up to 5 minutes, draining, reconciled by nobody. By the next try the cache holds
+ * the newer version, or the object is gone.
  */
-async function releaseShare(release: (obj: KubeObject) => Promise<void>, obj: KubeObject, log: Logger): Promise<Outcome> {
+export async function releaseShare(
+  release: (obj: KubeObject) => Promise<void>,
+  obj: KubeObject,
+  releases: ReleaseSchedule,
+  log: Logger,
+): Promise<Outcome> {
+  const key = keyString(obj.metadata);
   try {
     await release(obj);
-    log.info({ key: keyString(obj.metadata) }, "let go of a drained object");
+    releases.forget(key);
+    log.info({ key }, "let go of a drained object");
     return done();
   } catch (err) {
-    const error = isConflict(err) ? new Error("the object changed while it was let go; trying again") : err;
-    return { type: "retryable", error: error instanceof Error ? error : new Error(String(error)) };
+    const afterMs = releases.next(key);
+    const why = isConflict(err) ? "the object changed while it was let go" : errorSummary(err);
+    log.info({ key, afterMs, err: why }, "could not let go of a drained object yet; trying again soon");
+    return { type: "requeueAfter", afterMs };
   }
 }
 
@@ -295,14 +354,68 @@ function subscribeInformers(
   ];
   const secondaries = (opts.watches ?? []).map((w) => {
     const informer = factory.get(w.kind, w.labelSelector);
+    const index = w.refersTo ? referrerIndex(w.refersTo) : undefined;
+    if (index) {
+      for (const obj of primary.list()) index.set(obj);
+      unsubscribe.push(primary.subscribe((type, obj) => (type === "delete" ? index.remove(obj) : index.set(obj))));
+    }
     unsubscribe.push(
-      informer.subscribe((_type, obj) => {
+      informer.subscribe((type, obj, old) => {
+        if (w.predicate && !w.predicate(type, obj, old)) return;
+        if (index) {
+          for (const key of index.referrers(keyString(obj.metadata))) queue.add(key);
+          return;
+        }
         for (const key of w.mapToKeys(obj, () => primary.list())) queue.add(keyString(key));
       }),
     );
     return informer;
   });
   return { informers: [primary, ...secondaries], unsubscribe };
+}
+
+export interface ReferrerIndex {
+  /** Records (or moves) what `primary` refers to now. */
+  set(primary: KubeObject): void;
+  remove(primary: KubeObject): void;
+  /** The keys (keyString) of the primaries that refer to `target` (a keyString). */
+  referrers(target: string): string[];
+  /** How many primaries refer to anything (for tests). */
+  size(): number;
+}
+
+/**
+ * Referenced key -> the keys of its referrers, kept from the primary informer's events
+ * (controller-runtime's field indexer, in small): a lookup costs O(referrers), and an update moves a
+ * referrer only when what it refers to changed.
+ */
+export function referrerIndex(refersTo: (primary: KubeObject) => string | undefined): ReferrerIndex {
+  const byTarget = new Map<string, Set<string>>();
+  const targetOf = new Map<string, string>();
+  const remove = (key: string): void => {
+    const target = targetOf.get(key);
+    if (target === undefined) return;
+    targetOf.delete(key);
+    const set = byTarget.get(target);
+    set?.delete(key);
+    if (set?.size === 0) byTarget.delete(target);
+  };
+  return {
+    set(primary) {
+      const key = keyString(primary.metadata);
+      const target = refersTo(primary);
+      if (targetOf.get(key) === target) return;
+      remove(key);
+      if (target === undefined) return;
+      targetOf.set(key, target);
+      let set = byTarget.get(target);
+      if (!set) byTarget.set(target, (set = new Set()));
+      set.add(key);
+    },
+    remove: (primary) => remove(keyString(primary.metadata)),
+    referrers: (target) => [...(byTarget.get(target) ?? [])],
+    size: () => targetOf.size,
+  };
 }
 
 function logOutcome(log: Logger, key: string, outcome: Outcome, requeues: number): void {

@@ -16,14 +16,14 @@ import { namespaceKind, secretKind, type KindRef, type Kube } from "../kube/clie
 import type { EventRecorder } from "../kube/events.ts";
 import { exactlyOneOf } from "../engine/cel.ts";
 import type { CrdSource } from "../engine/kind.ts";
-import { watchKind, type Informer } from "../kube/informer.ts";
-import { keyOf } from "../kube/keys.ts";
+import { dataOmitted, watchKind, type Informer } from "../kube/informer.ts";
+import { keyOf, keyString } from "../kube/keys.ts";
 import { getObject, readCached } from "../kube/objects.ts";
 import type { SecondaryWatch } from "../engine/controller.ts";
 import { ReconcileError } from "../engine/managed.ts";
 import { done, requeueAfter, type KubeObject, type ReconcileFn } from "../engine/types.ts";
 import { CREDENTIALS_SELECTOR } from "./provider/credentials.ts";
-import { bounds, boundedRecord, commonStatus, kindRef, providerConfigKind, providerConfigName } from "./common.ts";
+import { bounds, boundedRecord, commonStatus, kindRef, providerConfigChangeMatters, providerConfigKind, providerConfigName } from "./common.ts";
 import { connectionFields, providerConfigColumns, tokenAuthSchema, tokenStatusFields } from "./provider/crd-fields.ts";
 import type { Connector } from "./provider/connector.ts";
 import type { ClusterConnect, ProviderResolver } from "./provider/resolver.ts";
@@ -190,8 +190,11 @@ export function createClusterProviderConfigs(deps: {
     logger: deps.log,
     onEvent: () => undefined,
   });
-  const readSecret = async (namespace: string, name: string): Promise<KubeObject | undefined> =>
-    (secrets.hasSynced() ? secrets.get({ namespace, name }) : undefined) ?? getObject(deps.kube, secretKind, { namespace, name });
+  // The cache keeps a Secret's data up to a bound (src/kube/informer.ts slim): past it, the Secret is read whole from the apiserver.
+  const readSecret = async (namespace: string, name: string): Promise<KubeObject | undefined> => {
+    const cached = secrets.hasSynced() ? secrets.get({ namespace, name }) : undefined;
+    return cached && !dataOmitted(cached) ? cached : getObject(deps.kube, secretKind, { namespace, name });
+  };
 
   async function readConfig(name: string): Promise<{ obj: KubeObject; spec: ClusterProviderConfigSpec }> {
     const obj = await readCached(deps.kube, ref, { namespace: "", name });
@@ -253,6 +256,8 @@ const usesClusterConfig = (o: KubeObject): boolean => providerConfigKind(o.spec)
 /** Secondary watch of every user kind: a ClusterProviderConfig change re-evaluates, at once, every resource naming it. */
 export const usersWatch: SecondaryWatch = {
   kind: ref,
+  refersTo: (o) => (usesClusterConfig(o) ? keyString({ name: providerConfigName(o.spec) }) : undefined),
+  predicate: providerConfigChangeMatters,
   mapToKeys: (cpc, primaries) =>
     (primaries?.() ?? []).filter((o) => usesClusterConfig(o) && providerConfigName(o.spec) === cpc.metadata.name).map(keyOf),
 };
@@ -260,6 +265,8 @@ export const usersWatch: SecondaryWatch = {
 /** Secondary watch of every user kind: a Namespace's labels changing re-evaluates its resources that use a ClusterProviderConfig. */
 export const namespaceWatch: SecondaryWatch = {
   kind: namespaceKind,
+  refersTo: (o) => (usesClusterConfig(o) ? keyString({ name: o.metadata.namespace ?? "" }) : undefined),
+  predicate: (type, ns, old) => type !== "update" || !old || JSON.stringify(old.metadata.labels ?? {}) !== JSON.stringify(ns.metadata.labels ?? {}),
   mapToKeys: (ns, primaries) =>
     (primaries?.() ?? []).filter((o) => o.metadata.namespace === ns.metadata.name && usesClusterConfig(o)).map(keyOf),
 };

@@ -3,7 +3,8 @@ import { z } from "zod";
 import { isServiceNotFound } from "../api/index.ts";
 import { GROUP, VERSION, type KubeObject, type ObjectKey } from "../engine/types.ts";
 import { resourcePath, type KindRef, type Kube } from "../kube/client.ts";
-import { keyOf } from "../kube/keys.ts";
+import { keyOf, keyString } from "../kube/keys.ts";
+import type { SecondaryWatch } from "../engine/controller.ts";
 import { kubeJson } from "../kube/rest.ts";
 import { ageColumn, conditionColumn } from "../engine/kind.ts";
 
@@ -179,16 +180,54 @@ export function notFoundAsUndefined(err: unknown): undefined {
 /**
  * A secondary watch of `kind` for the kinds that refer to one of its objects (`refName` reads
  * the name a spec refers to, in its own namespace): a change of the referenced object reconciles
- * its referrers at once instead of at their next resync or backoff.
+ * its referrers at once instead of at their next resync or backoff. The controller finds them in
+ * its index (referenced key -> referrers, `refersTo`), not by a scan of its cache; `predicate`
+ * says which changes of the referenced object matter to them (absent: all).
  */
-export function referrersWatch(kind: KindRef, refName: (spec: unknown) => string | undefined) {
+export function referrersWatch(
+  kind: KindRef,
+  refName: (spec: unknown) => string | undefined,
+  predicate?: SecondaryWatch["predicate"],
+): SecondaryWatch {
+  const refersTo = (o: KubeObject): string | undefined => {
+    const name = refName(o.spec);
+    return name === undefined ? undefined : keyString({ namespace: o.metadata.namespace, name });
+  };
   return {
     kind,
+    refersTo,
+    ...(predicate ? { predicate } : {}),
     mapToKeys: (target: KubeObject, primaries?: () => KubeObject[]): ObjectKey[] =>
-      (primaries?.() ?? [])
-        .filter((o) => o.metadata.namespace === target.metadata.namespace && refName(o.spec) === target.metadata.name)
-        .map(keyOf),
+      (primaries?.() ?? []).filter((o) => refersTo(o) === keyString(target.metadata)).map(keyOf),
   };
+}
+
+/** The Ready condition's status, or undefined. */
+function readyStatus(obj: KubeObject | undefined): string | undefined {
+  const conditions = (obj?.status as { conditions?: { type?: string; status?: string }[] } | undefined)?.conditions;
+  return conditions?.find((c) => c.type === "Ready")?.status;
+}
+
+/**
+ * The changes of a provider config (ProviderConfig or ClusterProviderConfig) that matter to the
+ * resources using it: its creation and deletion, a new generation (spec: URL, credentials
+ * reference, timeout, rate limit, CA), the deletion mark, labels (a ClusterProviderConfig's
+ * selection), its Ready condition's status (a config turning usable, or not) and the Secret it
+ * holds. Its own status writes that change nothing its users read — a condition's
+ * lastTransitionTime or message, the token schedule (tokenExpiresAt, tokenRenewAt) — wake no one:
+ * a config with 2,000 users renewing its token would otherwise reconcile all 2,000.
+ */
+export function providerConfigChangeMatters(type: string, obj: KubeObject, old?: KubeObject): boolean {
+  if (type !== "update" || !old) return true;
+  const a = old.metadata;
+  const b = obj.metadata;
+  return (
+    a.generation !== b.generation ||
+    a.deletionTimestamp !== b.deletionTimestamp ||
+    JSON.stringify(a.labels ?? {}) !== JSON.stringify(b.labels ?? {}) ||
+    readyStatus(old) !== readyStatus(obj) ||
+    (old.status as { heldSecret?: string } | undefined)?.heldSecret !== (obj.status as { heldSecret?: string } | undefined)?.heldSecret
+  );
 }
 
 /**

@@ -7,14 +7,23 @@
 import { z } from "zod";
 import type { ClientOptions } from "../api/index.ts";
 import type { Logger } from "../log.ts";
-import { readCached } from "../kube/objects.ts";
+import { getObject, readCached } from "../kube/objects.ts";
+import { dataOmitted } from "../kube/informer.ts";
 import { secretKind, type KindRef, type Kube } from "../kube/client.ts";
 import type { EventRecorder } from "../kube/events.ts";
 import { ReconcileError } from "../engine/managed.ts";
 import { done, requeueAfter, type KubeObject, type ReconcileFn } from "../engine/types.ts";
 import { exactlyOneOf } from "../engine/cel.ts";
 import type { CrdSource } from "../engine/kind.ts";
-import { bounds, commonStatus, kindRef, providerConfigKind, providerConfigName, referrersWatch } from "./common.ts";
+import {
+  bounds,
+  commonStatus,
+  kindRef,
+  providerConfigChangeMatters,
+  providerConfigKind,
+  providerConfigName,
+  referrersWatch,
+} from "./common.ts";
 import { connectionFields, providerConfigColumns, secretKeySelector, tokenAuthSchema, tokenStatusFields } from "./provider/crd-fields.ts";
 import { checkConnection } from "./provider/connection-check.ts";
 import { hold, release, tokenSecretName } from "./provider/in-use.ts";
@@ -79,7 +88,11 @@ export function createProviderResolver(deps: {
 }): ProviderResolver {
   const connector = deps.connector ?? createConnector(deps);
   // A Secret marked as credentials is in the narrowed Secret cache; any other is read only to say why it is not used.
-  const read: SecretReader = (namespace, name) => readCached(deps.kube, secretKind, { namespace, name }, CREDENTIALS_SELECTOR);
+  // The cache keeps a Secret's data up to a bound (src/kube/informer.ts slim): past it, the Secret is read whole from the apiserver.
+  const read: SecretReader = async (namespace, name) => {
+    const cached = await readCached(deps.kube, secretKind, { namespace, name }, CREDENTIALS_SELECTOR);
+    return cached && dataOmitted(cached) ? getObject(deps.kube, secretKind, { namespace, name }) : cached;
+  };
 
   async function readSpec(namespace: string, name: string): Promise<ProviderConfigSpec> {
     const obj = await readCached(deps.kube, ref, { namespace, name });
@@ -158,13 +171,17 @@ export const credentialsSecretWatch = {
 };
 
 /**
- * A secondary watch for every kind that uses a ProviderConfig: a change to one (fixed URL, new
- * Secret reference, a Ready transition) requeues the resources that refer to it at once instead
- * of at their next resync. The informer updates its cache before the event, so the requeued
- * passes judge the fixed ProviderConfig, never the stale copy.
+ * A secondary watch for every kind that uses a ProviderConfig: a change to one that matters to
+ * its users (fixed URL, new Secret reference, a Ready transition, deletion:
+ * providerConfigChangeMatters) requeues the resources that refer to it at once instead of at
+ * their next resync; its own status writes that change nothing they read (token schedule,
+ * condition times) requeue none. The informer updates its cache before the event, so the
+ * requeued passes judge the fixed ProviderConfig, never the stale copy.
  */
-export const dependentsWatch = referrersWatch(ref, (spec) =>
-  providerConfigKind(spec ?? {}) === "ProviderConfig" ? providerConfigName(spec ?? {}) : undefined,
+export const dependentsWatch = referrersWatch(
+  ref,
+  (spec) => (providerConfigKind(spec ?? {}) === "ProviderConfig" ? providerConfigName(spec ?? {}) : undefined),
+  providerConfigChangeMatters,
 );
 
 export const kind: Kind = {
