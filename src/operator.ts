@@ -9,7 +9,13 @@ import { RELEASE_LABELS, shardSelector } from "./engine/shard-plan.ts";
 import { createEventRecorder, type EventRecorder } from "./kube/events.ts";
 import { createController, type SecondaryWatch } from "./engine/controller.ts";
 import { defaultMaxInFlightPerNamespace } from "./engine/queue.ts";
-import { ANNOTATION_EXTERNAL_ID, CREATE_GUARD_ANNOTATIONS, managedReconciler, type ManagedModule } from "./engine/managed.ts";
+import {
+  ANNOTATION_EXTERNAL_ID,
+  ANNOTATION_PENDING_ACTION,
+  CREATE_GUARD_ANNOTATIONS,
+  managedReconciler,
+  type ManagedModule,
+} from "./engine/managed.ts";
 import { createInformerFactory, type InformerFactory } from "./kube/informer.ts";
 import { createMetrics, type Metrics } from "./engine/metrics.ts";
 import type { KubeObject, ReconcileFn } from "./engine/types.ts";
@@ -143,6 +149,7 @@ export function createOperator(opts: OperatorOptions): Operator {
       ownAnnotations: [
         ...CREATE_GUARD_ANNOTATIONS,
         ANNOTATION_EXTERNAL_ID,
+        ANNOTATION_PENDING_ACTION,
         ...Object.values(kind.actions ?? {}).map((a) => a.handledAnnotation),
       ],
       watches: [...(parts.watches ?? []), ...derivedWatches(kind, cluster !== undefined)],

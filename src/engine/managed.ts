@@ -56,10 +56,30 @@ export function handledAnnotation(actionAnnotation: string): string {
   return HANDLED_PREFIX + actionAnnotation.slice(slash + 1);
 }
 
-/** Annotation → status field: the status fields a kind keeps in metadata too. */
-export type DurableFields = Readonly<Record<string, string>>;
+/**
+ * Annotation → status field: the status fields a kind keeps in metadata too. A string field is
+ * kept once it has a value (an id, a handled value: never taken back). A `json` field (a mark
+ * made before a call, such as a pending action) is kept as JSON while status holds it, and its
+ * annotation goes when status drops it.
+ */
+export type DurableField = string | { field: string; json: true };
+export type DurableFields = Readonly<Record<string, DurableField>>;
+
+/** An action call in flight (SecretSync's pending request mark), kept where a backup finds it. */
+export const ANNOTATION_PENDING_ACTION = "keyward.dev/pending-action";
 
 const present = (value: unknown): value is string => typeof value === "string" && value !== "";
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
+
+function parseJsonRecord(text: string | undefined): Record<string, unknown> | undefined {
+  if (!present(text)) return undefined;
+  try {
+    const value: unknown = JSON.parse(text);
+    return isRecord(value) ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 /**
  * Status as a pass starts from: what status lacks is taken from its annotation (an object
@@ -74,9 +94,11 @@ export function withDurableFields(
 ): { status: Record<string, unknown>; restored: string[] } {
   const out: Record<string, unknown> = { ...status };
   const restored: string[] = [];
-  for (const [annotation, field] of Object.entries(fields)) {
-    const value = annotations?.[annotation];
-    if (!present(out[field]) && present(value)) {
+  for (const [annotation, durable] of Object.entries(fields)) {
+    const field = typeof durable === "string" ? durable : durable.field;
+    const value = typeof durable === "string" ? annotations?.[annotation] : parseJsonRecord(annotations?.[annotation]);
+    const has = typeof durable === "string" ? present(out[field]) : isRecord(out[field]);
+    if (!has && value !== undefined && value !== "") {
       out[field] = value;
       restored.push(field);
     }
@@ -84,12 +106,19 @@ export function withDurableFields(
   return { status: out, restored };
 }
 
-/** The annotations that record `status`'s durable fields (fields without a value are left alone). */
-export function durableAnnotations(fields: DurableFields, status: Readonly<Record<string, unknown>>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [annotation, field] of Object.entries(fields)) {
-    const value = status[field];
-    if (present(value)) out[annotation] = value;
+/**
+ * The annotations that record `status`'s durable fields: a string field without a value is left
+ * alone; a json field without a value is removed (null).
+ */
+export function durableAnnotations(fields: DurableFields, status: Readonly<Record<string, unknown>>): Record<string, string | null> {
+  const out: Record<string, string | null> = {};
+  for (const [annotation, durable] of Object.entries(fields)) {
+    if (typeof durable !== "string") {
+      const value = status[durable.field];
+      out[annotation] = isRecord(value) ? JSON.stringify(value) : null;
+    } else if (present(status[durable])) {
+      out[annotation] = status[durable];
+    }
   }
   return out;
 }
@@ -232,7 +261,7 @@ export interface ManagedModule<Spec, Status, Conn, External = unknown> {
    * Status fields also kept in annotations (annotation → field), beside the guarded id, which is
    * always kept in keyward.dev/external-id: what must outlive the cluster (a handled action value).
    */
-  durable?: Readonly<Record<string, keyof Status & string>>;
+  durable?: Readonly<Record<string, (keyof Status & string) | { field: keyof Status & string; json: true }>>;
   /** `signal` aborts when keyward is stopping and the reconcile has outrun its grace. */
   connect(input: { kube: Kube; namespace: string; spec: Spec; log: Logger; signal: AbortSignal }): Promise<Conn>;
   observe(c: ManagedContext<Spec, Status, Conn>): Promise<Observation<Status, External>>;
@@ -319,7 +348,7 @@ type RunDeps = ManagedDeps & { progress: ReadonlySet<string>; durable: DurableFi
 
 /** The kind's status fields kept in annotations: its guarded id (keyward.dev/external-id) and its own. */
 function durableFieldsOf(module: ManagedModule<unknown, unknown, unknown>): DurableFields {
-  const fields: Record<string, string> = { ...module.durable };
+  const fields: Record<string, DurableField> = { ...module.durable };
   if (module.guardCreate) fields[ANNOTATION_EXTERNAL_ID] = module.guardCreate.idField;
   return fields;
 }

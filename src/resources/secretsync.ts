@@ -35,13 +35,14 @@
 //   action V asks for did start after V was seen — what the annotation asks for.
 // - The ledger is kept in metadata too: `handled.keyward.dev/<annotation>` holds the last value
 //   handled (written before the status write that reports it), so an object restored from a
-//   backup, or applied again from an export, without its status does not run it again. Only a
-//   backup taken while a call was in flight (its pending mark is in status alone) can run that
-//   one value a second time.
+//   backup, or applied again from an export, without its status does not run it again. The
+//   pending mark is kept in `keyward.dev/pending-action` too (written before the call, removed
+//   with the write that records the value handled), so a backup taken while a call was in flight
+//   decides as after a crash.
 // Each handled value gets an Event (SyncRequested, RemoveSecretsRequested).
 import type { ApiClient, CreateSecretSyncBody, Destination, SecretSync, UpdateSecretSyncBody } from "../api/index.ts";
 import { DEFAULT_INITIAL_SYNC_BEHAVIOR, isApiError, isJobInProgress, isServiceNotFound, isRouteNotFound } from "../api/index.ts";
-import { ANNOTATION_CREATE_STARTED, handledAnnotation } from "../engine/managed.ts";
+import { ANNOTATION_CREATE_STARTED, ANNOTATION_PENDING_ACTION, handledAnnotation } from "../engine/managed.ts";
 import type { Gauge } from "prom-client";
 import { backoffCeiling } from "../lib/backoff.ts";
 import { kindGauge, type Metrics } from "../engine/metrics.ts";
@@ -680,7 +681,11 @@ export function secretSyncModule(deps: SecretSyncModuleDeps): ManagedModule<Secr
     guardCreate: { idField: "syncId" },
     // The handled action values outlive the cluster: a restored SecretSync never runs a handled
     // remove-secrets again.
-    durable: Object.fromEntries(requestOrder.map((a) => [handledAnnotation(requestKinds[a].annotation), requestKinds[a].handled])),
+    durable: {
+      ...Object.fromEntries(requestOrder.map((a) => [handledAnnotation(requestKinds[a].annotation), requestKinds[a].handled])),
+      // The mark made before a call: restored with the object, it decides as after a crash.
+      [ANNOTATION_PENDING_ACTION]: { field: "pendingRequest", json: true },
+    },
     connect: connectVia(deps.providers),
     observe: (c) => observe(rt, c),
     create: (c) => create(rt, c),

@@ -10,8 +10,10 @@ import { kubectl, testKubeconfigPath, waitFor, type TestNamespace } from "../con
 import {
   condition,
   createCustom,
+  deleteCustom,
   exposedTexts,
   getCustom,
+  isReady,
   mergePatchCustom,
   startTestEnv,
   waitForObject,
@@ -19,6 +21,7 @@ import {
 } from "./support/keyward.ts";
 import { keywardProcesses, type KeywardProcess } from "./support/keyward-process.ts";
 import type { KubeObject } from "../../src/engine/types.ts";
+import { ANNOTATION_PENDING_ACTION } from "../../src/engine/managed.ts";
 
 const TOKEN = "kw-secretsync-crash-token-93be17";
 const seed = loadDefaultSeed();
@@ -187,6 +190,54 @@ describe("SecretSync across a killed keyward", () => {
       "the update's job mirrored as settled",
       (o) => statusOf(o)["lastSyncJobId"] === atService.secretSync.lastSyncJobId && statusOf(o)["syncStatus"] === "succeeded",
     );
+  });
+
+  it("makes no second sync-secrets call after a restore from a backup taken while the call was in flight", async () => {
+    const settled = await waitUntil("crashy", "sync settled", (o) => statusOf(o)["syncStatus"] === "succeeded");
+    const id = String(statusOf(settled)["syncId"]);
+    const running = keywards.latest();
+    if (!running) throw new Error("no keyward running");
+    const value = "2025-04-04T04:04:04Z";
+    const earlier = logOf("triggerSecretSync", id).length;
+    emulator.setFaults({
+      match: { method: "POST", pathPattern: `/${id}/sync-secrets$` },
+      latencyMs: 120_000,
+      latencyWhen: "after-handling",
+    });
+    await mergePatchCustom(kc, ns.name, PLURAL, "crashy", { metadata: { annotations: { "keyward.dev/sync-requested-at": value } } });
+    await waitFor(() => Promise.resolve(logOf("triggerSecretSync", id).length > earlier ? true : undefined), {
+      timeoutMs: 60_000,
+      intervalMs: 20,
+      description: "the trigger to reach the service",
+    });
+    // The backup: metadata and spec as Velero keeps them, no status, no UID.
+    const inFlight = await getCustom(kc, ns.name, PLURAL, "crashy");
+    if (!inFlight) throw new Error("crashy is gone");
+    expect(JSON.parse(inFlight.metadata.annotations?.[ANNOTATION_PENDING_ACTION] ?? "{}")).toMatchObject({ action: "sync", value });
+    const { name, labels, annotations, finalizers } = inFlight.metadata;
+    const backup = {
+      apiVersion: inFlight.apiVersion,
+      kind: inFlight.kind,
+      metadata: { name, labels, annotations, finalizers },
+      spec: inFlight.spec,
+    };
+    expect(await running.kill()).toBe("SIGKILL");
+    emulator.setFaults({});
+    const calls = logOf("triggerSecretSync", id).length;
+    // The cluster is lost and restored from the backup.
+    await mergePatchCustom(kc, ns.name, PLURAL, "crashy", { metadata: { finalizers: null } });
+    await deleteCustom(kc, ns.name, PLURAL, "crashy");
+    await waitFor(async () => ((await getCustom(kc, ns.name, PLURAL, "crashy")) ? undefined : true), {
+      timeoutMs: 30_000,
+      description: "crashy gone",
+    });
+    await createCustom(kc, ns.name, PLURAL, backup);
+
+    await startChild();
+    const handled = await waitUntil("crashy", "request recorded", (o) => statusOf(o)["lastHandledSyncRequest"] === value && isReady(o));
+    expect(statusOf(handled)["syncId"]).toBe(id);
+    expect(handled.metadata.annotations?.[ANNOTATION_PENDING_ACTION]).toBeUndefined();
+    expect(logOf("triggerSecretSync", id)).toHaveLength(calls);
   });
 
   it("never writes the token into the logs of any keyward, events or status", async () => {
