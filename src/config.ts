@@ -87,6 +87,10 @@ export const configSchema = z
       .default(16 * 1024 * 1024),
     // Each apiserver request (headers and body; a watch's headers, not its stream) must be answered within this.
     kubeRequestTimeout: duration.pipe(z.number().min(100).max(600_000)).default(30_000),
+    // The client-side limit on apiserver requests (watches exempt), shared fairly between kinds
+    // (src/kube/rest.ts createRequestLimiter): a sustained rate and a burst; 0 qps: no limit.
+    kubeApiQps: z.coerce.number().min(0).max(10_000).default(50),
+    kubeApiBurst: z.coerce.number().int().min(1).max(20_000).default(100),
     // An exec credential plugin of the kubeconfig is killed after this.
     execPluginTimeout: duration.pipe(z.number().min(100).max(600_000)).default(30_000),
     // `keyward uninstall` only (the chart's pre-delete hook): keyward's Deployment, scaled to 0 and
@@ -183,6 +187,8 @@ const settings = {
   accessTokenNamespaces: "ACCESS_TOKEN_NAMESPACES",
   maxResponseBytes: "MAX_RESPONSE_BYTES",
   kubeRequestTimeout: "KUBE_REQUEST_TIMEOUT",
+  kubeApiQps: "KUBE_API_QPS",
+  kubeApiBurst: "KUBE_API_BURST",
   execPluginTimeout: "EXEC_PLUGIN_TIMEOUT",
   stopDeployment: "STOP_DEPLOYMENT",
 } as const satisfies Record<keyof Config, string>;

@@ -45,6 +45,7 @@ async function run(config: Config, log: Logger): Promise<void> {
     concurrency: config.concurrency,
     ...(config.maxInFlightPerNamespace !== undefined ? { maxInFlightPerNamespace: config.maxInFlightPerNamespace } : {}),
     maxRequestTimeoutMs: config.maxRequestTimeout,
+    kubeApiLimit: { qps: config.kubeApiQps, burst: config.kubeApiBurst },
     resyncIntervalMs: config.resyncInterval,
     // In-flight reconciles get most of the shutdown budget; the rest is for the lease and exit.
     stopGraceMs: Math.max(1_000, config.shutdownTimeout - 5_000),

@@ -5,6 +5,7 @@ import { Counter, Gauge, Histogram } from "prom-client";
 import type { Logger } from "./log.ts";
 import { createKube, withCache, type KindRef, type Kube } from "./kube/client.ts";
 import { patchMetadata } from "./kube/objects.ts";
+import { createRequestLimiter, DEFAULT_KUBE_API_LIMIT, limitRequests, type RequestLimit } from "./kube/rest.ts";
 import { RELEASE_LABELS, shardSelector } from "./engine/shard-plan.ts";
 import { createEventRecorder, type EventRecorder } from "./kube/events.ts";
 import { createController, type SecondaryWatch } from "./engine/controller.ts";
@@ -41,6 +42,8 @@ export interface OperatorOptions {
   maxInFlightPerNamespace?: number;
   /** The ceiling on a ProviderConfig's spec.timeoutSeconds (--max-request-timeout), in ms. */
   maxRequestTimeoutMs?: number;
+  /** The client-side apiserver limit (--kube-api-qps, --kube-api-burst); default DEFAULT_KUBE_API_LIMIT. */
+  kubeApiLimit?: RequestLimit;
   resyncIntervalMs: number;
   metrics?: Metrics;
   /** How long stop() lets in-flight reconciles run before aborting them. */
@@ -97,6 +100,8 @@ function apiMetrics(metrics: Metrics): (info: { operation: string; status: numbe
 
 export function createOperator(opts: OperatorOptions): Operator {
   const direct = createKube(opts.kc);
+  // Every apiserver request of the operator but its watches waits its turn, fairly between kinds.
+  limitRequests(direct.access, createRequestLimiter(opts.kubeApiLimit ?? DEFAULT_KUBE_API_LIMIT));
   const served = opts.kinds ?? kinds;
   const metrics = opts.metrics ?? createMetrics();
   const log = opts.log;

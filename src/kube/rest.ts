@@ -78,6 +78,10 @@ export async function withDeadline<T>(
   req: KubeRequest,
   work: (signal: AbortSignal, authorization: string | undefined) => Promise<T>,
 ): Promise<T> {
+  // The client-side limit (--kube-api-qps/--kube-api-burst): every request but a watch waits its
+  // turn first, outside its deadline, as client-go's rate limiter does before a request is sent.
+  const limiter = limiters.get(access);
+  if (limiter && !isWatch(req)) await limiter.acquire(requestKind(req.path), req.signal);
   const authorization = await credential(access, req.signal);
   const ms = requestTimeoutMs(access);
   const deadline = new AbortController();
@@ -91,6 +95,162 @@ export async function withDeadline<T>(
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** The client-side apiserver limit: requests per second and the burst above it. */
+export interface RequestLimit {
+  /** Sustained requests per second; 0 or less: no limit. */
+  qps: number;
+  /** Requests that may go at once after a quiet spell (the bucket's size); at least 1. */
+  burst: number;
+}
+
+/**
+ * The default: 50 a second, bursts of 100. client-go's 5/10 is for kubectl-like clients, and
+ * controller-runtime's 20/30 would hold a create of 1,000 objects (4 apiserver requests each, and
+ * their Events) to more than 200 s; the apiserver's own API Priority and Fairness protects it from
+ * many clients, this from keyward alone: a hot loop or a wave of wake-ups stays under 3,000
+ * requests a minute.
+ */
+export const DEFAULT_KUBE_API_LIMIT: RequestLimit = { qps: 50, burst: 100 };
+
+export interface RequestLimiter {
+  /** Resolves when a request of `kind` may go; rejects with the signal's reason if aborted first. */
+  acquire(kind: string, signal?: AbortSignal): Promise<void>;
+  /** Requests waiting, per kind (for tests and metrics). */
+  waiting(): Record<string, number>;
+}
+
+export interface LimiterClock {
+  now(): number;
+  /** Calls `fn` after `ms`; returns its cancellation. */
+  after(ms: number, fn: () => void): () => void;
+}
+
+const realClock: LimiterClock = {
+  now: () => performance.now(),
+  after: (ms, fn) => {
+    const timer = setTimeout(fn, ms);
+    timer.unref();
+    return () => clearTimeout(timer);
+  },
+};
+
+interface Waiter {
+  resolve: () => void;
+  reject: (err: unknown) => void;
+  signal: AbortSignal | undefined;
+  onAbort: (() => void) | undefined;
+}
+
+/**
+ * One token bucket (client-go's flowcontrol.NewTokenBucketRateLimiter: `qps` a second, `burst`
+ * at most) shared by every kind, and fair between kinds: a request that finds others waiting
+ * queues behind them in its kind's queue, and freed tokens go round the kinds with a waiting
+ * request in turn, so a burst of Project status writes cannot starve a lease renewal, an Event
+ * or a SecretSync's write (API Priority and Fairness' fair queuing, in small).
+ */
+export function createRequestLimiter(limit: RequestLimit, clock: LimiterClock = realClock): RequestLimiter {
+  const burst = Math.max(1, Math.floor(limit.burst));
+  const perMs = limit.qps / 1000;
+  let tokens = burst;
+  let last = clock.now();
+  const queues = new Map<string, Waiter[]>();
+  let cancelTimer: (() => void) | undefined;
+
+  const refill = (): void => {
+    const now = clock.now();
+    tokens = Math.min(burst, tokens + Math.max(0, now - last) * perMs);
+    last = now;
+  };
+  const pending = (): number => [...queues.values()].reduce((n, q) => n + q.length, 0);
+  const pump = (): void => {
+    refill();
+    while (tokens >= 1 && queues.size > 0) {
+      // Round robin: the first kind in the map goes, then moves to the back if it still waits.
+      const [kind, queue] = queues.entries().next().value as [string, Waiter[]];
+      queues.delete(kind);
+      const waiter = queue.shift() as Waiter;
+      if (queue.length > 0) queues.set(kind, queue);
+      tokens -= 1;
+      if (waiter.onAbort) waiter.signal?.removeEventListener("abort", waiter.onAbort);
+      waiter.resolve();
+    }
+    if (queues.size > 0 && !cancelTimer) {
+      const waitMs = Math.max(1, Math.ceil((1 - tokens) / perMs));
+      cancelTimer = clock.after(waitMs, () => {
+        cancelTimer = undefined;
+        pump();
+      });
+    }
+  };
+
+  return {
+    acquire(kind, signal) {
+      if (perMs <= 0) return Promise.resolve();
+      signal?.throwIfAborted();
+      refill();
+      if (queues.size === 0 && tokens >= 1) {
+        tokens -= 1;
+        return Promise.resolve();
+      }
+      return new Promise<void>((resolve, reject) => {
+        const waiter: Waiter = { resolve, reject, signal, onAbort: undefined };
+        if (signal) {
+          waiter.onAbort = () => {
+            const queue = queues.get(kind);
+            const at = queue?.indexOf(waiter) ?? -1;
+            if (queue && at >= 0) {
+              queue.splice(at, 1);
+              if (queue.length === 0) queues.delete(kind);
+            }
+            if (queues.size === 0 && pending() === 0 && cancelTimer) {
+              cancelTimer();
+              cancelTimer = undefined;
+            }
+            reject(signal.reason instanceof Error ? signal.reason : new Error(String(signal.reason)));
+          };
+          signal.addEventListener("abort", waiter.onAbort, { once: true });
+        }
+        const queue = queues.get(kind);
+        if (queue) queue.push(waiter);
+        else queues.set(kind, [waiter]);
+        pump();
+      });
+    },
+    waiting: () => Object.fromEntries([...queues].map(([kind, q]) => [kind, q.length])),
+  };
+}
+
+const limiters = new WeakMap<KubeAccess, RequestLimiter>();
+
+/** Puts every request but watches made with `access` under `limiter` (undefined: none). */
+export function limitRequests(access: KubeAccess, limiter: RequestLimiter | undefined): void {
+  if (limiter) limiters.set(access, limiter);
+  else limiters.delete(access);
+}
+
+function isWatch(req: KubeRequest): boolean {
+  const watch = req.query?.["watch"];
+  return watch === true || watch === "true" || watch === 1 || watch === "1";
+}
+
+/**
+ * The resource a path names, as "group/plural" ("/plural" for core): the kind a request is
+ * queued under. /api/v1/namespaces/ns/secrets/x -> "/secrets", /apis/keyward.dev/v1alpha1/
+ * namespaces/ns/projects/p/status -> "keyward.dev/projects", /api/v1/namespaces -> "/namespaces".
+ */
+export function requestKind(path: string): string {
+  const parts = (path.split("?")[0] ?? "").split("/").filter((p) => p !== "");
+  let group = "";
+  let rest: string[];
+  if (parts[0] === "api") rest = parts.slice(2);
+  else if (parts[0] === "apis") {
+    group = parts[1] ?? "";
+    rest = parts.slice(3);
+  } else return path;
+  const plural = rest[0] === "namespaces" && rest.length >= 3 ? rest[2] : rest[0];
+  return `${group}/${plural ?? ""}`;
 }
 
 /** The access's credential, or the caller's abort first (a stop does not wait out a slow plugin). */
