@@ -55,19 +55,76 @@ type Emit = (type: InformerEventType, obj: KubeObject, old?: KubeObject) => void
 
 const LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration";
 
+/** Annotations and labels keyward reads or writes carry this in their key (keyward.dev/…, shard.keyward.dev/…). */
+const OWN_KEY = "keyward.dev/";
+/**
+ * The most base64 bytes of a Secret's data the cache keeps per Secret. A token (what keyward
+ * reads from a credentials Secret) is far smaller; the keys past it are left out and the Secret
+ * is marked (dataOmitted), so a read of one of them goes to the apiserver (readSecretData).
+ */
+export const CACHED_SECRET_DATA_BYTES = 16 * 1024;
+/** Objects per list page of a Secret informer: a Secret may hold 1 MiB, so a page is read at most this many MiB at once. */
+export const SECRET_LIST_PAGE = 8;
+
+const OMITTED = Symbol("keyward.omittedData");
+
+/** Whether the cache left out some of this Secret's data (more than CACHED_SECRET_DATA_BYTES). */
+export function dataOmitted(obj: KubeObject): boolean {
+  return (obj as { [OMITTED]?: boolean })[OMITTED] === true;
+}
+
+function ownOnly(record: Record<string, string> | undefined): Record<string, string> | undefined {
+  if (!record) return record;
+  const kept = Object.entries(record).filter(([k]) => k.includes(OWN_KEY));
+  return kept.length === Object.keys(record).length ? record : Object.fromEntries(kept);
+}
+
 /**
  * What the cache keeps of an object: all but managedFields and kubectl's last-applied copy of
  * the whole object, which nothing in keyward reads and which together are often larger than
- * the object itself.
+ * the object itself. Beyond that, what a tenant could make large and keyward never reads:
+ * - of a Secret (a credentials Secret, or one an AccessToken writes), the labels and
+ *   annotations of keyward's own keys only, and its data up to CACHED_SECRET_DATA_BYTES in all
+ *   (the rest is read from the apiserver when used; see dataOmitted); no `stringData`;
+ * - of keyward's own kinds, the annotations of keyward's own keys only (its action, paused,
+ *   create and durable-field annotations; nothing reads another annotation of them, and none of
+ *   them is ever written back whole — keyward patches what it changes). Their spec and status stay.
+ * Other kinds (Namespaces, Leases) are kept whole: keyward reads their labels.
  */
-export function slim(obj: KubeObject): KubeObject {
+export function slim(obj: KubeObject, kind?: KindRef): KubeObject {
   const meta = obj.metadata as KubeObject["metadata"] & { managedFields?: unknown };
   if (meta.managedFields !== undefined) Reflect.deleteProperty(meta, "managedFields");
   if (meta.annotations?.[LAST_APPLIED] !== undefined) {
     const { [LAST_APPLIED]: _dropped, ...rest } = meta.annotations;
     meta.annotations = rest;
   }
+  if (kind?.group === "keyward.dev") {
+    const annotations = ownOnly(meta.annotations);
+    if (annotations) meta.annotations = annotations;
+  } else if (kind?.group === "" && kind.kind === "Secret") {
+    const annotations = ownOnly(meta.annotations);
+    if (annotations) meta.annotations = annotations;
+    const labels = ownOnly(meta.labels);
+    if (labels) meta.labels = labels;
+    slimSecretData(obj);
+  }
   return obj;
+}
+
+function slimSecretData(secret: KubeObject & { data?: Record<string, string>; stringData?: unknown }): void {
+  if (secret.stringData !== undefined) Reflect.deleteProperty(secret, "stringData");
+  if (!secret.data) return;
+  let total = 0;
+  const kept: Record<string, string> = {};
+  let omitted = false;
+  for (const [key, value] of Object.entries(secret.data)) {
+    total += key.length + value.length;
+    if (total > CACHED_SECRET_DATA_BYTES) omitted = true;
+    else kept[key] = value;
+  }
+  if (!omitted) return;
+  secret.data = kept;
+  Object.defineProperty(secret, OMITTED, { value: true, enumerable: false });
 }
 
 // The informer's cache: applies list results and watch events, and reports each real change.
@@ -83,7 +140,7 @@ function createStore(kind: KindRef, emit: Emit) {
     const key = keyString(obj.metadata);
     const old = cache.get(key);
     if (old && old.metadata.resourceVersion === obj.metadata.resourceVersion) return;
-    cache.set(key, withKind(slim(obj)));
+    cache.set(key, withKind(slim(obj, kind)));
     emit(old ? "update" : "add", obj, old);
   };
   const remove = (obj: KubeObject): void => {
@@ -111,6 +168,7 @@ function createStore(kind: KindRef, emit: Emit) {
 
 interface ScopeDeps {
   kube: Kube;
+  kind: KindRef;
   path: string;
   opts: WatchKindOptions;
   store: ReturnType<typeof createStore>;
@@ -126,6 +184,9 @@ async function runScope(d: ScopeDeps, scope: string | undefined): Promise<void> 
     ...(d.opts.labelSelector ? { labelSelector: d.opts.labelSelector } : {}),
     ...(d.opts.metadataOnly ? { metadataOnly: true } : {}),
   };
+  // A page of big objects is held whole while it is parsed: Secrets come a few at a time.
+  const pageSize = d.kind.group === "" && d.kind.kind === "Secret" ? { pageSize: SECRET_LIST_PAGE } : {};
+  const transform = (obj: KubeObject): KubeObject => slim(obj, d.kind);
   const restart = (reason: string, attempt: number): void => {
     d.log.warn({ namespace: scope ?? "*", reason, attempt }, "informer restarting its list/watch");
     d.opts.onRestart?.(reason);
@@ -135,7 +196,7 @@ async function runScope(d: ScopeDeps, scope: string | undefined): Promise<void> 
   while (!d.signal.aborted) {
     try {
       if (resourceVersion === undefined) {
-        const listed = await listAll(d.kube, d.path, { ...selector, signal: d.signal });
+        const listed = await listAll(d.kube, d.path, { ...selector, ...pageSize, transform, signal: d.signal });
         d.store.replaceScope(scope, listed.items);
         d.onListed();
         resourceVersion = listed.resourceVersion;
@@ -202,7 +263,7 @@ export function watchKind(kube: Kube, kind: KindRef, opts: WatchKindOptions): In
           synced.add(scope);
           if (synced.size === scopes.length) resolve();
         };
-        const deps = { kube, path: resourcePath(kind, scope), opts, store, signal: stopController.signal, backoff, log, onListed };
+        const deps = { kube, kind, path: resourcePath(kind, scope), opts, store, signal: stopController.signal, backoff, log, onListed };
         void runScope(deps, scope);
       }
     });

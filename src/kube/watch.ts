@@ -26,7 +26,14 @@ interface ListPage {
 export async function listAll(
   kube: Kube,
   path: string,
-  opts: { labelSelector?: string; pageSize?: number; signal?: AbortSignal; metadataOnly?: boolean } = {},
+  opts: {
+    labelSelector?: string;
+    pageSize?: number;
+    signal?: AbortSignal;
+    metadataOnly?: boolean;
+    /** Applied to each item as its page arrives, so only what it keeps outlives the page. */
+    transform?: (obj: KubeObject) => KubeObject;
+  } = {},
 ): Promise<ListResult> {
   const items: KubeObject[] = [];
   let token: string | undefined;
@@ -38,7 +45,7 @@ export async function listAll(
       ...(opts.metadataOnly ? { accept: METADATA_LIST_ACCEPT } : {}),
       ...(opts.signal ? { signal: opts.signal } : {}),
     });
-    items.push(...(page.items ?? []));
+    for (const item of page.items ?? []) items.push(opts.transform ? opts.transform(item) : item);
     resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
     token = page.metadata?.continue || undefined;
   } while (token);
