@@ -110,9 +110,7 @@ export function createController(opts: ControllerOptions): Controller {
     });
   const { informers, unsubscribe } = subscribeInformers(opts, factory, queue);
   const primary = informers[0] as SharedInformer;
-  const releases = releaseSchedule();
-  const leadership = opts.shard?.leadership;
-  if (leadership) unsubscribe.push(leadership.onLeading(() => primary.list().forEach((o) => queue.add(keyString(o.metadata)))));
+  const share = opts.shard ? sharing(opts.shard, primary, queue, log, unsubscribe) : undefined;
   const abort = new AbortController();
   let stopping = false;
   let workers: Promise<void>[] = [];
@@ -131,7 +129,7 @@ export function createController(opts: ControllerOptions): Controller {
   const processKey = async (key: string): Promise<void> => {
     opts.metrics.activeWorkers.inc(labels);
     const endTimer = opts.metrics.reconcileTime.startTimer(labels);
-    const outcome = await (opts.shard ? reconcileShare(opts.shard, primary, key, reconcileOnce, releases, log) : reconcileOnce(key));
+    const outcome = await (share ? reconcileShare(share, key, reconcileOnce) : reconcileOnce(key));
     endTimer();
     opts.metrics.activeWorkers.dec(labels);
     const result = settle(queue, opts.metrics, labels, key, outcome);
@@ -182,19 +180,28 @@ export function createController(opts: ControllerOptions): Controller {
   };
 }
 
+type Share = { shard: NonNullable<ControllerOptions["shard"]>; primary: SharedInformer; releases: ReleaseSchedule; log: Logger };
+
+/** A sharded controller's state: its releases' schedule; with leadership, every object queued when this replica starts to lead. */
+function sharing(
+  shard: NonNullable<ControllerOptions["shard"]>,
+  primary: SharedInformer,
+  queue: WorkQueue,
+  log: Logger,
+  unsubscribe: (() => void)[],
+): Share {
+  const { leadership } = shard;
+  if (leadership) unsubscribe.push(leadership.onLeading(() => primary.list().forEach((o) => queue.add(keyString(o.metadata)))));
+  return { shard, primary, releases: releaseSchedule(), log };
+}
+
 /**
  * With sharding: reconciles the object only when it is this replica's; lets it go when the sharder
  * asks it to drain. An object gone from the cache still gets its pass (the reconcile lets go of
  * what it kept). A cluster-scoped kind (`leadership`) is the leader's, whatever its labels.
  */
-function reconcileShare(
-  shard: NonNullable<ControllerOptions["shard"]>,
-  primary: SharedInformer,
-  key: string,
-  reconcileOnce: (key: string) => Promise<Outcome>,
-  releases: ReleaseSchedule,
-  log: Logger,
-): Promise<Outcome> {
+function reconcileShare(share: Share, key: string, reconcileOnce: (key: string) => Promise<Outcome>): Promise<Outcome> {
+  const { shard, primary, releases, log } = share;
   if (shard.leadership) return shard.leadership.leads() ? reconcileOnce(key) : Promise.resolve(done());
   const cached = primary.get(parseKeyString(key));
   const standing = cached ? shardStanding(cached.metadata.labels, shard.identity) : undefined;

@@ -25,17 +25,21 @@ export type ShardChange =
  * The changes that move every object toward the ring's owner: assign an unowned object (or one
  * whose owner is gone), ask a live owner that should no longer have it to drain, and take the
  * drain back when the ring returns the object to its owner before it let go. An object being
- * drained by a live owner waits for that owner (nothing to do). No live shard: nothing.
+ * drained by a live owner waits for that owner (nothing to do). No live shard: nothing. An object
+ * whose owner's liveness is not known yet (`unknown`: a Lease not yet seen to change) waits too:
+ * that owner may be reconciling it.
  */
 export function shardChanges(
   objects: readonly ShardedObject[],
   ownerOf: (key: string) => string | undefined,
   live: ReadonlySet<string>,
+  unknown: ReadonlySet<string> = new Set(),
 ): ShardChange[] {
   const changes: ShardChange[] = [];
   for (const o of objects) {
     const target = ownerOf(o.key);
     if (target === undefined) continue;
+    if (o.owner !== undefined && unknown.has(o.owner)) continue;
     if (o.owner === undefined || o.owner === "" || !live.has(o.owner)) {
       changes.push({ key: o.key, change: "assign", to: target });
     } else if (o.owner === target) {
@@ -73,4 +77,33 @@ export const RELEASE_LABELS: Readonly<Record<string, null>> = { [SHARD_LABEL]: n
 /** The label selector of one replica's share. */
 export function shardSelector(identity: string): string {
   return `${SHARD_LABEL}=${identity}`;
+}
+
+/**
+ * Whether this replica holds the leader Lease, and a way to hear when it starts to. With sharding,
+ * cluster-scoped kinds (ClusterProviderConfig) are not split over the ring: the leader reconciles
+ * every one of them, fenced by the leader Lease as an unsharded leader is (docs/sharding.md).
+ */
+export interface Leadership {
+  leads(): boolean;
+  /** Calls `fn` each time this replica starts to lead; returns the unsubscribe. */
+  onLeading(fn: () => void): () => void;
+}
+
+/** A Leadership main.ts sets when the leader Lease is won (losing it ends the process). */
+export function createLeadership(): Leadership & { set(leads: boolean): void } {
+  let leads = false;
+  const listeners = new Set<() => void>();
+  return {
+    leads: () => leads,
+    onLeading(fn) {
+      listeners.add(fn);
+      return () => listeners.delete(fn);
+    },
+    set(value) {
+      const started = value && !leads;
+      leads = value;
+      if (started) for (const fn of [...listeners]) fn();
+    },
+  };
 }

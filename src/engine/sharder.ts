@@ -16,7 +16,7 @@ import { watchKind } from "../kube/informer.ts";
 import { keyString } from "../kube/keys.ts";
 import { patchMetadata, isConflict, isKubeNotFound } from "../kube/objects.ts";
 import { errorSummary, kubeJson } from "../kube/rest.ts";
-import { createShardObserver } from "../kube/shards.ts";
+import { createShardObserver, type ShardLease } from "../kube/shards.ts";
 import { leaseKind } from "../kube/lease.ts";
 import { listAll } from "../kube/watch.ts";
 import { createRing, type Ring } from "../lib/ring.ts";
@@ -62,6 +62,8 @@ export function createSharder(opts: SharderOptions): Sharder {
   const log = opts.logger.child({ component: "sharder" });
   const stopped = new AbortController();
   let ring: Ring = createRing([]);
+  // Members whose Lease this leader has not yet seen change (shards.ts): their objects wait.
+  let unknown: ReadonlySet<string> = new Set();
   // One pass at a time; events during a pass ask for one more after it.
   // A pass that throws is logged; the next event or Lease list plans again.
   const passes = coalesce(
@@ -81,7 +83,7 @@ export function createSharder(opts: SharderOptions): Sharder {
   }));
 
   const pass = async (): Promise<void> => {
-    const { work, owned } = plan(informers, ring);
+    const { work, owned } = plan(informers, ring, unknown);
     opts.onPass?.(ring.members, owned);
     await applyAll(work);
   };
@@ -115,13 +117,14 @@ export function createSharder(opts: SharderOptions): Sharder {
     while (!stopped.signal.aborted) {
       try {
         const { items } = await listAll(opts.kube, resourcePath(leaseKind, opts.leaseNamespace), { signal: stopped.signal });
-        const members = observer.live(items);
-        if (members.join("\n") !== ring.members.join("\n")) {
-          log.info({ members }, "shard members changed");
-          ring = createRing(members);
+        const view = observer.view(items);
+        if (view.live.join("\n") !== ring.members.join("\n")) {
+          log.info({ members: view.live, unknown: view.unknown }, "shard members changed");
+          ring = createRing(view.live);
         }
+        unknown = new Set(view.unknown);
         schedule();
-        for (const name of observer.stale(items, opts.staleAfterMs)) await deleteShardLease(opts, name, log);
+        for (const lease of observer.stale(items, opts.staleAfterMs)) await deleteShardLease(opts, lease, log);
       } catch (err) {
         if (!stopped.signal.aborted) log.warn({ err: errorSummary(err) }, "listing the shard Leases failed");
       }
@@ -143,13 +146,29 @@ export function createSharder(opts: SharderOptions): Sharder {
   };
 }
 
-/** Every pod ever started leaves a shard Lease behind; those of replicas gone for good are deleted. */
-async function deleteShardLease(opts: SharderOptions, name: string, log: Logger): Promise<void> {
+/**
+ * Every pod ever started leaves a shard Lease behind; those of replicas gone for good are deleted,
+ * on the version the leader judged stale only (uid and resourceVersion preconditions): a Lease
+ * renewed or taken again since that list — a replica back under the same name — is a 409 and stays.
+ */
+export async function deleteShardLease(
+  opts: Pick<SharderOptions, "kube" | "leaseNamespace">,
+  lease: ShardLease,
+  log: Logger,
+): Promise<void> {
+  const name = lease.metadata?.name ?? "";
+  const { uid, resourceVersion } = lease.metadata ?? {};
+  if (name === "" || uid === undefined || resourceVersion === undefined) return;
   try {
-    await kubeJson(opts.kube.access, { method: "DELETE", path: resourcePath(leaseKind, opts.leaseNamespace, name) });
+    await kubeJson(opts.kube.access, {
+      method: "DELETE",
+      path: resourcePath(leaseKind, opts.leaseNamespace, name),
+      body: { apiVersion: "v1", kind: "DeleteOptions", preconditions: { uid, resourceVersion } },
+    });
     log.info({ lease: name }, "deleted the shard Lease of a replica that is gone");
   } catch (err) {
-    if (!isKubeNotFound(err)) log.warn({ lease: name, err: errorSummary(err) }, "could not delete a stale shard Lease");
+    if (isConflict(err)) log.info({ lease: name }, "a stale shard Lease changed before its deletion; kept");
+    else if (!isKubeNotFound(err)) log.warn({ lease: name, err: errorSummary(err) }, "could not delete a stale shard Lease");
   }
 }
 
@@ -189,6 +208,7 @@ interface Work {
 function plan(
   informers: readonly { kind: KindRef; informer: { list(): KubeObject[] } }[],
   ring: Ring,
+  unknown: ReadonlySet<string>,
 ): { work: Work[]; owned: Map<string, number> } {
   const live = new Set(ring.members);
   const owned = new Map<string, number>();
@@ -205,7 +225,7 @@ function plan(
       const obj = byKey.get(key);
       return obj ? ring.ownerOf(shardKey(obj)) : undefined;
     };
-    for (const change of shardChanges(objects, ownerOf, live)) {
+    for (const change of shardChanges(objects, ownerOf, live, unknown)) {
       const obj = byKey.get(change.key);
       if (obj) work.push({ kind, obj, change });
     }

@@ -20,26 +20,34 @@ export function shardLeasePrefix(group: string): string {
 
 /** The parts of a Lease membership reads. */
 export interface ShardLease {
-  metadata?: { name?: string; resourceVersion?: string };
+  metadata?: { name?: string; resourceVersion?: string; uid?: string };
   spec?: { holderIdentity?: string; leaseDurationSeconds?: number; renewTime?: string };
 }
 
 export interface ShardObserver {
   /**
    * The identities of the live shards among `leases` (one list of the namespace's Leases), sorted:
-   * shard Leases held by the identity their name carries whose record changed within their
-   * duration, timed on this process's monotonic clock from when it saw the change — never by the
-   * holder's wall clock. A holder fences itself a renew deadline after it sent its last renewal,
-   * which is before anyone can see it, so it has stopped before any observer calls it dead. A
-   * Lease first seen now counts as just renewed (a new leader waits a full duration).
+   * shard Leases held by the identity their name carries whose record this observer saw change
+   * within their duration, timed on this process's monotonic clock from when it saw the change —
+   * never by the holder's wall clock. A holder fences itself a renew deadline after it sent its
+   * last renewal, which is before anyone can see it, so it has stopped before any observer calls
+   * it dead. A Lease first seen is not live: see `view`.
    */
   live(leases: readonly ShardLease[]): string[];
+  /**
+   * `live`, and the shards whose liveness is not known yet: a Lease held by its identity that this
+   * observer has not yet seen change, for less than its duration since it first saw it (a new
+   * leader's first lists, a replica just joined). Its record may be a dead replica's last renewal,
+   * or a live one's; it is known once it changes (live) or stays unchanged for its duration (dead).
+   */
+  view(leases: readonly ShardLease[]): { live: string[]; unknown: string[] };
   /** Shard Leases released, or unchanged for `unchangedMs`: their replicas are gone for good. */
-  stale(leases: readonly ShardLease[], unchangedMs: number): string[];
+  stale(leases: readonly ShardLease[], unchangedMs: number): ShardLease[];
 }
 
 export function createShardObserver(prefix: string, monotonicNow: () => number = () => performance.now()): ShardObserver {
-  const seen = new Map<string, { stamp: string; at: number }>();
+  // at: when the record was last seen to change, or first seen; changed: it was seen to change.
+  const seen = new Map<string, { stamp: string; at: number; changed: boolean }>();
   const track = (leases: readonly ShardLease[], now: number): ShardLease[] => {
     const shards = leases.filter((l) => (l.metadata?.name ?? "").startsWith(prefix));
     const names = new Set(shards.map((l) => l.metadata?.name ?? ""));
@@ -47,28 +55,34 @@ export function createShardObserver(prefix: string, monotonicNow: () => number =
     for (const l of shards) {
       const name = l.metadata?.name ?? "";
       const stamp = [l.spec?.holderIdentity ?? "", l.spec?.renewTime ?? "", l.metadata?.resourceVersion ?? ""].join("\u0000");
-      if (seen.get(name)?.stamp !== stamp) seen.set(name, { stamp, at: now });
+      const before = seen.get(name);
+      if (!before) seen.set(name, { stamp, at: now, changed: false });
+      else if (before.stamp !== stamp) seen.set(name, { stamp, at: now, changed: true });
     }
     return shards;
   };
+  const view = (leases: readonly ShardLease[]): { live: string[]; unknown: string[] } => {
+    const now = monotonicNow();
+    const live = new Set<string>();
+    const unknown = new Set<string>();
+    for (const l of track(leases, now)) {
+      const name = l.metadata?.name ?? "";
+      const identity = name.slice(prefix.length);
+      const durationMs = (l.spec?.leaseDurationSeconds ?? 0) * 1000;
+      const record = seen.get(name);
+      if (identity === "" || l.spec?.holderIdentity !== identity || !record || leaseExpired(record.at, durationMs, now)) continue;
+      (record.changed ? live : unknown).add(identity);
+    }
+    return { live: [...live].sort(), unknown: [...unknown].sort() };
+  };
   return {
-    live(leases) {
-      const now = monotonicNow();
-      const live = new Set<string>();
-      for (const l of track(leases, now)) {
-        const name = l.metadata?.name ?? "";
-        const identity = name.slice(prefix.length);
-        const durationMs = (l.spec?.leaseDurationSeconds ?? 0) * 1000;
-        const at = seen.get(name)?.at ?? now;
-        if (identity !== "" && l.spec?.holderIdentity === identity && !leaseExpired(at, durationMs, now)) live.add(identity);
-      }
-      return [...live].sort();
-    },
+    live: (leases) => view(leases).live,
+    view,
     stale(leases, unchangedMs) {
       const now = monotonicNow();
-      return track(leases, now)
-        .filter((l) => (l.spec?.holderIdentity ?? "") === "" || now - (seen.get(l.metadata?.name ?? "")?.at ?? now) >= unchangedMs)
-        .map((l) => l.metadata?.name ?? "");
+      return track(leases, now).filter(
+        (l) => (l.spec?.holderIdentity ?? "") === "" || now - (seen.get(l.metadata?.name ?? "")?.at ?? now) >= unchangedMs,
+      );
     },
   };
 }

@@ -23,6 +23,12 @@ describe("shardChanges", () => {
     ]);
   });
 
+  it("leaves an object alone while its owner's liveness is unknown, whatever the ring says", () => {
+    const objects: ShardedObject[] = [{ key: "ns/a", owner: "maybe" }, { key: "ns/b", owner: "maybe", draining: true }, { key: "ns/c" }];
+    const ring = owners({ "ns/a": "r1", "ns/b": "r1", "ns/c": "r1" });
+    expect(shardChanges(objects, ring, new Set(["r1"]), new Set(["maybe"]))).toEqual([{ key: "ns/c", change: "assign", to: "r1" }]);
+  });
+
   it("asks a live owner to drain, waits while it drains, and assigns once it let go", () => {
     const live = new Set(["r1", "r2"]);
     const ring = owners({ "ns/a": "r2" });
