@@ -92,13 +92,13 @@ async function chartAt(commit: string, version: string, into: string): Promise<s
   return join(into, "charts", "keyward");
 }
 
-/** The first sh block of charts/keyward/README.md's "## Upgrading": the migration, as users copy it. */
+/** The sh block of charts/keyward/README.md's "## Upgrading" that hands the CRDs to the release, as users copy it. */
 function documentedMigration(): string {
   const readme = readFileSync(join(chartDir, "README.md"), "utf8");
   const section = readme.slice(readme.indexOf("\n## Upgrading\n"));
-  const block = /```sh\n([\s\S]*?)```/.exec(section)?.[1];
+  const block = [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1] ?? "").find((b) => b.includes("meta.helm.sh/release-name"));
   if (!section.startsWith("\n## Upgrading\n") || block === undefined)
-    throw new Error("charts/keyward/README.md has no sh block under ## Upgrading");
+    throw new Error("charts/keyward/README.md has no sh block under ## Upgrading that annotates the CRDs for the release");
   return block;
 }
 
