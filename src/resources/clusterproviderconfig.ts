@@ -23,7 +23,15 @@ import type { SecondaryWatch } from "../engine/controller.ts";
 import { ReconcileError } from "../engine/managed.ts";
 import { done, requeueAfter, type KubeObject, type ReconcileFn } from "../engine/types.ts";
 import { CREDENTIALS_SELECTOR } from "./provider/credentials.ts";
-import { bounds, boundedRecord, commonStatus, kindRef, providerConfigChangeMatters, providerConfigKind, providerConfigName } from "./common.ts";
+import {
+  bounds,
+  boundedRecord,
+  commonStatus,
+  kindRef,
+  providerConfigChangeMatters,
+  providerConfigKind,
+  providerConfigName,
+} from "./common.ts";
 import { connectionFields, providerConfigColumns, tokenAuthSchema, tokenStatusFields } from "./provider/crd-fields.ts";
 import type { Connector } from "./provider/connector.ts";
 import type { ClusterConnect, ProviderResolver } from "./provider/resolver.ts";
@@ -266,7 +274,8 @@ export const usersWatch: SecondaryWatch = {
 export const namespaceWatch: SecondaryWatch = {
   kind: namespaceKind,
   refersTo: (o) => (usesClusterConfig(o) ? keyString({ name: o.metadata.namespace ?? "" }) : undefined),
-  predicate: (type, ns, old) => type !== "update" || !old || JSON.stringify(old.metadata.labels ?? {}) !== JSON.stringify(ns.metadata.labels ?? {}),
+  predicate: (type, ns, old) =>
+    type !== "update" || !old || JSON.stringify(old.metadata.labels ?? {}) !== JSON.stringify(ns.metadata.labels ?? {}),
   mapToKeys: (ns, primaries) =>
     (primaries?.() ?? []).filter((o) => o.metadata.namespace === ns.metadata.name && usesClusterConfig(o)).map(keyOf),
 };

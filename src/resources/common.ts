@@ -230,21 +230,33 @@ export function providerConfigChangeMatters(type: string, obj: KubeObject, old?:
   );
 }
 
+/** The page size of freshReferrers' lists: a namespace with thousands of objects is read in pages. */
+export const REFERRERS_PAGE = 500;
+
 /**
  * The objects of `kinds` in `namespace` that `refers` picks, as "Kind/name", from a fresh list,
  * not the cache: a referrer the cache has not seen yet would lose its cleanup if the object it
- * waits for were let go.
+ * waits for were let go. Read in pages of `pageSize` (limit and continue), so no single answer
+ * holds the whole namespace.
  */
 export async function freshReferrers(
   kube: Kube,
   kinds: readonly KindRef[],
   namespace: string,
   refers: (obj: KubeObject) => boolean,
+  pageSize = REFERRERS_PAGE,
 ): Promise<string[]> {
   const found: string[] = [];
   for (const kind of kinds) {
-    const list = await kubeJson<{ items?: KubeObject[] }>(kube.access, { path: resourcePath(kind, namespace) });
-    for (const obj of list.items ?? []) if (refers(obj)) found.push(`${kind.kind}/${obj.metadata.name}`);
+    let next: string | undefined;
+    do {
+      const list = await kubeJson<{ items?: KubeObject[]; metadata?: { continue?: string } }>(kube.access, {
+        path: resourcePath(kind, namespace),
+        query: { limit: pageSize, ...(next ? { continue: next } : {}) },
+      });
+      for (const obj of list.items ?? []) if (refers(obj)) found.push(`${kind.kind}/${obj.metadata.name}`);
+      next = list.metadata?.continue || undefined;
+    } while (next);
   }
   return found;
 }

@@ -13,7 +13,8 @@ import {
   type ManagedModule,
   type Observation,
 } from "../engine/managed.ts";
-import type { ObjectMeta } from "../engine/types.ts";
+import type { KubeObject, ObjectMeta } from "../engine/types.ts";
+import type { SecondaryWatch } from "../engine/controller.ts";
 import type { KindRef } from "../kube/client.ts";
 import {
   ageColumn,
@@ -262,8 +263,15 @@ async function update(listing: SharedListing<Project>, c: Ctx, obs: Observation<
 const protectedMessage = (slug: string | undefined): string =>
   `project ${slug ?? ""} has delete protection and is not deleted while protected; set spec.hasDeleteProtection: false to lift it and delete the project, or deletionPolicy: Retain to release the resource and keep the project`;
 
-/** How often a Project whose deletion waits for its dependents looks again. */
-const DEPENDENTS_RECHECK_MS = 3_000;
+/**
+ * How soon a Project whose deletion waits for its dependents looks again without being woken: a
+ * dependent's deletion wakes it (dependentGoneWatch), so this is only the safety net, backed off
+ * with how long the deletion has waited: half of it, from 5 s up to a minute.
+ */
+export function dependentsRecheckMs(deletingSince: string | undefined, now = Date.now()): number {
+  const waited = deletingSince ? now - Date.parse(deletingSince) : 0;
+  return Math.min(60_000, Math.max(5_000, Number.isFinite(waited) ? Math.floor(waited / 2) : 0));
+}
 
 /**
  * The resources of the namespace that use this project (by spec.projectRef, or by
@@ -281,12 +289,12 @@ async function holdingDependents(c: Ctx, kinds: readonly KindRef[], projectId: s
   });
 }
 
-function waitingFor(dependents: string[]): DeleteResult {
+function waitingFor(c: Ctx, dependents: string[]): DeleteResult {
   return {
     done: false,
     reason: "InUse",
     message: `the project is deleted at the service after the resources that use it have finished their own deletion (deleting the project first would discard their cleanup): ${someNames(dependents)}`,
-    requeueAfterMs: DEPENDENTS_RECHECK_MS,
+    requeueAfterMs: dependentsRecheckMs(c.obj.metadata.deletionTimestamp),
   };
 }
 
@@ -299,7 +307,7 @@ async function remove(
   const id = obs.status.projectId;
   if (!id) return { done: true };
   const dependents = await holdingDependents(c, dependentKinds, id);
-  if (dependents.length > 0) return waitingFor(dependents);
+  if (dependents.length > 0) return waitingFor(c, dependents);
   listing.invalidate(listingScope(c));
   if (obs.status.hasDeleteProtection) {
     // The spec lifting the protection is applied first, as the Blocked message advises.
@@ -341,6 +349,29 @@ export function projectModule(deps: {
 /** Kinds with spec.projectRef: a Project's change (its id arriving in status, mostly) reconciles them at once. */
 export const dependentsWatch = referrersWatch(ref, (spec) => (spec as { projectRef?: { name?: string } } | undefined)?.projectRef?.name);
 
+/**
+ * A Project whose deletion waits for its dependents wakes when one of them lets go (deleted, or
+ * its finalizer removed) instead of polling; its pass still lists the dependents fresh before it
+ * deletes. A dependent naming its project by spec.projectRef maps straight to it; one naming it by
+ * spec.projectId finds the namespace's Project with that id in status.
+ */
+export function dependentGoneWatch(kind: KindRef): SecondaryWatch {
+  const holds = (o: KubeObject | undefined): boolean => (o?.metadata.finalizers ?? []).includes(FINALIZER);
+  return {
+    kind,
+    predicate: (type, obj, old) => type === "delete" || (type === "update" && holds(old) && !holds(obj)),
+    mapToKeys: (obj, primaries) => {
+      const spec = obj.spec as { projectRef?: { name?: string }; projectId?: string } | undefined;
+      const namespace = obj.metadata.namespace;
+      if (spec?.projectRef?.name) return [{ namespace, name: spec.projectRef.name }];
+      if (!spec?.projectId) return [];
+      return (primaries?.() ?? [])
+        .filter((p) => p.metadata.namespace === namespace && (p.status as { projectId?: string } | undefined)?.projectId === spec.projectId)
+        .map((p) => ({ namespace, name: p.metadata.name }));
+    },
+  };
+}
+
 export const kind: Kind = {
   ref,
   crd: crdSource,
@@ -355,5 +386,6 @@ export const kind: Kind = {
   externalId: "projectId",
   controller: (d) => ({
     reconcile: d.managed(projectModule({ providers: d.providers, listingTtlMs: d.listingTtlMs, dependentKinds: d.projectDependents })),
+    watches: d.projectDependents.map(dependentGoneWatch),
   }),
 };

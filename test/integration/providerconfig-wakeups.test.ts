@@ -43,7 +43,8 @@ const projectReconciles = (): Promise<number> => sample("controller_runtime_reco
 async function projectsIdle(): Promise<void> {
   await waitFor(
     async () =>
-      (await sample("workqueue_depth", { name: "project" })) === 0 && (await sample("controller_runtime_active_workers", { controller: "project" })) === 0
+      (await sample("workqueue_depth", { name: "project" })) === 0 &&
+      (await sample("controller_runtime_active_workers", { controller: "project" })) === 0
         ? true
         : undefined,
     { timeoutMs: 120_000, description: "the project queue drained" },
@@ -73,7 +74,9 @@ describe("ProviderConfig wake-ups", () => {
       metadata: { name: `p-${String(i)}` },
       spec: { slug: `wake-${String(i)}`, providerConfigRef: { name: "default" } },
     }));
-    const applied = await kubectl(["apply", "-n", ns.name, "-f", "-"], { input: JSON.stringify({ apiVersion: "v1", kind: "List", items }) });
+    const applied = await kubectl(["apply", "-n", ns.name, "-f", "-"], {
+      input: JSON.stringify({ apiVersion: "v1", kind: "List", items }),
+    });
     expect(applied.code, applied.stderr).toBe(0);
     await waitFor(
       async () => {
