@@ -8,6 +8,7 @@ import type { KubeSource } from "./kube/kubeconfig.ts";
 import { runLeaderElection } from "./kube/lease.ts";
 import { runShardLease, shardLeasePrefix } from "./kube/shards.ts";
 import { createSharder, shardMetrics, type Sharder } from "./engine/sharder.ts";
+import { createLeadership } from "./engine/shard-plan.ts";
 import { createOperator, type Operator } from "./operator.ts";
 import { startEndpoints, type Health } from "./endpoints.ts";
 import { createMetricsAuthorizer } from "./kube/metrics-auth.ts";
@@ -37,8 +38,10 @@ async function run(config: Config, log: Logger): Promise<void> {
       .replace(/[^a-z0-9-]/g, "-")
       .slice(0, 50)}-${randomUUID().slice(0, 8)}`;
   const leaseNamespace = config.leaderElectionNamespace ?? podNamespace();
+  // With sharding, cluster-scoped kinds are the leader's (docs/sharding.md): set when it leads.
+  const leadership = createLeadership();
   const operator: Operator = createOperator({
-    ...(config.sharding ? { shard: { identity } } : {}),
+    ...(config.sharding ? { shard: { identity, leadership } } : {}),
     kc,
     log,
     namespaces: config.namespaces,
@@ -89,6 +92,7 @@ async function run(config: Config, log: Logger): Promise<void> {
     identity,
     leaseNamespace,
     operator,
+    leadership,
     start: () => {
       starting = startOrExit();
     },
@@ -119,6 +123,7 @@ interface LeaseDeps {
   identity: string;
   leaseNamespace: string;
   operator: Operator;
+  leadership: ReturnType<typeof createLeadership>;
   /** Starts reconciling (exits the process when that fails). */
   start: () => void;
 }
@@ -173,6 +178,8 @@ function runLeases(d: LeaseDeps): Leases {
     name: config.leaderElectionId,
     onStartedLeading: () => {
       if (!config.sharding) return d.start();
+      // Losing the leader Lease ends the process (onStoppedLeading), so this is never set back.
+      d.leadership.set(true);
       sharder = createSharder({
         kube,
         kinds: d.operator.kinds,

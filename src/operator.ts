@@ -6,9 +6,10 @@ import type { Logger } from "./log.ts";
 import { createKube, withCache, type KindRef, type Kube } from "./kube/client.ts";
 import { patchMetadata } from "./kube/objects.ts";
 import { createRequestLimiter, DEFAULT_KUBE_API_LIMIT, limitRequests, type RequestLimit } from "./kube/rest.ts";
-import { RELEASE_LABELS, shardSelector } from "./engine/shard-plan.ts";
+import { RELEASE_LABELS, shardSelector, type Leadership } from "./engine/shard-plan.ts";
+import { shardedKinds } from "./engine/sharder.ts";
 import { createEventRecorder, type EventRecorder } from "./kube/events.ts";
-import { createController, type SecondaryWatch } from "./engine/controller.ts";
+import { createController, type ControllerOptions, type SecondaryWatch } from "./engine/controller.ts";
 import { defaultMaxInFlightPerNamespace } from "./engine/queue.ts";
 import {
   ANNOTATION_EXTERNAL_ID,
@@ -63,10 +64,11 @@ export interface OperatorOptions {
   kinds?: readonly Kind[];
   /**
    * Sharding (docs/sharding.md): this replica's identity. Namespaced kinds are watched with its
-   * shard label only; a cluster-scoped kind is cached whole (every replica reads them) and only
-   * the objects labelled for this replica are reconciled. Absent: every object is this replica's.
+   * shard label only; a cluster-scoped kind is cached whole (every replica reads them) and
+   * reconciled by the leader only (`leadership`: whether this replica holds the leader Lease).
+   * Absent: every object is this replica's.
    */
-  shard?: { identity: string };
+  shard?: { identity: string; leadership: Leadership };
 }
 
 export interface Operator {
@@ -159,7 +161,7 @@ export function createOperator(opts: OperatorOptions): Operator {
       ],
       watches: [...(parts.watches ?? []), ...derivedWatches(kind, cluster !== undefined)],
       ...(opts.stopGraceMs !== undefined ? { stopGraceMs: opts.stopGraceMs } : {}),
-      ...(opts.shard ? { shard: { identity: opts.shard.identity, release: releaser(kube, kind.ref) } } : {}),
+      ...(opts.shard ? { shard: controllerShard(opts.shard, kube, kind.ref) } : {}),
     }),
   );
   const names = controllerParts.map(({ kind }) => kind.ref.kind.toLowerCase());
@@ -207,6 +209,14 @@ function cachedObjectsGauge(metrics: Metrics, served: readonly Kind[], informers
 function shardSelects(served: readonly Kind[]): (kind: KindRef) => boolean {
   const sharded = new Set(served.filter((k) => !k.ref.clusterScoped).map((k) => `${k.ref.group}/${k.ref.plural}`));
   return (kind) => sharded.has(`${kind.group}/${kind.plural}`);
+}
+
+/** A sharded kind's objects go by their shard label; a cluster-scoped kind's are all the leader's. */
+function controllerShard(shard: NonNullable<OperatorOptions["shard"]>, kube: Kube, kind: KindRef): NonNullable<ControllerOptions["shard"]> {
+  const release = releaser(kube, kind);
+  return shardedKinds([kind]).length > 0
+    ? { identity: shard.identity, release }
+    : { identity: shard.identity, release, leadership: shard.leadership };
 }
 
 /** Lets go of a drained object: its shard labels come off, on the version this replica holds only. */

@@ -53,6 +53,16 @@ export interface Sharder {
   members(): readonly string[];
 }
 
+/**
+ * The kinds whose objects the ring splits over the replicas: the namespaced ones. A cluster-scoped
+ * kind (ClusterProviderConfig) has no namespace to shard by and is used by every namespace; the
+ * leader reconciles all its objects (controller.ts, `leadership`), fenced by the leader Lease, so
+ * its objects carry no shard labels and keyward needs no write on them beyond their status.
+ */
+export function shardedKinds(kinds: readonly KindRef[]): KindRef[] {
+  return kinds.filter((kind) => !kind.clusterScoped);
+}
+
 /** The ring key of an object: its namespace (a cluster-scoped object: its own name). */
 export function shardKey(obj: { metadata: { namespace?: string | undefined; name: string } }): string {
   return obj.metadata.namespace ? `namespace/${obj.metadata.namespace}` : `cluster/${obj.metadata.name}`;
@@ -72,7 +82,7 @@ export function createSharder(opts: SharderOptions): Sharder {
   );
   const schedule = (): void => passes.schedule();
 
-  const informers = opts.kinds.map((kind) => ({
+  const informers = shardedKinds(opts.kinds).map((kind) => ({
     kind,
     informer: watchKind(opts.kube, kind, {
       ...(opts.namespaces.length > 0 ? { namespaces: [...opts.namespaces] } : {}),
