@@ -85,6 +85,17 @@ export const configSchema = z
           .max(1024 ** 3),
       )
       .default(16 * 1024 * 1024),
+    // The bytes of service response bodies all calls together may hold while they are read; a
+    // body that would pass it fails its call with a retryable error (src/api/http.ts).
+    responseBudgetBytes: size
+      .pipe(
+        z
+          .number()
+          .int()
+          .min(1024)
+          .max(1024 ** 3),
+      )
+      .default(32 * 1024 * 1024),
     // Each apiserver request (headers and body; a watch's headers, not its stream) must be answered within this.
     kubeRequestTimeout: duration.pipe(z.number().min(100).max(600_000)).default(30_000),
     // The client-side limit on apiserver requests (watches exempt), shared fairly between kinds
@@ -144,6 +155,11 @@ export const configSchema = z
       ctx.addIssue({ code: "custom", message: problem.message, path: [settingOf[problem.setting]] });
     }
   })
+  // A body of the largest size allowed must fit in the budget, or it would be retried forever.
+  .refine((c) => c.responseBudgetBytes >= c.maxResponseBytes, {
+    message: "must be at least --max-response-bytes (a response of that size would never fit)",
+    path: ["responseBudgetBytes"],
+  })
   // The sharder runs on the leader; a replica's identity is its shard label's value.
   .refine((c) => !c.sharding || c.leaderElect, {
     message: "sharding needs leader election (--leader-elect true): the leader assigns the objects",
@@ -186,6 +202,7 @@ const settings = {
   allowedBaseUrls: "ALLOWED_BASE_URLS",
   accessTokenNamespaces: "ACCESS_TOKEN_NAMESPACES",
   maxResponseBytes: "MAX_RESPONSE_BYTES",
+  responseBudgetBytes: "RESPONSE_BUDGET_BYTES",
   kubeRequestTimeout: "KUBE_REQUEST_TIMEOUT",
   kubeApiQps: "KUBE_API_QPS",
   kubeApiBurst: "KUBE_API_BURST",

@@ -10,6 +10,7 @@ import { runShardLease, shardLeasePrefix } from "./kube/shards.ts";
 import { createSharder, shardMetrics, type Sharder } from "./engine/sharder.ts";
 import { createLeadership } from "./engine/shard-plan.ts";
 import { createOperator, type Operator } from "./operator.ts";
+import { setResponseBudget } from "./api/http.ts";
 import { startEndpoints, type Health } from "./endpoints.ts";
 import { createMetricsAuthorizer } from "./kube/metrics-auth.ts";
 import { releaseFinalizers, stopDeployment } from "./uninstall.ts";
@@ -247,7 +248,11 @@ export async function main(argv: string[]): Promise<void> {
   }
   const log = createLogger({ level: config.logLevel });
   if (mode === "uninstall") await uninstall(config, log);
-  else await run(config, log);
+  else {
+    // One budget for the response bodies of every service client of this process.
+    setResponseBudget(config.responseBudgetBytes);
+    await run(config, log);
+  }
 }
 
 if (import.meta.url === `file://${process.argv[1] ?? ""}` || process.argv[1]?.endsWith("main.ts") || process.argv[1]?.endsWith("main.js")) {

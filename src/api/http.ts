@@ -138,7 +138,7 @@ export async function sendRequest(req: HttpRequest, operation: string): Promise<
     const text = await readBounded(res, req.maxResponseBytes, operation);
     return { status: res.statusCode, headers: res.headers, text };
   } catch (err) {
-    if (err instanceof ResponseTooLargeError) throw err;
+    if (err instanceof ResponseTooLargeError || err instanceof TransportError) throw err;
     const progress = { sent: sentAttempts.has(attemptId), timedOut: deadline.signal.aborted, aborted: req.signal?.aborted === true };
     throw toTransportError(err, operation, url.host, progress);
   } finally {
@@ -148,7 +148,52 @@ export async function sendRequest(req: HttpRequest, operation: string): Promise<
 }
 
 /**
- * The body as UTF-8 text, at most `limit` bytes. A declared content-length past the limit is
+ * The bytes of response bodies in flight across every service client of this process: a body
+ * is read only while the bytes it holds fit in the budget, so however many calls run at once
+ * (one per worker, each allowed --max-response-bytes) their bodies together stay within it.
+ * A body that would pass it is dropped and its call fails with a retryable TransportError
+ * (kind "other", code KEYWARD_RESPONSE_BUDGET): the engine requeues it with its backoff, and
+ * memory never holds more than the budget (plus one chunk) of bodies.
+ */
+export const DEFAULT_RESPONSE_BUDGET_BYTES = 32 * 1024 * 1024;
+let budgetBytes = DEFAULT_RESPONSE_BUDGET_BYTES;
+let inFlightBytes = 0;
+let peakInFlightBytes = 0;
+
+/** Sets the process-wide budget (--response-budget-bytes). */
+export function setResponseBudget(bytes: number): void {
+  if (!(Number.isSafeInteger(bytes) && bytes > 0)) throw new RangeError("the response budget must be a positive integer");
+  budgetBytes = bytes;
+}
+
+/** The budget, the bytes of bodies held now, and the most held at once since the last reset (metrics, tests). */
+export function responseBudget(): { budget: number; inFlight: number; peak: number } {
+  return { budget: budgetBytes, inFlight: inFlightBytes, peak: peakInFlightBytes };
+}
+
+export function resetResponseBudgetPeak(): void {
+  peakInFlightBytes = inFlightBytes;
+}
+
+/** Takes `n` bytes of the budget, or throws the retryable budget error. */
+function takeBudget(n: number, operation: string, status: number): void {
+  if (inFlightBytes + n > budgetBytes) {
+    throw new TransportError({
+      operation,
+      kind: "other",
+      code: "KEYWARD_RESPONSE_BUDGET",
+      detail: `the response (status ${status}) does not fit in the memory left for response bodies in flight (${budgetBytes} bytes across all calls); it is tried again later`,
+      retryable: true,
+      mayHaveLanded: true,
+    });
+  }
+  inFlightBytes += n;
+  if (inFlightBytes > peakInFlightBytes) peakInFlightBytes = inFlightBytes;
+}
+
+/**
+ * The body as UTF-8 text, at most `limit` bytes, its bytes held in the process-wide budget
+ * while it is read (a declared length is taken up front, else chunk by chunk). A declared content-length past the limit is
  * refused before a byte is read; an undeclared one is counted chunk by chunk. Either way the body
  * is destroyed at once (undici then closes the connection rather than drain it), so memory holds
  * at most the limit plus one chunk, and an endless body ends here.
@@ -159,17 +204,30 @@ async function readBounded(res: Dispatcher.ResponseData, limit: number, operatio
     res.body.destroy();
     throw new ResponseTooLargeError({ operation, status: res.statusCode, limitBytes: limit, declaredBytes: declared });
   }
-  const chunks: Buffer[] = [];
-  let total = 0;
-  for await (const chunk of res.body as AsyncIterable<Buffer>) {
-    total += chunk.length;
-    if (total > limit) {
-      res.body.destroy();
-      throw new ResponseTooLargeError({ operation, status: res.statusCode, limitBytes: limit });
+  let held = 0;
+  try {
+    if (Number.isFinite(declared) && declared > 0) {
+      takeBudget(declared, operation, res.statusCode);
+      held = declared;
     }
-    chunks.push(chunk);
+    const chunks: Buffer[] = [];
+    let total = 0;
+    for await (const chunk of res.body as AsyncIterable<Buffer>) {
+      total += chunk.length;
+      if (total > limit) throw new ResponseTooLargeError({ operation, status: res.statusCode, limitBytes: limit });
+      if (total > held) {
+        takeBudget(total - held, operation, res.statusCode);
+        held = total;
+      }
+      chunks.push(chunk);
+    }
+    return Buffer.concat(chunks, total).toString("utf8");
+  } catch (err) {
+    res.body.destroy();
+    throw err;
+  } finally {
+    inFlightBytes -= held;
   }
-  return Buffer.concat(chunks, total).toString("utf8");
 }
 
 interface Classified {

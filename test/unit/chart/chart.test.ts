@@ -163,7 +163,7 @@ describe("default values", () => {
     expect(envOf(defaults)).toEqual({
       POD_NAME: "fieldRef:metadata.name",
       WATCH_NAMESPACES: "",
-      NODE_OPTIONS: "--max-semi-space-size=1 --max-old-space-size=160",
+      NODE_OPTIONS: "--max-semi-space-size=1 --max-old-space-size=144",
       CONCURRENCY: "4",
       MAX_REQUEST_TIMEOUT: "30s",
       RESYNC_INTERVAL: "10m",
@@ -173,6 +173,7 @@ describe("default values", () => {
       METRICS_AUTH: "kubernetes",
       SHUTDOWN_TIMEOUT: "30s",
       MAX_RESPONSE_BYTES: "16Mi",
+      RESPONSE_BUDGET_BYTES: "16Mi",
       KUBE_REQUEST_TIMEOUT: "30s",
       LEADER_ELECT: "true",
       LEADER_ELECTION_NAMESPACE: "keyward-system",
@@ -289,6 +290,7 @@ describe("every option on (values-all.yaml)", () => {
       LEADER_ELECTION_ID: "keyward-operator-lease",
       SHUTDOWN_TIMEOUT: "45s",
       MAX_RESPONSE_BYTES: "4Mi",
+      RESPONSE_BUDGET_BYTES: "8Mi",
       KUBE_REQUEST_TIMEOUT: "20s",
       NODE_OPTIONS: "valueFrom",
     });
