@@ -166,6 +166,8 @@ describe("default values", () => {
       NODE_OPTIONS: "--max-semi-space-size=1 --max-old-space-size=144",
       CONCURRENCY: "4",
       MAX_REQUEST_TIMEOUT: "30s",
+      KUBE_API_QPS: "50",
+      KUBE_API_BURST: "100",
       RESYNC_INTERVAL: "10m",
       LOG_LEVEL: "info",
       METRICS_PORT: "8080",

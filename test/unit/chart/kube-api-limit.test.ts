@@ -1,0 +1,43 @@
+// The chart's kubeApiQps and kubeApiBurst reach keyward's environment as KUBE_API_QPS and
+// KUBE_API_BURST, and the schema refuses what keyward would.
+import { describe, expect, it } from "vitest";
+import { loadConfig } from "../../../src/config.ts";
+import { findDoc, helm, parseYamlDocuments, renderChart, templateArgs, type Doc } from "./helm.ts";
+
+type Env = { name: string; value?: string }[];
+const envOf = (docs: Doc[]): Record<string, string | undefined> => {
+  const deployment = findDoc(docs, "Deployment") as unknown as { spec: { template: { spec: { containers: { env: Env }[] } } } };
+  return Object.fromEntries((deployment.spec.template.spec.containers[0]?.env ?? []).map((e) => [e.name, e.value]));
+};
+const render = async (setJson: Record<string, unknown> = {}) => parseYamlDocuments(await renderChart({ setJson }));
+
+describe("apiserver request limit", () => {
+  it("by default 50 a second, bursts of 100, as keyward's own defaults", async () => {
+    const env = envOf(await render());
+    expect(env).toMatchObject({ KUBE_API_QPS: "50", KUBE_API_BURST: "100" });
+    expect(loadConfig([], { KUBE_API_QPS: env.KUBE_API_QPS, KUBE_API_BURST: env.KUBE_API_BURST })).toMatchObject({
+      kubeApiQps: 50,
+      kubeApiBurst: 100,
+    });
+    expect(loadConfig([], {})).toMatchObject({ kubeApiQps: 50, kubeApiBurst: 100 });
+  });
+
+  it("passes set values, 0 (no limit) included", async () => {
+    const env = envOf(await render({ kubeApiQps: 0, kubeApiBurst: 7 }));
+    expect(env).toMatchObject({ KUBE_API_QPS: "0", KUBE_API_BURST: "7" });
+    expect(loadConfig(["--kube-api-qps", "2.5"], {}).kubeApiQps).toBe(2.5);
+  });
+
+  it("refuses at install what keyward would refuse at start", async () => {
+    for (const [key, value] of [
+      ["kubeApiQps", -1],
+      ["kubeApiBurst", 0],
+      ["kubeApiBurst", 1.5],
+    ] as const) {
+      const result = await helm(templateArgs({ setJson: { [key]: value } }));
+      expect(result.code, `${key}=${JSON.stringify(value)}`).not.toBe(0);
+      expect(result.stderr).toContain(key);
+    }
+    expect(() => loadConfig([], { KUBE_API_BURST: "0" })).toThrow();
+  });
+});
