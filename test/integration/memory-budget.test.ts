@@ -3,7 +3,8 @@
 // from charts/keyward/values.yaml), a real apiserver, and in namespace A 60 Secrets of 1 MiB
 // marked as credentials (the label anyone who may create a Secret can set), listed at start and
 // watched while keyward runs. Its peak resident set (VmHWM) stays under the chart's memory
-// limit, it never exits, and namespace B's Project becomes Ready on its own service. (Before:
+// limit, it never exits, and namespace B's Project becomes Ready on its own service (its
+// credentials Secret holds more than the cache keeps, so its token is read on use). (Before:
 // every marked Secret was cached whole and listed in pages of 500, and keyward's peak passed the
 // limit: an OOM kill in the chart.)
 import { spawn, type ChildProcess } from "node:child_process";
@@ -127,7 +128,11 @@ describe("marked Secrets of 1 MiB in one namespace", () => {
 
     await kc.makeApiClient(CoreV1Api).createNamespacedSecret({
       namespace: b.name,
-      body: { metadata: { name: "default-token", labels: credentialsLabels }, stringData: { token: TOKEN_B } },
+      // Past what the cache keeps of a Secret's data (16 KiB), ahead of the token: the token is read from the apiserver on use.
+      body: {
+        metadata: { name: "default-token", labels: credentialsLabels },
+        stringData: { "ca-padding": "p".repeat(64 * 1024), token: TOKEN_B },
+      },
     });
     await createCustom(kc, b.name, "providerconfigs", {
       apiVersion: "keyward.dev/v1alpha1",
