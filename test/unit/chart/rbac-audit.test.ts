@@ -17,6 +17,8 @@ import {
   secretWriterGrants,
   uninstallGrants,
 } from "./helm.ts";
+import { shardedKinds } from "../../../src/engine/sharder.ts";
+import { kinds } from "../../../src/resources/registry.ts";
 
 const srcDir = join(repoRoot, "src");
 
@@ -79,6 +81,12 @@ function neededGrants(): Map<string, string> {
     add(`keyward.dev/${plural}: get`, "src/kube/objects.ts: getObject");
     add(`keyward.dev/${plural}: patch`, "src/kube/objects.ts: patchMetadata");
     add(`keyward.dev/${plural}/status: patch`, "src/kube/objects.ts: patchStatus");
+  }
+  // With sharding, the sharder labels every object of the kinds it assigns and a replica removes
+  // the labels to let one go (patchMetadata with the kind a variable: the regexes above cannot
+  // see it), so every such kind needs patch, a cluster-scoped one too if it were sharded.
+  for (const ref of shardedKinds(kinds.map((k) => k.ref))) {
+    add(`keyward.dev/${ref.plural}: patch`, `src/engine/sharder.ts: shard labels of ${ref.plural} (shardedKinds)`);
   }
   // An owner reference with blockOwnerDeletion: true needs update on the owner's /finalizers
   // (the OwnerReferencesPermissionEnforcement admission plugin). The owner is the kind whose
@@ -175,6 +183,12 @@ describe("the chart's roles against src/", () => {
       true,
     );
     expect(needed.has("core/namespaces: watch")).toBe(true);
+  });
+
+  it("shard the namespaced kinds only: a cluster-scoped kind is the leader's, and the chart grants no write on it but its status", () => {
+    const sharded = shardedKinds(kinds.map((k) => k.ref)).map((r) => r.plural);
+    expect(sharded.sort()).toEqual([...keywardPlurals].sort());
+    expect(keywardClusterPlurals.some((p) => granted.has(`keyward.dev/${p}: patch`))).toBe(false);
   });
 
   it("review /metrics callers through TokenReview and SubjectAccessReview, which the source calls", () => {
