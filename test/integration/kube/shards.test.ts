@@ -82,9 +82,21 @@ describe("shard membership", () => {
     const first = await members();
     expect(first).not.toContain("replica-x");
     expect(first).not.toContain("impostor");
-    // First seen now: live for one duration (a new leader cannot tell how old the renewal is)...
-    expect(first).toContain("gone");
-    // ...then gone, as nobody renews it.
-    await waitFor(async () => (!(await members()).includes("gone") ? true : undefined), { timeoutMs: 10_000, description: "gone dropped" });
+    // First seen now: not live, only unknown (a dead replica's last renewal looks as fresh as a
+    // live one's)...
+    expect(first).not.toContain("gone");
+    const unknown = async (): Promise<string[]> => {
+      const list = await kubeJson<{ items?: ShardLease[] }>(kube.access, {
+        path: `/apis/coordination.k8s.io/v1/namespaces/${ns.name}/leases`,
+      });
+      return observer.view(list.items ?? []).unknown;
+    };
+    expect(await unknown()).toContain("gone");
+    // ...then dead once unchanged for its duration, never having been live.
+    await waitFor(async () => (!(await unknown()).includes("gone") ? true : undefined), {
+      timeoutMs: 10_000,
+      description: "gone known dead",
+    });
+    expect(await members()).not.toContain("gone");
   });
 });
