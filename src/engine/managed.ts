@@ -474,7 +474,7 @@ class Run<Spec, Status, Conn, External> {
       return this.fail({ reason: "InvalidSpec", message: specErrorMessage(err), retryable: false });
     }
     try {
-      const holder = this.externalIdHolder();
+      const holder = this.observesOnly(spec) ? undefined : this.externalIdHolder();
       // Being deleted, an id another resource holds is not this one's to clean up: it is dropped.
       if (holder) this.forgetUnconfirmedId();
       if (holder && !deleting) return await this.fail(claimedBy(holder, this.module.ref.kind));
@@ -495,20 +495,34 @@ class Run<Spec, Status, Conn, External> {
    * externalIdHolder), across namespaces sharing a credential. An id from metadata was checked
    * before observe; a create's own answer never comes here.
    */
-  private rivalHolder(obs: Observation<Status, External>): KubeObject | undefined {
+  private rivalHolder(obs: Observation<Status, External>, spec: Spec): KubeObject | undefined {
     const guard = this.module.guardCreate;
+    if (this.observesOnly(spec)) return undefined;
     const id = obs.exists && guard ? obs.status[guard.idField] : undefined;
     if (!guard || typeof id !== "string" || id === "" || id === this.unconfirmedId) return undefined;
     if ((this.obj.status as Record<string, unknown> | undefined)?.[guard.idField] === id) return undefined;
-    const candidates = this.deps.peers?.() ?? this.deps.cache?.list() ?? [];
+    const candidates = this.claimants();
     return externalIdHolder(this.obj as KubeObject, candidates, guard.idField, id);
+  }
+
+  /**
+   * The other resources that may hold an external id: an ObserveOnly one only reads, so it neither
+   * holds an id against a resource that manages it nor is held back by one.
+   */
+  private claimants(): KubeObject[] {
+    const all = this.deps.peers?.() ?? this.deps.cache?.list() ?? [];
+    return all.filter((o) => !this.observesOnly(o.spec as Spec));
+  }
+
+  private observesOnly(spec: Spec | undefined): boolean {
+    return spec !== undefined && (this.module.observeOnly?.(spec) ?? false);
   }
 
   /** Another resource of the kind holding the external id this object read from metadata (see externalIdHolder). */
   private externalIdHolder(): KubeObject | undefined {
     const guard = this.module.guardCreate;
     if (this.unconfirmedId === undefined || !guard) return undefined;
-    const candidates = this.deps.peers?.() ?? this.deps.cache?.list() ?? [];
+    const candidates = this.claimants();
     return externalIdHolder(this.obj as KubeObject, candidates, guard.idField, this.unconfirmedId);
   }
 
@@ -571,7 +585,7 @@ class Run<Spec, Status, Conn, External> {
     if (!needsFinalizer && hasFinalizer) await this.patchMeta({ finalizers: { remove: FINALIZER } });
     const c = await this.context(spec);
     const observed = await this.module.observe(c);
-    const rival = this.rivalHolder(observed);
+    const rival = this.rivalHolder(observed, spec);
     if (rival) {
       this.forgetUnconfirmedId();
       return this.fail(claimedBy(rival, this.module.ref.kind));
@@ -687,7 +701,7 @@ class Run<Spec, Status, Conn, External> {
     }
     const c = await this.context(spec);
     const obs = await this.module.observe(c);
-    const rival = this.rivalHolder(obs);
+    const rival = this.rivalHolder(obs, spec);
     if (rival) {
       // Never this resource's (it was adopted by another first): released without a call.
       c.event("Warning", "ExternalIdClaimed", `${claimedBy(rival, this.module.ref.kind).message}; released without deleting it`);
