@@ -8,7 +8,6 @@ import type { KubeSource } from "./kube/kubeconfig.ts";
 import { runLeaderElection } from "./kube/lease.ts";
 import { runShardLease, shardLeasePrefix } from "./kube/shards.ts";
 import { createSharder, shardMetrics, type Sharder } from "./engine/sharder.ts";
-import { createLeadership } from "./engine/shard-plan.ts";
 import { createOperator, type Operator } from "./operator.ts";
 import { setResponseBudget } from "./api/http.ts";
 import { startEndpoints, type Health } from "./endpoints.ts";
@@ -39,10 +38,8 @@ async function run(config: Config, log: Logger): Promise<void> {
       .replace(/[^a-z0-9-]/g, "-")
       .slice(0, 50)}-${randomUUID().slice(0, 8)}`;
   const leaseNamespace = config.leaderElectionNamespace ?? podNamespace();
-  // With sharding, cluster-scoped kinds are the leader's (docs/sharding.md): set when it leads.
-  const leadership = createLeadership();
   const operator: Operator = createOperator({
-    ...(config.sharding ? { shard: { identity, leadership } } : {}),
+    ...(config.sharding ? { shard: { identity } } : {}),
     kc,
     log,
     namespaces: config.namespaces,
@@ -93,7 +90,6 @@ async function run(config: Config, log: Logger): Promise<void> {
     identity,
     leaseNamespace,
     operator,
-    leadership,
     start: () => {
       starting = startOrExit();
     },
@@ -124,7 +120,6 @@ interface LeaseDeps {
   identity: string;
   leaseNamespace: string;
   operator: Operator;
-  leadership: ReturnType<typeof createLeadership>;
   /** Starts reconciling (exits the process when that fails). */
   start: () => void;
 }
@@ -179,8 +174,9 @@ function runLeases(d: LeaseDeps): Leases {
     name: config.leaderElectionId,
     onStartedLeading: () => {
       if (!config.sharding) return d.start();
-      // Losing the leader Lease ends the process (onStoppedLeading), so this is never set back.
-      d.leadership.set(true);
+      // Cluster-scoped kinds are the leader's (docs/sharding.md). Losing the leader Lease ends the
+      // process (onStoppedLeading), so this is never taken back.
+      d.operator.lead();
       sharder = createSharder({
         kube,
         kinds: d.operator.kinds,

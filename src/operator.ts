@@ -6,7 +6,7 @@ import type { Logger } from "./log.ts";
 import { createKube, withCache, type KindRef, type Kube } from "./kube/client.ts";
 import { patchMetadata } from "./kube/objects.ts";
 import { createRequestLimiter, DEFAULT_KUBE_API_LIMIT, limitRequests, type RequestLimit } from "./kube/rest.ts";
-import { RELEASE_LABELS, shardSelector, type Leadership } from "./engine/shard-plan.ts";
+import { RELEASE_LABELS, createLeadership, shardSelector, type Leadership } from "./engine/shard-plan.ts";
 import { shardedKinds } from "./engine/sharder.ts";
 import { createEventRecorder, type EventRecorder } from "./kube/events.ts";
 import { createController, type ControllerOptions, type SecondaryWatch } from "./engine/controller.ts";
@@ -65,10 +65,10 @@ export interface OperatorOptions {
   /**
    * Sharding (docs/sharding.md): this replica's identity. Namespaced kinds are watched with its
    * shard label only; a cluster-scoped kind is cached whole (every replica reads them) and
-   * reconciled by the leader only (`leadership`: whether this replica holds the leader Lease).
+   * reconciled by the leader only (lead(): this replica holds the leader Lease).
    * Absent: every object is this replica's.
    */
-  shard?: { identity: string; leadership: Leadership };
+  shard?: { identity: string };
 }
 
 export interface Operator {
@@ -78,6 +78,8 @@ export interface Operator {
   kinds: readonly KindRef[];
   start(): Promise<void>;
   stop(): Promise<void>;
+  /** With sharding: this replica now holds the leader Lease and reconciles the cluster-scoped kinds. */
+  lead(): void;
 }
 
 function apiMetrics(metrics: Metrics): (info: { operation: string; status: number | "error"; durationMs: number }) => void {
@@ -140,6 +142,7 @@ export function createOperator(opts: OperatorOptions): Operator {
     const parts = k.controller({ ...deps, managed: (module, peers) => managed({ reasons: k.reasons, ...module }, peers) });
     return parts ? [{ kind: k, parts }] : [];
   });
+  const leadership = createLeadership();
   const controllers = controllerParts.map(({ kind, parts }) =>
     createController({
       name: kind.ref.kind.toLowerCase(),
@@ -161,7 +164,7 @@ export function createOperator(opts: OperatorOptions): Operator {
       ],
       watches: [...(parts.watches ?? []), ...derivedWatches(kind, cluster !== undefined)],
       ...(opts.stopGraceMs !== undefined ? { stopGraceMs: opts.stopGraceMs } : {}),
-      ...(opts.shard ? { shard: controllerShard(opts.shard, kube, kind.ref) } : {}),
+      ...(opts.shard ? { shard: controllerShard(opts.shard.identity, leadership, kube, kind.ref) } : {}),
     }),
   );
   const names = controllerParts.map(({ kind }) => kind.ref.kind.toLowerCase());
@@ -170,6 +173,7 @@ export function createOperator(opts: OperatorOptions): Operator {
     metrics,
     kube,
     kinds: controllerParts.map(({ kind }) => kind.ref),
+    lead: () => leadership.set(true),
     async start() {
       await cluster?.start();
       await Promise.all(controllers.map((c) => c.start()));
@@ -212,11 +216,9 @@ function shardSelects(served: readonly Kind[]): (kind: KindRef) => boolean {
 }
 
 /** A sharded kind's objects go by their shard label; a cluster-scoped kind's are all the leader's. */
-function controllerShard(shard: NonNullable<OperatorOptions["shard"]>, kube: Kube, kind: KindRef): NonNullable<ControllerOptions["shard"]> {
+function controllerShard(identity: string, leadership: Leadership, kube: Kube, kind: KindRef): NonNullable<ControllerOptions["shard"]> {
   const release = releaser(kube, kind);
-  return shardedKinds([kind]).length > 0
-    ? { identity: shard.identity, release }
-    : { identity: shard.identity, release, leadership: shard.leadership };
+  return shardedKinds([kind]).length > 0 ? { identity, release } : { identity, release, leadership };
 }
 
 /** Lets go of a drained object: its shard labels come off, on the version this replica holds only. */
