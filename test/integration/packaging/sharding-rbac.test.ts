@@ -32,6 +32,10 @@ const children: { child: ChildProcess; logs: string[] }[] = [];
 const release = `kw-${randomBytes(3).toString("hex")}`;
 const fullname = `${release}-keyward`;
 const cpc = `shrbac-${randomBytes(3).toString("hex")}`;
+// ClusterProviderConfigs are cluster-wide: another test file's keyward running beside this one
+// reconciles this one too, and must not find a Secret of this name in its credentials namespace
+// (it would send its own token to this test's emulator).
+const secretName = `${cpc}-token`;
 
 /** A kubeconfig file that authenticates as the chart's ServiceAccount (TokenRequest API). */
 async function serviceAccountKubeconfigFile(): Promise<string> {
@@ -124,7 +128,7 @@ describe("sharding under the chart's RBAC", () => {
         namespace: creds.name,
         body: {
           metadata: {
-            name: "service-token",
+            name: secretName,
             labels: { [CREDENTIALS_LABEL]: "true" },
             annotations: { [ALLOWED_BASE_URLS_ANNOTATION]: emulator.url },
           },
@@ -139,7 +143,7 @@ describe("sharding under the chart's RBAC", () => {
           apiVersion: "keyward.dev/v1alpha1",
           kind: "ClusterProviderConfig",
           metadata: { name: cpc },
-          spec: { baseUrl: emulator.url, credentialsSecretRef: { name: "service-token" }, namespaces: [watched.name] },
+          spec: { baseUrl: emulator.url, credentialsSecretRef: { name: secretName }, namespaces: [watched.name] },
         },
       });
     await createCustom(admin(), watched.name, "projects", {
