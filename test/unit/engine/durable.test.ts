@@ -63,6 +63,9 @@ describe("durableAnnotations", () => {
 
 describe("externalIdHolder", () => {
   const obj = (name: string, created: string, opts: { status?: string; annotation?: string } = {}): KubeObject => ({
+    apiVersion: "keyward.dev/v1alpha1",
+    kind: "SecretSync",
+    spec: {},
     metadata: {
       name,
       namespace: "ns",
