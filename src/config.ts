@@ -34,20 +34,30 @@ const size = z.string().transform((s, ctx) => {
   }
 });
 
+/** A comma-separated list (a flag or environment variable); empty entries dropped. */
+const commaList = z
+  .string()
+  .default("")
+  .transform((s) =>
+    s
+      .split(",")
+      .map((x) => x.trim())
+      .filter(Boolean),
+  );
+/** A byte size from 1 KiB to 1 GiB. */
+const byteSize = size.pipe(
+  z
+    .number()
+    .int()
+    .min(1024)
+    .max(1024 ** 3),
+);
 const bool = z.enum(["true", "false", "1", "0", "yes", "no"]).transform((s) => s === "true" || s === "1" || s === "yes");
 
 export const configSchema = z
   .object({
     kubeconfig: z.string().optional(),
-    namespaces: z
-      .string()
-      .default("")
-      .transform((s) =>
-        s
-          .split(",")
-          .map((x) => x.trim())
-          .filter(Boolean),
-      ),
+    namespaces: commaList,
     concurrency: z.coerce.number().int().min(1).max(256).default(4),
     // The most workers of a controller one namespace holds at once; absent: half of them (all when
     // one namespace is watched); 0: no cap.
@@ -76,26 +86,10 @@ export const configSchema = z
       .max(63)
       .optional(),
     // A service response body past this fails its call (ResponseTooLarge) instead of growing memory.
-    maxResponseBytes: size
-      .pipe(
-        z
-          .number()
-          .int()
-          .min(1024)
-          .max(1024 ** 3),
-      )
-      .default(16 * 1024 * 1024),
+    maxResponseBytes: byteSize.default(16 * 1024 * 1024),
     // The bytes of service response bodies all calls together may hold while they are read; a
     // body that would pass it fails its call with a retryable error (src/api/http.ts).
-    responseBudgetBytes: size
-      .pipe(
-        z
-          .number()
-          .int()
-          .min(1024)
-          .max(1024 ** 3),
-      )
-      .default(32 * 1024 * 1024),
+    responseBudgetBytes: byteSize.default(32 * 1024 * 1024),
     // Each apiserver request (headers and body; a watch's headers, not its stream) must be answered within this.
     kubeRequestTimeout: duration.pipe(z.number().min(100).max(600_000)).default(30_000),
     // The client-side limit on apiserver requests (watches exempt), shared fairly between kinds
@@ -134,15 +128,7 @@ export const configSchema = z
         }
       }),
     // The namespaces whose AccessTokens keyward serves (it writes their Secrets); empty: every watched one.
-    accessTokenNamespaces: z
-      .string()
-      .default("")
-      .transform((s) =>
-        s
-          .split(",")
-          .map((x) => x.trim())
-          .filter(Boolean),
-      ),
+    accessTokenNamespaces: commaList,
   })
   // Checked at start, in client-go's terms, naming the setting to change.
   .superRefine((c, ctx) => {
