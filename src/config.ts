@@ -5,6 +5,7 @@ import { z } from "zod";
 import { invalidBaseUrl, parseBaseUrlList } from "./lib/baseurl.ts";
 import { parseFlagDuration } from "./lib/duration.ts";
 import { leaseTimesProblems } from "./kube/lease.ts";
+import { DEFAULT_KUBE_API_LIMIT } from "./kube/rest.ts";
 
 const duration = z.string().transform((s, ctx) => {
   try {
@@ -94,8 +95,8 @@ export const configSchema = z
     kubeRequestTimeout: duration.pipe(z.number().min(100).max(600_000)).default(30_000),
     // The client-side limit on apiserver requests (watches exempt), shared fairly between kinds
     // (src/kube/rest.ts createRequestLimiter): a sustained rate and a burst; 0 qps: no limit.
-    kubeApiQps: z.coerce.number().min(0).max(10_000).default(50),
-    kubeApiBurst: z.coerce.number().int().min(1).max(20_000).default(100),
+    kubeApiQps: z.coerce.number().min(0).max(10_000).default(DEFAULT_KUBE_API_LIMIT.qps),
+    kubeApiBurst: z.coerce.number().int().min(1).max(20_000).default(DEFAULT_KUBE_API_LIMIT.burst),
     // An exec credential plugin of the kubeconfig is killed after this.
     execPluginTimeout: duration.pipe(z.number().min(100).max(600_000)).default(30_000),
     // `keyward uninstall` only (the chart's pre-delete hook): keyward's Deployment, scaled to 0 and

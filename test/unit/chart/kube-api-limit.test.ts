@@ -12,14 +12,14 @@ const envOf = (docs: Doc[]): Record<string, string | undefined> => {
 const render = async (setJson: Record<string, unknown> = {}) => parseYamlDocuments(await renderChart({ setJson }));
 
 describe("apiserver request limit", () => {
-  it("by default 50 a second, bursts of 100, as keyward's own defaults", async () => {
+  it("by default 300 a second, bursts of 600, as keyward's own defaults", async () => {
     const env = envOf(await render());
-    expect(env).toMatchObject({ KUBE_API_QPS: "50", KUBE_API_BURST: "100" });
+    expect(env).toMatchObject({ KUBE_API_QPS: "300", KUBE_API_BURST: "600" });
     expect(loadConfig([], { KUBE_API_QPS: env.KUBE_API_QPS, KUBE_API_BURST: env.KUBE_API_BURST })).toMatchObject({
-      kubeApiQps: 50,
-      kubeApiBurst: 100,
+      kubeApiQps: 300,
+      kubeApiBurst: 600,
     });
-    expect(loadConfig([], {})).toMatchObject({ kubeApiQps: 50, kubeApiBurst: 100 });
+    expect(loadConfig([], {})).toMatchObject({ kubeApiQps: 300, kubeApiBurst: 600 });
   });
 
   it("passes set values, 0 (no limit) included", async () => {
