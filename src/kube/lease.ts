@@ -183,6 +183,16 @@ function leaseClient(opts: LeaderElectionOptions, log: Logger): LeaseClient {
   return { tryAcquireOrRenew, release };
 }
 
+/**
+ * How long the renew loop sleeps before its next renewal: a retry period, but never past the renew
+ * deadline. The holder must stop leading by its deadline, which the validation keeps below the
+ * lease duration others wait; a full retry period slept past it would let it act after a standby
+ * took over (15 s / 14 s / 4 s: until 18 s).
+ */
+export function renewWait(sinceRenewMs: number, t: Pick<LeaderElectionOptions, "renewDeadlineMs" | "retryPeriodMs">): number {
+  return Math.max(0, Math.min(t.retryPeriodMs, t.renewDeadlineMs - sinceRenewMs));
+}
+
 export function runLeaderElection(opts: LeaderElectionOptions): LeaderElection {
   const problems = leaseTimesProblems(opts);
   if (problems.length > 0) throw new Error(`leader election: ${problems.map((p) => p.message).join("; ")}`);
@@ -222,7 +232,7 @@ export function runLeaderElection(opts: LeaderElectionOptions): LeaderElection {
   const renew = async (): Promise<void> => {
     let renewedAt = lastSentAt;
     while (!wake.signal.aborted) {
-      await sleep(opts.retryPeriodMs);
+      await sleep(renewWait(monotonic() - renewedAt, opts));
       if (wake.signal.aborted) return;
       // A renew that hangs (a half-open connection) must not outlast the deadline: past it a
       // standby may already lead, so this replica has to stop.

@@ -3,7 +3,8 @@
 // test/integration/leader-election.test.ts).
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { leaseExpired, leaseTimesProblems, runLeaderElection, type LeaderElectionOptions } from "../../../src/kube/lease.ts";
+import fc from "fast-check";
+import { leaseExpired, leaseTimesProblems, renewWait, runLeaderElection, type LeaderElectionOptions } from "../../../src/kube/lease.ts";
 import { createLogger } from "../../../src/log.ts";
 
 describe("leaseTimesProblems", () => {
@@ -35,6 +36,36 @@ describe("leaseTimesProblems", () => {
       "renewDeadlineMs",
       "retryPeriodMs",
     ]);
+  });
+});
+
+describe("renewWait", () => {
+  it("never sleeps past the renew deadline, for every setting the validation accepts", () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 2, max: 600_000 }),
+        fc.integer({ min: 0, max: 700_000 }),
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        (durationMs, sinceRenewMs, d, r) => {
+          const renewDeadlineMs = Math.max(1, Math.floor(durationMs * d));
+          const retryPeriodMs = Math.max(1, Math.floor(renewDeadlineMs * r));
+          const t = { leaseDurationMs: durationMs, renewDeadlineMs, retryPeriodMs };
+          fc.pre(leaseTimesProblems(t).length === 0);
+          const wait = renewWait(sinceRenewMs, t);
+          expect(wait).toBeGreaterThanOrEqual(0);
+          expect(wait).toBeLessThanOrEqual(retryPeriodMs);
+          // The loop wakes no later than the deadline, which is below the lease duration.
+          expect(sinceRenewMs + wait).toBeLessThanOrEqual(Math.max(sinceRenewMs, renewDeadlineMs));
+        },
+      ),
+    );
+  });
+
+  it("wakes at the deadline, not a retry period after it (15 s / 14 s / 4 s, 12 s since the last renewal)", () => {
+    expect(renewWait(12_000, { renewDeadlineMs: 14_000, retryPeriodMs: 4_000 })).toBe(2_000);
+    expect(renewWait(2_000, { renewDeadlineMs: 14_000, retryPeriodMs: 4_000 })).toBe(4_000);
+    expect(renewWait(15_000, { renewDeadlineMs: 14_000, retryPeriodMs: 4_000 })).toBe(0);
   });
 });
 
