@@ -55,30 +55,49 @@ export const specSchema = z
 export type CertificateProfileSpec = z.infer<typeof specSchema>;
 
 const counts = z.object({
-  total: z.number().int(),
-  active: z.number().int(),
-  expired: z.number().int(),
-  expiring: z.number().int(),
-  revoked: z.number().int(),
+  total: z.number().int().describe("Every certificate issued under the profile (the Total column)."),
+  active: z.number().int().describe("Certificates that are valid now."),
+  expired: z.number().int().describe("Certificates past their expiry."),
+  expiring: z
+    .number()
+    .int()
+    .describe(
+      "Certificates that expire soon, as the service counts them (the Expiring column; the keyward_certificate_profile_certificates gauge).",
+    ),
+  revoked: z.number().int().describe("Certificates revoked before their expiry."),
 });
 
 export const statusSchema = z.object({
   ...commonStatus,
   profileId: z.string().max(bounds.ID).optional().describe("The profile's id at the service."),
-  projectId: z.string().max(bounds.ID).optional(),
-  slug: z.string().max(bounds.NAME).optional(),
-  description: z.string().max(bounds.DESCRIPTION).optional(),
+  projectId: z.string().max(bounds.ID).optional().describe("The id of the project the profile belongs to."),
+  slug: z.string().max(bounds.NAME).optional().describe("The profile's slug at the service (the Slug column)."),
+  description: z.string().max(bounds.DESCRIPTION).optional().describe("The profile's description at the service."),
   enrollmentType: z.string().max(bounds.WORD).optional().describe("api, est or acme."),
-  caId: z.string().max(bounds.ID).optional(),
-  certificateTemplateId: z.string().max(bounds.ID).optional(),
-  estConfigId: z.string().max(bounds.ID).optional(),
-  apiConfigId: z.string().max(bounds.ID).optional(),
-  acmeConfigId: z.string().max(bounds.ID).optional(),
+  caId: z.string().max(bounds.ID).optional().describe("The id of the certificate authority that issues the profile's certificates."),
+  certificateTemplateId: z.string().max(bounds.ID).optional().describe("The id of the certificate template the profile uses."),
+  estConfigId: z.string().max(bounds.ID).optional().describe("The id of the profile's EST enrollment settings (enrollmentType est)."),
+  apiConfigId: z.string().max(bounds.ID).optional().describe("The id of the profile's API enrollment settings (enrollmentType api)."),
+  acmeConfigId: z.string().max(bounds.ID).optional().describe("The id of the profile's ACME enrollment settings (enrollmentType acme)."),
   certificates: counts.optional().describe("Certificates issued under the profile, by state."),
-  apiConfig: z.object({ autoRenew: z.boolean().optional(), renewBeforeDays: z.number().optional() }).optional(),
-  acmeConfig: z.object({ directoryUrl: z.string().max(bounds.URL_MAX).optional() }).optional(),
+  apiConfig: z
+    .object({
+      autoRenew: z.boolean().optional().describe("Whether the service renews certificates issued through the API before they expire."),
+      renewBeforeDays: z.number().optional().describe("How many days before expiry an automatic renewal happens."),
+    })
+    .optional()
+    .describe("API enrollment settings (enrollmentType api)."),
+  acmeConfig: z
+    .object({ directoryUrl: z.string().max(bounds.URL_MAX).optional().describe("The ACME directory URL clients enroll through.") })
+    .optional()
+    .describe("ACME enrollment settings (enrollmentType acme)."),
   estConfig: z
-    .object({ disableBootstrapCaValidation: z.boolean().optional() })
+    .object({
+      disableBootstrapCaValidation: z
+        .boolean()
+        .optional()
+        .describe("Whether the EST endpoint skips validating the client's bootstrap certificate against a CA chain."),
+    })
     .optional()
     .describe("EST settings; the passphrase and CA chain are never copied."),
 });

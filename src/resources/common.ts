@@ -106,12 +106,34 @@ export const managementPolicy = z
 
 // metav1.Condition's own bounds.
 export const condition = z.object({
-  type: z.string().max(316),
-  status: z.enum(["True", "False", "Unknown"]),
-  reason: z.string().max(1024),
-  message: z.string().max(32768),
-  observedGeneration: z.number().int().optional(),
-  lastTransitionTime: z.string().max(bounds.TIME),
+  type: z
+    .string()
+    .max(316)
+    .describe(
+      "The condition's type: Ready (keyward's work is done and the object is usable) or Synced (the last reconcile reached the service).",
+    ),
+  status: z.enum(["True", "False", "Unknown"]).describe("True, False or Unknown."),
+  reason: z
+    .string()
+    .max(1024)
+    .describe(
+      "Why the condition has its status: a CamelCase word (docs/kinds.md lists every reason keyward writes and what to do about it).",
+    ),
+  message: z
+    .string()
+    .max(32768)
+    .describe("What happened, for a person: the service's error or the thing keyward waits for. Never holds a secret."),
+  observedGeneration: z
+    .number()
+    .int()
+    .optional()
+    .describe(
+      "The metadata.generation of the spec this condition was computed from; below the object's generation, keyward has not acted on the latest spec yet.",
+    ),
+  lastTransitionTime: z
+    .string()
+    .max(bounds.TIME)
+    .describe("When the condition last changed status (RFC 3339); a change of reason or message alone keeps it."),
 });
 
 export const commonStatus = {

@@ -63,10 +63,31 @@ export const specSchema = z
     kmsKeyId: z.string().min(1).max(256).optional().describe("KMS key used at creation."),
     shouldCreateDefaultEnvs: z.boolean().optional().describe("Create the default environments at creation. Default: true."),
     hasDeleteProtection: z.boolean().optional().describe("Delete protection: a protected project is never deleted."),
-    autoCapitalization: z.boolean().optional(),
-    secretSharing: z.boolean().optional(),
-    showSnapshotsLegacy: z.boolean().optional(),
-    secretDetectionIgnoreValues: z.array(z.string().max(1024)).max(1000).optional(),
+    autoCapitalization: z
+      .boolean()
+      .optional()
+      .describe(
+        "The project's autoCapitalization setting at the service (secret keys upper-cased). Unset: keyward leaves the service's value (false on a new project).",
+      ),
+    secretSharing: z
+      .boolean()
+      .optional()
+      .describe(
+        "The project's secretSharing setting at the service (secrets may be shared from it). Unset: keyward leaves the service's value (true on a new project).",
+      ),
+    showSnapshotsLegacy: z
+      .boolean()
+      .optional()
+      .describe(
+        "The project's showSnapshotsLegacy setting at the service (the legacy snapshots view). Unset: keyward leaves the service's value (false on a new project).",
+      ),
+    secretDetectionIgnoreValues: z
+      .array(z.string().max(1024))
+      .max(1000)
+      .optional()
+      .describe(
+        "Values the service's secret detection ignores in this project (up to 1000, each up to 1024 characters), compared as a set. Unset: keyward leaves the service's list.",
+      ),
     pitVersionLimit: z.number().int().min(1).max(100).optional().describe("Point-in-time versions kept, 1 to 100."),
     creationPolicy: z
       .enum(["Create", "Adopt", "CreateOrAdopt"])
@@ -86,14 +107,25 @@ export type ProjectSpec = z.infer<typeof specSchema>;
 export const statusSchema = z.object({
   ...commonStatus,
   projectId: z.string().max(bounds.ID).optional().describe("The project's id at the service."),
-  slug: z.string().max(bounds.NAME).optional(),
-  name: z.string().max(bounds.NAME).optional(),
-  type: z.string().max(bounds.WORD).optional(),
-  orgId: z.string().max(bounds.ID).optional(),
-  version: z.number().optional(),
-  hasDeleteProtection: z.boolean().optional(),
+  slug: z.string().max(bounds.NAME).optional().describe("The project's slug at the service, as last read (the Slug column)."),
+  name: z.string().max(bounds.NAME).optional().describe("The project's display name at the service, as last read."),
+  type: z.string().max(bounds.WORD).optional().describe("The project's product type at the service (secret-manager, cert-manager, ...)."),
+  orgId: z.string().max(bounds.ID).optional().describe("The id of the organization the project belongs to at the service."),
+  version: z.number().optional().describe("The project's version number at the service, as last read."),
+  hasDeleteProtection: z
+    .boolean()
+    .optional()
+    .describe(
+      "Whether the project is delete-protected at the service; while true, keyward does not delete it (Ready=False DeleteProtected).",
+    ),
   environments: z
-    .array(z.object({ name: z.string().max(bounds.NAME), slug: z.string().max(bounds.NAME), id: z.string().max(bounds.ID) }))
+    .array(
+      z.object({
+        name: z.string().max(bounds.NAME).describe("The environment's display name."),
+        slug: z.string().max(bounds.NAME).describe("The environment's slug, which a SecretSync's spec.environment names."),
+        id: z.string().max(bounds.ID).describe("The environment's id at the service."),
+      }),
+    )
     .max(bounds.ENVIRONMENTS)
     .optional()
     .describe("The project's environments."),

@@ -169,13 +169,25 @@ export type ProjectMembershipSpec = z.infer<typeof specSchema>;
 
 export const statusRoleSchema = z.object({
   role: z.string().max(bounds.NAME).describe("As the service reports it: a built-in role, or custom for a custom role."),
-  customRoleSlug: z.string().max(bounds.NAME).optional(),
-  customRoleName: z.string().max(bounds.NAME).optional(),
-  isTemporary: z.boolean(),
-  temporaryMode: z.string().max(bounds.WORD).optional(),
-  temporaryRange: z.string().max(bounds.WORD).optional(),
-  temporaryAccessStartTime: z.string().max(bounds.TIME).optional(),
-  temporaryAccessEndTime: z.string().max(bounds.TIME).optional(),
+  customRoleSlug: z.string().max(bounds.NAME).optional().describe("For a custom role: its slug (what spec.roles[].role names)."),
+  customRoleName: z.string().max(bounds.NAME).optional().describe("For a custom role: its display name."),
+  isTemporary: z.boolean().describe("Whether the role is temporary (it ends at temporaryAccessEndTime)."),
+  temporaryMode: z.string().max(bounds.WORD).optional().describe("For a temporary role: how its range is measured (relative)."),
+  temporaryRange: z
+    .string()
+    .max(bounds.WORD)
+    .optional()
+    .describe('For a temporary role: how long it lasts, as the service reports it (e.g. "8h").'),
+  temporaryAccessStartTime: z
+    .string()
+    .max(bounds.TIME)
+    .optional()
+    .describe("For a temporary role: when its access started or starts (RFC 3339)."),
+  temporaryAccessEndTime: z
+    .string()
+    .max(bounds.TIME)
+    .optional()
+    .describe("For a temporary role: when its access ends (RFC 3339), as the service computes it."),
   expired: z.boolean().optional().describe("For a temporary role: its access has ended (as of the last reconcile)."),
 });
 export type StatusRole = z.infer<typeof statusRoleSchema>;
@@ -187,8 +199,8 @@ export const statusSchema = z.object({
   userId: z.string().max(bounds.ID).optional().describe("The user's id."),
   groupMembershipId: z.string().max(bounds.ID).optional().describe("The group membership's id."),
   groupId: z.string().max(bounds.ID).optional().describe("The group's id."),
-  groupSlug: z.string().max(bounds.NAME).optional(),
-  groupName: z.string().max(bounds.NAME).optional(),
+  groupSlug: z.string().max(bounds.NAME).optional().describe("For a group member: the group's slug (the Group column)."),
+  groupName: z.string().max(bounds.NAME).optional().describe("For a group member: the group's name."),
   roles: z.array(statusRoleSchema).max(bounds.STATUS_ROLES).optional().describe("The member's roles as the service reports them."),
   nextTemporaryAccessEndTime: z
     .string()

@@ -113,7 +113,14 @@ const cloudSyncOptions = z
       .optional()
       .describe("KMS key id the cloud secrets manager encrypts with (cloud-secrets-manager only)."),
     tags: z
-      .array(z.object({ key: z.string().max(bounds.TAG_KEY), value: z.string().max(bounds.TAG_VALUE) }).strict())
+      .array(
+        z
+          .object({
+            key: z.string().max(bounds.TAG_KEY).describe("The tag's key, at most 128 characters."),
+            value: z.string().max(bounds.TAG_VALUE).describe("The tag's value, at most 256 characters."),
+          })
+          .strict(),
+      )
       .max(bounds.TAGS)
       .optional()
       .describe("Tags set on the synced secrets (cloud-secrets-manager only)."),
@@ -129,24 +136,49 @@ const config = <T extends z.ZodRawShape>(schema: z.ZodObject<T>) => schema.stric
 // region at a destination system is at most bounds.NAME / bounds.ID characters.
 const destinationName = z.string().max(bounds.NAME);
 const destinationId = z.string().max(bounds.ID);
-const workflowEngineSpecConfig = workflowEngineConfigSchema.extend({ scope: destinationName, clusterUUID: destinationId });
-const dataPlatformSpecConfig = dataPlatformConfigSchema.extend({ scope: destinationName });
+// A field several destinations share (scope) is one node in the CRD, which keeps the first
+// variant's description: each says what the field is for every destination that has it.
+const scope = (schema: z.ZodType) =>
+  schema.describe(
+    "workflow-engine and data-platform: the scope at the destination the secrets are written into. code-host: organization (the only value the service takes), with org naming it.",
+  );
+const workflowEngineSpecConfig = workflowEngineConfigSchema.extend({
+  scope: scope(destinationName),
+  clusterUUID: destinationId.describe("workflow-engine: the id of the cluster at the destination the secrets are written to."),
+});
+const dataPlatformSpecConfig = dataPlatformConfigSchema.extend({ scope: scope(destinationName) });
 const monitoringSpecConfig = monitoringConfigSchema.extend({
-  accountId: destinationId,
-  accountName: destinationName,
-  groupId: destinationId,
-  groupName: destinationName,
+  accountId: destinationId.describe("monitoring: the id of the account at the destination."),
+  accountName: destinationName.describe("monitoring: the name of that account."),
+  groupId: destinationId.describe("monitoring: the id of the group in that account the secrets are written to."),
+  groupName: destinationName.describe("monitoring: the name of that group."),
 });
 const codeHostSpecConfig = codeHostConfigSchema.extend({
-  org: destinationName,
-  selectedRepositoryIds: z.array(z.number()).max(bounds.SELECTED_REPOSITORIES).optional(),
+  scope: scope(codeHostConfigSchema.shape.scope),
+  org: destinationName.describe("code-host: the organization the secrets are written to."),
+  visibility: codeHostConfigSchema.shape.visibility.describe(
+    "code-host: which of the organization's repositories may read the secrets: all (the only value the service takes).",
+  ),
+  selectedRepositoryIds: z
+    .array(z.number())
+    .max(bounds.SELECTED_REPOSITORIES)
+    .optional()
+    .describe("code-host: ids of the repositories selected, at most 10,000 (optional)."),
 });
-const cloudSecretsManagerSpecConfig = cloudSecretsManagerConfigSchema.extend({ region: destinationName });
-const appPlatformSpecConfig = appPlatformConfigSchema.extend({ appId: destinationId, appName: destinationName });
+const cloudSecretsManagerSpecConfig = cloudSecretsManagerConfigSchema.extend({
+  mappingBehavior: cloudSecretsManagerConfigSchema.shape.mappingBehavior.describe(
+    "cloud-secrets-manager: how secrets map to cloud secrets: one-to-one (one cloud secret per secret; the only value the service takes).",
+  ),
+  region: destinationName.describe("cloud-secrets-manager: the region of the cloud secrets manager, e.g. eu-west-1."),
+});
+const appPlatformSpecConfig = appPlatformConfigSchema.extend({
+  appId: destinationId.describe("app-platform: the id of the app the secrets are written to."),
+  appName: destinationName.describe("app-platform: the name of that app."),
+});
 const gitHostSpecConfig = gitHostConfigSchema.extend({
-  repositorySlug: destinationName,
-  environmentId: destinationId,
-  workspaceSlug: destinationName,
+  repositorySlug: destinationName.describe("git-host: the slug of the repository the secrets are written to."),
+  environmentId: destinationId.describe("git-host: the id of the deployment environment of that repository."),
+  workspaceSlug: destinationName.describe("git-host: the slug of the workspace that holds the repository."),
 });
 
 export const specSchema = z
@@ -220,37 +252,60 @@ const mirrored = (max: number) => z.string().max(max).nullable().optional();
 export const statusSchema = z.object({
   ...commonStatus,
   syncId: z.string().max(bounds.ID).optional().describe("The sync's id at the service."),
-  name: z.string().max(bounds.NAME).optional(),
-  destination: z.string().max(bounds.WORD).optional(),
-  projectId: z.string().max(bounds.ID).optional(),
-  connectionId: z.string().max(bounds.ID).optional(),
-  description: mirrored(bounds.DESCRIPTION),
-  isAutoSyncEnabled: z.boolean().optional(),
-  version: z.number().nullable().optional(),
+  name: z.string().max(bounds.NAME).optional().describe("The sync's name at the service, as last read."),
+  destination: z.string().max(bounds.WORD).optional().describe("The sync's destination at the service, as last read."),
+  projectId: z.string().max(bounds.ID).optional().describe("The id of the project the sync belongs to."),
+  connectionId: z.string().max(bounds.ID).optional().describe("The id of the app connection the sync writes through, as last read."),
+  description: mirrored(bounds.DESCRIPTION).describe("The sync's description at the service, as last read."),
+  isAutoSyncEnabled: z
+    .boolean()
+    .optional()
+    .describe(
+      "Whether the service syncs on every change of the secrets, as last read (deletionPolicy RemoveSecrets turns it off before removing).",
+    ),
+  version: z.number().nullable().optional().describe("The sync's version number at the service, as last read."),
   syncStatus: mirrored(bounds.WORD).describe("Status of the last sync job: pending, running, succeeded or failed."),
-  importStatus: mirrored(bounds.WORD),
-  removeStatus: mirrored(bounds.WORD),
-  lastSyncJobId: mirrored(bounds.ID),
-  lastImportJobId: mirrored(bounds.ID),
-  lastRemoveJobId: mirrored(bounds.ID),
+  importStatus: mirrored(bounds.WORD).describe(
+    "Status of the last import job (an initialSyncBehavior that imports from the destination): pending, running, succeeded or failed.",
+  ),
+  removeStatus: mirrored(bounds.WORD).describe(
+    "Status of the last remove-secrets job (the keyward.dev/remove-secrets-requested-at annotation, or deletionPolicy RemoveSecrets): pending, running, succeeded or failed.",
+  ),
+  lastSyncJobId: mirrored(bounds.ID).describe("The id of the last sync job at the service."),
+  lastImportJobId: mirrored(bounds.ID).describe("The id of the last import job at the service."),
+  lastRemoveJobId: mirrored(bounds.ID).describe("The id of the last remove-secrets job at the service."),
   lastSyncMessage: mirrored(bounds.MESSAGE).describe("The service's message about the last sync job (set when it failed)."),
-  lastImportMessage: mirrored(bounds.MESSAGE),
-  lastRemoveMessage: mirrored(bounds.MESSAGE),
-  lastSyncedAt: mirrored(bounds.TIME),
-  lastImportedAt: mirrored(bounds.TIME),
-  lastRemovedAt: mirrored(bounds.TIME),
+  lastImportMessage: mirrored(bounds.MESSAGE).describe("The service's message about the last import job (set when it failed)."),
+  lastRemoveMessage: mirrored(bounds.MESSAGE).describe("The service's message about the last remove-secrets job (set when it failed)."),
+  lastSyncedAt: mirrored(bounds.TIME).describe("When the last sync job ran (RFC 3339; the Last-Synced column)."),
+  lastImportedAt: mirrored(bounds.TIME).describe("When the last import job ran (RFC 3339)."),
+  lastRemovedAt: mirrored(bounds.TIME).describe("When the last remove-secrets job ran (RFC 3339)."),
   connection: z
-    .object({ app: z.string().max(bounds.WORD), name: z.string().max(bounds.NAME), id: z.string().max(bounds.ID) })
+    .object({
+      app: z.string().max(bounds.WORD).describe("The connection's kind, which fits the destination."),
+      name: z.string().max(bounds.NAME).describe("The connection's name."),
+      id: z.string().max(bounds.ID).describe("The connection's id (spec.connectionId)."),
+    })
     .nullable()
-    .optional(),
+    .optional()
+    .describe("The app connection the sync writes through, as the service reports it."),
   environment: z
-    .object({ slug: z.string().max(bounds.NAME), name: z.string().max(bounds.NAME), id: z.string().max(bounds.ID) })
+    .object({
+      slug: z.string().max(bounds.NAME).describe("The environment's slug (spec.environment)."),
+      name: z.string().max(bounds.NAME).describe("The environment's display name."),
+      id: z.string().max(bounds.ID).describe("The environment's id at the service."),
+    })
     .nullable()
-    .optional(),
+    .optional()
+    .describe("The project environment the sync reads from, as the service reports it."),
   folder: z
-    .object({ id: z.string().max(bounds.ID), path: z.string().max(bounds.PATH) })
+    .object({
+      id: z.string().max(bounds.ID).describe("The folder's id at the service."),
+      path: z.string().max(bounds.PATH).describe("The folder's path in the environment (spec.secretPath)."),
+    })
     .nullable()
-    .optional(),
+    .optional()
+    .describe("The folder the sync reads from, as the service reports it."),
   lastHandledSyncRequest: z
     .string()
     .max(bounds.ANNOTATION_VALUE)
@@ -263,12 +318,20 @@ export const statusSchema = z.object({
     .describe("The last value of the keyward.dev/remove-secrets-requested-at annotation handled (one remove-secrets call)."),
   pendingRequest: z
     .object({
-      action: z.enum(requestActions),
-      value: z.string().max(bounds.ANNOTATION_VALUE),
-      markedAt: z.string().max(bounds.TIME),
-      lastJobId: z.string().max(bounds.ID).optional(),
-      lastJobAt: z.string().max(bounds.TIME).optional(),
-      lastJobStatus: z.string().max(bounds.WORD).optional(),
+      action: z.enum(requestActions).describe("sync (keyward.dev/sync-requested-at) or remove (keyward.dev/remove-secrets-requested-at)."),
+      value: z.string().max(bounds.ANNOTATION_VALUE).describe("The annotation's value being handled."),
+      markedAt: z.string().max(bounds.TIME).describe("When keyward wrote the mark, just before the call (RFC 3339)."),
+      lastJobId: z
+        .string()
+        .max(bounds.ID)
+        .optional()
+        .describe("The id of the action's last job before the call: a new one means the call landed."),
+      lastJobAt: z
+        .string()
+        .max(bounds.TIME)
+        .optional()
+        .describe("The time of the action's last job before the call: a later one means the call landed."),
+      lastJobStatus: z.string().max(bounds.WORD).optional().describe("The status of the action's last job before the call."),
     })
     .nullable()
     .optional()
@@ -277,12 +340,16 @@ export const statusSchema = z.object({
     ),
   deletionRemoval: z
     .object({
-      attempts: z.number().int(),
-      markedAt: z.string().max(bounds.TIME),
-      lastJobId: z.string().max(bounds.ID).optional(),
-      lastJobAt: z.string().max(bounds.TIME).optional(),
-      lastJobStatus: z.string().max(bounds.WORD).optional(),
-      retryAt: z.string().max(bounds.TIME).optional(),
+      attempts: z.number().int().describe("How many remove-secrets calls keyward has made for this deletion."),
+      markedAt: z.string().max(bounds.TIME).describe("When keyward made the latest call (RFC 3339)."),
+      lastJobId: z.string().max(bounds.ID).optional().describe("The id of the last remove-secrets job before that call."),
+      lastJobAt: z.string().max(bounds.TIME).optional().describe("The time of the last remove-secrets job before that call."),
+      lastJobStatus: z.string().max(bounds.WORD).optional().describe("The status of the last remove-secrets job before that call."),
+      retryAt: z
+        .string()
+        .max(bounds.TIME)
+        .optional()
+        .describe("After a failed removal: when keyward calls again (RFC 3339; backoff from 5 s up to 5 minutes)."),
     })
     .nullable()
     .optional()
