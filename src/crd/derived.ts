@@ -1,11 +1,12 @@
 // Files derived from the kind registry besides the CRDs (`npm run generate` writes them, a test
 // fails when one is stale): the kubectl plugin's constants, the reason tables of the Argo CD health
-// check, and docs/kinds.md. Each generated part sits between marker lines in a file that is
+// check, docs/kinds.md and docs/reference/api.md. Each generated part sits between marker lines in a file that is
 // otherwise written by hand, or is a whole generated file.
 import type { ReasonInfo } from "../engine/kind.ts";
 import type { Kind } from "../resources/kind.ts";
 import { ANNOTATION_EXTERNAL_ID, CREATE_GUARD_ANNOTATIONS } from "../engine/managed.ts";
 import { DRAIN_LABEL, SHARD_LABEL } from "../engine/shard-plan.ts";
+import { apiReference, apiReferenceFile } from "./reference.ts";
 
 export const pluginFile = "bin/kubectl-keyward.cjs";
 export const healthFile = "argocd/health.lua";
@@ -204,5 +205,6 @@ export function derivedFiles(kinds: readonly Kind[], registry: Registry, paused:
     { path: pluginFile, render: (cur) => replaceGenerated(need(pluginFile, cur), "//", pluginConstants(kinds, paused)) },
     { path: healthFile, render: (cur) => replaceGenerated(need(healthFile, cur), "--", healthTables(registry)) },
     { path: kindsDocFile, render: () => kindsDoc(kinds, registry) },
+    { path: apiReferenceFile, render: () => apiReference(kinds) },
   ];
 }

@@ -42,6 +42,7 @@ import {
   managementPolicy,
   providerConfigRef,
   readyColumns,
+  pausedKey,
 } from "./common.ts";
 import type { Kind } from "./kind.ts";
 import { connectVia, type ProviderResolver } from "./provider/resolver.ts";
@@ -684,6 +685,23 @@ export const kind: Kind = {
   },
   refers: { providerConfig: true },
   serviceIdFields: ["tokenId"],
+  metadata: [
+    pausedKey,
+    {
+      key: LABEL_OWNER_KIND,
+      what: "label",
+      on: "the token Secret",
+      by: "keyward",
+      doc: "AccessToken: keyward watches only the Secrets it writes (with app.kubernetes.io/managed-by: keyward and an owner reference to the AccessToken).",
+    },
+    {
+      key: ANNOTATION_DATA_HASH,
+      what: "annotation",
+      on: "the token Secret",
+      by: "keyward",
+      doc: "A hash of the data keyward wrote, never the token: a Secret whose data no longer matches it was edited, and keyward writes it again.",
+    },
+  ],
   controller: (d) => ({
     reconcile: d.managed(accessTokenModule({ providers: d.providers, metrics: d.metrics, namespaces: d.accessTokenNamespaces })),
     watches: [secretWatch],

@@ -32,6 +32,7 @@ import {
   projectRef,
   providerConfigRef,
   readyColumns,
+  pausedKey,
 } from "./common.ts";
 import { createSharedListing, DEFAULT_LISTING_TTL_MS, isSteady, listingScope, type SharedListing } from "./listing.ts";
 import { connectVia, type ProviderResolver } from "./provider/resolver.ts";
@@ -317,6 +318,7 @@ export const kind: Kind = {
   },
   refers: { providerConfig: true, project: true },
   serviceIdFields: ["profileId"],
+  metadata: [pausedKey],
   controller: (d) => ({
     reconcile: d.managed(certificateProfileModule({ providers: d.providers, metrics: d.metrics, listingTtlMs: d.listingTtlMs })),
   }),

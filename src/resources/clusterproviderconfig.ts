@@ -22,7 +22,7 @@ import { getObject, readCached } from "../kube/objects.ts";
 import type { SecondaryWatch } from "../engine/controller.ts";
 import { ReconcileError } from "../engine/managed.ts";
 import { done, requeueAfter, type KubeObject, type ReconcileFn } from "../engine/types.ts";
-import { CREDENTIALS_SELECTOR } from "./provider/credentials.ts";
+import { CREDENTIALS_SELECTOR, credentialsSecretKeys } from "./provider/credentials.ts";
 import {
   bounds,
   boundedRecord,
@@ -287,5 +287,6 @@ export const kind: Kind = {
     NotAllowed: { means: "failed", doc: "The ClusterProviderConfig does not allow the resource's namespace." },
   },
   refers: {},
+  metadata: credentialsSecretKeys("in keyward's credentials namespace"),
   controller: (d) => (d.cluster ? { reconcile: d.cluster.reconcile } : undefined),
 };

@@ -7,6 +7,7 @@ import { keyOf, keyString } from "../kube/keys.ts";
 import type { SecondaryWatch } from "../engine/controller.ts";
 import { kubeJson } from "../kube/rest.ts";
 import { ageColumn, conditionColumn } from "../engine/kind.ts";
+import { ANNOTATION_PAUSED, FINALIZER } from "../engine/managed.ts";
 
 // The size of every string, list and map of every CRD (spec and status). The apiserver stores an
 // object of up to ~1.5 MiB and costs CEL rules by these bounds, and keyward parses specs with
@@ -110,7 +111,7 @@ export const condition = z.object({
     .string()
     .max(316)
     .describe(
-      "The condition's type: Ready (keyward's work is done and the object is usable) or Synced (the last reconcile reached the service).",
+      "The condition's type: Ready (the object is usable: keyward's work for it is done) or, on the kinds that write to the service, Synced (the last reconcile reached the service and left it as the spec says).",
     ),
   status: z.enum(["True", "False", "Unknown"]).describe("True, False or Unknown."),
   reason: z
@@ -137,8 +138,20 @@ export const condition = z.object({
 });
 
 export const commonStatus = {
-  observedGeneration: z.number().int().optional().describe("The generation of the spec the status describes."),
-  conditions: z.array(condition).max(bounds.CONDITIONS).optional().describe("Ready and Synced, in the metav1.Condition shape."),
+  observedGeneration: z
+    .number()
+    .int()
+    .optional()
+    .describe(
+      "The metadata.generation of the spec this status describes; below metadata.generation, keyward has not reconciled the latest spec yet.",
+    ),
+  conditions: z
+    .array(condition)
+    .max(bounds.CONDITIONS)
+    .optional()
+    .describe(
+      "Ready (every kind) and Synced (the kinds that write to the service), in the metav1.Condition shape; `kubectl wait --for=condition=Ready` waits on the first.",
+    ),
 };
 
 /**
@@ -158,6 +171,39 @@ export function kindRef(kind: string, plural: string): KindRef {
 }
 
 export const readyColumns = [conditionColumn("Ready"), conditionColumn("Synced")];
+
+/**
+ * A label, annotation or finalizer keyward reads or writes beyond those the registry already
+ * says (the external-id and create-guard annotations of a kind with `externalId`, the action
+ * annotations of `actions`): docs/reference/api.md lists them per kind.
+ */
+export interface MetadataKey {
+  key: string;
+  what: "annotation" | "label" | "finalizer";
+  /** The object it sits on when not the kind's own (e.g. "the token Secret"). */
+  on?: string;
+  /** Who sets it: a person (keyward reads it) or keyward. */
+  by: "user" | "keyward";
+  doc: string;
+}
+
+/** The pause annotation every kind reconciled by the engine honours. */
+export const pausedKey: MetadataKey = {
+  key: ANNOTATION_PAUSED,
+  what: "annotation",
+  by: "user",
+  doc: '"true" stops reconciling (a deletion too): keyward calls nothing and reports Synced=False ReconcilePaused. Remove it to resume.',
+};
+
+/** The finalizer of a kind whose deletion must reach the service, added while `when`. */
+export function finalizerKey(when: string): MetadataKey {
+  return {
+    key: FINALIZER,
+    what: "finalizer",
+    by: "keyward",
+    doc: `Added while ${when}, so that deleting the resource reaches the service first; removed once it has (or when the policy changes).`,
+  };
+}
 export { ageColumn };
 
 /** spec.managementPolicy ObserveOnly: read and report, never write. */

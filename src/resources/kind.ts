@@ -9,6 +9,9 @@ import type { ManagedModule } from "../engine/managed.ts";
 import type { Metrics } from "../engine/metrics.ts";
 import type { KubeObject, ReconcileFn } from "../engine/types.ts";
 import type { ProviderResolver } from "./provider/resolver.ts";
+import type { MetadataKey } from "./common.ts";
+
+export type { MetadataKey } from "./common.ts";
 
 export interface KindDeps {
   kube: Kube;
@@ -66,4 +69,6 @@ export interface Kind extends KindDescriptor<KindDeps> {
   externalId?: string;
   /** Actions requested by annotation, by the plugin's verb. */
   actions?: Readonly<Record<string, ActionDescriptor>>;
+  /** The other labels, annotations and finalizers keyward reads or writes for this kind. */
+  metadata?: readonly MetadataKey[];
 }

@@ -30,6 +30,8 @@ import {
   referrersWatch,
   sameStrings,
   someNames,
+  finalizerKey,
+  pausedKey,
 } from "./common.ts";
 import { createSharedListing, DEFAULT_LISTING_TTL_MS, isSteady, listingScope, type SharedListing } from "./listing.ts";
 import { connectVia, type ProviderResolver } from "./provider/resolver.ts";
@@ -416,6 +418,7 @@ export const kind: Kind = {
   refers: { providerConfig: true },
   serviceIdFields: ["projectId"],
   externalId: "projectId",
+  metadata: [pausedKey, finalizerKey("deletionPolicy is Delete")],
   controller: (d) => ({
     reconcile: d.managed(projectModule({ providers: d.providers, listingTtlMs: d.listingTtlMs, dependentKinds: d.projectDependents })),
     watches: d.projectDependents.map(dependentGoneWatch),

@@ -36,6 +36,8 @@ import {
   projectRef,
   providerConfigRef,
   readyColumns,
+  finalizerKey,
+  pausedKey,
 } from "./common.ts";
 import { createSharedListing, DEFAULT_LISTING_TTL_MS, isSteady, listingScope, type SharedListing } from "./listing.ts";
 import { connectVia, type ProviderResolver } from "./provider/resolver.ts";
@@ -611,6 +613,7 @@ export const kind: Kind = {
   },
   refers: { providerConfig: true, project: true },
   serviceIdFields: ["membershipId", "groupMembershipId"],
+  metadata: [pausedKey, finalizerKey("deletionPolicy is Revoke")],
   controller: (d) => ({
     reconcile: d.managed(projectMembershipModule({ providers: d.providers, listingTtlMs: d.listingTtlMs }), () => d.cached(ref)),
   }),

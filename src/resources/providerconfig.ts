@@ -26,8 +26,8 @@ import {
 } from "./common.ts";
 import { connectionFields, providerConfigColumns, secretKeySelector, tokenAuthSchema, tokenStatusFields } from "./provider/crd-fields.ts";
 import { checkConnection } from "./provider/connection-check.ts";
-import { hold, release, tokenSecretName } from "./provider/in-use.ts";
-import { CREDENTIALS_SELECTOR } from "./provider/credentials.ts";
+import { hold, IN_USE_FINALIZER, PROVIDER_CONFIG_LABEL, release, tokenSecretName } from "./provider/in-use.ts";
+import { CREDENTIALS_SELECTOR, credentialsSecretKeys } from "./provider/credentials.ts";
 import { createConnector, type Connector, type SecretReader } from "./provider/connector.ts";
 import { dispatchByKind, type ClusterConnect, type ProviderResolver } from "./provider/resolver.ts";
 import type { Kind } from "./kind.ts";
@@ -191,6 +191,22 @@ export const kind: Kind = {
     InUse: { means: "retrying", doc: "Being deleted: waits until no resource names it (the message names them)." },
   },
   refers: {},
+  metadata: [
+    ...credentialsSecretKeys("in the ProviderConfig's namespace"),
+    {
+      key: IN_USE_FINALIZER,
+      what: "finalizer",
+      by: "keyward",
+      doc: "On the ProviderConfig, and on its token Secret (status.heldSecret), while it exists. Once the ProviderConfig is being deleted (a namespace deletion deletes everything at once), both stay until no resource of its namespace names it (Ready=False InUse), so those resources' own deletions can still reach the service.",
+    },
+    {
+      key: PROVIDER_CONFIG_LABEL,
+      what: "label",
+      on: "the token Secret",
+      by: "keyward",
+      doc: "Written by earlier versions; keyward only removes it.",
+    },
+  ],
   controller: (d) => ({
     reconcile: providerConfigReconciler({
       kube: d.kube,

@@ -138,7 +138,7 @@ const destinationName = z.string().max(bounds.NAME);
 const destinationId = z.string().max(bounds.ID);
 // A field several destinations share (scope) is one node in the CRD, which keeps the first
 // variant's description: each says what the field is for every destination that has it.
-const scope = (schema: z.ZodType) =>
+const scope = <T extends z.ZodType>(schema: T): T =>
   schema.describe(
     "workflow-engine and data-platform: the scope at the destination the secrets are written into. code-host: organization (the only value the service takes), with org naming it.",
   );

@@ -59,7 +59,7 @@ import {
 } from "../engine/managed.ts";
 import type { KubeObject, ObjectKey, ObjectMeta } from "../engine/types.ts";
 import { keyString } from "../kube/keys.ts";
-import { bounds, isObserveOnly, notFoundAsUndefined } from "./common.ts";
+import { bounds, finalizerKey, isObserveOnly, notFoundAsUndefined, pausedKey } from "./common.ts";
 import { connectVia, type ProviderResolver } from "./provider/resolver.ts";
 import { resolveProjectId } from "./refs.ts";
 import { crdSource, ref, specSchema, type RequestAction, type SecretSyncSpec, type SecretSyncStatus } from "./secretsync-schema.ts";
@@ -745,5 +745,15 @@ export const kind: Kind = {
   serviceIdFields: ["syncId"],
   externalId: "syncId",
   actions: { sync: pluginAction("sync", "sync"), "remove-secrets": pluginAction("remove", "remove") },
+  metadata: [
+    pausedKey,
+    finalizerKey("deletionPolicy is RemoveSecrets or Delete"),
+    {
+      key: ANNOTATION_PENDING_ACTION,
+      what: "annotation",
+      by: "keyward",
+      doc: "While an action call is in flight: a copy of status.pendingRequest, so that an object restored from a backup taken meanwhile decides, as after a crash, whether the call landed.",
+    },
+  ],
   controller: (d) => ({ reconcile: d.managed(secretSyncModule({ providers: d.providers, metrics: d.metrics })) }),
 };

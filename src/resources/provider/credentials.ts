@@ -18,6 +18,7 @@ import type { KubeObject } from "../../engine/types.ts";
 import { ReconcileError } from "../../engine/managed.ts";
 import { keyString } from "../../kube/keys.ts";
 import { baseUrlAllowed, parseBaseUrlList } from "../../lib/baseurl.ts";
+import type { MetadataKey } from "../common.ts";
 
 /** The label, set by someone who may write the Secret, that lets keyward use it as credentials. */
 export const CREDENTIALS_LABEL = "keyward.dev/credentials";
@@ -27,6 +28,26 @@ export const CREDENTIALS_SELECTOR = `${CREDENTIALS_LABEL}=true`;
 export const ALLOWED_BASE_URLS_ANNOTATION = "keyward.dev/allowed-base-urls";
 /** The admin's list `*` (alone): every base URL, whatever a Secret's annotation is missing. */
 export const ALLOW_EVERY_BASE_URL = "*";
+
+/** The keys a person sets on a credentials Secret (held in `where`) for keyward to use it. */
+export function credentialsSecretKeys(where: string): MetadataKey[] {
+  return [
+    {
+      key: CREDENTIALS_LABEL,
+      what: "label",
+      on: `the credentials Secret (${where})`,
+      by: "user",
+      doc: '"true" lets keyward read the Secret; keyward caches and uses only Secrets marked so (else CredentialsNotMarked).',
+    },
+    {
+      key: ALLOWED_BASE_URLS_ANNOTATION,
+      what: "annotation",
+      on: `the credentials Secret (${where})`,
+      by: "user",
+      doc: "Comma-separated http(s) URLs the Secret's token may be sent to: baseUrl must lie at or below one of them (else BaseUrlNotAllowed). Without it, the token goes only where the chart's allowedBaseUrls allows.",
+    },
+  ];
+}
 
 export function isMarkedCredentials(secret: KubeObject): boolean {
   return secret.metadata.labels?.[CREDENTIALS_LABEL] === "true";
