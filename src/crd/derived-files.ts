@@ -1,10 +1,12 @@
-// Reading and writing the files derived from the registry (src/crd/derived.ts renders them).
+// Reading and writing the files derived from the registry (src/crd/derived.ts renders them), and the
+// chart's values reference (src/crd/values-reference.ts, from values.schema.json and values.yaml).
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { format, resolveConfig } from "prettier";
 import { ANNOTATION_PAUSED } from "../engine/managed.ts";
 import { kinds, reasonRegistry } from "../resources/registry.ts";
-import { derivedFiles } from "./derived.ts";
+import { derivedFiles, type DerivedFile } from "./derived.ts";
+import { valuesFile, valuesReference, valuesReferenceFile, valuesSchemaFile } from "./values-reference.ts";
 
 export interface DerivedFileProblem {
   path: string;
@@ -25,9 +27,15 @@ async function formatted(path: string, text: string): Promise<string> {
   return format(text, { ...(await resolveConfig(path)), filepath: path });
 }
 
+/** Files derived from other files of the repository rather than the registry: the chart's values reference. */
+function fromRepoFiles(root: string): DerivedFile[] {
+  const read = (path: string): string => readFileSync(join(root, path), "utf8");
+  return [{ path: valuesReferenceFile, render: () => valuesReference(read(valuesSchemaFile), read(valuesFile)) }];
+}
+
 async function renderAll(root: string): Promise<{ path: string; current: string | undefined; next: string }[]> {
   return Promise.all(
-    derivedFiles(kinds, reasonRegistry(), ANNOTATION_PAUSED).map(async (f) => {
+    [...derivedFiles(kinds, reasonRegistry(), ANNOTATION_PAUSED), ...fromRepoFiles(root)].map(async (f) => {
       const path = join(root, f.path);
       const current = readIfThere(path);
       return { path: f.path, current, next: await formatted(path, f.render(current)) };

@@ -18,7 +18,6 @@ export function mdText(text: string): string {
     .replaceAll(">", "&gt;")
     .replaceAll("|", "\\|")
     .replaceAll("{{", "{&#8203;{")
-    .replaceAll("}}", "}&#8203;}")
     .replaceAll("\n", " ");
 }
 

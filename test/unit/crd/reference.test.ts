@@ -59,7 +59,7 @@ describe("docs/reference/api.md", () => {
 
 describe("mdText and mdCode", () => {
   it("escape what markdown tables, HTML and Vue would read", () => {
-    expect(mdText("a | b <c> {{ x }}")).toBe("a \\| b &lt;c&gt; {&#8203;{ x }&#8203;}");
+    expect(mdText("a | b <c> {{ x }}")).toBe("a \\| b &lt;c&gt; {&#8203;{ x }}");
     expect(mdCode("(a|b)")).toBe("`(a\\|b)`");
     expect(mdCode("APP_{{secretKey}}<x>")).toBe("<code v-pre>APP_{{secretKey}}&lt;x&gt;</code>");
   });
