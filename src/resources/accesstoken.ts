@@ -87,8 +87,15 @@ const keyOr = (field: keyof SecretKeys): string => `(has(self.${field}) ? self.$
 export const specSchema = z
   .object({
     providerConfigRef: providerConfigRef.optional(),
-    identityId: z.guid().describe("The machine identity the token is issued for."),
-    name: z.string().min(1).max(256).optional().describe("Name given to each token at the service."),
+    identityId: z.guid().describe("The machine identity the token is issued for; changing it issues a new token (SpecChanged)."),
+    name: z
+      .string()
+      .min(1)
+      .max(256)
+      .optional()
+      .describe(
+        "Name given to each token at the service; changing it issues a new token (SpecChanged). Unset: the token is created without a name.",
+      ),
     secretName: z
       .string()
       .min(1)
@@ -134,10 +141,19 @@ export const statusSchema = z.object({
     .max(bounds.TIME)
     .optional()
     .describe("When the current token expires (RFC 3339); absent for a token without expiry."),
-  renewAt: z.string().max(bounds.TIME).optional().describe("When keyward issues the next token."),
-  lastIssuedAt: z.string().max(bounds.TIME).optional().describe("When the current token was issued."),
-  lastIssueReason: z.enum(issueReasons).optional().describe("Why the current token was issued."),
-  renewals: z.number().int().optional().describe("Tokens issued after the first one."),
+  renewAt: z
+    .string()
+    .max(bounds.TIME)
+    .optional()
+    .describe("When keyward issues the next token (RFC 3339): renewBefore ahead of expiresAt."),
+  lastIssuedAt: z.string().max(bounds.TIME).optional().describe("When the current token was issued (RFC 3339)."),
+  lastIssueReason: z
+    .enum(issueReasons)
+    .optional()
+    .describe(
+      "Why the current token was issued: Initial (the first), SecretMissing (the Secret was gone), SecretEdited (its data was changed), SpecChanged (identityId or name changed), RenewalDue (renewAt passed), Unrecorded (the Secret held a token this resource had not recorded, e.g. after a restore).",
+    ),
+  renewals: z.number().int().optional().describe("How many tokens keyward issued after the first one (renewals and re-issues)."),
   secretDataHash: z
     .string()
     .max(bounds.HASH)

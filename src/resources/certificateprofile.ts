@@ -74,7 +74,11 @@ export const statusSchema = z.object({
   projectId: z.string().max(bounds.ID).optional().describe("The id of the project the profile belongs to."),
   slug: z.string().max(bounds.NAME).optional().describe("The profile's slug at the service (the Slug column)."),
   description: z.string().max(bounds.DESCRIPTION).optional().describe("The profile's description at the service."),
-  enrollmentType: z.string().max(bounds.WORD).optional().describe("api, est or acme."),
+  enrollmentType: z
+    .string()
+    .max(bounds.WORD)
+    .optional()
+    .describe("How certificates are enrolled under the profile: api, est or acme (the Enrollment column)."),
   caId: z.string().max(bounds.ID).optional().describe("The id of the certificate authority that issues the profile's certificates."),
   certificateTemplateId: z.string().max(bounds.ID).optional().describe("The id of the certificate template the profile uses."),
   estConfigId: z.string().max(bounds.ID).optional().describe("The id of the profile's EST enrollment settings (enrollmentType est)."),

@@ -55,14 +55,28 @@ export const specSchema = z
       .describe(
         "Slug of the project (5 to 36 lowercase letters, digits and hyphens); changing it renames the project. Default: derived from metadata.name.",
       ),
-    description: z.string().max(256).optional().describe("Description of the project."),
+    description: z
+      .string()
+      .max(256)
+      .optional()
+      .describe("Description of the project; keyward updates it at the service when it changes. Unset: left as the service has it."),
     type: z
       .enum(projectTypes)
       .optional()
       .describe("Product type, fixed at creation. Default: secret-manager.")
       .meta({ "x-kubernetes-validations": [{ rule: "self == oldSelf", message: "type is immutable" }] }),
-    template: z.string().min(1).max(64).optional().describe("Project template used at creation. Default: default."),
-    kmsKeyId: z.string().min(1).max(256).optional().describe("KMS key used at creation."),
+    template: z
+      .string()
+      .min(1)
+      .max(64)
+      .optional()
+      .describe("Project template used at creation; a later change has no effect. Default: default."),
+    kmsKeyId: z
+      .string()
+      .min(1)
+      .max(256)
+      .optional()
+      .describe("KMS key the project is created with; a later change has no effect. Unset: none is sent."),
     shouldCreateDefaultEnvs: z.boolean().optional().describe("Create the default environments at creation. Default: true."),
     hasDeleteProtection: z.boolean().optional().describe("Delete protection: a protected project is never deleted."),
     autoCapitalization: z

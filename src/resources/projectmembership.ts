@@ -140,7 +140,8 @@ export const specSchema = z
       .max(256)
       .optional()
       .meta({
-        description: "A user, by username. Immutable.",
+        description:
+          "A user, by username; the user must already be a member of the project (keyward sets roles, it cannot add members: MemberNotFound). Immutable.",
         ...immutable("username is immutable: create another ProjectMembership for another user"),
       }),
     group: groupSchema.optional(),

@@ -42,7 +42,15 @@ export const connectionFields = {
     .url({ protocol: /^https?$/ })
     .max(2048)
     .describe("Base URL of the service, e.g. https://secrets.example.com (paths /api/... are appended)."),
-  timeoutSeconds: z.number().int().min(1).max(300).optional().describe("Timeout of one request. Default: 10."),
+  timeoutSeconds: z
+    .number()
+    .int()
+    .min(1)
+    .max(300)
+    .optional()
+    .describe(
+      "Timeout of one request to the service, in seconds; the chart's maxRequestTimeoutSeconds (30 by default) caps it, and the Ready message says so. Default: 10.",
+    ),
   rateLimit: z
     .object({
       requestsPerSecond: z.number().min(0.01).max(10000).describe("Sustained request rate to this base URL."),
