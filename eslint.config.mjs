@@ -4,7 +4,7 @@ import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["dist/", "node_modules/", "charts/", "crds/", "config/", "coverage/"] },
+  { ignores: ["dist/", "node_modules/", "charts/", "crds/", "config/", "coverage/", "docs/.vitepress/dist/", "docs/.vitepress/cache/"] },
   js.configs.recommended,
   ...tseslint.configs.strictTypeChecked,
   {
