@@ -63,6 +63,15 @@ describe("the chart", () => {
     expect(result.output).toContain("additional properties 'replica' not allowed");
   });
 
+  it("fails at helm lint --strict on a value the values schema refuses", async () => {
+    const values = join(work, "schema.yaml");
+    await writeFile(values, 'replicas: "three"\n');
+    const result = await lintValueSet({ name: "schema", file: values }, tools);
+    expect(result.ok).toBe(false);
+    expect(result.output).toMatch(/^helm lint --strict:/);
+    expect(result.output).toContain("replicas");
+  });
+
   it("fails on a value the values schema lets through but Kubernetes refuses (a misspelt toleration field)", async () => {
     const values = join(work, "typo.yaml");
     await writeFile(values, "tolerations:\n  - key: dedicated\n    operatr: Exists\n");
