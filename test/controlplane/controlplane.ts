@@ -340,8 +340,11 @@ async function startControllerManager(launch: Launch, pki: Pki): Promise<void> {
     `--cert-dir=${join(launch.dir, "pki", "controller-manager")}`,
     "--leader-elect=false",
     "--use-service-account-credentials=false",
-    // The controllers that need no nodes and matter to an operator's tests.
-    "--controllers=garbagecollector,namespace,serviceaccount,clusterrole-aggregation",
+    // The controllers that need no nodes and matter to an operator's tests. serviceaccount-token
+    // fills kubernetes.io/service-account-token Secrets (the chart's scraper token) with a token
+    // signed by the apiserver's service-account key.
+    "--controllers=garbagecollector,namespace,serviceaccount,serviceaccount-token,clusterrole-aggregation",
+    `--service-account-private-key-file=${join(pki.dir, "sa.key")}`,
   ]);
   await waitReady(kcm, "kube-controller-manager /healthz", async () => {
     const res = await httpsGet(`https://127.0.0.1:${launch.ports.controllerManager}/healthz`, { caPem: undefined });

@@ -147,6 +147,60 @@ describe("/metrics reviewed by the apiserver", () => {
   });
 });
 
+describe("the chart's ServiceMonitor credentials", () => {
+  let endpoint: { url: string; close: () => Promise<void> };
+  beforeAll(async () => {
+    endpoint = await serve(createMetricsAuthorizer({ access: createKube(tokenKubeConfig(keywardToken)).access }));
+  });
+  afterAll(() => endpoint.close());
+
+  it("a token from the scraper Secret the ServiceMonitor names is accepted by /metrics", async () => {
+    // The release's scraper identity, as the chart renders it with serviceMonitor.enabled: a
+    // ServiceAccount, its kubernetes.io/service-account-token Secret, the binding to metrics-reader
+    // (applied above). Applied in the chart's order: the ServiceAccount before its Secret.
+    const docs = parseYamlDocuments(
+      await renderChart({
+        release,
+        namespace: ns.name,
+        setJson: { rbac: { aggregateToDefaultRoles: false }, serviceMonitor: { enabled: true } },
+      }),
+    );
+    const monitor = docs.find((d) => d.kind === "ServiceMonitor") as unknown as {
+      spec: { endpoints: { authorization: { type: string; credentials: { name: string; key: string } } }[] };
+    };
+    const credentials = monitor.spec.endpoints[0]?.authorization.credentials;
+    expect(credentials).toEqual({ name: `${release}-keyward-scraper-token`, key: "token" });
+    const scraper = docs.filter((d) => d.metadata.name.includes("-scraper"));
+    expect(scraper.map((d) => `${d.kind}/${d.metadata.name}`)).toEqual([
+      `ServiceAccount/${release}-keyward-scraper`,
+      `Secret/${release}-keyward-scraper-token`,
+      `ClusterRoleBinding/${release}-keyward-metrics-scraper`,
+    ]);
+    clusterScoped.push(`clusterrolebinding/${release}-keyward-metrics-scraper`);
+    const applied = await kubectl(["apply", "-f", "-"], { input: scraper.map((d) => JSON.stringify(d)).join("\n---\n") });
+    expect(applied.code, applied.stderr).toBe(0);
+
+    // Kubernetes' token controller fills the Secret; the test reads it as prometheus-operator does.
+    const core = admin.makeApiClient(CoreV1Api);
+    const token = await waitFor(
+      async () => {
+        const secret = await core.readNamespacedSecret({ name: credentials?.name ?? "", namespace: ns.name });
+        const data = secret.data?.[credentials?.key ?? ""];
+        return data ? Buffer.from(data, "base64").toString("utf8") : undefined;
+      },
+      { timeoutMs: 30_000, description: "the scraper token Secret filled" },
+    );
+    const answer = await waitFor(
+      async () => {
+        const a = await get(`${endpoint.url}/metrics`, token);
+        return a.status === 200 ? a : undefined;
+      },
+      { timeoutMs: 30_000, description: "the scraper allowed" },
+    );
+    expect(answer.body).toContain("keyward_auth_test_total 1");
+  });
+});
+
 describe("the decision cache", () => {
   it("keeps an allow for its TTL only, on its own clock", async () => {
     let clock = 0;

@@ -144,6 +144,20 @@ describe("helm install --dry-run=server", () => {
     expect(notes).toMatch(/The release has no cluster-scoped objects[\s\S]*except the seven CRDs/);
     expect(result.stdout.slice(0, result.stdout.indexOf("NOTES:"))).not.toMatch(/^kind: Cluster/m);
   });
+
+  it("with the ServiceMonitor: the apiserver accepts the scraper identity, and the notes name it", async () => {
+    const result = await helm([
+      ...["install", "kw", chartDir, "--namespace", release.name, "--dry-run=server", "--kubeconfig", testKubeconfigPath()],
+      "--take-ownership",
+      ...["--set-json", `serviceMonitor=${JSON.stringify({ enabled: true })}`],
+    ]);
+    expect(result.code, result.stderr).toBe(0);
+    const manifest = result.stdout.slice(0, result.stdout.indexOf("NOTES:"));
+    expect(manifest).toContain("type: kubernetes.io/service-account-token");
+    expect(manifest).not.toContain("bearerTokenFile");
+    const notes = result.stdout.slice(result.stdout.indexOf("NOTES:"));
+    expect(notes).toMatch(/the ServiceMonitor sends the token of ServiceAccount\s+kw-keyward-scraper \(Secret kw-keyward-scraper-token\)/);
+  });
 });
 
 describe("kubectl apply -k config/default", () => {

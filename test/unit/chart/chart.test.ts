@@ -326,7 +326,7 @@ describe("every option on (values-all.yaml)", () => {
             interval: "15s",
             scrapeTimeout: "10s",
             honorLabels: true,
-            bearerTokenFile: "/var/run/secrets/kubernetes.io/serviceaccount/token",
+            authorization: { type: "Bearer", credentials: { name: "prometheus-keyward-token", key: "bearer" } },
           },
         ],
       },

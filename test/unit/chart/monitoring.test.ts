@@ -291,3 +291,54 @@ describe("metricNames", () => {
     expect(metricNames('a_total{x="y"} / on (z) group_left b_total and bool c')).toEqual(["a_total", "b_total", "c"]);
   });
 });
+
+describe("ServiceMonitor authorization", () => {
+  const endpointOf = (docs: Doc[]): Record<string, unknown> =>
+    (findDoc(docs, "ServiceMonitor") as unknown as { spec: { endpoints: Record<string, unknown>[] } }).spec.endpoints[0] ?? {};
+
+  it("sends the token of a scraper ServiceAccount the chart creates and binds to metrics-reader, from a Secret, with no bearerTokenFile", () => {
+    const endpoint = endpointOf(enabled);
+    expect(endpoint["authorization"]).toEqual({ type: "Bearer", credentials: { name: "kw-keyward-scraper-token", key: "token" } });
+    expect(endpoint).not.toHaveProperty("bearerTokenFile");
+    expect(JSON.stringify(findDoc(enabled, "ServiceMonitor"))).not.toContain("bearerTokenFile");
+    expect(findDoc(enabled, "ServiceAccount", "kw-keyward-scraper")).toMatchObject({
+      metadata: { namespace: "keyward-system" },
+      automountServiceAccountToken: false,
+    });
+    expect(findDoc(enabled, "Secret", "kw-keyward-scraper-token")).toMatchObject({
+      type: "kubernetes.io/service-account-token",
+      metadata: { namespace: "keyward-system", annotations: { "kubernetes.io/service-account.name": "kw-keyward-scraper" } },
+    });
+    expect(findDoc(enabled, "ClusterRoleBinding", "kw-keyward-metrics-scraper")).toMatchObject({
+      roleRef: { kind: "ClusterRole", name: "kw-keyward-metrics-reader" },
+      subjects: [{ kind: "ServiceAccount", name: "kw-keyward-scraper", namespace: "keyward-system" }],
+    });
+    // The role it is bound to is the one keyward's /metrics authorizer asks about.
+    expect(findDoc(enabled, "ClusterRole", "kw-keyward-metrics-reader")).toMatchObject({
+      rules: [{ nonResourceURLs: ["/metrics"], verbs: ["get"] }],
+    });
+  });
+
+  it("names the user's own Secret instead, and then creates no scraper identity", async () => {
+    const docs = parseYamlDocuments(
+      await renderChart({
+        setJson: { serviceMonitor: { enabled: true, authorization: { secretName: "prometheus-token", key: "bearer" } } },
+      }),
+    );
+    expect(endpointOf(docs)["authorization"]).toEqual({ type: "Bearer", credentials: { name: "prometheus-token", key: "bearer" } });
+    expect(docs.filter((d) => d.metadata.name.includes("scraper"))).toEqual([]);
+    expect(docs.filter((d) => d.kind === "Secret")).toEqual([]);
+  });
+
+  it("renders no scraper identity without the ServiceMonitor", () => {
+    expect(defaults.filter((d) => d.metadata.name.includes("scraper") || d.kind === "Secret")).toEqual([]);
+  });
+
+  it("refuses a Secret name or key Kubernetes would refuse", async () => {
+    for (const authorization of [{ secretName: "Not_A_Name" }, { key: "a/b" }]) {
+      const result = await helm(templateArgs({ setJson: { serviceMonitor: { enabled: true, authorization } } }));
+      expect(result.code).not.toBe(0);
+      expect(result.stderr).toContain("/serviceMonitor/authorization");
+    }
+  });
+});
