@@ -14,6 +14,7 @@
 # (.github/workflows/release.yml). Prints KEY=VALUE lines (hack/e2e/up.sh reads them); logs go to stderr.
 set -euo pipefail
 source "$(dirname "$0")/e2e/lib.sh"
+log() { echo "[release $(date -u +%T)] $*" >&2; }
 cd "$REPO_ROOT"
 
 node=("$REPO_ROOT/node_modules/node/bin/node")

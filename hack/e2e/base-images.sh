@@ -24,7 +24,7 @@ npm_dir=$(dirname "$(dirname "$(readlink -f "$(command -v npm)")")")
 # carries the host's bundle at the same path, and the build gets NODE_EXTRA_CA_CERTS.
 ca_file=
 if [[ -n ${NODE_EXTRA_CA_CERTS:-} && -f $NODE_EXTRA_CA_CERTS ]]; then ca_file=$NODE_EXTRA_CA_CERTS; fi
-base_rootfs=$(rootfs_image base ca-certificates)
+base_rootfs=$(rootfs_image base "$BASE_PKGS")
 base_tag=$( { echo "$base_rootfs"; "$node24" --version; cat "$npm_dir/package.json"; echo "$ca_file"; [[ -z $ca_file ]] || cat "$ca_file"; } | sha256sum | cut -c1-12)
 NODE_IMAGE="keyward-e2e/node:24-bookworm-$base_tag" RUNTIME_IMAGE="keyward-e2e/node:24-bookworm-slim-$base_tag"
 if ! docker image inspect "$NODE_IMAGE" "$RUNTIME_IMAGE" >/dev/null 2>&1; then

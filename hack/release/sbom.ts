@@ -66,7 +66,7 @@ export function parseDpkgStatus(text: string): Record<string, string>[] {
     let last: string | undefined;
     for (const line of block.split("\n")) {
       if (/^\s/.test(line) && last !== undefined) {
-        fields[last] += `\n${line.trim()}`;
+        fields[last] = `${fields[last] ?? ""}\n${line.trim()}`;
         continue;
       }
       const m = /^([A-Za-z0-9-]+):\s?(.*)$/.exec(line);

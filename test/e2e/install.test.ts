@@ -2,7 +2,9 @@
 // default image (the release's, loaded from its OCI archive), two replicas with leader election,
 // in a namespace enforcing Pod Security restricted, the emulator in the cluster. The tests of this file run in order on
 // one install; the last one uninstalls it.
+import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import type { Bom } from "../../hack/release/sbom.ts";
 import {
   apply,
   context,
@@ -174,6 +176,50 @@ describe("keyward installed by its chart", () => {
     expect(
       (await kubectl(["-n", systemNs, "exec", pod?.metadata.name ?? "", "-c", "keyward", "--", "node", "-p", "process.version"])).trim(),
     ).toMatch(/^v24\./);
+  });
+
+  test("the release's SBOM lists every npm package of the running image's node_modules, every Debian package of its status.d, and its Node", async () => {
+    const [pod] = await runningPods();
+    // Read inside the running container, with its own node (no shell, no find).
+    const script = [
+      'const fs = require("node:fs"), path = require("node:path"); const npm = [];',
+      "function walk(dir) { if (!fs.existsSync(dir)) return; for (const e of fs.readdirSync(dir)) { if (e.startsWith('.')) continue;",
+      "  const full = path.join(dir, e); const pkgs = e.startsWith('@') ? fs.readdirSync(full).map((x) => path.join(full, x)) : [full];",
+      "  for (const pkg of pkgs) { const pj = path.join(pkg, 'package.json');",
+      "    if (fs.existsSync(pj)) { const j = JSON.parse(fs.readFileSync(pj, 'utf8')); npm.push(j.name + '@' + j.version); }",
+      "    walk(path.join(pkg, 'node_modules')); } } }",
+      'walk("/app/node_modules");',
+      'const debs = fs.readdirSync("/var/lib/dpkg/status.d").filter((f) => !f.endsWith(".md5sums"));',
+      "console.log(JSON.stringify({ npm: npm.sort(), debs: debs.sort(), node: process.versions.node }));",
+    ].join("\n");
+    const inImage = JSON.parse(
+      await kubectl(["-n", systemNs, "exec", pod?.metadata.name ?? "", "-c", "keyward", "--", "node", "-e", script]),
+    ) as {
+      npm: string[];
+      debs: string[];
+      node: string;
+    };
+    expect(inImage.npm.length).toBeGreaterThan(10);
+    expect(inImage.debs).toEqual(["base-files", "ca-certificates", "gcc-12-base", "libc6", "libgcc-s1", "libstdc++6"]);
+    const sbom = JSON.parse(readFileSync(context().keywardSbom, "utf8")) as Bom;
+    const libraries = sbom.components.filter((c) => c.type === "library");
+    expect(
+      libraries
+        .filter((c) => c.purl?.startsWith("pkg:npm/"))
+        .map((c) => `${c.group ? `${c.group}/` : ""}${c.name}@${c.version}`)
+        .sort(),
+    ).toEqual(inImage.npm);
+    expect(
+      libraries
+        .filter((c) => c.purl?.startsWith("pkg:deb/debian/"))
+        .map((c) => c.name)
+        .sort(),
+    ).toEqual(inImage.debs);
+    expect(sbom.components.find((c) => c.name === "node")?.version).toBe(inImage.node);
+    expect(sbom.metadata.component).toMatchObject({
+      name: context().keywardImage.replace(/:[^:/]+$/, ""),
+      version: context().keywardVersion,
+    });
   });
 
   test("/metrics answers a caller allowed to read it (TokenReview + SubjectAccessReview), and refuses one without a token", async () => {
