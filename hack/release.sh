@@ -7,7 +7,8 @@
 #   keyward-image-<version>.cdx.json  CycloneDX 1.6 SBOM of what the image holds (hack/release/sbom.ts)
 #   keyward-<version>.tgz             the Helm chart (helm package)
 #   SHA256SUMS                        sha256sum of the three
-# Chart.yaml's version and appVersion must be package.json's version: the script stops otherwise.
+# Chart.yaml's version and appVersion must be package.json's version: the script stops otherwise
+# (`hack/release.sh --check` checks that only).
 # The image is built by BuildKit on base images made locally (hack/e2e/base-images.sh: Debian's
 # and npm's registries only; KEYWARD_E2E_PUBLIC_BASE=1 uses the public node:24-bookworm), for this
 # machine's architecture. The multi-arch release build and the push are the release workflow's
@@ -32,6 +33,10 @@ fi
 repository=$(awk '/^image:/{in_image=1; next} in_image && /^[^ #]/{exit} in_image && /^  repository:/{print $2; exit}' charts/keyward/values.yaml | tr -d "\"'")
 [[ -n $repository ]] || die "charts/keyward/values.yaml has no image.repository"
 image="$repository:$version"
+if [[ ${1:-} == --check ]]; then
+  log "package.json, Chart.yaml (version, appVersion): $version; default image $image"
+  exit 0
+fi
 out=${KEYWARD_RELEASE_DIR:-$REPO_ROOT/out/$version}
 mkdir -p "$out"
 archive="$out/keyward-image-$version.oci.tar"
