@@ -1,7 +1,8 @@
 // A CycloneDX 1.6 SBOM of keyward's image, read from its root filesystem (`docker export` of the
 // image, or any directory laid out the same way):
 //   - each Debian package /var/lib/dpkg/status.d/<package> records (the distroless convention),
-//     purl pkg:deb/debian/<name>@<version>?arch=…&distro=debian-<VERSION_ID>;
+//     purl pkg:deb/debian/<name>@<version>?arch=…&distro=debian-<VERSION_ID>, with the licences of
+//     its copyright file when the image carries it;
 //   - Node itself (/usr/local/bin/node; its version is read from the binary, which names its
 //     release URL, so an image of another architecture needs no emulator), purl pkg:generic/node;
 //   - keyward (/app/package.json) and every npm package under /app/node_modules, nested ones
@@ -93,6 +94,22 @@ function osRelease(rootfs: string): Record<string, string> {
   return {};
 }
 
+/**
+ * The licences a Debian package's machine-readable copyright file (/usr/share/doc/<package>/copyright,
+ * DEP-5) names in its `License:` fields, as names (Debian's short names are not all SPDX ids).
+ * None when the image carries no copyright file for it.
+ */
+export function debLicenses(rootfs: string, pkg: string): NonNullable<Component["licenses"]> {
+  const file = join(rootfs, "usr", "share", "doc", pkg, "copyright");
+  if (!existsSync(file)) return [];
+  const names = new Set<string>();
+  for (const line of readFileSync(file, "utf8").split("\n")) {
+    const m = /^License:\s*(\S.*)$/.exec(line);
+    if (m?.[1] !== undefined) names.add(m[1].trim());
+  }
+  return [...names].sort().map((name) => ({ license: { name } }));
+}
+
 function debComponents(rootfs: string): Component[] {
   const dir = join(rootfs, "var", "lib", "dpkg", "status.d");
   if (!existsSync(dir)) return [];
@@ -111,6 +128,7 @@ function debComponents(rootfs: string): Component[] {
       const purl = `pkg:deb/debian/${purlEncode(name)}@${purlEncode(version)}${qualifiers.length ? `?${qualifiers.join("&")}` : ""}`;
       const properties = [{ name: "keyward:status.d", value: `/var/lib/dpkg/status.d/${file}` }];
       if (pkg["Source"]) properties.push({ name: "debian:source", value: pkg["Source"] });
+      const licenses = debLicenses(rootfs, name);
       components.push({
         type: "library",
         "bom-ref": purl,
@@ -118,6 +136,7 @@ function debComponents(rootfs: string): Component[] {
         version,
         purl,
         ...(pkg["Description"] ? { description: pkg["Description"].split("\n")[0] ?? "" } : {}),
+        ...(licenses.length > 0 ? { licenses } : {}),
         properties,
       });
     }

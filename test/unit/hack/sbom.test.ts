@@ -45,6 +45,11 @@ beforeAll(() => {
     writeFileSync(join(status, name), stanza);
     writeFileSync(join(status, `${name}.md5sums`), "d41d8cd98f00b204e9800998ecf8427e  usr/lib/x\n");
   }
+  mkdirSync(join(rootfs, "usr", "share", "doc", "libc6"), { recursive: true });
+  writeFileSync(
+    join(rootfs, "usr", "share", "doc", "libc6", "copyright"),
+    "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n\nFiles: *\nLicense: LGPL-2.1+\n\nFiles: debian/*\nLicense: GPL-2+\n\nLicense: LGPL-2.1+\n text\n",
+  );
   mkdirSync(join(rootfs, "usr", "lib"), { recursive: true });
   writeFileSync(join(rootfs, "usr", "lib", "os-release"), 'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nID=debian\nVERSION_ID="12"\n');
   mkdirSync(join(rootfs, "etc"), { recursive: true });
@@ -123,6 +128,9 @@ describe("the image's SBOM (hack/release/sbom.ts)", () => {
       "pkg:deb/debian/libstdc%2B%2B6@12.2.0-14%2Bdeb12u1?arch=amd64&distro=debian-12",
     );
     expect(deb.find((c) => c.name === "libc6")?.description).toBe("GNU C Library: Shared libraries");
+    // The licences of the copyright file, where the image carries it (none for the others here).
+    expect(deb.find((c) => c.name === "libc6")?.licenses).toEqual([{ license: { name: "GPL-2+" } }, { license: { name: "LGPL-2.1+" } }]);
+    expect(deb.find((c) => c.name === "libgcc-s1")?.licenses).toBeUndefined();
   });
 
   it("lists keyward itself and the Node runtime with its version read from the binary", () => {
