@@ -75,6 +75,9 @@ with_lock() {
 SUITE=bookworm
 NODE_PKGS=systemd,dbus,conntrack,iptables,nftables,iproute2,ethtool,util-linux,mount,kmod,libseccomp2,pigz,e2fsprogs,bash,ca-certificates,curl,jq,procps,containerd,runc,containernetworking-plugins,socat,ebtables
 COMP_PKGS=iptables,nftables,conntrack,ca-certificates,iproute2
+# The base of node:24-bookworm's local stand-in (base-images.sh): ca-certificates, as the public
+# image has, for the CA bundle of keyward's image.
+BASE_PKGS=ca-certificates
 debian_mirror() {
   local m=${KEYWARD_E2E_DEBIAN_MIRROR:-}
   [[ -n $m ]] || m=$(awk '/^URIs:/{print $2; exit}' /etc/apt/sources.list.d/*.sources 2>/dev/null || true)

@@ -9,7 +9,7 @@ source "$(dirname "$0")/lib.sh"
 pids=()
 rootfs_image node "$NODE_PKGS" >/dev/null & pids+=($!)
 rootfs_image comp "$COMP_PKGS" >/dev/null & pids+=($!)
-rootfs_image base >/dev/null & pids+=($!)
+rootfs_image base "$BASE_PKGS" >/dev/null & pids+=($!)
 status=0
 for pid in "${pids[@]}"; do wait "$pid" || status=1; done
 exit "$status"

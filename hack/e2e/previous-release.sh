@@ -64,10 +64,10 @@ if [[ ! -f $chart ]]; then
 fi
 
 # --- image ---------------------------------------------------------------------------------
-# That commit's own Dockerfile when it takes the base images as build arguments (it builds
+# That commit's own Dockerfile when it takes the base image as a build argument (it builds
 # offline on images.sh's local bases), else today's Dockerfile on that commit's sources.
 dockerfile_of_commit=$(git -C "$REPO_ROOT" show "$commit:Dockerfile")
-if grep -q '^ARG NODE_IMAGE' <<<"$dockerfile_of_commit" && grep -q '^ARG RUNTIME_IMAGE' <<<"$dockerfile_of_commit"; then
+if grep -q '^ARG NODE_IMAGE' <<<"$dockerfile_of_commit"; then
   dockerfile=commit
 else
   dockerfile=today
@@ -79,7 +79,9 @@ if ! docker image inspect "$IMAGE" >/dev/null 2>&1; then
   [[ $dockerfile == commit ]] || { log "the Dockerfile of $commit takes no local base images: building its sources with today's"; cp "$REPO_ROOT/Dockerfile" "$src/Dockerfile"; }
   ca=()
   if [[ -n ${NODE_EXTRA_CA_CERTS:-} && -f $NODE_EXTRA_CA_CERTS ]]; then ca=(--build-arg "NODE_EXTRA_CA_CERTS=$NODE_EXTRA_CA_CERTS"); fi
-  timed "docker build keyward $version (previous release, $commit)" env DOCKER_BUILDKIT=0 "$(docker_cli)" build -q --network host "${ca[@]}" \
+  # BuildKit: the Dockerfiles since the minimal image use $BUILDPLATFORM (RUNTIME_IMAGE is an unused
+# argument to them, the base of the runtime stage of the ones before).
+timed "docker build keyward $version (previous release, $commit)" env DOCKER_BUILDKIT=1 "$(docker_cli)" build -q --network host "${ca[@]}" \
     --build-arg "NODE_IMAGE=$NODE_IMAGE" --build-arg "RUNTIME_IMAGE=$RUNTIME_IMAGE" \
     --build-arg "VERSION=$version" --build-arg "REVISION=$commit" \
     -t "$IMAGE" "$src" >/dev/null

@@ -3,8 +3,11 @@
 # for test/e2e/global-setup.ts:
 #   KUBECONFIG        $KEYWARD_E2E_KUBECONFIG when set, else the kind cluster of cluster.sh up
 #   KUBECTL, HELM     the control plane's kubectl, hack/tools/ensure-helm.sh's helm
-#   KEYWARD_IMAGE, KEYWARD_IMAGE_NEXT, EMULATOR_IMAGE, ARGOCD_IMAGE   built by images.sh (NEXT:
-#                     the same image under a second tag, for `helm upgrade` to a new tag)
+#   KEYWARD_VERSION, KEYWARD_IMAGE, KEYWARD_CHART, KEYWARD_SBOM   the release artifacts of
+#                     hack/release.sh (in $E2E_CACHE/release): the image <image.repository>:<version>
+#                     (loaded from its OCI archive), the packaged chart, the SBOM
+#   KEYWARD_IMAGE_NEXT  the same image under a second tag, for `helm upgrade` to a new tag
+#   EMULATOR_IMAGE, ARGOCD_IMAGE   built by images.sh
 #   ARGOCD_MANIFESTS  Argo CD's CRDs and stock argocd-cm/-secret/-rbac-cm from its module
 #   PREVIOUS_VERSION, PREVIOUS_COMMIT, KEYWARD_IMAGE_PREVIOUS, PREVIOUS_CHART   the previous
 #                     release (CHANGELOG.md) rebuilt from its commit by previous-release.sh, or
@@ -56,17 +59,28 @@ fi
 kubectl delete clusterrole,clusterrolebinding -l 'app.kubernetes.io/name=keyward,app.kubernetes.io/instance in (kw-e2e,kw-ns,kw-shard,kw-scale,kw-argo,kw-upgrade)' --ignore-not-found >&2
 kubectl delete clusterrolebinding kw-e2e-argocd --ignore-not-found >&2
 
+# keyward's release artifacts, as `npm run release` makes them (the image is built once, here):
+# the nodes get the image from its OCI archive, under the chart's default reference.
+eval "$(KEYWARD_RELEASE_DIR=${KEYWARD_RELEASE_DIR:-$E2E_CACHE/release} "$REPO_ROOT/hack/release.sh")"
+KEYWARD_IMAGE=$RELEASE_IMAGE
 images=$("$E2E_DIR/images.sh")
 eval "$images"
+# The same image under a second tag: a user's `helm upgrade --set image.tag=...`.
 next="${KEYWARD_IMAGE}-next"
 docker tag "$KEYWARD_IMAGE" "$next"
-if [[ -n $load ]]; then "$E2E_DIR/cluster.sh" load "$KEYWARD_IMAGE" "$next" "$EMULATOR_IMAGE" "$ARGOCD_IMAGE" ${KEYWARD_IMAGE_PREVIOUS:+"$KEYWARD_IMAGE_PREVIOUS"}; fi
+if [[ -n $load ]]; then
+  "$E2E_DIR/cluster.sh" load-archive "$KEYWARD_IMAGE" "$RELEASE_IMAGE_ID" "$RELEASE_IMAGE_ARCHIVE"
+  "$E2E_DIR/cluster.sh" load "$next" "$EMULATOR_IMAGE" "$ARGOCD_IMAGE" ${KEYWARD_IMAGE_PREVIOUS:+"$KEYWARD_IMAGE_PREVIOUS"}
+fi
 
 echo "KUBECONFIG=$kubeconfig"
 echo "KUBECTL=$kubectl_dir/kubectl"
 echo "HELM=$helm"
 echo "KEYWARD_IMAGE=$KEYWARD_IMAGE"
 echo "KEYWARD_IMAGE_NEXT=$next"
+echo "KEYWARD_VERSION=$RELEASE_VERSION"
+echo "KEYWARD_CHART=$RELEASE_CHART"
+echo "KEYWARD_SBOM=$RELEASE_SBOM"
 echo "EMULATOR_IMAGE=$EMULATOR_IMAGE"
 echo "ARGOCD_IMAGE=$ARGOCD_IMAGE"
 echo "ARGOCD_MANIFESTS=$ARGOCD_MANIFESTS"

@@ -9,14 +9,13 @@
 //   and annotations;
 // - an Application with a token the service refuses: its ProviderConfig is Degraded.
 import { execFileSync } from "node:child_process";
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { waitForCrdsEstablished } from "../controlplane/crds-established.ts";
 import {
   apply,
-  chartDir,
   context,
   createNamespace,
   deployEmulator,
@@ -120,7 +119,7 @@ function application(
   };
 }
 
-/** The git repository: keyward/ (every sample, in waves), degraded/ (a refused token), chart/ (charts/keyward). */
+/** The git repository: keyward/ (every sample, in waves), degraded/ (a refused token), chart/ (the release's chart). */
 function gitBundle(): Buffer {
   const dir = mkdtempSync(join(tmpdir(), "keyward-e2e-git-"));
   try {
@@ -149,7 +148,9 @@ function gitBundle(): Buffer {
         writeFileSync(join(work, "degraded", `${doc.kind.toLowerCase()}.json`), JSON.stringify(copy, null, 2));
       }
     });
-    cpSync(chartDir, join(work, "chart"), { recursive: true });
+    // The release's packaged chart, unpacked, as a platform team commits a vendored chart.
+    mkdirSync(join(work, "chart"), { recursive: true });
+    execFileSync("tar", ["-xzf", context().keywardChart, "-C", join(work, "chart"), "--strip-components=1"]);
     const git = (...args: string[]) =>
       execFileSync("git", ["-C", work, "-c", "user.name=e2e", "-c", "user.email=e2e@localhost", ...args], { stdio: "pipe" });
     git("init", "-q", "-b", "main");
@@ -374,9 +375,7 @@ describe("a real Argo CD managing keyward and its resources", () => {
     expect(projects.items).toEqual([]);
   }, 400_000);
 
-  test("an Application whose source is charts/keyward installs keyward and stays Synced", async () => {
-    const image = context().keywardImage;
-    const at = image.lastIndexOf(":");
+  test("an Application whose source is the release's chart installs keyward and stays Synced", async () => {
     // The chart's own ProviderConfig (providerConfig.create) is a keyward resource in the same
     // Application as the CRDs: Argo CD must apply the CRDs first. Its token Secret exists already.
     await createNamespace(keywardNs);
@@ -401,9 +400,6 @@ describe("a real Argo CD managing keyward and its resources", () => {
           helm: {
             releaseName: "kw-argo",
             parameters: [
-              { name: "image.repository", value: image.slice(0, at) },
-              { name: "image.tag", value: image.slice(at + 1) },
-              { name: "image.pullPolicy", value: "IfNotPresent" },
               { name: "providerConfig.create", value: "true" },
               { name: "providerConfig.baseUrl", value: emulator.baseUrl },
               { name: "providerConfig.secretName", value: "keyward-token" },

@@ -1,6 +1,7 @@
 // vitest globalSetup of the e2e project: hack/e2e/up.sh builds or reuses everything (docker,
-// kind, the node image, the cluster, keyward's and the emulator's images, loaded into the
-// cluster) and prints KEY=VALUE lines; they reach the test files through provide/inject.
+// kind, the node image, the cluster, keyward's release artifacts as `npm run release` makes them
+// — the image loaded into the cluster from its OCI archive, the packaged chart — and the
+// emulator's image) and prints KEY=VALUE lines; they reach the test files through provide/inject.
 import { spawn } from "node:child_process";
 import { join, resolve } from "node:path";
 import type { TestProject } from "vitest/node";
@@ -9,8 +10,16 @@ export interface E2eContext {
   kubeconfig: string;
   kubectl: string;
   helm: string;
+  /** package.json's version, the release's. */
+  keywardVersion: string;
+  /** The release's image, <the chart's image.repository>:<version>, loaded from its OCI archive. */
   keywardImage: string;
+  /** The same image under the tag <version>-next. */
   keywardImageNext: string;
+  /** The release's packaged chart (hack/release.sh): what a user installs. */
+  keywardChart: string;
+  /** The release's CycloneDX SBOM of the image. */
+  keywardSbom: string;
   emulatorImage: string;
   argocdImage: string;
   /** Argo CD's CRDs and stock argocd-secret/-rbac-cm, from its Go module. */
@@ -58,8 +67,11 @@ export default async function setup(project: TestProject): Promise<void> {
     kubeconfig: get("KUBECONFIG"),
     kubectl: get("KUBECTL"),
     helm: get("HELM"),
+    keywardVersion: get("KEYWARD_VERSION"),
     keywardImage: get("KEYWARD_IMAGE"),
     keywardImageNext: get("KEYWARD_IMAGE_NEXT"),
+    keywardChart: get("KEYWARD_CHART"),
+    keywardSbom: get("KEYWARD_SBOM"),
     emulatorImage: get("EMULATOR_IMAGE"),
     argocdImage: get("ARGOCD_IMAGE"),
     argocdManifests: get("ARGOCD_MANIFESTS"),

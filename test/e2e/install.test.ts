@@ -1,7 +1,10 @@
-// keyward installed by its Helm chart as users install it: two replicas with leader election,
-// the locally built image, the emulator in the cluster. The tests of this file run in order on
+// keyward installed by its Helm chart as users install it: the release's packaged chart with its
+// default image (the release's, loaded from its OCI archive), two replicas with leader election,
+// in a namespace enforcing Pod Security restricted, the emulator in the cluster. The tests of this file run in order on
 // one install; the last one uninstalls it.
+import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import type { Bom } from "../../hack/release/sbom.ts";
 import {
   apply,
   context,
@@ -10,8 +13,6 @@ import {
   deployEmulator,
   emulatorRequests,
   helm,
-  chartDir,
-  imageValues,
   installKeyward,
   keywardKinds,
   keywardObjects,
@@ -32,6 +33,7 @@ const systemNs = "kw-e2e-system";
 const emulatorNs = "kw-e2e-emulator";
 const samplesNs = "kw-e2e-samples";
 const fullname = "kw-e2e-keyward"; // <release>-<chart>
+const tagOf = (image: string): string => image.slice(image.lastIndexOf(":") + 1);
 
 interface Pod extends KubeObject {
   spec: {
@@ -69,6 +71,14 @@ describe("keyward installed by its chart", () => {
     await createNamespace(emulatorNs);
     emulator = await deployEmulator(emulatorNs);
     await createNamespace(systemNs);
+    // keyward's namespace enforces Pod Security "restricted", as a platform team's would.
+    await kubectl([
+      "label",
+      "namespace",
+      systemNs,
+      "pod-security.kubernetes.io/enforce=restricted",
+      "pod-security.kubernetes.io/enforce-version=latest",
+    ]);
     await installKeyward(release, systemNs, [
       "--set",
       "replicas=2",
@@ -100,20 +110,19 @@ describe("keyward installed by its chart", () => {
       expect(pod.spec.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532 });
       expect(container?.securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false });
       expect(container?.resources?.limits?.["memory"]).toBe("256Mi");
-      // What the kernel enforces, seen from inside the running container.
-      expect((await kubectl(["-n", systemNs, "exec", pod.metadata.name, "-c", "keyward", "--", "id", "-u"])).trim()).toBe("65532");
-      const write = await kubectlResult(["-n", systemNs, "exec", pod.metadata.name, "-c", "keyward", "--", "touch", "/app/written"]);
+      // What the kernel enforces, seen from inside the running container (through node: the
+      // image has no shell and no coreutils).
+      const node = (script: string) => ["-n", systemNs, "exec", pod.metadata.name, "-c", "keyward", "--", "node", "-e", script];
+      expect((await kubectl(node("console.log(process.getuid())"))).trim()).toBe("65532");
+      const write = await kubectlResult(node('require("node:fs").writeFileSync("/app/written", "x")'));
       expect(write.code).not.toBe(0);
-      expect(write.stderr).toMatch(/Read-only file system/);
-      const limit =
-        (
-          await kubectl(
-            ["-n", systemNs, "exec", pod.metadata.name, "-c", "keyward", "--", "cat", "/sys/fs/cgroup/memory/memory.limit_in_bytes"],
-            { allowFailure: true },
-          )
-        ).trim() ||
-        (await kubectl(["-n", systemNs, "exec", pod.metadata.name, "-c", "keyward", "--", "cat", "/sys/fs/cgroup/memory.max"])).trim();
-      expect(Number(limit)).toBe(256 * 1024 * 1024);
+      expect(write.stderr).toMatch(/EROFS: read-only file system/);
+      const limit = await kubectl(
+        node(
+          'const fs = require("node:fs"); for (const f of ["/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory.max"]) if (fs.existsSync(f)) { console.log(fs.readFileSync(f, "utf8").trim()); break; }',
+        ),
+      );
+      expect(Number(limit.trim())).toBe(256 * 1024 * 1024);
       // Readiness passed (Ready above); liveness: no restarts and no failed probe events.
       expect(pod.status.containerStatuses?.[0]?.restartCount).toBe(0);
     }
@@ -131,6 +140,87 @@ describe("keyward installed by its chart", () => {
     const probe = await kubectl(["get", "--raw", `/api/v1/namespaces/${systemNs}/pods/${pods[0]?.metadata.name ?? ""}:8081/proxy/readyz`]);
     expect(probe.trim()).toBe("ok");
   }, 300_000);
+
+  test("the pods run in a namespace enforcing Pod Security restricted, which refuses a pod that is not", async () => {
+    const ns = await kubectlJson(["get", "namespace", systemNs]);
+    expect(ns.metadata.labels?.["pod-security.kubernetes.io/enforce"]).toBe("restricted");
+    // The label is enforced: a pod that may run as root and escalate is refused at admission.
+    const refused = await kubectlResult([
+      "-n",
+      systemNs,
+      "run",
+      "not-restricted",
+      "--image",
+      context().keywardImage,
+      "--restart=Never",
+      "--dry-run=server",
+    ]);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(/violates PodSecurity "restricted:latest"/);
+    // keyward's pods are admitted there and Ready (the first test waited for it), from the release's image.
+    const pods = await runningPods();
+    expect(pods).toHaveLength(2);
+    expect(
+      pods.every((p) => p.status.containerStatuses?.[0]?.ready === true && p.spec.containers[0]?.image === context().keywardImage),
+    ).toBe(true);
+  });
+
+  test("the image has no shell: kubectl exec -- sh fails, and so does /bin/sh", async () => {
+    const [pod] = await runningPods();
+    for (const shell of ["sh", "/bin/sh", "bash"]) {
+      const exec = await kubectlResult(["-n", systemNs, "exec", pod?.metadata.name ?? "", "-c", "keyward", "--", shell, "-c", "true"]);
+      expect(exec.code, shell).not.toBe(0);
+      expect(exec.stderr, shell).toMatch(/executable file not found|no such file or directory/);
+    }
+    // node runs (the exec path works): the failures above are the missing shell, not exec.
+    expect(
+      (await kubectl(["-n", systemNs, "exec", pod?.metadata.name ?? "", "-c", "keyward", "--", "node", "-p", "process.version"])).trim(),
+    ).toMatch(/^v24\./);
+  });
+
+  test("the release's SBOM lists every npm package of the running image's node_modules, every Debian package of its status.d, and its Node", async () => {
+    const [pod] = await runningPods();
+    // Read inside the running container, with its own node (no shell, no find).
+    const script = [
+      'const fs = require("node:fs"), path = require("node:path"); const npm = [];',
+      "function walk(dir) { if (!fs.existsSync(dir)) return; for (const e of fs.readdirSync(dir)) { if (e.startsWith('.')) continue;",
+      "  const full = path.join(dir, e); const pkgs = e.startsWith('@') ? fs.readdirSync(full).map((x) => path.join(full, x)) : [full];",
+      "  for (const pkg of pkgs) { const pj = path.join(pkg, 'package.json');",
+      "    if (fs.existsSync(pj)) { const j = JSON.parse(fs.readFileSync(pj, 'utf8')); npm.push(j.name + '@' + j.version); }",
+      "    walk(path.join(pkg, 'node_modules')); } } }",
+      'walk("/app/node_modules");',
+      'const debs = fs.readdirSync("/var/lib/dpkg/status.d").filter((f) => !f.endsWith(".md5sums"));',
+      "console.log(JSON.stringify({ npm: npm.sort(), debs: debs.sort(), node: process.versions.node }));",
+    ].join("\n");
+    const inImage = JSON.parse(
+      await kubectl(["-n", systemNs, "exec", pod?.metadata.name ?? "", "-c", "keyward", "--", "node", "-e", script]),
+    ) as {
+      npm: string[];
+      debs: string[];
+      node: string;
+    };
+    expect(inImage.npm.length).toBeGreaterThan(10);
+    expect(inImage.debs).toEqual(["base-files", "ca-certificates", "gcc-12-base", "libc6", "libgcc-s1", "libstdc++6"]);
+    const sbom = JSON.parse(readFileSync(context().keywardSbom, "utf8")) as Bom;
+    const libraries = sbom.components.filter((c) => c.type === "library");
+    expect(
+      libraries
+        .filter((c) => c.purl?.startsWith("pkg:npm/"))
+        .map((c) => `${c.group ? `${c.group}/` : ""}${c.name}@${c.version}`)
+        .sort(),
+    ).toEqual(inImage.npm);
+    expect(
+      libraries
+        .filter((c) => c.purl?.startsWith("pkg:deb/debian/"))
+        .map((c) => c.name)
+        .sort(),
+    ).toEqual(inImage.debs);
+    expect(sbom.components.find((c) => c.name === "node")?.version).toBe(inImage.node);
+    expect(sbom.metadata.component).toMatchObject({
+      name: context().keywardImage.replace(/:[^:/]+$/, ""),
+      version: context().keywardVersion,
+    });
+  });
 
   test("/metrics answers a caller allowed to read it (TokenReview + SubjectAccessReview), and refuses one without a token", async () => {
     // The apiserver's service proxy forwards no credentials: an anonymous scrape.
@@ -246,14 +336,16 @@ describe("keyward installed by its chart", () => {
     await helm([
       "upgrade",
       release,
-      chartDir,
+      context().keywardChart,
       "-n",
       systemNs,
       "--reuse-values",
       "--wait",
       "--timeout",
       "5m",
-      ...imageValues(context().keywardImageNext),
+      // A new tag of the same repository, as a user's upgrade to a patch release.
+      "--set",
+      `image.tag=${tagOf(context().keywardImageNext)}`,
     ]);
     const pods = await waitFor(
       "the upgraded pods",

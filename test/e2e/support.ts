@@ -259,6 +259,7 @@ export function countBy(requests: RecordedRequest[], operation: string, key: (r:
 
 // --- keyward -------------------------------------------------------------------------------
 
+/** image.repository and image.tag set to `image`: for a chart whose default image is not there (the previous release's). */
 export function imageValues(image: string): string[] {
   const at = image.lastIndexOf(":");
   return [
@@ -285,20 +286,23 @@ export async function installCrds(): Promise<void> {
   await waitForCrdsEstablished(kubectl, names);
 }
 
-/** `helm install --wait` of charts/keyward with the locally built image. */
+/**
+ * `helm install --wait` of the release's packaged chart with only the values a user sets: its
+ * default image is the release's (loaded into the cluster under that reference), so no
+ * image.repository or image.tag.
+ */
 export async function installKeyward(release: string, namespace: string, extra: string[] = []): Promise<void> {
   await helm(["uninstall", release, "-n", namespace, "--wait", "--ignore-not-found"]);
   await helm([
     "install",
     release,
-    chartDir,
+    context().keywardChart,
     "-n",
     namespace,
     "--create-namespace",
     "--wait",
     "--timeout",
     "5m",
-    ...imageValues(context().keywardImage),
     // The CRDs outlive a release (crds.keep): the next file's release takes them over.
     "--take-ownership",
     ...extra,

@@ -364,18 +364,27 @@ describe("upgrade from the previous release and rollback", () => {
     await helm([
       "upgrade",
       release,
-      chartDir,
+      // The release's packaged chart, its default image: what a user upgrades to.
+      context().keywardChart,
       "-n",
       systemNs,
       "--wait",
       "--timeout",
       "5m",
-      ...imageValues(context().keywardImage),
       ...userValues(),
     ]);
     upgraded = await settle(context().keywardImage, recorder);
     recorder.stop();
     await expectPodsRun(context().keywardImage);
+    const releases = JSON.parse(await helm(["list", "-n", systemNs, "-o", "json"])) as {
+      name: string;
+      chart: string;
+      app_version: string;
+    }[];
+    expect(releases.find((r) => r.name === release)).toMatchObject({
+      chart: `keyward-${context().keywardVersion}`,
+      app_version: context().keywardVersion,
+    });
 
     const requests = await emulatorRequests(emulator);
     expectCreatedOnce(requests, upgraded);

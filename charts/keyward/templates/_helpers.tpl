@@ -46,7 +46,11 @@ app.kubernetes.io/part-of: keyward
 {{- end }}
 
 {{- define "keyward.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
 {{- end }}
 
 {{- define "keyward.leaseName" -}}

@@ -72,6 +72,9 @@ const rootCrdFiles = (): string[] =>
 /** kinds() entries of the seven CRDs the chart renders with crds.enabled. */
 const crdKinds = (): string[] => rootCrdFiles().map((f) => `CustomResourceDefinition//${f.slice(0, -".yaml".length)}`);
 
+/** The chart's appVersion: its default image tag. */
+const appVersion = /^appVersion:\s*"?([^"\s]+)"?\s*$/m.exec(readFileSync(join(chartDir, "Chart.yaml"), "utf8"))?.[1];
+
 let defaults: Doc[];
 let namespaced: Doc[];
 let everything: Doc[];
@@ -140,7 +143,13 @@ describe("default values", () => {
     });
     expect(c.volumeMounts).toEqual([{ name: "tmp", mountPath: "/tmp" }]);
     expect(pod.volumes).toEqual([{ name: "tmp", emptyDir: { sizeLimit: "64Mi" } }]);
-    expect(c.image).toBe("keyward:0.1.0");
+    expect(c.image).toBe(`ghcr.io/keyward/keyward:${appVersion}`);
+  });
+
+  it("run the released image by digest when image.digest is set (the tag is then not used)", async () => {
+    const digest = `sha256:${"a1".repeat(32)}`;
+    const docs = parseYamlDocuments(await renderChart({ setJson: { image: { tag: "ignored", digest } } }));
+    expect(container(docs).image).toBe(`ghcr.io/keyward/keyward@${digest}`);
   });
 
   it("probe /healthz and /readyz on the health port and expose metrics", () => {
@@ -741,6 +750,7 @@ describe("values.schema.json", () => {
     ["a base-URL list with `*` beside a URL", "allowedBaseUrls: ['*', 'https://a.test']\n", "/allowedBaseUrls"],
     ["a base URL that is not http(s)", "allowedBaseUrls: ['a.test']\n", "/allowedBaseUrls"],
     ["an unknown pull policy", "image:\n  repository: keyward\n  pullPolicy: Sometimes\n", "/image/pullPolicy"],
+    ["a digest that is not sha256:<64 hex>", "image:\n  repository: keyward\n  digest: 0.1.0\n", "/image/digest"],
     ["a ProviderConfig without base URL or Secret", "providerConfig:\n  create: true\n", "/providerConfig"],
     [
       "a base URL that is not http(s)",

@@ -1,6 +1,8 @@
 // The Dockerfile's structure (no Docker engine here to run hadolint or a build in the unit
-// suite): multi-stage, production dependencies only at run time, non-root, node dist/main.js,
-// OCI labels, and a build context limited by .dockerignore.
+// suite): multi-stage, production dependencies only at run time, a FROM scratch runtime of
+// distroless's shape (Debian's libc6, libgcc-s1, libstdc++6, the CA bundle, nonroot, Node), non-root,
+// node dist/main.js, OCI labels, and a build context limited by .dockerignore. The kind e2e builds
+// and runs it (no shell: test/e2e/install.test.ts).
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -12,6 +14,7 @@ interface Instruction {
 }
 interface Stage {
   from: string;
+  platform: string | undefined;
   name: string | undefined;
   instructions: Instruction[];
 }
@@ -38,8 +41,8 @@ function parseDockerfile(text: string): { args: Instruction[]; stages: Stage[] }
     if (!m?.[1]) continue;
     const instruction = { op: m[1].toUpperCase(), args: m[2] ?? "" };
     if (instruction.op === "FROM") {
-      const from = /^(?:--platform=\S+\s+)?(\S+)(?:\s+AS\s+(\S+))?$/i.exec(instruction.args);
-      stages.push({ from: from?.[1] ?? "", name: from?.[2], instructions: [] });
+      const from = /^(?:--platform=(\S+)\s+)?(\S+)(?:\s+AS\s+(\S+))?$/i.exec(instruction.args);
+      stages.push({ from: from?.[2] ?? "", platform: from?.[1], name: from?.[3], instructions: [] });
     } else if (stages.length === 0) {
       globalArgs.push(instruction);
     } else {
@@ -76,11 +79,49 @@ describe("Dockerfile", () => {
     expect(copies.filter((c) => !c.startsWith("--from="))).toEqual(["package.json ./"]);
   });
 
-  it("runs on a Node 24 slim base as uid 65532, with no npm or build step at run time", () => {
-    expect(dockerfile.stages.length).toBeGreaterThanOrEqual(2);
-    expect(imageOf(final?.from ?? "")).toMatch(/^node:24(-[a-z]+)?-slim$|distroless/);
+  it("runs FROM scratch as uid 65532, with no RUN, shell, apt or npm at run time", () => {
+    expect(final?.from).toBe("scratch");
     expect(ops(final, "USER")).toEqual(["65532:65532"]);
     expect(ops(final, "RUN")).toEqual([]);
+    // The root filesystem comes whole from the rootfs stage, the app from the JavaScript stages.
+    const rootfs = dockerfile.stages.find((s) => s.name === "rootfs");
+    expect(ops(final, "COPY").filter((c) => c.startsWith("--from=rootfs"))).toEqual(["--from=rootfs /rootfs/ /"]);
+    const script = ops(rootfs, "RUN").join("\n");
+    // Only the files of these Debian packages (no bash, coreutils, dpkg, apt), recorded in status.d.
+    expect(/for pkg in ([^;]+);\s*do\s+dpkg-query -L/.exec(script)?.[1]?.trim().split(/\s+/)).toEqual([
+      "libc6",
+      "libgcc-s1",
+      "libstdc++6",
+      "gcc-12-base",
+    ]);
+    expect(/for pkg in ([^;]+);\s*do\s+dpkg-query -s/.exec(script)?.[1]?.trim().split(/\s+/).sort()).toEqual([
+      "base-files",
+      "ca-certificates",
+      "gcc-12-base",
+      "libc6",
+      "libgcc-s1",
+      "libstdc++6",
+    ]);
+    expect(script).toContain('>"$r/var/lib/dpkg/status.d/$pkg"');
+    // Their libraries and configuration only: no programs (/usr/bin, /sbin: ldd is a bash script).
+    expect(script).toMatch(/\/lib\/\*\|\/lib64\/\*\|\/usr\/lib\/\*\|\/usr\/lib64\/\*\|\/etc\/\*\|\/usr\/share\/doc\/\*\/copyright\)/);
+    expect(script).toContain("update-ca-certificates --fresh");
+    expect(script).toContain('cp /etc/ssl/certs/ca-certificates.crt "$r/etc/ssl/certs/ca-certificates.crt"');
+    expect(script).toContain("nonroot:x:65532:65532:");
+    expect(script).toContain("nonroot:x:65532:\\n");
+    expect(script).toContain('mkdir -m 1777 "$r/tmp"');
+    // Node's binary only: not /usr/local/lib/node_modules (npm, corepack).
+    expect(script).toContain('cp "$(command -v node)" "$r/usr/local/bin/node"');
+    expect(script).not.toMatch(/node_modules|npm|corepack/);
+  });
+
+  it("builds JavaScript on the build platform and the root filesystem on the target one", () => {
+    const js = dockerfile.stages.filter((s) => ops(s, "RUN").some((r) => r.includes("npm ci")));
+    expect(js.map((s) => s.platform)).toEqual(["$BUILDPLATFORM", "$BUILDPLATFORM"]);
+    const rootfs = dockerfile.stages.find((s) => s.name === "rootfs");
+    expect(rootfs?.platform).toBeUndefined();
+    expect(imageOf(rootfs?.from ?? "")).toBe("node:24-bookworm");
+    expect(ops(rootfs, "ARG")).toContain("TARGETARCH");
   });
 
   it("starts keyward as node dist/main.js, exec form", () => {
