@@ -14,8 +14,9 @@ describe("README.md", () => {
 
   it("keeps the two install commands and the two contributor commands", async () => {
     const text = await readFile(readme, "utf8");
+    const { version } = JSON.parse(await readFile(join(root, "package.json"), "utf8")) as { version: string };
     const commands = [
-      "docker build -t <registry>/keyward:0.1.0 . && docker push <registry>/keyward:0.1.0",
+      `docker build -t <registry>/keyward:${version} . && docker push <registry>/keyward:${version}`,
       "helm install keyward charts/keyward -n keyward-system --create-namespace --set image.repository=<registry>/keyward",
       "npm ci && npm run dev",
       "npm ci && npm test",
@@ -33,6 +34,12 @@ describe("README.md", () => {
     const text = await readFile(readme, "utf8");
     const { version } = JSON.parse(await readFile(join(root, "package.json"), "utf8")) as { version: string };
     expect(text).toContain(`<registry>/keyward:${version} .`);
+  });
+
+  it("names the published chart at the version in package.json", async () => {
+    const text = await readFile(readme, "utf8");
+    const { version } = JSON.parse(await readFile(join(root, "package.json"), "utf8")) as { version: string };
+    expect(text).toContain(`helm install keyward oci://ghcr.io/keyward/charts/keyward --version ${version} `);
   });
 
   it("names npm scripts that exist", async () => {
