@@ -6,7 +6,7 @@ import type { Logger } from "./log.ts";
 import { createKube, withCache, type KindRef, type Kube } from "./kube/client.ts";
 import { patchMetadata } from "./kube/objects.ts";
 import { createRequestLimiter, DEFAULT_KUBE_API_LIMIT, limitRequests, type RequestLimit } from "./kube/rest.ts";
-import { RELEASE_LABELS, createLeadership, shardSelector, type Leadership } from "./engine/shard-plan.ts";
+import { RELEASE_LABELS, createLeadership, inShare, shardSelector, type Leadership } from "./engine/shard-plan.ts";
 import { shardedKinds } from "./engine/sharder.ts";
 import { createEventRecorder, type EventRecorder } from "./kube/events.ts";
 import { createController, type ControllerOptions, type SecondaryWatch } from "./engine/controller.ts";
@@ -120,8 +120,19 @@ export function createOperator(opts: OperatorOptions): Operator {
   cachedObjectsGauge(metrics, served, informers);
   const events = createEventRecorder(kube, { component: "keyward", logger: log });
   const { providers, cluster } = providerPlumbing(opts, { kube, log, events, metrics });
+  // Sharding: a pass acts only on an object whose shard label, as the pass read it, names this replica.
+  const identity = opts.shard?.identity;
+  const owns = identity === undefined ? undefined : (obj: KubeObject): boolean => inShare(obj.metadata, identity);
   const managed = <S, T, C, E>(module: ManagedModule<S, T, C, E>, peers?: () => KubeObject[]): ReconcileFn =>
-    managedReconciler(module, { kube, events, log, metrics, cache: informers.get(module.ref), ...(peers ? { peers } : {}) });
+    managedReconciler(module, {
+      kube,
+      events,
+      log,
+      metrics,
+      cache: informers.get(module.ref),
+      ...(peers ? { peers } : {}),
+      ...(owns ? { owns } : {}),
+    });
   const deps: KindDeps = {
     kube,
     events,
@@ -136,6 +147,7 @@ export function createOperator(opts: OperatorOptions): Operator {
     providerConfigUsers: providerConfigUsers(served),
     projectDependents: projectDependents(served),
     accessTokenNamespaces: opts.accessTokenNamespaces ?? [],
+    ...(owns ? { owns } : {}),
   };
   const controllerParts = served.flatMap((k) => {
     // The kind's reasons go with its managed reconciler (its progress reasons are Normal Events).

@@ -341,6 +341,11 @@ export interface ManagedDeps {
   cache?: SharedInformer;
   /** For keyward_resource_ready{kind,namespace,name}. */
   metrics?: Metrics;
+  /**
+   * Sharding: whether this replica may act on the object as the pass read it (shard-plan.ts
+   * inShare). One that is not is let go as if gone: no call, no write. Absent: every object.
+   */
+  owns?: (obj: KubeObject) => boolean;
 }
 
 /** What a pass needs beyond the reconciler's deps: the kind's progress reasons and the status fields it keeps in metadata. */
@@ -380,13 +385,17 @@ export function managedReconciler<Spec, Status, Conn, External>(
     if (type === "delete") written.forget(obj.metadata);
     else written.seen(obj);
   });
-  return async (key, signal) => {
+  const forget = (key: ObjectKey): void => {
+    module.forget?.(key);
+    written.forget(key);
+    ready?.remove({ kind: module.ref.kind, namespace: key.namespace, name: key.name });
+  };
+  const reconcile: ReconcileFn = async (key, signal) => {
     const obj = (await readObject(deps, module.ref, key, written)) as KubeObject<unknown, Partial<Status>> | undefined;
     const series = { kind: module.ref.kind, namespace: key.namespace, name: key.name };
-    if (!obj) {
-      module.forget?.(key);
-      written.forget(key);
-      ready?.remove(series);
+    // Gone, or (sharding) not this replica's as read: nothing is called or written for it here.
+    if (!obj || (deps.owns && !deps.owns(obj as KubeObject))) {
+      forget(key);
       return done();
     }
     const run = new Run(module, runDeps, key, obj, signal);
@@ -398,6 +407,8 @@ export function managedReconciler<Spec, Status, Conn, External>(
       if (condition) ready?.set(series, condition.status === "True" ? 1 : 0);
     }
   };
+  reconcile.forget = forget;
+  return reconcile;
 }
 
 async function readObject(deps: ManagedDeps, ref: KindRef, key: ObjectKey, written: WrittenObjects): Promise<KubeObject | undefined> {

@@ -31,6 +31,12 @@ export interface KindDeps {
   projectDependents: readonly KindRef[];
   /** Where AccessTokens are served and write their Secrets (--access-token-namespaces); empty: every watched namespace. */
   accessTokenNamespaces: readonly string[];
+  /**
+   * Sharding: whether this replica may act on an object of a namespaced kind as a pass read it
+   * (its shard label names this replica). A reconcile that reads its object other than through
+   * `managed` checks it before any call or write. Absent without sharding.
+   */
+  owns?: (obj: KubeObject) => boolean;
 }
 
 /** An on-demand action requested by annotation (kubectl keyward sync / remove-secrets reads these). */
