@@ -402,7 +402,9 @@ export function managedReconciler<Spec, Status, Conn, External>(
     try {
       return await run.reconcile();
     } finally {
-      if (run.current !== obj) written.remember(run.current as KubeObject);
+      // A copy is kept for the next pass only while the object is in the cache: one that left it
+      // mid-pass (deleted, or, sharded, gone from this replica's share) is not brought back.
+      if (run.current !== obj && (!deps.owns || !deps.cache || deps.cache.get(key))) written.remember(run.current as KubeObject);
       const condition = run.current.status?.conditions?.find((c) => c.type === "Ready");
       if (condition) ready?.set(series, condition.status === "True" ? 1 : 0);
     }
@@ -798,12 +800,26 @@ class Run<Spec, Status, Conn, External> {
       // A pass that records an action's own Event (Created) tells the Ready change in it.
       ...(this.actionEvent ? {} : { events: this.deps.events }),
       progress: this.progress,
+      exact: this.exact,
     })) as KubeObject<unknown, Partial<Status>>;
   }
 
-  /** `exact`: only on the version this pass holds (a 409 otherwise, which ends the pass). */
+  /**
+   * Sharding: every write of a pass is conditional on the version the pass holds (its read, then
+   * its own last write). Another replica's write in between — the object handed to it mid-pass —
+   * is a 409 that ends the pass before any further write or call: a copy this replica no longer
+   * owns is never written back (it could erase the new owner's pending marks).
+   */
+  private get exact(): boolean {
+    return this.deps.owns !== undefined;
+  }
+
+  /** `exact`: only on the version this pass holds (a 409 otherwise, which ends the pass); always so with sharding. */
   private async patchMeta(change: MetadataChange, exact = false): Promise<void> {
-    const patched = await patchMetadata(this.deps.kube, this.module.ref, this.key, change, { base: this.obj as KubeObject, exact });
+    const patched = await patchMetadata(this.deps.kube, this.module.ref, this.key, change, {
+      base: this.obj as KubeObject,
+      exact: exact || this.exact,
+    });
     if (patched) this.obj = patched as KubeObject<unknown, Partial<Status>>;
   }
 
