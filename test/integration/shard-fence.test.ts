@@ -82,7 +82,7 @@ describe("a handover in the middle of a SecretSync pass", () => {
       await mergePatchCustom(kc, work.name, "secretsyncs", "fenced", {
         metadata: { annotations: { "keyward.dev/sync-requested-at": "v1" } },
       });
-      await waitFor(async () => (emulator.heldRequests() > 0 ? true : undefined), {
+      await waitFor(() => Promise.resolve(emulator.heldRequests() > 0 ? true : undefined), {
         timeoutMs: 30_000,
         intervalMs: 20,
         description: "A's read held",
@@ -96,7 +96,10 @@ describe("a handover in the middle of a SecretSync pass", () => {
         { timeoutMs: 60_000, description: "B handled the request" },
       );
       // Both held reads answered, and both passes over, before counting.
-      await waitFor(async () => (emulator.heldRequests() === 0 ? true : undefined), { timeoutMs: 30_000, description: "no read held" });
+      await waitFor(() => Promise.resolve(emulator.heldRequests() === 0 ? true : undefined), {
+        timeoutMs: 30_000,
+        description: "no read held",
+      });
       emulator.setFaults({});
       await new Promise((resolve) => setTimeout(resolve, 5_000));
 
