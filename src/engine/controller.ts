@@ -69,7 +69,13 @@ export interface ControllerOptions {
    * With `leadership` (a cluster-scoped kind) labels do not count: the leader reconciles every
    * object of the kind, and a replica that starts to lead queues them all.
    */
-  shard?: { identity: string; release: (obj: KubeObject) => Promise<void>; leadership?: Leadership };
+  shard?: {
+    identity: string;
+    release: (obj: KubeObject) => Promise<void>;
+    leadership?: Leadership;
+    /** This replica holds its shard Lease now (lease.ts holds); absent: always. No pass starts otherwise. */
+    holds?: () => boolean;
+  };
 }
 
 export interface Controller {
@@ -221,6 +227,8 @@ function sharing(opts: ControllerOptions, primary: SharedInformer, queue: WorkQu
  */
 async function reconcileShare(share: Share, key: string, reconcileOnce: (key: string) => Promise<Outcome>): Promise<Outcome> {
   const { shard, primary, releases, log } = share;
+  // The fence: a replica whose shard Lease is not renewed in time (or was taken over) acts on nothing.
+  if (shard.holds && !shard.holds()) return { type: "retryable", error: new Error("this replica does not hold its shard Lease") };
   if (shard.leadership) return shard.leadership.leads() ? reconcileOnce(key) : done();
   let obj: KubeObject | undefined;
   try {

@@ -92,9 +92,23 @@ export interface LeaderElectionOptions {
   logger: Logger;
   /** A monotonic clock in ms; performance.now by default. Never the wall clock. */
   monotonicNow?: () => number;
+  /**
+   * Once held, the lease is this holder's alone (a shard Lease): a renewal that finds it written by
+   * anyone else — the leader's takeover, which releases it conditionally on the version it judged
+   * dead — or gone is lost at once, never taken again. Without it (leader election) a released
+   * lease is free to take, as in client-go.
+   */
+  ownedOnce?: boolean;
 }
 
 export interface LeaderElection {
+  /**
+   * Whether this replica may act as the holder now: it holds the lease and its last renewal was
+   * sent less than the renew deadline ago, on the monotonic clock, checked when asked — not when
+   * the renew loop next wakes (a process paused past its deadline must not act first, on waking,
+   * on the answers waiting for it).
+   */
+  holds(): boolean;
   /** Stops campaigning and, when leading, releases the lease. */
   stop(): Promise<void>;
   isLeader(): boolean;
@@ -104,6 +118,8 @@ interface LeaseClient {
   /** One acquire-or-renew attempt: true when this identity holds the lease afterwards. */
   tryAcquireOrRenew(): Promise<boolean>;
   release(): Promise<void>;
+  /** ownedOnce: someone else wrote (or deleted) the lease this holder held. */
+  takenOver(): boolean;
 }
 
 function leaseClient(opts: LeaderElectionOptions, log: Logger): LeaseClient {
@@ -125,22 +141,36 @@ function leaseClient(opts: LeaderElectionOptions, log: Logger): LeaseClient {
       observed = { resourceVersion: lease.metadata?.resourceVersion, at: now };
     }
   };
+  // ownedOnce: the version of this holder's last write, and whether another write was found since.
+  let written: string | undefined;
+  let taken = false;
   const write = async (lease: Lease, spec: LeaseSpec, now: number): Promise<void> => {
     const body: Lease = { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: lease.metadata ?? { name }, spec };
-    observe(await kubeJson<Lease>(kube.access, { method: "PUT", path: resourcePath(leaseKind, namespace, name), body }), now);
+    const answer = await kubeJson<Lease>(kube.access, { method: "PUT", path: resourcePath(leaseKind, namespace, name), body });
+    written = spec.holderIdentity === identity ? answer.metadata?.resourceVersion : undefined;
+    observe(answer, now);
   };
 
   const create = async (now: number): Promise<boolean> => {
     const at = microTime(Date.now());
     const spec = { holderIdentity: identity, leaseDurationSeconds: durationSeconds, acquireTime: at, renewTime: at, leaseTransitions: 0 };
     const body: Lease = { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: { name, namespace }, spec };
-    observe(await kubeJson<Lease>(kube.access, { method: "POST", path: resourcePath(leaseKind, namespace), body }), now);
+    const answer = await kubeJson<Lease>(kube.access, { method: "POST", path: resourcePath(leaseKind, namespace), body });
+    written = answer.metadata?.resourceVersion;
+    observe(answer, now);
     return true;
   };
 
   const tryAcquireOrRenew = async (): Promise<boolean> => {
+    if (taken) return false;
     const lease = await read();
     const now = monotonic();
+    // Held, and written by another since (or deleted): taken over for good (a lost answer reads so too: safe).
+    if (opts.ownedOnce && written !== undefined && lease?.metadata?.resourceVersion !== written) {
+      taken = true;
+      log.warn("the shard lease was written by another (the leader took this replica for gone); stopping");
+      return false;
+    }
     if (!lease) return create(now);
     observe(lease, now);
     const spec = lease.spec ?? {};
@@ -180,7 +210,7 @@ function leaseClient(opts: LeaderElectionOptions, log: Logger): LeaseClient {
     }
   };
 
-  return { tryAcquireOrRenew, release };
+  return { tryAcquireOrRenew, release, takenOver: () => taken };
 }
 
 /**
@@ -239,7 +269,7 @@ export function runLeaderElection(opts: LeaderElectionOptions): LeaderElection {
       const left = opts.renewDeadlineMs - (monotonic() - renewedAt);
       if (left > 0 && (await withDeadline(attempt(), left))) {
         renewedAt = lastSentAt;
-      } else if (monotonic() - renewedAt >= opts.renewDeadlineMs) {
+      } else if (client.takenOver() || monotonic() - renewedAt >= opts.renewDeadlineMs) {
         leader = false;
         log.warn("could not renew the lease within the renew deadline; leadership lost");
         callSafely(opts.onStoppedLeading, log, "onStoppedLeading");
@@ -260,6 +290,7 @@ export function runLeaderElection(opts: LeaderElectionOptions): LeaderElection {
 
   return {
     isLeader: () => leader,
+    holds: () => leader && !client.takenOver() && monotonic() - lastSentAt < opts.renewDeadlineMs,
     stop: async () => {
       wake.abort();
       await running;
