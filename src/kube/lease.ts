@@ -141,23 +141,26 @@ function leaseClient(opts: LeaderElectionOptions, log: Logger): LeaseClient {
       observed = { resourceVersion: lease.metadata?.resourceVersion, at: now };
     }
   };
-  // ownedOnce: the version of this holder's last write, and whether another write was found since.
-  let written: string | undefined;
+  // ownedOnce: the renew times this holder sent (the last few: an answer may come late or never),
+  // and whether the lease was found written by another since.
+  const sent: string[] = [];
+  const sending = (renewTime: string): void => {
+    sent.push(renewTime);
+    if (sent.length > 8) sent.shift();
+  };
   let taken = false;
   const write = async (lease: Lease, spec: LeaseSpec, now: number): Promise<void> => {
     const body: Lease = { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: lease.metadata ?? { name }, spec };
-    const answer = await kubeJson<Lease>(kube.access, { method: "PUT", path: resourcePath(leaseKind, namespace, name), body });
-    written = spec.holderIdentity === identity ? answer.metadata?.resourceVersion : undefined;
-    observe(answer, now);
+    if (spec.holderIdentity === identity && spec.renewTime) sending(spec.renewTime);
+    observe(await kubeJson<Lease>(kube.access, { method: "PUT", path: resourcePath(leaseKind, namespace, name), body }), now);
   };
 
   const create = async (now: number): Promise<boolean> => {
     const at = microTime(Date.now());
     const spec = { holderIdentity: identity, leaseDurationSeconds: durationSeconds, acquireTime: at, renewTime: at, leaseTransitions: 0 };
     const body: Lease = { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: { name, namespace }, spec };
-    const answer = await kubeJson<Lease>(kube.access, { method: "POST", path: resourcePath(leaseKind, namespace), body });
-    written = answer.metadata?.resourceVersion;
-    observe(answer, now);
+    sending(at);
+    observe(await kubeJson<Lease>(kube.access, { method: "POST", path: resourcePath(leaseKind, namespace), body }), now);
     return true;
   };
 
@@ -165,8 +168,8 @@ function leaseClient(opts: LeaderElectionOptions, log: Logger): LeaseClient {
     if (taken) return false;
     const lease = await read();
     const now = monotonic();
-    // Held, and written by another since (or deleted): taken over for good (a lost answer reads so too: safe).
-    if (opts.ownedOnce && written !== undefined && lease?.metadata?.resourceVersion !== written) {
+    // Held, and last written by another (or deleted): taken over, for good.
+    if (opts.ownedOnce && sent.length > 0 && !(lease?.spec?.holderIdentity === identity && sent.includes(lease.spec.renewTime ?? ""))) {
       taken = true;
       log.warn("the shard lease was written by another (the leader took this replica for gone); stopping");
       return false;

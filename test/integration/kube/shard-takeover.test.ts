@@ -9,6 +9,7 @@ import { runShardLease, shardLeasePrefix, type ShardLease } from "../../../src/k
 import { takeOverDead } from "../../../src/engine/sharder.ts";
 import { createLogger } from "../../../src/log.ts";
 import { kubeJson } from "../../../src/kube/rest.ts";
+import { isConflict } from "../../../src/kube/objects.ts";
 import { createTestNamespace, testKubeConfig, waitFor, type TestNamespace } from "../../controlplane/testenv.ts";
 
 let kube: Kube;
@@ -57,13 +58,24 @@ describe("a shard takeover", () => {
       timeoutMs: 20_000,
       description: "joined",
     });
-    // The leader's takeover: the Lease released on the version it judged.
-    const lease = await readLease("alive-a");
-    await kubeJson(kube.access, {
-      method: "PUT",
-      path: leasePath(`${prefix}alive-a`),
-      body: { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: lease.metadata, spec: { ...lease.spec, holderIdentity: "" } },
-    });
+    // The leader's takeover: the Lease released on the version it read (again after a 409: the
+    // holder renews every 250 ms).
+    await waitFor(
+      async () => {
+        const lease = await readLease("alive-a");
+        const body = {
+          apiVersion: "coordination.k8s.io/v1",
+          kind: "Lease",
+          metadata: lease.metadata,
+          spec: { ...lease.spec, holderIdentity: "" },
+        };
+        return kubeJson(kube.access, { method: "PUT", path: leasePath(`${prefix}alive-a`), body }).then(
+          () => true as const,
+          (err: unknown) => (isConflict(err) ? undefined : Promise.reject(err as Error)),
+        );
+      },
+      { timeoutMs: 5_000, intervalMs: 10, description: "the takeover written" },
+    );
     // Within a couple of retry periods, well before its 4 s renew deadline.
     await waitFor(() => Promise.resolve(events.includes("alive-a lost") ? true : undefined), {
       timeoutMs: 2_000,
