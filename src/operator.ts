@@ -129,6 +129,14 @@ export function createOperator(opts: OperatorOptions): Operator {
     ...(opts.shard ? { shard: { selector: shardSelector(opts.shard.identity), selects: shardSelects(served) } } : {}),
   });
   const kube = withCache(direct, informers);
+  // Sharding: unselected informers for rules that span namespaces (every replica's objects).
+  const everywhere = opts.shard
+    ? createInformerFactory(direct, {
+        namespaces: opts.namespaces,
+        logger: log,
+        onRestart: (kind) => metrics.informerRestarts.inc({ kind: kind.kind }),
+      })
+    : informers;
   cachedObjectsGauge(metrics, served, informers);
   const events = createEventRecorder(kube, { component: "keyward", logger: log });
   const { providers, cluster } = providerPlumbing(opts, { kube, log, events, metrics });
@@ -154,6 +162,7 @@ export function createOperator(opts: OperatorOptions): Operator {
     cluster,
     managed,
     cached: (ref) => informers.get(ref).list(),
+    everywhere: (ref) => everywhere.get(ref),
     resyncIntervalMs: opts.resyncIntervalMs,
     listingTtlMs: listingTtl(opts.resyncIntervalMs),
     providerConfigUsers: providerConfigUsers(served),
@@ -206,6 +215,7 @@ export function createOperator(opts: OperatorOptions): Operator {
     async stop() {
       await Promise.all(controllers.map((c) => c.stop()));
       informers.stop();
+      if (everywhere !== informers) everywhere.stop();
       cluster?.stop();
       await events.flush();
       log.info("keyward stopped");

@@ -36,6 +36,8 @@ export interface SecondaryWatch {
    */
   predicate?: (type: WatchEventType, obj: KubeObject, old?: KubeObject) => boolean;
   labelSelector?: string;
+  /** An informer of its own instead of the factory's (sharding: a view of every replica's objects of the kind). */
+  informer?: SharedInformer;
 }
 
 export interface ControllerOptions {
@@ -396,7 +398,7 @@ function subscribeInformers(
     }),
   ];
   const secondaries = (opts.watches ?? []).map((w) => {
-    const informer = factory.get(w.kind, w.labelSelector);
+    const informer = w.informer ?? factory.get(w.kind, w.labelSelector);
     const index = w.refersTo ? referrerIndex(w.refersTo) : undefined;
     if (index) {
       for (const obj of primary.list()) index.set(obj);

@@ -9,6 +9,7 @@ import type { ManagedModule } from "../engine/managed.ts";
 import type { Metrics } from "../engine/metrics.ts";
 import type { KubeObject, ReconcileFn } from "../engine/types.ts";
 import type { ProviderResolver } from "./provider/resolver.ts";
+import type { SharedInformer } from "../kube/informer.ts";
 
 export interface KindDeps {
   kube: Kube;
@@ -22,6 +23,12 @@ export interface KindDeps {
   managed: <S, T, C, E>(module: ManagedModule<S, T, C, E>, peers?: () => KubeObject[]) => ReconcileFn;
   /** The objects of a kind in keyward's cache. */
   cached(ref: KindRef): KubeObject[];
+  /**
+   * An informer of every object of a kind in the watched namespaces, whatever replica's share it
+   * is in (with sharding; without, the kind's own cache): for a rule that spans namespaces. Its
+   * memory is not split over the replicas. Start it by giving it to a watch.
+   */
+  everywhere(ref: KindRef): SharedInformer;
   resyncIntervalMs: number;
   /** How old a shared listing may be for a steady resync pass. */
   listingTtlMs: number;
