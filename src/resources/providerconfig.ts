@@ -149,15 +149,18 @@ export function providerConfigReconciler(deps: ReconcileDeps): ReconcileFn {
     if (pc.metadata.deletionTimestamp) return release(deps, ref, pc);
     const secretRecheckMs = await hold(deps, ref, pc);
     const secret = tokenSecretName(pc.spec);
-    const check = await checkConnection(deps, {
-      ref,
-      obj: pc,
-      configId: `ProviderConfig/${key.namespace}/${key.name}`,
-      connect: () => deps.providers.connect(key.namespace, key.name),
-      schedules: deps.providers,
-      connected: "the service answers with this token",
-      fields: secret ? { heldSecret: secret } : {},
-    });
+    const check = await checkConnection(
+      { ...deps, exact: deps.owns !== undefined },
+      {
+        ref,
+        obj: pc,
+        configId: `ProviderConfig/${key.namespace}/${key.name}`,
+        connect: () => deps.providers.connect(key.namespace, key.name),
+        schedules: deps.providers,
+        connected: "the service answers with this token",
+        fields: secret ? { heldSecret: secret } : {},
+      },
+    );
     if (check.throttled) return check.throttled;
     const after = [check.retryInMs, check.renewInMs, secretRecheckMs].filter((ms) => ms !== undefined);
     return after.length > 0 ? requeueAfter(Math.min(...after)) : done();
