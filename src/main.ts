@@ -38,8 +38,10 @@ async function run(config: Config, log: Logger): Promise<void> {
       .replace(/[^a-z0-9-]/g, "-")
       .slice(0, 50)}-${randomUUID().slice(0, 8)}`;
   const leaseNamespace = config.leaderElectionNamespace ?? podNamespace();
+  // With sharding nothing is sent unless this replica holds its shard Lease (docs/sharding.md).
+  const fence = { holds: (): boolean => false };
   const operator: Operator = createOperator({
-    ...(config.sharding ? { shard: { identity } } : {}),
+    ...(config.sharding ? { shard: { identity, holds: () => fence.holds() } } : {}),
     kc,
     log,
     namespaces: config.namespaces,
@@ -94,6 +96,7 @@ async function run(config: Config, log: Logger): Promise<void> {
       starting = startOrExit();
     },
   });
+  fence.holds = () => leases.holds();
   if (leases.standbyReady) health.ready = true; // a standby replica is healthy and ready; it just does not reconcile
 
   const signal = await stopSignal;
@@ -125,6 +128,8 @@ interface LeaseDeps {
 }
 
 interface Leases {
+  /** With sharding: this replica holds its shard Lease now (renewed within its deadline, not taken over). */
+  holds(): boolean;
   /** A standby replica (leader election without sharding) is ready while it waits. */
   standbyReady: boolean;
   /** Stops the sharder, and a start still waiting after joining the shards. */
@@ -148,7 +153,7 @@ function runLeases(d: LeaseDeps): Leases {
   };
   if (!config.leaderElect) {
     d.start();
-    return { standbyReady: false, stopSharder: () => undefined, release: () => Promise.resolve() };
+    return { holds: () => true, standbyReady: false, stopSharder: () => undefined, release: () => Promise.resolve() };
   }
   const kube = createKube(d.kc);
   const lease = { kube, namespace: d.leaseNamespace, identity: d.identity, ...times, logger: log };
@@ -197,6 +202,7 @@ function runLeases(d: LeaseDeps): Leases {
     onStoppedLeading: exitOnLoss("leadership"),
   });
   return {
+    holds: () => shardLease?.holds() ?? true,
     standbyReady: !config.sharding,
     stopSharder: () => {
       clearTimeout(joining);

@@ -5,8 +5,8 @@ import { Counter, Gauge, Histogram } from "prom-client";
 import type { Logger } from "./log.ts";
 import { createKube, withCache, type KindRef, type Kube } from "./kube/client.ts";
 import { patchMetadata } from "./kube/objects.ts";
-import { createRequestLimiter, DEFAULT_KUBE_API_LIMIT, limitRequests, type RequestLimit } from "./kube/rest.ts";
-import { RELEASE_LABELS, createLeadership, shardSelector, type Leadership } from "./engine/shard-plan.ts";
+import { createRequestLimiter, DEFAULT_KUBE_API_LIMIT, fenceWrites, limitRequests, type RequestLimit } from "./kube/rest.ts";
+import { RELEASE_LABELS, createLeadership, inShare, shardSelector, type Leadership } from "./engine/shard-plan.ts";
 import { shardedKinds } from "./engine/sharder.ts";
 import { createEventRecorder, type EventRecorder } from "./kube/events.ts";
 import { createController, type ControllerOptions, type SecondaryWatch } from "./engine/controller.ts";
@@ -68,7 +68,14 @@ export interface OperatorOptions {
    * reconciled by the leader only (lead(): this replica holds the leader Lease).
    * Absent: every object is this replica's.
    */
-  shard?: { identity: string };
+  shard?: {
+    identity: string;
+    /**
+     * The fence: whether this replica holds its shard Lease now (lease.ts holds). While it does not,
+     * no pass starts, and no apiserver write or service call is sent. Absent: always.
+     */
+    holds?: () => boolean;
+  };
 }
 
 export interface Operator {
@@ -103,9 +110,14 @@ function apiMetrics(metrics: Metrics): (info: { operation: string; status: numbe
 }
 
 export function createOperator(opts: OperatorOptions): Operator {
-  const direct = createKube(opts.kc);
+  const shared = createKube(opts.kc);
+  // With the fence, an access of the operator's own (same connections and credential): the fence
+  // and the rate limit hold for the operator's requests, never for the Lease renewals and the
+  // sharder's patches main.ts sends from the same kubeconfig.
+  const direct: Kube = opts.shard?.holds ? { access: { ...shared.access } } : shared;
   // Every apiserver request of the operator but its watches waits its turn, fairly between kinds.
   limitRequests(direct.access, createRequestLimiter(opts.kubeApiLimit ?? DEFAULT_KUBE_API_LIMIT));
+  fenceWrites(direct.access, opts.shard?.holds);
   const served = opts.kinds ?? kinds;
   const metrics = opts.metrics ?? createMetrics();
   const log = opts.log;
@@ -117,11 +129,30 @@ export function createOperator(opts: OperatorOptions): Operator {
     ...(opts.shard ? { shard: { selector: shardSelector(opts.shard.identity), selects: shardSelects(served) } } : {}),
   });
   const kube = withCache(direct, informers);
+  // Sharding: unselected informers for rules that span namespaces (every replica's objects).
+  const everywhere = opts.shard
+    ? createInformerFactory(direct, {
+        namespaces: opts.namespaces,
+        logger: log,
+        onRestart: (kind) => metrics.informerRestarts.inc({ kind: kind.kind }),
+      })
+    : informers;
   cachedObjectsGauge(metrics, served, informers);
   const events = createEventRecorder(kube, { component: "keyward", logger: log });
   const { providers, cluster } = providerPlumbing(opts, { kube, log, events, metrics });
+  // Sharding: a pass acts only on an object whose shard label, as the pass read it, names this replica.
+  const identity = opts.shard?.identity;
+  const owns = identity === undefined ? undefined : (obj: KubeObject): boolean => inShare(obj.metadata, identity);
   const managed = <S, T, C, E>(module: ManagedModule<S, T, C, E>, peers?: () => KubeObject[]): ReconcileFn =>
-    managedReconciler(module, { kube, events, log, metrics, cache: informers.get(module.ref), ...(peers ? { peers } : {}) });
+    managedReconciler(module, {
+      kube,
+      events,
+      log,
+      metrics,
+      cache: informers.get(module.ref),
+      ...(peers ? { peers } : {}),
+      ...(owns ? { owns } : {}),
+    });
   const deps: KindDeps = {
     kube,
     events,
@@ -131,11 +162,13 @@ export function createOperator(opts: OperatorOptions): Operator {
     cluster,
     managed,
     cached: (ref) => informers.get(ref).list(),
+    everywhere: (ref) => everywhere.get(ref),
     resyncIntervalMs: opts.resyncIntervalMs,
     listingTtlMs: listingTtl(opts.resyncIntervalMs),
     providerConfigUsers: providerConfigUsers(served),
     projectDependents: projectDependents(served),
     accessTokenNamespaces: opts.accessTokenNamespaces ?? [],
+    ...(owns ? { owns } : {}),
   };
   const controllerParts = served.flatMap((k) => {
     // The kind's reasons go with its managed reconciler (its progress reasons are Normal Events).
@@ -164,7 +197,7 @@ export function createOperator(opts: OperatorOptions): Operator {
       ],
       watches: [...(parts.watches ?? []), ...derivedWatches(kind, cluster !== undefined)],
       ...(opts.stopGraceMs !== undefined ? { stopGraceMs: opts.stopGraceMs } : {}),
-      ...(opts.shard ? { shard: controllerShard(opts.shard.identity, leadership, kube, kind.ref) } : {}),
+      ...(opts.shard ? { shard: controllerShard(opts.shard, leadership, kube, kind.ref) } : {}),
     }),
   );
   const names = controllerParts.map(({ kind }) => kind.ref.kind.toLowerCase());
@@ -182,6 +215,7 @@ export function createOperator(opts: OperatorOptions): Operator {
     async stop() {
       await Promise.all(controllers.map((c) => c.stop()));
       informers.stop();
+      if (everywhere !== informers) everywhere.stop();
       cluster?.stop();
       await events.flush();
       log.info("keyward stopped");
@@ -216,9 +250,14 @@ function shardSelects(served: readonly Kind[]): (kind: KindRef) => boolean {
 }
 
 /** A sharded kind's objects go by their shard label; a cluster-scoped kind's are all the leader's. */
-function controllerShard(identity: string, leadership: Leadership, kube: Kube, kind: KindRef): NonNullable<ControllerOptions["shard"]> {
-  const release = releaser(kube, kind);
-  return shardedKinds([kind]).length > 0 ? { identity, release } : { identity, release, leadership };
+function controllerShard(
+  shard: NonNullable<OperatorOptions["shard"]>,
+  leadership: Leadership,
+  kube: Kube,
+  kind: KindRef,
+): NonNullable<ControllerOptions["shard"]> {
+  const base = { identity: shard.identity, release: releaser(kube, kind), ...(shard.holds ? { holds: shard.holds } : {}) };
+  return shardedKinds([kind]).length > 0 ? base : { ...base, leadership };
 }
 
 /** Lets go of a drained object: its shard labels come off, on the version this replica holds only. */
@@ -242,6 +281,7 @@ function providerPlumbing(
     allowedBaseUrls: opts.allowedBaseUrls ?? [],
     ...(opts.maxResponseBytes !== undefined ? { maxResponseBytes: opts.maxResponseBytes } : {}),
     ...(opts.maxRequestTimeoutMs !== undefined ? { maxRequestTimeoutMs: opts.maxRequestTimeoutMs } : {}),
+    ...(opts.shard?.holds ? { admit: opts.shard.holds } : {}),
   });
   let cluster: clusterProviderConfig.ClusterProviderConfigs | undefined;
   const providers = providerConfig.createProviderResolver({ kube: d.kube, log: d.log, connector, cluster: () => cluster?.connect });

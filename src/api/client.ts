@@ -59,6 +59,11 @@ export interface ClientOptions {
   logger?: Logger;
   /** Default true. False sends requests unchecked, so the service's own 422 is observable. */
   validateRequests?: boolean;
+  /**
+   * Asked right before each attempt is sent: false refuses it unsent (a retryable TransportError
+   * "fenced" that never landed). Sharding: the replica holds its shard Lease.
+   */
+  admit?: () => boolean;
 }
 
 export interface CallOptions {
@@ -120,6 +125,7 @@ interface Settings {
   onRequest: ClientOptions["onRequest"];
   logger: Logger | undefined;
   validateRequests: boolean;
+  admit: (() => boolean) | undefined;
 }
 
 export const DEFAULT_TIMEOUT_MS = 10_000;
@@ -152,6 +158,7 @@ function settingsFrom(options: ClientOptions): Settings {
     onRequest: options.onRequest,
     logger: options.logger,
     validateRequests: options.validateRequests ?? true,
+    admit: options.admit,
   };
 }
 
@@ -231,6 +238,15 @@ async function execute<S extends z.ZodType>(s: Settings, c: Call<S>, opts: CallO
 
 async function attemptOnce<S extends z.ZodType>(s: Settings, p: Prepared, schema: S, attempt: number): Promise<z.output<S>> {
   if (p.signal?.aborted) throw abortedError(p.op.name);
+  if (s.admit && !s.admit()) {
+    throw new TransportError({
+      operation: p.op.name,
+      kind: "fenced",
+      detail: "not sent: this replica no longer holds its shard Lease",
+      retryable: true,
+      mayHaveLanded: false,
+    });
+  }
   // Never a wait here: a worker that slept for its turn would stall every other key it could serve.
   const bucket = s.rateLimit ? bucketFor(p.credential, s.rateLimit, s.rateLimitClock) : undefined;
   const turnMs = bucket?.take(p.pass?.admitted === true) ?? 0;

@@ -83,7 +83,7 @@ export class ApiError extends Error implements ClassifiedError {
 }
 
 export type TransportErrorKind =
-  "timeout" | "connection-refused" | "connection-reset" | "dropped-response" | "dns" | "tls" | "aborted" | "other";
+  "timeout" | "connection-refused" | "connection-reset" | "dropped-response" | "dns" | "tls" | "aborted" | "fenced" | "other";
 
 export interface TransportErrorInit {
   operation: string;

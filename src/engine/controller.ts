@@ -7,7 +7,7 @@ import type { Kube, KindRef } from "../kube/client.ts";
 import { createInformerFactory, type InformerFactory, type SharedInformer } from "../kube/informer.ts";
 import { keyString, parseKeyString } from "../kube/keys.ts";
 import { errorSummary } from "../kube/rest.ts";
-import { isConflict } from "../kube/objects.ts";
+import { getObject, isConflict } from "../kube/objects.ts";
 import { jitterInterval, type BackoffPolicy } from "../lib/backoff.ts";
 import { queueObserver, type Metrics, type ReconcileResult } from "./metrics.ts";
 import { createWorkQueue, type WorkQueue, type WorkQueueOptions } from "./queue.ts";
@@ -36,6 +36,8 @@ export interface SecondaryWatch {
    */
   predicate?: (type: WatchEventType, obj: KubeObject, old?: KubeObject) => boolean;
   labelSelector?: string;
+  /** An informer of its own instead of the factory's (sharding: a view of every replica's objects of the kind). */
+  informer?: SharedInformer;
 }
 
 export interface ControllerOptions {
@@ -69,7 +71,13 @@ export interface ControllerOptions {
    * With `leadership` (a cluster-scoped kind) labels do not count: the leader reconciles every
    * object of the kind, and a replica that starts to lead queues them all.
    */
-  shard?: { identity: string; release: (obj: KubeObject) => Promise<void>; leadership?: Leadership };
+  shard?: {
+    identity: string;
+    release: (obj: KubeObject) => Promise<void>;
+    leadership?: Leadership;
+    /** This replica holds its shard Lease now (lease.ts holds); absent: always. No pass starts otherwise. */
+    holds?: () => boolean;
+  };
 }
 
 export interface Controller {
@@ -110,7 +118,7 @@ export function createController(opts: ControllerOptions): Controller {
     });
   const { informers, unsubscribe } = subscribeInformers(opts, factory, queue);
   const primary = informers[0] as SharedInformer;
-  const share = opts.shard ? sharing(opts.shard, primary, queue, log, unsubscribe) : undefined;
+  const share = opts.shard ? sharing(opts, primary, queue, log, unsubscribe) : undefined;
   const abort = new AbortController();
   let stopping = false;
   let workers: Promise<void>[] = [];
@@ -180,40 +188,70 @@ export function createController(opts: ControllerOptions): Controller {
   };
 }
 
-type Share = { shard: NonNullable<ControllerOptions["shard"]>; primary: SharedInformer; releases: ReleaseSchedule; log: Logger };
+type Share = {
+  shard: NonNullable<ControllerOptions["shard"]>;
+  primary: SharedInformer;
+  releases: ReleaseSchedule;
+  log: Logger;
+  /** Reads the object at the apiserver (a cache miss). */
+  read: (key: ObjectKey) => Promise<KubeObject | undefined>;
+  /** Lets go of a key that is not this replica's: its delayed requeue dropped, what the kind keeps for it forgotten. */
+  letGo: (key: string) => void;
+};
 
 /** A sharded controller's state: its releases' schedule; with leadership, every object queued when this replica starts to lead. */
-function sharing(
-  shard: NonNullable<ControllerOptions["shard"]>,
-  primary: SharedInformer,
-  queue: WorkQueue,
-  log: Logger,
-  unsubscribe: (() => void)[],
-): Share {
+function sharing(opts: ControllerOptions, primary: SharedInformer, queue: WorkQueue, log: Logger, unsubscribe: (() => void)[]): Share {
+  const shard = opts.shard as NonNullable<ControllerOptions["shard"]>;
   const { leadership } = shard;
   if (leadership) unsubscribe.push(leadership.onLeading(() => primary.list().forEach((o) => queue.add(keyString(o.metadata)))));
-  return { shard, primary, releases: releaseSchedule(), log };
+  return {
+    shard,
+    primary,
+    releases: releaseSchedule(),
+    log,
+    read: (key) => getObject(opts.kube, opts.kind, key),
+    letGo: (key) => {
+      queue.cancelDelayed(key);
+      queue.forget(key);
+      opts.reconcile.forget?.(parseKeyString(key));
+    },
+  };
 }
 
 /**
  * With sharding: reconciles the object only when it is this replica's; lets it go when the sharder
- * asks it to drain. An object gone from the cache still gets its pass (the reconcile lets go of
- * what it kept). A cluster-scoped kind (`leadership`) is the leader's, whatever its labels.
+ * asks it to drain. A key missing from the cache (deleted, or gone from this replica's label
+ * selection: the DELETED event of a release, an older requeue timer) is looked up at the
+ * apiserver first: gone, it gets its pass (the reconcile lets go of what it kept); another
+ * replica's (or nobody's yet), it is let go without a pass — no call, no write, no requeue — as
+ * is a cached object that is not this replica's. A cluster-scoped kind (`leadership`) is the
+ * leader's, whatever its labels.
  */
-function reconcileShare(share: Share, key: string, reconcileOnce: (key: string) => Promise<Outcome>): Promise<Outcome> {
+async function reconcileShare(share: Share, key: string, reconcileOnce: (key: string) => Promise<Outcome>): Promise<Outcome> {
   const { shard, primary, releases, log } = share;
-  if (shard.leadership) return shard.leadership.leads() ? reconcileOnce(key) : Promise.resolve(done());
-  const cached = primary.get(parseKeyString(key));
-  const standing = cached ? shardStanding(cached.metadata.labels, shard.identity) : undefined;
+  // The fence: a replica whose shard Lease is not renewed in time (or was taken over) acts on nothing.
+  if (shard.holds && !shard.holds()) return { type: "retryable", error: new Error("this replica does not hold its shard Lease") };
+  if (shard.leadership) return shard.leadership.leads() ? reconcileOnce(key) : done();
+  let obj: KubeObject | undefined;
+  try {
+    obj = primary.get(parseKeyString(key)) ?? (await share.read(parseKeyString(key)));
+  } catch (err) {
+    return { type: "retryable", error: new Error(`could not read the object to check its shard: ${errorSummary(err)}`) };
+  }
+  if (!obj) {
+    releases.forget(key);
+    return reconcileOnce(key);
+  }
+  const standing = shardStanding(obj.metadata.labels, shard.identity);
   if (standing !== "draining") releases.forget(key);
-  if (!cached) return reconcileOnce(key);
   switch (standing) {
     case "own":
       return reconcileOnce(key);
     case "foreign":
-      return Promise.resolve(done());
+      share.letGo(key);
+      return done();
     default:
-      return releaseShare(shard.release, cached, releases, log);
+      return releaseShare(shard.release, obj, releases, log);
   }
 }
 
@@ -360,7 +398,7 @@ function subscribeInformers(
     }),
   ];
   const secondaries = (opts.watches ?? []).map((w) => {
-    const informer = factory.get(w.kind, w.labelSelector);
+    const informer = w.informer ?? factory.get(w.kind, w.labelSelector);
     const index = w.refersTo ? referrerIndex(w.refersTo) : undefined;
     if (index) {
       for (const obj of primary.list()) index.set(obj);

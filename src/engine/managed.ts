@@ -341,6 +341,11 @@ export interface ManagedDeps {
   cache?: SharedInformer;
   /** For keyward_resource_ready{kind,namespace,name}. */
   metrics?: Metrics;
+  /**
+   * Sharding: whether this replica may act on the object as the pass read it (shard-plan.ts
+   * inShare). One that is not is let go as if gone: no call, no write. Absent: every object.
+   */
+  owns?: (obj: KubeObject) => boolean;
 }
 
 /** What a pass needs beyond the reconciler's deps: the kind's progress reasons and the status fields it keeps in metadata. */
@@ -380,24 +385,32 @@ export function managedReconciler<Spec, Status, Conn, External>(
     if (type === "delete") written.forget(obj.metadata);
     else written.seen(obj);
   });
-  return async (key, signal) => {
+  const forget = (key: ObjectKey): void => {
+    module.forget?.(key);
+    written.forget(key);
+    ready?.remove({ kind: module.ref.kind, namespace: key.namespace, name: key.name });
+  };
+  const reconcile: ReconcileFn = async (key, signal) => {
     const obj = (await readObject(deps, module.ref, key, written)) as KubeObject<unknown, Partial<Status>> | undefined;
     const series = { kind: module.ref.kind, namespace: key.namespace, name: key.name };
-    if (!obj) {
-      module.forget?.(key);
-      written.forget(key);
-      ready?.remove(series);
+    // Gone, or (sharding) not this replica's as read: nothing is called or written for it here.
+    if (!obj || (deps.owns && !deps.owns(obj as KubeObject))) {
+      forget(key);
       return done();
     }
     const run = new Run(module, runDeps, key, obj, signal);
     try {
       return await run.reconcile();
     } finally {
-      if (run.current !== obj) written.remember(run.current as KubeObject);
+      // A copy is kept for the next pass only while the object is in the cache: one that left it
+      // mid-pass (deleted, or, sharded, gone from this replica's share) is not brought back.
+      if (run.current !== obj && (!deps.owns || !deps.cache || deps.cache.get(key))) written.remember(run.current as KubeObject);
       const condition = run.current.status?.conditions?.find((c) => c.type === "Ready");
       if (condition) ready?.set(series, condition.status === "True" ? 1 : 0);
     }
   };
+  reconcile.forget = forget;
+  return reconcile;
 }
 
 async function readObject(deps: ManagedDeps, ref: KindRef, key: ObjectKey, written: WrittenObjects): Promise<KubeObject | undefined> {
@@ -787,12 +800,26 @@ class Run<Spec, Status, Conn, External> {
       // A pass that records an action's own Event (Created) tells the Ready change in it.
       ...(this.actionEvent ? {} : { events: this.deps.events }),
       progress: this.progress,
+      exact: this.exact,
     })) as KubeObject<unknown, Partial<Status>>;
   }
 
-  /** `exact`: only on the version this pass holds (a 409 otherwise, which ends the pass). */
+  /**
+   * Sharding: every write of a pass is conditional on the version the pass holds (its read, then
+   * its own last write). Another replica's write in between — the object handed to it mid-pass —
+   * is a 409 that ends the pass before any further write or call: a copy this replica no longer
+   * owns is never written back (it could erase the new owner's pending marks).
+   */
+  private get exact(): boolean {
+    return this.deps.owns !== undefined;
+  }
+
+  /** `exact`: only on the version this pass holds (a 409 otherwise, which ends the pass); always so with sharding. */
   private async patchMeta(change: MetadataChange, exact = false): Promise<void> {
-    const patched = await patchMetadata(this.deps.kube, this.module.ref, this.key, change, { base: this.obj as KubeObject, exact });
+    const patched = await patchMetadata(this.deps.kube, this.module.ref, this.key, change, {
+      base: this.obj as KubeObject,
+      exact: exact || this.exact,
+    });
     if (patched) this.obj = patched as KubeObject<unknown, Partial<Status>>;
   }
 

@@ -47,6 +47,8 @@ export interface WorkQueue {
   /** Requeues a failed key after retryDelay: its backoff, at least `retryAfterMs` when the service gave one. */
   addRateLimited(key: string, retryAfterMs?: number): void;
   forget(key: string): void;
+  /** Drops the key's delayed add, if one waits (a key this replica let go: its requeue timer must not bring it back). */
+  cancelDelayed(key: string): void;
   numRequeues(key: string): number;
   /** The next key to work on (marked in flight until done), or undefined once shut down and empty. */
   get(): Promise<string | undefined>;
@@ -188,6 +190,11 @@ function createDelays(add: (key: string) => void, now: () => number) {
       }, delayMs);
       timer.unref();
       waiting.set(key, { readyAt, timer });
+    },
+    cancel(key: string): void {
+      const existing = waiting.get(key);
+      if (existing) clearTimeout(existing.timer);
+      waiting.delete(key);
     },
     clear(): void {
       for (const { timer } of waiting.values()) clearTimeout(timer);
@@ -331,6 +338,7 @@ export function createWorkQueue(options: WorkQueueOptions = {}): WorkQueue {
     addAfter,
     addRateLimited: (key, retryAfterMs) => addAfter(key, failures.next(key, retryAfterMs)),
     forget: failures.forget,
+    cancelDelayed: (key) => delays.cancel(key),
     numRequeues: failures.count,
     get: () =>
       new Promise<string | undefined>((resolve) => {

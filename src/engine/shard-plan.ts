@@ -71,6 +71,21 @@ export function shardStanding(labels: Readonly<Record<string, string>> | undefin
   return labels[DRAIN_LABEL] === undefined ? "own" : "draining";
 }
 
+/**
+ * Whether a replica may act on an object as it read it (from its cache, its own last write or the
+ * apiserver): a namespaced object must carry this replica's shard label (draining or not: a
+ * drained object is this replica's until it lets it go). One rule for every read path of every
+ * kind: an object read at the apiserver after it left this replica's share (the old owner's
+ * requeue timer, the DELETED event of its label-selected watch) is another's, and the pass stops
+ * before any call or write. Cluster-scoped objects are not on the ring (the leader's).
+ */
+export function inShare(
+  meta: { namespace?: string | undefined; labels?: Readonly<Record<string, string>> | undefined },
+  identity: string,
+): boolean {
+  return meta.namespace === undefined || meta.namespace === "" || shardStanding(meta.labels, identity) !== "foreign";
+}
+
 /** The labels the old owner removes to let a drained object go: the sharder then assigns it anew. */
 export const RELEASE_LABELS: Readonly<Record<string, null>> = { [SHARD_LABEL]: null, [DRAIN_LABEL]: null };
 

@@ -132,7 +132,11 @@ export function createSharder(opts: SharderOptions): Sharder {
           log.info({ members: view.live, unknown: view.unknown }, "shard members changed");
           ring = createRing(view.live);
         }
-        unknown = new Set(view.unknown);
+        // A member the leader judged dead still holding its Lease is taken over on that Lease first,
+        // conditionally on the version judged: a Lease renewed since (a stale list) is a 409, and
+        // that member's objects wait like an unknown one's.
+        const held = await takeOverDead(opts, items, view, log);
+        unknown = new Set([...view.unknown, ...held]);
         schedule();
         for (const lease of observer.stale(items, opts.staleAfterMs)) await deleteShardLease(opts, lease, log);
       } catch (err) {
@@ -154,6 +158,50 @@ export function createSharder(opts: SharderOptions): Sharder {
     },
     members: () => ring.members,
   };
+}
+
+/**
+ * The fence of a takeover (client-go's is a conditional write on the Lease itself): every shard
+ * Lease still held by its own identity whose member is neither live nor unknown — the leader saw it
+ * unchanged for its duration — is released by the leader, on the resourceVersion it judged. Its
+ * holder, should it still be alive (the leader's list was stale), finds its Lease written by
+ * another on its next renewal and stops (lease.ts ownedOnce); a Lease renewed since the list is a
+ * 409 and its member is not dead. Returns the members whose takeover did not happen: their objects
+ * wait.
+ */
+export async function takeOverDead(
+  opts: Pick<SharderOptions, "kube" | "leaseNamespace" | "leasePrefix">,
+  leases: readonly ShardLease[],
+  view: { live: readonly string[]; unknown: readonly string[] },
+  log: Logger,
+): Promise<string[]> {
+  const known = new Set([...view.live, ...view.unknown]);
+  const kept: string[] = [];
+  for (const lease of leases) {
+    const name = lease.metadata?.name ?? "";
+    if (!name.startsWith(opts.leasePrefix)) continue;
+    const identity = name.slice(opts.leasePrefix.length);
+    if (identity === "" || lease.spec?.holderIdentity !== identity || known.has(identity)) continue;
+    try {
+      await kubeJson(opts.kube.access, {
+        method: "PUT",
+        path: resourcePath(leaseKind, opts.leaseNamespace, name),
+        body: {
+          apiVersion: "coordination.k8s.io/v1",
+          kind: "Lease",
+          metadata: lease.metadata,
+          spec: { ...lease.spec, holderIdentity: "", leaseDurationSeconds: 1 },
+        },
+      });
+      log.info({ lease: name, member: identity }, "took over the shard Lease of a member gone silent; its objects move");
+    } catch (err) {
+      if (isKubeNotFound(err)) continue;
+      kept.push(identity);
+      if (isConflict(err)) log.info({ lease: name, member: identity }, "a shard Lease judged dead was renewed since; its objects stay");
+      else log.warn({ lease: name, err: errorSummary(err) }, "could not take over a silent member's shard Lease");
+    }
+  }
+  return kept;
 }
 
 /**

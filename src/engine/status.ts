@@ -32,6 +32,8 @@ export interface StatusWrite {
   events?: EventRecorder;
   /** The kind's progress reasons (src/engine/kind.ts progressReasons); default the engine's own. */
   progress?: ReadonlySet<string>;
+  /** Only on `obj`'s resourceVersion: a 409 when the object changed since it was read. */
+  exact?: boolean;
 }
 
 /** The object after the write, or the object itself when the status is already what it would be. */
@@ -46,7 +48,7 @@ export async function writeStatus(w: StatusWrite): Promise<KubeObject<unknown>> 
   const next = { ...w.kindStatus, observedGeneration: generation, conditions };
   if (statusEqual(old, next)) return w.obj;
   if (w.events) recordReadyChange(w.events, w.progress ?? engineProgress, w.obj, old.conditions ?? [], conditions);
-  return patchStatus(w.kube, w.ref, w.obj, next);
+  return patchStatus(w.kube, w.ref, w.obj, next, { exact: w.exact === true });
 }
 
 function recordReadyChange(

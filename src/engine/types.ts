@@ -28,5 +28,10 @@ export const retryable = (error: Error, retryAfterMs?: number): Outcome =>
 export const terminal = (error: Error): Outcome => ({ type: "terminal", error });
 export const throttled = (afterMs: number): Outcome => ({ type: "throttled", afterMs });
 
-/** One reconcile of one key. The engine's controller calls it; it never throws on purpose. */
-export type ReconcileFn = (key: ObjectKey, signal: AbortSignal) => Promise<Outcome>;
+/**
+ * One reconcile of one key. The engine's controller calls it; it never throws on purpose.
+ * `forget`, when given, drops what the kind keeps for an object that is no longer this replica's
+ * to act on (sharding: it left this replica's share) without a pass: its clients, minted token,
+ * metric series — what the pass of an object gone from Kubernetes drops.
+ */
+export type ReconcileFn = ((key: ObjectKey, signal: AbortSignal) => Promise<Outcome>) & { forget?: (key: ObjectKey) => void };

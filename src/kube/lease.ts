@@ -92,9 +92,23 @@ export interface LeaderElectionOptions {
   logger: Logger;
   /** A monotonic clock in ms; performance.now by default. Never the wall clock. */
   monotonicNow?: () => number;
+  /**
+   * Once held, the lease is this holder's alone (a shard Lease): a renewal that finds it written by
+   * anyone else — the leader's takeover, which releases it conditionally on the version it judged
+   * dead — or gone is lost at once, never taken again. Without it (leader election) a released
+   * lease is free to take, as in client-go.
+   */
+  ownedOnce?: boolean;
 }
 
 export interface LeaderElection {
+  /**
+   * Whether this replica may act as the holder now: it holds the lease and its last renewal was
+   * sent less than the renew deadline ago, on the monotonic clock, checked when asked — not when
+   * the renew loop next wakes (a process paused past its deadline must not act first, on waking,
+   * on the answers waiting for it).
+   */
+  holds(): boolean;
   /** Stops campaigning and, when leading, releases the lease. */
   stop(): Promise<void>;
   isLeader(): boolean;
@@ -104,6 +118,8 @@ interface LeaseClient {
   /** One acquire-or-renew attempt: true when this identity holds the lease afterwards. */
   tryAcquireOrRenew(): Promise<boolean>;
   release(): Promise<void>;
+  /** ownedOnce: someone else wrote (or deleted) the lease this holder held. */
+  takenOver(): boolean;
 }
 
 function leaseClient(opts: LeaderElectionOptions, log: Logger): LeaseClient {
@@ -125,8 +141,17 @@ function leaseClient(opts: LeaderElectionOptions, log: Logger): LeaseClient {
       observed = { resourceVersion: lease.metadata?.resourceVersion, at: now };
     }
   };
+  // ownedOnce: the renew times this holder sent (the last few: an answer may come late or never),
+  // and whether the lease was found written by another since.
+  const sent: string[] = [];
+  const sending = (renewTime: string): void => {
+    sent.push(renewTime);
+    if (sent.length > 8) sent.shift();
+  };
+  let taken = false;
   const write = async (lease: Lease, spec: LeaseSpec, now: number): Promise<void> => {
     const body: Lease = { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: lease.metadata ?? { name }, spec };
+    if (spec.holderIdentity === identity && spec.renewTime) sending(spec.renewTime);
     observe(await kubeJson<Lease>(kube.access, { method: "PUT", path: resourcePath(leaseKind, namespace, name), body }), now);
   };
 
@@ -134,13 +159,21 @@ function leaseClient(opts: LeaderElectionOptions, log: Logger): LeaseClient {
     const at = microTime(Date.now());
     const spec = { holderIdentity: identity, leaseDurationSeconds: durationSeconds, acquireTime: at, renewTime: at, leaseTransitions: 0 };
     const body: Lease = { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: { name, namespace }, spec };
+    sending(at);
     observe(await kubeJson<Lease>(kube.access, { method: "POST", path: resourcePath(leaseKind, namespace), body }), now);
     return true;
   };
 
   const tryAcquireOrRenew = async (): Promise<boolean> => {
+    if (taken) return false;
     const lease = await read();
     const now = monotonic();
+    // Held, and last written by another (or deleted): taken over, for good.
+    if (opts.ownedOnce && sent.length > 0 && !(lease?.spec?.holderIdentity === identity && sent.includes(lease.spec.renewTime ?? ""))) {
+      taken = true;
+      log.warn("the shard lease was written by another (the leader took this replica for gone); stopping");
+      return false;
+    }
     if (!lease) return create(now);
     observe(lease, now);
     const spec = lease.spec ?? {};
@@ -180,7 +213,7 @@ function leaseClient(opts: LeaderElectionOptions, log: Logger): LeaseClient {
     }
   };
 
-  return { tryAcquireOrRenew, release };
+  return { tryAcquireOrRenew, release, takenOver: () => taken };
 }
 
 /**
@@ -239,7 +272,7 @@ export function runLeaderElection(opts: LeaderElectionOptions): LeaderElection {
       const left = opts.renewDeadlineMs - (monotonic() - renewedAt);
       if (left > 0 && (await withDeadline(attempt(), left))) {
         renewedAt = lastSentAt;
-      } else if (monotonic() - renewedAt >= opts.renewDeadlineMs) {
+      } else if (client.takenOver() || monotonic() - renewedAt >= opts.renewDeadlineMs) {
         leader = false;
         log.warn("could not renew the lease within the renew deadline; leadership lost");
         callSafely(opts.onStoppedLeading, log, "onStoppedLeading");
@@ -260,6 +293,7 @@ export function runLeaderElection(opts: LeaderElectionOptions): LeaderElection {
 
   return {
     isLeader: () => leader,
+    holds: () => leader && !client.takenOver() && monotonic() - lastSentAt < opts.renewDeadlineMs,
     stop: async () => {
       wake.abort();
       await running;

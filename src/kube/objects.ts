@@ -65,17 +65,22 @@ function mergePatch(kube: Kube, kind: KindRef, key: ObjectKey, body: object, sub
 /**
  * Replace the object's whole status through the /status subresource. A merge patch replaces
  * lists (conditions) whole but merges maps, so every key the old status has and the new one
- * lacks is sent as null: the stored status ends up exactly `status`.
+ * lacks is sent as null: the stored status ends up exactly `status`. `exact`: only on `obj`'s
+ * resourceVersion, never over a newer version someone else wrote.
  */
 export async function patchStatus(
   kube: Kube,
   kind: KindRef,
   obj: { metadata: ObjectMeta; status?: object },
   status: object,
+  opts: { exact?: boolean } = {},
 ): Promise<KubeObject> {
   const key = keyOf(obj);
   const before = (obj.status ?? {}) as Record<string, unknown>;
-  return mergePatch(kube, kind, key, { status: replacingPatch(before, status as Record<string, unknown>) }, "status");
+  const body: Record<string, unknown> = { status: replacingPatch(before, status as Record<string, unknown>) };
+  // exact: only onto the version `obj` is (a 409 when the object changed since).
+  if (opts.exact) body["metadata"] = { resourceVersion: obj.metadata.resourceVersion };
+  return mergePatch(kube, kind, key, body, "status");
 }
 
 /** A merge patch that turns `from` into `to`: `to` itself, plus null for every key dropped. */

@@ -233,6 +233,26 @@ export function limitRequests(access: KubeAccess, limiter: RequestLimiter | unde
   else limiters.delete(access);
 }
 
+const fences = new WeakMap<KubeAccess, () => boolean>();
+
+/**
+ * Sharding's fence on keyward's own writes: every request of `access` other than a GET is refused
+ * unsent (KubeFencedError) while `holds` says no — this replica's shard Lease is not renewed within
+ * its deadline, or the leader took it over. The Lease's own renewals use another access.
+ */
+export function fenceWrites(access: KubeAccess, holds: (() => boolean) | undefined): void {
+  if (holds) fences.set(access, holds);
+  else fences.delete(access);
+}
+
+/** A write refused unsent by fenceWrites. */
+export class KubeFencedError extends Error {
+  override readonly name = "KubeFencedError";
+  constructor(method: string, path: string) {
+    super(`${method} ${path}: not sent: this replica no longer holds its shard Lease`);
+  }
+}
+
 function isWatch(req: KubeRequest): boolean {
   const watch = req.query?.["watch"];
   return watch === true || watch === "true" || watch === 1 || watch === "1";
@@ -282,6 +302,9 @@ export type KubeResponse = Dispatcher.ResponseData;
  * it the access's (cached) credential is asked for here.
  */
 export async function kubeRequest(access: KubeAccess, req: KubeRequest, authorization?: string): Promise<KubeResponse> {
+  const method = req.method ?? "GET";
+  // Checked right before sending, after any wait for a token or a turn.
+  if (method !== "GET" && fences.get(access)?.() === false) throw new KubeFencedError(method, req.path);
   const url = new URL(access.server + req.path);
   for (const [key, value] of Object.entries(req.query ?? {})) {
     if (value !== undefined) url.searchParams.set(key, String(value));

@@ -97,8 +97,9 @@ export interface ShardLeaseOptions extends LeaseTimes {
   logger: Logger;
   /** Holding the Lease: this replica may reconcile its share. */
   onJoined: () => void;
-  /** Could not renew within the renew deadline: stop reconciling at once (another may own the share). */
+  /** Could not renew within the renew deadline, or the leader took it over: stop reconciling at once (another may own the share). */
   onLost: () => void;
+  monotonicNow?: () => number;
 }
 
 /** Takes and renews this replica's shard Lease; stop() releases it so the others take over at once. */
@@ -114,5 +115,7 @@ export function runShardLease(opts: ShardLeaseOptions): LeaderElection {
     onStartedLeading: opts.onJoined,
     onStoppedLeading: opts.onLost,
     logger: opts.logger,
+    ownedOnce: true,
+    ...(opts.monotonicNow ? { monotonicNow: opts.monotonicNow } : {}),
   });
 }

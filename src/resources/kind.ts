@@ -12,6 +12,7 @@ import type { ProviderResolver } from "./provider/resolver.ts";
 import type { MetadataKey } from "./common.ts";
 
 export type { MetadataKey } from "./common.ts";
+import type { SharedInformer } from "../kube/informer.ts";
 
 export interface KindDeps {
   kube: Kube;
@@ -25,6 +26,12 @@ export interface KindDeps {
   managed: <S, T, C, E>(module: ManagedModule<S, T, C, E>, peers?: () => KubeObject[]) => ReconcileFn;
   /** The objects of a kind in keyward's cache. */
   cached(ref: KindRef): KubeObject[];
+  /**
+   * An informer of every object of a kind in the watched namespaces, whatever replica's share it
+   * is in (with sharding; without, the kind's own cache): for a rule that spans namespaces. Its
+   * memory is not split over the replicas. Start it by giving it to a watch.
+   */
+  everywhere(ref: KindRef): SharedInformer;
   resyncIntervalMs: number;
   /** How old a shared listing may be for a steady resync pass. */
   listingTtlMs: number;
@@ -34,6 +41,12 @@ export interface KindDeps {
   projectDependents: readonly KindRef[];
   /** Where AccessTokens are served and write their Secrets (--access-token-namespaces); empty: every watched namespace. */
   accessTokenNamespaces: readonly string[];
+  /**
+   * Sharding: whether this replica may act on an object of a namespaced kind as a pass read it
+   * (its shard label names this replica). A reconcile that reads its object other than through
+   * `managed` checks it before any call or write. Absent without sharding.
+   */
+  owns?: (obj: KubeObject) => boolean;
 }
 
 /** An on-demand action requested by annotation (kubectl keyward sync / remove-secrets reads these). */

@@ -13,7 +13,9 @@ import {
 } from "../api/index.ts";
 import type { CrdSource } from "../engine/kind.ts";
 import { exactlyOneOf, immutable, validations } from "../engine/cel.ts";
-import { keyString } from "../kube/keys.ts";
+import { keyOf, keyString } from "../kube/keys.ts";
+import type { SharedInformer } from "../kube/informer.ts";
+import type { SecondaryWatch } from "../engine/controller.ts";
 import { parseMsStyleDuration } from "../lib/duration.ts";
 import {
   ReconcileError,
@@ -615,7 +617,39 @@ export const kind: Kind = {
   refers: { providerConfig: true, project: true },
   serviceIdFields: ["membershipId", "groupMembershipId"],
   metadata: [pausedKey, finalizerKey("deletionPolicy is Revoke")],
-  controller: (d) => ({
-    reconcile: d.managed(projectMembershipModule({ providers: d.providers, listingTtlMs: d.listingTtlMs }), () => d.cached(ref)),
-  }),
+  controller: (d) => {
+    // The rule spans namespaces, so its rivals come from every replica's share (with sharding).
+    const everyone = d.everywhere(ref);
+    return {
+      reconcile: d.managed(projectMembershipModule({ providers: d.providers, listingTtlMs: d.listingTtlMs }), () => everyone.list()),
+      watches: [rivalsWatch(everyone)],
+    };
+  },
 };
+
+/**
+ * A membership that goes (deleted, or being deleted) wakes this replica's memberships of the same
+ * subject of the same project, wherever it was reconciled: the next oldest takes the subject over
+ * at once, not at its resync.
+ */
+export function rivalsWatch(everyone: SharedInformer): SecondaryWatch {
+  const sameSubject = (a: KubeObject, b: KubeObject): boolean => {
+    const sa = (a.status ?? {}) as { projectId?: string; groupId?: string };
+    const sb = (b.status ?? {}) as { projectId?: string; groupId?: string };
+    const key = subjectKey(a.spec ?? {}, sa);
+    return (
+      a.metadata.uid !== b.metadata.uid &&
+      sa.projectId !== undefined &&
+      sa.projectId === sb.projectId &&
+      key !== undefined &&
+      key === subjectKey(b.spec ?? {}, sb)
+    );
+  };
+  return {
+    kind: ref,
+    informer: everyone,
+    predicate: (type, obj, old) =>
+      type === "delete" || (obj.metadata.deletionTimestamp !== undefined && old?.metadata.deletionTimestamp === undefined),
+    mapToKeys: (obj, primaries) => (primaries?.() ?? []).filter((p) => sameSubject(p, obj)).map((p) => keyOf(p)),
+  };
+}

@@ -12,7 +12,7 @@ import { dataOmitted } from "../kube/informer.ts";
 import { secretKind, type KindRef, type Kube } from "../kube/client.ts";
 import type { EventRecorder } from "../kube/events.ts";
 import { ReconcileError } from "../engine/managed.ts";
-import { done, requeueAfter, type KubeObject, type ReconcileFn } from "../engine/types.ts";
+import { done, requeueAfter, type KubeObject, type ObjectKey, type ReconcileFn } from "../engine/types.ts";
 import { exactlyOneOf } from "../engine/cel.ts";
 import type { CrdSource } from "../engine/kind.ts";
 import {
@@ -131,33 +131,42 @@ interface ReconcileDeps {
   recheckMs: number;
   /** The kinds whose spec.providerConfigRef may name a ProviderConfig. */
   users: KindRef[];
+  /** Sharding: whether this replica may act on the ProviderConfig as read (shard-plan.ts inShare); absent: always. */
+  owns?: (obj: KubeObject) => boolean;
 }
 
 /** ProviderConfig's own reconcile: does the service answer with this token? */
 export function providerConfigReconciler(deps: ReconcileDeps): ReconcileFn {
-  return async (key) => {
+  const forget = (key: ObjectKey): void => deps.providers.forget(`ProviderConfig/${key.namespace}/${key.name}`);
+  const reconcile: ReconcileFn = async (key) => {
     const pc = (await readCached(deps.kube, ref, key)) as ProviderConfigObject | undefined;
-    if (!pc) {
-      // Gone: its clients, connections and minted token go with it.
-      deps.providers.forget(`ProviderConfig/${key.namespace}/${key.name}`);
+    // Gone, or (sharding) another replica's as read: its clients, connections and minted token go
+    // with it, and nothing is checked, minted or written here.
+    if (!pc || (deps.owns && !deps.owns(pc as KubeObject))) {
+      forget(key);
       return done();
     }
     if (pc.metadata.deletionTimestamp) return release(deps, ref, pc);
     const secretRecheckMs = await hold(deps, ref, pc);
     const secret = tokenSecretName(pc.spec);
-    const check = await checkConnection(deps, {
-      ref,
-      obj: pc,
-      configId: `ProviderConfig/${key.namespace}/${key.name}`,
-      connect: () => deps.providers.connect(key.namespace, key.name),
-      schedules: deps.providers,
-      connected: "the service answers with this token",
-      fields: secret ? { heldSecret: secret } : {},
-    });
+    const check = await checkConnection(
+      { ...deps, exact: deps.owns !== undefined },
+      {
+        ref,
+        obj: pc,
+        configId: `ProviderConfig/${key.namespace}/${key.name}`,
+        connect: () => deps.providers.connect(key.namespace, key.name),
+        schedules: deps.providers,
+        connected: "the service answers with this token",
+        fields: secret ? { heldSecret: secret } : {},
+      },
+    );
     if (check.throttled) return check.throttled;
     const after = [check.retryInMs, check.renewInMs, secretRecheckMs].filter((ms) => ms !== undefined);
     return after.length > 0 ? requeueAfter(Math.min(...after)) : done();
   };
+  reconcile.forget = forget;
+  return reconcile;
 }
 
 /**
@@ -215,6 +224,7 @@ export const kind: Kind = {
       log: d.log,
       recheckMs: d.resyncIntervalMs,
       users: [...d.providerConfigUsers],
+      ...(d.owns ? { owns: d.owns } : {}),
     }),
     watches: [credentialsSecretWatch],
   }),

@@ -18,9 +18,13 @@ export interface ReadyCondition {
   message: string;
 }
 
-/** Writes the config's Ready condition, keeping its other status fields and setting `fields` over them. */
+/**
+ * Writes the config's Ready condition, keeping its other status fields and setting `fields` over
+ * them. `exact` (sharding): only onto the version read, so a copy handed to another replica
+ * mid-pass is never written back (a 409).
+ */
 export async function writeReady(
-  deps: { kube: Kube; events: EventRecorder },
+  deps: { kube: Kube; events: EventRecorder; exact?: boolean },
   ref: KindRef,
   obj: KubeObject<unknown>,
   ready: ReadyCondition,
@@ -35,6 +39,7 @@ export async function writeReady(
     conditions: { ready: { type: "Ready", ...ready } },
     now: new Date(),
     events: deps.events,
+    exact: deps.exact === true,
   });
 }
 
@@ -62,7 +67,7 @@ export function timeoutNote(spec: unknown, effectiveMs: number): string {
 
 /** Checks the connection of a provider config and writes its Ready condition and status. */
 export async function checkConnection(
-  deps: { kube: Kube; events: EventRecorder; recheckMs: number },
+  deps: { kube: Kube; events: EventRecorder; recheckMs: number; exact?: boolean },
   config: {
     ref: KindRef;
     obj: KubeObject<unknown>;

@@ -101,6 +101,8 @@ interface ConnectorOptions {
   maxResponseBytes?: number;
   /** The cluster admin's ceiling on spec.timeoutSeconds (--max-request-timeout), in ms; absent: none. */
   maxRequestTimeoutMs?: number;
+  /** Asked before every request is sent (ClientOptions.admit): sharding's fence. */
+  admit?: () => boolean;
 }
 
 /** One request's timeout for a config: its spec.timeoutSeconds (default 10 s), at most the admin's ceiling. */
@@ -152,6 +154,7 @@ function apiClients(deps: ConnectorOptions) {
           }
         : {}),
       logger: deps.log,
+      ...(deps.admit ? { admit: deps.admit } : {}),
     });
     // Claimed before the old client lets go, so a pool both use stays open.
     const release = claimConnections(spec.baseUrl, client.timeoutMs, spec.caBundle);

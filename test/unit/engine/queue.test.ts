@@ -83,6 +83,17 @@ describe("work queue delays", () => {
     expect(q.len()).toBe(1);
   });
 
+  it("cancelDelayed drops a key's waiting add (a key let go), and a later addAfter still works", () => {
+    const q = createWorkQueue({ now: () => Date.now() });
+    q.addAfter("ns/a", 1000);
+    q.cancelDelayed("ns/a");
+    vi.advanceTimersByTime(5_000);
+    expect(q.len()).toBe(0);
+    q.addAfter("ns/a", 1000);
+    vi.advanceTimersByTime(1000);
+    expect(q.len()).toBe(1);
+  });
+
   // Found by client-decoding.property.test.ts: a Retry-After of 30 days (or a requeue that long)
   // became a timer past 2^31-1 ms, which Node fires after 1 ms: a hot loop where the service
   // asked for quiet. Delays are clamped to the longest a timer waits.

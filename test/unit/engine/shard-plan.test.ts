@@ -2,6 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
   DRAIN_LABEL,
+  inShare,
   RELEASE_LABELS,
   SHARD_LABEL,
   shardChanges,
@@ -83,6 +84,15 @@ describe("shardStanding", () => {
     expect(shardStanding({ [SHARD_LABEL]: "b", [DRAIN_LABEL]: "true" }, "a")).toBe("foreign");
     expect(shardStanding({}, "a")).toBe("foreign");
     expect(shardStanding(undefined, "a")).toBe("foreign");
+  });
+
+  it("lets a replica act on an object as read only with its own label (draining too); cluster-scoped objects are not on the ring", () => {
+    expect(inShare({ namespace: "n", labels: { [SHARD_LABEL]: "a" } }, "a")).toBe(true);
+    expect(inShare({ namespace: "n", labels: { [SHARD_LABEL]: "a", [DRAIN_LABEL]: "true" } }, "a")).toBe(true);
+    expect(inShare({ namespace: "n", labels: { [SHARD_LABEL]: "b" } }, "a")).toBe(false);
+    expect(inShare({ namespace: "n", labels: {} }, "a")).toBe(false);
+    expect(inShare({ namespace: "n" }, "a")).toBe(false);
+    expect(inShare({ namespace: "" }, "a")).toBe(true);
   });
 
   it("selects a replica's share by its label, and releases by removing both labels", () => {
