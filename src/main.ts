@@ -6,7 +6,7 @@ import { createLogger, type Logger } from "./log.ts";
 import { loadKubeConfig, createKube } from "./kube/client.ts";
 import type { KubeSource } from "./kube/kubeconfig.ts";
 import { runLeaderElection } from "./kube/lease.ts";
-import { awaitJoin, HANDSHAKE_ANNOTATION, runShardLease, shardLeasePrefix } from "./kube/shards.ts";
+import { awaitJoin, awaitNoShards, HANDSHAKE_ANNOTATION, runShardLease, shardLeasePrefix } from "./kube/shards.ts";
 import { createSharder, shardMetrics, type Sharder } from "./engine/sharder.ts";
 import { createOperator, type Operator } from "./operator.ts";
 import { setResponseBudget } from "./api/http.ts";
@@ -194,7 +194,22 @@ function runLeases(d: LeaseDeps): Leases {
     // Its replicas wait for this leader's acknowledgement of their joins (shards.ts).
     ...(config.sharding ? { annotations: { [HANDSHAKE_ANNOTATION]: d.identity } } : {}),
     onStartedLeading: () => {
-      if (!config.sharding) return d.start();
+      // Sharding turned off while sharded replicas still run: they may still be reconciling their
+      // shares, so this leader waits until the sharding marker they keep alive is dead.
+      if (!config.sharding) {
+        void awaitNoShards({
+          kube,
+          namespace: d.leaseNamespace,
+          group: config.leaderElectionId,
+          leaseDurationMs: config.leaseDuration,
+          pollMs: config.retryPeriod,
+          signal: joining.signal,
+          logger: log,
+        }).then((clear) => {
+          if (clear) d.start();
+        });
+        return;
+      }
       // Cluster-scoped kinds are the leader's (docs/sharding.md). Losing the leader Lease ends the
       // process (onStoppedLeading), so this is never taken back.
       d.operator.lead();

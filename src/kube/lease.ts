@@ -104,6 +104,12 @@ export interface LeaderElectionOptions {
    * leader Lease's handshake mark); the lease's other annotations are kept as read.
    */
   annotations?: Readonly<Record<string, string>>;
+  /**
+   * Also written on each acquire and renewal (a sharded replica's mark on the sharding marker):
+   * the attempt counts as a renewal only when this succeeds too, so whatever it keeps alive is
+   * alive whenever this holder may act.
+   */
+  alsoOnRenew?: () => Promise<void>;
 }
 
 export interface LeaderElection {
@@ -255,7 +261,7 @@ export function runLeaderElection(opts: LeaderElectionOptions): LeaderElection {
   const attempt = async (): Promise<boolean> => {
     const sentAt = monotonic();
     try {
-      const ok = await client.tryAcquireOrRenew();
+      const ok = (await client.tryAcquireOrRenew()) && (await (opts.alsoOnRenew?.() ?? Promise.resolve()), true);
       if (ok) lastSentAt = sentAt;
       return ok;
     } catch (err) {

@@ -9,7 +9,7 @@
 import type { Logger } from "../log.ts";
 import { resourcePath, type Kube } from "./client.ts";
 import { leaseExpired, leaseKind, runLeaderElection, type LeaderElection, type LeaseTimes } from "./lease.ts";
-import { isKubeNotFound } from "./objects.ts";
+import { isConflict, isKubeNotFound } from "./objects.ts";
 import { errorSummary, kubeJson } from "./rest.ts";
 import { interruptibleSleep } from "../lib/backoff.ts";
 
@@ -123,6 +123,100 @@ export interface ShardLeaseOptions extends LeaseTimes {
   monotonicNow?: () => number;
 }
 
+/**
+ * The sharding marker: one Lease of a fixed name, `<group>-sharded`, that every sharded replica
+ * writes on each renewal of its shard Lease. An unsharded leader (sharding turned off) `get`s it by
+ * name and reconciles only once it is gone or has stayed unchanged for its duration: then no
+ * sharded replica can still act (each stops at its renew deadline when it cannot write it).
+ */
+export function shardingMarkerName(group: string): string {
+  return `${group}-sharded`;
+}
+
+/**
+ * A sharded replica's write of the sharding marker: its renew time on the version read, or the
+ * marker's creation. A 409 is another replica's write in between, which keeps it alive as well.
+ */
+export async function touchShardingMarker(
+  kube: Kube,
+  namespace: string,
+  group: string,
+  identity: string,
+  durationMs: number,
+): Promise<void> {
+  const name = shardingMarkerName(group);
+  const path = resourcePath(leaseKind, namespace, name);
+  const renewTime = new Date().toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
+  const spec = { holderIdentity: identity, leaseDurationSeconds: Math.max(1, Math.ceil(durationMs / 1000)), renewTime };
+  const lease = { apiVersion: "coordination.k8s.io/v1", kind: "Lease" };
+  try {
+    const current = await kubeJson<ShardLease>(kube.access, { path }).catch((err: unknown) =>
+      isKubeNotFound(err) ? undefined : Promise.reject(err as Error),
+    );
+    if (current) await kubeJson(kube.access, { method: "PUT", path, body: { ...lease, metadata: current.metadata, spec } });
+    else
+      await kubeJson(kube.access, {
+        method: "POST",
+        path: resourcePath(leaseKind, namespace),
+        body: { ...lease, metadata: { name, namespace }, spec },
+      });
+  } catch (err) {
+    // Written or created by another replica meanwhile: it is fresh.
+    if (!isConflict(err)) throw err;
+  }
+}
+
+export interface NoShardsWaitOptions {
+  kube: Kube;
+  namespace: string;
+  group: string;
+  /** This process's lease duration: the marker is dead after the longer of it and the marker's own. */
+  leaseDurationMs: number;
+  pollMs: number;
+  signal: AbortSignal;
+  logger: Logger;
+  monotonicNow?: () => number;
+}
+
+/**
+ * An unsharded leader's wait before it reconciles: resolves true once the sharding marker is gone,
+ * or has been seen unchanged for its duration on this process's monotonic clock (first seen counts
+ * as changed then: its record may be a live replica's), and is then deleted at the version judged.
+ */
+export async function awaitNoShards(o: NoShardsWaitOptions): Promise<boolean> {
+  const now = o.monotonicNow ?? (() => performance.now());
+  const path = resourcePath(leaseKind, o.namespace, shardingMarkerName(o.group));
+  let seen: { stamp: string; at: number } | undefined;
+  let logged = false;
+  while (!o.signal.aborted) {
+    try {
+      const marker = await kubeJson<ShardLease>(o.kube.access, { path, signal: o.signal }).catch((err: unknown) =>
+        isKubeNotFound(err) ? undefined : Promise.reject(err as Error),
+      );
+      if (!marker) return true;
+      const stamp = [marker.spec?.holderIdentity, marker.spec?.renewTime, marker.metadata?.resourceVersion].join("\u0000");
+      if (seen?.stamp !== stamp) seen = { stamp, at: now() };
+      const durationMs = Math.max(o.leaseDurationMs, (marker.spec?.leaseDurationSeconds ?? 0) * 1000);
+      if (now() - seen.at >= durationMs) {
+        const { uid, resourceVersion } = marker.metadata ?? {};
+        await kubeJson(o.kube.access, {
+          method: "DELETE",
+          path,
+          body: { apiVersion: "v1", kind: "DeleteOptions", preconditions: { uid, resourceVersion } },
+        }).catch((err: unknown) => (isKubeNotFound(err) || isConflict(err) ? undefined : Promise.reject(err as Error)));
+        // Deleted, or changed meanwhile (a 409): read again.
+        continue;
+      }
+      if (!logged) o.logger.info("sharded replicas may still be reconciling (the sharding marker is live); waiting for them to stop");
+      logged = true;
+    } catch (err) {
+      if (!o.signal.aborted) o.logger.warn({ err: errorSummary(err) }, "reading the sharding marker failed");
+    }
+    await interruptibleSleep(o.pollMs, o.signal);
+  }
+  return false;
+}
+
 /** Takes and renews this replica's shard Lease; stop() releases it so the others take over at once. */
 export function runShardLease(opts: ShardLeaseOptions): LeaderElection {
   return runLeaderElection({
@@ -137,6 +231,8 @@ export function runShardLease(opts: ShardLeaseOptions): LeaderElection {
     onStoppedLeading: opts.onLost,
     logger: opts.logger,
     ownedOnce: true,
+    // Every renewal keeps the sharding marker alive too: an unsharded leader waits for it.
+    alsoOnRenew: () => touchShardingMarker(opts.kube, opts.namespace, opts.group, opts.identity, opts.leaseDurationMs),
     ...(opts.incarnation !== undefined ? { annotations: { [INCARNATION_ANNOTATION]: opts.incarnation } } : {}),
     ...(opts.monotonicNow ? { monotonicNow: opts.monotonicNow } : {}),
   });
