@@ -367,21 +367,25 @@ const numRuns = Number(process.env["KEYWARD_RACE_RUNS"] ?? 300);
 const schedules = fc.array(opArb, { minLength: 1, maxLength: 14 });
 
 describe("the sharding protocol under a seeded race", () => {
-  it("never lets two replicas act on one object at once, and no object waits on a dead replica past the bound", () => {
-    const result = fc.check(
-      fc.property(schedules, (ops) => runSchedule(ops, "handshake") === undefined),
-      { numRuns, ...(seed !== undefined ? { seed } : {}) },
-    );
-    if (result.failed) {
-      const ops = result.counterexample?.[0] ?? [];
-      console.error(
-        `race seed ${String(result.seed)} (replay: KEYWARD_RACE_SEED=${String(result.seed)}): ${runSchedule(ops, "handshake") ?? ""}\n${JSON.stringify(ops)}`,
+  it(
+    "never lets two replicas act on one object at once, and no object waits on a dead replica past the bound",
+    { timeout: 110_000 },
+    () => {
+      const result = fc.check(
+        fc.property(schedules, (ops) => runSchedule(ops, "handshake") === undefined),
+        { numRuns, ...(seed !== undefined ? { seed } : {}) },
       );
-    }
-    expect(result.failed).toBe(false);
-  });
+      if (result.failed) {
+        const ops = result.counterexample?.[0] ?? [];
+        console.error(
+          `race seed ${String(result.seed)} (replay: KEYWARD_RACE_SEED=${String(result.seed)}): ${runSchedule(ops, "handshake") ?? ""}\n${JSON.stringify(ops)}`,
+        );
+      }
+      expect(result.failed).toBe(false);
+    },
+  );
 
-  it("finds the overlap of the rejoin timer the handshake replaced (the race can fail)", () => {
+  it("finds the overlap of the rejoin timer the handshake replaced (the race can fail)", { timeout: 110_000 }, () => {
     const result = fc.check(
       fc.property(schedules, (ops) => runSchedule(ops, "timer") === undefined),
       { numRuns: Math.max(numRuns, 300), ...(seed !== undefined ? { seed } : {}) },
