@@ -173,6 +173,7 @@ export function runSchedule(ops: readonly Op[], rejoin: Rejoin, trace?: string[]
     return [o];
   });
   let listedUpTo = 0;
+  let noneLiveAt = 0;
   for (t = 0; t < STEPS; t++) {
     for (const o of expanded.filter((x) => x.at === t)) {
       const id = "r" in o ? (IDS[o.r] ?? "r0") : "";
@@ -332,16 +333,12 @@ export function runSchedule(ops: readonly Op[], rejoin: Rejoin, trace?: string[]
     while (flying.length < 8 && queued.length > 0) flying.push(queued.shift() as Patch);
 
     // No object labelled for a dead replica beyond the bound.
+    // Counted from the death, or from when a live replica was there again to take the object.
     const bound = 2 * DURATION + 6 * RETRY + 60 + 40 + 30;
+    if (![...replicas.values()].some((r) => r.alive && r.started)) noneLiveAt = t;
     for (const [key, o] of objects) {
       const owner = o.owner ? replicas.get(o.owner) : undefined;
-      if (
-        owner &&
-        !owner.alive &&
-        owner.diedAt !== undefined &&
-        t - owner.diedAt > bound &&
-        [...replicas.values()].some((r) => r.alive && r.started)
-      )
+      if (owner && !owner.alive && owner.diedAt !== undefined && t - Math.max(owner.diedAt, noneLiveAt) > bound)
         return `${key} still labelled for ${owner.id}, dead since step ${String(owner.diedAt)}, at step ${String(t)}`;
     }
   }
@@ -388,10 +385,13 @@ describe("the sharding protocol under a seeded race", () => {
   it("finds the overlap of the rejoin timer the handshake replaced (the race can fail)", { timeout: 110_000 }, () => {
     const result = fc.check(
       fc.property(schedules, (ops) => runSchedule(ops, "timer") === undefined),
-      { numRuns: Math.max(numRuns, 300), ...(seed !== undefined ? { seed } : {}) },
+      // A fixed seed (it finds the overlap within 300 schedules): this test shows the race can fail, deterministically.
+      { numRuns: 300, seed: -592050616 },
     );
     if (result.failed)
-      console.info(`timer rejoin broken by seed ${String(result.seed)}: ${runSchedule(result.counterexample?.[0] ?? [], "timer") ?? ""}`);
+      console.info(
+        `timer rejoin broken by seed ${String(result.seed)}: ${runSchedule(result.counterexample?.[0] ?? [], "timer") ?? ""}\n${JSON.stringify(result.counterexample?.[0])}`,
+      );
     expect(result.failed).toBe(true);
   });
 });
