@@ -6,7 +6,7 @@ import { createLogger, type Logger } from "./log.ts";
 import { loadKubeConfig, createKube } from "./kube/client.ts";
 import type { KubeSource } from "./kube/kubeconfig.ts";
 import { runLeaderElection } from "./kube/lease.ts";
-import { runShardLease, shardLeasePrefix } from "./kube/shards.ts";
+import { awaitJoin, awaitNoShards, HANDSHAKE_ANNOTATION, runShardLease, shardLeasePrefix } from "./kube/shards.ts";
 import { createSharder, shardMetrics, type Sharder } from "./engine/sharder.ts";
 import { createOperator, type Operator } from "./operator.ts";
 import { setResponseBudget } from "./api/http.ts";
@@ -157,18 +157,32 @@ function runLeases(d: LeaseDeps): Leases {
   }
   const kube = createKube(d.kc);
   const lease = { kube, namespace: d.leaseNamespace, identity: d.identity, ...times, logger: log };
-  // A replica waits a lease duration and a retry period after joining before it reconciles: had
-  // this identity been taken for gone (a crash, a restart under the same pod name), the leader may
-  // still be moving its objects away; it stops as soon as it sees the member back (sharder.ts).
-  const joinWaitMs = config.leaseDuration + config.retryPeriod;
-  let joining: NodeJS.Timeout | undefined;
+  // A replica reconciles only once the leader acknowledged this process's incarnation on its shard
+  // Lease (the join handshake, docs/sharding.md): had this identity been taken for gone (a crash, a
+  // restart under the same pod name), a sharder pass may still be moving its objects away, and the
+  // leader acknowledges only after every pass planned before it saw this incarnation has ended.
+  const joining = new AbortController();
+  const incarnation = randomUUID();
   const shardLease = config.sharding
     ? runShardLease({
         ...lease,
         group: config.leaderElectionId,
+        incarnation,
         onJoined: () => {
-          log.info({ inMs: joinWaitMs }, "joined the shards; reconciling once the leader cannot be moving this identity's objects");
-          joining = setTimeout(d.start, joinWaitMs);
+          log.info({ incarnation }, "joined the shards; reconciling once the leader acknowledges this incarnation");
+          void awaitJoin({
+            kube,
+            namespace: d.leaseNamespace,
+            shardLease: `${shardLeasePrefix(config.leaderElectionId)}${d.identity}`,
+            leaderLease: config.leaderElectionId,
+            incarnation,
+            pollMs: config.retryPeriod,
+            fallbackMs: config.leaseDuration + config.retryPeriod,
+            signal: joining.signal,
+            logger: log,
+          }).then((joined) => {
+            if (joined) d.start();
+          });
         },
         onLost: exitOnLoss("the shard lease"),
       })
@@ -177,8 +191,25 @@ function runLeases(d: LeaseDeps): Leases {
   const election = runLeaderElection({
     ...lease,
     name: config.leaderElectionId,
+    // Its replicas wait for this leader's acknowledgement of their joins (shards.ts).
+    ...(config.sharding ? { annotations: { [HANDSHAKE_ANNOTATION]: d.identity } } : {}),
     onStartedLeading: () => {
-      if (!config.sharding) return d.start();
+      // Sharding turned off while sharded replicas still run: they may still be reconciling their
+      // shares, so this leader waits until the sharding marker they keep alive is dead.
+      if (!config.sharding) {
+        void awaitNoShards({
+          kube,
+          namespace: d.leaseNamespace,
+          group: config.leaderElectionId,
+          leaseDurationMs: config.leaseDuration,
+          pollMs: config.retryPeriod,
+          signal: joining.signal,
+          logger: log,
+        }).then((clear) => {
+          if (clear) d.start();
+        });
+        return;
+      }
       // Cluster-scoped kinds are the leader's (docs/sharding.md). Losing the leader Lease ends the
       // process (onStoppedLeading), so this is never taken back.
       d.operator.lead();
@@ -205,7 +236,7 @@ function runLeases(d: LeaseDeps): Leases {
     holds: () => shardLease?.holds() ?? true,
     standbyReady: !config.sharding,
     stopSharder: () => {
-      clearTimeout(joining);
+      joining.abort();
       sharder?.stop();
     },
     async release() {

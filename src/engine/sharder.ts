@@ -16,7 +16,7 @@ import { watchKind } from "../kube/informer.ts";
 import { keyString } from "../kube/keys.ts";
 import { patchMetadata, isConflict, isKubeNotFound } from "../kube/objects.ts";
 import { errorSummary, kubeJson } from "../kube/rest.ts";
-import { createShardObserver, type ShardLease } from "../kube/shards.ts";
+import { createShardObserver, joinPending, JOINED_ANNOTATION, type ShardLease } from "../kube/shards.ts";
 import { leaseKind } from "../kube/lease.ts";
 import { listAll } from "../kube/watch.ts";
 import { createRing, type Ring } from "../lib/ring.ts";
@@ -92,19 +92,23 @@ export function createSharder(opts: SharderOptions): Sharder {
     }),
   }));
 
+  // Bumped when a Lease list shows a replica's new incarnation: a pass planned before stops, and
+  // the join is acknowledged only once it has ended (the join handshake, shards.ts).
+  let epoch = 0;
   const pass = async (): Promise<void> => {
+    const planned = { ring, epoch };
     const { work, owned } = plan(informers, ring, unknown);
     opts.onPass?.(ring.members, owned);
-    await applyAll(work);
+    await applyAll(work, () => ring === planned.ring && epoch === planned.epoch);
   };
 
-  const applyAll = async (work: Work[]): Promise<void> => {
+  const applyAll = async (work: Work[], current: () => boolean): Promise<void> => {
     let next = 0;
-    // A pass planned on one membership stops when it changes: a replica that came back must not
-    // see its objects still being moved away once it starts (it waits for that, main.ts).
-    const planned = ring;
+    // A pass planned on one membership stops when it changes, or when a replica's new incarnation
+    // shows: a replica that came back must not see its objects still being moved away once it
+    // starts (it waits for the leader's acknowledgement, which waits for this pass, main.ts).
     const worker = async (): Promise<void> => {
-      while (next < work.length && !stopped.signal.aborted && ring === planned) {
+      while (next < work.length && !stopped.signal.aborted && current()) {
         const item = work[next++];
         if (item) await apply(item.kind, item.obj, item.change);
       }
@@ -137,6 +141,14 @@ export function createSharder(opts: SharderOptions): Sharder {
         // that member's objects wait like an unknown one's.
         const held = await takeOverDead(opts, items, view, log);
         unknown = new Set([...view.unknown, ...held]);
+        // The join handshake: a replica's new incarnation is acknowledged only after every pass
+        // planned from an older list has ended (a patch in flight included).
+        const joining = items.filter((l) => (l.metadata?.name ?? "").startsWith(opts.leasePrefix) && joinPending(l) !== undefined);
+        if (joining.length > 0) {
+          epoch++;
+          await passes.idle();
+          for (const lease of joining) await acknowledgeJoin(opts, lease, log);
+        }
         schedule();
         for (const lease of observer.stale(items, opts.staleAfterMs)) await deleteShardLease(opts, lease, log);
       } catch (err) {
@@ -205,6 +217,42 @@ export async function takeOverDead(
 }
 
 /**
+ * Writes a shard Lease's incarnation back as `joined` (the leader's side of the join handshake),
+ * keeping its holder and renew time as they are, so the holder counts the write as nobody's
+ * takeover. A 409 (the holder renewed meanwhile) reads the Lease again; a Lease that changed
+ * incarnation since is left for the next list.
+ */
+export async function acknowledgeJoin(opts: Pick<SharderOptions, "kube" | "leaseNamespace">, seen: ShardLease, log: Logger): Promise<void> {
+  const name = seen.metadata?.name ?? "";
+  const incarnation = joinPending(seen);
+  const path = resourcePath(leaseKind, opts.leaseNamespace, name);
+  let lease = seen;
+  for (let attempt = 0; attempt < 5 && incarnation !== undefined && joinPending(lease) === incarnation; attempt++) {
+    try {
+      await kubeJson(opts.kube.access, {
+        method: "PUT",
+        path,
+        body: {
+          apiVersion: "coordination.k8s.io/v1",
+          kind: "Lease",
+          metadata: { ...lease.metadata, annotations: { ...lease.metadata?.annotations, [JOINED_ANNOTATION]: incarnation } },
+          spec: lease.spec,
+        },
+      });
+      log.info({ lease: name, incarnation }, "acknowledged a replica's join");
+      return;
+    } catch (err) {
+      if (isKubeNotFound(err)) return;
+      if (!isConflict(err)) {
+        log.warn({ lease: name, err: errorSummary(err) }, "could not acknowledge a replica's join");
+        return;
+      }
+      lease = await kubeJson<ShardLease>(opts.kube.access, { path });
+    }
+  }
+}
+
+/**
  * Every pod ever started leaves a shard Lease behind; those of replicas gone for good are deleted,
  * on the version the leader judged stale only (uid and resourceVersion preconditions): a Lease
  * renewed or taken again since that list — a replica back under the same name — is a 409 and stays.
@@ -231,10 +279,12 @@ export async function deleteShardLease(
 }
 
 /** Runs `run` soon after schedule(), never twice at once; schedules during a run ask for one more run after it. */
-function coalesce(run: () => Promise<void>, signal: AbortSignal): { schedule: () => void; cancel: () => void } {
+function coalesce(run: () => Promise<void>, signal: AbortSignal): { schedule: () => void; cancel: () => void; idle: () => Promise<void> } {
   let timer: NodeJS.Timeout | undefined;
   let running = false;
   let again = false;
+  // The run in progress, if any.
+  let current: Promise<void> = Promise.resolve();
   const schedule = (): void => {
     if (signal.aborted) return;
     if (running) {
@@ -244,7 +294,7 @@ function coalesce(run: () => Promise<void>, signal: AbortSignal): { schedule: ()
     timer ??= setTimeout(() => {
       timer = undefined;
       running = true;
-      void run().finally(() => {
+      current = run().finally(() => {
         running = false;
         if (again) {
           again = false;
@@ -253,7 +303,8 @@ function coalesce(run: () => Promise<void>, signal: AbortSignal): { schedule: ()
       });
     }, 20);
   };
-  return { schedule, cancel: () => clearTimeout(timer) };
+  // The run in progress has ended (a run it scheduled may follow; it plans from what is current then).
+  return { schedule, cancel: () => clearTimeout(timer), idle: () => current };
 }
 
 interface Work {

@@ -28,7 +28,7 @@ interface LeaseSpec {
 interface Lease {
   apiVersion?: string;
   kind?: string;
-  metadata?: { name?: string; namespace?: string; resourceVersion?: string };
+  metadata?: { name?: string; namespace?: string; resourceVersion?: string; annotations?: Record<string, string> };
   spec?: LeaseSpec;
 }
 
@@ -99,6 +99,17 @@ export interface LeaderElectionOptions {
    * lease is free to take, as in client-go.
    */
   ownedOnce?: boolean;
+  /**
+   * Annotations this holder sets on every write of the lease (a shard Lease's incarnation, the
+   * leader Lease's handshake mark); the lease's other annotations are kept as read.
+   */
+  annotations?: Readonly<Record<string, string>>;
+  /**
+   * Also written on each acquire and renewal (a sharded replica's mark on the sharding marker):
+   * the attempt counts as a renewal only when this succeeds too, so whatever it keeps alive is
+   * alive whenever this holder may act.
+   */
+  alsoOnRenew?: () => Promise<void>;
 }
 
 export interface LeaderElection {
@@ -149,8 +160,15 @@ function leaseClient(opts: LeaderElectionOptions, log: Logger): LeaseClient {
     if (sent.length > 8) sent.shift();
   };
   let taken = false;
+  const withAnnotations = (metadata: NonNullable<Lease["metadata"]>): NonNullable<Lease["metadata"]> =>
+    opts.annotations ? { ...metadata, annotations: { ...metadata.annotations, ...opts.annotations } } : metadata;
   const write = async (lease: Lease, spec: LeaseSpec, now: number): Promise<void> => {
-    const body: Lease = { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: lease.metadata ?? { name }, spec };
+    const body: Lease = {
+      apiVersion: "coordination.k8s.io/v1",
+      kind: "Lease",
+      metadata: withAnnotations(lease.metadata ?? { name }),
+      spec,
+    };
     if (spec.holderIdentity === identity && spec.renewTime) sending(spec.renewTime);
     observe(await kubeJson<Lease>(kube.access, { method: "PUT", path: resourcePath(leaseKind, namespace, name), body }), now);
   };
@@ -158,7 +176,7 @@ function leaseClient(opts: LeaderElectionOptions, log: Logger): LeaseClient {
   const create = async (now: number): Promise<boolean> => {
     const at = microTime(Date.now());
     const spec = { holderIdentity: identity, leaseDurationSeconds: durationSeconds, acquireTime: at, renewTime: at, leaseTransitions: 0 };
-    const body: Lease = { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: { name, namespace }, spec };
+    const body: Lease = { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: withAnnotations({ name, namespace }), spec };
     sending(at);
     observe(await kubeJson<Lease>(kube.access, { method: "POST", path: resourcePath(leaseKind, namespace), body }), now);
     return true;
@@ -243,7 +261,7 @@ export function runLeaderElection(opts: LeaderElectionOptions): LeaderElection {
   const attempt = async (): Promise<boolean> => {
     const sentAt = monotonic();
     try {
-      const ok = await client.tryAcquireOrRenew();
+      const ok = (await client.tryAcquireOrRenew()) && (await (opts.alsoOnRenew?.() ?? Promise.resolve()), true);
       if (ok) lastSentAt = sentAt;
       return ok;
     } catch (err) {

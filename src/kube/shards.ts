@@ -7,8 +7,27 @@
 // membership protocol: no gossip, no extra service (timebertt/kubernetes-controller-sharding
 // does the same).
 import type { Logger } from "../log.ts";
-import type { Kube } from "./client.ts";
-import { leaseExpired, runLeaderElection, type LeaderElection, type LeaseTimes } from "./lease.ts";
+import { resourcePath, type Kube } from "./client.ts";
+import { leaseExpired, leaseKind, runLeaderElection, type LeaderElection, type LeaseTimes } from "./lease.ts";
+import { isConflict, isKubeNotFound } from "./objects.ts";
+import { errorSummary, kubeJson } from "./rest.ts";
+import { interruptibleSleep } from "../lib/backoff.ts";
+
+/**
+ * The join handshake (docs/sharding.md). A replica's process writes a fresh incarnation on its
+ * shard Lease; it reconciles only once the leader has written the same value back as `joined`,
+ * which the leader does only after every sharder pass planned before it saw that incarnation has
+ * ended. A replica restarted under the same name can then never meet a pass still moving its
+ * objects away, however long that pass or its Lease list stalled.
+ */
+export const INCARNATION_ANNOTATION = "shard.keyward.dev/incarnation";
+export const JOINED_ANNOTATION = "shard.keyward.dev/joined";
+/**
+ * On the leader Lease: the identity of a leader that acknowledges joins. A leader that does not
+ * (an older release during a rolling update) leaves it unset or naming another holder; its
+ * replicas then fall back to waiting a lease duration and a retry period.
+ */
+export const HANDSHAKE_ANNOTATION = "shard.keyward.dev/acknowledges-joins";
 
 /**
  * The shard Leases of one keyward installation are `<group>-shard-<identity>`, the group being its
@@ -20,7 +39,7 @@ export function shardLeasePrefix(group: string): string {
 
 /** The parts of a Lease membership reads. */
 export interface ShardLease {
-  metadata?: { name?: string; resourceVersion?: string; uid?: string };
+  metadata?: { name?: string; resourceVersion?: string; uid?: string; annotations?: Record<string, string> };
   spec?: { holderIdentity?: string; leaseDurationSeconds?: number; renewTime?: string };
 }
 
@@ -95,11 +114,107 @@ export interface ShardLeaseOptions extends LeaseTimes {
   /** This replica's identity (its pod name). */
   identity: string;
   logger: Logger;
-  /** Holding the Lease: this replica may reconcile its share. */
+  /** This process's incarnation (a fresh random value per process), written on the Lease. */
+  incarnation?: string;
+  /** Holding the Lease: this replica may reconcile its share once the leader acknowledged it (awaitJoin). */
   onJoined: () => void;
   /** Could not renew within the renew deadline, or the leader took it over: stop reconciling at once (another may own the share). */
   onLost: () => void;
   monotonicNow?: () => number;
+}
+
+/**
+ * The sharding marker: one Lease of a fixed name, `<group>-sharded`, that every sharded replica
+ * writes on each renewal of its shard Lease. An unsharded leader (sharding turned off) `get`s it by
+ * name and reconciles only once it is gone or has stayed unchanged for its duration: then no
+ * sharded replica can still act (each stops at its renew deadline when it cannot write it).
+ */
+export function shardingMarkerName(group: string): string {
+  return `${group}-sharded`;
+}
+
+/**
+ * A sharded replica's write of the sharding marker: its renew time on the version read, or the
+ * marker's creation. A 409 is another replica's write in between, which keeps it alive as well.
+ */
+export async function touchShardingMarker(
+  kube: Kube,
+  namespace: string,
+  group: string,
+  identity: string,
+  durationMs: number,
+): Promise<void> {
+  const name = shardingMarkerName(group);
+  const path = resourcePath(leaseKind, namespace, name);
+  const renewTime = new Date().toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
+  const spec = { holderIdentity: identity, leaseDurationSeconds: Math.max(1, Math.ceil(durationMs / 1000)), renewTime };
+  const lease = { apiVersion: "coordination.k8s.io/v1", kind: "Lease" };
+  try {
+    const current = await kubeJson<ShardLease>(kube.access, { path }).catch((err: unknown) =>
+      isKubeNotFound(err) ? undefined : Promise.reject(err as Error),
+    );
+    if (current) await kubeJson(kube.access, { method: "PUT", path, body: { ...lease, metadata: current.metadata, spec } });
+    else
+      await kubeJson(kube.access, {
+        method: "POST",
+        path: resourcePath(leaseKind, namespace),
+        body: { ...lease, metadata: { name, namespace }, spec },
+      });
+  } catch (err) {
+    // Written or created by another replica meanwhile: it is fresh.
+    if (!isConflict(err)) throw err;
+  }
+}
+
+export interface NoShardsWaitOptions {
+  kube: Kube;
+  namespace: string;
+  group: string;
+  /** This process's lease duration: the marker is dead after the longer of it and the marker's own. */
+  leaseDurationMs: number;
+  pollMs: number;
+  signal: AbortSignal;
+  logger: Logger;
+  monotonicNow?: () => number;
+}
+
+/**
+ * An unsharded leader's wait before it reconciles: resolves true once the sharding marker is gone,
+ * or has been seen unchanged for its duration on this process's monotonic clock (first seen counts
+ * as changed then: its record may be a live replica's), and is then deleted at the version judged.
+ */
+export async function awaitNoShards(o: NoShardsWaitOptions): Promise<boolean> {
+  const now = o.monotonicNow ?? (() => performance.now());
+  const path = resourcePath(leaseKind, o.namespace, shardingMarkerName(o.group));
+  let seen: { stamp: string; at: number } | undefined;
+  let logged = false;
+  while (!o.signal.aborted) {
+    try {
+      const marker = await kubeJson<ShardLease>(o.kube.access, { path, signal: o.signal }).catch((err: unknown) =>
+        isKubeNotFound(err) ? undefined : Promise.reject(err as Error),
+      );
+      if (!marker) return true;
+      const stamp = [marker.spec?.holderIdentity, marker.spec?.renewTime, marker.metadata?.resourceVersion].join("\u0000");
+      if (seen?.stamp !== stamp) seen = { stamp, at: now() };
+      const durationMs = Math.max(o.leaseDurationMs, (marker.spec?.leaseDurationSeconds ?? 0) * 1000);
+      if (now() - seen.at >= durationMs) {
+        const { uid, resourceVersion } = marker.metadata ?? {};
+        await kubeJson(o.kube.access, {
+          method: "DELETE",
+          path,
+          body: { apiVersion: "v1", kind: "DeleteOptions", preconditions: { uid, resourceVersion } },
+        }).catch((err: unknown) => (isKubeNotFound(err) || isConflict(err) ? undefined : Promise.reject(err as Error)));
+        // Deleted, or changed meanwhile (a 409): read again.
+        continue;
+      }
+      if (!logged) o.logger.info("sharded replicas may still be reconciling (the sharding marker is live); waiting for them to stop");
+      logged = true;
+    } catch (err) {
+      if (!o.signal.aborted) o.logger.warn({ err: errorSummary(err) }, "reading the sharding marker failed");
+    }
+    await interruptibleSleep(o.pollMs, o.signal);
+  }
+  return false;
 }
 
 /** Takes and renews this replica's shard Lease; stop() releases it so the others take over at once. */
@@ -116,6 +231,66 @@ export function runShardLease(opts: ShardLeaseOptions): LeaderElection {
     onStoppedLeading: opts.onLost,
     logger: opts.logger,
     ownedOnce: true,
+    // Every renewal keeps the sharding marker alive too: an unsharded leader waits for it.
+    alsoOnRenew: () => touchShardingMarker(opts.kube, opts.namespace, opts.group, opts.identity, opts.leaseDurationMs),
+    ...(opts.incarnation !== undefined ? { annotations: { [INCARNATION_ANNOTATION]: opts.incarnation } } : {}),
     ...(opts.monotonicNow ? { monotonicNow: opts.monotonicNow } : {}),
   });
+}
+
+/** A shard Lease whose holder's incarnation the leader has not acknowledged yet. */
+export function joinPending(lease: ShardLease): string | undefined {
+  const incarnation = lease.metadata?.annotations?.[INCARNATION_ANNOTATION];
+  return incarnation !== undefined && lease.metadata?.annotations?.[JOINED_ANNOTATION] !== incarnation ? incarnation : undefined;
+}
+
+export interface JoinWaitOptions {
+  kube: Kube;
+  namespace: string;
+  /** The shard Lease's name and the leader Lease's. */
+  shardLease: string;
+  leaderLease: string;
+  incarnation: string;
+  pollMs: number;
+  /** With a leader that does not acknowledge joins: how long to wait instead (a lease duration and a retry period). */
+  fallbackMs: number;
+  signal: AbortSignal;
+  logger: Logger;
+  monotonicNow?: () => number;
+}
+
+/**
+ * Resolves true once the leader acknowledged this incarnation on the shard Lease; or, when the
+ * leader Lease's holder does not acknowledge joins (an older release), once `fallbackMs` passed.
+ * False when aborted.
+ */
+export async function awaitJoin(o: JoinWaitOptions): Promise<boolean> {
+  const now = o.monotonicNow ?? (() => performance.now());
+  const since = now();
+  const get = async (name: string): Promise<ShardLease | undefined> => {
+    try {
+      return await kubeJson<ShardLease>(o.kube.access, { path: resourcePath(leaseKind, o.namespace, name), signal: o.signal });
+    } catch (err) {
+      if (isKubeNotFound(err)) return undefined;
+      throw err;
+    }
+  };
+  while (!o.signal.aborted) {
+    try {
+      const own = await get(o.shardLease);
+      if (own?.metadata?.annotations?.[JOINED_ANNOTATION] === o.incarnation) return true;
+      if (now() - since >= o.fallbackMs) {
+        const leader = await get(o.leaderLease);
+        const holder = leader?.spec?.holderIdentity ?? "";
+        if (leader?.metadata?.annotations?.[HANDSHAKE_ANNOTATION] !== holder || holder === "") {
+          o.logger.info({ holder }, "the leader does not acknowledge joins; reconciling after the lease duration instead");
+          return true;
+        }
+      }
+    } catch (err) {
+      if (!o.signal.aborted) o.logger.warn({ err: errorSummary(err) }, "reading the shard Leases while joining failed");
+    }
+    await interruptibleSleep(o.pollMs, o.signal);
+  }
+  return false;
 }

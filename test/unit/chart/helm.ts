@@ -214,5 +214,7 @@ export function leaseGrants(leaseName: string): string[] {
   return flattenRules([
     { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["create"] },
     { apiGroups: ["coordination.k8s.io"], resources: ["leases"], resourceNames: [leaseName], verbs: ["get", "update"] },
+    // The sharding marker: an unsharded leader waits until it is dead, then deletes it.
+    { apiGroups: ["coordination.k8s.io"], resources: ["leases"], resourceNames: [`${leaseName}-sharded`], verbs: ["get", "delete"] },
   ]);
 }

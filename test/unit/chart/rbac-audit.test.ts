@@ -18,6 +18,7 @@ import {
   uninstallGrants,
 } from "./helm.ts";
 import { shardedKinds } from "../../../src/engine/sharder.ts";
+import { shardingMarkerName } from "../../../src/kube/shards.ts";
 import { kinds } from "../../../src/resources/registry.ts";
 
 const srcDir = join(repoRoot, "src");
@@ -156,7 +157,7 @@ describe("the chart's roles against src/", () => {
     ...credentialsGrants,
     ...metricsAuthGrants,
     ...secretWriterGrants,
-    ...leaseGrants("x").map((g) => g.replace(/#x(?=:)/, "")),
+    ...leaseGrants("x").map((g) => g.replace(/#x(-sharded)?(?=:)/, "")),
     ...shardingLeaseGrants,
     ...uninstallGrants("x").map((g) => g.replace(/#x(?=:)/, "")),
   ]);
@@ -189,6 +190,15 @@ describe("the chart's roles against src/", () => {
     const sharded = shardedKinds(kinds.map((k) => k.ref)).map((r) => r.plural);
     expect(sharded.sort()).toEqual([...keywardPlurals].sort());
     expect(keywardClusterPlurals.some((p) => granted.has(`keyward.dev/${p}: patch`))).toBe(false);
+  });
+
+  it("let a leader without sharding read and delete the sharding marker by its name, with no list of Leases", () => {
+    const unsharded = leaseGrants("x");
+    const marker = shardingMarkerName("x");
+    expect(unsharded).toContain(`coordination.k8s.io/leases#${marker}: get`);
+    expect(unsharded).toContain(`coordination.k8s.io/leases#${marker}: delete`);
+    expect(unsharded.filter((g) => g.endsWith(": list"))).toEqual([]);
+    expect(needed.has("coordination.k8s.io/leases: delete")).toBe(true);
   });
 
   it("review /metrics callers through TokenReview and SubjectAccessReview, which the source calls", () => {
