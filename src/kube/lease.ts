@@ -133,42 +133,46 @@ interface LeaseClient {
   takenOver(): boolean;
 }
 
+/** A Lease to write: this holder's annotations set, the others kept as read. */
+function leaseBody(metadata: NonNullable<Lease["metadata"]>, spec: LeaseSpec, annotations?: Readonly<Record<string, string>>): Lease {
+  const withOurs = annotations ? { ...metadata, annotations: { ...metadata.annotations, ...annotations } } : metadata;
+  return { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: withOurs, spec };
+}
+
+/**
+ * ownedOnce: the renew times this holder sent (the last few: an answer may come late or never), so
+ * a lease last written by another (or deleted) since this holder's first write is told apart.
+ */
+function sentRenewTimes(identity: string): { sending: (renewTime: string) => void; writtenByOther: (lease: Lease | undefined) => boolean } {
+  const sent: string[] = [];
+  return {
+    sending(renewTime) {
+      sent.push(renewTime);
+      if (sent.length > 8) sent.shift();
+    },
+    writtenByOther: (lease) => sent.length > 0 && !(lease?.spec?.holderIdentity === identity && sent.includes(lease.spec.renewTime ?? "")),
+  };
+}
+
 function leaseClient(opts: LeaderElectionOptions, log: Logger): LeaseClient {
   const { kube, namespace, name, identity } = opts;
   const durationSeconds = Math.max(1, Math.ceil(opts.leaseDurationMs / 1000));
   const monotonic = opts.monotonicNow ?? (() => performance.now());
   let observed = { resourceVersion: undefined as string | undefined, at: 0 };
 
-  const read = async (): Promise<Lease | undefined> => {
-    try {
-      return await kubeJson<Lease>(kube.access, { path: resourcePath(leaseKind, namespace, name) });
-    } catch (err) {
-      if (isKubeNotFound(err)) return undefined;
-      throw err;
-    }
-  };
+  const read = (): Promise<Lease | undefined> =>
+    kubeJson<Lease>(kube.access, { path: resourcePath(leaseKind, namespace, name) }).catch((err: unknown) =>
+      isKubeNotFound(err) ? undefined : Promise.reject(err as Error),
+    );
   const observe = (lease: Lease, now: number): void => {
     if (lease.metadata?.resourceVersion !== observed.resourceVersion) {
       observed = { resourceVersion: lease.metadata?.resourceVersion, at: now };
     }
   };
-  // ownedOnce: the renew times this holder sent (the last few: an answer may come late or never),
-  // and whether the lease was found written by another since.
-  const sent: string[] = [];
-  const sending = (renewTime: string): void => {
-    sent.push(renewTime);
-    if (sent.length > 8) sent.shift();
-  };
+  const { sending, writtenByOther } = sentRenewTimes(identity);
   let taken = false;
-  const withAnnotations = (metadata: NonNullable<Lease["metadata"]>): NonNullable<Lease["metadata"]> =>
-    opts.annotations ? { ...metadata, annotations: { ...metadata.annotations, ...opts.annotations } } : metadata;
   const write = async (lease: Lease, spec: LeaseSpec, now: number): Promise<void> => {
-    const body: Lease = {
-      apiVersion: "coordination.k8s.io/v1",
-      kind: "Lease",
-      metadata: withAnnotations(lease.metadata ?? { name }),
-      spec,
-    };
+    const body = leaseBody(lease.metadata ?? { name }, spec, opts.annotations);
     if (spec.holderIdentity === identity && spec.renewTime) sending(spec.renewTime);
     observe(await kubeJson<Lease>(kube.access, { method: "PUT", path: resourcePath(leaseKind, namespace, name), body }), now);
   };
@@ -176,7 +180,7 @@ function leaseClient(opts: LeaderElectionOptions, log: Logger): LeaseClient {
   const create = async (now: number): Promise<boolean> => {
     const at = microTime(Date.now());
     const spec = { holderIdentity: identity, leaseDurationSeconds: durationSeconds, acquireTime: at, renewTime: at, leaseTransitions: 0 };
-    const body: Lease = { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: withAnnotations({ name, namespace }), spec };
+    const body = leaseBody({ name, namespace }, spec, opts.annotations);
     sending(at);
     observe(await kubeJson<Lease>(kube.access, { method: "POST", path: resourcePath(leaseKind, namespace), body }), now);
     return true;
@@ -187,7 +191,7 @@ function leaseClient(opts: LeaderElectionOptions, log: Logger): LeaseClient {
     const lease = await read();
     const now = monotonic();
     // Held, and last written by another (or deleted): taken over, for good.
-    if (opts.ownedOnce && sent.length > 0 && !(lease?.spec?.holderIdentity === identity && sent.includes(lease.spec.renewTime ?? ""))) {
+    if (opts.ownedOnce && writtenByOther(lease)) {
       taken = true;
       log.warn("the shard lease was written by another (the leader took this replica for gone); stopping");
       return false;
@@ -261,12 +265,16 @@ export function runLeaderElection(opts: LeaderElectionOptions): LeaderElection {
   const attempt = async (): Promise<boolean> => {
     const sentAt = monotonic();
     try {
-      const ok = (await client.tryAcquireOrRenew()) && (await (opts.alsoOnRenew?.() ?? Promise.resolve()), true);
+      // Side by side, not one after the other: the renewal's critical path stays one read and one
+      // write, however slow the apiserver is (a second write in series doubled it, and on a loaded
+      // machine pushed renewals past the deadline). The extra write counts only with the renewal.
+      const [ok] = await Promise.all([client.tryAcquireOrRenew(), opts.alsoOnRenew?.()]);
       if (ok) lastSentAt = sentAt;
       return ok;
     } catch (err) {
       // A conflict means another candidate wrote first: not an error, just not us this time.
-      if (!isConflict(err)) log.warn({ err: errorSummary(err) }, "lease update failed");
+      if (isConflict(err)) log.debug("lease update conflicted; trying again");
+      else log.warn({ err: errorSummary(err) }, "lease update failed");
       return false;
     }
   };
@@ -288,9 +296,15 @@ export function runLeaderElection(opts: LeaderElectionOptions): LeaderElection {
       // A renew that hangs (a half-open connection) must not outlast the deadline: past it a
       // standby may already lead, so this replica has to stop.
       const left = opts.renewDeadlineMs - (monotonic() - renewedAt);
+      const startedAt = monotonic();
       if (left > 0 && (await withDeadline(attempt(), left))) {
         renewedAt = lastSentAt;
-      } else if (client.takenOver() || monotonic() - renewedAt >= opts.renewDeadlineMs) {
+        continue;
+      }
+      if (left > 0 && monotonic() - startedAt >= left) {
+        log.warn({ waitedMs: Math.round(monotonic() - startedAt) }, "a lease renewal got no answer before the renew deadline");
+      }
+      if (client.takenOver() || monotonic() - renewedAt >= opts.renewDeadlineMs) {
         leader = false;
         log.warn("could not renew the lease within the renew deadline; leadership lost");
         callSafely(opts.onStoppedLeading, log, "onStoppedLeading");

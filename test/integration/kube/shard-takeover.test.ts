@@ -5,45 +5,40 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKube, type Kube } from "../../../src/kube/client.ts";
 import type { LeaderElection } from "../../../src/kube/lease.ts";
-import { runShardLease, shardLeasePrefix, type ShardLease } from "../../../src/kube/shards.ts";
+import { shardLeasePrefix, type ShardLease } from "../../../src/kube/shards.ts";
 import { takeOverDead } from "../../../src/engine/sharder.ts";
 import { createLogger } from "../../../src/log.ts";
 import { kubeJson } from "../../../src/kube/rest.ts";
 import { isConflict } from "../../../src/kube/objects.ts";
 import { createTestNamespace, testKubeConfig, waitFor, type TestNamespace } from "../../controlplane/testenv.ts";
+import { shardLeaseHarness, type ShardLeaseHarness } from "../support/shard-leases.ts";
 
 let kube: Kube;
 let ns!: TestNamespace;
 const logger = createLogger({ level: "silent" });
-const running: LeaderElection[] = [];
+let leases!: ShardLeaseHarness;
 const prefix = shardLeasePrefix("keyward");
 
 beforeAll(async () => {
   kube = createKube(testKubeConfig());
   ns = await createTestNamespace("kube-shard-takeover");
-});
-
-afterAll(async () => {
-  await Promise.all(running.map((r) => r.stop()));
-  await ns?.cleanup();
-});
-
-function replica(identity: string, events: string[]): LeaderElection {
-  const lease = runShardLease({
-    kube,
-    namespace: ns.name,
-    group: "keyward",
-    identity,
+  leases = shardLeaseHarness(kube, ns.name, logger, {
     leaseDurationMs: 6000,
     renewDeadlineMs: 4000,
     retryPeriodMs: 250,
-    logger,
-    onJoined: () => events.push(`${identity} joined`),
-    onLost: () => events.push(`${identity} lost`),
+    monotonicNow: () => 0,
   });
-  running.push(lease);
-  return lease;
-}
+});
+
+afterAll(async () => {
+  await leases?.stopAll();
+  await ns?.cleanup();
+});
+
+// A frozen monotonic clock: the renew deadline never passes, so a holder stops only because it
+// found its Lease written by another, at its next renewal (250 ms of real time) — what these tests
+// assert, without a bound on wall-clock time.
+const replica = (identity: string, events: string[]): LeaderElection => leases.replica(identity, events);
 
 const leasePath = (name?: string): string => `/apis/coordination.k8s.io/v1/namespaces/${ns.name}/leases${name ? `/${name}` : ""}`;
 const readLease = (identity: string): Promise<ShardLease> => kubeJson<ShardLease>(kube.access, { path: leasePath(`${prefix}${identity}`) });
@@ -53,14 +48,14 @@ const listLeases = async (): Promise<ShardLease[]> =>
 describe("a shard takeover", () => {
   it("stops a holder whose Lease another wrote, at once, and it never takes the Lease back", async () => {
     const events: string[] = [];
-    replica("alive-a", events);
+    const a = replica("alive-a", events);
     await waitFor(() => Promise.resolve(events.includes("alive-a joined") ? true : undefined), {
       timeoutMs: 20_000,
       description: "joined",
     });
     // The leader's takeover: the Lease released on the version it read (again after a 409: the
     // holder renews every 250 ms).
-    await waitFor(
+    const takenAt = await waitFor(
       async () => {
         const lease = await readLease("alive-a");
         const body = {
@@ -69,21 +64,25 @@ describe("a shard takeover", () => {
           metadata: lease.metadata,
           spec: { ...lease.spec, holderIdentity: "" },
         };
-        return kubeJson(kube.access, { method: "PUT", path: leasePath(`${prefix}alive-a`), body }).then(
-          () => true as const,
+        return kubeJson<ShardLease>(kube.access, { method: "PUT", path: leasePath(`${prefix}alive-a`), body }).then(
+          (written) => written.metadata?.resourceVersion ?? "",
           (err: unknown) => (isConflict(err) ? undefined : Promise.reject(err as Error)),
         );
       },
       { timeoutMs: 5_000, intervalMs: 10, description: "the takeover written" },
     );
-    // Within a couple of retry periods, well before its 4 s renew deadline.
+    // At its next renewal: the deadline cannot pass on the frozen clock.
     await waitFor(() => Promise.resolve(events.includes("alive-a lost") ? true : undefined), {
-      timeoutMs: 2_000,
+      timeoutMs: 30_000,
       intervalMs: 50,
       description: "the holder stopped",
     });
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
-    expect((await readLease("alive-a")).spec?.holderIdentity ?? "").toBe("");
+    expect(a.holds()).toBe(false);
+    // Stopping it would release a Lease it still held: the takeover's write is the last.
+    await a.stop();
+    const after = await readLease("alive-a");
+    expect(after.spec?.holderIdentity ?? "").toBe("");
+    expect(after.metadata?.resourceVersion).toBe(takenAt);
     expect(events).toEqual(["alive-a joined", "alive-a lost"]);
   });
 
@@ -130,7 +129,7 @@ describe("a shard takeover", () => {
     if (kept.length === 0) {
       expect((await readLease("silent-c")).spec?.holderIdentity ?? "").toBe("");
       await waitFor(() => Promise.resolve(events.includes("silent-c lost") ? true : undefined), {
-        timeoutMs: 2_000,
+        timeoutMs: 30_000,
         description: "stopped",
       });
       expect(dead.holds()).toBe(false);

@@ -3,42 +3,28 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKube, type Kube } from "../../../src/kube/client.ts";
 import type { LeaderElection } from "../../../src/kube/lease.ts";
-import { createShardObserver, runShardLease, shardLeasePrefix, type ShardLease } from "../../../src/kube/shards.ts";
+import { createShardObserver, shardLeasePrefix, type ShardLease } from "../../../src/kube/shards.ts";
 import { createLogger } from "../../../src/log.ts";
 import { kubeJson } from "../../../src/kube/rest.ts";
 import { createTestNamespace, testKubeConfig, waitFor, type TestNamespace } from "../../controlplane/testenv.ts";
+import { shardLeaseHarness, type ShardLeaseHarness } from "../support/shard-leases.ts";
 
 let kube: Kube;
 let ns!: TestNamespace;
 const logger = createLogger({ level: "silent" });
-const running: LeaderElection[] = [];
+let leases!: ShardLeaseHarness;
+const replica = (identity: string, events: string[]): LeaderElection => leases.replica(identity, events);
 
 beforeAll(async () => {
   kube = createKube(testKubeConfig());
   ns = await createTestNamespace("kube-shards");
+  leases = shardLeaseHarness(kube, ns.name, logger, { leaseDurationMs: 4000, renewDeadlineMs: 3000, retryPeriodMs: 250 });
 });
 
 afterAll(async () => {
-  await Promise.all(running.map((r) => r.stop()));
+  await leases?.stopAll();
   await ns?.cleanup();
 });
-
-function replica(identity: string, events: string[]): LeaderElection {
-  const lease = runShardLease({
-    kube,
-    namespace: ns.name,
-    group: "keyward",
-    identity,
-    leaseDurationMs: 4000,
-    renewDeadlineMs: 3000,
-    retryPeriodMs: 250,
-    logger,
-    onJoined: () => events.push(`${identity} joined`),
-    onLost: () => events.push(`${identity} lost`),
-  });
-  running.push(lease);
-  return lease;
-}
 
 // As the sharder does (src/engine/sharder.ts): one list, judged by one observer over time.
 const observer = createShardObserver(shardLeasePrefix("keyward"));

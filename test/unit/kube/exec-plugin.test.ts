@@ -162,9 +162,11 @@ describe("a hung exec credential plugin is blamed on the plugin, not the apiserv
 
   it("a request deadline shorter than the plugin's still covers the apiserver once the credential is in", async () => {
     const { url, requests } = await apiserver();
-    // The plugin answers only after more than one request deadline has passed.
-    const path = kubeconfigWith("slow-ok", `sleep 0.3\necho '${credential(FAKE_TOKEN)}'`, [], url);
-    const access = { ...loadKubeAccess({ kubeconfigPath: path, execTimeoutMs: 5_000 }), requestTimeoutMs: REQUEST_MS };
+    // The plugin answers only after more than one request deadline has passed. The deadline is
+    // long enough for a loopback answer on a loaded machine (100 ms was not, once).
+    const requestMs = 2_000;
+    const path = kubeconfigWith("slow-ok", `sleep 2.5\necho '${credential(FAKE_TOKEN)}'`, [], url);
+    const access = { ...loadKubeAccess({ kubeconfigPath: path, execTimeoutMs: 10_000 }), requestTimeoutMs: requestMs };
     await expect(kubeJson(access, { path: "/api/v1/secrets" })).resolves.toMatchObject({ metadata: { resourceVersion: "1" } });
     expect(requests()).toBe(1);
   });
