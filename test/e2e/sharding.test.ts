@@ -26,6 +26,7 @@ import {
   waitFor,
   type Emulator,
   type KubeObject,
+  uninstallKeyward,
 } from "./support.ts";
 
 const release = "kw-shard";
@@ -160,7 +161,7 @@ describe("sharding on, cluster-wide, with a ClusterProviderConfig: two replicas,
   }, 600_000);
 
   afterAll(async () => {
-    await helm(["uninstall", release, "-n", systemNs, "--wait", "--ignore-not-found"]);
+    await uninstallKeyward(release, systemNs);
   }, 300_000);
 
   test("the leader pod deleted mid-run: the ClusterProviderConfig Ready, every Project created once, Ready, on a live replica, nothing refused", async () => {
