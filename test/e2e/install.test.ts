@@ -26,6 +26,7 @@ import {
   type Emulator,
   type KubeObject,
   type List,
+  uninstallKeyward,
 } from "./support.ts";
 
 const release = "kw-e2e";
@@ -92,7 +93,7 @@ describe("keyward installed by its chart", () => {
 
   afterAll(async () => {
     // Leave nothing running for the next file (helm uninstall is also what the last test checks).
-    await helm(["uninstall", release, "-n", systemNs, "--wait", "--ignore-not-found"]);
+    await uninstallKeyward(release, systemNs);
   }, 300_000);
 
   test("the pods run with the chart's security context and memory limit, and pass their probes", async () => {

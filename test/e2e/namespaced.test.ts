@@ -14,6 +14,7 @@ import {
   waitAllReady,
   type Emulator,
   type List,
+  uninstallKeyward,
 } from "./support.ts";
 
 const release = "kw-ns";
@@ -43,7 +44,7 @@ describe("a namespaced install", () => {
   }, 600_000);
 
   afterAll(async () => {
-    await helm(["uninstall", release, "-n", systemNs, "--wait", "--ignore-not-found"]);
+    await uninstallKeyward(release, systemNs);
   }, 300_000);
 
   test("renders no cluster-scoped RBAC and its ServiceAccount may not touch another namespace", async () => {

@@ -20,6 +20,7 @@ import {
   type Emulator,
   type KubeObject,
   type List,
+  uninstallKeyward,
 } from "./support.ts";
 
 const release = "kw-scale";
@@ -70,7 +71,7 @@ describe(`${count} Projects`, () => {
   afterAll(async () => {
     // keyward, still running, lets the 1000 Projects go (their finalizers) before it is uninstalled.
     await kubectl(["delete", "namespace", projectsNs, "--wait=true", "--timeout=600s"], { allowFailure: true });
-    await helm(["uninstall", release, "-n", systemNs, "--wait", "--ignore-not-found"]);
+    await uninstallKeyward(release, systemNs);
   }, 900_000);
 
   test("all Ready under the chart's default memory limit, restartCount 0", async () => {

@@ -287,12 +287,29 @@ export async function installCrds(): Promise<void> {
 }
 
 /**
+ * `helm uninstall --wait`, then until the release's pods are gone too: helm waits for the objects
+ * it deleted, not for the pods the garbage collector removes after them, and a keyward pod still
+ * stopping would write to the next file's objects (it watches every namespace).
+ */
+export async function uninstallKeyward(release: string, namespace: string): Promise<void> {
+  await helm(["uninstall", release, "-n", namespace, "--wait", "--ignore-not-found"]);
+  await waitFor(
+    `the pods of ${release} gone`,
+    async () => {
+      const pods = await kubectlJson<List>(["-n", namespace, "get", "pods", "-l", `app.kubernetes.io/instance=${release}`]);
+      return pods.items.length === 0;
+    },
+    180_000,
+  );
+}
+
+/**
  * `helm install --wait` of the release's packaged chart with only the values a user sets: its
  * default image is the release's (loaded into the cluster under that reference), so no
  * image.repository or image.tag.
  */
 export async function installKeyward(release: string, namespace: string, extra: string[] = []): Promise<void> {
-  await helm(["uninstall", release, "-n", namespace, "--wait", "--ignore-not-found"]);
+  await uninstallKeyward(release, namespace);
   await helm([
     "install",
     release,

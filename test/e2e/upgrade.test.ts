@@ -38,6 +38,7 @@ import {
   type KubeObject,
   type List,
   type RecordedRequest,
+  uninstallKeyward,
 } from "./support.ts";
 import { changedFields, objectKey, recordWrites, type Versioned, type WriteRecorder } from "./writes.ts";
 
@@ -242,9 +243,11 @@ function triggersBySync(requests: RecordedRequest[], objects: KubeObject[]): Rec
 function writesPerObject(
   recorder: WriteRecorder,
   from: (key: string, versions: Versioned[]) => number | undefined,
-): { counts: Record<string, number>; changes: Record<string, string[][]> } {
+): { counts: Record<string, number>; changes: Record<string, string[][]>; conditions: Record<string, string[]> } {
   const counts: Record<string, number> = {};
   const changes: Record<string, string[][]> = {};
+  // Each counted version's conditions, to tell a storm from a real change (a transient failure).
+  const conditions: Record<string, string[]> = {};
   for (const [key, { initial, writes }] of recorder.history()) {
     if (rotating.has(key) || initial === undefined) continue;
     const versions = [initial, ...writes];
@@ -253,8 +256,25 @@ function writesPerObject(
     const counted = versions.slice(Math.max(start, 0));
     counts[key] = counted.length - 1;
     changes[key] = counted.slice(1).map((v, i) => changedFields(counted[i], v));
+    conditions[key] = counted.map((v) => conditionsLine(v));
   }
-  return { counts, changes };
+  return { counts, changes, conditions };
+}
+
+function conditionsLine(v: Versioned): string {
+  const list = (v.status?.["conditions"] ?? []) as {
+    type?: string;
+    status?: string;
+    reason?: string;
+    message?: string;
+    observedGeneration?: number;
+  }[];
+  return list
+    .map(
+      (c) =>
+        `${c.type ?? ""}=${c.status ?? ""}/${c.reason ?? ""} g${String(c.observedGeneration ?? "")} ${JSON.stringify(c.message ?? "")}`,
+    )
+    .join("; ");
 }
 
 function expectAtMostOneWrite(what: string, recorder: WriteRecorder, counted: ReturnType<typeof writesPerObject>): void {
@@ -264,7 +284,12 @@ function expectAtMostOneWrite(what: string, recorder: WriteRecorder, counted: Re
       (recorder.gaps().length > 0 ? ` (watch gaps: ${recorder.gaps().join("; ")})` : ""),
   );
   const storm = Object.entries(counted.counts).filter(([, n]) => n > 1);
-  const detail = storm.map(([key]) => `${key}: ${JSON.stringify(counted.changes[key])}`).join("\n");
+  const detail = storm
+    .map(
+      ([key]) =>
+        `${key}: ${JSON.stringify(counted.changes[key])}\n  conditions by version:\n    ${(counted.conditions[key] ?? []).join("\n    ")}`,
+    )
+    .join("\n");
   const gaps = recorder.gaps().length > 0 ? `\n(watch gaps, counted as one write each: ${recorder.gaps().join("; ")})` : "";
   expect(
     storm.map(([key, n]) => `${key}: ${n} writes`),
@@ -304,7 +329,7 @@ describe("upgrade from the previous release and rollback", () => {
     await createNamespace(emulatorNs);
     emulator = await deployEmulator(emulatorNs);
     await createNamespace(systemNs);
-    await helm(["uninstall", release, "-n", systemNs, "--wait", "--ignore-not-found"]);
+    await uninstallKeyward(release, systemNs);
     await helm([
       "install",
       release,
@@ -328,7 +353,7 @@ describe("upgrade from the previous release and rollback", () => {
 
   afterAll(async () => {
     recorder?.stop();
-    await helm(["uninstall", release, "-n", systemNs, "--wait", "--ignore-not-found"]);
+    await uninstallKeyward(release, systemNs);
     // The CRDs as they were before this file (their spec, and which release owned them).
     if (crdsFound.length > 0) await replaceCrds(crdsFound);
   }, 300_000);
