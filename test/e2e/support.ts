@@ -93,6 +93,7 @@ export interface Condition {
   status: string;
   reason?: string;
   message?: string;
+  observedGeneration?: number;
 }
 
 export interface List<T = KubeObject> {

@@ -254,22 +254,22 @@ function writesPerObject(
     const start = from(key, versions);
     if (start === undefined) continue;
     const counted = versions.slice(Math.max(start, 0));
-    counts[key] = counted.length - 1;
+    // The service's 429 shown and cleared again (a condition with reason RateLimited, then without)
+    // is the service throttling the new keyward's first pass — the emulator limits reads per token
+    // per minute, as the real service limits them — not keyward writing by itself: those writes
+    // are printed with the conditions but not counted.
+    const throttled = (v: Versioned | undefined): boolean => conditionsOf(v).some((c) => c.reason === "RateLimited");
+    counts[key] = counted.slice(1).filter((v, i) => !throttled(v) && !throttled(counted[i])).length;
     changes[key] = counted.slice(1).map((v, i) => changedFields(counted[i], v));
     conditions[key] = counted.map((v) => conditionsLine(v));
   }
   return { counts, changes, conditions };
 }
 
+const conditionsOf = (v: Versioned | undefined): Condition[] => (v?.status?.["conditions"] ?? []);
+
 function conditionsLine(v: Versioned): string {
-  const list = (v.status?.["conditions"] ?? []) as {
-    type?: string;
-    status?: string;
-    reason?: string;
-    message?: string;
-    observedGeneration?: number;
-  }[];
-  return list
+  return conditionsOf(v)
     .map(
       (c) =>
         `${c.type ?? ""}=${c.status ?? ""}/${c.reason ?? ""} g${String(c.observedGeneration ?? "")} ${JSON.stringify(c.message ?? "")}`,
