@@ -162,7 +162,8 @@ export async function claimHolder(
 ): Promise<KubeObject | undefined> {
   const known = new Set(own.map((o) => o.metadata.uid));
   const naming = everywhere.filter(
-    (o) => o.metadata.annotations?.[ANNOTATION_EXTERNAL_ID] === claim.id && o.metadata.uid !== self.metadata.uid && !known.has(o.metadata.uid),
+    (o) =>
+      o.metadata.annotations?.[ANNOTATION_EXTERNAL_ID] === claim.id && o.metadata.uid !== self.metadata.uid && !known.has(o.metadata.uid),
   );
   const read: KubeObject[] = [];
   for (const o of naming) {
@@ -575,7 +576,13 @@ class Run<Spec, Status, Conn, External> {
     const self = this.obj as KubeObject;
     const claims = this.deps.claims;
     const holder = claims
-      ? await claimHolder(self, own, claims.list(), { idField, id }, { counts, read: (o) => getObject(this.deps.kube, this.module.ref, keyOf(o)) })
+      ? await claimHolder(
+          self,
+          own,
+          claims.list(),
+          { idField, id },
+          { counts, read: (o) => getObject(this.deps.kube, this.module.ref, keyOf(o)) },
+        )
       : externalIdHolder(self, own.filter(counts), idField, id);
     if (holder) {
       this.heldBack = true;

@@ -96,63 +96,78 @@ beforeAll(async () => {
 afterAll(() => env?.stop());
 
 describe("Projects naming one external project on two replicas", () => {
-  it("lets the older one hold it; the younger ones are ExternalIdClaimed, change nothing, and take over when it goes", { timeout: 240_000 }, async () => {
-    const [a, b] = teams;
-    if (!a || !b) throw new Error("no namespaces");
-    const [ownerA, ownerB] = MEMBERS;
-    const names = teams.map((t) => t.name);
-    // The default resync of the replicas (10 minutes) is longer than this test: every pass after
-    // the first comes from an event.
-    for (const id of MEMBERS) replicas.push(await startReplica(id, { namespaces: names, leaseNamespace: env?.ns.name ?? "" }));
-    await Promise.all(replicas.map((r) => r.started));
+  it(
+    "lets the older one hold it; the younger ones are ExternalIdClaimed, change nothing, and take over when it goes",
+    { timeout: 240_000 },
+    async () => {
+      const [a, b] = teams;
+      if (!a || !b) throw new Error("no namespaces");
+      const [ownerA, ownerB] = MEMBERS;
+      const names = teams.map((t) => t.name);
+      // The default resync of the replicas (10 minutes) is longer than this test: every pass after
+      // the first comes from an event.
+      for (const id of MEMBERS) replicas.push(await startReplica(id, { namespaces: names, leaseNamespace: env?.ns.name ?? "" }));
+      await Promise.all(replicas.map((r) => r.started));
 
-    await createCustom(kc, a.name, "projects", project("shop", ownerA, {}));
-    const held = await waitForObject(kc, a.name, "projects", "shop", { until: isReady, timeoutMs: 60_000, description: "A's Project Ready on kw-a" });
-    const projectId = String(held.status?.["projectId"]);
-    expect(held.metadata.annotations?.[ANNOTATION_EXTERNAL_ID]).toBe(projectId);
-    // Creation timestamps have one-second resolution: team B's are clearly younger.
-    await new Promise((r) => setTimeout(r, 1_100));
-    const mark = emulator.requests().length;
+      await createCustom(kc, a.name, "projects", project("shop", ownerA, {}));
+      const held = await waitForObject(kc, a.name, "projects", "shop", {
+        until: isReady,
+        timeoutMs: 60_000,
+        description: "A's Project Ready on kw-a",
+      });
+      const projectId = String(held.status?.["projectId"]);
+      expect(held.metadata.annotations?.[ANNOTATION_EXTERNAL_ID]).toBe(projectId);
+      // Creation timestamps have one-second resolution: team B's are clearly younger.
+      await new Promise((r) => setTimeout(r, 1_100));
+      const mark = emulator.requests().length;
 
-    // B adopts by the slug, and a copy of A's manifest names the id, both with policies that would
-    // rewrite and delete the project.
-    const taking = { creationPolicy: "CreateOrAdopt", description: "taken over by B", deletionPolicy: "Delete" };
-    await createCustom(kc, b.name, "projects", project("shop", ownerB, taking));
-    await createCustom(kc, b.name, "projects", project("copy", ownerB, { ...taking, description: "copied" }, { [ANNOTATION_EXTERNAL_ID]: projectId }));
-    const claimed = await Promise.all(["shop", "copy"].map((name) => synced(b.name, name)));
-    for (const o of claimed) {
-      console.info(`${b.name}/${o.metadata.name}: Synced ${condition(o, "Synced")?.reason ?? ""}, Ready ${condition(o, "Ready")?.reason ?? ""}`);
-    }
-    console.info(`service writes since B's Projects: ${JSON.stringify(writes(mark))}`);
-    for (const o of claimed) {
-      expect(condition(o, "Synced")?.reason, `${o.metadata.name} Synced`).toBe("ExternalIdClaimed");
-      expect(condition(o, "Synced")?.message).toContain(`${a.name}/shop`);
-      expect(isReady(o)).toBe(false);
-      expect(o.status?.["projectId"]).toBeUndefined();
-    }
-    expect(calls("createProject")).toBe(1);
-    expect(writes(mark)).toEqual([]);
-    expect(isReady(await getCustom(kc, a.name, "projects", "shop"))).toBe(true);
+      // B adopts by the slug, and a copy of A's manifest names the id, both with policies that would
+      // rewrite and delete the project.
+      const taking = { creationPolicy: "CreateOrAdopt", description: "taken over by B", deletionPolicy: "Delete" };
+      await createCustom(kc, b.name, "projects", project("shop", ownerB, taking));
+      await createCustom(
+        kc,
+        b.name,
+        "projects",
+        project("copy", ownerB, { ...taking, description: "copied" }, { [ANNOTATION_EXTERNAL_ID]: projectId }),
+      );
+      const claimed = await Promise.all(["shop", "copy"].map((name) => synced(b.name, name)));
+      for (const o of claimed) {
+        console.info(
+          `${b.name}/${o.metadata.name}: Synced ${condition(o, "Synced")?.reason ?? ""}, Ready ${condition(o, "Ready")?.reason ?? ""}`,
+        );
+      }
+      console.info(`service writes since B's Projects: ${JSON.stringify(writes(mark))}`);
+      for (const o of claimed) {
+        expect(condition(o, "Synced")?.reason, `${o.metadata.name} Synced`).toBe("ExternalIdClaimed");
+        expect(condition(o, "Synced")?.message).toContain(`${a.name}/shop`);
+        expect(isReady(o)).toBe(false);
+        expect(o.status?.["projectId"]).toBeUndefined();
+      }
+      expect(calls("createProject")).toBe(1);
+      expect(writes(mark)).toEqual([]);
+      expect(isReady(await getCustom(kc, a.name, "projects", "shop"))).toBe(true);
 
-    // The claimed copy goes with deletionPolicy Delete: released without a call.
-    await deleteCustom(kc, b.name, "projects", "copy");
-    await waitFor(async () => ((await getCustom(kc, b.name, "projects", "copy")) === undefined ? true : undefined), {
-      timeoutMs: 60_000,
-      description: "B's copy released",
-    });
-    expect(writes(mark)).toEqual([]);
+      // The claimed copy goes with deletionPolicy Delete: released without a call.
+      await deleteCustom(kc, b.name, "projects", "copy");
+      await waitFor(async () => ((await getCustom(kc, b.name, "projects", "copy")) === undefined ? true : undefined), {
+        timeoutMs: 60_000,
+        description: "B's copy released",
+      });
+      expect(writes(mark)).toEqual([]);
 
-    // The holder goes (deletionPolicy Retain): B's Project, on the other replica, is woken and
-    // adopts the project — no resync comes within this test.
-    await deleteCustom(kc, a.name, "projects", "shop");
-    const taken = await waitForObject(kc, b.name, "projects", "shop", {
-      until: isReady,
-      timeoutMs: 90_000,
-      description: "B's Project Ready after A's went",
-    });
-    expect(taken.status?.["projectId"]).toBe(projectId);
-    expect(calls("createProject")).toBe(1);
-    expect(calls("deleteProject")).toBe(0);
-    expect(writes(mark).map((w) => w.split(" ")[0])).toEqual(["updateProject"]);
-  });
+      // The holder goes (deletionPolicy Retain): B's Project, on the other replica, is woken and
+      // adopts the project — no resync comes within this test.
+      await deleteCustom(kc, a.name, "projects", "shop");
+      const taken = await waitForObject(kc, b.name, "projects", "shop", {
+        until: isReady,
+        timeoutMs: 90_000,
+        description: "B's Project Ready after A's went",
+      });
+      expect(taken.status?.["projectId"]).toBe(projectId);
+      expect(calls("createProject")).toBe(1);
+      expect(calls("deleteProject")).toBe(0);
+      expect(writes(mark).map((w) => w.split(" ")[0])).toEqual(["updateProject"]);
+    },
+  );
 });
