@@ -20,7 +20,7 @@ import {
   type ManagedModule,
 } from "./engine/managed.ts";
 import { createInformerFactory, type InformerFactory, type SharedInformer } from "./kube/informer.ts";
-import { claimMetadata, claimWakeWatch, createClaimWaits, type ClaimWaits } from "./engine/claims.ts";
+import { claimIndex, claimMetadata, claimWakeWatch, createClaimWaits, type ClaimIndex, type ClaimWaits } from "./engine/claims.ts";
 import { createMetrics, type Metrics } from "./engine/metrics.ts";
 import type { KubeObject, ReconcileFn } from "./engine/types.ts";
 import type { KubeSource } from "./kube/kubeconfig.ts";
@@ -252,17 +252,18 @@ function claimViews(kube: Kube, opts: OperatorOptions, metrics: Metrics): ClaimV
     metadataOnly: true,
     transform: claimMetadata,
   });
-  const made = new Map<string, { view: SharedInformer; waits: ClaimWaits }>();
+  const made = new Map<string, { view: SharedInformer; index: ClaimIndex; waits: ClaimWaits }>();
   const id = (ref: KindRef): string => `${ref.group}/${ref.plural}`;
   return {
     of(ref) {
       let parts = made.get(id(ref));
       if (!parts) {
-        parts = { view: factory.get(ref), waits: createClaimWaits() };
+        const view = factory.get(ref);
+        parts = { view, index: claimIndex(view), waits: createClaimWaits() };
         made.set(id(ref), parts);
       }
-      const { view, waits } = parts;
-      return { list: () => view.list(), wait: (key, holder) => waits.wait(key, holder), release: (key) => waits.release(key) };
+      const { index, waits } = parts;
+      return { naming: (id) => index.naming(id), wait: (key, holder) => waits.wait(key, holder), release: (key) => waits.release(key) };
     },
     watches(ref) {
       const parts = made.get(id(ref));

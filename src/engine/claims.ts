@@ -31,6 +31,40 @@ export function claimMetadata(obj: KubeObject, kind: KindRef): KubeObject {
   return { apiVersion: apiVersionOf(kind), kind: kind.kind, metadata } as KubeObject;
 }
 
+/**
+ * The view's objects by the id their annotation names, kept from its events, so that a claim check
+ * costs O(the objects naming its id), never a scan of every replica's objects.
+ */
+export interface ClaimIndex {
+  naming(id: string): KubeObject[];
+}
+
+export function claimIndex(view: SharedInformer): ClaimIndex {
+  const byId = new Map<string, Map<string, KubeObject>>();
+  const named = (o: KubeObject | undefined): string | undefined => o?.metadata.annotations?.[ANNOTATION_EXTERNAL_ID];
+  const drop = (id: string | undefined, key: string): void => {
+    if (id === undefined) return;
+    const objs = byId.get(id);
+    objs?.delete(key);
+    if (objs?.size === 0) byId.delete(id);
+  };
+  view.subscribe((type, obj, old) => {
+    const key = keyString(obj.metadata);
+    drop(named(old), key);
+    const id = named(obj);
+    if (type === "delete") drop(id, key);
+    else if (id !== undefined) {
+      let objs = byId.get(id);
+      if (!objs) {
+        objs = new Map<string, KubeObject>();
+        byId.set(id, objs);
+      }
+      objs.set(key, obj);
+    }
+  });
+  return { naming: (id) => [...(byId.get(id)?.values() ?? [])] };
+}
+
 /** Which objects of this replica another resource holds back (ExternalIdClaimed), by holder. */
 export interface ClaimWaits {
   /** `key` is held back by `holder` (from now on, by it only). */

@@ -145,7 +145,8 @@ export function externalIdHolder(self: KubeObject, candidates: readonly KubeObje
 
 /**
  * externalIdHolder over this replica's objects (`own`, whole) and, with sharding, every replica's
- * (`everywhere`, metadata only: see claims.ts). An object in both counts as its whole copy. One
+ * objects that name the id (`everywhere`, metadata only: claims.ts). An object in both counts as
+ * its whole copy. One
  * found in metadata only is a rival by its keyward.dev/external-id annotation alone (its status is
  * not there; keyward writes the annotation before the status that holds the id, so a resource
  * holding the id has it, but for one last written by a keyward older than the annotation). Each
@@ -160,10 +161,11 @@ export async function claimHolder(
   claim: { idField: string; id: string },
   opts: { counts: (o: KubeObject) => boolean; read: (o: KubeObject) => Promise<KubeObject | undefined> },
 ): Promise<KubeObject | undefined> {
-  const known = new Set(own.map((o) => o.metadata.uid));
   const naming = everywhere.filter(
     (o) =>
-      o.metadata.annotations?.[ANNOTATION_EXTERNAL_ID] === claim.id && o.metadata.uid !== self.metadata.uid && !known.has(o.metadata.uid),
+      o.metadata.annotations?.[ANNOTATION_EXTERNAL_ID] === claim.id &&
+      o.metadata.uid !== self.metadata.uid &&
+      !own.some((c) => c.metadata.uid === o.metadata.uid),
   );
   const read: KubeObject[] = [];
   for (const o of naming) {
@@ -370,8 +372,8 @@ export interface ManagedDeps {
    * kind (claims.ts), and who waits for whom. Absent: the rule sees `peers` or the cache only.
    */
   claims?: {
-    /** Every object of the kind in the watched namespaces, metadata only (claimMetadata). */
-    list(): KubeObject[];
+    /** The objects of the kind in the watched namespaces whose keyward.dev/external-id is `id`, metadata only (claimMetadata). */
+    naming(id: string): KubeObject[];
     /** `key` is held back by `holder`: a change of the holder (its deletion) wakes it. */
     wait(key: ObjectKey, holder: ObjectKey): void;
     /** `key` waits for no one. */
@@ -579,7 +581,7 @@ class Run<Spec, Status, Conn, External> {
       ? await claimHolder(
           self,
           own,
-          claims.list(),
+          claims.naming(id),
           { idField, id },
           { counts, read: (o) => getObject(this.deps.kube, this.module.ref, keyOf(o)) },
         )

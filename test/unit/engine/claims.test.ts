@@ -5,9 +5,9 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { afterAll, describe, expect, it } from "vitest";
 import { Agent } from "undici";
-import { claimMetadata, claimWakeWatch, createClaimWaits } from "../../../src/engine/claims.ts";
+import { claimIndex, claimMetadata, claimWakeWatch, createClaimWaits } from "../../../src/engine/claims.ts";
 import { ANNOTATION_EXTERNAL_ID, claimHolder } from "../../../src/engine/managed.ts";
-import { createInformerFactory, type SharedInformer } from "../../../src/kube/informer.ts";
+import { createInformerFactory, type InformerHandler, type SharedInformer } from "../../../src/kube/informer.ts";
 import { METADATA_LIST_ACCEPT, METADATA_WATCH_ACCEPT } from "../../../src/kube/watch.ts";
 import type { KubeAccess } from "../../../src/kube/kubeconfig.ts";
 import type { KubeObject } from "../../../src/kube/types.ts";
@@ -245,6 +245,30 @@ describe("claimHolder", () => {
     const api2 = apiserverOf([theirs, older]);
     const view = [theirs, mine, older].map((o) => claimMetadata(o, projectKind));
     expect((await claimHolder(self, [self, mine], view, claim, { counts, read: api2.read }))?.metadata.name).toBe("older");
+  });
+});
+
+describe("claimIndex", () => {
+  it("keeps the view's objects by the id they name, through adds, renames and deletes", () => {
+    let emit: InformerHandler = () => undefined;
+    const view = { subscribe: (h: InformerHandler) => ((emit = h), () => undefined) } as unknown as SharedInformer;
+    const index = claimIndex(view);
+    const named = (name: string, id?: string): KubeObject => ({
+      ...trimmed(name, "a"),
+      metadata: { ...trimmed(name, "a").metadata, annotations: id ? { [ANNOTATION_EXTERNAL_ID]: id } : {} },
+    });
+    emit("add", named("one", "p-1"));
+    emit("add", named("two", "p-1"));
+    emit("add", named("bare"));
+    expect(index.naming("p-1").map((o) => o.metadata.name)).toEqual(["one", "two"]);
+    emit("update", named("two", "p-2"), named("two", "p-1"));
+    emit("update", named("bare", "p-2"), named("bare"));
+    expect(index.naming("p-1").map((o) => o.metadata.name)).toEqual(["one"]);
+    expect(index.naming("p-2").map((o) => o.metadata.name)).toEqual(["two", "bare"]);
+    emit("delete", named("one", "p-1"));
+    emit("update", named("two"), named("two", "p-2"));
+    expect(index.naming("p-1")).toEqual([]);
+    expect(index.naming("p-2").map((o) => o.metadata.name)).toEqual(["bare"]);
   });
 });
 
