@@ -40,29 +40,36 @@ export interface ClaimIndex {
 }
 
 export function claimIndex(view: SharedInformer): ClaimIndex {
-  const byId = new Map<string, Map<string, KubeObject>>();
+  // One object per id but for copies: the object itself, an array only for several (memory: a
+  // Map per id would cost more than the trimmed object).
+  const byId = new Map<string, KubeObject | KubeObject[]>();
   const named = (o: KubeObject | undefined): string | undefined => o?.metadata.annotations?.[ANNOTATION_EXTERNAL_ID];
-  const drop = (id: string | undefined, key: string): void => {
-    if (id === undefined) return;
-    const objs = byId.get(id);
-    objs?.delete(key);
-    if (objs?.size === 0) byId.delete(id);
+  const same = (a: KubeObject, b: KubeObject): boolean =>
+    a.metadata.name === b.metadata.name && a.metadata.namespace === b.metadata.namespace;
+  const drop = (id: string | undefined, obj: KubeObject): void => {
+    const held = id === undefined ? undefined : byId.get(id);
+    if (id === undefined || held === undefined) return;
+    const rest = (Array.isArray(held) ? held : [held]).filter((o) => !same(o, obj));
+    if (rest.length === 0) byId.delete(id);
+    else byId.set(id, rest.length === 1 ? (rest[0] as KubeObject) : rest);
+  };
+  const add = (id: string, obj: KubeObject): void => {
+    const held = byId.get(id);
+    const rest = held === undefined ? [] : (Array.isArray(held) ? held : [held]).filter((o) => !same(o, obj));
+    byId.set(id, rest.length === 0 ? obj : [...rest, obj]);
   };
   view.subscribe((type, obj, old) => {
-    const key = keyString(obj.metadata);
-    drop(named(old), key);
+    drop(named(old), obj);
     const id = named(obj);
-    if (type === "delete") drop(id, key);
-    else if (id !== undefined) {
-      let objs = byId.get(id);
-      if (!objs) {
-        objs = new Map<string, KubeObject>();
-        byId.set(id, objs);
-      }
-      objs.set(key, obj);
-    }
+    if (type === "delete") drop(id, obj);
+    else if (id !== undefined) add(id, obj);
   });
-  return { naming: (id) => [...(byId.get(id)?.values() ?? [])] };
+  return {
+    naming: (id) => {
+      const held = byId.get(id);
+      return held === undefined ? [] : Array.isArray(held) ? [...held] : [held];
+    },
+  };
 }
 
 /** Which objects of this replica another resource holds back (ExternalIdClaimed), by holder. */
