@@ -11,6 +11,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CoordinationV1Api, V1MicroTime, type KubeConfig } from "@kubernetes/client-node";
 import type { Emulator } from "../emulator/server.ts";
+import { connectionIds, loadDefaultSeed } from "../emulator/default-seed.ts";
 import { createTestNamespace, waitFor, type TestNamespace } from "../controlplane/testenv.ts";
 import { SHARD_LABEL } from "../../src/engine/shard-plan.ts";
 import { ANNOTATION_EXTERNAL_ID } from "../../src/engine/managed.ts";
@@ -68,7 +69,13 @@ const synced = async (namespace: string, name: string): Promise<KubeObject> =>
   });
 
 beforeAll(async () => {
-  env = await startTestEnv({ prefix: "shard-claims", token: TOKEN, provider: false, keyward: false });
+  env = await startTestEnv({
+    prefix: "shard-claims",
+    token: TOKEN,
+    provider: false,
+    keyward: false,
+    emulator: { seed: loadDefaultSeed(), jobDelayMs: 50 },
+  });
   ({ kc, emulator } = env);
   await kc.makeApiClient(CoordinationV1Api).createNamespacedLease({
     namespace: env.ns.name,
@@ -91,6 +98,11 @@ beforeAll(async () => {
   }
   for (const m of MEMBERS) teams.push(byOwner.get(m) as TestNamespace);
   env.onStop(() => stopReplicas(replicas));
+  // The default resync of the replicas (10 minutes) is longer than these tests: every pass after
+  // the first comes from an event.
+  const names = teams.map((t) => t.name);
+  for (const id of MEMBERS) replicas.push(await startReplica(id, { namespaces: names, leaseNamespace: env.ns.name }));
+  await Promise.all(replicas.map((r) => r.started));
 }, 120_000);
 
 afterAll(() => env?.stop());
@@ -103,11 +115,6 @@ describe("Projects naming one external project on two replicas", () => {
       const [a, b] = teams;
       if (!a || !b) throw new Error("no namespaces");
       const [ownerA, ownerB] = MEMBERS;
-      const names = teams.map((t) => t.name);
-      // The default resync of the replicas (10 minutes) is longer than this test: every pass after
-      // the first comes from an event.
-      for (const id of MEMBERS) replicas.push(await startReplica(id, { namespaces: names, leaseNamespace: env?.ns.name ?? "" }));
-      await Promise.all(replicas.map((r) => r.started));
 
       await createCustom(kc, a.name, "projects", project("shop", ownerA, {}));
       const held = await waitForObject(kc, a.name, "projects", "shop", {
@@ -168,6 +175,64 @@ describe("Projects naming one external project on two replicas", () => {
       expect(calls("createProject")).toBe(1);
       expect(calls("deleteProject")).toBe(0);
       expect(writes(mark).map((w) => w.split(" ")[0])).toEqual(["updateProject"]);
+    },
+  );
+
+  it(
+    "lets a SecretSync on one replica keep its sync; one naming it by spec.syncId on the other changes and removes nothing",
+    { timeout: 180_000 },
+    async () => {
+      const [a, b] = teams;
+      if (!a || !b) throw new Error("no namespaces");
+      const [ownerA, ownerB] = MEMBERS;
+      await createCustom(kc, a.name, "projects", project("vault", ownerA, { slug: "vault-shard-claims" }));
+      await waitForObject(kc, a.name, "projects", "vault", { until: isReady, timeoutMs: 60_000, description: "A's vault Project Ready" });
+      const sync = (owner: string, spec: Record<string, unknown>): object => ({
+        apiVersion: "keyward.dev/v1alpha1",
+        kind: "SecretSync",
+        metadata: { name: "orders", labels: { [SHARD_LABEL]: owner } },
+        spec: {
+          destination: "data-platform",
+          connectionId: connectionIds["data-platform"],
+          environment: "prod",
+          secretPath: "/",
+          destinationConfig: { scope: "workspace" },
+          ...spec,
+        },
+      });
+      await createCustom(kc, a.name, "secretsyncs", sync(ownerA, { projectRef: { name: "vault" } }));
+      const held = await waitForObject(kc, a.name, "secretsyncs", "orders", {
+        until: isReady,
+        timeoutMs: 60_000,
+        description: "A's SecretSync Ready",
+      });
+      const syncId = String(held.status?.["syncId"]);
+      const projectId = String((await getCustom(kc, a.name, "projects", "vault"))?.status?.["projectId"]);
+      await new Promise((r) => setTimeout(r, 1_100));
+      const mark = emulator.requests().length;
+
+      await createCustom(
+        kc,
+        b.name,
+        "secretsyncs",
+        sync(ownerB, { projectId, syncId, description: "taken over by B", deletionPolicy: "RemoveSecrets" }),
+      );
+      const claimed = await waitForObject(kc, b.name, "secretsyncs", "orders", {
+        until: (o) => condition(o, "Synced") !== undefined,
+        timeoutMs: 60_000,
+        description: "B's SecretSync reconciled",
+      });
+      console.info(`B's SecretSync: Synced ${condition(claimed, "Synced")?.reason ?? ""}; service writes: ${JSON.stringify(writes(mark))}`);
+      expect(condition(claimed, "Synced")?.reason).toBe("ExternalIdClaimed");
+      expect(condition(claimed, "Synced")?.message).toContain(`${a.name}/orders`);
+      expect(claimed.status?.["syncId"]).toBeUndefined();
+      await deleteCustom(kc, b.name, "secretsyncs", "orders");
+      await waitFor(async () => ((await getCustom(kc, b.name, "secretsyncs", "orders")) === undefined ? true : undefined), {
+        timeoutMs: 60_000,
+        description: "B's SecretSync released",
+      });
+      expect(writes(mark)).toEqual([]);
+      expect(isReady(await getCustom(kc, a.name, "secretsyncs", "orders"))).toBe(true);
     },
   );
 });
