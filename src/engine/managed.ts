@@ -146,13 +146,13 @@ export function externalIdHolder(self: KubeObject, candidates: readonly KubeObje
 /**
  * externalIdHolder over this replica's objects (`own`, whole) and, with sharding, every replica's
  * objects that name the id (`everywhere`, metadata only: claims.ts). An object in both counts as
- * its whole copy. One
- * found in metadata only is a rival by its keyward.dev/external-id annotation alone (its status is
- * not there; keyward writes the annotation before the status that holds the id, so a resource
- * holding the id has it, but for one last written by a keyward older than the annotation). Each
- * such rival — few: only those naming this id — is read whole (`read`) before it counts, so the
- * rule is judged on it exactly as on a cached one: its status first, `counts` (not ObserveOnly),
- * gone or replaced (another UID) left out.
+ * its whole copy. One found in metadata only is a rival by its keyward.dev/external-id annotation
+ * alone: its status is not in metadata. keyward writes the annotation before the status that
+ * holds the id, so a resource holding the id has it, but for one last written by a keyward older
+ * than the annotation (not seen). Each such rival — few: only those naming this id — is read
+ * whole (`read`) before it counts, so the rule is judged on it exactly as on a cached one: its
+ * status first, `counts` (not ObserveOnly: keyward gives an ObserveOnly resource the annotation
+ * too, once it has observed the object), gone or replaced (another UID) left out.
  */
 export async function claimHolder(
   self: KubeObject,
