@@ -252,14 +252,24 @@ function claimViews(kube: Kube, opts: OperatorOptions, metrics: Metrics): ClaimV
     metadataOnly: true,
     transform: claimMetadata,
   });
-  const made = new Map<string, { view: SharedInformer; index: ClaimIndex; waits: ClaimWaits }>();
+  const made = new Map<string, { kind: string; view: SharedInformer; index: ClaimIndex; waits: ClaimWaits }>();
   const id = (ref: KindRef): string => `${ref.group}/${ref.plural}`;
+  new Gauge({
+    name: "keyward_claim_view_objects",
+    help: "Objects in the claim view of each kind with a service-assigned id (sharding: every replica's, metadata only)",
+    labelNames: ["kind"],
+    registers: [metrics.registry],
+    collect() {
+      this.reset();
+      for (const parts of made.values()) this.set({ kind: parts.kind }, parts.view.size());
+    },
+  });
   return {
     of(ref) {
       let parts = made.get(id(ref));
       if (!parts) {
         const view = factory.get(ref);
-        parts = { view, index: claimIndex(view), waits: createClaimWaits() };
+        parts = { kind: ref.kind, view, index: claimIndex(view), waits: createClaimWaits() };
         made.set(id(ref), parts);
       }
       const { index, waits } = parts;

@@ -332,6 +332,7 @@ describe("the operator's informers", () => {
     };
   }
 
+  let exported = "";
   const run = async (shard: boolean): Promise<Array<{ path: string; accept: string }>> => {
     const { access, seen } = await emptyApiserver();
     const operator = createOperator({
@@ -348,6 +349,7 @@ describe("the operator's informers", () => {
       () => seen.filter((s) => s.path.includes("watch=true")).length >= seen.filter((s) => !s.path.includes("watch=true")).length,
       "every watch",
     );
+    exported = await operator.metrics.registry.metrics();
     await operator.stop();
     return seen.filter((s) => !s.path.startsWith("/api/v1/namespaces/team-a/events"));
   };
@@ -358,6 +360,7 @@ describe("the operator's informers", () => {
 
   it("without sharding: no metadata view, no watch beyond one per kind cache", async () => {
     const seen = await run(false);
+    expect(exported).not.toContain("keyward_claim_view_objects");
     expect(seen.filter((s) => s.accept === METADATA_LIST_ACCEPT || s.accept === METADATA_WATCH_ACCEPT)).toEqual([]);
     // One watch per kind cache, as before the claim view: two of Secrets (two label selections).
     const kinds = "/apis/keyward.dev/v1alpha1/namespaces/team-a";
@@ -375,6 +378,8 @@ describe("the operator's informers", () => {
   it("with sharding: one metadata-only view more per kind with guardCreate (Project, SecretSync), and none for the others", async () => {
     const unsharded = watches(await run(false));
     const sharded = watches(await run(true));
+    expect(exported).toContain('keyward_claim_view_objects{kind="Project"} 0');
+    expect(exported).toContain('keyward_claim_view_objects{kind="SecretSync"} 0');
     const extra = sharded.filter((p) => p.endsWith("(metadata)"));
     expect(extra.sort()).toEqual([
       "/apis/keyward.dev/v1alpha1/namespaces/team-a/projects (metadata)",
