@@ -16,9 +16,11 @@ import {
   ANNOTATION_PENDING_ACTION,
   CREATE_GUARD_ANNOTATIONS,
   managedReconciler,
+  type ManagedDeps,
   type ManagedModule,
 } from "./engine/managed.ts";
-import { createInformerFactory, type InformerFactory } from "./kube/informer.ts";
+import { createInformerFactory, type InformerFactory, type SharedInformer } from "./kube/informer.ts";
+import { claimIndex, claimMetadata, claimWakeWatch, createClaimWaits, type ClaimIndex, type ClaimWaits } from "./engine/claims.ts";
 import { createMetrics, type Metrics } from "./engine/metrics.ts";
 import type { KubeObject, ReconcileFn } from "./engine/types.ts";
 import type { KubeSource } from "./kube/kubeconfig.ts";
@@ -137,14 +139,17 @@ export function createOperator(opts: OperatorOptions): Operator {
         onRestart: (kind) => metrics.informerRestarts.inc({ kind: kind.kind }),
       })
     : informers;
+  // Sharding: the claim rule's view of every replica's objects of the kinds with guardCreate.
+  const claims = opts.shard ? claimViews(direct, opts, metrics) : undefined;
   cachedObjectsGauge(metrics, served, informers);
   const events = createEventRecorder(kube, { component: "keyward", logger: log });
   const { providers, cluster } = providerPlumbing(opts, { kube, log, events, metrics });
   // Sharding: a pass acts only on an object whose shard label, as the pass read it, names this replica.
   const identity = opts.shard?.identity;
   const owns = identity === undefined ? undefined : (obj: KubeObject): boolean => inShare(obj.metadata, identity);
-  const managed = <S, T, C, E>(module: ManagedModule<S, T, C, E>, peers?: () => KubeObject[]): ReconcileFn =>
-    managedReconciler(module, {
+  const managed = <S, T, C, E>(module: ManagedModule<S, T, C, E>, peers?: () => KubeObject[]): ReconcileFn => {
+    const claimed = module.guardCreate ? claims?.of(module.ref) : undefined;
+    return managedReconciler(module, {
       kube,
       events,
       log,
@@ -152,7 +157,9 @@ export function createOperator(opts: OperatorOptions): Operator {
       cache: informers.get(module.ref),
       ...(peers ? { peers } : {}),
       ...(owns ? { owns } : {}),
+      ...(claimed ? { claims: claimed } : {}),
     });
+  };
   const deps: KindDeps = {
     kube,
     events,
@@ -195,7 +202,7 @@ export function createOperator(opts: OperatorOptions): Operator {
         ANNOTATION_PENDING_ACTION,
         ...Object.values(kind.actions ?? {}).map((a) => a.handledAnnotation),
       ],
-      watches: [...(parts.watches ?? []), ...derivedWatches(kind, cluster !== undefined)],
+      watches: [...(parts.watches ?? []), ...derivedWatches(kind, cluster !== undefined), ...(claims?.watches(kind.ref) ?? [])],
       ...(opts.stopGraceMs !== undefined ? { stopGraceMs: opts.stopGraceMs } : {}),
       ...(opts.shard ? { shard: controllerShard(opts.shard, leadership, kube, kind.ref) } : {}),
     }),
@@ -216,10 +223,63 @@ export function createOperator(opts: OperatorOptions): Operator {
       await Promise.all(controllers.map((c) => c.stop()));
       informers.stop();
       if (everywhere !== informers) everywhere.stop();
+      claims?.stop();
       cluster?.stop();
       await events.flush();
       log.info("keyward stopped");
     },
+  };
+}
+
+interface ClaimViews {
+  /** The claim view of a kind with guardCreate (made on first use) and who waits for whom there. */
+  of(ref: KindRef): NonNullable<ManagedDeps["claims"]>;
+  /** The wake-up watch of a kind given a view (none for the others): it starts the view. */
+  watches(ref: KindRef): SecondaryWatch[];
+  stop(): void;
+}
+
+/**
+ * Sharding: the claim rule's view of every replica's objects of each kind with guardCreate
+ * (src/engine/claims.ts): cluster-wide, metadata only, trimmed to what the rule reads; made when
+ * the kind's reconciler is, started by its wake-up watch. Without sharding there is none.
+ */
+function claimViews(kube: Kube, opts: OperatorOptions, metrics: Metrics): ClaimViews {
+  const factory = createInformerFactory(kube, {
+    namespaces: opts.namespaces,
+    logger: opts.log,
+    onRestart: (kind) => metrics.informerRestarts.inc({ kind: kind.kind }),
+    metadataOnly: true,
+    transform: claimMetadata,
+  });
+  const made = new Map<string, { kind: string; view: SharedInformer; index: ClaimIndex; waits: ClaimWaits }>();
+  const id = (ref: KindRef): string => `${ref.group}/${ref.plural}`;
+  new Gauge({
+    name: "keyward_claim_view_objects",
+    help: "Objects in the claim view of each kind with a service-assigned id (sharding: every replica's, metadata only)",
+    labelNames: ["kind"],
+    registers: [metrics.registry],
+    collect() {
+      this.reset();
+      for (const parts of made.values()) this.set({ kind: parts.kind }, parts.view.size());
+    },
+  });
+  return {
+    of(ref) {
+      let parts = made.get(id(ref));
+      if (!parts) {
+        const view = factory.get(ref);
+        parts = { kind: ref.kind, view, index: claimIndex(view), waits: createClaimWaits() };
+        made.set(id(ref), parts);
+      }
+      const { index, waits } = parts;
+      return { naming: (id) => index.naming(id), wait: (key, holder) => waits.wait(key, holder), release: (key) => waits.release(key) };
+    },
+    watches(ref) {
+      const parts = made.get(id(ref));
+      return parts ? [claimWakeWatch(ref, parts.view, parts.waits)] : [];
+    },
+    stop: () => factory.stop(),
   };
 }
 

@@ -6,6 +6,7 @@
 import type { Logger } from "../log.ts";
 import type { Kube, KindRef } from "../kube/client.ts";
 import { getObject, isConflict, patchMetadata, type MetadataChange } from "../kube/objects.ts";
+import { keyOf } from "../kube/keys.ts";
 import type { SharedInformer } from "../kube/informer.ts";
 import { errorSummary } from "../kube/rest.ts";
 import type { EventRecorder } from "../kube/events.ts";
@@ -140,6 +141,38 @@ export function externalIdHolder(self: KubeObject, candidates: readonly KubeObje
   const order = (o: KubeObject): string => `${o.metadata.creationTimestamp ?? ""} ${o.metadata.uid ?? ""}`;
   const oldest = [self, ...rivals].sort((a, b) => (order(a) < order(b) ? -1 : order(a) > order(b) ? 1 : 0))[0];
   return oldest === self ? undefined : oldest;
+}
+
+/**
+ * externalIdHolder over this replica's objects (`own`, whole) and, with sharding, every replica's
+ * objects that name the id (`everywhere`, metadata only: claims.ts). An object in both counts as
+ * its whole copy. One found in metadata only is a rival by its keyward.dev/external-id annotation
+ * alone: its status is not in metadata. keyward writes the annotation before the status that
+ * holds the id, so a resource holding the id has it, but for one last written by a keyward older
+ * than the annotation (not seen). Each such rival — few: only those naming this id — is read
+ * whole (`read`) before it counts, so the rule is judged on it exactly as on a cached one: its
+ * status first, `counts` (not ObserveOnly: keyward gives an ObserveOnly resource the annotation
+ * too, once it has observed the object), gone or replaced (another UID) left out.
+ */
+export async function claimHolder(
+  self: KubeObject,
+  own: readonly KubeObject[],
+  everywhere: readonly KubeObject[],
+  claim: { idField: string; id: string },
+  opts: { counts: (o: KubeObject) => boolean; read: (o: KubeObject) => Promise<KubeObject | undefined> },
+): Promise<KubeObject | undefined> {
+  const naming = everywhere.filter(
+    (o) =>
+      o.metadata.annotations?.[ANNOTATION_EXTERNAL_ID] === claim.id &&
+      o.metadata.uid !== self.metadata.uid &&
+      !own.some((c) => c.metadata.uid === o.metadata.uid),
+  );
+  const read: KubeObject[] = [];
+  for (const o of naming) {
+    const whole = await opts.read(o);
+    if (whole && whole.metadata.uid === o.metadata.uid && opts.counts(whole)) read.push(whole);
+  }
+  return externalIdHolder(self, [...own.filter(opts.counts), ...read], claim.idField, claim.id);
 }
 
 /**
@@ -335,6 +368,18 @@ export interface ManagedDeps {
   /** The objects of the same kind keyward knows (its informer cache), for kinds that must not fight over one external object. */
   peers?: () => KubeObject[];
   /**
+   * Sharding, a kind with guardCreate: the claim rule's view of every replica's objects of the
+   * kind (claims.ts), and who waits for whom. Absent: the rule sees `peers` or the cache only.
+   */
+  claims?: {
+    /** The objects of the kind in the watched namespaces whose keyward.dev/external-id is `id`, metadata only (claimMetadata). */
+    naming(id: string): KubeObject[];
+    /** `key` is held back by `holder`: a change of the holder (its deletion) wakes it. */
+    wait(key: ObjectKey, holder: ObjectKey): void;
+    /** `key` waits for no one. */
+    release(key: ObjectKey): void;
+  };
+  /**
    * The kind's informer: objects are read from its cache (with keyward's own writes layered
    * over it until the cache catches up). Absent: every pass reads the apiserver.
    */
@@ -386,6 +431,7 @@ export function managedReconciler<Spec, Status, Conn, External>(
     else written.seen(obj);
   });
   const forget = (key: ObjectKey): void => {
+    deps.claims?.release(key);
     module.forget?.(key);
     written.forget(key);
     ready?.remove({ kind: module.ref.kind, namespace: key.namespace, name: key.name });
@@ -402,6 +448,7 @@ export function managedReconciler<Spec, Status, Conn, External>(
     try {
       return await run.reconcile();
     } finally {
+      if (!run.heldBack) deps.claims?.release(key);
       // A copy is kept for the next pass only while the object is in the cache: one that left it
       // mid-pass (deleted, or, sharded, gone from this replica's share) is not brought back.
       if (run.current !== obj && (!deps.owns || !deps.cache || deps.cache.get(key))) written.remember(run.current as KubeObject);
@@ -437,6 +484,8 @@ class Run<Spec, Status, Conn, External> {
   private readonly idFromMetadata: boolean;
   /** That id until observe finds the object it names as this resource's: never mirrored into status before. */
   private unconfirmedId: string | undefined;
+  /** Another resource holds the external id this pass found (ExternalIdClaimed). */
+  heldBack = false;
 
   constructor(
     module: ManagedModule<Spec, Status, Conn, External>,
@@ -487,7 +536,7 @@ class Run<Spec, Status, Conn, External> {
       return this.fail({ reason: "InvalidSpec", message: specErrorMessage(err), retryable: false });
     }
     try {
-      const holder = this.observesOnly(spec) ? undefined : this.externalIdHolder();
+      const holder = this.observesOnly(spec) ? undefined : await this.externalIdHolder();
       // Being deleted, an id another resource holds is not this one's to clean up: it is dropped.
       if (holder) this.forgetUnconfirmedId();
       if (holder && !deleting) return await this.fail(claimedBy(holder, this.module.ref.kind));
@@ -508,23 +557,40 @@ class Run<Spec, Status, Conn, External> {
    * externalIdHolder), across namespaces sharing a credential. An id from metadata was checked
    * before observe; a create's own answer never comes here.
    */
-  private rivalHolder(obs: Observation<Status, External>, spec: Spec): KubeObject | undefined {
+  private async rivalHolder(obs: Observation<Status, External>, spec: Spec): Promise<KubeObject | undefined> {
     const guard = this.module.guardCreate;
     if (this.observesOnly(spec)) return undefined;
     const id = obs.exists && guard ? obs.status[guard.idField] : undefined;
     if (!guard || typeof id !== "string" || id === "" || id === this.unconfirmedId) return undefined;
     if ((this.obj.status as Record<string, unknown> | undefined)?.[guard.idField] === id) return undefined;
-    const candidates = this.claimants();
-    return externalIdHolder(this.obj as KubeObject, candidates, guard.idField, id);
+    return this.holderOf(guard.idField, id);
   }
 
   /**
-   * The other resources that may hold an external id: an ObserveOnly one only reads, so it neither
-   * holds an id against a resource that manages it nor is held back by one.
+   * Who holds `id` among the other resources of the kind (externalIdHolder): this replica's
+   * (peers, else the cache) and, with sharding, the other replicas' (claimHolder). An ObserveOnly
+   * one only reads, so it neither holds an id against a resource that manages it nor is held back
+   * by one. A holder found is waited for: its change wakes this object (claims.ts).
    */
-  private claimants(): KubeObject[] {
-    const all = this.deps.peers?.() ?? this.deps.cache?.list() ?? [];
-    return all.filter((o) => !this.observesOnly(o.spec as Spec));
+  private async holderOf(idField: string, id: string): Promise<KubeObject | undefined> {
+    const own = this.deps.peers?.() ?? this.deps.cache?.list() ?? [];
+    const counts = (o: KubeObject): boolean => !this.observesOnly(o.spec as Spec);
+    const self = this.obj as KubeObject;
+    const claims = this.deps.claims;
+    const holder = claims
+      ? await claimHolder(
+          self,
+          own,
+          claims.naming(id),
+          { idField, id },
+          { counts, read: (o) => getObject(this.deps.kube, this.module.ref, keyOf(o)) },
+        )
+      : externalIdHolder(self, own.filter(counts), idField, id);
+    if (holder) {
+      this.heldBack = true;
+      claims?.wait(this.key, keyOf(holder));
+    }
+    return holder;
   }
 
   private observesOnly(spec: Spec | undefined): boolean {
@@ -532,11 +598,10 @@ class Run<Spec, Status, Conn, External> {
   }
 
   /** Another resource of the kind holding the external id this object read from metadata (see externalIdHolder). */
-  private externalIdHolder(): KubeObject | undefined {
+  private async externalIdHolder(): Promise<KubeObject | undefined> {
     const guard = this.module.guardCreate;
     if (this.unconfirmedId === undefined || !guard) return undefined;
-    const candidates = this.claimants();
-    return externalIdHolder(this.obj as KubeObject, candidates, guard.idField, this.unconfirmedId);
+    return this.holderOf(guard.idField, this.unconfirmedId);
   }
 
   /** After observe: it found the object the id from metadata names as this resource's (it checked the natural key), or the id goes. */
@@ -598,7 +663,7 @@ class Run<Spec, Status, Conn, External> {
     if (!needsFinalizer && hasFinalizer) await this.patchMeta({ finalizers: { remove: FINALIZER } });
     const c = await this.context(spec);
     const observed = await this.module.observe(c);
-    const rival = this.rivalHolder(observed, spec);
+    const rival = await this.rivalHolder(observed, spec);
     if (rival) {
       this.forgetUnconfirmedId();
       return this.fail(claimedBy(rival, this.module.ref.kind));
@@ -714,7 +779,7 @@ class Run<Spec, Status, Conn, External> {
     }
     const c = await this.context(spec);
     const obs = await this.module.observe(c);
-    const rival = this.rivalHolder(obs, spec);
+    const rival = await this.rivalHolder(obs, spec);
     if (rival) {
       // Never this resource's (it was adopted by another first): released without a call.
       c.event("Warning", "ExternalIdClaimed", `${claimedBy(rival, this.module.ref.kind).message}; released without deleting it`);

@@ -23,6 +23,11 @@ export interface WatchKindOptions {
   labelSelector?: string;
   /** Cache metadata only (PartialObjectMetadata: no spec, no status), for a watcher of names and labels. */
   metadataOnly?: boolean;
+  /**
+   * What the cache keeps of each object, after `slim`: applied to every listed page item and watch
+   * event before it is stored or handed to `onEvent`, so only what it returns outlives the event.
+   */
+  transform?: (obj: KubeObject) => KubeObject;
   logger: Logger;
   /** `old` is the cached object an update replaces. */
   onEvent: (type: InformerEventType, obj: KubeObject, old?: KubeObject) => void;
@@ -128,7 +133,7 @@ function slimSecretData(secret: KubeObject & { data?: Record<string, string>; st
 }
 
 // The informer's cache: applies list results and watch events, and reports each real change.
-function createStore(kind: KindRef, emit: Emit) {
+function createStore(kind: KindRef, emit: Emit, transform?: (obj: KubeObject) => KubeObject) {
   const cache = new Map<string, KubeObject>();
   const withKind = (obj: KubeObject): KubeObject => {
     // Items of core lists carry no apiVersion/kind; the controller and events need them.
@@ -140,11 +145,12 @@ function createStore(kind: KindRef, emit: Emit) {
     const key = keyString(obj.metadata);
     const old = cache.get(key);
     if (old && old.metadata.resourceVersion === obj.metadata.resourceVersion) return;
-    cache.set(key, withKind(slim(obj, kind)));
-    emit(old ? "update" : "add", obj, old);
+    const kept = withKind(transform ? transform(slim(obj, kind)) : slim(obj, kind));
+    cache.set(key, kept);
+    emit(old ? "update" : "add", kept, old);
   };
   const remove = (obj: KubeObject): void => {
-    if (cache.delete(keyString(obj.metadata))) emit("delete", withKind(obj));
+    if (cache.delete(keyString(obj.metadata))) emit("delete", withKind(transform ? transform(slim(obj, kind)) : obj));
   };
   return {
     cache,
@@ -186,7 +192,8 @@ async function runScope(d: ScopeDeps, scope: string | undefined): Promise<void> 
   };
   // A page of big objects is held whole while it is parsed: Secrets come a few at a time.
   const pageSize = d.kind.group === "" && d.kind.kind === "Secret" ? { pageSize: SECRET_LIST_PAGE } : {};
-  const transform = (obj: KubeObject): KubeObject => slim(obj, d.kind);
+  const trim = d.opts.transform;
+  const transform = (obj: KubeObject): KubeObject => (trim ? trim(slim(obj, d.kind)) : slim(obj, d.kind));
   const restart = (reason: string, attempt: number): void => {
     d.log.warn({ namespace: scope ?? "*", reason, attempt }, "informer restarting its list/watch");
     d.opts.onRestart?.(reason);
@@ -242,13 +249,17 @@ export function watchKind(kube: Kube, kind: KindRef, opts: WatchKindOptions): In
   // A cluster-scoped kind has no namespaces to narrow to: one cluster-wide list+watch.
   const scopes = !kind.clusterScoped && opts.namespaces && opts.namespaces.length > 0 ? [...new Set(opts.namespaces)] : [undefined];
   const log = opts.logger.child({ informer: kind.kind });
-  const store = createStore(kind, (type, obj, old) => {
-    try {
-      opts.onEvent(type, obj, old);
-    } catch (err) {
-      log.error({ err: errorSummary(err), event: type, name: obj.metadata.name }, "informer event handler threw");
-    }
-  });
+  const store = createStore(
+    kind,
+    (type, obj, old) => {
+      try {
+        opts.onEvent(type, obj, old);
+      } catch (err) {
+        log.error({ err: errorSummary(err), event: type, name: obj.metadata.name }, "informer event handler threw");
+      }
+    },
+    opts.transform,
+  );
   const stopController = new AbortController();
   const synced = new Set<string | undefined>();
   const backoff: BackoffPolicy = { ...(opts.restartBackoff ?? DEFAULT_RESTART_BACKOFF), jitter: "full" };
@@ -309,6 +320,10 @@ export interface InformerFactoryOptions {
    * this replica's share.
    */
   shard?: { selector: string; selects: (kind: KindRef) => boolean };
+  /** Every informer caches metadata only (PartialObjectMetadata). */
+  metadataOnly?: boolean;
+  /** What every informer's cache keeps of an object (WatchKindOptions.transform), given its kind. */
+  transform?: (obj: KubeObject, kind: KindRef) => KubeObject;
   logger: Logger;
   restartBackoff?: { baseMs: number; maxMs: number };
   onRestart?: (kind: KindRef, reason: string) => void;
@@ -316,6 +331,7 @@ export interface InformerFactoryOptions {
 
 export function createInformerFactory(kube: Kube, opts: InformerFactoryOptions): InformerFactory {
   const informers = new Map<string, SharedInformer>();
+  const transform = opts.transform;
   const selectorOf = (kind: KindRef, labelSelector?: string): string | undefined => {
     const shard = opts.shard?.selects(kind) ? opts.shard.selector : undefined;
     return [shard, labelSelector].filter((s) => s !== undefined && s !== "").join(",") || undefined;
@@ -334,6 +350,8 @@ export function createInformerFactory(kube: Kube, opts: InformerFactoryOptions):
           ...(opts.namespaces && opts.namespaces.length > 0 ? { namespaces: opts.namespaces } : {}),
           ...(labelSelector ? { labelSelector } : {}),
           ...(opts.restartBackoff ? { restartBackoff: opts.restartBackoff } : {}),
+          ...(opts.metadataOnly ? { metadataOnly: true } : {}),
+          ...(transform ? { transform: (obj: KubeObject) => transform(obj, kind) } : {}),
           logger: opts.logger,
           onEvent: (type, obj, old) => {
             for (const handler of handlers) handler(type, obj, old);

@@ -30,8 +30,16 @@ async function exportedMetrics(): Promise<Map<string, string>> {
     contexts: [{ name: "none", cluster: "none", user: "none" }],
     currentContext: "none",
   });
-  // Built, never started: its registry holds every metric the operator registers.
-  const operator = createOperator({ kc, log: createLogger({ level: "fatal" }), namespaces: [], concurrency: 1, resyncIntervalMs: 60_000 });
+  // Built, never started: its registry holds every metric the operator registers (with sharding:
+  // a superset, the claim view's gauge among them).
+  const operator = createOperator({
+    kc,
+    log: createLogger({ level: "fatal" }),
+    namespaces: [],
+    concurrency: 1,
+    resyncIntervalMs: 60_000,
+    shard: { identity: "monitoring-test" },
+  });
   // The sharder's gauges, which the leader exports with sharding on.
   shardMetrics(operator.metrics.registry);
   const out = new Map<string, string>();
