@@ -5,7 +5,6 @@ import {
   createNamespace,
   deployEmulator,
   emulatorRequests,
-  helm,
   installKeyward,
   keywardObjects,
   kubectl,

@@ -9,7 +9,6 @@ import {
   createNamespace,
   deployEmulator,
   providerResources,
-  helm,
   installKeyward,
   keywardPods,
   kubectl,

@@ -12,7 +12,6 @@ import {
   createNamespace,
   deployEmulator,
   emulatorRequests,
-  helm,
   installCrds,
   installKeyward,
   keywardObjects,

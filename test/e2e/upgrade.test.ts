@@ -266,7 +266,7 @@ function writesPerObject(
   return { counts, changes, conditions };
 }
 
-const conditionsOf = (v: Versioned | undefined): Condition[] => (v?.status?.["conditions"] ?? []);
+const conditionsOf = (v: Versioned | undefined): Condition[] => v?.status?.["conditions"] ?? [];
 
 function conditionsLine(v: Versioned): string {
   return conditionsOf(v)
