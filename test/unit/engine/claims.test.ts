@@ -89,20 +89,14 @@ afterAll(() => {
   }
 });
 
-async function apiserver(
-  items: KubeObject[],
-  event: KubeObject,
-): Promise<{ access: KubeAccess; seen: Array<{ path: string; accept: string }> }> {
-  const seen: Array<{ path: string; accept: string }> = [];
+type Seen = Array<{ path: string; accept: string }>;
+
+/** A loopback apiserver answering with `answer`; records each request's path and Accept header. */
+async function loopback(answer: (req: IncomingMessage, res: ServerResponse) => void): Promise<{ access: KubeAccess; seen: Seen }> {
+  const seen: Seen = [];
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     seen.push({ path: req.url ?? "", accept: req.headers.accept ?? "" });
-    if ((req.url ?? "").includes("watch=true")) {
-      res.writeHead(200, { "content-type": "application/json" });
-      res.write(`${JSON.stringify({ type: "MODIFIED", object: event })}\n`);
-      return; // held open until the test ends
-    }
-    res.writeHead(200, { "content-type": "application/json" });
-    res.end(JSON.stringify({ apiVersion: "meta.k8s.io/v1", kind: "PartialObjectMetadataList", metadata: { resourceVersion: "7" }, items }));
+    answer(req, res);
   });
   servers.push(server);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -118,6 +112,18 @@ async function apiserver(
       source: "test",
     },
   };
+}
+
+function apiserver(items: KubeObject[], event: KubeObject): Promise<{ access: KubeAccess; seen: Seen }> {
+  return loopback((req, res) => {
+    if ((req.url ?? "").includes("watch=true")) {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.write(`${JSON.stringify({ type: "MODIFIED", object: event })}\n`);
+      return; // held open until the test ends
+    }
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(JSON.stringify({ apiVersion: "meta.k8s.io/v1", kind: "PartialObjectMetadataList", metadata: { resourceVersion: "7" }, items }));
+  });
 }
 
 async function until(check: () => boolean, what: string): Promise<void> {
@@ -308,28 +314,12 @@ describe("claim waits and the wake-up watch", () => {
 
 describe("the operator's informers", () => {
   // A loopback apiserver with nothing in it: every list empty, every watch open and silent.
-  async function emptyApiserver(): Promise<{ access: KubeAccess; seen: Array<{ path: string; accept: string }> }> {
-    const seen: Array<{ path: string; accept: string }> = [];
-    const server = createServer((req: IncomingMessage, res: ServerResponse) => {
-      seen.push({ path: req.url ?? "", accept: req.headers.accept ?? "" });
+  function emptyApiserver(): Promise<{ access: KubeAccess; seen: Seen }> {
+    return loopback((req, res) => {
       res.writeHead(req.method === "GET" ? 200 : 201, { "content-type": "application/json" });
       if ((req.url ?? "").includes("watch=true")) return; // held open
       res.end(JSON.stringify({ kind: "List", apiVersion: "v1", metadata: { resourceVersion: "1" }, items: [] }));
     });
-    servers.push(server);
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    const newDispatcher = (): Agent => new Agent();
-    return {
-      seen,
-      access: {
-        server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-        dispatcher: newDispatcher(),
-        newDispatcher,
-        authorization: () => Promise.resolve(undefined),
-        namespace: undefined,
-        source: "test",
-      },
-    };
   }
 
   let exported = "";
