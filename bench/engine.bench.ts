@@ -18,6 +18,10 @@
 //    with nothing changing: apiserver and service requests per object per resync.
 // The floor (first run of each N up to ENGINE_BENCH_FLOOR_MAX, 1000): the same N createProject calls sent straight to the same
 // emulator, 4 in flight (keyward's concurrency): what the service alone needs for N creates.
+// ENGINE_BENCH_CPU_PROF=<dir>: each keyward runs with `--cpu-prof`; the create process writes
+// <dir>/<namespace>-create-*.cpuprofile (idle start-up + the creates), the restarted one
+// <dir>/<namespace>-restart-steady-*.cpuprofile (first pass + steady state). Summarise with
+// `node bench/support/cpuprofile.ts <file>`. The profiler adds CPU: read its proportions.
 // A benchmark: it prints medians and never asserts on timing.
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -186,9 +190,16 @@ async function providerConfigReady(ctx: Ctx, namespace: string): Promise<void> {
 }
 
 /** keyward on a namespace with a ProviderConfig and no Projects, everything started and quiet. */
-async function startIdle(ctx: Ctx, namespace: string, entry: Entry, logPath: string): Promise<{ keyward: KeywardProcess; rss: number }> {
+async function startIdle(
+  ctx: Ctx,
+  namespace: string,
+  entry: Entry,
+  logPath: string,
+  profileLabel: string,
+): Promise<{ keyward: KeywardProcess; rss: number }> {
   const keyward = await startKeyward({
     entry,
+    profileLabel,
     kubeconfigPath: ctx.cluster.kubeconfigPath,
     concurrency: CONCURRENCY,
     namespace,
@@ -211,7 +222,7 @@ async function measureIdle(ctx: Ctx, entry: Entry): Promise<number> {
   progress(`idle RSS, keyward from ${entry}/`);
   await ctx.emulator.reset();
   await setUpNamespace(ctx, namespace);
-  const { keyward, rss } = await startIdle(ctx, namespace, entry, join(ctx.logDir, `${namespace}.log`));
+  const { keyward, rss } = await startIdle(ctx, namespace, entry, join(ctx.logDir, `${namespace}.log`), `${namespace}-idle`);
   await keyward.stop();
   return rss;
 }
@@ -227,7 +238,7 @@ async function runOnce(ctx: Ctx, n: number, rep: number): Promise<RunResult> {
   const go = GO_COMPARE && rep === 1 && n <= FLOOR_MAX_N ? await runGoOperator(ctx, await buildGoOperator(), n) : undefined;
   await setUpNamespace(ctx, namespace);
   progress(`N=${n} run ${rep}: starting keyward (${ENTRY}/)`);
-  const idleStart = await startIdle(ctx, namespace, ENTRY, logPath);
+  const idleStart = await startIdle(ctx, namespace, ENTRY, logPath, `${namespace}-create`);
   const idleRss = idleStart.rss;
   let keyward = idleStart.keyward;
   const startupCpuS = cpuSeconds(keyward.pid);
@@ -238,7 +249,8 @@ async function runOnce(ctx: Ctx, n: number, rep: number): Promise<RunResult> {
     const modifiedBefore = watch.modifications();
     const sampler = sampleRss(keyward.pid);
     const sentAt = new Map<string, number>();
-    progress(`N=${n} run ${rep}: creating ${n} Projects`);
+    // The offset lets a profile (ENGINE_BENCH_CPU_PROF) be cut to the create phase (cpuprofile.ts --from).
+    progress(`N=${n} run ${rep}: creating ${n} Projects (${((Date.now() - keyward.spawnedAt) / 1000).toFixed(1)} s after keyward's spawn)`);
     const started = Date.now();
     await runInFlight(names, CREATES_IN_FLIGHT, async (name) => {
       sentAt.set(name, Date.now());
@@ -274,6 +286,7 @@ async function runOnce(ctx: Ctx, n: number, rep: number): Promise<RunResult> {
     const beforeRestart = await snapshot(ctx, undefined);
     keyward = await startKeyward({
       entry: ENTRY,
+      profileLabel: `${namespace}-restart-steady`,
       kubeconfigPath: ctx.cluster.kubeconfigPath,
       concurrency: CONCURRENCY,
       namespace,

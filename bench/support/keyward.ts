@@ -25,6 +25,12 @@ export interface KeywardOptions {
   resyncInterval: string;
   /** keyward's stdout and stderr go here (appended). */
   logPath: string;
+  /**
+   * With ENGINE_BENCH_CPU_PROF=<dir>: keyward runs with `--cpu-prof`, and its profile (written
+   * when it exits) is `<dir>/<profileLabel>-<time>.cpuprofile`. Summarise with
+   * `node bench/support/cpuprofile.ts <file>`.
+   */
+  profileLabel?: string;
 }
 
 export interface KeywardProcess {
@@ -49,6 +55,11 @@ export async function startKeyward(opts: KeywardOptions): Promise<KeywardProcess
   const script = opts.entry === "dist" ? join(repoRoot, "dist", "main.js") : join(repoRoot, "src", "main.ts");
   // ENGINE_BENCH_NODE_FLAGS: V8 flags for keyward's process alone (e.g. --max-semi-space-size=2).
   const nodeFlags = (process.env["ENGINE_BENCH_NODE_FLAGS"] ?? "").split(/\s+/).filter((f) => f !== "");
+  const profileDir = process.env["ENGINE_BENCH_CPU_PROF"];
+  if (profileDir !== undefined && profileDir !== "") {
+    const name = `${opts.profileLabel ?? "keyward"}-${new Date().toISOString().replace(/[:.]/g, "")}.cpuprofile`;
+    nodeFlags.push("--cpu-prof", `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}`);
+  }
   const args = [
     ...nodeFlags,
     script,
