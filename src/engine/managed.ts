@@ -16,6 +16,7 @@ import { writeStatus, type ConditionsToSet } from "./status.ts";
 import { progressReasons, type ReasonTable } from "./kind.ts";
 import { engineReasons } from "./reasons.ts";
 import { createWrittenObjects, type WrittenObjects } from "./written.ts";
+import { createSpecCache, type SpecCache } from "./spec-cache.ts";
 import { kindGauge, type Metrics } from "./metrics.ts";
 import {
   done,
@@ -281,7 +282,11 @@ export interface ManagedModule<Spec, Status, Conn, External = unknown> {
   ref: KindRef;
   /** The kind's own reasons beyond the engine's: its progress reasons are told as Normal Events. */
   reasons?: ReasonTable;
-  /** zod parse of spec; a thrown error becomes Synced=False InvalidSpec. */
+  /**
+   * zod parse of spec; a thrown error becomes Synced=False InvalidSpec. Run once per object UID
+   * and generation (spec-cache.ts): it must depend on the spec alone, and its result is shared by
+   * the passes of that generation (never mutated).
+   */
   parseSpec(raw: unknown): Spec;
   /** Deleting this object calls the service, so it needs a finalizer. */
   needsFinalizer(spec: Spec): boolean;
@@ -394,7 +399,7 @@ export interface ManagedDeps {
 }
 
 /** What a pass needs beyond the reconciler's deps: the kind's progress reasons and the status fields it keeps in metadata. */
-type RunDeps = ManagedDeps & { progress: ReadonlySet<string>; durable: DurableFields };
+type RunDeps = ManagedDeps & { progress: ReadonlySet<string>; durable: DurableFields; specs: SpecCache<unknown> };
 
 /** The kind's status fields kept in annotations: its guarded id (keyward.dev/external-id) and its own. */
 function durableFieldsOf(module: ManagedModule<unknown, unknown, unknown>): DurableFields {
@@ -418,11 +423,14 @@ export function managedReconciler<Spec, Status, Conn, External>(
   module: ManagedModule<Spec, Status, Conn, External>,
   deps: ManagedDeps,
 ): ReconcileFn {
+  // Specs are parsed once per object generation, not per pass.
+  const specs = createSpecCache((raw) => module.parseSpec(raw));
   // The kind's progress reasons, worked out once per reconciler, not per pass.
   const runDeps: RunDeps = {
     ...deps,
     progress: progressReasons(engineReasons, module.reasons ?? {}),
     durable: durableFieldsOf(module as ManagedModule<unknown, unknown, unknown>),
+    specs,
   };
   const written = createWrittenObjects();
   const ready = readyGauge(deps.metrics);
@@ -434,6 +442,7 @@ export function managedReconciler<Spec, Status, Conn, External>(
     deps.claims?.release(key);
     module.forget?.(key);
     written.forget(key);
+    specs.forget(key);
     ready?.remove({ kind: module.ref.kind, namespace: key.namespace, name: key.name });
   };
   const reconcile: ReconcileFn = async (key, signal) => {
@@ -475,7 +484,7 @@ class Run<Spec, Status, Conn, External> {
   private obj: KubeObject<unknown, Partial<Status>>;
   /** Set once the pass records an action's own Event, which then also tells of the Ready change. */
   private actionEvent = false;
-  private readonly log: Logger;
+  private logger: Logger | undefined;
   private kindStatus: Partial<Status>;
   private readonly signal: AbortSignal;
   private readonly progress: ReadonlySet<string>;
@@ -500,12 +509,19 @@ class Run<Spec, Status, Conn, External> {
     this.deps = deps;
     this.key = key;
     this.obj = obj;
-    this.log = deps.log.child({ kind: module.ref.kind, namespace: key.namespace, name: key.name });
     const { status, restored } = withDurableFields(deps.durable, obj.metadata.annotations, kindFields(obj.status ?? {}));
     this.kindStatus = status as Partial<Status>;
     const guard = module.guardCreate;
     this.idFromMetadata = guard !== false && restored.includes(guard.idField);
     if (this.idFromMetadata && guard) this.unconfirmedId = status[guard.idField] as string;
+  }
+
+  /**
+   * The pass's logger, made when first used: most passes log nothing (a pino child per pass was a
+   * few percent of keyward's CPU in steady state, bench/RESULTS.md).
+   */
+  private get log(): Logger {
+    return (this.logger ??= this.deps.log.child({ kind: this.module.ref.kind, namespace: this.key.namespace, name: this.key.name }));
   }
 
   /** The object as the last write of this pass left it. */
@@ -531,7 +547,7 @@ class Run<Spec, Status, Conn, External> {
     }
     let spec: Spec;
     try {
-      spec = this.module.parseSpec(this.obj.spec);
+      spec = this.deps.specs.parse(this.obj) as Spec;
     } catch (err) {
       return this.fail({ reason: "InvalidSpec", message: specErrorMessage(err), retryable: false });
     }
@@ -625,11 +641,14 @@ class Run<Spec, Status, Conn, External> {
   }
 
   private async context(spec: Spec): Promise<ManagedContext<Spec, Status, Conn>> {
+    const log = (): Logger => this.log;
     const conn = await this.module.connect({
       kube: this.deps.kube,
       namespace: this.key.namespace,
       spec,
-      log: this.log,
+      get log() {
+        return log();
+      },
       signal: this.signal,
     });
     const annotations = this.obj.metadata.annotations ?? {};
@@ -640,7 +659,9 @@ class Run<Spec, Status, Conn, External> {
       status: this.kindStatus,
       conn,
       kube: this.deps.kube,
-      log: this.log,
+      get log() {
+        return log();
+      },
       createPending:
         this.module.guardCreate !== false &&
         createUnconfirmed(annotations, this.kindStatus[this.module.guardCreate.idField], this.obj.metadata.uid),

@@ -14,6 +14,7 @@ import type { EventRecorder } from "../kube/events.ts";
 import { ReconcileError } from "../engine/managed.ts";
 import { done, requeueAfter, type KubeObject, type ObjectKey, type ReconcileFn } from "../engine/types.ts";
 import { exactlyOneOf } from "../engine/cel.ts";
+import { createSpecCache } from "../engine/spec-cache.ts";
 import type { CrdSource } from "../engine/kind.ts";
 import {
   bounds,
@@ -74,6 +75,9 @@ export const crdSource: CrdSource = {
   printerColumns: providerConfigColumns,
 };
 
+/** A ProviderConfig spec its schema refuses: the issues, as one line. */
+class InvalidProviderConfig extends Error {}
+
 /**
  * Resolves ProviderConfigs (and, through `cluster`, ClusterProviderConfigs) to clients, caching
  * one client per config so connections and the rate-limit bucket are reused across reconciles.
@@ -94,21 +98,29 @@ export function createProviderResolver(deps: {
     return cached && dataOmitted(cached) ? getObject(deps.kube, secretKind, { namespace, name }) : cached;
   };
 
+  // Every pass of every object using a config reads its spec: parsed once per config generation.
+  const specs = createSpecCache<ProviderConfigSpec>((raw) => {
+    const parsed = specSchema.safeParse(raw);
+    if (!parsed.success) throw new InvalidProviderConfig(parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; "));
+    return parsed.data;
+  });
+
   async function readSpec(namespace: string, name: string): Promise<ProviderConfigSpec> {
     const obj = await readCached(deps.kube, ref, { namespace, name });
     if (!obj) {
       // Gone (or never made): nothing is kept for it, also on a replica whose shard it is not in.
       connector.forget(`ProviderConfig/${namespace}/${name}`);
+      specs.forget({ namespace, name });
       throw new ReconcileError("ProviderConfigNotFound", `ProviderConfig ${namespace}/${name} does not exist`, { retryable: true });
     }
-    const parsed = specSchema.safeParse(obj.spec);
-    if (!parsed.success)
-      throw new ReconcileError(
-        "ProviderConfigInvalid",
-        `ProviderConfig ${namespace}/${name} is invalid: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
-        { retryable: true },
-      );
-    return parsed.data;
+    try {
+      return specs.parse(obj);
+    } catch (err) {
+      if (!(err instanceof InvalidProviderConfig)) throw err;
+      throw new ReconcileError("ProviderConfigInvalid", `ProviderConfig ${namespace}/${name} is invalid: ${err.message}`, {
+        retryable: true,
+      });
+    }
   }
 
   return dispatchByKind({

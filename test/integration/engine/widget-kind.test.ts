@@ -491,6 +491,17 @@ describe("the Widget kind, served by createOperator({ kinds: [widget] })", () =>
     await patchWidget("gaudy", { spec: { size: 3 } });
     await readyWidget("gaudy");
     expect(calls("gaudy", "create")).toBe(1);
+    // The spec is parsed once per generation (src/engine/spec-cache.ts): a new generation that
+    // breaks the schema again is refused again, and nothing is called for it.
+    const callsBefore = calls("gaudy");
+    await patchWidget("gaudy", { spec: { size: 5 } });
+    const refusedAgain = await waitForWidget(
+      "gaudy",
+      "Synced=False InvalidSpec at generation 3",
+      (o) => o.metadata.generation === 3 && condition(o, "Synced")?.observedGeneration === 3 && failedWith("InvalidSpec")(o),
+    );
+    expect(condition(refusedAgain, "Synced")?.message).toBe("spec.size: a gold widget is at most size 3");
+    expect(calls("gaudy")).toBe(callsBefore);
   });
 
   it("with deletionPolicy Delete, deletes the widget from the store before the finalizer goes", async () => {
