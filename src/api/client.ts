@@ -303,19 +303,21 @@ interface Report {
 /** Metrics hook and a debug line per attempt: operation, template path, status — no bodies, no headers. */
 function report(s: Settings, op: OperationInfo, r: Report): void {
   const durationMs = Math.round((performance.now() - r.started) * 1000) / 1000;
-  s.logger?.debug(
-    {
-      operation: op.name,
-      method: op.method,
-      path: op.path,
-      status: r.status,
-      durationMs,
-      attempt: r.attempt,
-      reqId: r.reqId,
-      cause: r.cause,
-    },
-    "service request",
-  );
+  // Built only when debug is on: this runs for every call.
+  if (s.logger?.isLevelEnabled("debug") === true)
+    s.logger.debug(
+      {
+        operation: op.name,
+        method: op.method,
+        path: op.path,
+        status: r.status,
+        durationMs,
+        attempt: r.attempt,
+        reqId: r.reqId,
+        cause: r.cause,
+      },
+      "service request",
+    );
   try {
     s.onRequest?.({
       operation: op.name,

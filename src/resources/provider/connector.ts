@@ -126,9 +126,13 @@ interface Minter {
  * change; a replaced or dropped client lets go of its connection pool (closed once no client holds it).
  */
 function apiClients(deps: ConnectorOptions) {
-  const clients = new Map<string, { fingerprint: string; client: ApiClient; release: () => void }>();
+  const clients = new Map<string, { fingerprint: string; client: ApiClient; release: () => void; spec: ConnectionSpec; token: string }>();
   const clientFor: ClientFor = (cacheKey, spec, token, onAnswer) => {
-    // The cache key holds a hash of the token, never the token.
+    const cached = clients.get(cacheKey);
+    // The same parsed spec (the resolver parses a config once per generation) and the same token:
+    // the same client, without hashing the token and the CA bundle again on every pass.
+    if (cached?.spec === spec && cached.token === token) return cached.client;
+    // The fingerprint holds a hash of the token, never the token.
     const fingerprint = [
       spec.baseUrl,
       spec.timeoutSeconds ?? "",
@@ -136,8 +140,10 @@ function apiClients(deps: ConnectorOptions) {
       hash(spec.caBundle ?? ""),
       hash(token),
     ].join("|");
-    const cached = clients.get(cacheKey);
-    if (cached?.fingerprint === fingerprint) return cached.client;
+    if (cached?.fingerprint === fingerprint) {
+      clients.set(cacheKey, { ...cached, spec, token });
+      return cached.client;
+    }
     const client = createApiClient({
       baseUrl: spec.baseUrl,
       token,
@@ -159,7 +165,7 @@ function apiClients(deps: ConnectorOptions) {
     // Claimed before the old client lets go, so a pool both use stays open.
     const release = claimConnections(spec.baseUrl, client.timeoutMs, spec.caBundle);
     cached?.release();
-    clients.set(cacheKey, { fingerprint, client, release });
+    clients.set(cacheKey, { fingerprint, client, release, spec, token });
     return client;
   };
   return {
