@@ -18,6 +18,12 @@
 //    with nothing changing: apiserver and service requests per object per resync.
 // The floor (first run of each N up to ENGINE_BENCH_FLOOR_MAX, 1000): the same N createProject calls sent straight to the same
 // emulator, 4 in flight (keyward's concurrency): what the service alone needs for N creates.
+// ENGINE_BENCH_GO=1: in every run (N up to ENGINE_BENCH_FLOOR_MAX), the same N Projects by the Go
+// controller-runtime operator of bench/go-operator, without and with keyward's create guard:
+// all-Ready ratios, apiserver requests, its CPU and the apiserver's CPU per object, each a
+// median over the runs, beside the machine's load average at each run's start and end.
+// ENGINE_BENCH_DIST=<dir>: keyward from another build than dist/ (a before/after comparison;
+// the directory inside the repository, so its imports find node_modules).
 // ENGINE_BENCH_CPU_PROF=<dir>: each keyward runs with `--cpu-prof`; the create process writes
 // <dir>/<namespace>-create-*.cpuprofile (idle start-up + the creates), the restarted one
 // <dir>/<namespace>-restart-steady-*.cpuprofile (first pass + steady state). Summarise with
@@ -26,7 +32,7 @@
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdtemp } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
@@ -36,7 +42,7 @@ import { kubeJson } from "../src/kube/rest.ts";
 import { repoRoot } from "../test/controlplane/binaries.ts";
 import { startCluster, type BenchCluster, type BenchContext } from "./support/cluster.ts";
 import { startEmulatorThread, serviceDelta, type ServiceCounts } from "./support/emulator.ts";
-import { parseHistogram, parseReconciles, startKeyward, total, type Entry, type KeywardProcess } from "./support/keyward.ts";
+import { distDir, parseHistogram, parseReconciles, startKeyward, total, type Entry, type KeywardProcess } from "./support/keyward.ts";
 import { watchReady } from "./support/readiness.ts";
 import { countsDelta, parseRequestCounts, type RequestCounts } from "./support/apiserver-metrics.ts";
 import { runInFlight } from "./support/in-flight.ts";
@@ -116,7 +122,11 @@ interface RunResult {
   steadyPeakRss: number;
   floorMs?: number;
   requestsFloorMs?: number;
+  /** ENGINE_BENCH_GO=1: the Go operator without and with the create guard, on the same N. */
   go?: GoRun;
+  goGuard?: GoRun;
+  /** The machine's 1-minute load average when the run started and when it ended. */
+  load: [number, number];
   logPath: string;
 }
 
@@ -141,7 +151,7 @@ export default async function bench(): Promise<void> {
   const results = new Map<number, RunResult[]>();
   try {
     for (const entry of ["src", "dist"] as const) {
-      if (entry === "dist" && !existsSync(join(repoRoot, "dist", "main.js"))) continue;
+      if (entry === "dist" && !existsSync(join(distDir(), "main.js"))) continue;
       idle.push({ entry, rss: await measureIdle(ctx, entry) });
     }
     for (const n of SIZES) {
@@ -235,7 +245,10 @@ async function runOnce(ctx: Ctx, n: number, rep: number): Promise<RunResult> {
   await ctx.emulator.reset();
   const floorMs = rep === 1 && n <= FLOOR_MAX_N ? await measureFloor(ctx, names) : undefined;
   const requestsFloorMs = rep === 1 && n <= FLOOR_MAX_N ? await measureRequestsFloor(ctx, names) : undefined;
-  const go = GO_COMPARE && rep === 1 && n <= FLOOR_MAX_N ? await runGoOperator(ctx, await buildGoOperator(), n) : undefined;
+  const loadAtStart = loadavg()[0] ?? Number.NaN;
+  const goBinary = GO_COMPARE && n <= FLOOR_MAX_N ? await buildGoOperator() : undefined;
+  const go = goBinary === undefined ? undefined : await runGoOperator(ctx, goBinary, n, rep, false);
+  const goGuard = goBinary === undefined ? undefined : await runGoOperator(ctx, goBinary, n, rep, true);
   await setUpNamespace(ctx, namespace);
   progress(`N=${n} run ${rep}: starting keyward (${ENTRY}/)`);
   const idleStart = await startIdle(ctx, namespace, ENTRY, logPath, `${namespace}-create`);
@@ -328,6 +341,8 @@ async function runOnce(ctx: Ctx, n: number, rep: number): Promise<RunResult> {
       ...(floorMs !== undefined ? { floorMs } : {}),
       ...(requestsFloorMs !== undefined ? { requestsFloorMs } : {}),
       ...(go !== undefined ? { go } : {}),
+      ...(goGuard !== undefined ? { goGuard } : {}),
+      load: [loadAtStart, loadavg()[0] ?? Number.NaN],
       logPath,
     };
   } finally {
@@ -432,39 +447,52 @@ async function measureRequestsFloor(ctx: Ctx, names: readonly string[]): Promise
 }
 
 // ENGINE_BENCH_GO=1: the same N Projects handled by a minimal Go controller-runtime operator
-// (bench/go-operator: cache reads, lookup by slug, create, one status patch, one Event; none of
-// keyward's create-started mark or finalizer), built here with the machine's Go, on the same
-// apiserver and emulator with the same workers: the side-by-side issue 20 asks for.
+// (bench/go-operator: cache reads, lookup by slug, create, one status patch, one Event), built
+// here with the machine's Go, on the same apiserver and emulator with the same workers, in every
+// run (up to ENGINE_BENCH_FLOOR_MAX): once without a create guard (2 apiserver writes per
+// create), once with keyward's (--create-guard: the create-started mark before the create, the
+// id in metadata after it; 4 writes, as keyward). Its apiserver requests, its CPU and the
+// apiserver's CPU are measured as keyward's are.
 const GO_COMPARE = env["ENGINE_BENCH_GO"] === "1";
 
 interface GoRun {
   allReadyMs: number;
   peakRssBytes: number;
   cpuS: number;
+  /** Its namespaced requests (the bench's N creates taken out). */
+  api: RequestCounts;
+  apiserverCpuS: number;
 }
 
-async function buildGoOperator(): Promise<string> {
-  const dir = join(repoRoot, "bench", "go-operator");
-  const out = join(tmpdir(), "keyward-bench-go-operator");
-  progress("building bench/go-operator (go build)");
-  await new Promise<void>((resolve, reject) => {
-    const child = spawn("go", ["build", "-o", out, "."], {
-      cwd: dir,
-      env: { ...process.env, GOWORK: "off", CGO_ENABLED: "0" },
-      stdio: "inherit",
+let goBuilt: Promise<string> | undefined;
+
+function buildGoOperator(): Promise<string> {
+  goBuilt ??= (async () => {
+    const dir = join(repoRoot, "bench", "go-operator");
+    const out = join(tmpdir(), "keyward-bench-go-operator");
+    progress("building bench/go-operator (go build)");
+    await new Promise<void>((resolve, reject) => {
+      const child = spawn("go", ["build", "-o", out, "."], {
+        cwd: dir,
+        env: { ...process.env, GOWORK: "off", CGO_ENABLED: "0" },
+        stdio: "inherit",
+      });
+      child.on("error", reject);
+      child.on("close", (code) => (code === 0 ? resolve() : reject(new Error(`go build exited with ${String(code)}`))));
     });
-    child.on("error", reject);
-    child.on("close", (code) => (code === 0 ? resolve() : reject(new Error(`go build exited with ${String(code)}`))));
-  });
-  return out;
+    return out;
+  })();
+  return goBuilt;
 }
 
-async function runGoOperator(ctx: Ctx, binary: string, n: number): Promise<GoRun> {
-  const namespace = `kb-go-${n}`;
+async function runGoOperator(ctx: Ctx, binary: string, n: number, rep: number, guard: boolean): Promise<GoRun> {
+  const namespace = `kb-go${guard ? "-guard" : ""}-${n}-${rep}`;
+  const label = guard ? "Go operator + create guard" : "Go operator";
   const names = Array.from({ length: n }, (_, i) => `${namespace}-${i}`);
   await ctx.emulator.reset();
   await ctx.core.createNamespace({ body: { metadata: { name: namespace } } });
-  const child = spawn(binary, ["--namespace", namespace, "--base-url", ctx.emulator.url, "--concurrency", String(CONCURRENCY)], {
+  const args = ["--namespace", namespace, "--base-url", ctx.emulator.url, "--concurrency", String(CONCURRENCY)];
+  const child = spawn(binary, guard ? [...args, "--create-guard"] : args, {
     env: { ...process.env, KUBECONFIG: ctx.cluster.kubeconfigPath, SERVICE_TOKEN: TOKEN },
     stdio: ["ignore", "ignore", "ignore"],
   });
@@ -474,7 +502,9 @@ async function runGoOperator(ctx: Ctx, binary: string, n: number): Promise<GoRun
     await sleep(3_000);
     const watch = await watchReady(ctx.cluster.kc, projects, namespace);
     try {
-      progress(`Go operator: creating ${n} Projects`);
+      const before = await snapshot(ctx, undefined);
+      const cpuBefore = cpuSeconds(pid);
+      progress(`${label}: creating ${n} Projects`);
       const started = Date.now();
       await runInFlight(names, CREATES_IN_FLIGHT, (name) =>
         ctx.custom.createNamespacedCustomObject({
@@ -485,8 +515,19 @@ async function runGoOperator(ctx: Ctx, binary: string, n: number): Promise<GoRun
       );
       await watch.waitForReady(n, readyTimeoutMs(n));
       const allReadyMs = Math.max(...watch.ready.values()) - started;
-      progress(`Go operator: all Ready in ${(allReadyMs / 1000).toFixed(1)} s`);
-      return { allReadyMs, peakRssBytes: peakRssBytes(pid), cpuS: cpuSeconds(pid) };
+      progress(`${label}: all Ready in ${(allReadyMs / 1000).toFixed(1)} s`);
+      // Its last Events go out just after the last status write.
+      await sleep(1_000);
+      const window = windowBetween(before, await snapshot(ctx, undefined));
+      window.api.set("POST projects", (window.api.get("POST projects") ?? 0) - n);
+      if ((window.api.get("POST projects") ?? 0) <= 0) window.api.delete("POST projects");
+      return {
+        allReadyMs,
+        peakRssBytes: peakRssBytes(pid),
+        cpuS: cpuSeconds(pid) - cpuBefore,
+        api: window.api,
+        apiserverCpuS: window.apiserverCpuS,
+      };
     } finally {
       watch.stop();
     }
@@ -653,20 +694,7 @@ function report(cluster: BenchCluster, idle: Array<{ entry: Entry; rss: number }
           sec,
         ),
       ),
-      row("  Go controller-runtime operator: all Ready (ENGINE_BENCH_GO=1)", (runs) =>
-        med(
-          runs.flatMap((r) => (r.go === undefined ? [] : [r.go.allReadyMs])),
-          sec,
-        ),
-      ),
-      row("  all Ready / Go operator", (runs) => {
-        const ratios = runs.flatMap((r) => (r.go === undefined ? [] : [r.allReadyMs / r.go.allReadyMs]));
-        return ratios.length === 0 ? "—" : `${median(ratios).toFixed(2)}×`;
-      }),
-      row("  Go operator peak RSS / CPU per object", (runs, n) => {
-        const go = runs.find((r) => r.go !== undefined)?.go;
-        return go === undefined ? "—" : `${Math.round(go.peakRssBytes / 1e6)} MB / ${((go.cpuS * 1000) / n).toFixed(1)} ms`;
-      }),
+      ...goRows(row),
       row("  all Ready / requests floor", (runs) => {
         const ratios = runs.flatMap((r) => (r.requestsFloorMs === undefined ? [] : [r.allReadyMs / r.requestsFloorMs]));
         return ratios.length === 0 ? "—" : `${median(ratios).toFixed(2)}×`;
@@ -790,6 +818,9 @@ function report(cluster: BenchCluster, idle: Array<{ entry: Entry; rss: number }
           (v) => `${v.toFixed(1)} ms`,
         ),
       ),
+      row("machine load average (1 min) at the run's start / end", (runs) =>
+        runs.map((r) => `${r.load[0].toFixed(1)}/${r.load[1].toFixed(1)}`).join(", "),
+      ),
       row("keyward CPU / object / resync, steady", (runs) =>
         med(
           each(runs, (r) => 1000 * perResync(r.steady.cpuS, r.steady)),
@@ -873,6 +904,76 @@ leader election) and are left out of the totals. Service requests = the emulator
 the engine wakes on resync only). The floor is what the service alone needs for N creates, 4 in flight.
 kube-apiserver CPU is its whole process: it includes serving the bench's N creates and its watch.
 The machine is shared: figures are noisy, read medians.`);
+}
+
+type RowFn = (measure: string, cell: (runs: RunResult[], n: number) => string) => Record<string, string>;
+
+/**
+ * ENGINE_BENCH_GO=1: keyward against the Go controller-runtime operator without and with the
+ * create guard, each a median over the runs of the per-run figure (ratios taken within a run).
+ */
+function goRows(row: RowFn): Record<string, string>[] {
+  const variants: Array<[string, (r: RunResult) => GoRun | undefined]> = [
+    ["Go, no guard", (r) => r.go],
+    ["Go + create guard", (r) => r.goGuard],
+  ];
+  const x = (v: number): string => `${v.toFixed(2)}×`;
+  const ms = (v: number): string => `${v.toFixed(1)} ms`;
+  return variants.flatMap(([name, pick]) => {
+    const runsWith = (runs: RunResult[]): Array<[RunResult, GoRun]> =>
+      runs.flatMap((r): Array<[RunResult, GoRun]> => {
+        const go = pick(r);
+        return go === undefined ? [] : [[r, go]];
+      });
+    return [
+      row(`  ${name}: all Ready (ENGINE_BENCH_GO=1)`, (runs) =>
+        spread(
+          runsWith(runs).map(([, g]) => g.allReadyMs),
+          sec,
+        ),
+      ),
+      row(`    keyward all Ready / ${name}`, (runs) =>
+        med(
+          runsWith(runs).map(([r, g]) => r.allReadyMs / g.allReadyMs),
+          x,
+        ),
+      ),
+      row(`    ${name}: apiserver requests / object (keyward's in the row below)`, (runs) =>
+        med(
+          runsWith(runs).map(([r, g]) => sumWhere(g.api, (k) => !isLease(k)) / r.n),
+          f2,
+        ),
+      ),
+      row(`    ${name}: its CPU / object; keyward's / its`, (runs) => {
+        const pairs = runsWith(runs);
+        return `${med(
+          pairs.map(([r, g]) => (1000 * g.cpuS) / r.n),
+          ms,
+        )}; ${med(
+          pairs.map(([r, g]) => r.create.cpuS / g.cpuS),
+          x,
+        )}`;
+      }),
+      row(`    ${name}: kube-apiserver CPU / object; keyward's run / its`, (runs) => {
+        const pairs = runsWith(runs);
+        return `${med(
+          pairs.map(([r, g]) => (1000 * g.apiserverCpuS) / r.n),
+          ms,
+        )}; ${med(
+          pairs.map(([r, g]) => r.create.apiserverCpuS / g.apiserverCpuS),
+          x,
+        )}`;
+      }),
+      row(
+        `    ${name}: peak RSS`,
+        (runs) =>
+          med(
+            runsWith(runs).map(([, g]) => g.peakRssBytes),
+            mb,
+          ) + " MB",
+      ),
+    ];
+  });
 }
 
 /** Rows: verb/operation keys; columns: phase × N. */

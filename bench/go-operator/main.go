@@ -1,8 +1,16 @@
 // A minimal controller-runtime operator doing keyward's Project create path, for the engine
 // bench's side-by-side (ENGINE_BENCH_GO=1, bench/engine.bench.ts): reads from the cache, a lookup
-// by slug at the service, the create, one status patch and one Event per Project. It has none of
-// keyward's guarantees (no create-pending mark, no finalizer): it is the floor a Go operator of
-// the field would reach on the same apiserver and emulator, not a model to copy.
+// by slug at the service, the create, one status patch and one Event per Project. Without
+// --create-guard it has none of keyward's guarantees (no create-started mark, no id in
+// metadata): the floor a Go operator of the field would reach on the same apiserver and
+// emulator, not a model to copy.
+//
+// --create-guard gives it keyward's guarantee, with keyward's writes: before the service's create
+// it patches the keyward.dev/create-started mark (time and UID; the finalizer in the same patch
+// when the spec asks for one, deletionPolicy Delete, as keyward does) with a resourceVersion
+// precondition; a pass that finds its own mark and no id in status adopts the project its slug
+// finds instead of creating; after the create it patches the id into keyward.dev/external-id
+// (what a backup keeps), then the status and the Event: 4 apiserver writes per create, as keyward.
 package main
 
 import (
@@ -14,16 +22,19 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 )
 
 var projectGVK = schema.GroupVersionKind{Group: "keyward.dev", Version: "v1alpha1", Kind: "Project"}
@@ -34,6 +45,17 @@ type reconciler struct {
 	http     *http.Client
 	baseURL  string
 	token    string
+	guard    bool
+}
+
+const (
+	createStarted = "keyward.dev/create-started"
+	externalID    = "keyward.dev/external-id"
+	finalizer     = "keyward.dev/finalizer"
+)
+
+type project struct {
+	ID string `json:"id"`
 }
 
 func (r *reconciler) call(ctx context.Context, method, path string, body any) (int, []byte, error) {
@@ -72,27 +94,65 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	slug := obj.GetName()
-	status, _, err := r.call(ctx, http.MethodGet, "/api/v1/projects/slug/"+slug, nil)
+	status, found, err := r.call(ctx, http.MethodGet, "/api/v1/projects/slug/"+slug, nil)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if status != http.StatusNotFound {
+	var id string
+	switch {
+	case status == http.StatusOK && r.guard && ownMark(obj):
+		// Created before a crash, its id never recorded: ours, adopted.
+		var p project
+		if err := json.Unmarshal(found, &p); err != nil {
+			return ctrl.Result{}, err
+		}
+		id = p.ID
+	case status != http.StatusNotFound:
 		return ctrl.Result{}, fmt.Errorf("slug %s: HTTP %d", slug, status)
+	default:
+		if r.guard {
+			// The mark (and a finalizer the spec asks for) before the call, on the version read.
+			base := obj.DeepCopy()
+			annotations := obj.GetAnnotations()
+			if annotations == nil {
+				annotations = map[string]string{}
+			}
+			annotations[createStarted] = time.Now().UTC().Format(time.RFC3339Nano) + " " + string(obj.GetUID())
+			obj.SetAnnotations(annotations)
+			if policy, _, _ := unstructured.NestedString(obj.Object, "spec", "deletionPolicy"); policy == "Delete" {
+				obj.SetFinalizers(append(obj.GetFinalizers(), finalizer))
+			}
+			if err := r.client.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
+		status, body, err := r.call(ctx, http.MethodPost, "/api/v2/workspace", map[string]string{"projectName": slug, "slug": slug})
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if status != http.StatusOK {
+			return ctrl.Result{}, fmt.Errorf("create %s: HTTP %d", slug, status)
+		}
+		var created struct {
+			Project project `json:"project"`
+		}
+		if err := json.Unmarshal(body, &created); err != nil {
+			return ctrl.Result{}, err
+		}
+		id = created.Project.ID
 	}
-	status, body, err := r.call(ctx, http.MethodPost, "/api/v2/workspace", map[string]string{"projectName": slug, "slug": slug})
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if status != http.StatusOK {
-		return ctrl.Result{}, fmt.Errorf("create %s: HTTP %d", slug, status)
-	}
-	var created struct {
-		Project struct {
-			ID string `json:"id"`
-		} `json:"project"`
-	}
-	if err := json.Unmarshal(body, &created); err != nil {
-		return ctrl.Result{}, err
+	if r.guard {
+		// The id where a backup keeps it, before the status that confirms the create.
+		base := obj.DeepCopy()
+		annotations := obj.GetAnnotations()
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[externalID] = id
+		obj.SetAnnotations(annotations)
+		if err := r.client.Patch(ctx, obj, client.MergeFrom(base)); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	patch := client.MergeFrom(obj.DeepCopy())
 	now := time.Now().UTC().Format(time.RFC3339)
@@ -101,7 +161,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		"observedGeneration": obj.GetGeneration(), "lastTransitionTime": now,
 	}
 	if err := unstructured.SetNestedField(obj.Object, map[string]any{
-		"projectId": created.Project.ID, "observedGeneration": obj.GetGeneration(), "conditions": []any{ready},
+		"projectId": id, "observedGeneration": obj.GetGeneration(), "conditions": []any{ready},
 	}, "status"); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -112,8 +172,15 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, nil
 }
 
+// ownMark: this object's create-started mark (its UID), not a copy's.
+func ownMark(obj *unstructured.Unstructured) bool {
+	mark, ok := obj.GetAnnotations()[createStarted]
+	return ok && strings.HasSuffix(mark, " "+string(obj.GetUID()))
+}
+
 func main() {
 	namespace := flag.String("namespace", "", "the namespace to watch")
+	guard := flag.Bool("create-guard", false, "keyward's create guard: the create-started mark before the create, the id in metadata after it")
 	baseURL := flag.String("base-url", "", "the service's base URL")
 	workers := flag.Int("concurrency", 4, "reconciles at once")
 	flag.Parse()
@@ -131,11 +198,15 @@ func main() {
 	r := &reconciler{
 		client: mgr.GetClient(), recorder: mgr.GetEventRecorderFor("go-operator"),
 		http:    &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}},
-		baseURL: *baseURL, token: os.Getenv("SERVICE_TOKEN"),
+		baseURL: *baseURL, token: os.Getenv("SERVICE_TOKEN"), guard: *guard,
 	}
 	project := &unstructured.Unstructured{}
 	project.SetGroupVersionKind(projectGVK)
-	err = ctrl.NewControllerManagedBy(mgr).For(project).WithOptions(controller.Options{MaxConcurrentReconciles: *workers}).Complete(r)
+	// Its own writes (the marks, the status) wake nothing, as keyward's own writes do not
+	// (src/engine/controller.ts onlyOwnChanges): a new generation, a create or a delete does.
+	err = ctrl.NewControllerManagedBy(mgr).
+		For(project, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: *workers}).Complete(r)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

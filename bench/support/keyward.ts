@@ -3,7 +3,7 @@
 // its reconcile counts from its own /metrics endpoint.
 import { spawn, type ChildProcess } from "node:child_process";
 import { createWriteStream } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { repoRoot } from "../../test/controlplane/binaries.ts";
 import { freePort } from "../../test/controlplane/controlplane.ts";
@@ -49,10 +49,18 @@ export interface KeywardProcess {
   kill(): Promise<void>;
 }
 
+/** The directory keyward's `dist` entry runs from: ENGINE_BENCH_DIST, else dist/. */
+export function distDir(): string {
+  const dir = process.env["ENGINE_BENCH_DIST"];
+  return dir !== undefined && dir !== "" ? resolve(repoRoot, dir) : join(repoRoot, "dist");
+}
+
 export async function startKeyward(opts: KeywardOptions): Promise<KeywardProcess> {
   const metricsPort = await freePort();
   const healthPort = await freePort();
-  const script = opts.entry === "dist" ? join(repoRoot, "dist", "main.js") : join(repoRoot, "src", "main.ts");
+  // ENGINE_BENCH_DIST: another build's directory (say, a copy of dist/ from an earlier commit,
+  // inside the repository so its imports find node_modules) for a before/after comparison.
+  const script = opts.entry === "dist" ? join(distDir(), "main.js") : join(repoRoot, "src", "main.ts");
   // ENGINE_BENCH_NODE_FLAGS: V8 flags for keyward's process alone (e.g. --max-semi-space-size=2).
   const nodeFlags = (process.env["ENGINE_BENCH_NODE_FLAGS"] ?? "").split(/\s+/).filter((f) => f !== "");
   const profileDir = process.env["ENGINE_BENCH_CPU_PROF"];
