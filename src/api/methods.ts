@@ -279,9 +279,31 @@ function syncMethods(c: Caller): SyncMethods {
 }
 
 export function buildMethods(c: Caller): ApiClient {
+  // A client per pass: its methods are built on the pass's first call. A resync pass served from
+  // a shared listing calls nothing, and building every method for it was 4% of keyward's CPU in
+  // steady state (bench/RESULTS.md); credential and timeoutMs need no build.
   const withSignal = (signal: AbortSignal): ApiClient => {
-    const pass = { admitted: false };
-    return buildMethods({ ...c, call: (call, opts) => c.call(call, { signal, pass, ...opts }) });
+    let built: ApiClient | undefined;
+    const build = (): ApiClient => {
+      if (built === undefined) {
+        const pass = { admitted: false };
+        built = buildMethods({ ...c, call: (call, opts) => c.call(call, { signal, pass, ...opts }) });
+      }
+      return built;
+    };
+    return new Proxy({} as ApiClient, {
+      get: (_target, prop) => {
+        if (prop === "credential") return c.credential;
+        if (prop === "timeoutMs") return c.timeoutMs;
+        return Reflect.get(build(), prop) as unknown;
+      },
+      has: (_target, prop) => Reflect.has(build(), prop),
+      ownKeys: () => Reflect.ownKeys(build()),
+      getOwnPropertyDescriptor: (_target, prop) => {
+        const descriptor = Reflect.getOwnPropertyDescriptor(build(), prop);
+        return descriptor === undefined ? undefined : { ...descriptor, configurable: true };
+      },
+    });
   };
   return {
     credential: c.credential,

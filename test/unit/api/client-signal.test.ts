@@ -32,3 +32,22 @@ it("does not send a call whose signal has already aborted", async () => {
   await expect(api.withSignal(AbortSignal.abort()).createProject({ projectName: "never", slug: "never-sent" })).rejects.toThrow(/abort/i);
   expect(emulator.requests().filter((r) => r.operation === "createProject")).toHaveLength(0);
 });
+
+it("is a view with every method of the client, its credential and timeout, whether or not a call was made", async () => {
+  const api = createApiClient({ baseUrl: emulator.url, token: TOKEN, timeoutMs: 7_000 });
+  const view = api.withSignal(new AbortController().signal);
+  // Read before any call: a pass that calls nothing (served from a shared listing) needs only these.
+  expect(view.credential).toBe(api.credential);
+  expect(view.timeoutMs).toBe(7_000);
+  const methods = Object.keys(api).filter((k) => typeof (api as unknown as Record<string, unknown>)[k] === "function");
+  expect(methods).toContain("createProject");
+  for (const name of methods) {
+    expect(name in view).toBe(true);
+    expect(typeof (view as unknown as Record<string, unknown>)[name]).toBe("function");
+  }
+  expect(Object.keys(view).sort()).toEqual(Object.keys(api).sort());
+  expect(Array.isArray(await view.listProjects())).toBe(true);
+  // The same methods on every read (built once per view).
+  const members = view as unknown as Record<string, unknown>;
+  expect(members["listProjects"]).toBe(members["listProjects"]);
+});
