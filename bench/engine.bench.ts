@@ -867,6 +867,19 @@ function report(cluster: BenchCluster, idle: Array<{ entry: Entry; rss: number }
     ),
   );
 
+  if ([...results.values()].some((runs) => runs.some((r) => r.go !== undefined))) {
+    console.log("\n### The Go operator's apiserver requests per object while creating, without / with the create guard (median)");
+    const none = new Map<string, number>();
+    console.log(
+      breakdown(
+        sizes,
+        results,
+        (r) => [r.go?.api ?? none, r.n],
+        (r) => [r.goGuard?.api ?? none, r.n],
+      ).replaceAll(/creating N=|restart N=/g, (m) => (m.startsWith("creating") ? "no guard N=" : "guard N=")),
+    );
+  }
+
   console.log("\n### Service requests per object, by method and operation (emulator log; same windows)");
   console.log(
     breakdown(
