@@ -190,6 +190,9 @@ func main() {
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{*namespace: {}}},
+		// Reads from the informer cache, as keyward's: controller-runtime's client reads an
+		// Unstructured object live from the apiserver unless told otherwise (one GET per pass).
+		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
