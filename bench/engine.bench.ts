@@ -22,8 +22,9 @@
 // controller-runtime operator of bench/go-operator, without and with keyward's create guard:
 // all-Ready ratios, apiserver requests, its CPU and the apiserver's CPU per object, each a
 // median over the runs, beside the machine's load average at each run's start and end.
-// ENGINE_BENCH_DIST=<dir>: keyward from another build than dist/ (a before/after comparison;
-// the directory inside the repository, so its imports find node_modules).
+// ENGINE_BENCH_DIST=<dir>: keyward from another build than dist/ (a before/after comparison).
+// Its imports must find node_modules: put it next to a node_modules symlink (/tmp/kwb/base with
+// /tmp/kwb/node_modules -> the repository's), not inside the repository (lint would read it).
 // ENGINE_BENCH_CPU_PROF=<dir>: each keyward runs with `--cpu-prof`; the create process writes
 // <dir>/<namespace>-create-*.cpuprofile (idle start-up + the creates), the restarted one
 // <dir>/<namespace>-restart-steady-*.cpuprofile (first pass + steady state). Summarise with

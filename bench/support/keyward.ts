@@ -59,7 +59,7 @@ export async function startKeyward(opts: KeywardOptions): Promise<KeywardProcess
   const metricsPort = await freePort();
   const healthPort = await freePort();
   // ENGINE_BENCH_DIST: another build's directory (say, a copy of dist/ from an earlier commit,
-  // inside the repository so its imports find node_modules) for a before/after comparison.
+  // next to a node_modules symlink so its imports resolve) for a before/after comparison.
   const script = opts.entry === "dist" ? join(distDir(), "main.js") : join(repoRoot, "src", "main.ts");
   // ENGINE_BENCH_NODE_FLAGS: V8 flags for keyward's process alone (e.g. --max-semi-space-size=2).
   const nodeFlags = (process.env["ENGINE_BENCH_NODE_FLAGS"] ?? "").split(/\s+/).filter((f) => f !== "");
