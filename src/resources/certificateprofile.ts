@@ -34,7 +34,7 @@ import {
   readyColumns,
   pausedKey,
 } from "./common.ts";
-import { createSharedListing, DEFAULT_LISTING_TTL_MS, isSteady, listingScope, type SharedListing } from "./listing.ts";
+import { createSharedListing, DEFAULT_LISTING_TTL_MS, isSteady, listedOrTooLarge, listingScope, type SharedListing } from "./listing.ts";
 import { connectVia, type ProviderResolver } from "./provider/resolver.ts";
 import { resolveProjectId } from "./refs.ts";
 import type { Kind } from "./kind.ts";
@@ -243,7 +243,7 @@ async function fromListing(
   projectId: string,
 ): Promise<CertificateProfileListEntry | undefined> {
   if (!isSteady(c.obj)) return undefined;
-  return (await listing.get(listingScope(c, projectId), () => listAllProfiles(c.conn, projectId))).get(c.spec.slug);
+  return (await listedOrTooLarge(listing, listingScope(c, projectId), () => listAllProfiles(c.conn, projectId)))?.get(c.spec.slug);
 }
 
 async function observe(

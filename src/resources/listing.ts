@@ -9,6 +9,12 @@
 // judges a listing older than keyward's own last write, and when no pass has used them for a TTL
 // (a listing that old is never served again), so a gone config, a rotated token or a deleted
 // project leaves nothing behind.
+//
+// A listing can outgrow --max-response-bytes (an organisation with tens of thousands of
+// projects): the service's answer is then refused unread. That is remembered for the TTL like a
+// listing, so a scope costs one such call per window, and the steady passes read their own
+// object instead (listedOrTooLarge) — the optimisation is lost there, never the object.
+import { isResponseTooLarge } from "../api/index.ts";
 
 /** How old a listing may be for a steady pass by default (the operator passes one from its resync interval). */
 export const DEFAULT_LISTING_TTL_MS = 30_000;
@@ -54,9 +60,10 @@ export function createSharedListing<T>(idOf: (item: T) => string, ttlMs: number,
       const entry = { at: now(), items };
       listings.set(scope, entry);
       arm();
-      // A failed listing is not kept: the next pass tries again.
-      items.catch(() => {
-        if (listings.get(scope) === entry) listings.delete(scope);
+      // A failed listing is not kept: the next pass tries again. One too large to read is: it
+      // will be as large on the next pass.
+      items.catch((err: unknown) => {
+        if (!isResponseTooLarge(err) && listings.get(scope) === entry) listings.delete(scope);
       });
       return items;
     },
@@ -65,6 +72,23 @@ export function createSharedListing<T>(idOf: (item: T) => string, ttlMs: number,
     },
     size: () => listings.size,
   };
+}
+
+/**
+ * The scope's listing, or undefined when its answer is larger than --max-response-bytes: the
+ * caller then reads its own object. Every other failure is the caller's.
+ */
+export async function listedOrTooLarge<T>(
+  listing: SharedListing<T>,
+  scope: string,
+  list: () => Promise<T[]>,
+): Promise<Map<string, T> | undefined> {
+  try {
+    return await listing.get(scope, list);
+  } catch (err) {
+    if (isResponseTooLarge(err)) return undefined;
+    throw err;
+  }
 }
 
 /**

@@ -33,7 +33,7 @@ import {
   finalizerKey,
   pausedKey,
 } from "./common.ts";
-import { createSharedListing, DEFAULT_LISTING_TTL_MS, isSteady, listingScope, type SharedListing } from "./listing.ts";
+import { createSharedListing, DEFAULT_LISTING_TTL_MS, isSteady, listedOrTooLarge, listingScope, type SharedListing } from "./listing.ts";
 import { connectVia, type ProviderResolver } from "./provider/resolver.ts";
 import type { Kind } from "./kind.ts";
 
@@ -221,7 +221,7 @@ async function findProject(listing: SharedListing<Project>, c: Ctx): Promise<{ p
     // absent there (created since), or any other pass, reads it.
     const listed =
       isSteady(c.obj) && !c.createPending && !c.idFromMetadata
-        ? (await listing.get(listingScope(c), () => api.listProjects({}))).get(id)
+        ? (await listedOrTooLarge(listing, listingScope(c), () => api.listProjects({})))?.get(id)
         : undefined;
     const byId = listed ?? (await api.getProject(id).catch(notFoundAsUndefined));
     if (byId && c.idFromMetadata) return restoredProject(c, byId, deleting);

@@ -41,7 +41,7 @@ import {
   finalizerKey,
   pausedKey,
 } from "./common.ts";
-import { createSharedListing, DEFAULT_LISTING_TTL_MS, isSteady, listingScope, type SharedListing } from "./listing.ts";
+import { createSharedListing, DEFAULT_LISTING_TTL_MS, isSteady, listedOrTooLarge, listingScope, type SharedListing } from "./listing.ts";
 import { connectVia, type ProviderResolver } from "./provider/resolver.ts";
 import { resolveProjectId } from "./refs.ts";
 import type { Kind } from "./kind.ts";
@@ -410,7 +410,9 @@ async function findMember(source: MemberSource, projectId: string, spec: Project
   if (spec.username !== undefined) {
     if (shared) {
       // One list of the project's users serves every membership of the project in this resync.
-      const users = await shared.listings.users.get(shared.scope, () => api.listProjectMemberships(projectId)).catch(notFoundAsUndefined);
+      const users = await listedOrTooLarge(shared.listings.users, shared.scope, () => api.listProjectMemberships(projectId)).catch(
+        notFoundAsUndefined,
+      );
       const listed = users?.get(spec.username);
       if (listed) return fromUser(listed);
     }

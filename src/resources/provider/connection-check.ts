@@ -4,7 +4,7 @@
 //
 // May import: src/api, src/kube, src/engine and other files of src/resources/provider; never a
 // kind's file (the kind passes its ref, its object and how to connect it).
-import type { ApiClient } from "../../api/index.ts";
+import { isResponseTooLarge, type ApiClient } from "../../api/index.ts";
 import type { KindRef, Kube } from "../../kube/client.ts";
 import type { EventRecorder } from "../../kube/events.ts";
 import { writeStatus } from "../../engine/status.ts";
@@ -85,8 +85,8 @@ export async function checkConnection(
   let retry = false;
   try {
     const client = await config.connect();
-    await client.listProjects({});
-    ready = { status: "True", reason: "Connected", message: config.connected + timeoutNote(config.obj.spec, client.timeoutMs) };
+    const note = await listProjectsAnswered(client);
+    ready = { status: "True", reason: "Connected", message: config.connected + timeoutNote(config.obj.spec, client.timeoutMs) + note };
   } catch (err) {
     // Its check shares the credential's rate limit with its users: when that turns it away, the
     // check waits its turn and Ready stays as it was (a flip would requeue every user).
@@ -100,4 +100,19 @@ export async function checkConnection(
   const token = tokenStatus(config.schedules, config.configId, config.obj.spec);
   await writeReady(deps, config.ref, config.obj, ready, { ...(baseUrl ? { baseUrl } : {}), ...config.fields, ...token.status });
   return { retryInMs: retry ? Math.min(deps.recheckMs, 30_000) : undefined, renewInMs: token.renewInMs };
+}
+
+/**
+ * The check's read. An answer refused unread for its size (an organisation with more projects than
+ * --max-response-bytes holds) still came with a success status for these credentials: connected.
+ * Returns what the Ready message adds then.
+ */
+async function listProjectsAnswered(client: ApiClient): Promise<string> {
+  try {
+    await client.listProjects({});
+    return "";
+  } catch (err) {
+    if (!isResponseTooLarge(err) || err.httpStatus < 200 || err.httpStatus > 299) throw err;
+    return `; its project list is larger than --max-response-bytes (${String(err.limitBytes)} bytes), so resources read their own objects instead of shared listings`;
+  }
 }

@@ -35,6 +35,8 @@ export interface KeywardOptions {
   allowedBaseUrls?: string[] | null;
   /** --access-token-namespaces (default: every watched namespace). */
   accessTokenNamespaces?: string[];
+  /** --max-response-bytes (default keyward's). */
+  maxResponseBytes?: number;
 }
 
 export async function startKeyward(kc: KubeConfig, opts: KeywardOptions): Promise<RunningKeyward> {
@@ -55,6 +57,7 @@ export async function startKeyward(kc: KubeConfig, opts: KeywardOptions): Promis
     ...(opts.clusterProviderConfigs ? { clusterProviderConfigs: opts.clusterProviderConfigs } : {}),
     ...(opts.allowedBaseUrls === null ? {} : { allowedBaseUrls: opts.allowedBaseUrls ?? ["*"] }),
     ...(opts.accessTokenNamespaces ? { accessTokenNamespaces: opts.accessTokenNamespaces } : {}),
+    ...(opts.maxResponseBytes !== undefined ? { maxResponseBytes: opts.maxResponseBytes } : {}),
   });
   await operator.start();
   return { operator, logs, stop: () => operator.stop() };

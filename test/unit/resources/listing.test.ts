@@ -1,7 +1,7 @@
 // The shared listing that lets a resync's steady passes share one list call (pure; a fake clock).
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { createApiClient } from "../../../src/api/index.ts";
-import { createSharedListing, isSteady, listingScope } from "../../../src/resources/listing.ts";
+import { createApiClient, ResponseTooLargeError } from "../../../src/api/index.ts";
+import { createSharedListing, isSteady, listedOrTooLarge, listingScope } from "../../../src/resources/listing.ts";
 
 describe("createSharedListing", () => {
   it("serves every pass of a scope from one call until the TTL passes, then lists again", async () => {
@@ -49,6 +49,30 @@ describe("createSharedListing", () => {
     listing.invalidate("pc");
     await listing.get("pc", list);
     expect(calls).toBe(3);
+  });
+
+  it("keeps an answer too large to read for the TTL (one such call per scope and window); listedOrTooLarge makes it undefined", async () => {
+    let t = 0;
+    let calls = 0;
+    const listing = createSharedListing<{ id: string }>(
+      (x) => x.id,
+      1_000,
+      () => t,
+    );
+    const tooLarge = (): Promise<{ id: string }[]> => {
+      calls += 1;
+      return Promise.reject(new ResponseTooLargeError({ operation: "listProjects", status: 200, limitBytes: 16, declaredBytes: 17 }));
+    };
+    expect(await listedOrTooLarge(listing, "pc", tooLarge)).toBeUndefined();
+    expect(await listedOrTooLarge(listing, "pc", tooLarge)).toBeUndefined();
+    expect(calls).toBe(1);
+    t = 1_000;
+    expect(await listedOrTooLarge(listing, "pc", tooLarge)).toBeUndefined();
+    expect(calls).toBe(2);
+    // Any other failure stays the caller's, and is not kept.
+    const down = (): Promise<{ id: string }[]> => Promise.reject(new Error("503"));
+    await expect(listedOrTooLarge(listing, "other", down)).rejects.toThrow("503");
+    expect(listing.size()).toBe(1);
   });
 });
 
