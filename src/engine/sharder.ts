@@ -2,17 +2,18 @@
 // every object of keyward's kinds with the replica that owns it. Owners come from a
 // consistent-hash ring over the live shard Leases, keyed by namespace (a namespace's objects refer
 // to each other — a Project, its dependents, their ProviderConfig — so one replica's cache holds
-// all a pass reads). It watches metadata only (PartialObjectMetadata), so its memory does not grow
-// with the objects' specs and statuses.
+// all a pass reads). It watches metadata only (PartialObjectMetadata) and keeps of it the ring key,
+// the version and the shard labels, so its memory does not grow with the objects' specs, statuses,
+// labels or annotations.
 //
-// Level-triggered like every controller here: any event or membership change schedules one pass
-// over all cached metadata, which works out the label changes (shard-plan.ts) and sends them as
+// Level-triggered like every controller here: an object added, deleted or relabelled, a Lease list
+// or a membership change schedules one pass over all cached metadata, which works out the label changes (shard-plan.ts) and sends them as
 // conditional patches (a stale cache is a 409 and the next event plans again). An object moves
 // from a live owner only by the drain label, which that owner clears itself (controller.ts); a
 // dead owner (its Lease expired, so it fenced itself at its renew deadline) loses its objects at once.
 import type { Logger } from "../log.ts";
-import { resourcePath, type KindRef, type Kube } from "../kube/client.ts";
-import { watchKind } from "../kube/informer.ts";
+import { apiVersionOf, resourcePath, type KindRef, type Kube } from "../kube/client.ts";
+import { watchKind, type Informer, type InformerEventType } from "../kube/informer.ts";
 import { keyString } from "../kube/keys.ts";
 import { patchMetadata, isConflict, isKubeNotFound } from "../kube/objects.ts";
 import { errorSummary, kubeJson } from "../kube/rest.ts";
@@ -63,6 +64,55 @@ export function shardedKinds(kinds: readonly KindRef[]): KindRef[] {
   return kinds.filter((kind) => !kind.clusterScoped);
 }
 
+/**
+ * What the sharder's cache keeps of an object: its name and namespace (the ring key), UID,
+ * resourceVersion (a label patch is conditional on it) and keyward's shard labels; no other label,
+ * annotation, finalizer or owner reference. The leader holds one per object of every sharded kind.
+ */
+export function shardMetadata(obj: KubeObject, kind: KindRef): KubeObject {
+  const m = obj.metadata;
+  const metadata: KubeObject["metadata"] = { name: m.name, namespace: m.namespace };
+  if (m.uid !== undefined) metadata.uid = m.uid;
+  if (m.resourceVersion !== undefined) metadata.resourceVersion = m.resourceVersion;
+  const owner = m.labels?.[SHARD_LABEL];
+  const drain = m.labels?.[DRAIN_LABEL];
+  if (owner !== undefined || drain !== undefined) {
+    metadata.labels = {
+      ...(owner !== undefined ? { [SHARD_LABEL]: owner } : {}),
+      ...(drain !== undefined ? { [DRAIN_LABEL]: drain } : {}),
+    };
+  }
+  return { apiVersion: apiVersionOf(kind), kind: kind.kind, metadata } as KubeObject;
+}
+
+/**
+ * The sharder's caches: metadata only, trimmed to what a pass reads (shardMetadata). A write that
+ * changes no shard label (a mark, a status) plans nothing; what a skipped event leaves (a label
+ * patch that met a 409) is planned again by the pass each Lease list schedules.
+ */
+function metadataInformers(opts: SharderOptions, log: Logger, schedule: () => void): { kind: KindRef; informer: Informer }[] {
+  return shardedKinds(opts.kinds).map((kind) => ({
+    kind,
+    informer: watchKind(opts.kube, kind, {
+      ...(opts.namespaces.length > 0 ? { namespaces: [...opts.namespaces] } : {}),
+      metadataOnly: true,
+      transform: (obj) => shardMetadata(obj, kind),
+      logger: log,
+      onEvent: (type, obj, old) => {
+        if (plansAgain(type, obj, old)) schedule();
+      },
+    }),
+  }));
+}
+
+/** Whether an event of the sharder's cache can change a pass's plan: an add, a delete, or a shard label changed. */
+export function plansAgain(type: InformerEventType, obj: KubeObject, old: KubeObject | undefined): boolean {
+  if (type !== "update") return true;
+  const now = obj.metadata.labels;
+  const before = old?.metadata.labels;
+  return now?.[SHARD_LABEL] !== before?.[SHARD_LABEL] || now?.[DRAIN_LABEL] !== before?.[DRAIN_LABEL];
+}
+
 /** The ring key of an object: its namespace (a cluster-scoped object: its own name). */
 export function shardKey(obj: { metadata: { namespace?: string | undefined; name: string } }): string {
   return obj.metadata.namespace ? `namespace/${obj.metadata.namespace}` : `cluster/${obj.metadata.name}`;
@@ -82,15 +132,7 @@ export function createSharder(opts: SharderOptions): Sharder {
   );
   const schedule = (): void => passes.schedule();
 
-  const informers = shardedKinds(opts.kinds).map((kind) => ({
-    kind,
-    informer: watchKind(opts.kube, kind, {
-      ...(opts.namespaces.length > 0 ? { namespaces: [...opts.namespaces] } : {}),
-      metadataOnly: true,
-      logger: log,
-      onEvent: schedule,
-    }),
-  }));
+  const informers = metadataInformers(opts, log, schedule);
 
   // Bumped when a Lease list shows a replica's new incarnation: a pass planned before stops, and
   // the join is acknowledged only once it has ended (the join handshake, shards.ts).

@@ -1,0 +1,81 @@
+import { describe, expect, it } from "vitest";
+import { DRAIN_LABEL, SHARD_LABEL } from "../../../src/engine/shard-plan.ts";
+import { plansAgain, shardMetadata } from "../../../src/engine/sharder.ts";
+import type { KubeObject } from "../../../src/engine/types.ts";
+
+const projects = { group: "keyward.dev", version: "v1alpha1", plural: "projects", kind: "Project" };
+
+/** A Project's metadata as a metadata-only watch delivers it after keyward's create (managedFields already gone: slim). */
+function watched(labels: Record<string, string>, resourceVersion = "41"): KubeObject {
+  return {
+    apiVersion: "meta.k8s.io/v1",
+    kind: "PartialObjectMetadata",
+    metadata: {
+      name: "payments",
+      namespace: "team-a",
+      uid: "6f1c1d0e-3c55-4a8e-9a57-0b8a6f3c2d11",
+      resourceVersion,
+      generation: 1,
+      creationTimestamp: "2026-11-26T10:00:00Z",
+      labels: { "app.kubernetes.io/part-of": "shop", team: "payments", ...labels },
+      annotations: {
+        "keyward.dev/create-started": "2026-11-26T10:00:01.000Z 6f1c1d0e-3c55-4a8e-9a57-0b8a6f3c2d11",
+        "keyward.dev/external-id": "0b6e1c55-2f7a-4d7e-8e0c-5a4b1d2c3e4f",
+      },
+      finalizers: ["keyward.dev/finalizer"],
+      ownerReferences: [{ apiVersion: "argoproj.io/v1alpha1", kind: "Application", name: "shop", uid: "1" }],
+    },
+  } as unknown as KubeObject;
+}
+
+describe("the sharder's cache (shardMetadata)", () => {
+  it("keeps the ring key, UID, resourceVersion and the shard labels, nothing else", () => {
+    const kept = shardMetadata(watched({ [SHARD_LABEL]: "kw-0", [DRAIN_LABEL]: "true" }), projects);
+    expect(kept).toEqual({
+      apiVersion: "keyward.dev/v1alpha1",
+      kind: "Project",
+      metadata: {
+        name: "payments",
+        namespace: "team-a",
+        uid: "6f1c1d0e-3c55-4a8e-9a57-0b8a6f3c2d11",
+        resourceVersion: "41",
+        labels: { [SHARD_LABEL]: "kw-0", [DRAIN_LABEL]: "true" },
+      },
+    });
+  });
+
+  it("keeps no labels for an object not yet assigned", () => {
+    expect(shardMetadata(watched({}), projects).metadata.labels).toBeUndefined();
+  });
+
+  it("holds less than half of the untrimmed metadata, as JSON", () => {
+    const full = watched({ [SHARD_LABEL]: "kw-0" });
+    const before = JSON.stringify(full).length;
+    const after = JSON.stringify(shardMetadata(watched({ [SHARD_LABEL]: "kw-0" }), projects)).length;
+    expect(after).toBeLessThan(before / 2);
+  });
+});
+
+describe("plansAgain: which events of the sharder's cache schedule a pass", () => {
+  const assigned = shardMetadata(watched({ [SHARD_LABEL]: "kw-0" }), projects);
+
+  it("an add and a delete always do", () => {
+    expect(plansAgain("add", assigned, undefined)).toBe(true);
+    expect(plansAgain("delete", assigned, undefined)).toBe(true);
+  });
+
+  it("an update that changes no shard label (a mark, a status: only the resourceVersion moved) does not", () => {
+    const next = shardMetadata(watched({ [SHARD_LABEL]: "kw-0" }, "42"), projects);
+    expect(plansAgain("update", next, assigned)).toBe(false);
+  });
+
+  it("an update that assigns, moves, drains or undrains does", () => {
+    const unassigned = shardMetadata(watched({}), projects);
+    const moved = shardMetadata(watched({ [SHARD_LABEL]: "kw-1" }, "42"), projects);
+    const draining = shardMetadata(watched({ [SHARD_LABEL]: "kw-0", [DRAIN_LABEL]: "true" }, "42"), projects);
+    expect(plansAgain("update", assigned, unassigned)).toBe(true);
+    expect(plansAgain("update", moved, assigned)).toBe(true);
+    expect(plansAgain("update", draining, assigned)).toBe(true);
+    expect(plansAgain("update", assigned, draining)).toBe(true);
+  });
+});
