@@ -939,6 +939,15 @@ function goRows(row: RowFn): Record<string, string>[] {
   ];
   const x = (v: number): string => `${v.toFixed(2)}×`;
   const ms = (v: number): string => `${v.toFixed(1)} ms`;
+  // A process's CPU per object in the Go peer's run, then keyward's run's over it (median of each).
+  const cpuAndRatio = (pairs: Array<[RunResult, GoRun]>, field: "cpuS" | "apiserverCpuS"): string =>
+    `${med(
+      pairs.map(([r, g]) => (1000 * g[field]) / r.n),
+      ms,
+    )}; ${med(
+      pairs.map(([r, g]) => r.create[field] / g[field]),
+      x,
+    )}`;
   return variants.flatMap(([name, pick]) => {
     const runsWith = (runs: RunResult[]): Array<[RunResult, GoRun]> =>
       runs.flatMap((r): Array<[RunResult, GoRun]> => {
@@ -964,26 +973,8 @@ function goRows(row: RowFn): Record<string, string>[] {
           f2,
         ),
       ),
-      row(`    ${name}: its CPU / object; keyward's / its`, (runs) => {
-        const pairs = runsWith(runs);
-        return `${med(
-          pairs.map(([r, g]) => (1000 * g.cpuS) / r.n),
-          ms,
-        )}; ${med(
-          pairs.map(([r, g]) => r.create.cpuS / g.cpuS),
-          x,
-        )}`;
-      }),
-      row(`    ${name}: kube-apiserver CPU / object; keyward's run / its`, (runs) => {
-        const pairs = runsWith(runs);
-        return `${med(
-          pairs.map(([r, g]) => (1000 * g.apiserverCpuS) / r.n),
-          ms,
-        )}; ${med(
-          pairs.map(([r, g]) => r.create.apiserverCpuS / g.apiserverCpuS),
-          x,
-        )}`;
-      }),
+      row(`    ${name}: its CPU / object; keyward's / its`, (runs) => cpuAndRatio(runsWith(runs), "cpuS")),
+      row(`    ${name}: kube-apiserver CPU / object; keyward's run / its`, (runs) => cpuAndRatio(runsWith(runs), "apiserverCpuS")),
       row(
         `    ${name}: peak RSS`,
         (runs) =>
