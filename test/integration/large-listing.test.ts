@@ -11,11 +11,11 @@ import type { Emulator } from "../emulator/server.ts";
 import type { TestNamespace } from "../controlplane/testenv.ts";
 import {
   condition,
-  createCustom,
+  createReadyProjects,
   getCustom,
-  projectObject,
   startKeyward,
   startTestEnv,
+  steadyRequests,
   waitForObject,
   type TestEnv,
 } from "./support/keyward.ts";
@@ -29,8 +29,6 @@ let env: TestEnv | undefined;
 let kc: KubeConfig;
 let emulator: Emulator;
 let ns: TestNamespace;
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 beforeAll(async () => {
   env = await startTestEnv({ prefix: "large-listing", token: TOKEN, emulator: { rateLimit: false }, keyward: false });
@@ -69,21 +67,9 @@ describe("a project list larger than --max-response-bytes", () => {
 
   it("creates Projects and keeps them Ready through steady resyncs, each read by id; the too-large list asked once per window, not per pass", async () => {
     const names = ["payments", "ledger", "billing", "search"];
-    for (const name of names) {
-      await createCustom(kc, ns.name, "projects", projectObject(name, { slug: `${name}-large-org`, description: "kept by keyward" }));
-    }
-    for (const name of names) {
-      await waitForObject(kc, ns.name, "projects", name, {
-        until: (o) => condition(o, "Ready")?.status === "True",
-        timeoutMs: 60_000,
-        description: `${name} Ready`,
-      });
-    }
+    await createReadyProjects(kc, ns.name, names, (name) => ({ slug: `${name}-large-org`, description: "kept by keyward" }));
     // Past their first steady resync, count over three periods.
-    await sleep(RESYNC_MS);
-    emulator.clearRequests();
-    await sleep(3 * RESYNC_MS);
-    const requests = emulator.requests();
+    const { requests } = await steadyRequests(emulator, RESYNC_MS);
     const calls = (op: string): number => requests.filter((r) => r.operation === op).length;
     // Every steady pass of at least two resyncs read its project by id instead of failing on the
     // listing (before: one read each, then the passes failed terminally)...

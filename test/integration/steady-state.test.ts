@@ -7,7 +7,7 @@ import type { KubeConfig } from "@kubernetes/client-node";
 import type { Emulator } from "../emulator/server.ts";
 import { loadDefaultSeed } from "../emulator/default-seed.ts";
 import { waitFor, type TestNamespace } from "../controlplane/testenv.ts";
-import { condition, createCustom, projectObject, startTestEnv, waitForObject, type KeywardTestEnv } from "./support/keyward.ts";
+import { condition, createReadyProjects, startTestEnv, steadyRequests, waitForObject, type KeywardTestEnv } from "./support/keyward.ts";
 
 const TOKEN = "kw-steady-state-token-2b6e11";
 const RESYNC_MS = 2_000;
@@ -30,26 +30,13 @@ beforeAll(async () => {
 
 afterAll(() => env?.stop());
 
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
 describe("steady state", () => {
   it("reads projects through shared listings, not one read per project per resync", async () => {
     const names = Array.from({ length: PROJECTS }, (_, i) => `steady-${String(i)}`);
-    for (const name of names)
-      await createCustom(kc, ns.name, "projects", projectObject(name, { slug: `${name}-slug`, description: "kept by keyward" }));
-    for (const name of names)
-      await waitForObject(kc, ns.name, "projects", name, {
-        until: (o) => condition(o, "Ready")?.status === "True",
-        timeoutMs: 60_000,
-        description: `${name} Ready`,
-      });
+    await createReadyProjects(kc, ns.name, names, (name) => ({ slug: `${name}-slug`, description: "kept by keyward" }));
     // Let the first resync of the now-steady objects pass, then count over three periods.
-    await sleep(RESYNC_MS);
-    emulator.clearRequests();
-    const began = Date.now();
-    await sleep(3 * RESYNC_MS);
-    const periods = (Date.now() - began) / (0.9 * RESYNC_MS);
-    const requests = emulator.requests();
+    const { requests, windowMs } = await steadyRequests(emulator, RESYNC_MS);
+    const periods = windowMs / (0.9 * RESYNC_MS);
     const reads = (op: string): number => requests.filter((r) => r.operation === op).length;
     // Each project is reconciled every resync, yet no project is read on its own...
     expect(reads("getProject")).toBe(0);

@@ -8,6 +8,7 @@ import { createLogger } from "../../../src/log.ts";
 import { createOperator, type Operator } from "../../../src/operator.ts";
 import { GROUP, VERSION, type KubeObject } from "../../../src/engine/types.ts";
 import { startEmulator, type Emulator, type EmulatorOptions } from "../../emulator/server.ts";
+import type { RecordedRequest } from "../../emulator/types.ts";
 import { connectionIds, seedIds } from "../../emulator/default-seed.ts";
 import { ALLOWED_BASE_URLS_ANNOTATION, CREDENTIALS_LABEL } from "../../../src/resources/provider/credentials.ts";
 import { createTestNamespace, kubectl, testKubeConfig, waitFor, type TestNamespace } from "../../controlplane/testenv.ts";
@@ -225,6 +226,41 @@ async function runEach(steps: Array<() => Promise<unknown>>): Promise<void> {
   }
   if (failures.length === 1) throw failures[0];
   if (failures.length > 1) throw new AggregateError(failures, `${failures.length} steps of the test environment's stop failed`);
+}
+
+/** Creates a Project per name (its spec from `spec`) and waits until every one is Ready. */
+export async function createReadyProjects(
+  kc: KubeConfig,
+  namespace: string,
+  names: readonly string[],
+  spec: (name: string) => Record<string, unknown>,
+): Promise<void> {
+  for (const name of names) await createCustom(kc, namespace, "projects", projectObject(name, spec(name)));
+  for (const name of names) {
+    await waitForObject(kc, namespace, "projects", name, {
+      until: (o) => condition(o, "Ready")?.status === "True",
+      timeoutMs: 60_000,
+      description: `${name} Ready`,
+    });
+  }
+}
+
+/**
+ * The service requests of steady state: one resync period is let pass (the first resync of
+ * objects just Ready), then the emulator's log is cleared and read `periods` periods later. The
+ * window's length comes back too, for bounds per period.
+ */
+export async function steadyRequests(
+  emulator: Emulator,
+  resyncMs: number,
+  periods = 3,
+): Promise<{ requests: RecordedRequest[]; windowMs: number }> {
+  const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+  await sleep(resyncMs);
+  emulator.clearRequests();
+  const began = Date.now();
+  await sleep(periods * resyncMs);
+  return { requests: emulator.requests(), windowMs: Date.now() - began };
 }
 
 /** Polls one custom object until `until` holds for it, and returns it. */
