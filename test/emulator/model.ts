@@ -39,8 +39,31 @@ export function generateProjectSlug(state: State, name: string): string {
   }
 }
 
+// Projects by slug: every create looks its slug up (getProjectBySlug first, then the uniqueness
+// check), and a scan per lookup made a create O(all projects) — most of a core at 50,000. Built on
+// first use from the record it indexes (a new record after a reset or a reload gets a new index);
+// slugs are set through addProject and setProjectSlug; a hit is checked against the record, so a
+// removed project or a changed slug is a miss.
+const slugIndexes = new WeakMap<State["projects"], Map<string, ProjectRec>>();
+
+function slugIndex(state: State): Map<string, ProjectRec> {
+  let index = slugIndexes.get(state.projects);
+  if (!index) {
+    index = new Map(Object.values(state.projects).map((project) => [project.slug, project]));
+    slugIndexes.set(state.projects, index);
+  }
+  return index;
+}
+
 export function findProjectBySlug(state: State, slug: string): ProjectRec | undefined {
-  return Object.values(state.projects).find((project) => project.slug === slug);
+  const hit = slugIndex(state).get(slug);
+  return hit && hit.slug === slug && state.projects[hit.id] === hit ? hit : undefined;
+}
+
+/** Changes a project's slug; callers check that no other project has it. */
+export function setProjectSlug(state: State, project: ProjectRec, slug: string): void {
+  project.slug = slug;
+  slugIndex(state).set(slug, project);
 }
 
 export function defaultEnvironments(): EnvironmentRec[] {
@@ -92,6 +115,7 @@ export function addProject(state: State, input: NewProject): ProjectRec {
     environments: input.createDefaultEnvs ? defaultEnvironments() : [],
   };
   state.projects[project.id] = project;
+  slugIndex(state).set(project.slug, project);
   for (const [slug, name] of Object.entries(builtInRoles)) addProjectRole(state, project.id, slug, name, false);
   return project;
 }

@@ -121,6 +121,19 @@ describe("update and delete", () => {
     expect((await call(emu, "GET", "/api/v1/projects/slug/patched")).status).toBe(200);
   });
 
+  it("frees a slug when its project is renamed or deleted, and keeps the new one taken", async () => {
+    const first = await call<{ project: Project }>(emu, "POST", "/api/v2/workspace", { body: { projectName: "One", slug: "slug-one" } });
+    await call(emu, "PATCH", `/api/v1/projects/${first.body.project.id}`, { body: { slug: "slug-two" } });
+    expect((await call(emu, "GET", "/api/v1/projects/slug/slug-one")).status).toBe(404);
+    expect((await call<Project>(emu, "GET", "/api/v1/projects/slug/slug-two")).body.id).toBe(first.body.project.id);
+    expect((await call(emu, "POST", "/api/v2/workspace", { body: { projectName: "Two", slug: "slug-two" } })).status).toBe(400);
+    const reused = await call<{ project: Project }>(emu, "POST", "/api/v2/workspace", { body: { projectName: "Three", slug: "slug-one" } });
+    expect(reused.status).toBe(200);
+    await call(emu, "DELETE", `/api/v1/projects/${reused.body.project.id}`);
+    expect((await call(emu, "GET", "/api/v1/projects/slug/slug-one")).status).toBe(404);
+    expect((await call(emu, "POST", "/api/v2/workspace", { body: { projectName: "Four", slug: "slug-one" } })).status).toBe(200);
+  });
+
   it("enforces the update limits and slug uniqueness", async () => {
     const path = `/api/v1/projects/${ids.project}`;
     expect((await call(emu, "PATCH", path, { body: { name: "n".repeat(65) } })).status).toBe(422);

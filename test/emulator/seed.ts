@@ -2,7 +2,7 @@
 // upserts: by id, else by their natural key (username, slug, project + slug).
 import { createHash, randomUUID } from "node:crypto";
 import { notFound } from "./errors.ts";
-import { addProject, addProjectRole, buildMemberRoles, findProjectBySlug, isRoleName, nowIso } from "./model.ts";
+import { addProject, addProjectRole, buildMemberRoles, findProjectBySlug, isRoleName, nowIso, setProjectSlug } from "./model.ts";
 import type { GroupRec, MembershipRec, ProfileRec, ProjectRec, State, UserRec } from "./state.ts";
 import type { MemberSeed, MemberSelector, Seed } from "./types.ts";
 
@@ -91,7 +91,7 @@ function upsertProject(state: State, input: NonNullable<Seed["projects"]>[number
   const existing = (input.id !== undefined ? state.projects[input.id] : undefined) ?? findProjectBySlug(state, input.slug);
   if (existing) {
     existing.name = input.name;
-    existing.slug = input.slug;
+    setProjectSlug(state, existing, input.slug);
     if (input.type !== undefined) existing.type = input.type;
     if (input.hasDeleteProtection !== undefined) existing.hasDeleteProtection = input.hasDeleteProtection;
     return;

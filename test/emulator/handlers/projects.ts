@@ -1,6 +1,14 @@
 // Projects: create (v2/workspace), list, get by id, get by slug, update, delete.
 import { badRequest, forbidden, notFound } from "../errors.ts";
-import { addProject, deleteProjectCascade, findProjectBySlug, generateProjectSlug, nowIso, projectRoles } from "../model.ts";
+import {
+  addProject,
+  deleteProjectCascade,
+  findProjectBySlug,
+  generateProjectSlug,
+  nowIso,
+  projectRoles,
+  setProjectSlug,
+} from "../model.ts";
 import type { HandlerContext, Route } from "../router.ts";
 import type { ProjectRec, ProjectRoleRec, State } from "../state.ts";
 import { parse } from "../schemas/parse.ts";
@@ -104,9 +112,11 @@ function updateProject({ core, params, body }: HandlerContext): unknown {
   if (input.slug !== undefined && input.slug !== project.slug && findProjectBySlug(core.state, input.slug)) {
     throw badRequest(`A project with the slug '${input.slug}' already exists`);
   }
-  for (const [key, value] of Object.entries(input)) {
+  const { slug, ...rest } = input;
+  for (const [key, value] of Object.entries(rest)) {
     if (value !== undefined) Object.assign(project, { [key]: value });
   }
+  if (slug !== undefined) setProjectSlug(core.state, project, slug);
   project.updatedAt = nowIso();
   return { project: projectView(project) };
 }
