@@ -37,6 +37,9 @@ function freshConnectionKube(kc: KubeConfig): Kube {
       get dispatcher() {
         return access.newDispatcher();
       },
+      get watchDispatcher() {
+        return access.newDispatcher();
+      },
     },
   };
 }

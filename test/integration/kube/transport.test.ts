@@ -1,0 +1,61 @@
+// How keyward's apiserver client talks to a real kube-apiserver: requests over HTTP/1.1 (cheaper
+// per request than HTTP/2 on both ends), and every watch over one shared HTTP/2 connection (a
+// dozen long-lived streams, one socket). Observed through undici's diagnostics channel: each new
+// connection and the protocol its TLS handshake agreed.
+import { subscribe, unsubscribe } from "node:diagnostics_channel";
+import type { TLSSocket } from "node:tls";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createKube } from "../../../src/kube/client.ts";
+import { kubeJson } from "../../../src/kube/rest.ts";
+import { watchOnce } from "../../../src/kube/watch.ts";
+import { createTestNamespace, testKubeConfig, type TestNamespace } from "../../controlplane/testenv.ts";
+
+let ns!: TestNamespace;
+
+beforeAll(async () => {
+  ns = await createTestNamespace("kube-transport");
+});
+
+afterAll(async () => {
+  await ns?.cleanup();
+});
+
+/** The ALPN protocol of every connection undici opens while `run` runs. */
+async function connectionsDuring(run: () => Promise<unknown>): Promise<string[]> {
+  const protocols: string[] = [];
+  const onConnected = (message: unknown): void => {
+    const socket = (message as { socket?: TLSSocket }).socket;
+    protocols.push(String(socket?.alpnProtocol));
+  };
+  subscribe("undici:client:connected", onConnected);
+  try {
+    await run();
+  } finally {
+    unsubscribe("undici:client:connected", onConnected);
+  }
+  return protocols;
+}
+
+describe("the apiserver client's connections", () => {
+  it("sends requests over HTTP/1.1 and runs concurrent watches on one HTTP/2 connection", async () => {
+    const kube = createKube(testKubeConfig());
+    const path = `/api/v1/namespaces/${ns.name}/configmaps`;
+    let resourceVersion = "";
+    const requests = await connectionsDuring(async () => {
+      const lists = await Promise.all(
+        Array.from({ length: 4 }, () => kubeJson<{ metadata: { resourceVersion: string } }>(kube.access, { path })),
+      );
+      resourceVersion = lists[0]?.metadata.resourceVersion ?? "";
+    });
+    expect(requests.length).toBeGreaterThan(0);
+    expect(new Set(requests)).toEqual(new Set(["http/1.1"]));
+
+    const signal = new AbortController().signal;
+    const watches = await connectionsDuring(() =>
+      Promise.all(
+        Array.from({ length: 3 }, () => watchOnce(kube, path, { resourceVersion, timeoutSeconds: 1, signal, onEvent: () => undefined })),
+      ),
+    );
+    expect(watches).toEqual(["h2"]);
+  });
+});
