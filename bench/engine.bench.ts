@@ -30,7 +30,7 @@
 // <dir>/<namespace>-restart-steady-*.cpuprofile (first pass + steady state). Summarise with
 // `node bench/support/cpuprofile.ts <file>`. The profiler adds CPU: read its proportions.
 // A benchmark: it prints medians and never asserts on timing.
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdtemp } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
@@ -38,7 +38,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import { parseFlagDuration } from "../src/lib/duration.ts";
-import { createKube, loadKubeConfig, resourcePath, type KindRef } from "../src/kube/client.ts";
+import { createKube, loadKubeConfig, resourcePath, type KindRef, type Kube } from "../src/kube/client.ts";
 import { kubeJson } from "../src/kube/rest.ts";
 import { repoRoot } from "../test/controlplane/binaries.ts";
 import { startCluster, type BenchCluster, type BenchContext } from "./support/cluster.ts";
@@ -47,7 +47,7 @@ import { distDir, parseHistogram, parseReconciles, startKeyward, total, type Ent
 import { watchReady } from "./support/readiness.ts";
 import { countsDelta, parseRequestCounts, type RequestCounts } from "./support/apiserver-metrics.ts";
 import { runInFlight } from "./support/in-flight.ts";
-import { setUpNamespace as setUpBenchNamespace } from "./support/namespace.ts";
+import { emptyNamespace, setUpNamespace as setUpBenchNamespace } from "./support/namespace.ts";
 import { cpuSeconds, peakRssBytes, rssBytes, sampleRss } from "./support/proc.ts";
 import { median, percentile, table } from "./stats.ts";
 
@@ -132,6 +132,23 @@ interface RunResult {
 }
 
 type Ctx = BenchContext;
+
+const kubes = new WeakMap<Ctx, Kube>();
+/** keyward's own apiserver client, for the bench's clean-up between contenders. */
+function benchKube(ctx: Ctx): Kube {
+  let kube = kubes.get(ctx);
+  if (!kube) {
+    kube = createKube(loadKubeConfig({ kubeconfigPath: ctx.cluster.kubeconfigPath }));
+    kubes.set(ctx, kube);
+  }
+  return kube;
+}
+
+/** A contender's namespace emptied and deleted, so the next contender meets an apiserver without its objects. */
+async function removeNamespace(ctx: Ctx, namespace: string): Promise<void> {
+  await emptyNamespace(benchKube(ctx), namespace);
+  await ctx.core.deleteNamespace({ name: namespace });
+}
 
 export default async function bench(): Promise<void> {
   const startedAt = Date.now();
@@ -352,6 +369,7 @@ async function runOnce(ctx: Ctx, n: number, rep: number): Promise<RunResult> {
   } finally {
     watch.stop();
     await keyward.stop();
+    await removeNamespace(ctx, namespace);
   }
 }
 
@@ -445,7 +463,7 @@ async function measureRequestsFloor(ctx: Ctx, names: readonly string[]): Promise
   };
   await Promise.all([creates, ...Array.from({ length: CONCURRENCY }, worker)]);
   const ms = performance.now() - started;
-  await ctx.core.deleteNamespace({ name: namespace });
+  await removeNamespace(ctx, namespace);
   await ctx.emulator.reset();
   return ms;
 }
@@ -490,6 +508,12 @@ function buildGoOperator(): Promise<string> {
     return out;
   })();
   return goBuilt;
+}
+
+/** Resolves once `child` has exited (at once if it has). */
+function exited(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => child.once("exit", () => resolve()));
 }
 
 async function runGoOperator(ctx: Ctx, binary: string, n: number, rep: number, guard: boolean): Promise<GoRun> {
@@ -540,7 +564,8 @@ async function runGoOperator(ctx: Ctx, binary: string, n: number, rep: number, g
     }
   } finally {
     child.kill("SIGTERM");
-    await ctx.core.deleteNamespace({ name: namespace });
+    await exited(child);
+    await removeNamespace(ctx, namespace);
   }
 }
 

@@ -1,6 +1,11 @@
 // A bench namespace as keyward needs it: a credentials Secret and the ProviderConfig `default`
 // pointing at the emulator, with a rate limit high enough never to be what is measured.
 import type { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
+import { resourcePath, type Kube, type KindRef } from "../../src/kube/client.ts";
+import { isKubeNotFound } from "../../src/kube/objects.ts";
+import { kubeJson } from "../../src/kube/rest.ts";
+import { listAll } from "../../src/kube/watch.ts";
+import { runInFlight } from "./in-flight.ts";
 
 export const SERVICE_RATE_LIMIT = { requestsPerSecond: 10_000, burst: 10_000 };
 
@@ -33,4 +38,39 @@ export async function setUpNamespace(
       spec: { baseUrl: service.url, credentialsSecretRef: { name: "default-token" }, rateLimit: SERVICE_RATE_LIMIT, timeoutSeconds: 10 },
     },
   });
+}
+
+// What a contender leaves in its namespace: kinds whose objects a stopped operator's finalizers hold, and its Events.
+const HELD: KindRef[] = [
+  { group: "keyward.dev", version: "v1alpha1", plural: "projects", kind: "Project" },
+  { group: "keyward.dev", version: "v1alpha1", plural: "providerconfigs", kind: "ProviderConfig" },
+  { group: "", version: "v1", plural: "secrets", kind: "Secret" },
+];
+const EVENTS: KindRef = { group: "", version: "v1", plural: "events", kind: "Event" };
+
+/**
+ * Empties a contender's namespace before the next contender starts. The bench's control plane has
+ * no controller manager, so deleting a namespace deletes nothing in it: thousands of Projects
+ * stayed in etcd and in the kube-apiserver's watch cache, and each later run — keyward's always
+ * after the Go peers' — paid for them in the apiserver's CPU. The operator is stopped, so the
+ * finalizers on its objects are taken off first; then each kind is deleted as a collection.
+ */
+export async function emptyNamespace(kube: Kube, namespace: string): Promise<void> {
+  for (const ref of HELD) {
+    const { items } = await listAll(kube, resourcePath(ref, namespace), { metadataOnly: true });
+    const held = items.filter((o) => (o.metadata.finalizers ?? []).length > 0);
+    await runInFlight(held, 32, (o) =>
+      kubeJson(kube.access, {
+        method: "PATCH",
+        path: resourcePath(ref, namespace, o.metadata.name),
+        body: { metadata: { finalizers: null } },
+        contentType: "application/merge-patch+json",
+      }).catch((err: unknown) => {
+        if (!isKubeNotFound(err)) throw err;
+      }),
+    );
+  }
+  for (const ref of [...HELD, EVENTS]) await kubeJson(kube.access, { method: "DELETE", path: resourcePath(ref, namespace) });
+  const { items } = await listAll(kube, resourcePath(HELD[0] as KindRef, namespace), { metadataOnly: true });
+  if (items.length > 0) throw new Error(`namespace ${namespace}: ${items.length} Projects left after deleting them`);
 }
