@@ -19,8 +19,6 @@ export interface KubeAccess {
   server: string;
   /** One connection pool for every request (TLS identity included): connections are reused. */
   dispatcher: Dispatcher;
-  /** Watches' own pool, when they do not share `dispatcher` (see APISERVER_WATCHES). */
-  watchDispatcher?: Dispatcher;
   /** A pool of its own with the same TLS identity and proxy (tests that need fresh connections). */
   newDispatcher(): Dispatcher;
   /**
@@ -38,16 +36,6 @@ export interface KubeAccess {
 }
 
 const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
-
-/**
- * Requests to the apiserver over HTTP/1.1 with keep-alive (undici offers h2 by default, and the
- * apiserver takes it): Node's HTTP/2 client costs keyward more CPU per request than undici's
- * HTTP/1.1 one, and so does the apiserver's HTTP/2 server (bench/RESULTS.md). Idle connections are
- * kept 30 s so a resync's burst does not open them again.
- */
-const APISERVER_POOL = { allowH2: false, keepAliveTimeout: 30_000 } as const;
-/** Watches, long-lived and a dozen or more, share one HTTP/2 connection instead of a connection each. */
-const APISERVER_WATCHES = { allowH2: true } as const;
 /** Bound service-account tokens rotate (the kubelet rewrites the file): read it again this often. */
 const TOKEN_FILE_REREAD_MS = 60_000;
 
@@ -93,11 +81,10 @@ function inCluster(): KubeAccess {
   const server = `https://${host.includes(":") ? `[${host}]` : host}:${port}`;
   const namespaceFile = join(SERVICE_ACCOUNT_DIR, "namespace");
   const connect = { ca: readFileSync(join(SERVICE_ACCOUNT_DIR, "ca.crt")) };
-  const newDispatcher = (): Dispatcher => new Agent({ ...APISERVER_POOL, connect });
+  const newDispatcher = (): Dispatcher => new Agent({ connect });
   return {
     server,
     dispatcher: newDispatcher(),
-    watchDispatcher: new Agent({ ...APISERVER_WATCHES, connect }),
     newDispatcher,
     authorization: bearerFromFile(join(SERVICE_ACCOUNT_DIR, "token")),
     namespace: existsSync(namespaceFile) ? readFileSync(namespaceFile, "utf8").trim() : undefined,
@@ -206,16 +193,10 @@ function resolveContext(
     ...(typeof c["tls-server-name"] === "string" ? { servername: c["tls-server-name"] } : {}),
   };
   const proxyUrl = typeof c["proxy-url"] === "string" && c["proxy-url"] !== "" ? c["proxy-url"] : undefined;
-  // Through a proxy, the TLS inside the tunnel negotiates the protocol: it is told too.
-  const pool = (options: { allowH2?: boolean }): Dispatcher =>
-    proxyUrl
-      ? new ProxyAgent({ ...options, uri: proxyUrl, requestTls: { ...connect, allowH2: options.allowH2 ?? true } })
-      : new Agent({ ...options, connect });
-  const newDispatcher = (): Dispatcher => pool(APISERVER_POOL);
+  const newDispatcher = (): Dispatcher => (proxyUrl ? new ProxyAgent({ uri: proxyUrl, requestTls: connect }) : new Agent({ connect }));
   return {
     server: server.replace(/\/+$/, ""),
     dispatcher: newDispatcher(),
-    watchDispatcher: pool(APISERVER_WATCHES),
     newDispatcher,
     authorization: userAuthorization(u, user.dir, opts.execTimeoutMs ?? DEFAULT_EXEC_TIMEOUT_MS),
     namespace: typeof context["namespace"] === "string" ? context["namespace"] : undefined,

@@ -346,8 +346,7 @@ export async function kubeRequest(access: KubeAccess, req: KubeRequest, authoriz
   const header = authorization ?? (await access.authorization());
   if (header) headers["authorization"] = header;
   if (req.body !== undefined) headers["content-type"] = req.contentType ?? "application/json";
-  const dispatcher = isWatch(req) ? (access.watchDispatcher ?? access.dispatcher) : access.dispatcher;
-  return dispatcher.request({
+  return access.dispatcher.request({
     origin: target.origin,
     path: target.path,
     method: req.method ?? "GET",

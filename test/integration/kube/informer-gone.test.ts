@@ -37,9 +37,6 @@ function freshConnectionKube(kc: KubeConfig): Kube {
       get dispatcher() {
         return access.newDispatcher();
       },
-      get watchDispatcher() {
-        return access.newDispatcher();
-      },
     },
   };
 }
