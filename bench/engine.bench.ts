@@ -39,7 +39,8 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import { parseFlagDuration } from "../src/lib/duration.ts";
 import { createKube, loadKubeConfig, resourcePath, type KindRef, type Kube } from "../src/kube/client.ts";
-import { errorSummary, kubeJson } from "../src/kube/rest.ts";
+import { errorSummary, kubeJson, MERGE_PATCH } from "../src/kube/rest.ts";
+import { eventKind } from "../src/kube/events.ts";
 import { repoRoot } from "../test/controlplane/binaries.ts";
 import { startCluster, type BenchCluster, type BenchContext } from "./support/cluster.ts";
 import { startEmulatorThread, serviceDelta, type ServiceCounts } from "./support/emulator.ts";
@@ -55,7 +56,6 @@ const GROUP = "keyward.dev";
 const VERSION = "v1alpha1";
 const projects = { group: GROUP, version: VERSION, plural: "projects" };
 const projectRef: KindRef = { ...projects, kind: "Project" };
-const eventRef: KindRef = { group: "", version: "v1", plural: "events", kind: "Event" };
 
 const env = process.env;
 const SIZES = (env["ENGINE_BENCH_SIZES"] ?? "100,1000,10000")
@@ -416,7 +416,7 @@ async function measureRequestsFloor(ctx: Ctx, names: readonly string[]): Promise
   const kube = createKube(loadKubeConfig({ kubeconfigPath: ctx.cluster.kubeconfigPath }));
   const path = (name: string, sub?: string): string => resourcePath(projectRef, namespace, name, sub);
   const patch = (name: string, body: unknown, sub?: string): Promise<unknown> =>
-    kubeJson(kube.access, { method: "PATCH", path: path(name, sub), body, contentType: "application/merge-patch+json" });
+    kubeJson(kube.access, { method: "PATCH", path: path(name, sub), body, contentType: MERGE_PATCH });
   const reconcile = async (name: string): Promise<void> => {
     const slug = await fetch(`${ctx.emulator.url}/api/v1/projects/slug/${name}`, { headers: { authorization: `Bearer ${TOKEN}` } });
     await slug.body?.cancel();
@@ -432,7 +432,7 @@ async function measureRequestsFloor(ctx: Ctx, names: readonly string[]): Promise
     await patch(name, { status: { projectId: project.id, conditions: [ready] } }, "status");
     await kubeJson(kube.access, {
       method: "POST",
-      path: resourcePath(eventRef, namespace),
+      path: resourcePath(eventKind, namespace),
       body: {
         metadata: { generateName: `${name}.` },
         involvedObject: { apiVersion: `${GROUP}/${VERSION}`, kind: "Project", namespace, name },

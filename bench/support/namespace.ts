@@ -1,9 +1,11 @@
 // A bench namespace as keyward needs it: a credentials Secret and the ProviderConfig `default`
 // pointing at the emulator, with a rate limit high enough never to be what is measured.
 import type { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
-import { resourcePath, type Kube, type KindRef } from "../../src/kube/client.ts";
+import { eventKind } from "../../src/kube/events.ts";
+import { resourcePath, secretKind, type Kube, type KindRef } from "../../src/kube/client.ts";
 import { isKubeNotFound } from "../../src/kube/objects.ts";
-import { kubeJson } from "../../src/kube/rest.ts";
+import { kubeJson, MERGE_PATCH } from "../../src/kube/rest.ts";
+import { GROUP, VERSION } from "../../src/kube/types.ts";
 import { listAll } from "../../src/kube/watch.ts";
 import { runInFlight } from "./in-flight.ts";
 
@@ -41,12 +43,8 @@ export async function setUpNamespace(
 }
 
 // What a contender leaves in its namespace: kinds whose objects a stopped operator's finalizers hold, and its Events.
-const HELD: KindRef[] = [
-  { group: "keyward.dev", version: "v1alpha1", plural: "projects", kind: "Project" },
-  { group: "keyward.dev", version: "v1alpha1", plural: "providerconfigs", kind: "ProviderConfig" },
-  { group: "", version: "v1", plural: "secrets", kind: "Secret" },
-];
-const EVENTS: KindRef = { group: "", version: "v1", plural: "events", kind: "Event" };
+const PROJECTS: KindRef = { group: GROUP, version: VERSION, plural: "projects", kind: "Project" };
+const HELD: KindRef[] = [PROJECTS, { group: GROUP, version: VERSION, plural: "providerconfigs", kind: "ProviderConfig" }, secretKind];
 
 /**
  * Empties a contender's namespace before the next contender starts. The bench's control plane has
@@ -64,13 +62,13 @@ export async function emptyNamespace(kube: Kube, namespace: string): Promise<voi
         method: "PATCH",
         path: resourcePath(ref, namespace, o.metadata.name),
         body: { metadata: { finalizers: null } },
-        contentType: "application/merge-patch+json",
+        contentType: MERGE_PATCH,
       }).catch((err: unknown) => {
         if (!isKubeNotFound(err)) throw err;
       }),
     );
   }
-  for (const ref of [...HELD, EVENTS]) await kubeJson(kube.access, { method: "DELETE", path: resourcePath(ref, namespace) });
-  const { items } = await listAll(kube, resourcePath(HELD[0] as KindRef, namespace), { metadataOnly: true });
+  for (const ref of [...HELD, eventKind]) await kubeJson(kube.access, { method: "DELETE", path: resourcePath(ref, namespace) });
+  const { items } = await listAll(kube, resourcePath(PROJECTS, namespace), { metadataOnly: true });
   if (items.length > 0) throw new Error(`namespace ${namespace}: ${items.length} Projects left after deleting them`);
 }

@@ -18,7 +18,7 @@ import { keyString } from "./keys.ts";
 import { isKubeNotFound } from "./objects.ts";
 import { errorSummary, kubeJson, MERGE_PATCH } from "./rest.ts";
 
-const eventKind: KindRef = { group: "", version: "v1", plural: "events", kind: "Event" };
+export const eventKind: KindRef = { group: "", version: "v1", plural: "events", kind: "Event" };
 
 /** The core/v1 Event fields keyward writes. */
 interface CoreEvent {

@@ -2,6 +2,7 @@
 // captured so tests can scan them (for secrets, for reasons); startTestEnv sets up the whole
 // environment of one end-to-end test file.
 import { Writable } from "node:stream";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import { createLogger } from "../../../src/log.ts";
@@ -255,7 +256,6 @@ export async function steadyRequests(
   resyncMs: number,
   periods = 3,
 ): Promise<{ requests: RecordedRequest[]; windowMs: number }> {
-  const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
   await sleep(resyncMs);
   emulator.clearRequests();
   const began = Date.now();
