@@ -77,11 +77,9 @@ export async function watchOnce(kube: Kube, path: string, opts: WatchOptions): P
   // watch at timeoutSeconds, so silence well past that ends it from this side.
   const idle = new AbortController();
   const idleMs = (opts.timeoutSeconds + 60) * 1000;
-  let timer = setTimeout(() => idle.abort(), idleMs);
-  const touch = (): void => {
-    clearTimeout(timer);
-    timer = setTimeout(() => idle.abort(), idleMs);
-  };
+  const timer = setTimeout(() => idle.abort(), idleMs);
+  // Once per chunk: refresh() re-arms the one timer instead of allocating another.
+  const touch = (): void => void timer.refresh();
   try {
     return await streamWatch(kube, path, opts, AbortSignal.any([opts.signal, idle.signal]), touch);
   } catch (err) {
@@ -133,28 +131,59 @@ async function readWatch(response: KubeResponse, path: string, opts: WatchOption
     const text = await response.body.text();
     throw errorFrom(response.statusCode, text, `watch ${path}: HTTP ${response.statusCode}`);
   }
-  let events = 0;
-  const decoder = new TextDecoder();
-  let buffered = "";
-  // Leaving the for-await (return or throw) cancels the body and so closes the connection.
-  for await (const chunk of response.body) {
-    touch();
-    buffered += decoder.decode(chunk as Buffer, { stream: true });
-    // Lines are cut by index and the rest kept once per chunk: re-slicing the buffer after every
-    // line would copy a large relist burst over and over.
-    let start = 0;
-    let newline = buffered.indexOf("\n");
-    while (newline >= 0) {
-      const line = buffered.slice(start, newline).trim();
-      start = newline + 1;
-      newline = buffered.indexOf("\n", start);
-      if (!line) continue;
-      if (handleLine(line, opts.onEvent) === "gone") return { end: "gone", events };
-      events += 1;
-    }
-    buffered = buffered.slice(start);
-  }
-  return { end: "closed", events };
+  return readEvents(response.body, opts.onEvent, touch);
+}
+
+/**
+ * The stream's events, each line handed on as it arrives. Read with 'data' callbacks rather than
+ * for await: the async iterator costs a promise and a microtask round per chunk (3% of keyward's
+ * CPU while creating, bench/RESULTS.md). A "gone" event, a handler's throw, an error or a cut
+ * stream destroys the body, which closes the connection (or the HTTP/2 stream).
+ */
+function readEvents(body: KubeResponse["body"], onEvent: WatchOptions["onEvent"], touch: () => void): Promise<WatchEnd> {
+  return new Promise<WatchEnd>((resolve, reject) => {
+    let events = 0;
+    let settled = false;
+    const decoder = new TextDecoder();
+    let buffered = "";
+    const settle = (outcome: () => void): void => {
+      if (settled) return;
+      settled = true;
+      body.off("data", onData);
+      outcome();
+    };
+    const onData = (chunk: Buffer): void => {
+      touch();
+      buffered += decoder.decode(chunk, { stream: true });
+      // Lines are cut by index and the rest kept once per chunk: re-slicing the buffer after every
+      // line would copy a large relist burst over and over.
+      let start = 0;
+      let newline = buffered.indexOf("\n");
+      try {
+        while (newline >= 0) {
+          const line = buffered.slice(start, newline).trim();
+          start = newline + 1;
+          newline = buffered.indexOf("\n", start);
+          if (!line) continue;
+          if (handleLine(line, onEvent) === "gone") {
+            settle(() => resolve({ end: "gone", events }));
+            body.destroy();
+            return;
+          }
+          events += 1;
+        }
+      } catch (err) {
+        settle(() => reject(err instanceof Error ? err : new Error(String(err))));
+        body.destroy();
+        return;
+      }
+      buffered = buffered.slice(start);
+    };
+    body.on("data", onData);
+    body.once("end", () => settle(() => resolve({ end: "closed", events })));
+    body.once("error", (err) => settle(() => reject(err)));
+    body.once("close", () => settle(() => reject(new Error("the watch stream was cut off before its end"))));
+  });
 }
 
 interface WatchStatus {
