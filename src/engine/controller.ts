@@ -129,7 +129,9 @@ export function createController(opts: ControllerOptions): Controller {
       return await opts.reconcile(parseKeyString(key), abort.signal);
     } catch (err) {
       const error = err instanceof Error ? err : new Error(String(err));
-      log.error({ key, err: errorSummary(err) }, "reconcile threw; retrying with backoff");
+      // A 409 is a write that lost a race with another writer (a status write beside the sharder's
+      // label patch, say): expected, and the next pass reads the newer version. logOutcome says so.
+      if (!isConflict(err)) log.error({ key, err: errorSummary(err) }, "reconcile threw; retrying with backoff");
       return { type: "retryable", error };
     }
   };
@@ -483,6 +485,13 @@ function logOutcome(log: Logger, key: string, outcome: Outcome, requeues: number
       log.debug({ key, outcome: "requeueAfter", afterMs: outcome.afterMs }, "reconciled; looking again later");
       return;
     case "retryable":
+      if (isConflict(outcome.error)) {
+        log.info(
+          { key, outcome: "retryable", err: errorSummary(outcome.error), requeues },
+          "the object changed while it was reconciled; looking again",
+        );
+        return;
+      }
       log.warn(
         { key, outcome: "retryable", err: outcome.error.message, retryAfterMs: outcome.retryAfterMs, requeues },
         "reconcile failed; retrying",

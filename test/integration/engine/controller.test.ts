@@ -5,6 +5,7 @@ import { createKube, type KindRef, type Kube } from "../../../src/kube/client.ts
 import { createController, type Controller, type ControllerOptions } from "../../../src/engine/controller.ts";
 import { createMetrics } from "../../../src/engine/metrics.ts";
 import { createLogger } from "../../../src/log.ts";
+import { KubeApiError } from "../../../src/kube/rest.ts";
 import { done, retryable, terminal, type ObjectKey, type Outcome } from "../../../src/engine/types.ts";
 import { createTestNamespace, testKubeConfig, waitFor, type TestNamespace, testApis } from "../../controlplane/testenv.ts";
 import { createWidget, widgetCrd, type WidgetCrd } from "../support/throwaway-crd.ts";
@@ -165,6 +166,39 @@ describe("controller", () => {
     await createWidget(apis(), crd.kind, ns, "thrower");
     await waitFor(() => Promise.resolve(calls === 2 ? true : undefined), { timeoutMs: 30_000, description: "retry after a throw" });
     expect(await counterValue(metrics.reconcileErrors, { controller: name })).toBe(1);
+  });
+
+  it("logs a throw as an error, and a 409 (a write that lost a race) as information; both are retried", async () => {
+    const ns = await namespace("ctl-conflict");
+    const lines: { level: number; msg: string; key?: string }[] = [];
+    const capture = createLogger(
+      { level: "info" },
+      { write: (line: string) => void lines.push(JSON.parse(line) as (typeof lines)[number]) },
+    );
+    const calls = new Map<string, number>();
+    await startController(
+      ns,
+      (key) => {
+        const n = (calls.get(key.name) ?? 0) + 1;
+        calls.set(key.name, n);
+        if (n === 1 && key.name === "racer") throw new KubeApiError(409, 'Operation cannot be fulfilled on widgets "racer"', "Conflict");
+        if (n === 1 && key.name === "broken") throw new Error("bug");
+        return done();
+      },
+      { logger: capture },
+    );
+    await createWidget(apis(), crd.kind, ns, "racer");
+    await createWidget(apis(), crd.kind, ns, "broken");
+    await waitFor(() => Promise.resolve(calls.get("racer") === 2 && calls.get("broken") === 2 ? true : undefined), {
+      timeoutMs: 30_000,
+      description: "both retried",
+    });
+    const about = (name: string) => lines.filter((l) => l.key === `${ns}/${name}`);
+    expect(about("racer").map((l) => [l.level, l.msg])).toEqual([[30, "the object changed while it was reconciled; looking again"]]);
+    expect(about("broken").map((l) => [l.level, l.msg])).toEqual([
+      [50, "reconcile threw; retrying with backoff"],
+      [40, "reconcile failed; retrying"],
+    ]);
   });
 
   it("does not retry a terminal outcome until the spec changes", async () => {
