@@ -2,9 +2,7 @@
 // what the metadata view keeps of an object (also through a real informer over a loopback
 // apiserver), how rivals found there are judged, and who is woken when a holder goes.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, describe, expect, it } from "vitest";
-import { Agent } from "undici";
 import { claimIndex, claimMetadata, claimWakeWatch, createClaimWaits } from "../../../src/engine/claims.ts";
 import { ANNOTATION_EXTERNAL_ID, claimHolder } from "../../../src/engine/managed.ts";
 import { createInformerFactory, type InformerHandler, type SharedInformer } from "../../../src/kube/informer.ts";
@@ -13,6 +11,7 @@ import type { KubeAccess } from "../../../src/kube/kubeconfig.ts";
 import type { KubeObject } from "../../../src/kube/types.ts";
 import { createLogger } from "../../../src/log.ts";
 import { createOperator } from "../../../src/operator.ts";
+import { loopbackAccess, serverUrl } from "../../support/loopback-access.ts";
 
 const projectKind = { group: "keyward.dev", version: "v1alpha1", plural: "projects", kind: "Project" };
 
@@ -100,18 +99,7 @@ async function loopback(answer: (req: IncomingMessage, res: ServerResponse) => v
   });
   servers.push(server);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const newDispatcher = (): Agent => new Agent();
-  return {
-    seen,
-    access: {
-      server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-      dispatcher: newDispatcher(),
-      newDispatcher,
-      authorization: () => Promise.resolve(undefined),
-      namespace: undefined,
-      source: "test",
-    },
-  };
+  return { seen, access: loopbackAccess(serverUrl(server)) };
 }
 
 function apiserver(items: KubeObject[], event: KubeObject): Promise<{ access: KubeAccess; seen: Seen }> {

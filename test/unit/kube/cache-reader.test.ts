@@ -2,13 +2,11 @@
 // later: a synced cache answers without a request, anything else reads the apiserver (a loopback
 // server here, counting GETs).
 import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Agent } from "undici";
 import { secretKind, withCache, type CacheReader, type CachedKind, type Kube } from "../../../src/kube/client.ts";
-import type { KubeAccess } from "../../../src/kube/kubeconfig.ts";
 import { readCached } from "../../../src/kube/objects.ts";
 import type { KubeObject, ObjectKey } from "../../../src/kube/types.ts";
+import { loopbackAccess, serverUrl } from "../../support/loopback-access.ts";
 
 const SELECTOR = "keyward.dev/credentials=true";
 let server: Server;
@@ -33,17 +31,7 @@ beforeAll(async () => {
     res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(secret(name, "apiserver")));
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const newDispatcher = (): Agent => new Agent();
-  const access: KubeAccess = {
-    server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    dispatcher: newDispatcher(),
-    newDispatcher,
-    authorization: () => Promise.resolve("Bearer t"),
-    namespace: undefined,
-    source: "test",
-    requestTimeoutMs: 5_000,
-  };
-  direct = { access };
+  direct = { access: loopbackAccess(serverUrl(server), { authorization: "Bearer t", requestTimeoutMs: 5_000 }) };
 });
 
 afterAll(() => {

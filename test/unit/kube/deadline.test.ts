@@ -3,16 +3,15 @@
 // server that accepts connections and never answers (or answers headers and then nothing).
 // Assertions count requests, closed connections and restart attempts, never durations.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import { Writable } from "node:stream";
 import { afterAll, describe, expect, it } from "vitest";
-import { Agent } from "undici";
 import { KubeTimeoutError, kubeJson } from "../../../src/kube/rest.ts";
 import type { KubeAccess } from "../../../src/kube/kubeconfig.ts";
 import { watchOnce } from "../../../src/kube/watch.ts";
 import { watchKind } from "../../../src/kube/informer.ts";
 import { classifyError } from "../../../src/engine/managed.ts";
 import { createLogger } from "../../../src/log.ts";
+import { loopbackAccess, serverUrl } from "../../support/loopback-access.ts";
 
 interface Seen {
   path: string;
@@ -33,20 +32,11 @@ async function serve(handler: (req: IncomingMessage, res: ServerResponse) => voi
   });
   servers.push(server);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen };
+  return { url: serverUrl(server), seen };
 }
 
 function access(server: string, requestTimeoutMs: number): KubeAccess {
-  const newDispatcher = (): Agent => new Agent();
-  return {
-    server,
-    dispatcher: newDispatcher(),
-    newDispatcher,
-    authorization: () => Promise.resolve("Bearer kube-secret-token-77aa"),
-    namespace: undefined,
-    source: "test",
-    requestTimeoutMs,
-  };
+  return loopbackAccess(server, { authorization: "Bearer kube-secret-token-77aa", requestTimeoutMs });
 }
 
 async function until(check: () => boolean, what: string): Promise<void> {

@@ -3,11 +3,10 @@
 // loopback server writing the chunks the test chooses; each case also checks what happened to the
 // connection (a stream left early is closed, not left to drain).
 import { createServer, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, describe, expect, it } from "vitest";
-import { Agent } from "undici";
 import type { KubeAccess } from "../../../src/kube/kubeconfig.ts";
 import { watchOnce, type WatchEventType } from "../../../src/kube/watch.ts";
+import { loopbackAccess, serverUrl } from "../../support/loopback-access.ts";
 
 const servers: Server[] = [];
 
@@ -22,18 +21,7 @@ async function serve(write: (res: ServerResponse) => void): Promise<{ access: Ku
   });
   servers.push(server);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const newDispatcher = (): Agent => new Agent();
-  return {
-    access: {
-      server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-      dispatcher: newDispatcher(),
-      newDispatcher,
-      authorization: () => Promise.resolve(undefined),
-      namespace: undefined,
-      source: "test",
-    },
-    closed: () => closed,
-  };
+  return { access: loopbackAccess(serverUrl(server)), closed: () => closed };
 }
 
 afterAll(() => {
