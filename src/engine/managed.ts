@@ -559,8 +559,9 @@ class Run<Spec, Status, Conn, External> {
       return deleting ? await this.finalize(spec) : await this.sync(spec, hasFinalizer);
     } catch (err) {
       // Someone wrote the object since it was read: the newer version's event brings the key
-      // back (and the queue's backoff spaces out repeats); nothing to report.
-      if (isConflict(err)) return retryable(new Error("the object changed while it was reconciled; looking again"));
+      // back (and the queue's backoff spaces out repeats); nothing to report. The 409 itself is
+      // the outcome's error, so the controller logs it as the lost race it is.
+      if (isConflict(err)) return retryable(err as Error);
       const turn = throttleDelay(err);
       if (turn !== undefined) return this.deferred(turn);
       return this.fail(classifyError(err));

@@ -1,8 +1,8 @@
 // How keyward's apiserver client talks to a real kube-apiserver: every request and every watch as
 // a stream of one HTTP/2 connection. HTTP/1.1 for requests was measured (bench/RESULTS.md): less
 // CPU per request, but the connections a burst opens cost tens of MB per replica, and capped they
-// slowed a sharded create. Observed through undici's diagnostics
-// channel: each new connection and the protocol its TLS handshake agreed.
+// slowed a sharded create. Observed through undici's diagnostics channel: each new connection and
+// the protocol its TLS handshake agreed.
 import { subscribe, unsubscribe } from "node:diagnostics_channel";
 import type { TLSSocket } from "node:tls";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
