@@ -1,6 +1,10 @@
-// The chart's memory settings, read from charts/keyward/values.yaml (a few top-level scalars and
-// resources.limits.memory; no YAML library needed for these).
+// The memory settings of keyward's two install manifests: the chart's, read from
+// charts/keyward/values.yaml (a few top-level scalars and resources.limits.memory; no YAML library
+// needed for these), and the kustomize Deployment's (config/manager/manager.yaml), read as keyward
+// reads its environment, so a setting it leaves out counts at keyward's own default.
 import { readFileSync } from "node:fs";
+import { loadConfig } from "../../../src/config.ts";
+import { findDoc, readYamlFile } from "./helm.ts";
 
 export interface ChartMemoryValues {
   nodeOptions: string;
@@ -22,6 +26,28 @@ export function chartValues(path = "charts/keyward/values.yaml"): ChartMemoryVal
     nodeOptions: scalar("nodeOptions"),
     maxResponseBytes: scalar("maxResponseBytes"),
     responseBudgetBytes: scalar("responseBudgetBytes"),
+    resources: { limits: { memory: limit } },
+  };
+}
+
+interface ManagerContainer {
+  env?: { name: string; value?: string }[];
+  resources?: { limits?: { memory?: string } };
+}
+
+export function kustomizeValues(path = "config/manager/manager.yaml"): ChartMemoryValues {
+  const deployment = findDoc(readYamlFile(path), "Deployment") as unknown as {
+    spec: { template: { spec: { containers: ManagerContainer[] } } };
+  };
+  const container = deployment.spec.template.spec.containers[0];
+  const env = Object.fromEntries((container?.env ?? []).flatMap((e) => (e.value === undefined ? [] : [[e.name, e.value]])));
+  const config = loadConfig([], env);
+  const limit = container?.resources?.limits?.memory;
+  if (!limit) throw new Error(`${path} sets no resources.limits.memory`);
+  return {
+    nodeOptions: env["NODE_OPTIONS"] ?? "",
+    maxResponseBytes: String(config.maxResponseBytes),
+    responseBudgetBytes: String(config.responseBudgetBytes),
     resources: { limits: { memory: limit } },
   };
 }
