@@ -168,6 +168,18 @@ credentials namespace only ("keyward.credentialsNamespace").
 {{- mul (int $n) (get (dict "s" 1 "m" 60 "h" 3600) (trimPrefix $n .)) -}}
 {{- end }}
 
+{{/* A duration as keyward reads one ("500ms", "1.5s", "10m", "1h"; the schema's pattern) in milliseconds, rounded as keyward rounds it. */}}
+{{- define "keyward.milliseconds" -}}
+{{- $n := regexFind "^[0-9]+([.][0-9]+)?" . -}}
+{{- round (mulf (float64 $n) (get (dict "ms" 1 "s" 1000 "m" 60000 "h" 3600000) (trimPrefix $n .))) 0 -}}
+{{- end }}
+
+{{/* A size as keyward reads one ("1048576", "512Ki", "16Mi", "1Gi"; the schema's pattern) in bytes. */}}
+{{- define "keyward.bytes" -}}
+{{- $n := regexFind "^[0-9]+" . -}}
+{{- mul (int64 $n) (get (dict "" 1 "Ki" 1024 "Mi" 1048576 "Gi" 1073741824) (trimPrefix $n .)) -}}
+{{- end }}
+
 {{/*
 The NetworkPolicy's egress rules to the service, from allowedBaseUrls: one rule per port (the
 URL's, else 443 for https and 80 for http). A URL whose host is an IP address opens its port to
