@@ -1,5 +1,8 @@
 // A list+watch cache of one kind (client-go's reflector + store, in small). Per namespace (or
-// cluster-wide) it lists, then watches from the list's resourceVersion, and keeps going:
+// cluster-wide) it takes the current state, then watches from its resourceVersion, and keeps
+// going. The current state comes as the first events of the watch itself (sendInitialEvents, as
+// client-go's WatchListClient), so no page of objects is ever held whole; an apiserver that
+// refuses that (1.33, or the WatchList feature off) gets a paged list instead. Then:
 // - the server ending a watch (its timeout) resumes from the last resourceVersion seen;
 // - 410 Gone (resourceVersion too old) relists, at once when the watch had delivered events,
 //   else after the backoff (a server answering every watch with 410 is no relist storm);
@@ -11,7 +14,7 @@ import type { Logger } from "../log.ts";
 import type { KubeObject, ObjectKey } from "./types.ts";
 import { backoffDelay, interruptibleSleep, type BackoffPolicy } from "../lib/backoff.ts";
 import { apiVersionOf, resourcePath, type CacheReader, type KindRef, type Kube } from "./client.ts";
-import { listAll, watchOnce, type WatchEventType } from "./watch.ts";
+import { endsInitialEvents, isWatchListRefusal, listAll, watchOnce, type WatchEnd, type WatchEventType } from "./watch.ts";
 import { keyString } from "./keys.ts";
 import { errorSummary } from "./rest.ts";
 
@@ -184,16 +187,96 @@ interface ScopeDeps {
   onListed: () => void;
 }
 
-// List, then watch from the list's resourceVersion, forever (until the signal aborts).
-async function runScope(d: ScopeDeps, scope: string | undefined): Promise<void> {
-  const selector = {
-    ...(d.opts.labelSelector ? { labelSelector: d.opts.labelSelector } : {}),
-    ...(d.opts.metadataOnly ? { metadataOnly: true } : {}),
+/**
+ * Apiservers known to refuse a watch's initial events (isWatchListRefusal): their informers list.
+ * Per connection settings, so one refusal spares every other informer of the process the request.
+ */
+const listsOnly = new WeakSet<Kube["access"]>();
+
+/** From now on every informer on this connection lists; said once, at info (it is no failure). */
+function listInstead(d: ScopeDeps, reason: string): void {
+  if (listsOnly.has(d.kube.access)) return;
+  listsOnly.add(d.kube.access);
+  d.log.info({ reason }, "the apiserver does not stream a watch's initial state: listing instead");
+}
+
+/** A watch that streams the scope's current state: its objects so far, until the end bookmark. */
+interface InitialState {
+  items: Map<string, KubeObject>;
+  done: boolean;
+}
+
+/** How a scope is read: its selector, its list page size and what the cache keeps of an object. */
+function readingOf(d: ScopeDeps) {
+  return {
+    selector: {
+      ...(d.opts.labelSelector ? { labelSelector: d.opts.labelSelector } : {}),
+      ...(d.opts.metadataOnly ? { metadataOnly: true } : {}),
+    },
+    // A page of big objects is held whole while it is parsed: Secrets come a few at a time.
+    pageSize: d.kind.group === "" && d.kind.kind === "Secret" ? { pageSize: SECRET_LIST_PAGE } : {},
+    transform: (obj: KubeObject): KubeObject => (d.opts.transform ? d.opts.transform(slim(obj, d.kind)) : slim(obj, d.kind)),
   };
-  // A page of big objects is held whole while it is parsed: Secrets come a few at a time.
-  const pageSize = d.kind.group === "" && d.kind.kind === "Secret" ? { pageSize: SECRET_LIST_PAGE } : {};
-  const trim = d.opts.transform;
-  const transform = (obj: KubeObject): KubeObject => (trim ? trim(slim(obj, d.kind)) : slim(obj, d.kind));
+}
+
+/** The scope's state by a paged list; the resourceVersion to watch from. */
+async function listScope(d: ScopeDeps, scope: string | undefined, reading: ReturnType<typeof readingOf>): Promise<string> {
+  const listed = await listAll(d.kube, d.path, {
+    ...reading.selector,
+    ...reading.pageSize,
+    transform: reading.transform,
+    signal: d.signal,
+  });
+  d.store.replaceScope(scope, listed.items);
+  d.onListed();
+  return listed.resourceVersion;
+}
+
+/**
+ * Takes a streaming watch's initial events, object by object, until the end bookmark; then the
+ * cache takes the state whole (what vanished while keyward was not watching is reported deleted,
+ * as after a list) and `synced` gets the bookmark's resourceVersion. False once the state is in.
+ */
+function takeInitialEvent(
+  d: ScopeDeps,
+  scope: string | undefined,
+  state: InitialState,
+  transform: (obj: KubeObject) => KubeObject,
+  synced: (resourceVersion: string | undefined) => void,
+): (type: WatchEventType, obj: KubeObject) => boolean {
+  return (type, obj) => {
+    if (state.done) return false;
+    if (endsInitialEvents(type, obj)) {
+      state.done = true;
+      d.store.replaceScope(scope, [...state.items.values()]);
+      state.items.clear();
+      d.onListed();
+      synced(obj.metadata.resourceVersion);
+    } else if (type === "ADDED" || type === "MODIFIED") {
+      state.items.set(keyString(obj.metadata), transform(obj));
+    } else if (type === "DELETED") {
+      state.items.delete(keyString(obj.metadata));
+    }
+    return true;
+  };
+}
+
+/**
+ * A streaming watch ended before its end bookmark: a 410 to a watch from no resourceVersion is a
+ * server (or a proxy) that cannot stream the state, so its informers list from now on; anything
+ * else is a failure (thrown: the informer backs off and streams again).
+ */
+function unstreamed(d: ScopeDeps, ended: WatchEnd): void {
+  if (ended.end === "gone" && ended.events === 0) listInstead(d, "410 Gone to a watch of the current state");
+  else throw new Error("the watch ended before it had streamed the current state");
+}
+
+// The scope's state, then changes, forever (until the signal aborts): one watch that streams the
+// current state first (sendInitialEvents) or, where the apiserver refuses that, a paged list and
+// a watch from the list's resourceVersion. Either way a watch the server ends resumes from the
+// last resourceVersion seen.
+async function runScope(d: ScopeDeps, scope: string | undefined): Promise<void> {
+  const reading = readingOf(d);
   const restart = (reason: string, attempt: number): void => {
     d.log.warn({ namespace: scope ?? "*", reason, attempt }, "informer restarting its list/watch");
     d.opts.onRestart?.(reason);
@@ -201,25 +284,32 @@ async function runScope(d: ScopeDeps, scope: string | undefined): Promise<void> 
   let resourceVersion: string | undefined;
   let failures = 0;
   while (!d.signal.aborted) {
+    let initial: InitialState | undefined;
     try {
       if (resourceVersion === undefined) {
-        const listed = await listAll(d.kube, d.path, { ...selector, ...pageSize, transform, signal: d.signal });
-        d.store.replaceScope(scope, listed.items);
-        d.onListed();
-        resourceVersion = listed.resourceVersion;
+        if (listsOnly.has(d.kube.access)) resourceVersion = await listScope(d, scope, reading);
+        else initial = { items: new Map(), done: false };
       }
+      const initialEvent = initial
+        ? takeInitialEvent(d, scope, initial, reading.transform, (rv) => (resourceVersion = rv))
+        : (): boolean => false;
       const began = Date.now();
       const ended = await watchOnce(d.kube, d.path, {
-        ...selector,
-        resourceVersion,
+        ...reading.selector,
+        ...(initial ? { sendInitialEvents: true } : { resourceVersion }),
         timeoutSeconds: d.opts.watchTimeoutSeconds ?? randomWatchTimeoutSeconds(),
         signal: d.signal,
         onEvent: (type, obj) => {
+          if (initialEvent(type, obj)) return;
           resourceVersion = obj.metadata.resourceVersion ?? resourceVersion;
           d.store.onWatchEvent(type, obj);
         },
       });
       if (d.signal.aborted) return;
+      if (initial && !initial.done) {
+        unstreamed(d, ended);
+        continue;
+      }
       if (ended.end === "gone") {
         resourceVersion = undefined;
         restart("resourceVersion expired (410 Gone): relisting", failures);
@@ -238,6 +328,11 @@ async function runScope(d: ScopeDeps, scope: string | undefined): Promise<void> 
     } catch (err) {
       if (d.signal.aborted) return;
       resourceVersion = undefined;
+      if (initial && !initial.done && isWatchListRefusal(err)) {
+        // Not a failure: this apiserver lists (the WatchList feature off, or older than 1.27).
+        listInstead(d, errorSummary(err));
+        continue;
+      }
       restart(errorSummary(err), failures);
       await interruptibleSleep(backoffDelay(failures, d.backoff), d.signal);
       failures += 1;

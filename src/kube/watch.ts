@@ -55,7 +55,15 @@ export async function listAll(
 export type WatchEventType = "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK";
 
 export interface WatchOptions {
-  resourceVersion: string;
+  /** Where the watch starts; with sendInitialEvents, absent (the newest state). */
+  resourceVersion?: string;
+  /**
+   * Stream the current state first (KEP-3157 "watch-list", kube-apiserver 1.34+ by default): an
+   * ADDED event per object, then a BOOKMARK annotated `k8s.io/initial-events-end`, then changes,
+   * instead of a list whose pages are held whole while parsed. An apiserver without it answers
+   * with an error (isWatchListRefusal).
+   */
+  sendInitialEvents?: boolean;
   labelSelector?: string;
   /** Objects as PartialObjectMetadata (metadata only). */
   metadataOnly?: boolean;
@@ -98,6 +106,7 @@ async function streamWatch(kube: Kube, path: string, opts: WatchOptions, signal:
     query: {
       watch: true,
       resourceVersion: opts.resourceVersion,
+      ...(opts.sendInitialEvents ? { sendInitialEvents: true, resourceVersionMatch: "NotOlderThan" } : {}),
       allowWatchBookmarks: true,
       timeoutSeconds: opts.timeoutSeconds,
       labelSelector: opts.labelSelector,
@@ -201,4 +210,25 @@ function handleLine(line: string, onEvent: WatchOptions["onEvent"]): "event" | "
   }
   onEvent(event.type as WatchEventType, event.object as KubeObject);
   return "event";
+}
+
+/** The annotation of the BOOKMARK that ends a watch's initial events (sendInitialEvents). */
+export const INITIAL_EVENTS_END = "k8s.io/initial-events-end";
+
+/** Whether a watch event is the bookmark after the last initial event. */
+export function endsInitialEvents(type: WatchEventType, obj: KubeObject): boolean {
+  return type === "BOOKMARK" && obj.metadata.annotations?.[INITIAL_EVENTS_END] === "true";
+}
+
+/**
+ * Whether an apiserver refused a watch for asking for its initial events: 1.33 (the WatchList
+ * feature off by default) and any with it turned off answer 422 Invalid ("sendInitialEvents is
+ * forbidden for watch unless the WatchList feature gate is enabled"), servers before 1.27 refuse
+ * resourceVersionMatch on a watch the same way, and an apiserver without a watch cache for the
+ * resource cannot serve it either. The caller lists instead.
+ */
+export function isWatchListRefusal(err: unknown): boolean {
+  if (!(err instanceof KubeApiError)) return false;
+  if (err.code === 400 || err.code === 422) return true;
+  return err.code >= 500 && /sendInitialEvents|resourceVersionMatch|initial events/i.test(err.message);
 }

@@ -102,8 +102,28 @@ async function loopback(answer: (req: IncomingMessage, res: ServerResponse) => v
   return { seen, access: loopbackAccess(serverUrl(server)) };
 }
 
-function apiserver(items: KubeObject[], event: KubeObject): Promise<{ access: KubeAccess; seen: Seen }> {
+/** The BOOKMARK that ends a watch's initial events (sendInitialEvents), at `resourceVersion`. */
+const initialEventsEnd = (resourceVersion: string): string =>
+  `${JSON.stringify({ type: "BOOKMARK", object: { metadata: { resourceVersion, annotations: { "k8s.io/initial-events-end": "true" } } } })}\n`;
+
+/**
+ * Streams the current state when a watch asks for it (as kube-apiserver 1.34+), or refuses that
+ * with 422 as 1.33 does (`streams: false`), when the informer lists instead.
+ */
+function apiserver(items: KubeObject[], event: KubeObject, streams: boolean): Promise<{ access: KubeAccess; seen: Seen }> {
   return loopback((req, res) => {
+    if ((req.url ?? "").includes("sendInitialEvents=true")) {
+      if (!streams) {
+        res.writeHead(422, { "content-type": "application/json" });
+        res.end(JSON.stringify({ kind: "Status", code: 422, reason: "Invalid", message: "sendInitialEvents is forbidden for watch" }));
+        return;
+      }
+      res.writeHead(200, { "content-type": "application/json" });
+      for (const item of items) res.write(`${JSON.stringify({ type: "ADDED", object: item })}\n`);
+      res.write(initialEventsEnd("7"));
+      res.write(`${JSON.stringify({ type: "MODIFIED", object: event })}\n`);
+      return; // held open until the test ends
+    }
     if ((req.url ?? "").includes("watch=true")) {
       res.writeHead(200, { "content-type": "application/json" });
       res.write(`${JSON.stringify({ type: "MODIFIED", object: event })}\n`);
@@ -120,8 +140,15 @@ async function until(check: () => boolean, what: string): Promise<void> {
 }
 
 describe("an informer factory with metadataOnly and a transform", () => {
-  it("asks for metadata only, and caches and hands on the trimmed objects, listed or watched", async () => {
-    const { access, seen } = await apiserver([partial("shop", "a"), partial("shop", "b")], partial("shop", "a", { resourceVersion: "8" }));
+  it.each([
+    ["streamed", true],
+    ["listed", false],
+  ])("asks for metadata only, and caches and hands on the trimmed objects, %s or watched", async (_how, streams) => {
+    const { access, seen } = await apiserver(
+      [partial("shop", "a"), partial("shop", "b")],
+      partial("shop", "a", { resourceVersion: "8" }),
+      streams,
+    );
     const factory = createInformerFactory(
       { access },
       { logger: createLogger({ level: "silent" }), metadataOnly: true, transform: claimMetadata },
@@ -139,7 +166,10 @@ describe("an informer factory with metadataOnly and a transform", () => {
       });
       // What handlers get is what the cache holds.
       expect(events.at(-1)).toBe(view.get({ namespace: "a", name: "shop" }));
-      expect(seen.map((s) => s.accept)).toEqual([METADATA_LIST_ACCEPT, METADATA_WATCH_ACCEPT]);
+      // Streamed: one watch; else the refused watch, the list, the watch from the list.
+      expect(seen.map((s) => s.accept)).toEqual(
+        streams ? [METADATA_WATCH_ACCEPT] : [METADATA_WATCH_ACCEPT, METADATA_LIST_ACCEPT, METADATA_WATCH_ACCEPT],
+      );
       expect(seen[0]?.path).toMatch(/^\/apis\/keyward\.dev\/v1alpha1\/projects\?/);
     } finally {
       factory.stop();
@@ -301,10 +331,15 @@ describe("claim waits and the wake-up watch", () => {
 });
 
 describe("the operator's informers", () => {
-  // A loopback apiserver with nothing in it: every list empty, every watch open and silent.
+  // A loopback apiserver with nothing in it: every list empty, every watch open and silent (one
+  // that asks for the current state gets just the bookmark that ends it).
   function emptyApiserver(): Promise<{ access: KubeAccess; seen: Seen }> {
     return loopback((req, res) => {
       res.writeHead(req.method === "GET" ? 200 : 201, { "content-type": "application/json" });
+      if ((req.url ?? "").includes("sendInitialEvents=true")) {
+        res.write(initialEventsEnd("1"));
+        return; // held open
+      }
       if ((req.url ?? "").includes("watch=true")) return; // held open
       res.end(JSON.stringify({ kind: "List", apiVersion: "v1", metadata: { resourceVersion: "1" }, items: [] }));
     });

@@ -1,0 +1,167 @@
+// How the informer takes a scope's current state, against real apiservers:
+// - where the apiserver streams a watch's initial events (kube-apiserver 1.34+ by default), one
+//   watch brings the state and then the changes: the apiserver serves no LIST for the resource;
+// - where it refuses that (1.33, or the WatchList feature off: this file's own control plane runs
+//   with --feature-gates=WatchList=false), the informer lists instead, says so once at info, and
+//   counts no restart for it.
+// The apiserver's own metrics (by the throwaway CRD's group) tell which it did.
+import { Writable } from "node:stream";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { KubeConfig } from "@kubernetes/client-node";
+import { createKube, type KindRef, type Kube } from "../../../src/kube/client.ts";
+import { watchKind, type Informer, type InformerEventType } from "../../../src/kube/informer.ts";
+import { createLogger } from "../../../src/log.ts";
+import { ensureBinaries } from "../../controlplane/binaries.ts";
+import { startControlPlane, type ControlPlane } from "../../controlplane/controlplane.ts";
+import { kubectlStdout, testApis, testKubeConfig, testKubeconfigPath, waitFor, type TestApis } from "../../controlplane/testenv.ts";
+import { createWidget, widgetCrd, type WidgetCrd } from "../support/throwaway-crd.ts";
+
+/**
+ * A counter of the apiserver's for the kind's resource (its group only) and `verb`:
+ * apiserver_request_total counts a request when it ends, apiserver_longrunning_requests the
+ * watches open now.
+ */
+async function apiserverMetric(kubeconfig: string, metric: string, kind: KindRef, verb: string): Promise<number> {
+  const text = await kubectlStdout(["--kubeconfig", kubeconfig, "get", "--raw", "/metrics"]);
+  let total = 0;
+  for (const line of text.split("\n")) {
+    if (!line.startsWith(`${metric}{`)) continue;
+    if (!line.includes(`group="${kind.group}"`) || !line.includes(`resource="${kind.plural}"`) || !line.includes(`verb="${verb}"`))
+      continue;
+    total += Number(line.slice(line.lastIndexOf(" ") + 1));
+  }
+  return total;
+}
+
+interface Run {
+  informer: Informer;
+  events: string[];
+  restarts: string[];
+  logs: { msg: string; level: number }[];
+}
+
+function start(kube: Kube, kind: KindRef, namespace: string): Run {
+  const events: string[] = [];
+  const restarts: string[] = [];
+  const logs: { msg: string; level: number }[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString("utf8").split("\n").filter(Boolean)) logs.push(JSON.parse(line) as { msg: string; level: number });
+      done();
+    },
+  });
+  const informer = watchKind(kube, kind, {
+    namespaces: [namespace],
+    logger: createLogger({ level: "info" }, sink),
+    restartBackoff: { baseMs: 50, maxMs: 500 },
+    onEvent: (type: InformerEventType, obj) => events.push(`${type} ${obj.metadata.name}`),
+    onRestart: (reason) => restarts.push(reason),
+  });
+  return { informer, events, restarts, logs };
+}
+
+const REFUSED = "the apiserver does not stream a watch's initial state: listing instead";
+
+async function seesLiveChanges(apis: TestApis, run: Run, crd: WidgetCrd, namespace: string): Promise<void> {
+  await createWidget(apis, crd.kind, namespace, "later", { size: 2 });
+  await waitFor(() => Promise.resolve(run.events.includes("add later") ? true : undefined), {
+    timeoutMs: 30_000,
+    description: "the add of a widget made after the sync",
+  });
+}
+
+describe("informer: the current state as a watch's initial events", () => {
+  const informers: Informer[] = [];
+  let apis!: TestApis;
+  let kube!: Kube;
+  let crd!: WidgetCrd;
+  const namespace = `watchlist-${process.pid}`;
+
+  beforeAll(async () => {
+    apis = testApis();
+    kube = createKube(testKubeConfig());
+    crd = widgetCrd(apis);
+    await crd.create();
+    await apis.core.createNamespace({ body: { metadata: { name: namespace, labels: { "keyward.dev/test": "true" } } } });
+    for (const name of ["a", "b", "c"]) await createWidget(apis, crd.kind, namespace, name, { size: 1 });
+  });
+
+  afterAll(async () => {
+    for (const i of informers) i.stop();
+    await apis?.core.deleteNamespace({ name: namespace }).catch(() => undefined);
+    await crd?.delete();
+  });
+
+  it("syncs from one watch, with no LIST of the resource, then follows changes", async () => {
+    const kubeconfig = testKubeconfigPath();
+    const lists = await apiserverMetric(kubeconfig, "apiserver_request_total", crd.kind, "LIST");
+    const run = start(kube, crd.kind, namespace);
+    informers.push(run.informer);
+    await run.informer.start();
+    expect([...run.events].sort()).toEqual(["add a", "add b", "add c"]);
+    expect(run.informer.size()).toBe(3);
+    await seesLiveChanges(apis, run, crd, namespace);
+
+    expect(await apiserverMetric(kubeconfig, "apiserver_request_total", crd.kind, "LIST")).toBe(lists);
+    expect(await apiserverMetric(kubeconfig, "apiserver_longrunning_requests", crd.kind, "WATCH")).toBeGreaterThanOrEqual(1);
+    expect(run.restarts).toEqual([]);
+    expect(run.logs.map((l) => l.msg)).not.toContain(REFUSED);
+  });
+});
+
+// A real control plane needs its binaries at hand; an existing cluster (KEYWARD_E2E_KUBECONFIG) gives none.
+const existingCluster = Boolean(process.env.KEYWARD_E2E_KUBECONFIG);
+
+describe.skipIf(existingCluster)("informer: an apiserver that does not stream initial events (WatchList off)", () => {
+  let plane!: ControlPlane;
+  let apis!: TestApis;
+  let crd!: WidgetCrd;
+  const informers: Informer[] = [];
+  const namespace = "watchlist-off";
+
+  beforeAll(async () => {
+    const binaries = await ensureBinaries();
+    plane = await startControlPlane({ binaries, withControllerManager: false, extraApiserverArgs: ["--feature-gates=WatchList=false"] });
+    const kc = new KubeConfig();
+    kc.loadFromFile(plane.kubeconfigPath);
+    apis = testApis(kc);
+    crd = widgetCrd(apis);
+    await crd.create();
+    await apis.core.createNamespace({ body: { metadata: { name: namespace } } });
+    for (const name of ["a", "b", "c"]) await createWidget(apis, crd.kind, namespace, name, { size: 1 });
+  }, 300_000);
+
+  afterAll(async () => {
+    // The apiserver goes first, while the informers' watches are open: undici 8.12–8.13 leaves a
+    // stream it let go of (a stopped informer's watch) without an 'error' listener, and the
+    // connection's end is then thrown out of the event loop (src/process-guard.ts).
+    await plane?.stop();
+    for (const i of informers) i.stop();
+  });
+
+  it("lists instead, says so once at info, counts no restart, and follows changes", { timeout: 120_000 }, async () => {
+    const kc = new KubeConfig();
+    kc.loadFromFile(plane.kubeconfigPath);
+    const kube = createKube(kc);
+    const kubeconfig = plane.kubeconfigPath;
+    const lists = await apiserverMetric(kubeconfig, "apiserver_request_total", crd.kind, "LIST");
+    const run = start(kube, crd.kind, namespace);
+    informers.push(run.informer);
+    await run.informer.start();
+    expect([...run.events].sort()).toEqual(["add a", "add b", "add c"]);
+    await seesLiveChanges(apis, run, crd, namespace);
+
+    expect(await apiserverMetric(kubeconfig, "apiserver_request_total", crd.kind, "LIST")).toBeGreaterThan(lists);
+    expect(run.restarts).toEqual([]);
+    const refused = run.logs.filter((l) => l.msg === REFUSED);
+    expect(refused).toHaveLength(1);
+    expect(refused[0]?.level).toBe(30);
+
+    // A second informer on the same connection lists at once: no refused request first.
+    const second = start(kube, crd.kind, namespace);
+    informers.push(second.informer);
+    await second.informer.start();
+    expect(second.informer.size()).toBe(4);
+    expect(second.logs.map((l) => l.msg)).not.toContain(REFUSED);
+  });
+});

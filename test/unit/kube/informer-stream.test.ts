@@ -1,0 +1,167 @@
+// The informer's current state taken from a watch's initial events (sendInitialEvents), at the
+// edges a real apiserver does not produce on demand: a deletion among the initial events, a
+// stream cut before its end bookmark, and a later re-stream that misses objects the cache holds.
+// Against a loopback stand-in that speaks the watch-list protocol; the happy path and the
+// refusal of a real kube-apiserver are in test/integration/kube/informer-watchlist.test.ts.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { afterAll, describe, expect, it } from "vitest";
+import { watchKind, type Informer } from "../../../src/kube/informer.ts";
+import { endsInitialEvents, isWatchListRefusal } from "../../../src/kube/watch.ts";
+import { KubeApiError } from "../../../src/kube/rest.ts";
+import type { KubeObject } from "../../../src/kube/types.ts";
+import { createLogger } from "../../../src/log.ts";
+import { loopbackAccess, serverUrl } from "../../support/loopback-access.ts";
+
+const servers: Server[] = [];
+const informers: Informer[] = [];
+afterAll(() => {
+  for (const i of informers) i.stop();
+  for (const s of servers) {
+    s.closeAllConnections();
+    s.close();
+  }
+});
+
+const widget = (name: string, resourceVersion: string): KubeObject => ({
+  apiVersion: "v1",
+  kind: "ConfigMap",
+  metadata: { name, namespace: "a", resourceVersion },
+  spec: {},
+});
+const line = (type: string, object: unknown): string => `${JSON.stringify({ type, object })}\n`;
+const end = (resourceVersion: string): string =>
+  line("BOOKMARK", { metadata: { resourceVersion, annotations: { "k8s.io/initial-events-end": "true" } } });
+
+/** Each request gets the next of `answers` (the last one repeats); records the request URLs. */
+async function standIn(answers: ((req: IncomingMessage, res: ServerResponse) => void)[]): Promise<{ url: string; seen: string[] }> {
+  const seen: string[] = [];
+  const server = createServer((req, res) => {
+    seen.push(req.url ?? "");
+    const answer = answers[Math.min(seen.length - 1, answers.length - 1)];
+    answer?.(req, res);
+  });
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { url: serverUrl(server), seen };
+}
+
+function start(url: string): { informer: Informer; events: string[]; restarts: string[] } {
+  const events: string[] = [];
+  const restarts: string[] = [];
+  const informer = watchKind(
+    { access: loopbackAccess(url) },
+    { group: "", version: "v1", plural: "configmaps", kind: "ConfigMap" },
+    {
+      namespaces: ["a"],
+      logger: createLogger({ level: "silent" }),
+      restartBackoff: { baseMs: 10, maxMs: 50 },
+      onEvent: (type, obj) => events.push(`${type} ${obj.metadata.name}`),
+      onRestart: (reason) => restarts.push(reason),
+    },
+  );
+  informers.push(informer);
+  return { informer, events, restarts };
+}
+
+async function until(check: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 1000 && !check(); i++) await new Promise((r) => setTimeout(r, 10));
+  if (!check()) throw new Error(`never happened: ${what}`);
+}
+
+const open = (res: ServerResponse): void => void res.writeHead(200, { "content-type": "application/json" });
+
+describe("informer: the current state from a watch's initial events", () => {
+  it("takes the state at the end bookmark: an object deleted among the initial events is never reported", async () => {
+    const { url, seen } = await standIn([
+      (_req, res) => {
+        open(res);
+        res.write(line("ADDED", widget("x", "1")) + line("ADDED", widget("y", "2")) + line("ADDED", widget("z", "3")));
+        res.write(line("DELETED", widget("y", "4")) + end("4"));
+      },
+    ]);
+    const { informer, events, restarts } = start(url);
+    await informer.start();
+    expect(events.sort()).toEqual(["add x", "add z"]);
+    expect(
+      informer
+        .list()
+        .map((o) => o.metadata.name)
+        .sort(),
+    ).toEqual(["x", "z"]);
+    expect(restarts).toEqual([]);
+    expect(seen).toHaveLength(1);
+    expect(seen[0]).toContain("sendInitialEvents=true");
+    expect(seen[0]).toContain("resourceVersionMatch=NotOlderThan");
+    expect(seen[0]).not.toContain("resourceVersion=");
+  });
+
+  it("a stream cut before its end bookmark is no sync: it restarts and streams again, and never lists", async () => {
+    const { url, seen } = await standIn([
+      (_req, res) => {
+        open(res);
+        res.end(line("ADDED", widget("x", "1")));
+      },
+      (_req, res) => {
+        open(res);
+        res.write(line("ADDED", widget("x", "1")) + line("ADDED", widget("w", "2")) + end("2"));
+      },
+    ]);
+    const { informer, events, restarts } = start(url);
+    await informer.start();
+    expect(restarts).toEqual(["the watch ended before it had streamed the current state"]);
+    expect(events.sort()).toEqual(["add w", "add x"]);
+    expect(seen.every((u) => u.includes("watch=true") && u.includes("sendInitialEvents=true"))).toBe(true);
+  });
+
+  it("a re-stream after 410 reports what vanished meanwhile as deleted, as a relist does", async () => {
+    const { url, seen } = await standIn([
+      (_req, res) => {
+        open(res);
+        res.end(line("ADDED", widget("x", "1")) + line("ADDED", widget("y", "2")) + end("2"));
+      },
+      // The resumed watch, from resourceVersion 2, is too old.
+      (_req, res) => {
+        res.writeHead(410, { "content-type": "application/json" });
+        res.end(JSON.stringify({ kind: "Status", code: 410, reason: "Expired" }));
+      },
+      (_req, res) => {
+        open(res);
+        res.write(line("ADDED", widget("x", "1")) + end("9"));
+      },
+    ]);
+    const { informer, events } = start(url);
+    await informer.start();
+    await until(() => events.includes("delete y"), "the delete of y");
+    expect(events).toEqual(["add x", "add y", "delete y"]);
+    expect(seen[1]).toContain("resourceVersion=2");
+    expect(seen[1]).not.toContain("sendInitialEvents");
+    expect(seen[2]).toContain("sendInitialEvents=true");
+  });
+});
+
+describe("watch-list helpers", () => {
+  it("knows the end bookmark by its annotation", () => {
+    const bookmark = (annotations?: Record<string, string>): KubeObject => ({
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "", namespace: "", resourceVersion: "5", ...(annotations ? { annotations } : {}) },
+      spec: {},
+    });
+    expect(endsInitialEvents("BOOKMARK", bookmark({ "k8s.io/initial-events-end": "true" }))).toBe(true);
+    expect(endsInitialEvents("BOOKMARK", bookmark())).toBe(false);
+    expect(endsInitialEvents("ADDED", bookmark({ "k8s.io/initial-events-end": "true" }))).toBe(false);
+  });
+
+  it("reads 400 and 422, and a 5xx about initial events, as a refusal; nothing else", () => {
+    expect(
+      isWatchListRefusal(
+        new KubeApiError(422, "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled", "Invalid"),
+      ),
+    ).toBe(true);
+    expect(isWatchListRefusal(new KubeApiError(400, "resourceVersionMatch is forbidden for watch", "BadRequest"))).toBe(true);
+    expect(isWatchListRefusal(new KubeApiError(500, "sendInitialEvents is not supported", "InternalError"))).toBe(true);
+    expect(isWatchListRefusal(new KubeApiError(500, "etcd unavailable", "InternalError"))).toBe(false);
+    expect(isWatchListRefusal(new KubeApiError(403, "forbidden", "Forbidden"))).toBe(false);
+    expect(isWatchListRefusal(new Error("sendInitialEvents"))).toBe(false);
+  });
+});
