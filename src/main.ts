@@ -3,6 +3,7 @@
 import { once } from "node:events";
 import { loadConfig, usage, type Config } from "./config.ts";
 import { createLogger, type Logger } from "./log.ts";
+import { guardUncaughtExceptions } from "./process-guard.ts";
 import { loadKubeConfig, createKube } from "./kube/client.ts";
 import type { KubeSource } from "./kube/kubeconfig.ts";
 import { runLeaderElection } from "./kube/lease.ts";
@@ -280,6 +281,7 @@ export async function main(argv: string[]): Promise<void> {
     return;
   }
   const log = createLogger({ level: config.logLevel });
+  guardUncaughtExceptions(log);
   if (mode === "uninstall") await uninstall(config, log);
   else {
     // One budget for the response bodies of every service client of this process.

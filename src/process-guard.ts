@@ -1,0 +1,26 @@
+// What keyward's process does with an exception nothing caught.
+//
+// undici (8.12 and 8.13 measured) can let go of an HTTP/2 stream — a stopped watch's, an aborted
+// request's — while Node still holds it, without an 'error' listener; when the connection ends
+// later (an apiserver restart, a load balancer dropping it), Node emits the connection's
+// SocketError on that stream, and an 'error' with no listener is thrown out of the event loop.
+// That error belongs to no request (every request in flight gets its own through its handlers),
+// so it is logged and keyward goes on. Any other uncaught exception still ends the process, as
+// Node's default would, after one fatal log line.
+import type { Logger } from "./log.ts";
+
+/** undici's SocketError ("other side closed", "closed"): a connection's end, not a bug of keyward's. */
+export function isOrphanedSocketError(err: unknown): boolean {
+  return err instanceof Error && err.name === "SocketError" && (err as { code?: unknown }).code === "UND_ERR_SOCKET";
+}
+
+export function guardUncaughtExceptions(log: Logger, exit: (code: number) => void = (code) => process.exit(code)): void {
+  process.on("uncaughtException", (err, origin) => {
+    if (isOrphanedSocketError(err)) {
+      log.warn({ code: "UND_ERR_SOCKET", reason: err.message }, "a connection ended under a request that had already finished; ignored");
+      return;
+    }
+    log.fatal({ origin, error: err.name, reason: err.message, stack: err.stack }, "uncaught exception; exiting");
+    exit(1);
+  });
+}
