@@ -116,6 +116,11 @@ ENV NODE_OPTIONS="--max-semi-space-size=1"
 # their retained pages show up as resident memory. Measured with 1000 Projects and the chart's
 # flags (3 runs each, bench/RESULTS.md): peak 121 → 113 MB creating, 130 → 122 MB after a restart.
 ENV MALLOC_ARENA_MAX=2
+# A fixed mmap threshold: glibc otherwise raises it to the size of every large block freed (a
+# response body, a list page), and later blocks of that size stay in the arenas once freed. With
+# it, 1000 Projects peak at 113 MB creating (114–121 without) and 119–122 MB restarted and in
+# steady state (118–130 without): bench/RESULTS.md.
+ENV MALLOC_MMAP_THRESHOLD_=131072
 WORKDIR /app
 # Owned by root and not writable by the runtime user: nothing at run time writes here, so the
 # image also runs with readOnlyRootFilesystem (the chart mounts an emptyDir on /tmp).

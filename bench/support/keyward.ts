@@ -94,8 +94,13 @@ export async function startKeyward(opts: KeywardOptions): Promise<KeywardProcess
   const log = createWriteStream(opts.logPath, { flags: "a" });
   const spawnedAt = Date.now();
   // process.execPath: the Node 24 that runs the bench (npm puts the node devDependency first).
-  // The image's environment: at most two malloc arenas (Dockerfile), unless the caller says otherwise.
-  const env = { ...process.env, MALLOC_ARENA_MAX: process.env["MALLOC_ARENA_MAX"] ?? "2" };
+  // The image's environment: at most two malloc arenas and a fixed mmap threshold (Dockerfile),
+  // unless the caller says otherwise.
+  const env = {
+    ...process.env,
+    MALLOC_ARENA_MAX: process.env["MALLOC_ARENA_MAX"] ?? "2",
+    MALLOC_MMAP_THRESHOLD_: process.env["MALLOC_MMAP_THRESHOLD_"] ?? "131072",
+  };
   const child: ChildProcess = spawn(process.execPath, args, { cwd: repoRoot, stdio: ["ignore", "pipe", "pipe"], env });
   child.stdout?.pipe(log, { end: false });
   child.stderr?.pipe(log, { end: false });

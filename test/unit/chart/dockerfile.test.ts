@@ -142,10 +142,11 @@ describe("Dockerfile", () => {
     expect(ops(final, "ENV").join(" ")).toContain("NODE_ENV=production");
   });
 
-  it("runs Node with a small young generation and at most two malloc arenas (the measured memory figures)", () => {
+  it("runs Node with a small young generation, at most two malloc arenas and a fixed mmap threshold (the measured memory figures)", () => {
     const envs = ops(final, "ENV").join(" ");
     expect(envs).toContain('NODE_OPTIONS="--max-semi-space-size=1"');
     expect(envs).toContain("MALLOC_ARENA_MAX=2");
+    expect(envs).toContain("MALLOC_MMAP_THRESHOLD_=131072");
   });
 
   it("sends only what it copies as the build context", () => {
