@@ -16,7 +16,9 @@ export function isOrphanedSocketError(err: unknown): boolean {
 
 export function guardUncaughtExceptions(log: Logger, exit: (code: number) => void = (code) => process.exit(code)): void {
   process.on("uncaughtException", (err, origin) => {
-    if (isOrphanedSocketError(err)) {
+    // Thrown from an 'error' event only: a promise rejected with it and never awaited is a bug
+    // of keyward's (Node reports it with origin "unhandledRejection"), and stays fatal.
+    if (origin === "uncaughtException" && isOrphanedSocketError(err)) {
       log.warn({ code: "UND_ERR_SOCKET", reason: err.message }, "a connection ended under a request that had already finished; ignored");
       return;
     }

@@ -9,13 +9,13 @@ import { isOrphanedSocketError } from "../../src/process-guard.ts";
 const guard = fileURLToPath(new URL("../../src/process-guard.ts", import.meta.url));
 const log = fileURLToPath(new URL("../../src/log.ts", import.meta.url));
 
-/** Runs a process that installs the guard, then throws `thrown` (an expression) from a timer. */
-function runThrowing(thrown: string): { status: number | null; lines: { level: number; msg: string; reason?: string }[] } {
+/** Runs a process that installs the guard, then runs `statement` (a throw, say) from a timer. */
+function runThrowing(statement: string): { status: number | null; lines: { level: number; msg: string; reason?: string }[] } {
   const script = `
     import { guardUncaughtExceptions } from ${JSON.stringify(guard)};
     import { createLogger } from ${JSON.stringify(log)};
     guardUncaughtExceptions(createLogger({ level: "info" }));
-    setTimeout(() => { throw ${thrown}; }, 10);
+    setTimeout(() => { ${statement}; }, 10);
     setTimeout(() => process.stdout.write(JSON.stringify({ level: 30, msg: "still running" }) + "\\n"), 200);
   `;
   const run = spawnSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8", timeout: 30_000 });
@@ -30,17 +30,23 @@ const socketError = `Object.assign(new Error("other side closed"), { name: "Sock
 
 describe("process guard", () => {
   it("logs undici's orphaned SocketError at warn and keeps the process running", () => {
-    const { status, lines } = runThrowing(socketError);
+    const { status, lines } = runThrowing(`throw ${socketError}`);
     expect(status).toBe(0);
     expect(lines).toContainEqual(expect.objectContaining({ level: 40, reason: "other side closed" }));
     expect(lines.map((l) => l.msg)).toContain("still running");
   });
 
   it("ends the process with 1 on any other uncaught exception, after a fatal line", () => {
-    const { status, lines } = runThrowing(`new TypeError("boom")`);
+    const { status, lines } = runThrowing(`throw new TypeError("boom")`);
     expect(status).toBe(1);
     expect(lines).toContainEqual(expect.objectContaining({ level: 60, msg: "uncaught exception; exiting", reason: "boom" }));
     expect(lines.map((l) => l.msg)).not.toContain("still running");
+  });
+
+  it("keeps a promise rejected with it and never awaited fatal: that is keyward's bug, not a connection's end", () => {
+    const { status, lines } = runThrowing(`void Promise.reject(${socketError})`);
+    expect(status).toBe(1);
+    expect(lines).toContainEqual(expect.objectContaining({ level: 60, origin: "unhandledRejection" }));
   });
 
   it("tells undici's SocketError from other errors with the same words", () => {
