@@ -15,7 +15,9 @@ export function isOrphanedSocketError(err: unknown): boolean {
 }
 
 export function guardUncaughtExceptions(log: Logger, exit: (code: number) => void = (code) => process.exit(code)): void {
-  process.on("uncaughtException", (err, origin) => {
+  process.on("uncaughtException", (thrown: unknown, origin) => {
+    // Anything can be thrown (null, a string): the handler must not throw itself.
+    const err = thrown instanceof Error ? thrown : new Error(String(thrown));
     // Thrown from an 'error' event only: a promise rejected with it and never awaited is a bug
     // of keyward's (Node reports it with origin "unhandledRejection"), and stays fatal.
     if (origin === "uncaughtException" && isOrphanedSocketError(err)) {

@@ -2,7 +2,7 @@
 // cluster-wide) it takes the current state, then watches from its resourceVersion, and keeps
 // going. The current state comes as the first events of the watch itself (sendInitialEvents, as
 // client-go's WatchListClient), so no page of objects is ever held whole; an apiserver that
-// refuses that (1.33, or the WatchList feature off) gets a paged list instead. Then:
+// refuses that (1.33 or older than 1.32, or the WatchList feature off) gets a paged list instead. Then:
 // - the server ending a watch (its timeout) resumes from the last resourceVersion seen;
 // - 410 Gone (resourceVersion too old) relists, at once when the watch had delivered events,
 //   else after the backoff (a server answering every watch with 410 is no relist storm);
@@ -262,12 +262,15 @@ function takeInitialEvent(
 }
 
 /**
- * A streaming watch ended before its end bookmark: a 410 to a watch from no resourceVersion is a
- * server (or a proxy) that cannot stream the state, so its informers list from now on; anything
- * else is a failure (thrown: the informer backs off and streams again).
+ * A streaming watch ended before its end bookmark. A 410 to a watch from no resourceVersion, or
+ * a server that ended the watch cleanly after objects but without the bookmark (an aggregated
+ * API or a proxy that takes sendInitialEvents and does not implement it), cannot stream the
+ * state: its informers list from now on. A watch that ended with nothing is a failure (thrown:
+ * the informer backs off and streams again); a cut stream rejects before it gets here.
  */
 function unstreamed(d: ScopeDeps, ended: WatchEnd): void {
   if (ended.end === "gone" && ended.events === 0) listInstead(d, "410 Gone to a watch of the current state");
+  else if (ended.end === "closed" && ended.events > 0) listInstead(d, "the watch ended without the bookmark that ends its initial events");
   else throw new Error("the watch ended before it had streamed the current state");
 }
 

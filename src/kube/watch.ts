@@ -58,7 +58,7 @@ export interface WatchOptions {
   /** Where the watch starts; with sendInitialEvents, absent (the newest state). */
   resourceVersion?: string;
   /**
-   * Stream the current state first (KEP-3157 "watch-list", kube-apiserver 1.34+ by default): an
+   * Stream the current state first (KEP-3157 "watch-list", on by default in kube-apiserver 1.32 and 1.34+): an
    * ADDED event per object, then a BOOKMARK annotated `k8s.io/initial-events-end`, then changes,
    * instead of a list whose pages are held whole while parsed. An apiserver without it answers
    * with an error (isWatchListRefusal).
@@ -221,7 +221,7 @@ export function endsInitialEvents(type: WatchEventType, obj: KubeObject): boolea
 }
 
 /**
- * Whether an apiserver refused a watch for asking for its initial events: 1.33 (the WatchList
+ * Whether an apiserver refused a watch for asking for its initial events: 1.33 and 1.27–1.31 (the WatchList
  * feature off by default) and any with it turned off answer 422 Invalid ("sendInitialEvents is
  * forbidden for watch unless the WatchList feature gate is enabled"), servers before 1.27 refuse
  * resourceVersionMatch on a watch the same way, and an apiserver without a watch cache for the

@@ -43,6 +43,12 @@ describe("process guard", () => {
     expect(lines.map((l) => l.msg)).not.toContain("still running");
   });
 
+  it("ends the process after a fatal line when what was thrown is not an Error at all", () => {
+    const { status, lines } = runThrowing(`throw null`);
+    expect(status).toBe(1);
+    expect(lines).toContainEqual(expect.objectContaining({ level: 60, reason: "null" }));
+  });
+
   it("keeps a promise rejected with it and never awaited fatal: that is keyward's bug, not a connection's end", () => {
     const { status, lines } = runThrowing(`void Promise.reject(${socketError})`);
     expect(status).toBe(1);

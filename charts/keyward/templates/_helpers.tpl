@@ -174,10 +174,10 @@ credentials namespace only ("keyward.credentialsNamespace").
 {{- round (mulf (float64 $n) (get (dict "ms" 1 "s" 1000 "m" 60000 "h" 3600000) (trimPrefix $n .))) 0 -}}
 {{- end }}
 
-{{/* A size as keyward reads one ("1048576", "512Ki", "16Mi", "1Gi"; the schema's pattern) in bytes. */}}
+{{/* A size as keyward reads one ("1048576", "512Ki", "16Mi", "1Gi"; the schema's pattern) in bytes: decimal (int64 would read a leading 0 as octal) and as a float (no wrap-around). */}}
 {{- define "keyward.bytes" -}}
 {{- $n := regexFind "^[0-9]+" . -}}
-{{- mul (int64 $n) (get (dict "" 1 "Ki" 1024 "Mi" 1048576 "Gi" 1073741824) (trimPrefix $n .)) -}}
+{{- mulf (float64 $n) (get (dict "" 1 "Ki" 1024 "Mi" 1048576 "Gi" 1073741824) (trimPrefix $n .)) -}}
 {{- end }}
 
 {{/*

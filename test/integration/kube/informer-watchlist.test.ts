@@ -1,7 +1,7 @@
 // How the informer takes a scope's current state, against real apiservers:
-// - where the apiserver streams a watch's initial events (kube-apiserver 1.34+ by default), one
+// - where the apiserver streams a watch's initial events (on by default in kube-apiserver 1.32 and 1.34+), one
 //   watch brings the state and then the changes: the apiserver serves no LIST for the resource;
-// - where it refuses that (1.33, or the WatchList feature off: this file's own control plane runs
+// - where it refuses that (1.33 or older than 1.32, or the WatchList feature off: this file's own control plane runs
 //   with --feature-gates=WatchList=false), the informer lists instead, says so once at info, and
 //   counts no restart for it.
 // The requests keyward's client sent (recorded at its dispatcher) tell which it did, and the

@@ -21,13 +21,21 @@ const cases: Case[] = [
     one("kubeRequestTimeout", "KUBE_REQUEST_TIMEOUT", v),
   ),
   // With the budget raised to 1Gi, so that only maxResponseBytes' own range decides.
-  ...["1023", "1024", "1Ki", "16Mi", "1048576Ki", "1048577Ki", "1Gi", "2Gi"].map((v) => ({
+  ...["1023", "1024", "02048", "1Ki", "16Mi", "1048576Ki", "1048577Ki", "1Gi", "2Gi", "18014398509481985Ki"].map((v) => ({
     values: { maxResponseBytes: v, responseBudgetBytes: "1Gi" },
     env: { MAX_RESPONSE_BYTES: v, RESPONSE_BUDGET_BYTES: "1Gi" },
     blame: "maxResponseBytes",
   })),
-  ...["1Ki", "1Mi", "16383Ki", "16Mi", "16777216", "32Mi", "1Gi", "2Gi"].map((v) => one("responseBudgetBytes", "RESPONSE_BUDGET_BYTES", v)),
-  ...["32Mi", "64Mi"].map((v) => ({
+  ...["1Ki", "1Mi", "16383Ki", "16Mi", "016Mi", "16777216", "32Mi", "1Gi", "2Gi", "17179869185Gi"].map((v) =>
+    one("responseBudgetBytes", "RESPONSE_BUDGET_BYTES", v),
+  ),
+  {
+    values: { maxResponseBytes: "9Mi", responseBudgetBytes: "010Mi" },
+    env: { MAX_RESPONSE_BYTES: "9Mi", RESPONSE_BUDGET_BYTES: "010Mi" },
+    blame: "responseBudgetBytes",
+  },
+  // A leading zero is decimal to keyward (and must be to the chart: Go's int64 would read octal).
+  ...["32Mi", "64Mi", "064Mi", "010Mi"].map((v) => ({
     values: { maxResponseBytes: "64Mi", responseBudgetBytes: v },
     env: { MAX_RESPONSE_BYTES: "64Mi", RESPONSE_BUDGET_BYTES: v },
     blame: "responseBudgetBytes",

@@ -107,7 +107,7 @@ const initialEventsEnd = (resourceVersion: string): string =>
   `${JSON.stringify({ type: "BOOKMARK", object: { metadata: { resourceVersion, annotations: { "k8s.io/initial-events-end": "true" } } } })}\n`;
 
 /**
- * Streams the current state when a watch asks for it (as kube-apiserver 1.34+), or refuses that
+ * Streams the current state when a watch asks for it (as kube-apiserver 1.32 and 1.34+), or refuses that
  * with 422 as 1.33 does (`streams: false`), when the informer lists instead.
  */
 function apiserver(items: KubeObject[], event: KubeObject, streams: boolean): Promise<{ access: KubeAccess; seen: Seen }> {

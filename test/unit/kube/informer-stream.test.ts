@@ -99,7 +99,7 @@ describe("informer: the current state from a watch's initial events", () => {
     const { url, seen } = await standIn([
       (_req, res) => {
         open(res);
-        res.end(line("ADDED", widget("x", "1")));
+        res.write(line("ADDED", widget("x", "1")), () => res.socket?.destroy());
       },
       (_req, res) => {
         open(res);
@@ -108,9 +108,31 @@ describe("informer: the current state from a watch's initial events", () => {
     ]);
     const { informer, events, restarts } = start(url);
     await informer.start();
-    expect(restarts).toEqual(["the watch ended before it had streamed the current state"]);
+    expect(restarts).toHaveLength(1);
     expect(events.sort()).toEqual(["add w", "add x"]);
     expect(seen.every((u) => u.includes("watch=true") && u.includes("sendInitialEvents=true"))).toBe(true);
+  });
+
+  it("a server that ends the watch cleanly after objects but no end bookmark is listed from then on", async () => {
+    const { url, seen } = await standIn([
+      (_req, res) => {
+        open(res);
+        res.end(line("ADDED", widget("x", "1")));
+      },
+      (_req, res) => {
+        open(res);
+        res.end(JSON.stringify({ metadata: { resourceVersion: "3" }, items: [widget("x", "1"), widget("v", "3")] }));
+      },
+      (_req, res) => open(res), // the watch from the list's resourceVersion, held open
+    ]);
+    const { informer, events, restarts } = start(url);
+    await informer.start();
+    expect(events.sort()).toEqual(["add v", "add x"]);
+    expect(restarts).toEqual([]);
+    expect(seen[1]).not.toContain("watch=true");
+    await until(() => seen.length >= 3, "the watch after the list");
+    expect(seen[2]).toContain("resourceVersion=3");
+    expect(seen[2]).not.toContain("sendInitialEvents");
   });
 
   it("a re-stream after 410 reports what vanished meanwhile as deleted, as a relist does", async () => {
