@@ -14,7 +14,7 @@ export function isOrphanedSocketError(err: unknown): boolean {
   return err instanceof Error && err.name === "SocketError" && (err as { code?: unknown }).code === "UND_ERR_SOCKET";
 }
 
-export function guardUncaughtExceptions(log: Logger, exit: (code: number) => void = (code) => process.exit(code)): void {
+export function guardUncaughtExceptions(log: Logger): void {
   process.on("uncaughtException", (thrown: unknown, origin) => {
     // Anything can be thrown (null, a string): the handler must not throw itself.
     const err = thrown instanceof Error ? thrown : new Error(String(thrown));
@@ -25,6 +25,6 @@ export function guardUncaughtExceptions(log: Logger, exit: (code: number) => voi
       return;
     }
     log.fatal({ origin, error: err.name, reason: err.message, stack: err.stack }, "uncaught exception; exiting");
-    exit(1);
+    process.exit(1);
   });
 }

@@ -332,7 +332,7 @@ async function runScope(d: ScopeDeps, scope: string | undefined): Promise<void> 
       if (d.signal.aborted) return;
       resourceVersion = undefined;
       if (initial && !initial.done && isWatchListRefusal(err)) {
-        // Not a failure: this apiserver lists (the WatchList feature off, or older than 1.27).
+        // Not a failure: this apiserver lists (1.33 or older than 1.32, or the WatchList feature off).
         listInstead(d, errorSummary(err));
         continue;
       }

@@ -136,6 +136,15 @@ export function findDoc(docs: Doc[], kind: string, name?: string, namespace?: st
   return found;
 }
 
+/** The environment of the (first) Deployment's first container: the variables that have a value. */
+export function deploymentEnv(docs: Doc[]): Record<string, string> {
+  const deployment = findDoc(docs, "Deployment") as unknown as {
+    spec: { template: { spec: { containers: { env?: { name: string; value?: string }[] }[] } } };
+  };
+  const env = deployment.spec.template.spec.containers[0]?.env ?? [];
+  return Object.fromEntries(env.flatMap((e) => (e.value === undefined ? [] : [[e.name, e.value]])));
+}
+
 export interface PolicyRule {
   apiGroups?: string[];
   resources?: string[];

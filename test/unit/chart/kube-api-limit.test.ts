@@ -2,18 +2,13 @@
 // KUBE_API_BURST, and the schema refuses what keyward would.
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../../src/config.ts";
-import { findDoc, helm, parseYamlDocuments, renderChart, templateArgs, type Doc } from "./helm.ts";
+import { deploymentEnv, helm, parseYamlDocuments, renderChart, templateArgs } from "./helm.ts";
 
-type Env = { name: string; value?: string }[];
-const envOf = (docs: Doc[]): Record<string, string | undefined> => {
-  const deployment = findDoc(docs, "Deployment") as unknown as { spec: { template: { spec: { containers: { env: Env }[] } } } };
-  return Object.fromEntries((deployment.spec.template.spec.containers[0]?.env ?? []).map((e) => [e.name, e.value]));
-};
 const render = async (setJson: Record<string, unknown> = {}) => parseYamlDocuments(await renderChart({ setJson }));
 
 describe("apiserver request limit", () => {
   it("by default 300 a second, bursts of 600, as keyward's own defaults", async () => {
-    const env = envOf(await render());
+    const env = deploymentEnv(await render());
     expect(env).toMatchObject({ KUBE_API_QPS: "300", KUBE_API_BURST: "600" });
     expect(loadConfig([], { KUBE_API_QPS: env.KUBE_API_QPS, KUBE_API_BURST: env.KUBE_API_BURST })).toMatchObject({
       kubeApiQps: 300,
@@ -23,7 +18,7 @@ describe("apiserver request limit", () => {
   });
 
   it("passes set values, 0 (no limit) included", async () => {
-    const env = envOf(await render({ kubeApiQps: 0, kubeApiBurst: 7 }));
+    const env = deploymentEnv(await render({ kubeApiQps: 0, kubeApiBurst: 7 }));
     expect(env).toMatchObject({ KUBE_API_QPS: "0", KUBE_API_BURST: "7" });
     expect(loadConfig(["--kube-api-qps", "2.5"], {}).kubeApiQps).toBe(2.5);
   });

@@ -4,7 +4,7 @@
 // reads its environment, so a setting it leaves out counts at keyward's own default.
 import { readFileSync } from "node:fs";
 import { loadConfig } from "../../../src/config.ts";
-import { findDoc, readYamlFile } from "./helm.ts";
+import { deploymentEnv, findDoc, readYamlFile } from "./helm.ts";
 
 export interface ChartMemoryValues {
   nodeOptions: string;
@@ -31,18 +31,17 @@ export function chartValues(path = "charts/keyward/values.yaml"): ChartMemoryVal
 }
 
 interface ManagerContainer {
-  env?: { name: string; value?: string }[];
   resources?: { limits?: { memory?: string } };
 }
 
 export function kustomizeValues(path = "config/manager/manager.yaml"): ChartMemoryValues {
-  const deployment = findDoc(readYamlFile(path), "Deployment") as unknown as {
+  const docs = readYamlFile(path);
+  const deployment = findDoc(docs, "Deployment") as unknown as {
     spec: { template: { spec: { containers: ManagerContainer[] } } };
   };
-  const container = deployment.spec.template.spec.containers[0];
-  const env = Object.fromEntries((container?.env ?? []).flatMap((e) => (e.value === undefined ? [] : [[e.name, e.value]])));
+  const env = deploymentEnv(docs);
   const config = loadConfig([], env);
-  const limit = container?.resources?.limits?.memory;
+  const limit = deployment.spec.template.spec.containers[0]?.resources?.limits?.memory;
   if (!limit) throw new Error(`${path} sets no resources.limits.memory`);
   return {
     nodeOptions: env["NODE_OPTIONS"] ?? "",

@@ -4,38 +4,30 @@
 import { describe, expect, it } from "vitest";
 import { chartValues, kustomizeValues, mib, worstCaseMib } from "./memory-budget.ts";
 
-describe("charts/keyward memory settings", () => {
-  const values = chartValues();
-
+// What keyward runs with when installed by the chart, or by `kubectl apply -k config/default`
+// (there a setting the Deployment leaves out counts at keyward's own default).
+describe.each([
+  ["charts/keyward", chartValues()],
+  ["config/manager (kustomize)", kustomizeValues()],
+])("%s memory settings", (_install, values) => {
   it("heap flags + 2 × response budget + Node's baseline fit in resources.limits.memory", () => {
     expect(worstCaseMib(values)).toBeLessThanOrEqual(mib(values.resources.limits.memory));
   });
 
   it("the response budget holds at least one response of the largest size allowed", () => {
     expect(mib(values.responseBudgetBytes)).toBeGreaterThanOrEqual(mib(values.maxResponseBytes));
-  });
-
-  it("the sum counts each part (160 MiB old space, 16 MiB budget: 160 + 3 + 32 + 64)", () => {
-    const v = { ...values, nodeOptions: "--max-semi-space-size=1 --max-old-space-size=160", responseBudgetBytes: "16Mi" };
-    expect(worstCaseMib(v)).toBe(259);
   });
 });
 
-describe("config/manager (kustomize) memory settings", () => {
-  // What keyward runs with when installed by `kubectl apply -k config/default`: a setting the
-  // Deployment leaves out counts at keyward's own default.
-  const values = kustomizeValues();
-
-  it("heap flags + 2 × response budget + Node's baseline fit in resources.limits.memory", () => {
-    expect(worstCaseMib(values)).toBeLessThanOrEqual(mib(values.resources.limits.memory));
+describe("the memory sum and the two installs", () => {
+  it("the sum counts each part (160 MiB old space, 16 MiB budget: 160 + 3 + 32 + 64)", () => {
+    const v = { ...chartValues(), nodeOptions: "--max-semi-space-size=1 --max-old-space-size=160", responseBudgetBytes: "16Mi" };
+    expect(worstCaseMib(v)).toBe(259);
   });
 
-  it("the response budget holds at least one response of the largest size allowed", () => {
-    expect(mib(values.responseBudgetBytes)).toBeGreaterThanOrEqual(mib(values.maxResponseBytes));
-  });
-
-  it("runs with the chart's V8 flags and response sizes", () => {
+  it("the kustomize Deployment runs with the chart's V8 flags, response sizes and memory limit", () => {
     const chart = chartValues();
+    const values = kustomizeValues();
     expect(values.nodeOptions).toBe(chart.nodeOptions);
     expect(mib(values.responseBudgetBytes)).toBe(mib(chart.responseBudgetBytes));
     expect(mib(values.maxResponseBytes)).toBe(mib(chart.maxResponseBytes));

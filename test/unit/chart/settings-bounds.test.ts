@@ -2,15 +2,18 @@
 // settings whose bounds a JSON schema pattern cannot say: a duration's or a size's range, and the
 // response budget against the largest response. Each value is tried both ways: `helm template`
 // fails exactly when loadConfig throws on the environment the chart would have set.
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../../src/config.ts";
-import { helm, templateArgs } from "./helm.ts";
+import { deploymentEnv, helm, parseYamlDocuments, renderChart, templateArgs } from "./helm.ts";
 
 /** Values to set, the environment they become, and the value an error must name when refused. */
 type Case = { values: Record<string, string>; env: Record<string, string>; blame: string };
 
-// The chart's defaults these cases leave alone (values.yaml), as keyward would read them.
-const chartEnv = { RESYNC_INTERVAL: "10m", KUBE_REQUEST_TIMEOUT: "30s", MAX_RESPONSE_BYTES: "16Mi", RESPONSE_BUDGET_BYTES: "16Mi" };
+// The environment the chart renders by default: what the cases below leave alone.
+let chartEnv: Record<string, string> = {};
+beforeAll(async () => {
+  chartEnv = deploymentEnv(parseYamlDocuments(await renderChart()));
+});
 
 const one = (key: string, envName: string, value: string): Case => ({ values: { [key]: value }, env: { [envName]: value }, blame: key });
 const cases: Case[] = [
@@ -53,6 +56,9 @@ const keywardAccepts = (env: Record<string, string>): boolean => {
 
 describe("chart settings keyward checks at start", () => {
   it("the chart's defaults are what keyward accepts", () => {
+    expect(Object.keys(chartEnv)).toEqual(
+      expect.arrayContaining(["RESYNC_INTERVAL", "KUBE_REQUEST_TIMEOUT", "MAX_RESPONSE_BYTES", "RESPONSE_BUDGET_BYTES"]),
+    );
     expect(keywardAccepts({})).toBe(true);
   });
 

@@ -2,18 +2,13 @@
 // maxRequestTimeoutSeconds reach keyward's environment, and the schema refuses what keyward would.
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../../src/config.ts";
-import { findDoc, helm, parseYamlDocuments, renderChart, templateArgs, type Doc } from "./helm.ts";
+import { deploymentEnv, helm, parseYamlDocuments, renderChart, templateArgs } from "./helm.ts";
 
-type Env = { name: string; value?: string }[];
-const envOf = (docs: Doc[]): Record<string, string | undefined> => {
-  const deployment = findDoc(docs, "Deployment") as unknown as { spec: { template: { spec: { containers: { env: Env }[] } } } };
-  return Object.fromEntries((deployment.spec.template.spec.containers[0]?.env ?? []).map((e) => [e.name, e.value]));
-};
 const render = async (setJson: Record<string, unknown> = {}) => parseYamlDocuments(await renderChart({ setJson }));
 
 describe("worker and timeout limits", () => {
   it("by default: a 30 s ceiling on request timeouts, and keyward's own default cap per namespace (no MAX_IN_FLIGHT_PER_NAMESPACE)", async () => {
-    const env = envOf(await render());
+    const env = deploymentEnv(await render());
     expect(env.MAX_REQUEST_TIMEOUT).toBe("30s");
     expect(env).not.toHaveProperty("MAX_IN_FLIGHT_PER_NAMESPACE");
     // What keyward makes of it: 30 s.
@@ -21,14 +16,14 @@ describe("worker and timeout limits", () => {
   });
 
   it("passes a set cap, 0 (no cap) included, and a set ceiling in keyward's duration form", async () => {
-    const env = envOf(await render({ maxInFlightPerNamespace: 0, maxRequestTimeoutSeconds: 300 }));
+    const env = deploymentEnv(await render({ maxInFlightPerNamespace: 0, maxRequestTimeoutSeconds: 300 }));
     expect(env).toMatchObject({ MAX_IN_FLIGHT_PER_NAMESPACE: "0", MAX_REQUEST_TIMEOUT: "300s" });
     const c = loadConfig([], {
       MAX_IN_FLIGHT_PER_NAMESPACE: env.MAX_IN_FLIGHT_PER_NAMESPACE,
       MAX_REQUEST_TIMEOUT: env.MAX_REQUEST_TIMEOUT,
     });
     expect(c).toMatchObject({ maxInFlightPerNamespace: 0, maxRequestTimeout: 300_000 });
-    expect(envOf(await render({ maxInFlightPerNamespace: 1 })).MAX_IN_FLIGHT_PER_NAMESPACE).toBe("1");
+    expect(deploymentEnv(await render({ maxInFlightPerNamespace: 1 })).MAX_IN_FLIGHT_PER_NAMESPACE).toBe("1");
   });
 
   it("refuses at install what keyward would refuse at start: a ceiling above 300 s or below 1 s, a negative or fractional cap", async () => {
