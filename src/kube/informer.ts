@@ -39,6 +39,11 @@ export interface WatchKindOptions {
   onRestart?: (reason: string) => void;
   /** Server-side timeout of each watch request, in seconds; default a random 300–599 (as client-go's reflector). */
   watchTimeoutSeconds?: number;
+  /**
+   * How long a streamed start may go without an event, once the watch is open, before the bookmark
+   * that ends its initial events; past it the informer lists instead. Default 30 s.
+   */
+  initialEventsQuietMs?: number;
 }
 
 export interface Informer {
@@ -58,6 +63,9 @@ const randomWatchTimeoutSeconds = (): number => 300 + Math.floor(Math.random() *
 // A watch that ends this soon having delivered nothing counts as a failure, so a server that
 // keeps closing at once is not hammered.
 const MIN_HEALTHY_WATCH_MS = 1000;
+// A kube-apiserver sends the end bookmark right after the last initial event (it waits at most a
+// few seconds for its watch cache before the first); a server quiet this long before it never will.
+const INITIAL_EVENTS_QUIET_MS = 30_000;
 
 type Emit = (type: InformerEventType, obj: KubeObject, old?: KubeObject) => void;
 
@@ -274,6 +282,68 @@ function unstreamed(d: ScopeDeps, ended: WatchEnd): void {
   else throw new Error("the watch ended before it had streamed the current state");
 }
 
+/**
+ * A streamed start that goes quiet before its end bookmark: a server (a proxy, an aggregated API)
+ * that passed sendInitialEvents on without implementing it, whose watch would otherwise hold the
+ * informer's start until its timeout, 5–10 minutes later. Armed when the watch opens, re-armed by
+ * every initial event, off once the state is in; `signal` aborts the watch when it runs out.
+ */
+interface QuietLimit {
+  ms: number;
+  signal: AbortSignal;
+  touch: () => void;
+  clear: () => void;
+}
+function quietLimit(ms: number, state: InitialState): QuietLimit {
+  const limit = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const clear = (): void => clearTimeout(timer);
+  const touch = (): void => {
+    if (state.done) clear();
+    else if (timer) timer.refresh();
+    else timer = setTimeout(() => limit.abort(), ms);
+  };
+  return { ms, signal: limit.signal, touch, clear };
+}
+
+/** A watch that streams the current state first: what it has taken, and how it is watched. */
+interface StreamedStart {
+  state: InitialState;
+  quiet: QuietLimit;
+  /** Takes an initial event (true) until the state is in; false for a change after it. */
+  take: (type: WatchEventType, obj: KubeObject) => boolean;
+  watch: { sendInitialEvents: true; signal: AbortSignal; onOpen: () => void };
+}
+
+function streamedStart(
+  d: ScopeDeps,
+  scope: string | undefined,
+  reading: ReturnType<typeof readingOf>,
+  synced: (resourceVersion: string | undefined) => void,
+): StreamedStart {
+  const state: InitialState = { items: new Map(), done: false };
+  const quiet = quietLimit(d.opts.initialEventsQuietMs ?? INITIAL_EVENTS_QUIET_MS, state);
+  const takeInitial = takeInitialEvent(d, scope, state, reading.transform, synced);
+  const take = (type: WatchEventType, obj: KubeObject): boolean => {
+    if (!takeInitial(type, obj)) return false;
+    quiet.touch();
+    return true;
+  };
+  return { state, quiet, take, watch: { sendInitialEvents: true, signal: AbortSignal.any([d.signal, quiet.signal]), onOpen: quiet.touch } };
+}
+
+/**
+ * A streamed start that failed because the server cannot stream: it refused (1.33 or older than
+ * 1.32, or the WatchList feature off) or went quiet before its end bookmark. Not a failure: the
+ * informers list from now on.
+ */
+function cannotStream(d: ScopeDeps, err: unknown, quiet: QuietLimit | undefined): boolean {
+  if (isWatchListRefusal(err)) listInstead(d, errorSummary(err));
+  else if (quiet?.signal.aborted) listInstead(d, `no bookmark ending the watch's initial events within ${quiet.ms / 1000} s of its last event`);
+  else return false;
+  return true;
+}
+
 // The scope's state, then changes, forever (until the signal aborts): one watch that streams the
 // current state first (sendInitialEvents) or, where the apiserver refuses that, a paged list and
 // a watch from the list's resourceVersion. Either way a watch the server ends resumes from the
@@ -287,29 +357,25 @@ async function runScope(d: ScopeDeps, scope: string | undefined): Promise<void> 
   let resourceVersion: string | undefined;
   let failures = 0;
   while (!d.signal.aborted) {
-    let initial: InitialState | undefined;
+    let start: StreamedStart | undefined;
     try {
       if (resourceVersion === undefined) {
         if (listsOnly.has(d.kube.access)) resourceVersion = await listScope(d, scope, reading);
-        else initial = { items: new Map(), done: false };
+        else start = streamedStart(d, scope, reading, (rv) => (resourceVersion = rv));
       }
-      const initialEvent = initial
-        ? takeInitialEvent(d, scope, initial, reading.transform, (rv) => (resourceVersion = rv))
-        : (): boolean => false;
       const began = Date.now();
       const ended = await watchOnce(d.kube, d.path, {
         ...reading.selector,
-        ...(initial ? { sendInitialEvents: true } : { resourceVersion }),
         timeoutSeconds: d.opts.watchTimeoutSeconds ?? randomWatchTimeoutSeconds(),
-        signal: d.signal,
+        ...(start ? start.watch : { resourceVersion, signal: d.signal }),
         onEvent: (type, obj) => {
-          if (initialEvent(type, obj)) return;
+          if (start?.take(type, obj)) return;
           resourceVersion = obj.metadata.resourceVersion ?? resourceVersion;
           d.store.onWatchEvent(type, obj);
         },
       });
       if (d.signal.aborted) return;
-      if (initial && !initial.done) {
+      if (start && !start.state.done) {
         unstreamed(d, ended);
         continue;
       }
@@ -331,14 +397,12 @@ async function runScope(d: ScopeDeps, scope: string | undefined): Promise<void> 
     } catch (err) {
       if (d.signal.aborted) return;
       resourceVersion = undefined;
-      if (initial && !initial.done && isWatchListRefusal(err)) {
-        // Not a failure: this apiserver lists (1.33 or older than 1.32, or the WatchList feature off).
-        listInstead(d, errorSummary(err));
-        continue;
-      }
+      if (start && !start.state.done && cannotStream(d, err, start.quiet)) continue;
       restart(errorSummary(err), failures);
       await interruptibleSleep(backoffDelay(failures, d.backoff), d.signal);
       failures += 1;
+    } finally {
+      start?.quiet.clear();
     }
   }
 }

@@ -70,6 +70,8 @@ export interface WatchOptions {
   /** Server-side timeout; the server ends the watch cleanly after it. */
   timeoutSeconds: number;
   signal: AbortSignal;
+  /** Called once the server has answered 200 and the stream begins. */
+  onOpen?: () => void;
   onEvent: (type: WatchEventType, obj: KubeObject) => void;
 }
 
@@ -140,6 +142,7 @@ async function readWatch(response: KubeResponse, path: string, opts: WatchOption
     const text = await response.body.text();
     throw errorFrom(response.statusCode, text, `watch ${path}: HTTP ${response.statusCode}`);
   }
+  opts.onOpen?.();
   return readEvents(response.body, opts.onEvent, touch);
 }
 

@@ -45,22 +45,25 @@ async function standIn(answers: ((req: IncomingMessage, res: ServerResponse) => 
   return { url: serverUrl(server), seen };
 }
 
-function start(url: string): { informer: Informer; events: string[]; restarts: string[] } {
+function start(url: string, initialEventsQuietMs?: number): { informer: Informer; events: string[]; restarts: string[]; logged: string[] } {
   const events: string[] = [];
   const restarts: string[] = [];
+  const logged: string[] = [];
+  const logger = createLogger({ level: "info" }, { write: (l: string) => void logged.push(l) });
   const informer = watchKind(
     { access: loopbackAccess(url) },
     { group: "", version: "v1", plural: "configmaps", kind: "ConfigMap" },
     {
       namespaces: ["a"],
-      logger: createLogger({ level: "silent" }),
+      logger,
       restartBackoff: { baseMs: 10, maxMs: 50 },
       onEvent: (type, obj) => events.push(`${type} ${obj.metadata.name}`),
       onRestart: (reason) => restarts.push(reason),
+      ...(initialEventsQuietMs === undefined ? {} : { initialEventsQuietMs }),
     },
   );
   informers.push(informer);
-  return { informer, events, restarts };
+  return { informer, events, restarts, logged };
 }
 
 async function until(check: () => boolean, what: string): Promise<void> {
@@ -133,6 +136,67 @@ describe("informer: the current state from a watch's initial events", () => {
     await until(() => seen.length >= 3, "the watch after the list");
     expect(seen[2]).toContain("resourceVersion=3");
     expect(seen[2]).not.toContain("sendInitialEvents");
+  });
+
+  it("a server that opens the stream and goes quiet before the end bookmark is listed from then on", async () => {
+    const listed = (_req: IncomingMessage, res: ServerResponse): void => {
+      open(res);
+      res.end(JSON.stringify({ metadata: { resourceVersion: "7" }, items: [widget("x", "1"), widget("u", "7")] }));
+    };
+    // Objects, then silence on an open stream: the stream is never ended by the server.
+    const afterObjects = await standIn([
+      (_req, res) => {
+        open(res);
+        res.write(line("ADDED", widget("x", "1")));
+      },
+      listed,
+      (_req, res) => open(res),
+    ]);
+    // Nothing at all: an empty namespace behind a server that ignored sendInitialEvents.
+    const nothing = await standIn([(_req, res) => {
+        open(res);
+        res.flushHeaders();
+      },
+      listed, (_req, res) => open(res)]);
+    for (const { url, seen } of [afterObjects, nothing]) {
+      const { informer, events, restarts, logged } = start(url, 200);
+      await informer.start();
+      expect(events.sort()).toEqual(["add u", "add x"]);
+      expect(restarts).toEqual([]);
+      expect(seen[0]).toContain("sendInitialEvents=true");
+      expect(seen[1]).not.toContain("watch=true");
+      await until(() => seen.length >= 3, "the watch after the list");
+      expect(seen[2]).toContain("resourceVersion=7");
+      expect(seen[2]).not.toContain("sendInitialEvents");
+      const lines = logged.filter((l) => l.includes("listing instead"));
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toContain("no bookmark ending the watch's initial events within 0.2 s");
+    }
+  });
+
+  it("the quiet limit counts from the stream's opening and from each initial event, not from the request", async () => {
+    // Headers held back past the limit, then 30 events 100 ms apart (3 s in all, past the 1 s limit).
+    const { url, seen } = await standIn([
+      (_req, res) => {
+        setTimeout(() => {
+          open(res);
+          res.flushHeaders();
+          let n = 0;
+          const tick = setInterval(() => {
+            n += 1;
+            res.write(line("ADDED", widget(`o${n}`, String(n))));
+            if (n < 30) return;
+            clearInterval(tick);
+            res.write(end(String(n)));
+          }, 100);
+        }, 1500);
+      },
+    ]);
+    const { informer, events, logged } = start(url, 1000);
+    await informer.start();
+    expect(events).toHaveLength(30);
+    expect(seen).toHaveLength(1);
+    expect(logged.filter((l) => l.includes("listing instead"))).toEqual([]);
   });
 
   it("a re-stream after 410 reports what vanished meanwhile as deleted, as a relist does", async () => {
