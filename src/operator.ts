@@ -112,54 +112,19 @@ function apiMetrics(metrics: Metrics): (info: { operation: string; status: numbe
 }
 
 export function createOperator(opts: OperatorOptions): Operator {
-  const shared = createKube(opts.kc);
-  // With the fence, an access of the operator's own (same connections and credential): the fence
-  // and the rate limit hold for the operator's requests, never for the Lease renewals and the
-  // sharder's patches main.ts sends from the same kubeconfig.
-  const direct: Kube = opts.shard?.holds ? { access: { ...shared.access } } : shared;
-  // Every apiserver request of the operator but its watches waits its turn, fairly between kinds.
-  limitRequests(direct.access, createRequestLimiter(opts.kubeApiLimit ?? DEFAULT_KUBE_API_LIMIT));
-  fenceWrites(direct.access, opts.shard?.holds);
+  const direct = operatorAccess(opts);
   const served = opts.kinds ?? kinds;
   const metrics = opts.metrics ?? createMetrics();
   const log = opts.log;
-  // One list+watch and one cache per kind, shared by every controller and lookup.
-  const informers = createInformerFactory(direct, {
-    namespaces: opts.namespaces,
-    logger: log,
-    onRestart: (kind) => metrics.informerRestarts.inc({ kind: kind.kind }),
-    ...(opts.shard ? { shard: { selector: shardSelector(opts.shard.identity), selects: shardSelects(served) } } : {}),
-  });
+  const caches = operatorCaches(direct, opts, served, metrics);
+  const { informers, claims } = caches;
   const kube = withCache(direct, informers);
-  // Sharding: unselected informers for rules that span namespaces (every replica's objects).
-  const everywhere = opts.shard
-    ? createInformerFactory(direct, {
-        namespaces: opts.namespaces,
-        logger: log,
-        onRestart: (kind) => metrics.informerRestarts.inc({ kind: kind.kind }),
-      })
-    : informers;
-  // Sharding: the claim rule's view of every replica's objects of the kinds with guardCreate.
-  const claims = opts.shard ? claimViews(direct, opts, metrics) : undefined;
-  cachedObjectsGauge(metrics, served, informers);
   const events = createEventRecorder(kube, { component: "keyward", logger: log });
   const { providers, cluster } = providerPlumbing(opts, { kube, log, events, metrics });
   // Sharding: a pass acts only on an object whose shard label, as the pass read it, names this replica.
   const identity = opts.shard?.identity;
   const owns = identity === undefined ? undefined : (obj: KubeObject): boolean => inShare(obj.metadata, identity);
-  const managed = <S, T, C, E>(module: ManagedModule<S, T, C, E>, peers?: () => KubeObject[]): ReconcileFn => {
-    const claimed = module.guardCreate ? claims?.of(module.ref) : undefined;
-    return managedReconciler(module, {
-      kube,
-      events,
-      log,
-      metrics,
-      cache: informers.get(module.ref),
-      ...(peers ? { peers } : {}),
-      ...(owns ? { owns } : {}),
-      ...(claimed ? { claims: claimed } : {}),
-    });
-  };
+  const managed = managedFactory({ kube, events, log, metrics, informers, claims, owns });
   const deps: KindDeps = {
     kube,
     events,
@@ -169,7 +134,7 @@ export function createOperator(opts: OperatorOptions): Operator {
     cluster,
     managed,
     cached: (ref) => informers.get(ref).list(),
-    everywhere: (ref) => everywhere.get(ref),
+    everywhere: (ref) => caches.everywhere.get(ref),
     resyncIntervalMs: opts.resyncIntervalMs,
     listingTtlMs: listingTtl(opts.resyncIntervalMs),
     providerConfigUsers: providerConfigUsers(served),
@@ -184,28 +149,9 @@ export function createOperator(opts: OperatorOptions): Operator {
   });
   const leadership = createLeadership();
   const controllers = controllerParts.map(({ kind, parts }) =>
-    createController({
-      name: kind.ref.kind.toLowerCase(),
-      kube,
-      kind: kind.ref,
-      reconcile: parts.reconcile,
-      concurrency: opts.concurrency,
-      maxInFlightPerNamespace: opts.maxInFlightPerNamespace ?? defaultMaxInFlightPerNamespace(opts.concurrency, opts.namespaces),
-      resyncIntervalMs: opts.resyncIntervalMs,
-      namespaces: opts.namespaces,
-      logger: log.child({ controller: kind.ref.kind.toLowerCase() }),
-      metrics,
-      informers,
-      ownAnnotations: [
-        ...CREATE_GUARD_ANNOTATIONS,
-        ANNOTATION_EXTERNAL_ID,
-        ANNOTATION_PENDING_ACTION,
-        ...Object.values(kind.actions ?? {}).map((a) => a.handledAnnotation),
-      ],
-      watches: [...(parts.watches ?? []), ...derivedWatches(kind, cluster !== undefined), ...(claims?.watches(kind.ref) ?? [])],
-      ...(opts.stopGraceMs !== undefined ? { stopGraceMs: opts.stopGraceMs } : {}),
-      ...(opts.shard ? { shard: controllerShard(opts.shard, leadership, kube, kind.ref) } : {}),
-    }),
+    createController(
+      controllerOptions(kind, parts, { opts, kube, log, metrics, informers, claims, leadership, clusterServed: cluster !== undefined }),
+    ),
   );
   const names = controllerParts.map(({ kind }) => kind.ref.kind.toLowerCase());
 
@@ -221,13 +167,128 @@ export function createOperator(opts: OperatorOptions): Operator {
     },
     async stop() {
       await Promise.all(controllers.map((c) => c.stop()));
-      informers.stop();
-      if (everywhere !== informers) everywhere.stop();
-      claims?.stop();
+      caches.stop();
       cluster?.stop();
       await events.flush();
       log.info("keyward stopped");
     },
+  };
+}
+
+/**
+ * The operator's apiserver access. With the fence, an access of its own (same connections and
+ * credential): the fence and the rate limit hold for the operator's requests, never for the Lease
+ * renewals and the sharder's patches main.ts sends from the same kubeconfig.
+ */
+function operatorAccess(opts: OperatorOptions): Kube {
+  const shared = createKube(opts.kc);
+  const direct: Kube = opts.shard?.holds ? { access: { ...shared.access } } : shared;
+  // Every apiserver request of the operator but its watches waits its turn, fairly between kinds.
+  limitRequests(direct.access, createRequestLimiter(opts.kubeApiLimit ?? DEFAULT_KUBE_API_LIMIT));
+  fenceWrites(direct.access, opts.shard?.holds);
+  return direct;
+}
+
+interface OperatorCaches {
+  /** One list+watch and one cache per kind, shared by every controller and lookup. */
+  informers: InformerFactory;
+  /** Sharding: unselected informers for rules that span namespaces (every replica's objects); else `informers`. */
+  everywhere: InformerFactory;
+  /** Sharding: the claim rule's view of every replica's objects of the kinds with guardCreate. */
+  claims: ClaimViews | undefined;
+  stop(): void;
+}
+
+function operatorCaches(kube: Kube, opts: OperatorOptions, served: readonly Kind[], metrics: Metrics): OperatorCaches {
+  const base = {
+    namespaces: opts.namespaces,
+    logger: opts.log,
+    onRestart: (kind: KindRef) => metrics.informerRestarts.inc({ kind: kind.kind }),
+  };
+  const informers = createInformerFactory(kube, {
+    ...base,
+    ...(opts.shard ? { shard: { selector: shardSelector(opts.shard.identity), selects: shardSelects(served) } } : {}),
+  });
+  const everywhere = opts.shard ? createInformerFactory(kube, base) : informers;
+  const claims = opts.shard ? claimViews(kube, opts, metrics) : undefined;
+  cachedObjectsGauge(metrics, served, informers);
+  return {
+    informers,
+    everywhere,
+    claims,
+    stop() {
+      informers.stop();
+      if (everywhere !== informers) everywhere.stop();
+      claims?.stop();
+    },
+  };
+}
+
+type ManagedFactory = <S, T, C, E>(module: ManagedModule<S, T, C, E>, peers?: () => KubeObject[]) => ReconcileFn;
+
+/** Builds a kind's managed reconciler over the operator's caches (and, sharding, its claim view and share). */
+function managedFactory(d: {
+  kube: Kube;
+  events: EventRecorder;
+  log: Logger;
+  metrics: Metrics;
+  informers: InformerFactory;
+  claims: ClaimViews | undefined;
+  owns: ((obj: KubeObject) => boolean) | undefined;
+}): ManagedFactory {
+  return (module, peers) => {
+    const claimed = module.guardCreate ? d.claims?.of(module.ref) : undefined;
+    return managedReconciler(module, {
+      kube: d.kube,
+      events: d.events,
+      log: d.log,
+      metrics: d.metrics,
+      cache: d.informers.get(module.ref),
+      ...(peers ? { peers } : {}),
+      ...(d.owns ? { owns: d.owns } : {}),
+      ...(claimed ? { claims: claimed } : {}),
+    });
+  };
+}
+
+/** A kind's controller: its reconcile, its watches (its own, derived, the claim view's), its share. */
+function controllerOptions(
+  kind: Kind,
+  parts: NonNullable<ReturnType<Kind["controller"]>>,
+  d: {
+    opts: OperatorOptions;
+    kube: Kube;
+    log: Logger;
+    metrics: Metrics;
+    informers: InformerFactory;
+    claims: ClaimViews | undefined;
+    leadership: Leadership;
+    clusterServed: boolean;
+  },
+): ControllerOptions {
+  const { opts } = d;
+  const name = kind.ref.kind.toLowerCase();
+  return {
+    name,
+    kube: d.kube,
+    kind: kind.ref,
+    reconcile: parts.reconcile,
+    concurrency: opts.concurrency,
+    maxInFlightPerNamespace: opts.maxInFlightPerNamespace ?? defaultMaxInFlightPerNamespace(opts.concurrency, opts.namespaces),
+    resyncIntervalMs: opts.resyncIntervalMs,
+    namespaces: opts.namespaces,
+    logger: d.log.child({ controller: name }),
+    metrics: d.metrics,
+    informers: d.informers,
+    ownAnnotations: [
+      ...CREATE_GUARD_ANNOTATIONS,
+      ANNOTATION_EXTERNAL_ID,
+      ANNOTATION_PENDING_ACTION,
+      ...Object.values(kind.actions ?? {}).map((a) => a.handledAnnotation),
+    ],
+    watches: [...(parts.watches ?? []), ...derivedWatches(kind, d.clusterServed), ...(d.claims?.watches(kind.ref) ?? [])],
+    ...(opts.stopGraceMs !== undefined ? { stopGraceMs: opts.stopGraceMs } : {}),
+    ...(opts.shard ? { shard: controllerShard(opts.shard, d.leadership, d.kube, kind.ref) } : {}),
   };
 }
 
