@@ -535,6 +535,8 @@ class Run<Spec, Status, Conn, External> {
     const hasFinalizer = (meta.finalizers ?? []).includes(FINALIZER);
     if (deleting && !hasFinalizer) return done();
     if (meta.annotations?.[ANNOTATION_PAUSED] === "true") {
+      // Nothing was observed: an id from metadata stays unchecked, so it stays out of status.
+      this.forgetUnconfirmedId();
       await this.writeStatus({
         synced: {
           type: "Synced",

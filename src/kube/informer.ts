@@ -16,7 +16,7 @@ import { backoffDelay, interruptibleSleep, type BackoffPolicy } from "../lib/bac
 import { apiVersionOf, resourcePath, type CacheReader, type KindRef, type Kube } from "./client.ts";
 import { endsInitialEvents, isWatchListRefusal, listAll, watchOnce, type WatchEnd, type WatchEventType } from "./watch.ts";
 import { keyString } from "./keys.ts";
-import { errorSummary } from "./rest.ts";
+import { errorSummary, KubeApiError } from "./rest.ts";
 
 export type InformerEventType = "add" | "update" | "delete";
 
@@ -63,8 +63,9 @@ const randomWatchTimeoutSeconds = (): number => 300 + Math.floor(Math.random() *
 // A watch that ends this soon having delivered nothing counts as a failure, so a server that
 // keeps closing at once is not hammered.
 const MIN_HEALTHY_WATCH_MS = 1000;
-// A kube-apiserver sends the end bookmark right after the last initial event (it waits at most a
-// few seconds for its watch cache before the first); a server quiet this long before it never will.
+// A kube-apiserver (1.30+) does all its waiting (its watch cache, at most a few seconds) before it
+// sends the headers, and the end bookmark right after the last initial event; a server quiet this
+// long after opening the stream, or between objects, is not going to send it.
 const INITIAL_EVENTS_QUIET_MS = 30_000;
 
 type Emit = (type: InformerEventType, obj: KubeObject, old?: KubeObject) => void;
@@ -326,22 +327,29 @@ function streamedStart(
   const takeInitial = takeInitialEvent(d, scope, state, reading.transform, synced);
   const take = (type: WatchEventType, obj: KubeObject): boolean => {
     if (!takeInitial(type, obj)) return false;
-    quiet.touch();
+    // Only objects count: an apiserver streams nothing but ADDED before the end bookmark, so a
+    // server sending changes or plain bookmarks meanwhile is watching from now, never ending.
+    if (state.done || type === "ADDED") quiet.touch();
     return true;
   };
   return { state, quiet, take, watch: { sendInitialEvents: true, signal: AbortSignal.any([d.signal, quiet.signal]), onOpen: quiet.touch } };
 }
 
 /**
- * A streamed start that failed because the server cannot stream: it refused (1.33 or older than
- * 1.32, or the WatchList feature off) or went quiet before its end bookmark. Not a failure: the
- * informers list from now on.
+ * A streamed start that failed before the state was in. "lists": the server cannot stream — it
+ * refused (1.33 or older than 1.32, or the WatchList feature off) or went quiet before its end
+ * bookmark — so, no failure, the informers list from now on. "listOnce": the server answered with
+ * an error of its own (a 5xx, an ERROR event), so the next try lists, as client-go's reflector
+ * falls back: a stream that may never work must not keep the informer from syncing.
  */
-function cannotStream(d: ScopeDeps, err: unknown, quiet: QuietLimit | undefined): boolean {
+function cannotStream(d: ScopeDeps, err: unknown, start: StreamedStart | undefined): "lists" | "listOnce" | undefined {
+  if (!start || start.state.done) return undefined;
+  const quiet = start.quiet;
   if (isWatchListRefusal(err)) listInstead(d, errorSummary(err));
-  else if (quiet?.signal.aborted) listInstead(d, `no bookmark ending the watch's initial events within ${quiet.ms / 1000} s of its last event`);
-  else return false;
-  return true;
+  else if (quiet.signal.aborted)
+    listInstead(d, `no bookmark ending the watch's initial events within ${quiet.ms / 1000} s of the stream's opening or its last object`);
+  else return err instanceof KubeApiError && err.code >= 500 ? "listOnce" : undefined;
+  return "lists";
 }
 
 // The scope's state, then changes, forever (until the signal aborts): one watch that streams the
@@ -356,12 +364,15 @@ async function runScope(d: ScopeDeps, scope: string | undefined): Promise<void> 
   };
   let resourceVersion: string | undefined;
   let failures = 0;
+  let listOnce = false;
   while (!d.signal.aborted) {
     let start: StreamedStart | undefined;
     try {
-      if (resourceVersion === undefined) {
-        if (listsOnly.has(d.kube.access)) resourceVersion = await listScope(d, scope, reading);
-        else start = streamedStart(d, scope, reading, (rv) => (resourceVersion = rv));
+      if (resourceVersion === undefined && (listOnce || listsOnly.has(d.kube.access))) {
+        resourceVersion = await listScope(d, scope, reading);
+        listOnce = false;
+      } else if (resourceVersion === undefined) {
+        start = streamedStart(d, scope, reading, (rv) => (resourceVersion = rv));
       }
       const began = Date.now();
       const ended = await watchOnce(d.kube, d.path, {
@@ -397,7 +408,9 @@ async function runScope(d: ScopeDeps, scope: string | undefined): Promise<void> 
     } catch (err) {
       if (d.signal.aborted) return;
       resourceVersion = undefined;
-      if (start && !start.state.done && cannotStream(d, err, start.quiet)) continue;
+      const fallback = cannotStream(d, err, start);
+      if (fallback === "lists") continue;
+      listOnce = fallback === "listOnce";
       restart(errorSummary(err), failures);
       await interruptibleSleep(backoffDelay(failures, d.backoff), d.signal);
       failures += 1;

@@ -228,10 +228,13 @@ export function endsInitialEvents(type: WatchEventType, obj: KubeObject): boolea
  * feature off by default) and any with it turned off answer 422 Invalid ("sendInitialEvents is
  * forbidden for watch unless the WatchList feature gate is enabled"), servers before 1.27 refuse
  * resourceVersionMatch on a watch the same way, and an apiserver without a watch cache for the
- * resource cannot serve it either. The caller lists instead.
+ * resource, or whose storage cannot report watch progress, cannot serve it either. The caller
+ * lists instead.
  */
 export function isWatchListRefusal(err: unknown): boolean {
   if (!(err instanceof KubeApiError)) return false;
   if (err.code === 400 || err.code === 422) return true;
-  return err.code >= 500 && /sendInitialEvents|resourceVersionMatch|initial events/i.test(err.message);
+  // A storage without watch progress requests answers 200 and then an ERROR event (500) saying a
+  // "watch stream was requested" but RequestWatchProgress is disabled (kube-apiserver's cacher).
+  return err.code >= 500 && /sendInitialEvents|resourceVersionMatch|initial events|RequestWatchProgress/i.test(err.message);
 }

@@ -214,9 +214,28 @@ export function isEarlierCopy(r: OwnerReference, owner: { name: string; uid: str
   );
 }
 
-/** Controlled by this AccessToken, or by an earlier copy of it (see isEarlierCopy). */
+/**
+ * An AccessToken's Secret (keyward's labels) that no controller owns: restored by Velero, which
+ * drops every ownerReference, or left by a deletion with `--cascade=orphan`. The AccessToken
+ * naming it in its namespace takes it over, as from an earlier copy of itself; a Secret without
+ * keyward's labels is never taken.
+ */
+export function isOrphanedTokenSecret(secret: Pick<SecretObject, "metadata">): boolean {
+  const labels = secret.metadata.labels ?? {};
+  return (
+    labels[LABEL_OWNER_KIND] === ref.kind &&
+    labels[LABEL_MANAGED_BY] === "keyward" &&
+    !(secret.metadata.ownerReferences ?? []).some((r) => r.controller === true)
+  );
+}
+
+/** Controlled by this AccessToken or an earlier copy of it (see isEarlierCopy), or an orphaned token Secret. */
 export function ownedBy(secret: Pick<SecretObject, "metadata">, owner: { name: string; uid: string }): boolean {
-  return controlledBy(secret, owner.uid) || (secret.metadata.ownerReferences ?? []).some((r) => isEarlierCopy(r, owner));
+  return (
+    controlledBy(secret, owner.uid) ||
+    (secret.metadata.ownerReferences ?? []).some((r) => isEarlierCopy(r, owner)) ||
+    isOrphanedTokenSecret(secret)
+  );
 }
 
 export type Assessment =

@@ -43,7 +43,7 @@ import {
 } from "./common.ts";
 import { createSharedListing, DEFAULT_LISTING_TTL_MS, isSteady, listedOrTooLarge, listingScope, type SharedListing } from "./listing.ts";
 import { connectVia, type ProviderResolver } from "./provider/resolver.ts";
-import { resolveProjectId } from "./refs.ts";
+import { projectIdForCleanup, resolveProjectId } from "./refs.ts";
 import type { Kind } from "./kind.ts";
 
 export const ref = kindRef("ProjectMembership", "projectmemberships");
@@ -463,14 +463,17 @@ function statusOf(projectId: string, member: Member, now: number): Partial<Proje
 
 type Ctx = ManagedContext<ProjectMembershipSpec, ProjectMembershipStatus, ApiClient>;
 
-/** The project id; while the resource is being deleted, a vanished Project falls back to the id last seen. */
+/**
+ * The project id; while the resource is being deleted, an unresolved Project falls back to the id
+ * last seen, and without one (a restore) a Project that exists is waited for (projectIdForCleanup).
+ */
 async function projectIdOf(c: Ctx): Promise<string | undefined> {
   try {
     return await resolveProjectId(c.kube, c.key.namespace, c.spec);
   } catch (err) {
     const deleting = c.obj.metadata.deletionTimestamp !== undefined;
-    if (deleting && err instanceof ReconcileError && err.reason === "ReferenceNotReady") return c.status.projectId;
-    throw err;
+    if (!deleting || !(err instanceof ReconcileError) || err.reason !== "ReferenceNotReady") throw err;
+    return c.status.projectId ?? (await projectIdForCleanup(c.kube, c.key.namespace, c.spec));
   }
 }
 

@@ -23,3 +23,26 @@ export async function resolveProjectId(kube: Kube, namespace: string, spec: Proj
   if (!id) throw new ReconcileError("ReferenceNotReady", `Project ${keyString(key)} has no project id yet`, { retryable: true });
   return id;
 }
+
+/**
+ * The project id for a resource being deleted; undefined when no Project can tell it any more (the
+ * Project is gone, or the spec names none), and the resource is released without a call. A
+ * Project that exists without an id yet — restored from a backup, before its first pass — is
+ * waited for (retryable): releasing now would skip the cleanup the deletion owes (a
+ * remove-secrets, a revoke). The Project's pass writes the id even while it is being deleted
+ * itself, and one whose project is gone at the service goes away, so the wait ends either way.
+ */
+export async function projectIdForCleanup(kube: Kube, namespace: string, spec: ProjectReference): Promise<string | undefined> {
+  try {
+    return await resolveProjectId(kube, namespace, spec);
+  } catch (err) {
+    if (!(err instanceof ReconcileError) || err.reason !== "ReferenceNotReady") return undefined;
+    const key = { namespace, name: spec.projectRef?.name ?? "" };
+    if (!(await readCached(kube, projectRef, key))) return undefined;
+    throw new ReconcileError(
+      "ReferenceNotReady",
+      `Project ${keyString(key)} has no project id yet: this resource's cleanup at the service waits for it`,
+      { retryable: true },
+    );
+  }
+}

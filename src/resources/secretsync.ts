@@ -61,7 +61,7 @@ import type { KubeObject, ObjectKey, ObjectMeta } from "../engine/types.ts";
 import { keyString } from "../kube/keys.ts";
 import { bounds, finalizerKey, isObserveOnly, notFoundAsUndefined, pausedKey } from "./common.ts";
 import { connectVia, type ProviderResolver } from "./provider/resolver.ts";
-import { resolveProjectId } from "./refs.ts";
+import { projectIdForCleanup, resolveProjectId } from "./refs.ts";
 import { crdSource, ref, specSchema, type RequestAction, type SecretSyncSpec, type SecretSyncStatus } from "./secretsync-schema.ts";
 
 export {
@@ -386,14 +386,11 @@ async function findSync(c: Ctx): Promise<Found> {
       return { canCreate: false, absent: { reason: "NotFound", message: `spec.syncId: no ${destination} sync with id ${adoptId} exists` } };
     if (deleting) return vanishedWhileDeleting(c, knownId);
   }
-  let projectId: string;
-  try {
-    projectId = await resolveProjectId(c.kube, c.key.namespace, c.spec);
-  } catch (err) {
-    // Being deleted with its Project already gone: there is nothing keyward knows to clean up.
-    if (deleting && err instanceof ReconcileError) return foundNothing;
-    throw err;
-  }
+  // Being deleted with its Project already gone: there is nothing keyward knows to clean up.
+  const projectId = deleting
+    ? await projectIdForCleanup(c.kube, c.key.namespace, c.spec)
+    : await resolveProjectId(c.kube, c.key.namespace, c.spec);
+  if (projectId === undefined) return foundNothing;
   // Being deleted, only what is known to be ours counts: a same-named sync of someone else
   // must neither block the deletion nor be deleted.
   if (deleting && !c.createPending) return foundNothing;
@@ -416,12 +413,9 @@ async function findSync(c: Ctx): Promise<Found> {
  */
 async function restoredSync(c: Ctx, record: SecretSync, deleting: boolean): Promise<Found> {
   const name = syncName(c.spec, c.obj.metadata);
-  let projectId: string | undefined;
-  try {
-    projectId = await resolveProjectId(c.kube, c.key.namespace, c.spec);
-  } catch (err) {
-    if (!deleting || !(err instanceof ReconcileError)) throw err;
-  }
+  const projectId = deleting
+    ? await projectIdForCleanup(c.kube, c.key.namespace, c.spec)
+    : await resolveProjectId(c.kube, c.key.namespace, c.spec);
   if (record.name === name && record.projectId === projectId) return { record };
   if (deleting) return foundNothing;
   throw externalIdMismatch(

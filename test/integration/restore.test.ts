@@ -196,7 +196,9 @@ describe("restore from a backup", () => {
       { timeoutMs: 30_000, description: "the token Secret gone" },
     );
 
-    // The restore: the Secret as it was (its ownerReference names the old AccessToken's UID), the objects without status.
+    // The restore, as Velero makes it: the Secret with its labels and annotations but no
+    // ownerReferences (Velero drops them), the objects without status.
+    expect(tokenSecret.metadata?.ownerReferences?.length).toBe(1);
     await core.createNamespacedSecret({
       namespace: ns.name,
       body: {
@@ -204,7 +206,6 @@ describe("restore from a backup", () => {
           name: "ci-token",
           labels: tokenSecret.metadata?.labels ?? {},
           annotations: tokenSecret.metadata?.annotations ?? {},
-          ownerReferences: tokenSecret.metadata?.ownerReferences ?? [],
         },
         type: tokenSecret.type ?? "Opaque",
         data: tokenSecret.data ?? {},
@@ -232,7 +233,7 @@ describe("restore from a backup", () => {
     ).toContain(String(status(await getCustom(kc, ns.name, "secretsyncs", "billing"))["syncId"]));
     expect(calls("removeSecretSyncSecrets", mark)).toBe(0);
     // The token is issued again (its record was in status) into the restored Secret, which
-    // keyward takes back from the AccessToken's earlier copy; the old token lives out its TTL.
+    // keyward takes back though no owner is named; the old token lives out its TTL.
     expect(calls("createIdentityToken", mark)).toBe(1);
     const restoredToken = await getCustom(kc, ns.name, "accesstokens", "ci");
     const secret = await core.readNamespacedSecret({ namespace: ns.name, name: "ci-token" });
@@ -355,5 +356,76 @@ describe("an external id written by hand", () => {
     // The owner still manages its objects.
     expect(isReady(await getCustom(kc, ns.name, "projects", "owner"))).toBe(true);
     expect(isReady(await getCustom(kc, ns.name, "secretsyncs", "owner-sync"))).toBe(true);
+  });
+});
+
+describe("a restored resource deleted before its Project's first pass", () => {
+  it("waits for the Project's id, then still removes its secrets and revokes its member", async () => {
+    keyward ??= await startKeyward(kc, { namespaces: [ns.name] });
+    const sync = syncManifest("vault-sync", {}) as KubeObject;
+    const bodies: KubeObject[] = [
+      {
+        apiVersion: api,
+        kind: "Project",
+        metadata: { name: "vault", namespace: ns.name },
+        spec: { slug: "payments-team", deletionPolicy: "Retain" },
+      },
+      { ...sync, metadata: { ...sync.metadata, namespace: ns.name }, spec: { ...sync.spec, projectRef: { name: "vault" } } },
+      {
+        apiVersion: api,
+        kind: "ProjectMembership",
+        metadata: { name: "vault-bob", namespace: ns.name },
+        spec: { projectRef: { name: "vault" }, username: seedIds.bob, roles: [{ role: "member" }], deletionPolicy: "Revoke" },
+      },
+    ];
+    for (const b of bodies) await createCustom(kc, ns.name, plurals[b.kind ?? ""] ?? "", b);
+    const backups: KubeObject[] = [];
+    for (const b of bodies) backups.push(backupOf(await waitReady(b.kind ?? "", b.metadata.name)));
+    expect(backups.every((b) => b.metadata.annotations?.[ANNOTATION_EXTERNAL_ID] !== undefined || b.kind === "ProjectMembership")).toBe(
+      true,
+    );
+    await keyward.stop();
+    keyward = undefined;
+    await loseObjects("SecretSync", ["vault-sync"]);
+    await loseObjects("ProjectMembership", ["vault-bob"]);
+    await loseObjects("Project", ["vault"]);
+
+    // The restore, then the dependents' deletion before keyward has passed over the Project (its
+    // pause stands in for a first pass that has not come yet).
+    for (const b of backups) {
+      const paused = b.kind === "Project" ? { "keyward.dev/paused": "true" } : {};
+      const metadata = { ...b.metadata, annotations: { ...b.metadata.annotations, ...paused } };
+      await createCustom(kc, ns.name, plurals[b.kind ?? ""] ?? "", { ...b, metadata });
+    }
+    await deleteCustom(kc, ns.name, "secretsyncs", "vault-sync");
+    await deleteCustom(kc, ns.name, "projectmemberships", "vault-bob");
+    const mark = emulator.requests().length;
+    keyward = await startKeyward(kc, { namespaces: [ns.name] });
+    for (const [plural, name] of [
+      ["secretsyncs", "vault-sync"],
+      ["projectmemberships", "vault-bob"],
+    ] as const) {
+      await waitForObject(kc, ns.name, plural, name, {
+        until: (o) => condition(o, "Synced")?.message?.includes("has no project id yet") === true,
+        timeoutMs: 60_000,
+        description: `${name} waiting for its Project`,
+      });
+    }
+    expect(calls("removeSecretSyncSecrets", mark)).toBe(0);
+    expect(calls("updateMembership", mark)).toBe(0);
+
+    await mergePatchCustom(kc, ns.name, "projects", "vault", { metadata: { annotations: { "keyward.dev/paused": null } } });
+    for (const [plural, name] of [
+      ["secretsyncs", "vault-sync"],
+      ["projectmemberships", "vault-bob"],
+    ] as const) {
+      await waitFor(async () => ((await getCustom(kc, ns.name, plural, name)) ? undefined : true), {
+        timeoutMs: 90_000,
+        description: `${name} released after its cleanup`,
+      });
+    }
+    expect(calls("removeSecretSyncSecrets", mark)).toBe(1);
+    expect(calls("updateMembership", mark)).toBe(1);
+    expect(calls("createProject", mark) + calls("createSecretSync", mark)).toBe(0);
   });
 });

@@ -153,11 +153,14 @@ describe("informer: the current state from a watch's initial events", () => {
       (_req, res) => open(res),
     ]);
     // Nothing at all: an empty namespace behind a server that ignored sendInitialEvents.
-    const nothing = await standIn([(_req, res) => {
+    const nothing = await standIn([
+      (_req, res) => {
         open(res);
         res.flushHeaders();
       },
-      listed, (_req, res) => open(res)]);
+      listed,
+      (_req, res) => open(res),
+    ]);
     for (const { url, seen } of [afterObjects, nothing]) {
       const { informer, events, restarts, logged } = start(url, 200);
       await informer.start();
@@ -170,12 +173,89 @@ describe("informer: the current state from a watch's initial events", () => {
       expect(seen[2]).not.toContain("sendInitialEvents");
       const lines = logged.filter((l) => l.includes("listing instead"));
       expect(lines).toHaveLength(1);
-      expect(lines[0]).toContain("no bookmark ending the watch's initial events within 0.2 s");
+      expect(lines[0]).toContain("no bookmark ending the watch's initial events within 0.2 s of the stream's opening or its last object");
     }
   });
 
+  it("only objects hold the quiet limit off: plain bookmarks and changes before the end bookmark do not", async () => {
+    // A server watching from now: an object, then a plain bookmark every 50 ms, never the end.
+    const { url, seen } = await standIn([
+      (_req, res) => {
+        open(res);
+        res.write(line("ADDED", widget("x", "1")));
+        const tick = setInterval(() => {
+          if (res.destroyed) clearInterval(tick);
+          else res.write(line("BOOKMARK", { metadata: { resourceVersion: "2" } }) + line("MODIFIED", widget("x", "2")));
+        }, 50);
+        res.on("close", () => clearInterval(tick));
+      },
+      (_req, res) => {
+        open(res);
+        res.end(JSON.stringify({ metadata: { resourceVersion: "7" }, items: [widget("x", "2")] }));
+      },
+      (_req, res) => open(res),
+    ]);
+    const { informer, events, logged } = start(url, 300);
+    await informer.start();
+    expect(events).toEqual(["add x"]);
+    expect(seen[1]).not.toContain("watch=true");
+    expect(logged.filter((l) => l.includes("listing instead"))).toHaveLength(1);
+  });
+
+  it("an apiserver whose storage cannot report watch progress (200, then an ERROR event) is listed from then on", async () => {
+    const { url, seen } = await standIn([
+      (_req, res) => {
+        open(res);
+        const message = "a watch stream was requested by the client but the required storage feature RequestWatchProgress is disabled";
+        res.end(line("ERROR", { kind: "Status", code: 500, reason: "InternalError", message }));
+      },
+      (_req, res) => {
+        open(res);
+        res.end(JSON.stringify({ metadata: { resourceVersion: "5" }, items: [widget("x", "1")] }));
+      },
+      (_req, res) => open(res),
+    ]);
+    const { informer, events, restarts, logged } = start(url);
+    await informer.start();
+    expect(events).toEqual(["add x"]);
+    expect(restarts).toEqual([]);
+    expect(seen[1]).not.toContain("watch=true");
+    expect(logged.filter((l) => l.includes("listing instead"))).toHaveLength(1);
+  });
+
+  it("any other server error before the state is in makes the next try a list, once: the informer syncs", async () => {
+    const { url, seen } = await standIn([
+      (_req, res) => {
+        open(res);
+        res.end(line("ERROR", { kind: "Status", code: 500, reason: "InternalError", message: "something new went wrong" }));
+      },
+      (_req, res) => {
+        open(res);
+        res.end(JSON.stringify({ metadata: { resourceVersion: "5" }, items: [widget("x", "1")] }));
+      },
+      // The watch from the list's resourceVersion is gone at once: the next start streams again.
+      (_req, res) => {
+        res.writeHead(410, { "content-type": "application/json" });
+        res.end(JSON.stringify({ kind: "Status", code: 410, reason: "Expired" }));
+      },
+      (_req, res) => {
+        open(res);
+        res.write(line("ADDED", widget("x", "1")) + end("9"));
+      },
+    ]);
+    const { informer, events, restarts, logged } = start(url);
+    await informer.start();
+    expect(events).toEqual(["add x"]);
+    expect(restarts).toHaveLength(1);
+    expect(restarts[0]).toContain("something new went wrong");
+    expect(seen[1]).not.toContain("watch=true");
+    await until(() => seen.length >= 4, "the streamed start after the 410");
+    expect(seen[3]).toContain("sendInitialEvents=true");
+    expect(logged.filter((l) => l.includes("listing instead"))).toEqual([]);
+  });
+
   it("the quiet limit counts from the stream's opening and from each initial event, not from the request", async () => {
-    // Headers held back past the limit, then 30 events 100 ms apart (3 s in all, past the 1 s limit).
+    // Headers held back past the limit, then 30 events 100 ms apart (3 s in all, past the 2 s limit).
     const { url, seen } = await standIn([
       (_req, res) => {
         setTimeout(() => {
@@ -189,13 +269,16 @@ describe("informer: the current state from a watch's initial events", () => {
             clearInterval(tick);
             res.write(end(String(n)));
           }, 100);
-        }, 1500);
+        }, 2500);
       },
     ]);
-    const { informer, events, logged } = start(url, 1000);
+    const { informer, events, restarts, logged } = start(url, 2000);
     await informer.start();
     expect(events).toHaveLength(30);
+    // Off once the state is in: nothing more happens after the limit would have run out.
+    await new Promise((r) => setTimeout(r, 2500));
     expect(seen).toHaveLength(1);
+    expect(restarts).toEqual([]);
     expect(logged.filter((l) => l.includes("listing instead"))).toEqual([]);
   });
 

@@ -99,6 +99,21 @@ describe("assess", () => {
     expect(run(restored, {})).toMatchObject({ kind: "reissue", reason: "Unrecorded" });
   });
 
+  it("a token Secret no controller owns (a Velero restore drops ownerReferences) is taken over and issued again", () => {
+    const { ownerReferences: _dropped, ...kept } = secretWith(written, { uid: "uid-before-the-restore" }).metadata;
+    const metadata = { ...kept, labels: { "keyward.dev/owner-kind": "AccessToken", "app.kubernetes.io/managed-by": "keyward" } };
+    const restored: SecretObject = { metadata, data: written };
+    expect(run(restored, {})).toMatchObject({ kind: "reissue", reason: "Unrecorded" });
+    // A non-controller reference (another tool's) does not make it owned.
+    const referenced = {
+      ...restored,
+      metadata: { ...metadata, ownerReferences: [{ apiVersion: "v1", kind: "ConfigMap", name: "x", uid: "u" }] },
+    };
+    expect(run(referenced, {})).toMatchObject({ kind: "reissue", reason: "Unrecorded" });
+    // Without keyward's labels it is someone's own Secret of that name.
+    expect(run({ ...restored, metadata: { ...metadata, labels: {} } }, {}).kind).toBe("conflict");
+  });
+
   it("a Secret controlled by someone else is a conflict", () => {
     expect(run(secretWith(written, { uid: "someone-else", owner: "other" })).kind).toBe("conflict");
     const unowned: SecretObject = { metadata: { name: "api-token", namespace: "ns" }, data: written };
