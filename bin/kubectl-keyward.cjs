@@ -79,6 +79,8 @@ const HANDLED = {
 };
 /** keyward's create guard: marks of a create in flight on this cluster, never carried to another. */
 const CREATE_GUARD = ["keyward.dev/create-started", "keyward.dev/create-pending", "keyward.dev/create-succeeded"];
+/** The mark of an action call in flight on this cluster: in Git it would come back after every call. */
+const PENDING_ACTION = "keyward.dev/pending-action";
 /** The labels keyward writes for sharding (with SHARD_LABEL), which belong to this cluster's replicas. */
 const SHARD_LABELS = ["shard.keyward.dev/owner", "shard.keyward.dev/drain"];
 // END generated
@@ -541,7 +543,7 @@ const byCodeUnits = (a, b) => (a < b ? -1 : a > b ? 1 : 0);
  * and each handled.keyward.dev/ annotation, taken from the status field it mirrors or else from the
  * annotation (an object of an older keyward has them only in status; where both hold a value,
  * status is keyward's own record and wins, as it does in keyward). Everything that belongs to
- * the cluster it was read from is left out.
+ * the cluster it was read from is left out, the marks of a create or an action call in flight too.
  * @param {FullObject} obj @param {ApiResource} res @returns {Manifest}
  */
 function manifestOf(obj, res) {
@@ -549,7 +551,7 @@ function manifestOf(obj, res) {
   /** @type {Record<string, string>} */
   const annotations = {};
   for (const [key, value] of Object.entries(obj.metadata.annotations ?? {})) {
-    if (key !== LAST_APPLIED && !CREATE_GUARD.includes(key)) annotations[key] = value;
+    if (key !== LAST_APPLIED && key !== PENDING_ACTION && !CREATE_GUARD.includes(key)) annotations[key] = value;
   }
   /** @param {string} annotation @param {string | undefined} field */
   const pin = (annotation, field) => {

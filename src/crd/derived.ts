@@ -4,7 +4,7 @@
 // otherwise written by hand, or is a whole generated file.
 import type { ReasonInfo } from "../engine/kind.ts";
 import type { Kind } from "../resources/kind.ts";
-import { ANNOTATION_EXTERNAL_ID, CREATE_GUARD_ANNOTATIONS } from "../engine/managed.ts";
+import { ANNOTATION_EXTERNAL_ID, ANNOTATION_PENDING_ACTION, CREATE_GUARD_ANNOTATIONS } from "../engine/managed.ts";
 import { DRAIN_LABEL, SHARD_LABEL } from "../engine/shard-plan.ts";
 import { apiReference, apiReferenceFile } from "./reference.ts";
 
@@ -95,6 +95,8 @@ export function pluginConstants(kinds: readonly Kind[], paused: string): string 
     `const HANDLED = ${json(handled)};`,
     "/** keyward's create guard: marks of a create in flight on this cluster, never carried to another. */",
     `const CREATE_GUARD = ${json(CREATE_GUARD_ANNOTATIONS)};`,
+    "/** The mark of an action call in flight on this cluster: in Git it would come back after every call. */",
+    `const PENDING_ACTION = ${JSON.stringify(ANNOTATION_PENDING_ACTION)};`,
     "/** The labels keyward writes for sharding (with SHARD_LABEL), which belong to this cluster's replicas. */",
     `const SHARD_LABELS = ${json([SHARD_LABEL, DRAIN_LABEL])};`,
     "",

@@ -177,6 +177,7 @@ describe("the export's manifest of an object", () => {
           "keyward.dev/create-started": "2026-01-01T00:00:00Z/7d1c",
           "keyward.dev/create-pending": "x",
           "keyward.dev/create-succeeded": "x",
+          "keyward.dev/pending-action": '{"action":"sync","value":"2026-02-02T00:00:00Z"}',
           "keyward.dev/sync-requested-at": "2026-02-02T00:00:00Z",
           "team.example.com/owner": "payments",
         },
