@@ -14,6 +14,7 @@ import { defaultMaxInFlightPerNamespace } from "./engine/queue.ts";
 import {
   ANNOTATION_EXTERNAL_ID,
   ANNOTATION_PENDING_ACTION,
+  ANNOTATION_RECENT_HANDLED,
   CREATE_GUARD_ANNOTATIONS,
   managedReconciler,
   type ManagedDeps,
@@ -284,6 +285,7 @@ function controllerOptions(
       ...CREATE_GUARD_ANNOTATIONS,
       ANNOTATION_EXTERNAL_ID,
       ANNOTATION_PENDING_ACTION,
+      ...(kind.actions ? [ANNOTATION_RECENT_HANDLED] : []),
       ...Object.values(kind.actions ?? {}).map((a) => a.handledAnnotation),
     ],
     watches: [...(parts.watches ?? []), ...derivedWatches(kind, d.clusterServed), ...(d.claims?.watches(kind.ref) ?? [])],

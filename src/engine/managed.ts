@@ -52,6 +52,12 @@ export const ANNOTATION_EXTERNAL_ID = "keyward.dev/external-id";
 /** The prefix of the annotations recording the last value of each action annotation keyward handled. */
 export const HANDLED_PREFIX = "handled.keyward.dev/";
 
+/**
+ * The annotation recording digests of the last values handled per action, so that a value put
+ * back (Argo CD's self-heal, an old manifest applied again) is known as handled.
+ */
+export const ANNOTATION_RECENT_HANDLED = `${HANDLED_PREFIX}recent`;
+
 /** The annotation recording the last handled value of an action annotation: keyward.dev/sync-requested-at → handled.keyward.dev/sync-requested-at. */
 export function handledAnnotation(actionAnnotation: string): string {
   const slash = actionAnnotation.indexOf("/");

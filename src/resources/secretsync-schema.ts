@@ -244,6 +244,8 @@ export const specSchema = z
 export type SecretSyncSpec = z.infer<typeof specSchema>;
 
 export const requestActions = ["sync", "remove"] as const;
+/** How many handled values per action status.recentRequests remembers. */
+export const RECENT_REQUESTS_KEPT = 8;
 export type RequestAction = (typeof requestActions)[number];
 
 // Status fields the service may clear are nullable: keyward returns null to remove them.
@@ -316,6 +318,16 @@ export const statusSchema = z.object({
     .max(bounds.ANNOTATION_VALUE)
     .optional()
     .describe("The last value of the keyward.dev/remove-secrets-requested-at annotation handled (one remove-secrets call)."),
+  recentRequests: z
+    .object({
+      sync: z.array(z.string().max(bounds.WORD)).max(RECENT_REQUESTS_KEPT).optional(),
+      remove: z.array(z.string().max(bounds.WORD)).max(RECENT_REQUESTS_KEPT).optional(),
+    })
+    .nullable()
+    .optional()
+    .describe(
+      "Digests (sha256, 16 hex) of the last values handled per action, newest first: a value put back after another was handled (Argo CD's self-heal, an old manifest applied again) is not run again.",
+    ),
   pendingRequest: z
     .object({
       action: z.enum(requestActions).describe("sync (keyward.dev/sync-requested-at) or remove (keyward.dev/remove-secrets-requested-at)."),

@@ -13,9 +13,10 @@
 //
 // On-demand actions — `keyward.dev/sync-requested-at` and `keyward.dev/remove-secrets-requested-at`.
 // The annotation holds a value (any string, e.g. a timestamp); status.lastHandledSyncRequest /
-// lastHandledRemoveSecretsRequest hold the last value handled. A value differing from the
-// handled one is a request; only the current value counts (a value replaced before it was
-// handled is never sent). The guarantee, per value V:
+// lastHandledRemoveSecretsRequest hold the last value handled, and status.recentRequests digests
+// of the last 8 per action. A value that is none of them is a request (one put back after another
+// ran — Argo CD's self-heal to an older manifest — is not); only the current value counts (a value
+// replaced before it was handled is never sent). The guarantee, per value V:
 // - No loss (at least once): V is recorded as handled only in the status write that carries the
 //   result of a successful call for V, or once the service's record shows a job of that action
 //   begun after V's pending mark (below). A call that certainly did not land (a 4xx, "a job is
@@ -40,9 +41,10 @@
 //   with the write that records the value handled), so a backup taken while a call was in flight
 //   decides as after a crash.
 // Each handled value gets an Event (SyncRequested, RemoveSecretsRequested).
+import { createHash } from "node:crypto";
 import type { ApiClient, CreateSecretSyncBody, Destination, SecretSync, UpdateSecretSyncBody } from "../api/index.ts";
 import { DEFAULT_INITIAL_SYNC_BEHAVIOR, isApiError, isJobInProgress, isServiceNotFound, isRouteNotFound } from "../api/index.ts";
-import { ANNOTATION_CREATE_STARTED, ANNOTATION_PENDING_ACTION, handledAnnotation } from "../engine/managed.ts";
+import { ANNOTATION_CREATE_STARTED, ANNOTATION_PENDING_ACTION, ANNOTATION_RECENT_HANDLED, handledAnnotation } from "../engine/managed.ts";
 import type { Gauge } from "prom-client";
 import { backoffCeiling } from "../lib/backoff.ts";
 import { kindGauge, type Metrics } from "../engine/metrics.ts";
@@ -62,7 +64,15 @@ import { keyString } from "../kube/keys.ts";
 import { bounds, finalizerKey, isObserveOnly, notFoundAsUndefined, pausedKey } from "./common.ts";
 import { connectVia, type ProviderResolver } from "./provider/resolver.ts";
 import { projectIdForCleanup, resolveProjectId } from "./refs.ts";
-import { crdSource, ref, specSchema, type RequestAction, type SecretSyncSpec, type SecretSyncStatus } from "./secretsync-schema.ts";
+import {
+  crdSource,
+  RECENT_REQUESTS_KEPT,
+  ref,
+  specSchema,
+  type RequestAction,
+  type SecretSyncSpec,
+  type SecretSyncStatus,
+} from "./secretsync-schema.ts";
 
 export {
   crdSource,
@@ -517,11 +527,29 @@ async function update(rt: Runtime, c: Ctx, obs: Observation<Status>): Promise<Pa
   return status;
 }
 
+/** A request value as status.recentRequests keeps it: short, fixed-size, and not the value itself. */
+export function requestDigest(value: string): string {
+  return createHash("sha256").update(value).digest("hex").slice(0, 16);
+}
+
+/** Whether `value` was handled for `action`: the last value, or one of the recent ones (put back after another). */
+export function handledBefore(s: Partial<Status>, action: RequestAction, value: string): boolean {
+  return value === s[requestKinds[action].handled] || (s.recentRequests?.[action] ?? []).includes(requestDigest(value));
+}
+
+/** The status fields that record `value` handled for `action`: the last value and the recent digests. */
+export function recordHandled(s: Partial<Status>, action: RequestAction, value: string): Partial<Status> {
+  const digest = requestDigest(value);
+  const recent = s.recentRequests ?? {};
+  const kept = [digest, ...(recent[action] ?? []).filter((d) => d !== digest)].slice(0, RECENT_REQUESTS_KEPT);
+  return { [requestKinds[action].handled]: value, recentRequests: { ...recent, [action]: kept } };
+}
+
 /** The first annotation whose value was not handled yet. */
 function nextRequest(obj: Ctx["obj"], s: Partial<Status>): { action: RequestAction; value: string } | undefined {
   for (const action of requestOrder) {
     const value = obj.metadata.annotations?.[requestKinds[action].annotation];
-    if (value !== undefined && value !== s[requestKinds[action].handled]) return { action, value };
+    if (value !== undefined && !handledBefore(s, action, value)) return { action, value };
   }
   return undefined;
 }
@@ -536,7 +564,7 @@ async function act(rt: Runtime, c: Ctx): Promise<Partial<Status>> {
     const kind = requestKinds[mark.action];
     if (jobSince(mark, s, mark.action)) {
       // An earlier pass made the call and did not live to record it: it is handled.
-      out[kind.handled] = mark.value;
+      Object.assign(out, recordHandled(s, mark.action, mark.value));
       c.event(
         "Normal",
         kind.event,
@@ -587,7 +615,7 @@ async function act(rt: Runtime, c: Ctx): Promise<Partial<Status>> {
   }
   c.event("Normal", kind.event, `called ${kind.operation} for ${kind.annotation}=${next.value}`);
   c.requeueAfter(JOB_POLL.minMs);
-  return { ...out, ...statusFrom(record), [kind.handled]: next.value, pendingRequest: null };
+  return { ...out, ...statusFrom(record), ...recordHandled(s, next.action, next.value), pendingRequest: null };
 }
 
 async function removeSecretsThenRelease(rt: Runtime, c: Ctx, obs: Observation<Status>, id: string): Promise<DeleteResult> {
@@ -679,6 +707,8 @@ export function secretSyncModule(deps: SecretSyncModuleDeps): ManagedModule<Secr
       ...Object.fromEntries(requestOrder.map((a) => [handledAnnotation(requestKinds[a].annotation), requestKinds[a].handled])),
       // The mark made before a call: restored with the object, it decides as after a crash.
       [ANNOTATION_PENDING_ACTION]: { field: "pendingRequest", json: true },
+      // The recent values: one put back (a self-heal to an older manifest) is not run again.
+      [ANNOTATION_RECENT_HANDLED]: { field: "recentRequests", json: true },
     },
     connect: connectVia(deps.providers),
     observe: (c) => observe(rt, c),

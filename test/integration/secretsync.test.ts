@@ -414,6 +414,20 @@ describe("SecretSync", () => {
     expect(logOf(emulator, "removeSecretSyncSecrets", id)).toHaveLength(1);
     expect(logOf(emulator, "triggerSecretSync", id)).toHaveLength(0);
     expect((await eventsFor("removable")).some((e) => e.reason === "RemoveSecretsRequested" && e.message.includes("r1"))).toBe(true);
+
+    // A new value runs; the old one put back (Argo CD's self-heal to the manifest in Git) does not.
+    await annotate("removable", { "keyward.dev/remove-secrets-requested-at": "r2" });
+    const second = await waitUntil(
+      "removable",
+      "second removal handled and settled",
+      (o) => statusOf(o)["lastHandledRemoveSecretsRequest"] === "r2" && statusOf(o)["removeStatus"] === "succeeded",
+    );
+    const recent = JSON.parse(second.metadata.annotations?.["handled.keyward.dev/recent"] ?? "null") as unknown;
+    expect(recent).toEqual(statusOf(second)["recentRequests"]);
+    expect((recent as { remove: string[] }).remove).toHaveLength(2);
+    await annotate("removable", { "keyward.dev/remove-secrets-requested-at": "r1" });
+    await passesOver(emulator, id, 2);
+    expect(logOf(emulator, "removeSecretSyncSecrets", id)).toHaveLength(2);
   });
 
   it("refuses a request value longer than status can record, before any call", async () => {
