@@ -180,3 +180,52 @@ it("keeps a Secret held while another ProviderConfig still names it", async () =
     description: "the Secret released with the last ProviderConfig",
   });
 });
+
+it("lets go, with the ProviderConfig, of a Secret whose hold was lost in a restore; never of another's", async () => {
+  const core = kc.makeApiClient(CoreV1Api);
+  // Held by keyward, but no ProviderConfig records it: a restore of a ProviderConfig backed up
+  // after its credentialsSecretRef moved away from this Secret and before keyward let go of it.
+  await core.createNamespacedSecret({
+    namespace: kept.name,
+    body: {
+      metadata: { name: "stale-token", labels: credentialsLabels, finalizers: ["keyward.dev/in-use"] },
+      stringData: { token: TOKEN },
+    },
+  });
+  for (const name of ["restored", "keeper"]) {
+    await core.createNamespacedSecret({
+      namespace: kept.name,
+      body: { metadata: { name: `${name}-token`, labels: credentialsLabels }, stringData: { token: TOKEN } },
+    });
+    await createCustom(kc, kept.name, "providerconfigs", {
+      apiVersion: "keyward.dev/v1alpha1",
+      kind: "ProviderConfig",
+      metadata: { name },
+      spec: { baseUrl: emulator.url, credentialsSecretRef: { name: `${name}-token` } },
+    });
+  }
+  const finalizersOf = async (name: string): Promise<string[]> =>
+    (await core.readNamespacedSecret({ name, namespace: kept.name })).metadata?.finalizers ?? [];
+  for (const name of ["restored-token", "keeper-token"]) {
+    await waitFor(async () => ((await finalizersOf(name)).includes("keyward.dev/in-use") ? true : undefined), {
+      timeoutMs: 30_000,
+      description: `${name} held`,
+    });
+  }
+
+  await deleteCustom(kc, kept.name, "providerconfigs", "restored");
+  await waitFor(async () => ((await getCustom(kc, kept.name, "providerconfigs", "restored")) ? undefined : true), {
+    timeoutMs: 30_000,
+    description: "restored released",
+  });
+  expect(await finalizersOf("restored-token")).toEqual([]);
+  expect(await finalizersOf("stale-token")).toEqual([]);
+  // Another ProviderConfig's Secret stays held.
+  expect(await finalizersOf("keeper-token")).toContain("keyward.dev/in-use");
+  await deleteCustom(kc, kept.name, "providerconfigs", "keeper");
+  await waitFor(async () => ((await finalizersOf("keeper-token")).includes("keyward.dev/in-use") ? undefined : true), {
+    timeoutMs: 30_000,
+    description: "keeper-token released with keeper",
+  });
+  for (const name of ["stale-token", "restored-token", "keeper-token"]) await core.deleteNamespacedSecret({ namespace: kept.name, name });
+});

@@ -5,9 +5,11 @@
 // May import: src/kube, src/engine, src/resources/common.ts and other files of
 // src/resources/provider; never a kind's file (the kind passes its ref and its object).
 import { keyOf } from "../../kube/keys.ts";
-import { secretKind, type KindRef, type Kube } from "../../kube/client.ts";
+import { resourcePath, secretKind, type KindRef, type Kube } from "../../kube/client.ts";
 import type { EventRecorder } from "../../kube/events.ts";
 import { getObject, patchMetadata, readCached } from "../../kube/objects.ts";
+import { kubeJson } from "../../kube/rest.ts";
+import { METADATA_LIST_ACCEPT } from "../../kube/watch.ts";
 import { done, requeueAfter, type KubeObject, type Outcome } from "../../engine/types.ts";
 import { freshReferrers, providerConfigKind, providerConfigName, someNames } from "../common.ts";
 import { writeReady } from "./connection-check.ts";
@@ -132,8 +134,36 @@ export async function release(deps: InUseDeps, ref: KindRef, pc: HoldingConfig):
   }
   const secret = pc.status?.heldSecret ?? tokenSecretName(pc.spec);
   if (secret && !(await secretStillUsed(deps, ref, pc, secret))) await releaseSecret(deps, key.namespace, secret);
+  for (const orphan of await orphanedHolds(deps, ref, pc)) if (orphan !== secret) await releaseSecret(deps, key.namespace, orphan);
   await patchMetadata(deps.kube, ref, key, { finalizers: { remove: IN_USE_FINALIZER } });
   return done();
+}
+
+/**
+ * The Secrets of the namespace keyward holds that no other ProviderConfig still holding its own
+ * finalizer names: holds whose record (status.heldSecret) was lost — the ProviderConfig restored
+ * from a backup taken after its credentialsSecretRef changed and before keyward let go of the old
+ * Secret. Released with the ProviderConfig, so such a Secret never keeps a namespace Terminating.
+ * Marked credentials only: keyward holds no other Secret.
+ */
+async function orphanedHolds(deps: InUseDeps, ref: KindRef, pc: HoldingConfig): Promise<string[]> {
+  const namespace = pc.metadata.namespace;
+  const held = await kubeJson<{ items?: KubeObject[] }>(deps.kube.access, {
+    path: resourcePath(secretKind, namespace),
+    query: { labelSelector: CREDENTIALS_SELECTOR },
+    accept: METADATA_LIST_ACCEPT,
+  });
+  const holding = (held.items ?? []).filter((s) => (s.metadata.finalizers ?? []).includes(IN_USE_FINALIZER)).map((s) => s.metadata.name);
+  if (holding.length === 0) return [];
+  const named = new Set<string>();
+  await freshReferrers(deps.kube, [ref], namespace, (other) => {
+    const o = other as HoldingConfig;
+    const holds = o.metadata.name !== pc.metadata.name && (o.metadata.finalizers ?? []).includes(IN_USE_FINALIZER);
+    const name = o.status?.heldSecret ?? tokenSecretName(o.spec);
+    if (holds && name) named.add(name);
+    return false;
+  });
+  return holding.filter((name) => !named.has(name));
 }
 
 /**
