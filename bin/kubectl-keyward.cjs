@@ -603,6 +603,11 @@ function exportNotes(obj, res, m) {
         : `${ref} has no id at the service yet: nothing pins it, keyward handles it as a new object where it is applied`,
     );
   }
+  if (obj.metadata.annotations?.[PENDING_ACTION] !== undefined) {
+    notes.push(
+      `${ref} has an action call in flight, left out: export it again once the action is handled, or it may run once more where it is applied`,
+    );
+  }
   return notes;
 }
 
@@ -711,7 +716,8 @@ const EXPORT_HEADER = `# keyward resources exported by \`kubectl keyward export\
 #   sync or remove-secrets does not run again.
 # Left out: status, and what belongs to the cluster it was read from (uid, resourceVersion,
 # generation, timestamps, managedFields, ownerReferences, finalizers, kubectl's
-# last-applied-configuration, keyward's create marks and shard labels).
+# last-applied-configuration, keyward's create marks, its mark of an action call in flight
+# and its shard labels).
 # Secrets are not exported: create the credentials Secrets the ProviderConfigs name first.
 # Apply the pins to one cluster at a time: two clusters holding them manage the same objects.
 `;

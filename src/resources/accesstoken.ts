@@ -53,6 +53,8 @@ export const ref = kindRef("AccessToken", "accesstokens");
 
 /** On the Secret: the hash of the data keyward wrote, to tell an edit from keyward's own write. */
 export const ANNOTATION_DATA_HASH = "keyward.dev/data-hash";
+/** The AccessToken a token Secret is for, by name: what survives a restore that drops ownerReferences. */
+export const ANNOTATION_OWNER_NAME = "keyward.dev/access-token";
 /** On the Secret: lets keyward watch only the Secrets it writes. */
 export const LABEL_OWNER_KIND = "keyward.dev/owner-kind";
 export const LABEL_MANAGED_BY = "app.kubernetes.io/managed-by";
@@ -220,21 +222,24 @@ export function isEarlierCopy(r: OwnerReference, owner: { name: string; uid: str
  * naming it in its namespace takes it over, as from an earlier copy of itself; a Secret without
  * keyward's labels is never taken.
  */
-export function isOrphanedTokenSecret(secret: Pick<SecretObject, "metadata">): boolean {
+export function isOrphanedTokenSecret(secret: Pick<SecretObject, "metadata">, ownerName: string): boolean {
   const labels = secret.metadata.labels ?? {};
+  // Written for another AccessToken of the namespace: never this one's (no name: a keyward before the annotation).
+  const writtenFor = secret.metadata.annotations?.[ANNOTATION_OWNER_NAME];
   return (
     labels[LABEL_OWNER_KIND] === ref.kind &&
     labels[LABEL_MANAGED_BY] === "keyward" &&
+    (writtenFor === undefined || writtenFor === ownerName) &&
     !(secret.metadata.ownerReferences ?? []).some((r) => r.controller === true)
   );
 }
 
-/** Controlled by this AccessToken or an earlier copy of it (see isEarlierCopy), or an orphaned token Secret. */
+/** Controlled by this AccessToken or an earlier copy of it (see isEarlierCopy), or an orphaned token Secret written for it. */
 export function ownedBy(secret: Pick<SecretObject, "metadata">, owner: { name: string; uid: string }): boolean {
   return (
     controlledBy(secret, owner.uid) ||
     (secret.metadata.ownerReferences ?? []).some((r) => isEarlierCopy(r, owner)) ||
-    isOrphanedTokenSecret(secret)
+    isOrphanedTokenSecret(secret, owner.name)
   );
 }
 
@@ -257,6 +262,15 @@ export function assess(input: {
   const { secret, ownerUid, spec, status, now } = input;
   if (!secret) return { kind: "missing" };
   if (!ownedBy(secret, { name: input.ownerName, uid: ownerUid })) return { kind: "conflict" };
+  if (!controlledBy(secret, ownerUid)) {
+    // Taken over (an earlier copy's, or no owner at all): the write that issues the token also
+    // makes this AccessToken its controller, so the garbage collector and the watch find it.
+    return {
+      kind: "reissue",
+      reason: "Unrecorded",
+      message: "the Secret is not controlled by this AccessToken yet (restored, or its owner reference removed)",
+    };
+  }
   if (!status.secretDataHash || !status.tokenId || status.secretName !== spec.secretName) {
     return { kind: "reissue", reason: "Unrecorded", message: "the Secret holds no token this resource recorded" };
   }
@@ -333,7 +347,7 @@ function ownedMetadata(c: Ctx, existing: SecretObject | undefined, hash: string)
   const otherOwners = (existing?.metadata.ownerReferences ?? []).filter((r) => r.uid !== self.uid && !isEarlierCopy(r, self));
   return {
     labels: { [LABEL_MANAGED_BY]: "keyward", [LABEL_OWNER_KIND]: ref.kind },
-    annotations: { [ANNOTATION_DATA_HASH]: hash },
+    annotations: { [ANNOTATION_DATA_HASH]: hash, [ANNOTATION_OWNER_NAME]: c.key.name },
     ownerReferences: [...otherOwners, ownerReference(c)],
   };
 }
@@ -728,6 +742,13 @@ export const kind: Kind = {
       on: "the token Secret",
       by: "keyward",
       doc: "AccessToken: keyward watches only the Secrets it writes (with app.kubernetes.io/managed-by: keyward and an owner reference to the AccessToken).",
+    },
+    {
+      key: ANNOTATION_OWNER_NAME,
+      what: "annotation",
+      on: "the token Secret",
+      by: "keyward",
+      doc: "The AccessToken the Secret is for: a Secret restored without its owner reference (Velero drops them) is taken back by that AccessToken only.",
     },
     {
       key: ANNOTATION_DATA_HASH,

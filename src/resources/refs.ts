@@ -4,7 +4,9 @@ import type { Kube } from "../kube/client.ts";
 import { keyString } from "../kube/keys.ts";
 import { readCached } from "../kube/objects.ts";
 import { ReconcileError } from "../engine/managed.ts";
-import { ref as projectRef } from "./project.ts";
+import { engineReasons } from "../engine/reasons.ts";
+import { kind as projectKind, ref as projectRef } from "./project.ts";
+import { sharedReasons } from "./reasons.ts";
 
 export interface ProjectReference {
   projectRef?: { name: string } | undefined;
@@ -26,23 +28,33 @@ export async function resolveProjectId(kube: Kube, namespace: string, spec: Proj
 
 /**
  * The project id for a resource being deleted; undefined when no Project can tell it any more (the
- * Project is gone, or the spec names none), and the resource is released without a call. A
- * Project that exists without an id yet — restored from a backup, before its first pass — is
- * waited for (retryable): releasing now would skip the cleanup the deletion owes (a
- * remove-secrets, a revoke). The Project's pass writes the id even while it is being deleted
- * itself, and one whose project is gone at the service goes away, so the wait ends either way.
+ * Project is gone, or the spec names none, or the Project failed for a reason that needs a person),
+ * and the resource is released without a call. A Project that may still get its id — restored from
+ * a backup and not passed over yet, or failing for a reason keyward retries — is waited for
+ * (retryable): releasing now would skip the cleanup the deletion owes (a remove-secrets, a
+ * revoke). The Project's pass writes the id even while it is being deleted itself.
  */
 export async function projectIdForCleanup(kube: Kube, namespace: string, spec: ProjectReference): Promise<string | undefined> {
   try {
     return await resolveProjectId(kube, namespace, spec);
   } catch (err) {
-    if (!(err instanceof ReconcileError) || err.reason !== "ReferenceNotReady") return undefined;
+    if (!(err instanceof ReconcileError)) throw err;
+    if (err.reason !== "ReferenceNotReady") return undefined;
     const key = { namespace, name: spec.projectRef?.name ?? "" };
-    if (!(await readCached(kube, projectRef, key))) return undefined;
+    const project = await readCached(kube, projectRef, key);
+    const synced = project?.status?.conditions?.find((c) => c.type === "Synced");
+    if (!project || (synced && (synced.status === "True" || reasonMeans(synced.reason) !== "retrying"))) return undefined;
+    const why = synced ? ` (its Synced condition: ${synced.reason})` : " (keyward has not passed over it yet)";
     throw new ReconcileError(
       "ReferenceNotReady",
-      `Project ${keyString(key)} has no project id yet: this resource's cleanup at the service waits for it`,
+      `Project ${keyString(key)} has no project id yet${why}: this resource's cleanup at the service waits for it; set deletionPolicy Retain to let it go without`,
       { retryable: true },
     );
   }
+}
+
+/** What a reason a Project's condition carries means (engine, shared and Project reasons). */
+function reasonMeans(reason: string): string | undefined {
+  const tables: Readonly<Record<string, { means: string }>>[] = [engineReasons, sharedReasons, projectKind.reasons];
+  return tables.find((t) => Object.hasOwn(t, reason))?.[reason]?.means;
 }

@@ -396,14 +396,14 @@ async function findSync(c: Ctx): Promise<Found> {
       return { canCreate: false, absent: { reason: "NotFound", message: `spec.syncId: no ${destination} sync with id ${adoptId} exists` } };
     if (deleting) return vanishedWhileDeleting(c, knownId);
   }
+  // Being deleted, only what is known to be ours counts: a same-named sync of someone else
+  // must neither block the deletion nor be deleted.
+  if (deleting && !c.createPending) return foundNothing;
   // Being deleted with its Project already gone: there is nothing keyward knows to clean up.
   const projectId = deleting
     ? await projectIdForCleanup(c.kube, c.key.namespace, c.spec)
     : await resolveProjectId(c.kube, c.key.namespace, c.spec);
   if (projectId === undefined) return foundNothing;
-  // Being deleted, only what is known to be ours counts: a same-named sync of someone else
-  // must neither block the deletion nor be deleted.
-  if (deleting && !c.createPending) return foundNothing;
   const name = syncName(c.spec, c.obj.metadata);
   const byName = await findByName(c, name, projectId);
   if (byName === "unsupported") {
@@ -532,17 +532,30 @@ export function requestDigest(value: string): string {
   return createHash("sha256").update(value).digest("hex").slice(0, 16);
 }
 
+/**
+ * The digests of the values handled for `action`, newest first: the recent list (only its strings,
+ * at most RECENT_REQUESTS_KEPT: it may come from an annotation anyone can edit) with the last
+ * value handled in front when the list lacks it (an object of a keyward before the list).
+ */
+function recentDigests(s: Partial<Status>, action: RequestAction): string[] {
+  const listed = s.recentRequests?.[action];
+  const recent = Array.isArray(listed) ? listed.filter((d): d is string => typeof d === "string") : [];
+  const last = s[requestKinds[action].handled];
+  const lastDigest = typeof last === "string" ? requestDigest(last) : undefined;
+  const all = lastDigest === undefined || recent.includes(lastDigest) ? recent : [lastDigest, ...recent];
+  return all.slice(0, RECENT_REQUESTS_KEPT);
+}
+
 /** Whether `value` was handled for `action`: the last value, or one of the recent ones (put back after another). */
 export function handledBefore(s: Partial<Status>, action: RequestAction, value: string): boolean {
-  return value === s[requestKinds[action].handled] || (s.recentRequests?.[action] ?? []).includes(requestDigest(value));
+  return value === s[requestKinds[action].handled] || recentDigests(s, action).includes(requestDigest(value));
 }
 
 /** The status fields that record `value` handled for `action`: the last value and the recent digests. */
 export function recordHandled(s: Partial<Status>, action: RequestAction, value: string): Partial<Status> {
   const digest = requestDigest(value);
-  const recent = s.recentRequests ?? {};
-  const kept = [digest, ...(recent[action] ?? []).filter((d) => d !== digest)].slice(0, RECENT_REQUESTS_KEPT);
-  return { [requestKinds[action].handled]: value, recentRequests: { ...recent, [action]: kept } };
+  const kept = [digest, ...recentDigests(s, action).filter((d) => d !== digest)].slice(0, RECENT_REQUESTS_KEPT);
+  return { [requestKinds[action].handled]: value, recentRequests: { ...s.recentRequests, [action]: kept } };
 }
 
 /** The first annotation whose value was not handled yet. */

@@ -151,7 +151,10 @@ describe("kubectl keyward export, of objects an older keyward left", () => {
       withClusterState(sample("projectmembership-user.yaml", "ProjectMembership")),
       withClusterState(sample("accesstoken.yaml", "AccessToken")),
       withClusterState(sample("certificateprofile.yaml", "CertificateProfile")),
-      syncNamed("old", { [SYNC_REQUESTED]: "2026-03-01T00:00:00Z" }),
+      syncNamed("old", {
+        [SYNC_REQUESTED]: "2026-03-01T00:00:00Z",
+        "keyward.dev/pending-action": JSON.stringify({ action: "remove", value: "2026-02-01T00:00:00Z", markedAt: "2026-02-01T00:00:01Z" }),
+      }),
       syncNamed("pinned", { [EXTERNAL_ID]: "sync-annotated", [HANDLED_SYNC]: "2026-03-02T00:00:00Z" }),
       syncNamed("fresh", { "keyward.dev/create-started": "2026-01-01T00:00:00Z/x" }),
       syncNamed("leaving"),
@@ -220,6 +223,7 @@ describe("kubectl keyward export, of objects an older keyward left", () => {
         "keyward.dev/create-started",
         "keyward.dev/create-pending",
         "keyward.dev/create-succeeded",
+        "keyward.dev/pending-action",
       ]) {
         expect(d.metadata.annotations?.[dropped], `${ref(d)} ${dropped}`).toBeUndefined();
       }
@@ -249,6 +253,9 @@ describe("kubectl keyward export, of objects an older keyward left", () => {
       expect(byRef(docs, kind, name).metadata.annotations, `${kind}/${name}`).toBeUndefined();
     }
     expect(r.stderr).toContain(`warning: SecretSync ${legacy.name}/leaving is being deleted; exported as it is`);
+    expect(r.stderr).toContain(
+      `warning: SecretSync ${legacy.name}/old has an action call in flight, left out: export it again once the action is handled`,
+    );
     expect(r.stderr).toContain(
       `warning: SecretSync ${legacy.name}/fresh has no id at the service yet, but a create was started: export it again once it is Ready`,
     );

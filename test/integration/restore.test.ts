@@ -360,15 +360,23 @@ describe("an external id written by hand", () => {
 });
 
 describe("a restored resource deleted before its Project's first pass", () => {
-  it("waits for the Project's id, then still removes its secrets and revokes its member", async () => {
+  it("waits while the Project may still get its id, then still removes its secrets and revokes its member", async () => {
     keyward ??= await startKeyward(kc, { namespaces: [ns.name] });
+    // The Project reaches the service through a ProviderConfig of its own, restored last.
+    const laterConfig: KubeObject = {
+      apiVersion: api,
+      kind: "ProviderConfig",
+      metadata: { name: "later", namespace: ns.name },
+      spec: { baseUrl: emulator.url, credentialsSecretRef: { name: "default-token" } },
+    };
+    await createCustom(kc, ns.name, "providerconfigs", laterConfig);
     const sync = syncManifest("vault-sync", {}) as KubeObject;
     const bodies: KubeObject[] = [
       {
         apiVersion: api,
         kind: "Project",
         metadata: { name: "vault", namespace: ns.name },
-        spec: { slug: "payments-team", deletionPolicy: "Retain" },
+        spec: { slug: "payments-team", deletionPolicy: "Retain", providerConfigRef: { name: "later" } },
       },
       { ...sync, metadata: { ...sync.metadata, namespace: ns.name }, spec: { ...sync.spec, projectRef: { name: "vault" } } },
       {
@@ -381,32 +389,33 @@ describe("a restored resource deleted before its Project's first pass", () => {
     for (const b of bodies) await createCustom(kc, ns.name, plurals[b.kind ?? ""] ?? "", b);
     const backups: KubeObject[] = [];
     for (const b of bodies) backups.push(backupOf(await waitReady(b.kind ?? "", b.metadata.name)));
-    expect(backups.every((b) => b.metadata.annotations?.[ANNOTATION_EXTERNAL_ID] !== undefined || b.kind === "ProjectMembership")).toBe(
-      true,
-    );
     await keyward.stop();
     keyward = undefined;
     await loseObjects("SecretSync", ["vault-sync"]);
     await loseObjects("ProjectMembership", ["vault-bob"]);
     await loseObjects("Project", ["vault"]);
+    await mergePatchCustom(kc, ns.name, "providerconfigs", "later", { metadata: { finalizers: null } });
+    await deleteCustom(kc, ns.name, "providerconfigs", "later");
 
-    // The restore, then the dependents' deletion before keyward has passed over the Project (its
-    // pause stands in for a first pass that has not come yet).
-    for (const b of backups) {
-      const paused = b.kind === "Project" ? { "keyward.dev/paused": "true" } : {};
-      const metadata = { ...b.metadata, annotations: { ...b.metadata.annotations, ...paused } };
-      await createCustom(kc, ns.name, plurals[b.kind ?? ""] ?? "", { ...b, metadata });
-    }
+    // The restore without the Project's ProviderConfig yet, then the dependents' deletion before
+    // keyward's pass over the Project can get its id.
+    for (const b of backups) await createCustom(kc, ns.name, plurals[b.kind ?? ""] ?? "", b);
     await deleteCustom(kc, ns.name, "secretsyncs", "vault-sync");
     await deleteCustom(kc, ns.name, "projectmemberships", "vault-bob");
     const mark = emulator.requests().length;
     keyward = await startKeyward(kc, { namespaces: [ns.name] });
+    await waitForObject(kc, ns.name, "projects", "vault", {
+      until: (o) => condition(o, "Synced")?.reason === "ProviderConfigNotFound",
+      timeoutMs: 60_000,
+      description: "the Project waiting for its ProviderConfig",
+    });
     for (const [plural, name] of [
       ["secretsyncs", "vault-sync"],
       ["projectmemberships", "vault-bob"],
     ] as const) {
       await waitForObject(kc, ns.name, plural, name, {
-        until: (o) => condition(o, "Synced")?.message?.includes("has no project id yet") === true,
+        until: (o) =>
+          condition(o, "Synced")?.message?.includes("has no project id yet (its Synced condition: ProviderConfigNotFound)") === true,
         timeoutMs: 60_000,
         description: `${name} waiting for its Project`,
       });
@@ -414,7 +423,7 @@ describe("a restored resource deleted before its Project's first pass", () => {
     expect(calls("removeSecretSyncSecrets", mark)).toBe(0);
     expect(calls("updateMembership", mark)).toBe(0);
 
-    await mergePatchCustom(kc, ns.name, "projects", "vault", { metadata: { annotations: { "keyward.dev/paused": null } } });
+    await createCustom(kc, ns.name, "providerconfigs", { ...laterConfig, metadata: { name: "later", namespace: ns.name } });
     for (const [plural, name] of [
       ["secretsyncs", "vault-sync"],
       ["projectmemberships", "vault-bob"],
@@ -427,5 +436,57 @@ describe("a restored resource deleted before its Project's first pass", () => {
     expect(calls("removeSecretSyncSecrets", mark)).toBe(1);
     expect(calls("updateMembership", mark)).toBe(1);
     expect(calls("createProject", mark) + calls("createSecretSync", mark)).toBe(0);
+  });
+
+  it("lets the resource go without a call when its Project cannot get an id without a person (paused)", async () => {
+    keyward ??= await startKeyward(kc, { namespaces: [ns.name] });
+    // A sync at the service for the restored resource's id to name.
+    await createCustom(kc, ns.name, "projects", {
+      apiVersion: api,
+      kind: "Project",
+      metadata: { name: "thaw" },
+      spec: { slug: "thaw-team" },
+    });
+    const thawSync = syncManifest("thaw-sync", {}) as KubeObject;
+    await createCustom(kc, ns.name, "secretsyncs", {
+      ...thawSync,
+      spec: { ...thawSync.spec, projectRef: { name: "thaw" }, deletionPolicy: "Retain" },
+    });
+    const syncId = String(status(await waitReady("SecretSync", "thaw-sync"))["syncId"]);
+    // No resource holds it any more: a restored resource's id may name it.
+    await deleteCustom(kc, ns.name, "secretsyncs", "thaw-sync");
+    await waitFor(async () => ((await getCustom(kc, ns.name, "secretsyncs", "thaw-sync")) ? undefined : true), {
+      timeoutMs: 60_000,
+      description: "thaw-sync released",
+    });
+
+    await createCustom(kc, ns.name, "projects", {
+      apiVersion: api,
+      kind: "Project",
+      metadata: { name: "frozen", annotations: { "keyward.dev/paused": "true" } },
+      spec: { slug: "frozen-team" },
+    });
+    await waitForObject(kc, ns.name, "projects", "frozen", {
+      until: (o) => condition(o, "Synced")?.reason === "ReconcilePaused",
+      timeoutMs: 60_000,
+      description: "the Project paused",
+    });
+    // Restored with its finalizer and an id, and deleted while its Project is paused.
+    const sync = syncManifest("frozen-sync", { [ANNOTATION_EXTERNAL_ID]: syncId }) as KubeObject;
+    await createCustom(kc, ns.name, "secretsyncs", {
+      ...sync,
+      metadata: { ...sync.metadata, finalizers: ["keyward.dev/finalizer"] },
+      spec: { ...sync.spec, projectRef: { name: "frozen" } },
+    });
+    const mark = emulator.requests().length;
+    await deleteCustom(kc, ns.name, "secretsyncs", "frozen-sync");
+    await waitFor(async () => ((await getCustom(kc, ns.name, "secretsyncs", "frozen-sync")) ? undefined : true), {
+      timeoutMs: 60_000,
+      description: "frozen-sync released",
+    });
+    expect(calls("removeSecretSyncSecrets", mark)).toBe(0);
+    expect(calls("deleteSecretSync", mark)).toBe(0);
+    expect(calls("getSecretSync", mark)).toBeGreaterThan(0);
+    for (const name of ["thaw", "frozen"]) await deleteCustom(kc, ns.name, "projects", name);
   });
 });

@@ -140,8 +140,7 @@ export async function release(deps: InUseDeps, ref: KindRef, pc: HoldingConfig):
 }
 
 /**
- * The Secrets of the namespace keyward holds that no other ProviderConfig still holding its own
- * finalizer names: holds whose record (status.heldSecret) was lost — the ProviderConfig restored
+ * The Secrets of the namespace keyward holds that no other ProviderConfig still in use names: holds whose record (status.heldSecret) was lost — the ProviderConfig restored
  * from a backup taken after its credentialsSecretRef changed and before keyward let go of the old
  * Secret. Released with the ProviderConfig, so such a Secret never keeps a namespace Terminating.
  * Marked credentials only: keyward holds no other Secret.
@@ -158,9 +157,12 @@ async function orphanedHolds(deps: InUseDeps, ref: KindRef, pc: HoldingConfig): 
   const named = new Set<string>();
   await freshReferrers(deps.kube, [ref], namespace, (other) => {
     const o = other as HoldingConfig;
-    const holds = o.metadata.name !== pc.metadata.name && (o.metadata.finalizers ?? []).includes(IN_USE_FINALIZER);
-    const name = o.status?.heldSecret ?? tokenSecretName(o.spec);
-    if (holds && name) named.add(name);
+    // Still using its Secrets: not being deleted (it may not have reached its finalizer yet), or
+    // kept for its users. Both the one it records and the one its spec names: between hold() and
+    // the status write that records it, the new one holds the finalizer and status the old name.
+    const inUse = o.metadata.deletionTimestamp === undefined || (o.metadata.finalizers ?? []).includes(IN_USE_FINALIZER);
+    if (o.metadata.name === pc.metadata.name || !inUse) return false;
+    for (const name of [o.status?.heldSecret, tokenSecretName(o.spec)]) if (name) named.add(name);
     return false;
   });
   return holding.filter((name) => !named.has(name));

@@ -112,6 +112,21 @@ describe("assess", () => {
     expect(run(referenced, {})).toMatchObject({ kind: "reissue", reason: "Unrecorded" });
     // Without keyward's labels it is someone's own Secret of that name.
     expect(run({ ...restored, metadata: { ...metadata, labels: {} } }, {}).kind).toBe("conflict");
+    // Written for another AccessToken of the namespace: never taken; for this one: taken.
+    const forOther = {
+      ...restored,
+      metadata: { ...metadata, annotations: { ...metadata.annotations, "keyward.dev/access-token": "other" } },
+    };
+    expect(run(forOther, {}).kind).toBe("conflict");
+    const forThis = { ...restored, metadata: { ...metadata, annotations: { ...metadata.annotations, "keyward.dev/access-token": "t" } } };
+    expect(run(forThis, {})).toMatchObject({ kind: "reissue" });
+  });
+
+  it("an intact Secret whose owner reference was removed by hand is issued again, which makes it controlled again", () => {
+    const { ownerReferences: _dropped, ...kept } = secretWith(written).metadata;
+    const metadata = { ...kept, labels: { "keyward.dev/owner-kind": "AccessToken", "app.kubernetes.io/managed-by": "keyward" } };
+    expect(run({ metadata, data: written })).toMatchObject({ kind: "reissue", reason: "Unrecorded" });
+    expect(run(secretWith(written)).kind).toBe("valid");
   });
 
   it("a Secret controlled by someone else is a conflict", () => {

@@ -36,8 +36,21 @@ describe("handled action values", () => {
     expect(requestDigest("a")).not.toBe(requestDigest("b"));
   });
 
-  it("without recent digests (an object of an older keyward) only the last value counts", () => {
-    expect(handledBefore({ lastHandledSyncRequest: "s1" }, "sync", "s1")).toBe(true);
-    expect(handledBefore({ lastHandledSyncRequest: "s1" }, "sync", "s0")).toBe(false);
+  it("an object of an older keyward (no digests): its last value joins the list with the next one handled", () => {
+    const old = { lastHandledSyncRequest: "s1" };
+    expect(handledBefore(old, "sync", "s1")).toBe(true);
+    expect(handledBefore(old, "sync", "s0")).toBe(false);
+    const next = { ...old, ...recordHandled(old, "sync", "s2") };
+    expect(next.recentRequests?.sync).toEqual([requestDigest("s2"), requestDigest("s1")]);
+    // s1 put back after s2 ran (a self-heal to the manifest of before the upgrade) is not run again.
+    expect(handledBefore(next, "sync", "s1")).toBe(true);
+  });
+
+  it("reads an edited list for what it can: strings only, at most RECENT_REQUESTS_KEPT", () => {
+    const edited = { recentRequests: { sync: "not-a-list" } } as unknown as Parameters<typeof handledBefore>[0];
+    expect(handledBefore(edited, "sync", "x")).toBe(false);
+    expect(recordHandled(edited, "sync", "x").recentRequests?.sync).toEqual([requestDigest("x")]);
+    const long = { recentRequests: { sync: [...Array(20).keys()].map((i) => requestDigest(`v${i}`)).concat([7 as unknown as string]) } };
+    expect(recordHandled(long, "sync", "new").recentRequests?.sync).toHaveLength(RECENT_REQUESTS_KEPT);
   });
 });
