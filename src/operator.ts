@@ -287,6 +287,8 @@ function controllerOptions(
       ANNOTATION_PENDING_ACTION,
       ...(kind.actions ? [ANNOTATION_RECENT_HANDLED] : []),
       ...Object.values(kind.actions ?? {}).map((a) => a.handledAnnotation),
+      // The annotations the kind says keyward writes on its own objects.
+      ...(kind.metadata ?? []).filter((m) => m.what === "annotation" && m.by === "keyward" && m.on === undefined).map((m) => m.key),
     ],
     watches: [...(parts.watches ?? []), ...derivedWatches(kind, d.clusterServed), ...(d.claims?.watches(kind.ref) ?? [])],
     ...(opts.stopGraceMs !== undefined ? { stopGraceMs: opts.stopGraceMs } : {}),

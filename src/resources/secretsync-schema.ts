@@ -320,8 +320,16 @@ export const statusSchema = z.object({
     .describe("The last value of the keyward.dev/remove-secrets-requested-at annotation handled (one remove-secrets call)."),
   recentRequests: z
     .object({
-      sync: z.array(z.string().max(bounds.WORD)).max(RECENT_REQUESTS_KEPT).optional(),
-      remove: z.array(z.string().max(bounds.WORD)).max(RECENT_REQUESTS_KEPT).optional(),
+      sync: z
+        .array(z.string().max(bounds.WORD))
+        .max(RECENT_REQUESTS_KEPT)
+        .optional()
+        .describe("Digests of the last keyward.dev/sync-requested-at values handled, newest first."),
+      remove: z
+        .array(z.string().max(bounds.WORD))
+        .max(RECENT_REQUESTS_KEPT)
+        .optional()
+        .describe("Digests of the last keyward.dev/remove-secrets-requested-at values handled, newest first."),
     })
     .nullable()
     .optional()

@@ -791,6 +791,12 @@ export const kind: Kind = {
       by: "keyward",
       doc: "While an action call is in flight: a copy of status.pendingRequest, so that an object restored from a backup taken meanwhile decides, as after a crash, whether the call landed.",
     },
+    {
+      key: ANNOTATION_RECENT_HANDLED,
+      what: "annotation",
+      by: "keyward",
+      doc: "Digests of the last 8 values handled per action (mirrors status.recentRequests), so a value put back after another ran (Argo CD's self-heal, an old manifest applied again) does not run again.",
+    },
   ],
   controller: (d) => ({ reconcile: d.managed(secretSyncModule({ providers: d.providers, metrics: d.metrics })) }),
 };
