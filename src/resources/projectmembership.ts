@@ -212,16 +212,6 @@ export const statusSchema = z.object({
     .max(bounds.TIME)
     .optional()
     .describe("The soonest end of a temporary role that has not ended yet."),
-  manages: z
-    .object({
-      projectId: z.string().max(bounds.ID).describe("The project."),
-      subject: z.string().max(bounds.NAME).describe("The member: user:<username> or group:<group id>."),
-    })
-    .nullable()
-    .optional()
-    .describe(
-      "The member this resource manages (it is the oldest resource naming it); kept in the keyward.dev/manages annotation too, so a restore, which gives every object a new creation time, keeps the same resource managing it.",
-    ),
 });
 export type ProjectMembershipStatus = z.infer<typeof statusSchema>;
 
@@ -347,7 +337,6 @@ const cleared: Record<Exclude<keyof ProjectMembershipStatus, "conditions" | "obs
   groupName: null,
   roles: null,
   nextTemporaryAccessEndTime: null,
-  manages: null,
 };
 
 /**
@@ -503,44 +492,17 @@ export function subjectKey(spec: { username?: string | undefined }, status: { gr
 
 const objectOrder = (o: KubeObject): string => `${o.metadata.creationTimestamp ?? ""}|${keyString(o.metadata)}`;
 
-/** The annotation that keeps status.manages where backups keep it. */
-export const ANNOTATION_MANAGES = "keyward.dev/manages";
-
-type Claim = { projectId: string; subject: string };
-const isClaim = (v: unknown, projectId: string, subject: string): boolean =>
-  typeof v === "object" && v !== null && (v as Claim).projectId === projectId && (v as Claim).subject === subject;
-
-/**
- * How firmly a membership holds one subject of one project: 0, its status says it manages it
- * (keyward's own record on this cluster); 1, only its annotation does (restored, or applied from
- * an export: anyone may write an annotation, so it never outranks a record); 2, neither.
- */
-function holdOf(o: KubeObject, projectId: string, subject: string): number {
-  if (isClaim((o.status as { manages?: unknown } | undefined)?.manages, projectId, subject)) return 0;
-  const annotated = o.metadata.annotations?.[ANNOTATION_MANAGES];
-  if (annotated === undefined) return 2;
-  try {
-    return isClaim(JSON.parse(annotated), projectId, subject) ? 1 : 2;
-  } catch {
-    return 2;
-  }
-}
-
 /**
  * Two ProjectMemberships (often of two teams, in two namespaces) naming one subject of one
  * project would each correct the other on every resync, and one's Revoke would undo the other's
- * grant. The one that manages it keeps it (status.manages, or after a restore its annotation);
- * else the oldest manages it. The others report SubjectClaimed and change nothing.
+ * grant. The oldest one manages the subject; the others report SubjectClaimed and change nothing.
  */
 export function claimant(self: KubeObject, peers: readonly KubeObject[], projectId: string, subject: string): KubeObject | undefined {
   const rivals = peers.filter((p) => {
-    if (p.metadata.uid === self.metadata.uid || p.metadata.deletionTimestamp !== undefined) return false;
     const st = (p.status ?? {}) as { projectId?: string; groupId?: string };
-    return (st.projectId === projectId && subjectKey(p.spec, st) === subject) || holdOf(p, projectId, subject) < 2;
+    return p.metadata.deletionTimestamp === undefined && st.projectId === projectId && subjectKey(p.spec, st) === subject;
   });
-  const first = [...rivals, self].sort(
-    (a, b) => holdOf(a, projectId, subject) - holdOf(b, projectId, subject) || objectOrder(a).localeCompare(objectOrder(b)),
-  )[0];
+  const first = [...rivals, self].sort((a, b) => objectOrder(a).localeCompare(objectOrder(b)))[0];
   return first && first.metadata.uid !== self.metadata.uid ? first : undefined;
 }
 
@@ -579,7 +541,7 @@ async function observe(listings: Listings, c: Ctx): Promise<Observation<ProjectM
     exists: true,
     upToDate,
     diff: upToDate ? [] : ["roles"],
-    status: subject === undefined ? status : { ...status, manages: { projectId, subject } },
+    status,
     // Status says which temporary roles have ended: look again when the next one ends.
     ...(next === undefined ? {} : { requeueAfterMs: Math.min(next - now + EXPIRY_GRACE_MS, MAX_REQUEUE_MS) }),
   };
@@ -609,9 +571,7 @@ async function update(listings: Listings, c: Ctx, obs: Observation<ProjectMember
   // The update's answer names custom roles by id only: read the membership again for status.
   const member = await findMember({ api: c.conn }, projectId, c.spec);
   if (!member) throw new ReconcileError("MemberNotFound", notMember(c, projectId).message, { retryable: false });
-  const status = statusOf(projectId, member, Date.now());
-  const subject = subjectKey(c.spec, status);
-  return subject === undefined ? status : { ...status, manages: { projectId, subject } };
+  return statusOf(projectId, member, Date.now());
 }
 
 async function revoke(listings: Listings, c: Ctx, obs: Observation<ProjectMembershipStatus>): Promise<DeleteResult> {
@@ -642,8 +602,6 @@ export function projectMembershipModule(deps: {
     parseSpec: (raw) => specSchema.parse(raw),
     needsFinalizer: (spec) => spec.deletionPolicy === "Revoke",
     guardCreate: false,
-    // Which resource manages a member outlives the cluster: a restore keeps the same one.
-    durable: { [ANNOTATION_MANAGES]: { field: "manages", json: true } },
     connect: connectVia(deps.providers),
     observe: (c) => observe(listings, c),
     update: (c, obs) => update(listings, c, obs),
@@ -658,24 +616,12 @@ export const kind: Kind = {
   reasons: {
     AmbiguousGroup: { means: "failed", doc: "The group selector matches more than one group." },
     MemberNotFound: { means: "failed", doc: "The user or group is not a member of the project and keyward may not add it." },
-    SubjectClaimed: {
-      means: "failed",
-      doc: "Another ProjectMembership (the one that manages the member, else the oldest) manages the same member of the project; this one waits.",
-    },
+    SubjectClaimed: { means: "failed", doc: "An older ProjectMembership manages the same member of the project; this one waits." },
     Revoked: { means: "done", doc: "keyward set the member's roles to the revoked role (deletionPolicy)." },
   },
   refers: { providerConfig: true, project: true },
   serviceIdFields: ["membershipId", "groupMembershipId"],
-  metadata: [
-    pausedKey,
-    finalizerKey("deletionPolicy is Revoke"),
-    {
-      key: ANNOTATION_MANAGES,
-      what: "annotation",
-      by: "keyward",
-      doc: "The member this resource manages (status.manages), where backups keep it: restored, the same resource keeps managing it, whatever the new creation times say. An annotation never outranks another resource's status.",
-    },
-  ],
+  metadata: [pausedKey, finalizerKey("deletionPolicy is Revoke")],
   controller: (d) => {
     // The rule spans namespaces, so its rivals come from every replica's share (with sharding).
     const everyone = d.everywhere(ref);

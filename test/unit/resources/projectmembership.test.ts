@@ -222,30 +222,6 @@ describe("claimant", () => {
     expect(claimant(me, [otherProject, otherUser, younger, deleting], "p1", "user:bob@example.com")).toBeUndefined();
   });
 
-  it("keeps the one that manages the member, whatever the creation times say (a restore resets them)", () => {
-    const claim = { projectId: "p1", subject: "user:bob@example.com" };
-    const annotated = (o: KubeObject): KubeObject => ({
-      ...o,
-      metadata: { ...o.metadata, annotations: { "keyward.dev/manages": JSON.stringify(claim) } },
-    });
-    // Restored: no status anywhere; the manager's annotation outranks an older creation time.
-    const olderRestored = obj("a", "bob", "2026-01-01T00:00:00Z", {}, { username: "bob@example.com" });
-    const meManaging = annotated(me);
-    expect(claimant(meManaging, [olderRestored], "p1", claim.subject)).toBeUndefined();
-    expect(claimant(olderRestored, [meManaging], "p1", claim.subject)?.metadata.namespace).toBe("b");
-    // Live: status is keyward's record and outranks an annotation written by hand.
-    const recorded = obj("c", "bob", "2026-01-05T00:00:00Z", { projectId: "p1", manages: claim }, { username: "bob@example.com" });
-    expect(claimant(meManaging, [recorded], "p1", claim.subject)?.metadata.namespace).toBe("c");
-    // An annotation for another subject or project, or not JSON, claims nothing.
-    const elsewhere = obj("d", "bob", "2026-01-01T00:00:00Z", {}, { username: "bob@example.com" });
-    const wrong = {
-      ...elsewhere,
-      metadata: { ...elsewhere.metadata, annotations: { "keyward.dev/manages": '{"projectId":"p2","subject":"user:bob@example.com"}' } },
-    };
-    const garbled = { ...elsewhere, metadata: { ...elsewhere.metadata, annotations: { "keyward.dev/manages": "{" } } };
-    expect(claimant(me, [wrong, garbled], "p1", claim.subject)).toBeUndefined();
-  });
-
   it("compares groups by their resolved id", () => {
     const group = obj("a", "g", "2026-01-01T00:00:00Z", { projectId: "p1", groupId: "g-1" }, { group: { slug: "platform" } });
     expect(subjectKey({}, { groupId: "g-1" })).toBe("group:g-1");
