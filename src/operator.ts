@@ -14,7 +14,6 @@ import { defaultMaxInFlightPerNamespace } from "./engine/queue.ts";
 import {
   ANNOTATION_EXTERNAL_ID,
   ANNOTATION_PENDING_ACTION,
-  ANNOTATION_RECENT_HANDLED,
   CREATE_GUARD_ANNOTATIONS,
   managedReconciler,
   type ManagedDeps,
@@ -285,7 +284,6 @@ function controllerOptions(
       ...CREATE_GUARD_ANNOTATIONS,
       ANNOTATION_EXTERNAL_ID,
       ANNOTATION_PENDING_ACTION,
-      ...(kind.actions ? [ANNOTATION_RECENT_HANDLED] : []),
       ...Object.values(kind.actions ?? {}).map((a) => a.handledAnnotation),
       // The annotations the kind says keyward writes on its own objects.
       ...(kind.metadata ?? []).filter((m) => m.what === "annotation" && m.by === "keyward" && m.on === undefined).map((m) => m.key),

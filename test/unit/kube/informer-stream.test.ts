@@ -72,6 +72,28 @@ async function until(check: () => boolean, what: string): Promise<void> {
 }
 
 const open = (res: ServerResponse): void => void res.writeHead(200, { "content-type": "application/json" });
+type Answer = (req: IncomingMessage, res: ServerResponse) => void;
+/** A list of `items` at `resourceVersion`. */
+const listAnswer =
+  (resourceVersion: string, items: KubeObject[]): Answer =>
+  (_req, res) => {
+    open(res);
+    res.end(JSON.stringify({ metadata: { resourceVersion }, items }));
+  };
+/** A watch held open with nothing on it. */
+const heldOpen: Answer = (_req, res) => open(res);
+/** 410 Gone: the resourceVersion is too old. */
+const gone: Answer = (_req, res) => {
+  res.writeHead(410, { "content-type": "application/json" });
+  res.end(JSON.stringify({ kind: "Status", code: 410, reason: "Expired" }));
+};
+/** A watch answered 200, then one ERROR event (500) with `message`. */
+const errorEvent =
+  (message: string): Answer =>
+  (_req, res) => {
+    open(res);
+    res.end(line("ERROR", { kind: "Status", code: 500, reason: "InternalError", message }));
+  };
 
 describe("informer: the current state from a watch's initial events", () => {
   it("takes the state at the end bookmark: an object deleted among the initial events is never reported", async () => {
@@ -122,11 +144,8 @@ describe("informer: the current state from a watch's initial events", () => {
         open(res);
         res.end(line("ADDED", widget("x", "1")));
       },
-      (_req, res) => {
-        open(res);
-        res.end(JSON.stringify({ metadata: { resourceVersion: "3" }, items: [widget("x", "1"), widget("v", "3")] }));
-      },
-      (_req, res) => open(res), // the watch from the list's resourceVersion, held open
+      listAnswer("3", [widget("x", "1"), widget("v", "3")]),
+      heldOpen, // the watch from the list's resourceVersion
     ]);
     const { informer, events, restarts } = start(url);
     await informer.start();
@@ -139,10 +158,7 @@ describe("informer: the current state from a watch's initial events", () => {
   });
 
   it("a server that opens the stream and goes quiet before the end bookmark is listed from then on", async () => {
-    const listed = (_req: IncomingMessage, res: ServerResponse): void => {
-      open(res);
-      res.end(JSON.stringify({ metadata: { resourceVersion: "7" }, items: [widget("x", "1"), widget("u", "7")] }));
-    };
+    const listed = listAnswer("7", [widget("x", "1"), widget("u", "7")]);
     // Objects, then silence on an open stream: the stream is never ended by the server.
     const afterObjects = await standIn([
       (_req, res) => {
@@ -150,7 +166,7 @@ describe("informer: the current state from a watch's initial events", () => {
         res.write(line("ADDED", widget("x", "1")));
       },
       listed,
-      (_req, res) => open(res),
+      heldOpen,
     ]);
     // Nothing at all: an empty namespace behind a server that ignored sendInitialEvents.
     const nothing = await standIn([
@@ -159,7 +175,7 @@ describe("informer: the current state from a watch's initial events", () => {
         res.flushHeaders();
       },
       listed,
-      (_req, res) => open(res),
+      heldOpen,
     ]);
     for (const { url, seen } of [afterObjects, nothing]) {
       const { informer, events, restarts, logged } = start(url, 200);
@@ -189,11 +205,8 @@ describe("informer: the current state from a watch's initial events", () => {
         }, 50);
         res.on("close", () => clearInterval(tick));
       },
-      (_req, res) => {
-        open(res);
-        res.end(JSON.stringify({ metadata: { resourceVersion: "7" }, items: [widget("x", "2")] }));
-      },
-      (_req, res) => open(res),
+      listAnswer("7", [widget("x", "2")]),
+      heldOpen,
     ]);
     const { informer, events, logged } = start(url, 300);
     await informer.start();
@@ -204,16 +217,9 @@ describe("informer: the current state from a watch's initial events", () => {
 
   it("an apiserver whose storage cannot report watch progress (200, then an ERROR event) is listed from then on", async () => {
     const { url, seen } = await standIn([
-      (_req, res) => {
-        open(res);
-        const message = "a watch stream was requested by the client but the required storage feature RequestWatchProgress is disabled";
-        res.end(line("ERROR", { kind: "Status", code: 500, reason: "InternalError", message }));
-      },
-      (_req, res) => {
-        open(res);
-        res.end(JSON.stringify({ metadata: { resourceVersion: "5" }, items: [widget("x", "1")] }));
-      },
-      (_req, res) => open(res),
+      errorEvent("a watch stream was requested by the client but the required storage feature RequestWatchProgress is disabled"),
+      listAnswer("5", [widget("x", "1")]),
+      heldOpen,
     ]);
     const { informer, events, restarts, logged } = start(url);
     await informer.start();
@@ -225,19 +231,10 @@ describe("informer: the current state from a watch's initial events", () => {
 
   it("any other server error before the state is in makes the next try a list, once: the informer syncs", async () => {
     const { url, seen } = await standIn([
-      (_req, res) => {
-        open(res);
-        res.end(line("ERROR", { kind: "Status", code: 500, reason: "InternalError", message: "something new went wrong" }));
-      },
-      (_req, res) => {
-        open(res);
-        res.end(JSON.stringify({ metadata: { resourceVersion: "5" }, items: [widget("x", "1")] }));
-      },
+      errorEvent("something new went wrong"),
+      listAnswer("5", [widget("x", "1")]),
       // The watch from the list's resourceVersion is gone at once: the next start streams again.
-      (_req, res) => {
-        res.writeHead(410, { "content-type": "application/json" });
-        res.end(JSON.stringify({ kind: "Status", code: 410, reason: "Expired" }));
-      },
+      gone,
       (_req, res) => {
         open(res);
         res.write(line("ADDED", widget("x", "1")) + end("9"));
@@ -254,29 +251,31 @@ describe("informer: the current state from a watch's initial events", () => {
     expect(logged.filter((l) => l.includes("listing instead"))).toEqual([]);
   });
 
-  it("the quiet limit counts from the stream's opening and from each initial event, not from the request", async () => {
-    // Headers held back past the limit, then 30 events 100 ms apart (3 s in all, past the 2 s limit).
+  it("the quiet limit counts from the stream's opening, not from the request, and is off once the state is in", async () => {
+    // The headers come only after the limit has run out since the request; then the objects and
+    // the end bookmark in the same write. Counted from the request, the limit would have listed.
+    // (Only the wait before the headers is timed, and waiting longer only makes the case stronger.)
+    let requested: () => void = () => undefined;
+    const asked = new Promise<void>((resolve) => (requested = resolve));
+    let answer: () => void = () => undefined;
     const { url, seen } = await standIn([
       (_req, res) => {
-        setTimeout(() => {
+        answer = () => {
           open(res);
-          res.flushHeaders();
-          let n = 0;
-          const tick = setInterval(() => {
-            n += 1;
-            res.write(line("ADDED", widget(`o${n}`, String(n))));
-            if (n < 30) return;
-            clearInterval(tick);
-            res.write(end(String(n)));
-          }, 100);
-        }, 2500);
+          res.write([...Array(30).keys()].map((n) => line("ADDED", widget(`o${n}`, String(n)))).join("") + end("30"));
+        };
+        requested();
       },
     ]);
-    const { informer, events, restarts, logged } = start(url, 2000);
-    await informer.start();
+    const { informer, events, restarts, logged } = start(url, 1000);
+    const started = informer.start();
+    await asked;
+    await new Promise((r) => setTimeout(r, 1500));
+    answer();
+    await started;
     expect(events).toHaveLength(30);
-    // Off once the state is in: nothing more happens after the limit would have run out.
-    await new Promise((r) => setTimeout(r, 2500));
+    // Off once the state is in: nothing more happens after the limit would have run out again.
+    await new Promise((r) => setTimeout(r, 1500));
     expect(seen).toHaveLength(1);
     expect(restarts).toEqual([]);
     expect(logged.filter((l) => l.includes("listing instead"))).toEqual([]);
@@ -289,10 +288,7 @@ describe("informer: the current state from a watch's initial events", () => {
         res.end(line("ADDED", widget("x", "1")) + line("ADDED", widget("y", "2")) + end("2"));
       },
       // The resumed watch, from resourceVersion 2, is too old.
-      (_req, res) => {
-        res.writeHead(410, { "content-type": "application/json" });
-        res.end(JSON.stringify({ kind: "Status", code: 410, reason: "Expired" }));
-      },
+      gone,
       (_req, res) => {
         open(res);
         res.write(line("ADDED", widget("x", "1")) + end("9"));
