@@ -9,7 +9,7 @@
 import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { KubeConfig } from "@kubernetes/client-node";
-import type { Dispatcher } from "undici";
+import type { KubeDispatcher } from "../../../src/kube/h2.ts";
 import { createKube, type KindRef, type Kube } from "../../../src/kube/client.ts";
 import { watchKind, type Informer, type InformerEventType } from "../../../src/kube/informer.ts";
 import { createLogger } from "../../../src/log.ts";
@@ -43,11 +43,13 @@ async function apiserverMetric(kubeconfig: string, metric: string, kind: KindRef
 function recordingKube(kc: KubeConfig): { kube: Kube; sent: string[] } {
   const sent: string[] = [];
   const { access } = createKube(kc);
-  const record: Dispatcher.DispatcherComposeInterceptor = (dispatch) => (opts, handler) => {
-    sent.push(`${opts.method} ${opts.path}`);
-    return dispatch(opts, handler);
+  const dispatcher: KubeDispatcher = {
+    request: (opts) => {
+      sent.push(`${opts.method} ${opts.path}`);
+      return access.dispatcher.request(opts);
+    },
   };
-  return { kube: { access: { ...access, dispatcher: access.dispatcher.compose(record) } }, sent };
+  return { kube: { access: { ...access, dispatcher } }, sent };
 }
 
 interface Run {

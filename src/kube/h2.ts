@@ -1,0 +1,194 @@
+// keyward's connection to the apiserver: one HTTP/2 session (Node's http2 client), every request
+// and watch a stream on it, as client-go does. undici carried these before, over the same
+// HTTP/2; its request layer cost a quarter of each request's CPU on the create path
+// (bench/RESULTS.md), and keyward needs nothing of it here but the stream. A server that does
+// not speak HTTP/2 (a proxy in front of the apiserver that negotiates HTTP/1.1) is served by the
+// fallback dispatcher from then on.
+import http2, { type ClientHttp2Session, type ClientHttp2Stream, type SecureClientSessionOptions } from "node:http2";
+import type { Readable } from "node:stream";
+
+export interface KubeDispatchOptions {
+  origin: string;
+  path: string;
+  method: string;
+  headers: Record<string, string>;
+  body: string | null;
+  signal: AbortSignal | null;
+}
+
+/** A response body: a stream to read, or text() for all of it, or dump() to drop it. */
+export type KubeBody = Readable & { text(): Promise<string>; dump(): Promise<void> };
+
+export interface KubeResponse {
+  statusCode: number;
+  body: KubeBody;
+}
+
+/** What sends a request to the apiserver: this module's HTTP/2 session, or an undici Agent. */
+export interface KubeDispatcher {
+  request(opts: KubeDispatchOptions): Promise<KubeResponse>;
+}
+
+/**
+ * While a stream is open the session is pinged this often, and dropped when a ping is not
+ * answered within PING_TIMEOUT_MS: every stream on it then fails, and the next request opens a
+ * new session. A half-open connection is found in under a minute (client-go pings after 30 s
+ * without a frame and gives the answer 15 s) instead of by each request's deadline in turn, and
+ * a watch on it ends instead of waiting out its idle limit.
+ */
+export const PING_INTERVAL_MS = 30_000;
+export const PING_TIMEOUT_MS = 15_000;
+
+const { NGHTTP2_CANCEL } = http2.constants;
+
+/**
+ * Whether a request failed because the server does not speak HTTP/2: its TLS refused the `h2`
+ * protocol (an alert, the stream cancelled with it as the cause), or it chose none and answered
+ * the HTTP/2 preface as HTTP/1.1 would.
+ */
+export function refusedH2(err: unknown): boolean {
+  const e = err as { code?: unknown; cause?: { code?: unknown }; message?: unknown } | null;
+  const alert = "ERR_SSL_TLSV1_ALERT_NO_APPLICATION_PROTOCOL";
+  if (e?.code === alert || e?.cause?.code === alert) return true;
+  return e?.code === "ERR_HTTP2_STREAM_CANCEL" && typeof e.message === "string" && e.message.includes("no application protocol");
+}
+
+export interface H2DispatcherOptions {
+  tls: SecureClientSessionOptions;
+  /** For a server that answers TLS without HTTP/2 (made once, on the first such answer). */
+  fallback: () => KubeDispatcher;
+  pingIntervalMs?: number;
+  pingTimeoutMs?: number;
+}
+
+/** A session, and the count of its open streams: it keeps the process alive only while one is open. */
+interface Session {
+  s: ClientHttp2Session;
+  opened: () => void;
+  released: () => void;
+  /** Whether the server agreed to HTTP/2 (undefined until the handshake is done). */
+  h2: boolean | undefined;
+}
+
+/** A new session to `origin`, pinged while a stream is open; `onEnd` once it can take no more streams. */
+function openSession(origin: string, opts: H2DispatcherOptions, onEnd: (session: Session) => void): Session {
+  const pingIntervalMs = opts.pingIntervalMs ?? PING_INTERVAL_MS;
+  const pingTimeoutMs = opts.pingTimeoutMs ?? PING_TIMEOUT_MS;
+  const s = http2.connect(origin, opts.tls);
+  let open = 0;
+  let pinging = false;
+  const health = setInterval(() => {
+    if (pinging || open === 0) return;
+    pinging = true;
+    const timeout = setTimeout(
+      () => s.destroy(new Error(`apiserver ${origin}: no answer to an HTTP/2 ping within ${pingTimeoutMs} ms`)),
+      pingTimeoutMs,
+    );
+    timeout.unref();
+    s.ping((err) => {
+      pinging = false;
+      clearTimeout(timeout);
+      if (err && !s.destroyed) s.destroy(err);
+    });
+  }, pingIntervalMs);
+  health.unref();
+  const session: Session = {
+    s,
+    opened: () => {
+      if (open++ === 0 && !s.destroyed) s.ref();
+    },
+    released: () => {
+      if (--open === 0 && !s.destroyed) s.unref();
+    },
+    h2: undefined,
+  };
+  // Errors reach the streams on the session; the session's own is only a reason to drop it.
+  s.on("error", () => onEnd(session));
+  s.on("goaway", () => onEnd(session));
+  s.on("close", () => {
+    onEnd(session);
+    clearInterval(health);
+  });
+  s.once("connect", (_session, socket) => {
+    session.h2 = (socket as { alpnProtocol?: string | false }).alpnProtocol === "h2";
+    if (!session.h2) s.destroy();
+  });
+  // Idle, the session does not keep the process alive; a stream in flight does.
+  s.unref();
+  return session;
+}
+
+/** One HTTP/2 session to `origin` (https), opened on first use and again after it ends. */
+export function createH2Dispatcher(origin: string, opts: H2DispatcherOptions): KubeDispatcher {
+  let session: Session | undefined;
+  let fallback: KubeDispatcher | undefined;
+  const onEnd = (ended: Session): void => {
+    if (ended.h2 === false) fallback ??= opts.fallback();
+    if (session === ended) session = undefined;
+  };
+
+  const stream = (req: KubeDispatchOptions): Promise<KubeResponse> =>
+    new Promise<KubeResponse>((resolve, reject) => {
+      if (session === undefined || session.s.closed || session.s.destroyed) session = openSession(origin, opts, onEnd);
+      const conn = session;
+      const s = conn.s;
+      const headers: http2.OutgoingHttpHeaders = { ...req.headers, ":method": req.method, ":path": req.path };
+      let st: ClientHttp2Stream;
+      try {
+        st = s.request(headers, { endStream: req.body === null, ...(req.signal ? { signal: req.signal } : {}) });
+      } catch (err) {
+        // A session that received GOAWAY or closed a moment ago: the next request opens another.
+        if (session === conn) session = undefined;
+        reject(err instanceof Error ? err : new Error(String(err)));
+        return;
+      }
+      conn.opened();
+      st.once("close", conn.released);
+      const onError = (err: Error): void => reject(err);
+      st.once("error", onError);
+      st.once("response", (responseHeaders) => {
+        st.off("error", onError);
+        resolve({ statusCode: Number(responseHeaders[":status"]), body: bodyOf(st) });
+      });
+      if (req.body !== null) st.end(req.body);
+    });
+
+  return {
+    async request(req) {
+      if (fallback) return fallback.request(req);
+      try {
+        return await stream(req);
+      } catch (err) {
+        // Nothing reached the server as a request: it goes the other way, as does every later one.
+        if (fallback || refusedH2(err)) {
+          fallback ??= opts.fallback();
+          return fallback.request(req);
+        }
+        throw err;
+      }
+    },
+  };
+}
+
+/** The stream as a body: text() and dump() as undici's bodies have them. */
+function bodyOf(st: ClientHttp2Stream): KubeBody {
+  const body = st as unknown as KubeBody;
+  body.text = () =>
+    new Promise<string>((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      st.on("data", (chunk: Buffer) => chunks.push(chunk));
+      st.once("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+      st.once("error", reject);
+      st.once("close", () => {
+        if (!st.readableEnded) reject(new Error("the apiserver's answer was cut off"));
+      });
+    });
+  body.dump = () => {
+    // Closed from this side: nothing to report if the server's reset races it.
+    st.on("error", () => undefined);
+    if (!st.closed) st.close(NGHTTP2_CANCEL);
+    st.resume();
+    return Promise.resolve();
+  };
+  return body;
+}
