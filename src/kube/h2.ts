@@ -78,17 +78,18 @@ function openSession(origin: string, opts: H2DispatcherOptions, onEnd: (session:
   let open = 0;
   let pinging = false;
   const health = setInterval(() => {
-    if (pinging || open === 0) return;
+    // A session draining after GOAWAY takes no ping; its streams end on their own limits.
+    if (pinging || open === 0 || s.closed || s.destroyed) return;
     pinging = true;
     const timeout = setTimeout(
       () => s.destroy(new Error(`apiserver ${origin}: no answer to an HTTP/2 ping within ${pingTimeoutMs} ms`)),
       pingTimeoutMs,
     );
     timeout.unref();
-    s.ping((err) => {
+    // An error here is the session ending (the ping cancelled with it): nothing more to do.
+    s.ping(() => {
       pinging = false;
       clearTimeout(timeout);
-      if (err && !s.destroyed) s.destroy(err);
     });
   }, pingIntervalMs);
   health.unref();

@@ -18,6 +18,13 @@ export interface KubeRequest {
 
 export const MERGE_PATCH = "application/merge-patch+json";
 
+/**
+ * keyward's User-Agent on every apiserver request. The apiserver names the field manager of a
+ * write without one after the agent's first `/`-separated part: `keyward` in managedFields,
+ * audit logs and apiserver metrics, where no agent at all reads `unknown`.
+ */
+export const USER_AGENT = "keyward";
+
 /** A non-2xx answer of the apiserver: its status code, and its Status message when it sent one. */
 export class KubeApiError extends Error implements ClassifiedError {
   override readonly name = "KubeApiError";
@@ -264,15 +271,23 @@ function isWatch(req: KubeRequest): boolean {
  * namespaces/ns/projects/p/status -> "keyward.dev/projects", /api/v1/namespaces -> "/namespaces".
  */
 export function requestKind(path: string): string {
-  const parts = (path.split("?")[0] ?? "").split("/").filter((p) => p !== "");
+  // Per request, so no split/filter/slice of the whole path (0.9% of keyward's CPU while creating).
+  const end = path.includes("?") ? path.indexOf("?") : path.length;
+  const parts: string[] = [];
+  for (let at = 0; at < end && parts.length < 6; ) {
+    const slash = path.indexOf("/", at);
+    const stop = slash < 0 || slash > end ? end : slash;
+    if (stop > at) parts.push(path.slice(at, stop));
+    at = stop + 1;
+  }
   let group = "";
-  let rest: string[];
-  if (parts[0] === "api") rest = parts.slice(2);
+  let from: number;
+  if (parts[0] === "api") from = 2;
   else if (parts[0] === "apis") {
     group = parts[1] ?? "";
-    rest = parts.slice(3);
+    from = 3;
   } else return path;
-  const plural = rest[0] === "namespaces" && rest.length >= 3 ? rest[2] : rest[0];
+  const plural = parts[from] === "namespaces" && parts.length >= from + 3 ? parts[from + 2] : parts[from];
   return `${group}/${plural ?? ""}`;
 }
 
@@ -342,7 +357,7 @@ export async function kubeRequest(access: KubeAccess, req: KubeRequest, authoriz
   // Checked right before sending, after any wait for a token or a turn.
   if (method !== "GET" && fences.get(access)?.() === false) throw new KubeFencedError(method, req.path);
   const target = requestTarget(access.server, req.path, req.query);
-  const headers: Record<string, string> = { accept: req.accept ?? "application/json" };
+  const headers: Record<string, string> = { accept: req.accept ?? "application/json", "user-agent": USER_AGENT };
   const header = authorization ?? (await access.authorization());
   if (header) headers["authorization"] = header;
   if (req.body !== undefined) headers["content-type"] = req.contentType ?? "application/json";

@@ -8,7 +8,7 @@ import type { ClientHttp2Stream, Http2Session } from "node:http2";
 import type { Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKube } from "../../../src/kube/client.ts";
-import { kubeJson } from "../../../src/kube/rest.ts";
+import { kubeJson, MERGE_PATCH } from "../../../src/kube/rest.ts";
 import { watchOnce } from "../../../src/kube/watch.ts";
 import { createTestNamespace, testKubeConfig, type TestNamespace } from "../../controlplane/testenv.ts";
 
@@ -64,5 +64,16 @@ describe("the apiserver client's connections", () => {
       ),
     );
     expect(watches).toEqual({ opened: 0, streams: ["h2", "h2", "h2"] });
+  });
+
+  it("names keyward as the field manager of its writes (its User-Agent)", async () => {
+    const kube = createKube(testKubeConfig());
+    const path = `/api/v1/namespaces/${ns.name}/configmaps`;
+    await kubeJson(kube.access, { method: "POST", path, body: { metadata: { name: "agent" }, data: { a: "1" } } });
+    await kubeJson(kube.access, { method: "PATCH", path: `${path}/agent`, body: { data: { b: "2" } }, contentType: MERGE_PATCH });
+    const cm = await kubeJson<{ metadata: { managedFields?: { manager?: string; operation?: string }[] } }>(kube.access, {
+      path: `${path}/agent`,
+    });
+    expect(cm.metadata.managedFields?.map((f) => [f.manager, f.operation])).toEqual([["keyward", "Update"]]);
   });
 });

@@ -1,6 +1,7 @@
 // The client-side apiserver limit (src/kube/rest.ts): a token bucket of qps and burst shared by
 // every kind, fair between kinds, watches exempt. Driven by a fake clock; counts, never time.
 import { describe, expect, it } from "vitest";
+import fc from "fast-check";
 import { createRequestLimiter, limitRequests, requestKind, withDeadline, type LimiterClock } from "../../../src/kube/rest.ts";
 import type { KubeAccess } from "../../../src/kube/kubeconfig.ts";
 
@@ -117,6 +118,33 @@ describe("request limiter", () => {
     expect(requestKind("/apis/keyward.dev/v1alpha1/namespaces/ns/projects/p/status")).toBe("keyward.dev/projects");
     expect(requestKind("/apis/keyward.dev/v1alpha1/clusterproviderconfigs/c")).toBe("keyward.dev/clusterproviderconfigs");
     expect(requestKind("/apis/coordination.k8s.io/v1/namespaces/ns/leases/l")).toBe("coordination.k8s.io/leases");
+    expect(requestKind("/apis/keyward.dev/v1alpha1/namespaces/ns/projects?watch=true")).toBe("keyward.dev/projects");
+    expect(requestKind("//api//v1/namespaces//ns/secrets")).toBe("/secrets");
+    expect(requestKind("/healthz")).toBe("/healthz");
+  });
+
+  it("names the kind as splitting the whole path would, for any path", () => {
+    // The obvious form, kept here as the reference the per-request one must agree with.
+    const reference = (path: string): string => {
+      const parts = (path.split("?")[0] ?? "").split("/").filter((p) => p !== "");
+      let group = "";
+      let rest: string[];
+      if (parts[0] === "api") rest = parts.slice(2);
+      else if (parts[0] === "apis") {
+        group = parts[1] ?? "";
+        rest = parts.slice(3);
+      } else return path;
+      const plural = rest[0] === "namespaces" && rest.length >= 3 ? rest[2] : rest[0];
+      return `${group}/${plural ?? ""}`;
+    };
+    const segment = fc.oneof(fc.constantFrom("api", "apis", "v1", "namespaces", "ns", "projects", "", "?", "a?b"), fc.string({ maxLength: 6 }));
+    fc.assert(
+      fc.property(fc.array(segment, { maxLength: 10 }), (segments) => {
+        const path = `/${segments.join("/")}`;
+        expect(requestKind(path)).toBe(reference(path));
+      }),
+      { numRuns: 2000 },
+    );
   });
 
   it("withDeadline waits its turn for lists and writes, never for a watch", async () => {
