@@ -61,9 +61,19 @@ export interface H2DispatcherOptions {
   pingTimeoutMs?: number;
 }
 
-/** A session, and the count of its open streams: it keeps the process alive only while one is open. */
+/**
+ * Streams a session takes before its server's SETTINGS say how many it allows: the apiserver's
+ * default (Go's HTTP/2 server allows 100, and kube-apiserver keeps it unless
+ * --http2-max-streams-per-connection is set).
+ */
+export const DEFAULT_MAX_STREAMS = 100;
+
+/** A session and its open streams: it keeps the process alive only while one is open. */
 interface Session {
   s: ClientHttp2Session;
+  open: number;
+  /** Streams the server allows at once on this session. */
+  maxStreams: number;
   opened: () => void;
   released: () => void;
   /** Whether the server agreed to HTTP/2 (undefined until the handshake is done). */
@@ -75,11 +85,22 @@ function openSession(origin: string, opts: H2DispatcherOptions, onEnd: (session:
   const pingIntervalMs = opts.pingIntervalMs ?? PING_INTERVAL_MS;
   const pingTimeoutMs = opts.pingTimeoutMs ?? PING_TIMEOUT_MS;
   const s = http2.connect(origin, opts.tls);
-  let open = 0;
   let pinging = false;
+  const session: Session = {
+    s,
+    open: 0,
+    maxStreams: DEFAULT_MAX_STREAMS,
+    opened: () => {
+      if (session.open++ === 0 && !s.destroyed) s.ref();
+    },
+    released: () => {
+      if (--session.open === 0 && !s.destroyed) s.unref();
+    },
+    h2: undefined,
+  };
   const health = setInterval(() => {
     // A session draining after GOAWAY takes no ping; its streams end on their own limits.
-    if (pinging || open === 0 || s.closed || s.destroyed) return;
+    if (pinging || session.open === 0 || s.closed || s.destroyed) return;
     pinging = true;
     const timeout = setTimeout(
       () => s.destroy(new Error(`apiserver ${origin}: no answer to an HTTP/2 ping within ${pingTimeoutMs} ms`)),
@@ -93,16 +114,9 @@ function openSession(origin: string, opts: H2DispatcherOptions, onEnd: (session:
     });
   }, pingIntervalMs);
   health.unref();
-  const session: Session = {
-    s,
-    opened: () => {
-      if (open++ === 0 && !s.destroyed) s.ref();
-    },
-    released: () => {
-      if (--open === 0 && !s.destroyed) s.unref();
-    },
-    h2: undefined,
-  };
+  s.on("remoteSettings", (settings: http2.Settings) => {
+    session.maxStreams = Math.max(1, settings.maxConcurrentStreams ?? DEFAULT_MAX_STREAMS);
+  });
   // Errors reach the streams on the session; the session's own is only a reason to drop it.
   s.on("error", () => onEnd(session));
   s.on("goaway", () => onEnd(session));
@@ -119,32 +133,51 @@ function openSession(origin: string, opts: H2DispatcherOptions, onEnd: (session:
   return session;
 }
 
-/** One HTTP/2 session to `origin` (https), opened on first use and again after it ends. */
+/**
+ * HTTP/2 sessions to `origin` (https): one, opened on first use and again after it ends, and
+ * another whenever every open one has as many streams as its server allows (a request beyond the
+ * limit would wait, unsent, behind watches that never end — Go's HTTP/2 client opens another
+ * connection then too). An extra session closes once its last stream has.
+ */
 export function createH2Dispatcher(origin: string, opts: H2DispatcherOptions): KubeDispatcher {
-  let session: Session | undefined;
+  const sessions: Session[] = [];
   let fallback: KubeDispatcher | undefined;
   const onEnd = (ended: Session): void => {
     if (ended.h2 === false) fallback ??= opts.fallback();
-    if (session === ended) session = undefined;
+    const at = sessions.indexOf(ended);
+    if (at >= 0) sessions.splice(at, 1);
+  };
+  const pick = (): Session => {
+    for (const session of sessions) {
+      if (!session.s.closed && !session.s.destroyed && session.open < session.maxStreams) return session;
+    }
+    const session = openSession(origin, opts, onEnd);
+    sessions.push(session);
+    return session;
+  };
+  const release = (session: Session): void => {
+    session.released();
+    if (session.open === 0 && sessions.length > 1 && sessions[0] !== session && !session.s.closed) {
+      onEnd(session);
+      session.s.close();
+    }
   };
 
   const stream = (req: KubeDispatchOptions): Promise<KubeResponse> =>
     new Promise<KubeResponse>((resolve, reject) => {
-      if (session === undefined || session.s.closed || session.s.destroyed) session = openSession(origin, opts, onEnd);
-      const conn = session;
-      const s = conn.s;
+      const session = pick();
       const headers: http2.OutgoingHttpHeaders = { ...req.headers, ":method": req.method, ":path": req.path };
       let st: ClientHttp2Stream;
       try {
-        st = s.request(headers, { endStream: req.body === null, ...(req.signal ? { signal: req.signal } : {}) });
+        st = session.s.request(headers, { endStream: req.body === null, ...(req.signal ? { signal: req.signal } : {}) });
       } catch (err) {
         // A session that received GOAWAY or closed a moment ago: the next request opens another.
-        if (session === conn) session = undefined;
+        onEnd(session);
         reject(err instanceof Error ? err : new Error(String(err)));
         return;
       }
-      conn.opened();
-      st.once("close", conn.released);
+      session.opened();
+      st.once("close", () => release(session));
       const onError = (err: Error): void => reject(err);
       st.once("error", onError);
       st.once("response", (responseHeaders) => {

@@ -153,9 +153,9 @@ describe.skipIf(existingCluster)("informer: an apiserver that does not stream in
   }, 300_000);
 
   afterAll(async () => {
-    // The apiserver goes first, while the informers' watches are open: undici 8.12–8.13 leaves a
-    // stream it let go of (a stopped informer's watch) without an 'error' listener, and the
-    // connection's end is then thrown out of the event loop (src/process-guard.ts).
+    // The apiserver goes first, while the informers' watches are open: the connection's end must
+    // reach every stream as an error its reader handles, never out of the event loop (undici's
+    // HTTP/2 client, which carried these before, let one escape: src/process-guard.ts).
     await plane?.stop();
     for (const i of informers) i.stop();
   });

@@ -19,6 +19,9 @@ const sessions: ServerHttp2Session[] = [];
 let relay: TcpServer;
 let relayOrigin: string;
 const relayed: { client: Socket; frozen: boolean }[] = [];
+let narrow: Http2SecureServer;
+let narrowOrigin: string;
+const narrowSessions: ServerHttp2Session[] = [];
 let h1server: HttpsServer;
 let h1origin: string;
 
@@ -44,6 +47,18 @@ beforeAll(async () => {
   h2server.listen(0, "127.0.0.1");
   await once(h2server, "listening");
   h2origin = `https://127.0.0.1:${String(port(h2server))}`;
+
+  // Two streams at once per session, as a server's SETTINGS may say (the apiserver's: 100).
+  narrow = http2.createSecureServer({ cert: certs.certPem, key: certs.keyPem, settings: { maxConcurrentStreams: 2 } });
+  narrow.on("session", (session) => narrowSessions.push(session));
+  narrow.on("stream", (stream, headers) => {
+    stream.respond({ ":status": 200 });
+    if (headers[":path"] === "/hold") stream.write("held\n");
+    else stream.end("done");
+  });
+  narrow.listen(0, "127.0.0.1");
+  await once(narrow, "listening");
+  narrowOrigin = `https://127.0.0.1:${String(port(narrow))}`;
 
   relay = createTcpServer((client) => {
     const entry = { client, frozen: false };
@@ -73,11 +88,12 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (!available) return;
-  for (const s of sessions) s.destroy();
+  for (const s of [...sessions, ...narrowSessions]) s.destroy();
   for (const r of relayed) r.client.destroy();
   h1server.closeAllConnections();
   await Promise.all([
     new Promise((resolve) => h2server.close(resolve)),
+    new Promise((resolve) => narrow.close(resolve)),
     new Promise((resolve) => relay.close(resolve)),
     new Promise((resolve) => h1server.close(resolve)),
   ]);
@@ -124,6 +140,21 @@ describe.skipIf(!available)("the apiserver's HTTP/2 connection", () => {
     await held.body.dump();
     expect(sessions.length - before).toBe(1);
     expect(fallbacks()).toBe(0);
+  });
+
+  it("opens another session when the server's stream limit is reached, and closes it when done", async () => {
+    const { dispatcher } = newDispatcher(narrowOrigin);
+    // Two watches fill the first session; a request beyond them must not wait behind them.
+    const held = [await get(dispatcher, "/hold"), await get(dispatcher, "/hold")];
+    expect(await (await get(dispatcher, "/more")).body.text()).toBe("done");
+    expect(narrowSessions).toHaveLength(2);
+    const extra = narrowSessions[1] as ServerHttp2Session;
+    await held[0]?.body.dump();
+    // A slot free on the first session again: the next request goes there, and the extra one is closed.
+    expect(await (await get(dispatcher, "/again")).body.text()).toBe("done");
+    if (!extra.closed) await once(extra, "close");
+    expect(narrowSessions).toHaveLength(2);
+    await held[1]?.body.dump();
   });
 
   it("opens a new session after the server's GOAWAY", async () => {
