@@ -137,7 +137,10 @@ describe("request limiter", () => {
       const plural = rest[0] === "namespaces" && rest.length >= 3 ? rest[2] : rest[0];
       return `${group}/${plural ?? ""}`;
     };
-    const segment = fc.oneof(fc.constantFrom("api", "apis", "v1", "namespaces", "ns", "projects", "", "?", "a?b"), fc.string({ maxLength: 6 }));
+    const segment = fc.oneof(
+      fc.constantFrom("api", "apis", "v1", "namespaces", "ns", "projects", "", "?", "a?b"),
+      fc.string({ maxLength: 6 }),
+    );
     fc.assert(
       fc.property(fc.array(segment, { maxLength: 10 }), (segments) => {
         const path = `/${segments.join("/")}`;
