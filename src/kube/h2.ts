@@ -80,8 +80,11 @@ interface Session {
   h2: boolean | undefined;
 }
 
-/** A new session to `origin`, pinged while a stream is open; `onEnd` once it can take no more streams. */
-function openSession(origin: string, opts: H2DispatcherOptions, onEnd: (session: Session) => void): Session {
+/**
+ * A new session to `origin`, pinged while a stream is open; `onEnd` once it can take no more
+ * streams, `onRefused` as soon as the server's handshake turns out not to be HTTP/2.
+ */
+function openSession(origin: string, opts: H2DispatcherOptions, onEnd: (session: Session) => void, onRefused: () => void): Session {
   const pingIntervalMs = opts.pingIntervalMs ?? PING_INTERVAL_MS;
   const pingTimeoutMs = opts.pingTimeoutMs ?? PING_TIMEOUT_MS;
   const s = http2.connect(origin, opts.tls);
@@ -126,7 +129,10 @@ function openSession(origin: string, opts: H2DispatcherOptions, onEnd: (session:
   });
   s.once("connect", (_session, socket) => {
     session.h2 = (socket as { alpnProtocol?: string | false }).alpnProtocol === "h2";
-    if (!session.h2) s.destroy();
+    if (session.h2) return;
+    // Before the streams on it fail, so that their requests find the fallback set.
+    onRefused();
+    s.destroy();
   });
   // Idle, the session does not keep the process alive; a stream in flight does.
   s.unref();
@@ -142,8 +148,10 @@ function openSession(origin: string, opts: H2DispatcherOptions, onEnd: (session:
 export function createH2Dispatcher(origin: string, opts: H2DispatcherOptions): KubeDispatcher {
   const sessions: Session[] = [];
   let fallback: KubeDispatcher | undefined;
+  const onRefused = (): void => {
+    fallback ??= opts.fallback();
+  };
   const onEnd = (ended: Session): void => {
-    if (ended.h2 === false) fallback ??= opts.fallback();
     const at = sessions.indexOf(ended);
     if (at >= 0) sessions.splice(at, 1);
   };
@@ -151,7 +159,7 @@ export function createH2Dispatcher(origin: string, opts: H2DispatcherOptions): K
     for (const session of sessions) {
       if (!session.s.closed && !session.s.destroyed && session.open < session.maxStreams) return session;
     }
-    const session = openSession(origin, opts, onEnd);
+    const session = openSession(origin, opts, onEnd, onRefused);
     sessions.push(session);
     return session;
   };

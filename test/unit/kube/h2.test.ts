@@ -5,6 +5,7 @@
 import { once } from "node:events";
 import http2, { type Http2SecureServer, type ServerHttp2Session } from "node:http2";
 import { createServer as createHttpsServer, type Server as HttpsServer } from "node:https";
+import { createServer as createTlsServer, type Server as TlsServer } from "node:tls";
 import { createServer as createTcpServer, connect as tcpConnect, type AddressInfo, type Server as TcpServer, type Socket } from "node:net";
 import { Agent } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -24,6 +25,8 @@ let narrowOrigin: string;
 const narrowSessions: ServerHttp2Session[] = [];
 let h1server: HttpsServer;
 let h1origin: string;
+let noAlpn: TlsServer;
+let noAlpnOrigin: string;
 
 const port = (server: { address(): unknown }): number => (server.address() as AddressInfo).port;
 
@@ -84,6 +87,18 @@ beforeAll(async () => {
   h1server.listen(0, "127.0.0.1");
   await once(h1server, "listening");
   h1origin = `https://127.0.0.1:${String(port(h1server))}`;
+
+  // TLS without ALPN at all (a server that ignores the client's protocols), speaking HTTP/1.1.
+  noAlpn = createTlsServer({ cert: certs.certPem, key: certs.keyPem }, (socket) => {
+    socket.on("error", () => undefined);
+    socket.on("data", (chunk: Buffer) => {
+      if (!chunk.toString("latin1").startsWith("GET ")) return;
+      socket.write('HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 15\r\n\r\n{"plain":"1.1"}');
+    });
+  });
+  noAlpn.listen(0, "127.0.0.1");
+  await once(noAlpn, "listening");
+  noAlpnOrigin = `https://127.0.0.1:${String(port(noAlpn))}`;
 });
 
 afterAll(async () => {
@@ -96,6 +111,7 @@ afterAll(async () => {
     new Promise((resolve) => narrow.close(resolve)),
     new Promise((resolve) => relay.close(resolve)),
     new Promise((resolve) => h1server.close(resolve)),
+    new Promise((resolve) => noAlpn.close(resolve)),
   ]);
 });
 
@@ -199,6 +215,13 @@ describe.skipIf(!available)("the apiserver's HTTP/2 connection", () => {
     expect(JSON.parse(await first.body.text())).toEqual({ path: "/one", protocol: "1.1" });
     const second = await dispatcher.request({ origin: h1origin, path: "/two", method: "GET", headers: {}, body: null, signal: null });
     expect(JSON.parse(await second.body.text())).toEqual({ path: "/two", protocol: "1.1" });
+    expect(fallbacks()).toBe(1);
+  });
+
+  it("serves a server that ignores ALPN over HTTP/1.1 too", async () => {
+    const { dispatcher, fallbacks } = newDispatcher(noAlpnOrigin);
+    const first = await dispatcher.request({ origin: noAlpnOrigin, path: "/one", method: "GET", headers: {}, body: null, signal: null });
+    expect(JSON.parse(await first.body.text())).toEqual({ plain: "1.1" });
     expect(fallbacks()).toBe(1);
   });
 
