@@ -2,9 +2,8 @@
 //
 // undici (8.12 and 8.13 measured) can let go of an HTTP/2 stream — a stopped watch's, an aborted
 // request's — while Node still holds it, without an 'error' listener; when the connection ends
-// later (a server restart, a load balancer dropping it), Node emits the connection's
+// later (an apiserver restart, a load balancer dropping it), Node emits the connection's
 // SocketError on that stream, and an 'error' with no listener is thrown out of the event loop.
-// The service's connections are undici's; the apiserver's are Node's own (src/kube/h2.ts).
 // That error belongs to no request (every request in flight gets its own through its handlers),
 // so it is logged and keyward goes on. Any other uncaught exception still ends the process, as
 // Node's default would, after one fatal log line.

@@ -12,16 +12,15 @@ import { existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { delimiter, dirname, isAbsolute, join, resolve } from "node:path";
 import { load } from "js-yaml";
-import { Agent, ProxyAgent } from "undici";
-import { createH2Dispatcher, type KubeDispatcher } from "./h2.ts";
+import { Agent, ProxyAgent, type Dispatcher } from "undici";
 
 export interface KubeAccess {
   /** The apiserver's base URL, e.g. https://10.96.0.1:443. */
   server: string;
-  /** One connection for every request and watch (an HTTP/2 session; TLS identity included). */
-  dispatcher: KubeDispatcher;
-  /** A connection of its own with the same TLS identity and proxy (tests that need fresh connections). */
-  newDispatcher(): KubeDispatcher;
+  /** One connection pool for every request (TLS identity included): connections are reused. */
+  dispatcher: Dispatcher;
+  /** A pool of its own with the same TLS identity and proxy (tests that need fresh connections). */
+  newDispatcher(): Dispatcher;
   /**
    * The Authorization header value, when the user authenticates with one (refreshed as needed).
    * Bounded by its own deadline (an exec plugin's --exec-plugin-timeout), not by the request's:
@@ -82,7 +81,7 @@ function inCluster(): KubeAccess {
   const server = `https://${host.includes(":") ? `[${host}]` : host}:${port}`;
   const namespaceFile = join(SERVICE_ACCOUNT_DIR, "namespace");
   const connect = { ca: readFileSync(join(SERVICE_ACCOUNT_DIR, "ca.crt")) };
-  const newDispatcher = (): KubeDispatcher => dispatcherFor(server, connect, undefined);
+  const newDispatcher = (): Dispatcher => new Agent({ connect });
   return {
     server,
     dispatcher: newDispatcher(),
@@ -194,7 +193,7 @@ function resolveContext(
     ...(typeof c["tls-server-name"] === "string" ? { servername: c["tls-server-name"] } : {}),
   };
   const proxyUrl = typeof c["proxy-url"] === "string" && c["proxy-url"] !== "" ? c["proxy-url"] : undefined;
-  const newDispatcher = (): KubeDispatcher => dispatcherFor(server, connect, proxyUrl);
+  const newDispatcher = (): Dispatcher => (proxyUrl ? new ProxyAgent({ uri: proxyUrl, requestTls: connect }) : new Agent({ connect }));
   return {
     server: server.replace(/\/+$/, ""),
     dispatcher: newDispatcher(),
@@ -203,25 +202,6 @@ function resolveContext(
     namespace: typeof context["namespace"] === "string" ? context["namespace"] : undefined,
     source,
   };
-}
-
-/**
- * An https apiserver reached directly: one HTTP/2 session (h2.ts), with undici for a server that
- * turns out not to speak HTTP/2. Through a proxy-url (an HTTP CONNECT tunnel) or over plain
- * http: undici, which speaks both.
- */
-function dispatcherFor(server: string, connect: ConnectOptions, proxyUrl: string | undefined): KubeDispatcher {
-  if (proxyUrl) return new ProxyAgent({ uri: proxyUrl, requestTls: connect });
-  if (!server.startsWith("https://")) return new Agent({ connect });
-  return createH2Dispatcher(new URL(server).origin, { tls: connect, fallback: () => new Agent({ connect }) });
-}
-
-interface ConnectOptions {
-  ca?: Buffer;
-  cert?: Buffer;
-  key?: Buffer;
-  rejectUnauthorized?: boolean;
-  servername?: string;
 }
 
 function pem(field: "ca" | "cert" | "key", data: unknown, file: unknown, dir: string): Record<string, Buffer> {

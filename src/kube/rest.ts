@@ -2,8 +2,8 @@
 // watches, events and leases of any kind (core or custom). Auth and TLS come from KubeAccess.
 import { classification, reasonForStatus, type Classification, type ClassifiedError } from "../lib/classified.ts";
 import { STATUS_CODES } from "node:http";
+import type { Dispatcher } from "undici";
 import type { KubeAccess } from "./kubeconfig.ts";
-import type { KubeResponse } from "./h2.ts";
 
 export interface KubeRequest {
   method?: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
@@ -307,7 +307,7 @@ async function credential(access: KubeAccess, signal: AbortSignal | undefined): 
   }
 }
 
-export type { KubeResponse } from "./h2.ts";
+export type KubeResponse = Dispatcher.ResponseData;
 
 /** Per server URL: its origin and the path prefix a request's path goes under (a proxy's, say). */
 const servers = new Map<string, { origin: string; prefix: string | undefined }>();
@@ -346,9 +346,9 @@ export function requestTarget(server: string, path: string, query?: KubeRequest[
 }
 
 /**
- * One apiserver request through the access's dispatcher (a stream on its HTTP/2 session, h2.ts;
- * no WHATWG Request/Response/web-stream objects per call, which cost a third of keyward's CPU in
- * a 1000-object create; bench/RESULTS.md). The body is a Node stream: read it or dump it.
+ * One apiserver request through the access's dispatcher (undici's request API: no WHATWG
+ * Request/Response/web-stream objects per call, which cost a third of keyward's CPU in a
+ * 1000-object create; bench/RESULTS.md). The body is a Node stream: read it or dump it.
  * `authorization`: the credential withDeadline obtained before its deadline started; without
  * it the access's (cached) credential is asked for here.
  */

@@ -2,7 +2,7 @@
 // dependent missed would lose its cleanup), in pages (limit and continue), so one answer never
 // holds a whole namespace. Counted on the requests that reach the real apiserver.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { KubeDispatcher } from "../../src/kube/h2.ts";
+import type { Dispatcher } from "undici";
 import { createTestNamespace, testKubeConfig, type TestNamespace } from "../controlplane/testenv.ts";
 import { createCustom, dataPlatformSync } from "./support/keyward.ts";
 import { createKube, type Kube } from "../../src/kube/client.ts";
@@ -26,12 +26,12 @@ function countingKube(): { kube: Kube; paths: string[] } {
   const base = createKube(testKubeConfig());
   const paths: string[] = [];
   const dispatcher = base.access.dispatcher;
-  const counting: KubeDispatcher = {
-    request: (opts) => {
+  const counting = {
+    request: (opts: Dispatcher.RequestOptions) => {
       paths.push(opts.path);
       return dispatcher.request(opts);
     },
-  };
+  } as unknown as Dispatcher;
   return { kube: { ...base, access: { ...base.access, dispatcher: counting } }, paths };
 }
 
