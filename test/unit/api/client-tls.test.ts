@@ -1,13 +1,52 @@
 // https with a private CA: a TLS front (node:https, a certificate from a throwaway CA made with
 // the openssl CLI) forwards to the emulator. With caBundle the client trusts it; without, the
 // handshake fails before anything is sent.
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { request as httpRequest } from "node:http";
 import { createServer, type Server } from "node:https";
 import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { closeConnections, createApiClient, isTransportError, type RequestInfo } from "../../../src/api/index.ts";
-import { hasOpenssl, makeCertificates } from "../../support/tls.ts";
 import { fastRetry, rejectionOf, seedIds, startHarness, TOKEN, type Harness } from "./emulator-fixture.ts";
+
+function hasOpenssl(): boolean {
+  try {
+    execFileSync("openssl", ["version"], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function makeCertificates(): { caPem: string; certPem: string; keyPem: string } {
+  const dir = mkdtempSync(join(tmpdir(), "kw-tls-"));
+  const run = (...args: string[]) => execFileSync("openssl", args, { cwd: dir, stdio: "ignore" });
+  run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "1", "-subj", "/CN=keyward test CA");
+  run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=127.0.0.1");
+  writeFileSync(join(dir, "ext.cnf"), "subjectAltName=IP:127.0.0.1\n");
+  run(
+    "x509",
+    "-req",
+    "-in",
+    "server.csr",
+    "-CA",
+    "ca.pem",
+    "-CAkey",
+    "ca.key",
+    "-CAcreateserial",
+    "-out",
+    "server.pem",
+    "-days",
+    "1",
+    "-extfile",
+    "ext.cnf",
+  );
+  const read = (f: string) => readFileSync(join(dir, f), "utf8");
+  return { caPem: read("ca.pem"), certPem: read("server.pem"), keyPem: read("server.key") };
+}
 
 const available = hasOpenssl();
 let h: Harness;
