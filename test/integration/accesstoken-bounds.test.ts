@@ -178,6 +178,14 @@ describe("AccessToken: bounded minting and a Secret shared with other controller
         },
         { timeoutMs: 60_000, description: "keyward rewriting the edited Secret" },
       );
+      // The Secret is written before the status that records it: the AccessToken, Ready all along,
+      // says why once that pass is over; only then is the count of mints final.
+      const obj = await waitForObject(kc, ns.name, "accesstokens", "shared", {
+        until: (o) => isReady(o) && o.status?.["lastIssueReason"] === "SecretEdited",
+        timeoutMs: 60_000,
+        description: "AccessToken shared recording the reissue",
+      });
+      expect(obj.status?.["secretDataHash"]).toBe(rewritten.metadata?.annotations?.["keyward.dev/data-hash"]);
       expect(mints() - before).toBe(1);
       expect(rewritten.metadata?.finalizers).toEqual([FOREIGN_FINALIZER]);
       expect(rewritten.metadata?.labels).toMatchObject({
@@ -188,8 +196,6 @@ describe("AccessToken: bounded minting and a Secret shared with other controller
       expect(rewritten.metadata?.annotations).toMatchObject({ "backup.example.com/last": "2030-01-01" });
       expect(rewritten.metadata?.annotations?.["keyward.dev/data-hash"]).toMatch(/^sha256:/);
       expect(Object.keys(rewritten.data ?? {}).sort()).toEqual(["expiresAt", "token", "tokenType"]);
-      const obj = await readyToken("shared");
-      expect(obj.status?.["lastIssueReason"]).toBe("SecretEdited");
     } finally {
       await mergePatchSecret("shared-token", { metadata: { finalizers: null } });
     }
