@@ -22,6 +22,8 @@
 // controller-runtime operator of bench/go-operator, without and with keyward's create guard:
 // all-Ready ratios, apiserver requests, its CPU and the apiserver's CPU per object, each a
 // median over the runs, beside the machine's load average at each run's start and end.
+// ENGINE_BENCH_NODE_PEER=1: the same with bench/node-peer (the Go peer's logic on Node and undici
+// alone, under keyward's V8 flags): what the runtime itself costs for these requests.
 // ENGINE_BENCH_DIST=<dir>: keyward from another build than dist/ (a before/after comparison).
 // Its imports must find node_modules: put it next to a node_modules symlink (/tmp/kwb/base with
 // /tmp/kwb/node_modules -> the repository's), not inside the repository (lint would read it).
@@ -32,7 +34,8 @@
 // A benchmark: it prints medians and never asserts on timing.
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdtemp } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, writeFile } from "node:fs/promises";
+import { stripTypeScriptTypes } from "node:module";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -124,8 +127,11 @@ interface RunResult {
   floorMs?: number;
   requestsFloorMs?: number;
   /** ENGINE_BENCH_GO=1: the Go operator without and with the create guard, on the same N. */
-  go?: GoRun;
-  goGuard?: GoRun;
+  go?: PeerRun;
+  goGuard?: PeerRun;
+  /** ENGINE_BENCH_NODE_PEER=1: the minimal Node operator, the same two ways. */
+  node?: PeerRun;
+  nodeGuard?: PeerRun;
   /** The machine's 1-minute load average when the run started and when it ended. */
   load: [number, number];
   logPath: string;
@@ -273,12 +279,15 @@ async function runOnce(ctx: Ctx, n: number, rep: number): Promise<RunResult> {
   const floorMs = rep === 1 && n <= FLOOR_MAX_N ? await measureFloor(ctx, names) : undefined;
   const requestsFloorMs = rep === 1 && n <= FLOOR_MAX_N ? await measureRequestsFloor(ctx, names) : undefined;
   const loadAtStart = loadavg()[0] ?? Number.NaN;
-  const goBinary = GO_COMPARE && n <= GO_MAX_N ? await buildGoOperator() : undefined;
-  const go = goBinary === undefined ? undefined : await runGoOperator(ctx, goBinary, n, rep, false);
-  const goGuard = goBinary === undefined ? undefined : await runGoOperator(ctx, goBinary, n, rep, true);
-  // keyward meets the service as the Go peers did, empty: the provider config's check lists
+  const goPeer = GO_COMPARE && n <= GO_MAX_N ? await goOperator() : undefined;
+  const go = goPeer === undefined ? undefined : await runPeer(ctx, goPeer, n, rep, false);
+  const goGuard = goPeer === undefined ? undefined : await runPeer(ctx, goPeer, n, rep, true);
+  const nodePeer = NODE_PEER_COMPARE && n <= GO_MAX_N ? await nodeOperator(ctx) : undefined;
+  const node = nodePeer === undefined ? undefined : await runPeer(ctx, nodePeer, n, rep, false);
+  const nodeGuard = nodePeer === undefined ? undefined : await runPeer(ctx, nodePeer, n, rep, true);
+  // keyward meets the service as the peers did, empty: the provider config's check lists
   // every project, and the emulator's create scans every project's roles.
-  if (floorMs !== undefined || requestsFloorMs !== undefined || goBinary !== undefined) await ctx.emulator.reset();
+  if (floorMs !== undefined || requestsFloorMs !== undefined || goPeer !== undefined || nodePeer !== undefined) await ctx.emulator.reset();
   await setUpNamespace(ctx, namespace);
   progress(`N=${n} run ${rep}: starting keyward (${ENTRY}/)`);
   const idleStart = await startIdle(ctx, namespace, ENTRY, logPath, `${namespace}-create`);
@@ -372,6 +381,8 @@ async function runOnce(ctx: Ctx, n: number, rep: number): Promise<RunResult> {
       ...(requestsFloorMs !== undefined ? { requestsFloorMs } : {}),
       ...(go !== undefined ? { go } : {}),
       ...(goGuard !== undefined ? { goGuard } : {}),
+      ...(node !== undefined ? { node } : {}),
+      ...(nodeGuard !== undefined ? { nodeGuard } : {}),
       load: [loadAtStart, loadavg()[0] ?? Number.NaN],
       logPath,
     };
@@ -485,11 +496,16 @@ async function measureRequestsFloor(ctx: Ctx, names: readonly string[]): Promise
 // id in metadata after it; 4 writes, as keyward). Its apiserver requests, its CPU and the
 // apiserver's CPU are measured as keyward's are.
 const GO_COMPARE = env["ENGINE_BENCH_GO"] === "1";
-// The Go peers run up to this N (default: the floors' ENGINE_BENCH_FLOOR_MAX), so N = 10,000 can be
+// ENGINE_BENCH_NODE_PEER=1: the same two runs with bench/node-peer, the Go peer's logic written
+// for Node with undici and nothing else, under keyward's V8 flags and malloc settings: the
+// runtime's floor for these requests, so keyward's distance to the Go peer splits into the
+// runtime's share and keyward's own.
+const NODE_PEER_COMPARE = env["ENGINE_BENCH_NODE_PEER"] === "1";
+// The peers run up to this N (default: the floors' ENGINE_BENCH_FLOOR_MAX), so N = 10,000 can be
 // compared without the floors' O(N²) emulator creates.
 const GO_MAX_N = Number(env["ENGINE_BENCH_GO_MAX"] ?? FLOOR_MAX_N);
 
-interface GoRun {
+interface PeerRun {
   allReadyMs: number;
   peakRssBytes: number;
   cpuS: number;
@@ -498,9 +514,18 @@ interface GoRun {
   apiserverCpuS: number;
 }
 
-let goBuilt: Promise<string> | undefined;
+/** A peer operator: how to start it (its own flags follow: --namespace, --base-url, …). */
+interface Peer {
+  name: "go" | "node";
+  label: string;
+  command: string;
+  args: string[];
+  env: NodeJS.ProcessEnv;
+}
 
-function buildGoOperator(): Promise<string> {
+let goBuilt: Promise<Peer> | undefined;
+
+function goOperator(): Promise<Peer> {
   goBuilt ??= (async () => {
     const dir = join(repoRoot, "bench", "go-operator");
     const out = join(tmpdir(), "keyward-bench-go-operator");
@@ -514,9 +539,53 @@ function buildGoOperator(): Promise<string> {
       child.on("error", reject);
       child.on("close", (code) => (code === 0 ? resolve() : reject(new Error(`go build exited with ${String(code)}`))));
     });
-    return out;
+    return { name: "go", label: "Go operator", command: out, args: [], env: process.env };
   })();
   return goBuilt;
+}
+
+let nodeBuilt: Promise<Peer> | undefined;
+
+/**
+ * bench/node-peer as JavaScript (its types stripped, as keyward runs from dist/), written under
+ * node_modules/.cache so that its `undici` import resolves, and the apiserver's address and
+ * credentials from the bench's kubeconfig in a JSON file beside it (mode 0600).
+ */
+function nodeOperator(ctx: Ctx): Promise<Peer> {
+  nodeBuilt ??= (async () => {
+    const dir = join(repoRoot, "node_modules", ".cache", "keyward-bench");
+    await mkdir(dir, { recursive: true });
+    const source = await readFile(join(repoRoot, "bench", "node-peer", "operator.ts"), "utf8");
+    const script = join(dir, "node-peer.mjs");
+    await writeFile(script, stripTypeScriptTypes(source));
+    const kc = ctx.cluster.kc;
+    const tls: { ca?: unknown; cert?: unknown; key?: unknown } = {};
+    await kc.applyToHTTPSOptions(tls);
+    const pem = (v: unknown): string | undefined => (Buffer.isBuffer(v) ? v.toString("utf8") : typeof v === "string" ? v : undefined);
+    const accessPath = join(dir, "node-peer-access.json");
+    const access = {
+      server: kc.getCurrentCluster()?.server,
+      ca: pem(tls.ca),
+      cert: pem(tls.cert),
+      key: pem(tls.key),
+      token: kc.getCurrentUser()?.token,
+    };
+    await writeFile(accessPath, JSON.stringify(access), { mode: 0o600 });
+    const flags = (env["ENGINE_BENCH_NODE_FLAGS"] ?? "").split(/\s+/).filter((f) => f !== "");
+    return {
+      name: "node",
+      label: "Node operator",
+      command: process.execPath,
+      args: [...flags, script],
+      env: {
+        ...process.env,
+        NODE_PEER_ACCESS: accessPath,
+        MALLOC_ARENA_MAX: env["MALLOC_ARENA_MAX"] ?? "2",
+        MALLOC_MMAP_THRESHOLD_: env["MALLOC_MMAP_THRESHOLD_"] ?? "131072",
+      },
+    } satisfies Peer;
+  })();
+  return nodeBuilt;
 }
 
 /** Resolves once `child` has exited (at once if it has). */
@@ -525,16 +594,18 @@ function exited(child: ChildProcess): Promise<void> {
   return new Promise((resolve) => child.once("exit", () => resolve()));
 }
 
-async function runGoOperator(ctx: Ctx, binary: string, n: number, rep: number, guard: boolean): Promise<GoRun> {
-  const namespace = `kb-go${guard ? "-guard" : ""}-${n}-${rep}`;
-  const label = guard ? "Go operator + create guard" : "Go operator";
+async function runPeer(ctx: Ctx, peer: Peer, n: number, rep: number, guard: boolean): Promise<PeerRun> {
+  const namespace = `kb-${peer.name}${guard ? "-guard" : ""}-${n}-${rep}`;
+  const label = guard ? `${peer.label} + create guard` : peer.label;
   const names = Array.from({ length: n }, (_, i) => `${namespace}-${i}`);
   await ctx.emulator.reset();
   await ctx.core.createNamespace({ body: { metadata: { name: namespace } } });
-  const args = ["--namespace", namespace, "--base-url", ctx.emulator.url, "--concurrency", String(CONCURRENCY)];
-  const child = spawn(binary, guard ? [...args, "--create-guard"] : args, {
-    env: { ...process.env, KUBECONFIG: ctx.cluster.kubeconfigPath, SERVICE_TOKEN: TOKEN },
-    stdio: ["ignore", "ignore", "ignore"],
+  const args = [...peer.args, "--namespace", namespace, "--base-url", ctx.emulator.url, "--concurrency", String(CONCURRENCY)];
+  const child = spawn(peer.command, guard ? [...args, "--create-guard"] : args, {
+    cwd: repoRoot,
+    env: { ...peer.env, KUBECONFIG: ctx.cluster.kubeconfigPath, SERVICE_TOKEN: TOKEN },
+    // The Node peer's stderr shows why it stopped, if it does; the Go peer's is controller-runtime's chatter.
+    stdio: ["ignore", "ignore", peer.name === "node" ? "inherit" : "ignore"],
   });
   const pid = child.pid ?? 0;
   try {
@@ -735,7 +806,7 @@ function report(cluster: BenchCluster, idle: Array<{ entry: Entry; rss: number }
           sec,
         ),
       ),
-      ...goRows(row),
+      ...peerRows(row),
       row("  all Ready / requests floor", (runs) => {
         const ratios = runs.flatMap((r) => (r.requestsFloorMs === undefined ? [] : [r.allReadyMs / r.requestsFloorMs]));
         return ratios.length === 0 ? "—" : `${median(ratios).toFixed(2)}×`;
@@ -963,18 +1034,26 @@ The machine is shared: figures are noisy, read medians.`);
 type RowFn = (measure: string, cell: (runs: RunResult[], n: number) => string) => Record<string, string>;
 
 /**
- * ENGINE_BENCH_GO=1: keyward against the Go controller-runtime operator without and with the
- * create guard, each a median over the runs of the per-run figure (ratios taken within a run).
+ * ENGINE_BENCH_GO=1 (and ENGINE_BENCH_NODE_PEER=1): keyward against the Go controller-runtime
+ * operator (and the minimal Node one) without and with the create guard, each a median over the
+ * runs of the per-run figure (ratios taken within a run).
  */
-function goRows(row: RowFn): Record<string, string>[] {
-  const variants: Array<[string, (r: RunResult) => GoRun | undefined]> = [
+function peerRows(row: RowFn): Record<string, string>[] {
+  const variants: Array<[string, (r: RunResult) => PeerRun | undefined]> = [
     ["Go, no guard", (r) => r.go],
     ["Go + create guard", (r) => r.goGuard],
+    // Its rows only when it ran: most runs leave it out.
+    ...(NODE_PEER_COMPARE
+      ? ([
+          ["Node, no guard", (r) => r.node],
+          ["Node + create guard", (r) => r.nodeGuard],
+        ] as Array<[string, (r: RunResult) => PeerRun | undefined]>)
+      : []),
   ];
   const x = (v: number): string => `${v.toFixed(2)}×`;
   const ms = (v: number): string => `${v.toFixed(1)} ms`;
   // A process's CPU per object in the Go peer's run, then keyward's run's over it (median of each).
-  const cpuAndRatio = (pairs: Array<[RunResult, GoRun]>, field: "cpuS" | "apiserverCpuS"): string =>
+  const cpuAndRatio = (pairs: Array<[RunResult, PeerRun]>, field: "cpuS" | "apiserverCpuS"): string =>
     `${med(
       pairs.map(([r, g]) => (1000 * g[field]) / r.n),
       ms,
@@ -983,13 +1062,13 @@ function goRows(row: RowFn): Record<string, string>[] {
       x,
     )}`;
   return variants.flatMap(([name, pick]) => {
-    const runsWith = (runs: RunResult[]): Array<[RunResult, GoRun]> =>
-      runs.flatMap((r): Array<[RunResult, GoRun]> => {
+    const runsWith = (runs: RunResult[]): Array<[RunResult, PeerRun]> =>
+      runs.flatMap((r): Array<[RunResult, PeerRun]> => {
         const go = pick(r);
         return go === undefined ? [] : [[r, go]];
       });
     return [
-      row(`  ${name}: all Ready (ENGINE_BENCH_GO=1)`, (runs) =>
+      row(`  ${name}: all Ready (ENGINE_BENCH_${name.startsWith("Go") ? "GO" : "NODE_PEER"}=1)`, (runs) =>
         spread(
           runsWith(runs).map(([, g]) => g.allReadyMs),
           sec,
