@@ -1,6 +1,6 @@
 // One keep-alive connection pool per base URL (and CA bundle), reused by every client of it and
 // closed when the last client that claimed it lets go (claimConnections), and the mapping of transport failures to TransportError.
-import { createHash, randomUUID } from "node:crypto";
+import { createHash } from "node:crypto";
 import diagnosticsChannel from "node:diagnostics_channel";
 import { Pool, request, type Dispatcher } from "undici";
 import { ResponseTooLargeError, TransportError, type TransportErrorKind } from "./errors.ts";
@@ -92,11 +92,14 @@ export function joinUrl(baseUrl: string, path: string): URL {
 }
 
 // Whether a request's bytes went out: undici publishes `undici:client:sendHeaders` just before
-// it writes a request to a connected socket. Each attempt carries a random id header; an id
+// it writes a request to a connected socket. Each attempt carries an id header; an id
 // seen here means the request may have reached the service, an id never seen means it
 // provably did not (no connection, or failed before writing) and may be sent again.
 const ATTEMPT_HEADER = "x-keyward-attempt";
 const sentAttempts = new Set<string>();
+// Unique within the process, which is all the matching needs (a random UUID per attempt cost more).
+let attempts = 0;
+const nextAttemptId = (): string => (++attempts).toString(36);
 
 function onSendHeaders(message: unknown): void {
   const headers = (message as { request?: { headers?: unknown } }).request?.headers;
@@ -119,10 +122,21 @@ diagnosticsChannel.subscribe("undici:client:sendHeaders", onSendHeaders);
  */
 export async function sendRequest(req: HttpRequest, operation: string): Promise<HttpResponse> {
   const url = joinUrl(req.baseUrl, req.path);
-  const attemptId = randomUUID();
-  const deadline = new AbortController();
-  const timer = setTimeout(() => deadline.abort(new Error("deadline")), req.timeoutMs);
-  const signal = req.signal ? AbortSignal.any([deadline.signal, req.signal]) : deadline.signal;
+  const attemptId = nextAttemptId();
+  // One controller for both ends of the request: the deadline, and the caller's abort forwarded
+  // by a listener (AbortSignal.any would allocate a composite signal tracked by weak references,
+  // per request; bench/RESULTS.md).
+  const controller = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    controller.abort(new Error("deadline"));
+  }, req.timeoutMs);
+  const caller = req.signal;
+  const forward = (): void => controller.abort(caller?.reason);
+  if (caller?.aborted) forward();
+  else caller?.addEventListener("abort", forward, { once: true });
+  const signal = controller.signal;
   try {
     // No redirect interceptor: a 3xx is the answer (an ApiError), never followed, so the
     // Authorization header goes to the base URL's origin only (test/unit/api/client-redirect.test.ts).
@@ -139,10 +153,15 @@ export async function sendRequest(req: HttpRequest, operation: string): Promise<
     return { status: res.statusCode, headers: res.headers, text };
   } catch (err) {
     if (err instanceof ResponseTooLargeError || err instanceof TransportError) throw err;
-    const progress = { sent: sentAttempts.has(attemptId), timedOut: deadline.signal.aborted, aborted: req.signal?.aborted === true };
+    const progress = {
+      sent: sentAttempts.has(attemptId),
+      timedOut,
+      aborted: caller?.aborted === true,
+    };
     throw toTransportError(err, operation, url.host, progress);
   } finally {
     clearTimeout(timer);
+    caller?.removeEventListener("abort", forward);
     sentAttempts.delete(attemptId);
   }
 }

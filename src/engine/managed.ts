@@ -59,6 +59,19 @@ export const HANDLED_PREFIX = "handled.keyward.dev/";
 export const ANNOTATION_RECENT_HANDLED = `${HANDLED_PREFIX}recent`;
 
 /** The annotation recording the last handled value of an action annotation: keyward.dev/sync-requested-at → handled.keyward.dev/sync-requested-at. */
+
+/**
+ * `c` with `fields` replaced, its getters kept as getters: a spread would call them, and the
+ * pass's `log` getter makes a pino child logger (1% of keyward's CPU while creating, made for
+ * every create whether it logs or not; bench/RESULTS.md).
+ */
+export function withFields<C extends object>(c: C, fields: Partial<C>): C {
+  return Object.defineProperties(Object.create(Object.getPrototypeOf(c) as object | null), {
+    ...Object.getOwnPropertyDescriptors(c),
+    ...Object.getOwnPropertyDescriptors(fields),
+  }) as C;
+}
+
 export function handledAnnotation(actionAnnotation: string): string {
   const slash = actionAnnotation.indexOf("/");
   return HANDLED_PREFIX + actionAnnotation.slice(slash + 1);
@@ -721,7 +734,7 @@ class Run<Spec, Status, Conn, External> {
       c.event("Normal", "Updated", `updated ${obs.diff?.length ? obs.diff.join(", ") : "the external object"} to match the spec`);
       obs = { ...obs, upToDate: true };
     }
-    if (!c.observeOnly && this.module.act) this.mergeStatus(await this.module.act({ ...c, status: this.kindStatus }, obs));
+    if (!c.observeOnly && this.module.act) this.mergeStatus(await this.module.act(withFields(c, { status: this.kindStatus }), obs));
     const readiness = obs.readiness ?? AVAILABLE;
     await this.writeStatus({
       ready: { type: "Ready", status: readiness.ready ? "True" : "False", reason: readiness.reason, message: readiness.message },
@@ -794,7 +807,10 @@ class Run<Spec, Status, Conn, External> {
     this.mergeStatus(created.status);
     this.actionEvent = true;
     // Its status write records the id, which confirms the create: no write of its own.
-    const outcome = await this.reconcileExisting({ ...c, status: this.kindStatus, createPending: false }, { ...created, exists: true });
+    const outcome = await this.reconcileExisting(withFields(c, { status: this.kindStatus, createPending: false }), {
+      ...created,
+      exists: true,
+    });
     const readiness = created.readiness ?? AVAILABLE;
     c.event("Normal", "Created", `created the external object; ${readiness.ready ? "it is available" : readiness.message}`);
     return outcome;

@@ -74,22 +74,30 @@ function requestTimeoutMs(access: KubeAccess): number {
 }
 
 /**
+ * What every request but a watch passes before it is sent: its turn under the client-side limit
+ * (--kube-api-qps/--kube-api-burst, waited outside any deadline, as client-go's rate limiter does),
+ * then the credential (access.authorization(): an exec plugin may take up to its own timeout).
+ * A deadline starts only after both, so a plugin that never answers fails with its own error
+ * naming the plugin and its timeout instead of being reported as a silent apiserver.
+ */
+async function admit(access: KubeAccess, req: KubeRequest): Promise<string | undefined> {
+  const limiter = limiters.get(access);
+  if (limiter && !isWatch(req)) await limiter.acquire(requestKind(req.path), req.signal);
+  return credential(access, req.signal);
+}
+
+/**
  * Runs `work` with a signal that aborts at the deadline (or with the caller's signal); a
- * deadline abort becomes KubeTimeoutError, a caller's abort stays what it was. The credential
- * (access.authorization(): an exec plugin may take up to its own timeout) is obtained first and
- * the deadline starts after it, so a plugin that never answers fails with its own error naming
- * the plugin and its timeout instead of being reported as a silent apiserver; `work` gets it.
+ * deadline abort becomes KubeTimeoutError, a caller's abort stays what it was. For a watch's
+ * headers (its stream then outlives the deadline); one JSON request has kubeJson's cheaper
+ * deadline. `work` gets the credential admit obtained.
  */
 export async function withDeadline<T>(
   access: KubeAccess,
   req: KubeRequest,
   work: (signal: AbortSignal, authorization: string | undefined) => Promise<T>,
 ): Promise<T> {
-  // The client-side limit (--kube-api-qps/--kube-api-burst): every request but a watch waits its
-  // turn first, outside its deadline, as client-go's rate limiter does before a request is sent.
-  const limiter = limiters.get(access);
-  if (limiter && !isWatch(req)) await limiter.acquire(requestKind(req.path), req.signal);
-  const authorization = await credential(access, req.signal);
+  const authorization = await admit(access, req);
   const ms = requestTimeoutMs(access);
   const deadline = new AbortController();
   const timer = setTimeout(() => deadline.abort(), ms);
@@ -102,6 +110,12 @@ export async function withDeadline<T>(
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** undici's own timeouts: no response headers, or a body silent, for headersTimeout / bodyTimeout. */
+function isUndiciTimeout(err: unknown): boolean {
+  const code = typeof err === "object" && err !== null ? (err as { code?: unknown }).code : undefined;
+  return code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT";
 }
 
 /** The client-side apiserver limit: requests per second and the burst above it. */
@@ -351,10 +365,11 @@ export function requestTarget(server: string, path: string, query?: KubeRequest[
  * One apiserver request through the access's dispatcher (undici's request API: no WHATWG
  * Request/Response/web-stream objects per call, which cost a third of keyward's CPU in a
  * 1000-object create; bench/RESULTS.md). The body is a Node stream: read it or dump it.
- * `authorization`: the credential withDeadline obtained before its deadline started; without
- * it the access's (cached) credential is asked for here.
+ * `authorization`: the credential admit obtained before any deadline started; without it the
+ * access's (cached) credential is asked for here. `timeoutMs`: undici's headersTimeout and
+ * bodyTimeout for this request (kubeJson's deadline); without it undici's defaults.
  */
-export async function kubeRequest(access: KubeAccess, req: KubeRequest, authorization?: string): Promise<KubeResponse> {
+export async function kubeRequest(access: KubeAccess, req: KubeRequest, authorization?: string, timeoutMs?: number): Promise<KubeResponse> {
   const method = req.method ?? "GET";
   // Checked right before sending, after any wait for a token or a turn.
   if (method !== "GET" && fences.get(access)?.() === false) throw new KubeFencedError(method, req.path);
@@ -370,18 +385,32 @@ export async function kubeRequest(access: KubeAccess, req: KubeRequest, authoriz
     headers,
     body: req.body === undefined ? null : JSON.stringify(req.body),
     signal: req.signal ?? null,
+    ...(timeoutMs !== undefined ? { headersTimeout: timeoutMs, bodyTimeout: timeoutMs } : {}),
   });
 }
 
 /**
- * A JSON request, answered (headers and body) within the access's request timeout, else
- * KubeTimeoutError; a non-2xx answer throws KubeApiError.
+ * A JSON request, answered within the access's request timeout, else KubeTimeoutError; a non-2xx
+ * answer throws KubeApiError. The deadline is undici's: the response headers within the timeout,
+ * and no silence as long in the body. That costs no AbortController, timer or AbortSignal.any of
+ * keyward's per request (3% of keyward's CPU while creating, bench/RESULTS.md), and
+ * on HTTP/2 undici answers a stream's timeout by pinging its connection and closing one that does
+ * not answer, so the next request gets a new connection instead of the same dead one (client-go's
+ * connection health check: an apiserver gone without a FIN, behind a load balancer that failed over).
  */
 export async function kubeJson<T>(access: KubeAccess, req: KubeRequest): Promise<T> {
-  const { status, text } = await withDeadline(access, req, async (signal, authorization) => {
-    const response = await kubeRequest(access, { ...req, signal }, authorization);
-    return { status: response.statusCode, text: await response.body.text() };
-  });
+  const authorization = await admit(access, req);
+  const ms = requestTimeoutMs(access);
+  let status: number;
+  let text: string;
+  try {
+    const response = await kubeRequest(access, req, authorization, ms);
+    status = response.statusCode;
+    text = await response.body.text();
+  } catch (err) {
+    if (isUndiciTimeout(err) && !req.signal?.aborted) throw new KubeTimeoutError(req.method ?? "GET", req.path, ms);
+    throw err;
+  }
   if (status < 200 || status > 299) throw errorFrom(status, text, STATUS_CODES[status] ?? "");
   return JSON.parse(text) as T;
 }

@@ -4,10 +4,11 @@
 // slowed a sharded create. Observed through undici's diagnostics channel: each new connection and
 // the protocol its TLS handshake agreed.
 import { subscribe, unsubscribe } from "node:diagnostics_channel";
+import { createServer, connect, type AddressInfo, type Server, type Socket } from "node:net";
 import type { TLSSocket } from "node:tls";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKube } from "../../../src/kube/client.ts";
-import { kubeJson, MERGE_PATCH } from "../../../src/kube/rest.ts";
+import { KubeTimeoutError, kubeJson, MERGE_PATCH } from "../../../src/kube/rest.ts";
 import { watchOnce } from "../../../src/kube/watch.ts";
 import { createTestNamespace, testKubeConfig, type TestNamespace } from "../../controlplane/testenv.ts";
 
@@ -68,5 +69,68 @@ describe("the apiserver client's connections", () => {
       path: `${path}/agent`,
     });
     expect(cm.metadata.managedFields?.map((f) => [f.manager, f.operation])).toEqual([["keyward", "Update"]]);
+  });
+});
+
+/**
+ * A TCP relay to the apiserver that can go silent: `silence()` stops carrying bytes on every
+ * connection open now, both ways, without closing any (an apiserver gone without a FIN, or a load
+ * balancer that failed over and drops the old flows); connections made after it are carried.
+ */
+async function relayTo(server: string): Promise<{ url: string; connections: () => number; silence: () => void; close: () => void }> {
+  const target = new URL(server);
+  const open: Array<{ client: Socket; upstream: Socket; silent: boolean }> = [];
+  const relay: Server = createServer((client) => {
+    const upstream = connect(Number(target.port), target.hostname);
+    const flow = { client, upstream, silent: false };
+    open.push(flow);
+    client.on("data", (chunk) => {
+      if (!flow.silent) upstream.write(chunk);
+    });
+    upstream.on("data", (chunk) => {
+      if (!flow.silent) client.write(chunk);
+    });
+    const end = (): void => {
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on("error", end).on("close", end);
+    upstream.on("error", end).on("close", end);
+  });
+  await new Promise<void>((resolve) => relay.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `https://127.0.0.1:${(relay.address() as AddressInfo).port}`,
+    connections: () => open.length,
+    silence: () => {
+      for (const flow of open) flow.silent = true;
+    },
+    close: () => {
+      for (const flow of open) flow.client.destroy();
+      relay.close();
+    },
+  };
+}
+
+describe("an apiserver connection that goes silent", () => {
+  it("fails the request in flight with KubeTimeoutError, and the next one goes over a new connection", async () => {
+    const base = createKube(testKubeConfig()).access;
+    const relay = await relayTo(base.server);
+    // The apiserver's certificate names 127.0.0.1, whatever the port: the relay is trusted as it is.
+    const access = { ...base, server: relay.url, dispatcher: base.newDispatcher(), requestTimeoutMs: 500 };
+    try {
+      const path = `/api/v1/namespaces/${ns.name}`;
+      await expect(kubeJson<{ metadata: { name: string } }>(access, { path })).resolves.toMatchObject({ metadata: { name: ns.name } });
+      expect(relay.connections()).toBe(1);
+
+      relay.silence();
+      await expect(kubeJson(access, { path })).rejects.toBeInstanceOf(KubeTimeoutError);
+      // The timed-out stream made undici ping the connection; unanswered, it is closed, and the
+      // next request is carried by a new one instead of waiting on the dead one until it times out.
+      await expect(kubeJson<{ metadata: { name: string } }>(access, { path })).resolves.toMatchObject({ metadata: { name: ns.name } });
+      expect(relay.connections()).toBe(2);
+    } finally {
+      await access.dispatcher.destroy();
+      relay.close();
+    }
   });
 });
