@@ -59,6 +59,10 @@ export const HANDLED_PREFIX = "handled.keyward.dev/";
 export const ANNOTATION_RECENT_HANDLED = `${HANDLED_PREFIX}recent`;
 
 /** The annotation recording the last handled value of an action annotation: keyward.dev/sync-requested-at → handled.keyward.dev/sync-requested-at. */
+export function handledAnnotation(actionAnnotation: string): string {
+  const slash = actionAnnotation.indexOf("/");
+  return HANDLED_PREFIX + actionAnnotation.slice(slash + 1);
+}
 
 /**
  * `c` with `fields` replaced, its getters kept as getters: a spread would call them, and the
@@ -70,11 +74,6 @@ export function withFields<C extends object>(c: C, fields: Partial<C>): C {
     ...Object.getOwnPropertyDescriptors(c),
     ...Object.getOwnPropertyDescriptors(fields),
   }) as C;
-}
-
-export function handledAnnotation(actionAnnotation: string): string {
-  const slash = actionAnnotation.indexOf("/");
-  return HANDLED_PREFIX + actionAnnotation.slice(slash + 1);
 }
 
 /**

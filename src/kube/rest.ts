@@ -74,9 +74,9 @@ function requestTimeoutMs(access: KubeAccess): number {
 }
 
 /**
- * What every request but a watch passes before it is sent: its turn under the client-side limit
- * (--kube-api-qps/--kube-api-burst, waited outside any deadline, as client-go's rate limiter does),
- * then the credential (access.authorization(): an exec plugin may take up to its own timeout).
+ * What a request passes before it is sent: its turn under the client-side limit (every request
+ * but a watch; --kube-api-qps/--kube-api-burst, waited outside any deadline, as client-go's rate
+ * limiter does), then the credential (access.authorization(): an exec plugin may take up to its own timeout).
  * A deadline starts only after both, so a plugin that never answers fails with its own error
  * naming the plugin and its timeout instead of being reported as a silent apiserver.
  */
