@@ -25,14 +25,13 @@ afterAll(() => ns.cleanup());
 function countingKube(): { kube: Kube; paths: string[] } {
   const base = createKube(testKubeConfig());
   const paths: string[] = [];
-  const dispatcher = base.access.dispatcher;
-  const counting = {
-    request: (opts: Dispatcher.RequestOptions) => {
-      paths.push(opts.path);
-      return dispatcher.request(opts);
-    },
-  } as unknown as Dispatcher;
-  return { kube: { ...base, access: { ...base.access, dispatcher: counting } }, paths };
+  // An interceptor, as informer-watchlist.test.ts records its requests: every request the
+  // dispatcher sends, by whatever method it was made.
+  const record: Dispatcher.DispatcherComposeInterceptor = (dispatch) => (opts, handler) => {
+    paths.push(opts.path);
+    return dispatch(opts, handler);
+  };
+  return { kube: { ...base, access: { ...base.access, dispatcher: base.access.dispatcher.compose(record) } }, paths };
 }
 
 describe("freshReferrers", () => {
