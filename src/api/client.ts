@@ -19,7 +19,7 @@ import {
   serviceMessage,
   ThrottledError,
 } from "./errors.ts";
-import { sendRequest, type HttpResponse } from "./http.ts";
+import { sendRequest, serviceBase, type HttpResponse, type ServiceBase } from "./http.ts";
 import { fillPath, operationByName, type OperationInfo, type OperationName } from "./operations.ts";
 import { bucketFor, credentialKey, holdOffCredential, validateRateLimit, type RateLimit } from "./ratelimit.ts";
 import { parseRetryAfter, retryDecision, retryPolicy, type RetryPolicy } from "./retry.ts";
@@ -114,6 +114,7 @@ export interface Caller {
 
 interface Settings {
   baseUrl: string;
+  base: ServiceBase;
   token: string | undefined;
   timeoutMs: number;
   maxResponseBytes: number;
@@ -147,6 +148,7 @@ function settingsFrom(options: ClientOptions): Settings {
     throw new RangeError("maxResponseBytes must be a positive integer");
   return {
     baseUrl: options.baseUrl,
+    base: serviceBase(options.baseUrl),
     token: options.token,
     timeoutMs,
     maxResponseBytes,
@@ -257,6 +259,7 @@ async function attemptOnce<S extends z.ZodType>(s: Settings, p: Prepared, schema
   try {
     const request = {
       baseUrl: s.baseUrl,
+      base: s.base,
       method: p.op.method,
       path: p.path,
       headers: p.headers,

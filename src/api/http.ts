@@ -2,11 +2,13 @@
 // closed when the last client that claimed it lets go (claimConnections), and the mapping of transport failures to TransportError.
 import { createHash } from "node:crypto";
 import diagnosticsChannel from "node:diagnostics_channel";
-import { Pool, request, type Dispatcher } from "undici";
+import { Pool, type Dispatcher } from "undici";
 import { ResponseTooLargeError, TransportError, type TransportErrorKind } from "./errors.ts";
 
 export interface HttpRequest {
   baseUrl: string;
+  /** baseUrl parsed (serviceBase), when the caller keeps it; parsed here otherwise. */
+  base?: ServiceBase;
   method: string;
   /** Path and query, starting with "/" (appended to the base URL's own path). */
   path: string;
@@ -85,10 +87,30 @@ export async function closeConnections(): Promise<void> {
   await Promise.all(all.map((e) => e.pool.close()));
 }
 
-export function joinUrl(baseUrl: string, path: string): URL {
+/** A base URL parsed once (per API client, not per request): its origin, host and path without trailing slashes. */
+export interface ServiceBase {
+  origin: string;
+  host: string;
+  prefix: string;
+}
+
+export function serviceBase(baseUrl: string): ServiceBase {
   const base = new URL(baseUrl);
-  const prefix = base.pathname.replace(/\/+$/, "");
-  return new URL(`${base.origin}${prefix}${path}`);
+  return { origin: base.origin, host: base.host, prefix: base.pathname.replace(/\/+$/, "") };
+}
+
+/** A path URL parsing leaves as it is: no escapes, query, fragment, dot segments or odd characters. */
+const PLAIN_PATH = /^(?:\/[A-Za-z0-9_~:@-][A-Za-z0-9._~:@-]*)+\/?$/;
+
+/**
+ * The origin and path of `path` under `base` (the base's path, trailing slashes dropped, then
+ * `path`), as URL parsing gives them, without parsing a URL per request
+ * when the path is plain (a template filled with ids and slugs); any other path goes through URL.
+ */
+export function requestTarget(base: ServiceBase, path: string): { origin: string; path: string; host: string } {
+  if (PLAIN_PATH.test(path)) return { origin: base.origin, path: `${base.prefix}${path}`, host: base.host };
+  const url = new URL(`${base.origin}${base.prefix}${path}`);
+  return { origin: url.origin, path: `${url.pathname}${url.search}`, host: url.host };
 }
 
 // Whether a request's bytes went out: undici publishes `undici:client:sendHeaders` just before
@@ -121,7 +143,7 @@ diagnosticsChannel.subscribe("undici:client:sendHeaders", onSendHeaders);
  * TransportError, or ResponseTooLargeError.
  */
 export async function sendRequest(req: HttpRequest, operation: string): Promise<HttpResponse> {
-  const url = joinUrl(req.baseUrl, req.path);
+  const target = requestTarget(req.base ?? serviceBase(req.baseUrl), req.path);
   const attemptId = nextAttemptId();
   // One controller for both ends of the request: the deadline, and the caller's abort forwarded
   // by a listener (AbortSignal.any would allocate a composite signal tracked by weak references,
@@ -140,9 +162,10 @@ export async function sendRequest(req: HttpRequest, operation: string): Promise<
   try {
     // No redirect interceptor: a 3xx is the answer (an ApiError), never followed, so the
     // Authorization header goes to the base URL's origin only (test/unit/api/client-redirect.test.ts).
-    const res = await request(url, {
-      dispatcher: poolFor(url.origin, req.timeoutMs, req.caBundle).pool,
-      method: req.method as "GET",
+    const res = await poolFor(target.origin, req.timeoutMs, req.caBundle).pool.request({
+      origin: target.origin,
+      path: target.path,
+      method: req.method,
       headers: { ...req.headers, [ATTEMPT_HEADER]: attemptId },
       body: req.body ?? null,
       headersTimeout: req.timeoutMs,
@@ -158,7 +181,7 @@ export async function sendRequest(req: HttpRequest, operation: string): Promise<
       timedOut,
       aborted: caller?.aborted === true,
     };
-    throw toTransportError(err, operation, url.host, progress);
+    throw toTransportError(err, operation, target.host, progress);
   } finally {
     clearTimeout(timer);
     caller?.removeEventListener("abort", forward);
@@ -231,7 +254,7 @@ async function readBounded(res: Dispatcher.ResponseData, limit: number, operatio
     }
     const chunks: Buffer[] = [];
     let total = 0;
-    for await (const chunk of res.body as AsyncIterable<Buffer>) {
+    await eachChunk(res.body, (chunk) => {
       total += chunk.length;
       if (total > limit) throw new ResponseTooLargeError({ operation, status: res.statusCode, limitBytes: limit });
       if (total > held) {
@@ -239,7 +262,7 @@ async function readBounded(res: Dispatcher.ResponseData, limit: number, operatio
         held = total;
       }
       chunks.push(chunk);
-    }
+    });
     return Buffer.concat(chunks, total).toString("utf8");
   } catch (err) {
     res.body.destroy();
@@ -247,6 +270,35 @@ async function readBounded(res: Dispatcher.ResponseData, limit: number, operatio
   } finally {
     inFlightBytes -= held;
   }
+}
+
+/**
+ * Hands each chunk of `body` to `onChunk` until the body ends; a throw of onChunk, an error or a
+ * body cut off before its end rejects. 'data' callbacks rather than for await: the async iterator
+ * costs a promise and a microtask round per chunk and an end-of-stream tracker per body (bench/RESULTS.md).
+ */
+function eachChunk(body: Dispatcher.ResponseData["body"], onChunk: (chunk: Buffer) => void): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    let settled = false;
+    const settle = (err?: unknown): void => {
+      if (settled) return;
+      settled = true;
+      body.off("data", onData);
+      if (err === undefined) resolve();
+      else reject(err instanceof Error ? err : new Error("the response body could not be read"));
+    };
+    const onData = (chunk: Buffer): void => {
+      try {
+        onChunk(chunk);
+      } catch (err) {
+        settle(err);
+      }
+    };
+    body.on("data", onData);
+    body.once("end", () => settle());
+    body.once("error", (err) => settle(err));
+    body.once("close", () => settle(new Error("the response body was cut off before its end")));
+  });
 }
 
 interface Classified {

@@ -9,7 +9,7 @@ import { keyString, parseKeyString } from "../kube/keys.ts";
 import { errorSummary } from "../kube/rest.ts";
 import { getObject, isConflict } from "../kube/objects.ts";
 import { jitterInterval, type BackoffPolicy } from "../lib/backoff.ts";
-import { queueObserver, type Metrics, type ReconcileResult } from "./metrics.ts";
+import { queueObserver, trackActiveWorkers, type Metrics, type ReconcileResult } from "./metrics.ts";
 import { createWorkQueue, type WorkQueue, type WorkQueueOptions } from "./queue.ts";
 import { shardStanding, type Leadership } from "./shard-plan.ts";
 import { done, type KubeObject, type ObjectKey, type Outcome, type ReconcileFn } from "./types.ts";
@@ -27,7 +27,9 @@ export interface SecondaryWatch {
   /**
    * The key (keyString) of the watched object a primary object refers to, if any. With it the
    * controller keeps an index, referenced key -> referrers, from the primary informer's events,
-   * and an event of the watched kind costs O(its referrers), never a scan of the cache.
+   * and an event of the watched kind costs O(its referrers), never a scan of the cache. It reads
+   * the primary's spec (and name, namespace) only: an update that leaves metadata.generation as it
+   * was (a status or metadata write, most events while creating) does not move the index.
    */
   refersTo?: (primary: KubeObject) => string | undefined;
   /**
@@ -105,6 +107,7 @@ function queueOptions(opts: ControllerOptions): WorkQueueOptions {
 
 export function createController(opts: ControllerOptions): Controller {
   const labels = { controller: opts.name };
+  const active = trackActiveWorkers(opts.metrics, opts.name);
   const log = opts.logger;
   const queue = createWorkQueue(queueOptions(opts));
   const ownFactory = opts.informers === undefined;
@@ -137,11 +140,11 @@ export function createController(opts: ControllerOptions): Controller {
   };
 
   const processKey = async (key: string): Promise<void> => {
-    opts.metrics.activeWorkers.inc(labels);
+    active.inc();
     const endTimer = opts.metrics.reconcileTime.startTimer(labels);
     const outcome = await (share ? reconcileShare(share, key, reconcileOnce) : reconcileOnce(key));
     endTimer();
-    opts.metrics.activeWorkers.dec(labels);
+    active.dec();
     const result = settle(queue, opts.metrics, labels, key, outcome);
     opts.metrics.reconcileTotal.inc({ ...labels, result });
     logOutcome(log, key, outcome, queue.numRequeues(key));
@@ -165,7 +168,6 @@ export function createController(opts: ControllerOptions): Controller {
     async start() {
       await Promise.all(informers.map((i) => i.start()));
       opts.metrics.maxConcurrentReconciles.set(labels, opts.concurrency);
-      opts.metrics.activeWorkers.set(labels, 0);
       workers = Array.from({ length: Math.max(1, opts.concurrency) }, () => work());
       if (opts.resyncIntervalMs > 0) resync = scheduleResync(opts.resyncIntervalMs, primary, queue);
       log.info({ kind: opts.kind.kind, objects: primary.list().length, workers: workers.length }, "controller started");
@@ -415,7 +417,12 @@ function subscribeInformers(
     const index = w.refersTo ? referrerIndex(w.refersTo) : undefined;
     if (index) {
       for (const obj of primary.list()) index.set(obj);
-      unsubscribe.push(primary.subscribe((type, obj) => (type === "delete" ? index.remove(obj) : index.set(obj))));
+      unsubscribe.push(
+        primary.subscribe((type, obj, old) => {
+          if (type === "delete") index.remove(obj);
+          else if (!old || !sameGeneration(old, obj)) index.set(obj);
+        }),
+      );
     }
     unsubscribe.push(
       informer.subscribe((type, obj, old) => {
@@ -430,6 +437,11 @@ function subscribeInformers(
     return informer;
   });
   return { informers: [primary, ...secondaries], unsubscribe };
+}
+
+/** The same spec, as the apiserver counts it (a spec change bumps metadata.generation). */
+function sameGeneration(old: KubeObject, obj: KubeObject): boolean {
+  return old.metadata.generation !== undefined && old.metadata.generation === obj.metadata.generation;
 }
 
 export interface ReferrerIndex {

@@ -65,15 +65,32 @@ export function handledAnnotation(actionAnnotation: string): string {
 }
 
 /**
- * `c` with `fields` replaced, its getters kept as getters: a spread would call them, and the
- * pass's `log` getter makes a pino child logger (1% of keyward's CPU while creating, made for
- * every create whether it logs or not; bench/RESULTS.md).
+ * The pass's context with a newer status (and, after a create, createPending false): built as a
+ * literal, so V8 keeps it a fast object, and its `log` getter reads the original's only when asked
+ * (the pass's logger is a pino child made on first use; a spread would make it for every create).
  */
-export function withFields<C extends object>(c: C, fields: Partial<C>): C {
-  return Object.defineProperties(Object.create(Object.getPrototypeOf(c) as object | null), {
-    ...Object.getOwnPropertyDescriptors(c),
-    ...Object.getOwnPropertyDescriptors(fields),
-  }) as C;
+export function derivedContext<Spec, Status, Conn>(
+  c: ManagedContext<Spec, Status, Conn>,
+  fields: { status: Partial<Status>; createPending?: boolean },
+): ManagedContext<Spec, Status, Conn> {
+  return {
+    key: c.key,
+    obj: c.obj,
+    spec: c.spec,
+    status: fields.status,
+    conn: c.conn,
+    kube: c.kube,
+    get log() {
+      return c.log;
+    },
+    createPending: fields.createPending ?? c.createPending,
+    idFromMetadata: c.idFromMetadata,
+    observeOnly: c.observeOnly,
+    event: c.event,
+    peers: c.peers,
+    saveStatus: c.saveStatus,
+    requeueAfter: c.requeueAfter,
+  };
 }
 
 /**
@@ -284,16 +301,16 @@ export interface ManagedContext<Spec, Status, Conn> {
    */
   idFromMetadata: boolean;
   observeOnly: boolean;
-  event(type: "Normal" | "Warning", reason: string, message: string): void;
+  event: (type: "Normal" | "Warning", reason: string, message: string) => void;
   /** The other objects of this kind keyward knows (all watched namespaces). */
-  peers(): KubeObject[];
+  peers: () => KubeObject[];
   /**
    * Merge into status and write it now, before a call whose effect must be found again after a
    * crash (a "pending" mark, like the create-pending annotation).
    */
-  saveStatus(status: StatusPatch<Status>): Promise<void>;
+  saveStatus: (status: StatusPatch<Status>) => Promise<void>;
   /** Look at the object again within `ms` (the earliest asked in a pass wins over the resync). */
-  requeueAfter(ms: number): void;
+  requeueAfter: (ms: number) => void;
 }
 
 export interface ManagedModule<Spec, Status, Conn, External = unknown> {
@@ -733,7 +750,7 @@ class Run<Spec, Status, Conn, External> {
       c.event("Normal", "Updated", `updated ${obs.diff?.length ? obs.diff.join(", ") : "the external object"} to match the spec`);
       obs = { ...obs, upToDate: true };
     }
-    if (!c.observeOnly && this.module.act) this.mergeStatus(await this.module.act(withFields(c, { status: this.kindStatus }), obs));
+    if (!c.observeOnly && this.module.act) this.mergeStatus(await this.module.act(derivedContext(c, { status: this.kindStatus }), obs));
     const readiness = obs.readiness ?? AVAILABLE;
     await this.writeStatus({
       ready: { type: "Ready", status: readiness.ready ? "True" : "False", reason: readiness.reason, message: readiness.message },
@@ -806,7 +823,7 @@ class Run<Spec, Status, Conn, External> {
     this.mergeStatus(created.status);
     this.actionEvent = true;
     // Its status write records the id, which confirms the create: no write of its own.
-    const outcome = await this.reconcileExisting(withFields(c, { status: this.kindStatus, createPending: false }), {
+    const outcome = await this.reconcileExisting(derivedContext(c, { status: this.kindStatus, createPending: false }), {
       ...created,
       exists: true,
     });

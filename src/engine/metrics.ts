@@ -21,6 +21,30 @@ export interface Metrics {
   workqueueQueueDuration: Histogram<"name">;
   workqueueWorkDuration: Histogram<"name">;
   informerRestarts: Counter<"kind">;
+  /** Per controller, its number of busy workers, read at scrape time (trackActiveWorkers). */
+  activeWorkerReaders: LiveReaders;
+  /** Per queue name, its depth, read at scrape time (queueObserver). */
+  queueDepthReaders: LiveReaders;
+}
+
+/**
+ * Label value -> the gauge's current value. A gauge that moves on every queue add and every pass
+ * is read when scraped, as client-go's and controller-runtime's are kept in plain integers: a
+ * prom-client set() per change hashes and checks its labels each time (a third of prom-client's
+ * share of keyward's CPU while creating, bench/RESULTS.md).
+ */
+export type LiveReaders = Map<string, () => number>;
+
+function liveGauge<L extends string>(registry: Registry, name: string, help: string, labelName: L, readers: LiveReaders): Gauge<L> {
+  return new Gauge<L>({
+    name,
+    help,
+    labelNames: [labelName],
+    registers: [registry],
+    collect() {
+      for (const [value, read] of readers) this.set({ [labelName]: value } as Record<L, string>, read());
+    },
+  });
 }
 
 // controller-runtime's reconcile_time_seconds buckets.
@@ -45,6 +69,8 @@ function histogram<L extends string>(registry: Registry, name: string, help: str
 
 export function createMetrics(): Metrics {
   const r = new Registry();
+  const activeWorkerReaders: LiveReaders = new Map();
+  const queueDepthReaders: LiveReaders = new Map();
   return {
     registry: r,
     reconcileTotal: counter(r, "controller_runtime_reconcile_total", "Total number of reconciliations per controller", [
@@ -67,14 +93,20 @@ export function createMetrics(): Metrics {
       ["controller"],
       reconcileBuckets,
     ),
-    activeWorkers: gauge(r, "controller_runtime_active_workers", "Number of currently used workers per controller", ["controller"]),
+    activeWorkers: liveGauge(
+      r,
+      "controller_runtime_active_workers",
+      "Number of currently used workers per controller",
+      "controller",
+      activeWorkerReaders,
+    ),
     maxConcurrentReconciles: gauge(
       r,
       "controller_runtime_max_concurrent_reconciles",
       "Maximum number of concurrent reconciles per controller",
       ["controller"],
     ),
-    workqueueDepth: gauge(r, "workqueue_depth", "Current depth of workqueue", ["name"]),
+    workqueueDepth: liveGauge(r, "workqueue_depth", "Current depth of workqueue", "name", queueDepthReaders),
     workqueueAdds: counter(r, "workqueue_adds_total", "Total number of adds handled by workqueue", ["name"]),
     workqueueRetries: counter(r, "workqueue_retries_total", "Total number of retries handled by workqueue", ["name"]),
     workqueueQueueDuration: histogram(
@@ -97,18 +129,41 @@ export function createMetrics(): Metrics {
       "Times an informer's list/watch was restarted after an error or an expired resourceVersion",
       ["kind"],
     ),
+    activeWorkerReaders,
+    queueDepthReaders,
   };
 }
 
 /** The work queue's hooks, writing to the workqueue_* metrics under one queue name. */
 export function queueObserver(metrics: Metrics, name: string): QueueObserver {
   const labels = { name };
+  let depth = 0;
+  metrics.queueDepthReaders.set(name, () => depth);
   return {
-    depth: (n) => metrics.workqueueDepth.set(labels, n),
+    depth: (n) => {
+      depth = n;
+    },
     added: () => metrics.workqueueAdds.inc(labels),
     retried: () => metrics.workqueueRetries.inc(labels),
     queueDuration: (s) => metrics.workqueueQueueDuration.observe(labels, s),
     workDuration: (s) => metrics.workqueueWorkDuration.observe(labels, s),
+  };
+}
+
+/**
+ * The busy workers of controller `name`, kept in a plain integer and read at scrape time. A
+ * controller of the same name started later (a new leader term) reports in its place.
+ */
+export function trackActiveWorkers(metrics: Metrics, name: string): { inc(): void; dec(): void } {
+  let active = 0;
+  metrics.activeWorkerReaders.set(name, () => active);
+  return {
+    inc: () => {
+      active += 1;
+    },
+    dec: () => {
+      active -= 1;
+    },
   };
 }
 

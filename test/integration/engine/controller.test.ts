@@ -296,6 +296,79 @@ describe("controller", () => {
     });
   });
 
+  it("wakes a primary by what its spec refers to now: a metadata write keeps the index, a spec change moves it", async () => {
+    const ns = await namespace("ctl-refers");
+    const calls: string[] = [];
+    const seen: string[] = [];
+    const { metrics } = await startController(
+      ns,
+      (key) => {
+        calls.push(key.name);
+        return done();
+      },
+      {
+        watches: [
+          {
+            kind: { group: "", version: "v1", plural: "configmaps", kind: "ConfigMap" },
+            refersTo: (o) => {
+              const name = (o.spec as { configMap?: string } | undefined)?.configMap;
+              return name === undefined ? undefined : `${o.metadata.namespace ?? ""}/${name}`;
+            },
+            predicate: (_type, obj) => {
+              seen.push(obj.metadata.name);
+              return true;
+            },
+            mapToKeys: () => [],
+          },
+        ],
+      },
+    );
+    const reconciles = (): number => calls.filter((c) => c === "referrer").length;
+    const sample = async (name: string): Promise<number> =>
+      ((await metrics.registry.getSingleMetric(name)?.get())?.values ?? []).reduce((sum, v) => sum + v.value, 0);
+    const idle = async (): Promise<void> => {
+      await waitFor(
+        async () =>
+          (await sample("workqueue_depth")) === 0 && (await sample("controller_runtime_active_workers")) === 0 ? true : undefined,
+        { timeoutMs: 30_000, description: "the queue drained" },
+      );
+    };
+    const configMap = async (name: string): Promise<void> => {
+      await apis().core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name } } });
+      await waitFor(() => Promise.resolve(seen.includes(name) ? true : undefined), { timeoutMs: 30_000, description: `${name} seen` });
+    };
+
+    await createWidget(apis(), crd.kind, ns, "referrer", { configMap: "first" });
+    await waitFor(() => Promise.resolve(reconciles() >= 1 ? true : undefined), { timeoutMs: 30_000, description: "first reconcile" });
+    // A metadata-only write (no new generation) is the same reference: "first" still wakes it.
+    await apis().custom.patchNamespacedCustomObject({
+      group: crd.kind.group,
+      version: crd.kind.version,
+      namespace: ns,
+      plural: crd.kind.plural,
+      name: "referrer",
+      body: [{ op: "add", path: "/metadata/labels", value: { touched: "yes" } }],
+    });
+    await idle();
+    let before = reconciles();
+    await configMap("first");
+    await waitFor(() => Promise.resolve(reconciles() > before ? true : undefined), { timeoutMs: 30_000, description: "woken by first" });
+
+    // The spec now names "second": "first" no longer wakes it, "second" does.
+    await patchSpec(crd.kind, ns, "referrer", { configMap: "second" });
+    await idle();
+    before = reconciles();
+    await apis().core.patchNamespacedConfigMap({ namespace: ns, name: "first", body: [{ op: "add", path: "/data", value: { v: "1" } }] });
+    await waitFor(() => Promise.resolve(seen.filter((n) => n === "first").length >= 2 ? true : undefined), {
+      timeoutMs: 30_000,
+      description: "the change of first seen",
+    });
+    await idle();
+    expect(reconciles()).toBe(before);
+    await configMap("second");
+    await waitFor(() => Promise.resolve(reconciles() > before ? true : undefined), { timeoutMs: 30_000, description: "woken by second" });
+  });
+
   it("resyncs every cached key periodically without any change", async () => {
     const ns = await namespace("ctl-resync");
     let calls = 0;
