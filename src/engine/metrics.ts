@@ -30,8 +30,8 @@ export interface Metrics {
 /**
  * Label value -> the gauge's current value. A gauge that moves on every queue add and every pass
  * is read when scraped, as client-go's and controller-runtime's are kept in plain integers: a
- * prom-client set() per change hashes and checks its labels each time (a third of prom-client's
- * share of keyward's CPU while creating, bench/RESULTS.md).
+ * prom-client set() per change hashes and checks its labels each time (prom-client was 2.6% of
+ * keyward's CPU while creating, bench/RESULTS.md).
  */
 export type LiveReaders = Map<string, () => number>;
 
