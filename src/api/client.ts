@@ -258,7 +258,6 @@ async function attemptOnce<S extends z.ZodType>(s: Settings, p: Prepared, schema
   let res: HttpResponse;
   try {
     const request = {
-      baseUrl: s.baseUrl,
       base: s.base,
       method: p.op.method,
       path: p.path,

@@ -4,11 +4,11 @@ import { createHash } from "node:crypto";
 import diagnosticsChannel from "node:diagnostics_channel";
 import { Pool, type Dispatcher } from "undici";
 import { ResponseTooLargeError, TransportError, type TransportErrorKind } from "./errors.ts";
+import { isPlainPath } from "../lib/baseurl.ts";
 
 export interface HttpRequest {
-  baseUrl: string;
-  /** baseUrl parsed (serviceBase), when the caller keeps it; parsed here otherwise. */
-  base?: ServiceBase;
+  /** The service's base URL, parsed once by its client (serviceBase). */
+  base: ServiceBase;
   method: string;
   /** Path and query, starting with "/" (appended to the base URL's own path). */
   path: string;
@@ -99,16 +99,13 @@ export function serviceBase(baseUrl: string): ServiceBase {
   return { origin: base.origin, host: base.host, prefix: base.pathname.replace(/\/+$/, "") };
 }
 
-/** A path URL parsing leaves as it is: no escapes, query, fragment, dot segments or odd characters. */
-const PLAIN_PATH = /^(?:\/[A-Za-z0-9_~:@-][A-Za-z0-9._~:@-]*)+\/?$/;
-
 /**
  * The origin and path of `path` under `base` (the base's path, trailing slashes dropped, then
  * `path`), as URL parsing gives them, without parsing a URL per request
  * when the path is plain (a template filled with ids and slugs); any other path goes through URL.
  */
 export function requestTarget(base: ServiceBase, path: string): { origin: string; path: string; host: string } {
-  if (PLAIN_PATH.test(path)) return { origin: base.origin, path: `${base.prefix}${path}`, host: base.host };
+  if (isPlainPath(path)) return { origin: base.origin, path: `${base.prefix}${path}`, host: base.host };
   const url = new URL(`${base.origin}${base.prefix}${path}`);
   return { origin: url.origin, path: `${url.pathname}${url.search}`, host: url.host };
 }
@@ -143,7 +140,7 @@ diagnosticsChannel.subscribe("undici:client:sendHeaders", onSendHeaders);
  * TransportError, or ResponseTooLargeError.
  */
 export async function sendRequest(req: HttpRequest, operation: string): Promise<HttpResponse> {
-  const target = requestTarget(req.base ?? serviceBase(req.baseUrl), req.path);
+  const target = requestTarget(req.base, req.path);
   const attemptId = nextAttemptId();
   // One controller for both ends of the request: the deadline, and the caller's abort forwarded
   // by a listener (AbortSignal.any would allocate a composite signal tracked by weak references,

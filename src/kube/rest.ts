@@ -1,6 +1,7 @@
 // Every request keyward makes to the apiserver, by path: one way for reads, patches, lists,
 // watches, events and leases of any kind (core or custom). Auth and TLS come from KubeAccess.
 import { classification, reasonForStatus, type Classification, type ClassifiedError } from "../lib/classified.ts";
+import { isPlainPath } from "../lib/baseurl.ts";
 import { STATUS_CODES } from "node:http";
 import type { Dispatcher } from "undici";
 import type { KubeAccess } from "./kubeconfig.ts";
@@ -328,8 +329,6 @@ export type KubeResponse = Dispatcher.ResponseData;
 /** Per server URL: its origin and the path prefix a request's path goes under (a proxy's, say). */
 const servers = new Map<string, { origin: string; prefix: string | undefined }>();
 const PROBE = "/keyward-probe";
-/** A path URL parsing leaves as it is: no escapes, query, fragment, dot segments or odd characters. */
-const PLAIN_PATH = /^(?:\/[A-Za-z0-9_~:@-][A-Za-z0-9._~:@-]*)+\/?$/;
 
 /**
  * The origin and the path (with its query) of a request to `server` + `path`: what `new URL(server
@@ -353,7 +352,7 @@ export function requestTarget(server: string, path: string, query?: KubeRequest[
     base = { origin: probe.origin, prefix: probe.pathname.endsWith(PROBE) ? probe.pathname.slice(0, -PROBE.length) : undefined };
     servers.set(server, base);
   }
-  if (base.prefix !== undefined && PLAIN_PATH.test(path)) return { origin: base.origin, path: `${base.prefix}${path}${search}` };
+  if (base.prefix !== undefined && isPlainPath(path)) return { origin: base.origin, path: `${base.prefix}${path}${search}` };
   const url = new URL(server + path);
   for (const [key, value] of Object.entries(query ?? {})) {
     if (value !== undefined) url.searchParams.set(key, String(value));

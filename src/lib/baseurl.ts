@@ -1,5 +1,6 @@
 // Base-URL allow-lists (the --allowed-base-urls flag, a credentials Secret's
-// keyward.dev/allowed-base-urls annotation): pure, so config parsing and the resources share it.
+// keyward.dev/allowed-base-urls annotation), and which request paths join a base URL unchanged:
+// pure, so config parsing, the resources and both HTTP clients share them.
 
 /**
  * Whether `baseUrl` lies under one of `allowed`: the same scheme, host and port (the URL's
@@ -50,4 +51,15 @@ function parseUrl(text: string): URL | undefined {
 
 function trimSlash(path: string): string {
   return path.replace(/\/+$/, "");
+}
+
+const PLAIN_PATH = /^(?:\/[A-Za-z0-9_~:@-][A-Za-z0-9._~:@-]*)+\/?$/;
+
+/**
+ * A path URL parsing leaves as it is: no escapes, query, fragment, dot segments or odd characters.
+ * Such a path is appended to a parsed base URL's path as it stands, without a URL parse per
+ * request (the apiserver's and the service's clients).
+ */
+export function isPlainPath(path: string): boolean {
+  return PLAIN_PATH.test(path);
 }

@@ -1,8 +1,8 @@
 // The generic controller against a real apiserver with a test CRD.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Counter } from "prom-client";
+import type { Counter, Gauge } from "prom-client";
 import { createKube, type KindRef, type Kube } from "../../../src/kube/client.ts";
-import { createController, type Controller, type ControllerOptions } from "../../../src/engine/controller.ts";
+import { createController, type Controller, type ControllerOptions, type SecondaryWatch } from "../../../src/engine/controller.ts";
 import { createMetrics } from "../../../src/engine/metrics.ts";
 import { createLogger } from "../../../src/log.ts";
 import { KubeApiError } from "../../../src/kube/rest.ts";
@@ -58,7 +58,21 @@ async function startController(ns: string, reconcile: Reconcile, extra: Partial<
   return { controller, metrics, name };
 }
 
-async function counterValue(counter: Counter, labels: Record<string, string>): Promise<number> {
+/** A controller of the namespace's widgets that records the name of each one it reconciles, with one secondary watch of ConfigMaps. */
+async function recordingController(ns: string, watch: Omit<SecondaryWatch, "kind">) {
+  const calls: string[] = [];
+  const started = await startController(
+    ns,
+    (key) => {
+      calls.push(key.name);
+      return done();
+    },
+    { watches: [{ kind: { group: "", version: "v1", plural: "configmaps", kind: "ConfigMap" }, ...watch }] },
+  );
+  return { ...started, calls };
+}
+
+async function metricValue(counter: Counter | Gauge, labels: Record<string, string>): Promise<number> {
   const { values } = await counter.get();
   const match = values.find((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x));
   return match?.value ?? 0;
@@ -146,12 +160,12 @@ describe("controller", () => {
     gaps.forEach((gap, attempt) => expect(gap).toBeGreaterThanOrEqual((20 * 2 ** attempt) / 2 - 2));
     expect((polite[1] as number) - (polite[0] as number)).toBeGreaterThanOrEqual(298);
 
-    expect(await counterValue(metrics.reconcileTotal, { controller: name, result: "error" })).toBe(4);
-    expect(await counterValue(metrics.reconcileTotal, { controller: name, result: "success" })).toBe(2);
-    expect(await counterValue(metrics.reconcileErrors, { controller: name })).toBe(4);
-    expect(await counterValue(metrics.terminalReconcileErrors, { controller: name })).toBe(0);
+    expect(await metricValue(metrics.reconcileTotal, { controller: name, result: "error" })).toBe(4);
+    expect(await metricValue(metrics.reconcileTotal, { controller: name, result: "success" })).toBe(2);
+    expect(await metricValue(metrics.reconcileErrors, { controller: name })).toBe(4);
+    expect(await metricValue(metrics.terminalReconcileErrors, { controller: name })).toBe(0);
     // The Retry-After one is a retry too: Retry-After is a floor on the key's backoff, not a plain delay.
-    expect(await counterValue(metrics.workqueueRetries, { name })).toBe(4);
+    expect(await metricValue(metrics.workqueueRetries, { name })).toBe(4);
   });
 
   it("treats a throwing reconcile as retryable", async () => {
@@ -165,7 +179,7 @@ describe("controller", () => {
     });
     await createWidget(apis(), crd.kind, ns, "thrower");
     await waitFor(() => Promise.resolve(calls === 2 ? true : undefined), { timeoutMs: 30_000, description: "retry after a throw" });
-    expect(await counterValue(metrics.reconcileErrors, { controller: name })).toBe(1);
+    expect(await metricValue(metrics.reconcileErrors, { controller: name })).toBe(1);
   });
 
   it("logs a throw as an error, and a 409 (a write that lost a race) as information; both are retried", async () => {
@@ -224,7 +238,7 @@ describe("controller", () => {
     });
     await sleep(500);
     expect(generations).toEqual([1]);
-    expect(await counterValue(metrics.terminalReconcileErrors, { controller: name })).toBe(1);
+    expect(await metricValue(metrics.terminalReconcileErrors, { controller: name })).toBe(1);
 
     await patchSpec(crd.kind, ns, "doomed", { valid: true });
     await waitFor(() => Promise.resolve(generations.includes(2) ? true : undefined), {
@@ -263,26 +277,13 @@ describe("controller", () => {
 
   it("maps changes of a watched kind to keys of the primary kind", async () => {
     const ns = await namespace("ctl-watches");
-    const calls: string[] = [];
-    await startController(
-      ns,
-      (key) => {
-        calls.push(key.name);
-        return done();
+    const { calls } = await recordingController(ns, {
+      labelSelector: "widget",
+      mapToKeys: (obj) => {
+        const widget = obj.metadata.labels?.["widget"];
+        return widget ? [{ namespace: obj.metadata.namespace, name: widget }] : [];
       },
-      {
-        watches: [
-          {
-            kind: { group: "", version: "v1", plural: "configmaps", kind: "ConfigMap" },
-            labelSelector: "widget",
-            mapToKeys: (obj) => {
-              const widget = obj.metadata.labels?.["widget"];
-              return widget ? [{ namespace: obj.metadata.namespace, name: widget }] : [];
-            },
-          },
-        ],
-      },
-    );
+    });
     await createWidget(apis(), crd.kind, ns, "primary");
     await waitFor(() => Promise.resolve(calls.includes("primary") ? true : undefined), {
       timeoutMs: 30_000,
@@ -298,38 +299,26 @@ describe("controller", () => {
 
   it("wakes a primary by what its spec refers to now: a metadata write keeps the index, a spec change moves it", async () => {
     const ns = await namespace("ctl-refers");
-    const calls: string[] = [];
     const seen: string[] = [];
-    const { metrics } = await startController(
-      ns,
-      (key) => {
-        calls.push(key.name);
-        return done();
+    const { calls, metrics, name } = await recordingController(ns, {
+      refersTo: (o) => {
+        const configMap = (o.spec as { configMap?: string } | undefined)?.configMap;
+        return configMap === undefined ? undefined : `${o.metadata.namespace ?? ""}/${configMap}`;
       },
-      {
-        watches: [
-          {
-            kind: { group: "", version: "v1", plural: "configmaps", kind: "ConfigMap" },
-            refersTo: (o) => {
-              const name = (o.spec as { configMap?: string } | undefined)?.configMap;
-              return name === undefined ? undefined : `${o.metadata.namespace ?? ""}/${name}`;
-            },
-            predicate: (_type, obj) => {
-              seen.push(obj.metadata.name);
-              return true;
-            },
-            mapToKeys: () => [],
-          },
-        ],
+      predicate: (_type, obj) => {
+        seen.push(obj.metadata.name);
+        return true;
       },
-    );
+      mapToKeys: () => [],
+    });
     const reconciles = (): number => calls.filter((c) => c === "referrer").length;
-    const sample = async (name: string): Promise<number> =>
-      ((await metrics.registry.getSingleMetric(name)?.get())?.values ?? []).reduce((sum, v) => sum + v.value, 0);
     const idle = async (): Promise<void> => {
       await waitFor(
         async () =>
-          (await sample("workqueue_depth")) === 0 && (await sample("controller_runtime_active_workers")) === 0 ? true : undefined,
+          (await metricValue(metrics.workqueueDepth, { name })) === 0 &&
+          (await metricValue(metrics.activeWorkers, { controller: name })) === 0
+            ? true
+            : undefined,
         { timeoutMs: 30_000, description: "the queue drained" },
       );
     };

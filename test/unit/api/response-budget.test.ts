@@ -12,6 +12,7 @@ import {
   resetResponseBudgetPeak,
   responseBudget,
   sendRequest,
+  serviceBase,
   setResponseBudget,
 } from "../../../src/api/http.ts";
 import { TransportError } from "../../../src/api/errors.ts";
@@ -48,7 +49,7 @@ afterAll(async () => {
 afterEach(() => setResponseBudget(DEFAULT_RESPONSE_BUDGET_BYTES));
 
 const call = (path: string) =>
-  sendRequest({ baseUrl, method: "GET", path, headers: {}, timeoutMs: 30_000, maxResponseBytes: 2 * MIB }, "getThing");
+  sendRequest({ base: serviceBase(baseUrl), method: "GET", path, headers: {}, timeoutMs: 30_000, maxResponseBytes: 2 * MIB }, "getThing");
 
 async function concurrently(n: number, path: string) {
   return Promise.allSettled(Array.from({ length: n }, () => call(path)));
