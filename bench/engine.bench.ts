@@ -489,7 +489,7 @@ async function measureRequestsFloor(ctx: Ctx, names: readonly string[]): Promise
 }
 
 // ENGINE_BENCH_GO=1: the same N Projects handled by a minimal Go controller-runtime operator
-// (bench/go-operator: cache reads, lookup by slug, create, one status patch, one Event), built
+// (bench/go-operator: cache reads, lookup by slug, create, one status patch with keyward's Project status, one Event), built
 // here with the machine's Go, on the same apiserver and emulator with the same workers, in every
 // run (up to ENGINE_BENCH_FLOOR_MAX): once without a create guard (2 apiserver writes per
 // create), once with keyward's (--create-guard: the create-started mark before the create, the

@@ -1,6 +1,8 @@
 // A minimal controller-runtime operator doing keyward's Project create path, for the engine
 // bench's side-by-side (ENGINE_BENCH_GO=1, bench/engine.bench.ts): reads from the cache, a lookup
-// by slug at the service, the create, one status patch and one Event per Project. Without
+// by slug at the service, the create, one status patch and one Event per Project. The status is
+// keyward's (the project's fields and environments, Ready and Synced), so that the apiserver
+// stores, checks and sends objects of the same size for both. Without
 // --create-guard it has none of keyward's guarantees (no create-started mark, no id in
 // metadata): the floor a Go operator of the field would reach on the same apiserver and
 // emulator, not a model to copy.
@@ -54,8 +56,48 @@ const (
 	finalizer     = "keyward.dev/finalizer"
 )
 
+type environment struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Slug string `json:"slug"`
+}
+
+// The service's project, decoded into the fields the status shows (keyward's Project status).
 type project struct {
-	ID string `json:"id"`
+	ID                  string        `json:"id"`
+	Name                string        `json:"name"`
+	Slug                string        `json:"slug"`
+	Type                string        `json:"type"`
+	OrgID               string        `json:"orgId"`
+	Version             *int64        `json:"version"`
+	HasDeleteProtection bool          `json:"hasDeleteProtection"`
+	Environments        []environment `json:"environments"`
+}
+
+// statusOf: keyward's Project status for p, so that both write objects of the same size.
+func statusOf(p project, generation int64, now string) map[string]any {
+	envs := make([]any, 0, len(p.Environments))
+	for _, e := range p.Environments {
+		envs = append(envs, map[string]any{"id": e.ID, "name": e.Name, "slug": e.Slug})
+	}
+	condition := func(kind, reason, message string) map[string]any {
+		return map[string]any{
+			"type": kind, "status": "True", "reason": reason, "message": message,
+			"observedGeneration": generation, "lastTransitionTime": now,
+		}
+	}
+	status := map[string]any{
+		"projectId": p.ID, "slug": p.Slug, "name": p.Name, "type": p.Type, "orgId": p.OrgID,
+		"hasDeleteProtection": p.HasDeleteProtection, "environments": envs, "observedGeneration": generation,
+		"conditions": []any{
+			condition("Ready", "Available", "the external object is available"),
+			condition("Synced", "ReconcileSuccess", "the external object matches the spec"),
+		},
+	}
+	if p.Version != nil {
+		status["version"] = *p.Version
+	}
+	return status
 }
 
 func (r *reconciler) call(ctx context.Context, method, path string, body any) (int, []byte, error) {
@@ -98,15 +140,13 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	var id string
+	var p project
 	switch {
 	case status == http.StatusOK && r.guard && ownMark(obj):
 		// Created before a crash, its id never recorded: ours, adopted.
-		var p project
 		if err := json.Unmarshal(found, &p); err != nil {
 			return ctrl.Result{}, err
 		}
-		id = p.ID
 	case status != http.StatusNotFound:
 		return ctrl.Result{}, fmt.Errorf("slug %s: HTTP %d", slug, status)
 	default:
@@ -139,7 +179,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := json.Unmarshal(body, &created); err != nil {
 			return ctrl.Result{}, err
 		}
-		id = created.Project.ID
+		p = created.Project
 	}
 	if r.guard {
 		// The id where a backup keeps it, before the status that confirms the create.
@@ -148,7 +188,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if annotations == nil {
 			annotations = map[string]string{}
 		}
-		annotations[externalID] = id
+		annotations[externalID] = p.ID
 		obj.SetAnnotations(annotations)
 		if err := r.client.Patch(ctx, obj, client.MergeFrom(base)); err != nil {
 			return ctrl.Result{}, err
@@ -156,13 +196,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	patch := client.MergeFrom(obj.DeepCopy())
 	now := time.Now().UTC().Format(time.RFC3339)
-	ready := map[string]any{
-		"type": "Ready", "status": "True", "reason": "Available", "message": "the external object is available",
-		"observedGeneration": obj.GetGeneration(), "lastTransitionTime": now,
-	}
-	if err := unstructured.SetNestedField(obj.Object, map[string]any{
-		"projectId": id, "observedGeneration": obj.GetGeneration(), "conditions": []any{ready},
-	}, "status"); err != nil {
+	if err := unstructured.SetNestedField(obj.Object, statusOf(p, obj.GetGeneration(), now), "status"); err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := r.client.Status().Patch(ctx, obj, patch); err != nil {

@@ -1,8 +1,8 @@
 // A minimal Node operator doing what bench/go-operator does, line for line, for the engine bench's
 // side by side (ENGINE_BENCH_NODE_PEER=1): the runtime's floor for keyward's create path. One list
 // and watch of the namespace's Projects into a map, a deduplicating queue with --concurrency
-// workers, and per Project: a lookup by slug at the service, the create, one status merge patch and
-// one Event — with --create-guard also the create-started mark (resourceVersion precondition)
+// workers, and per Project: a lookup by slug at the service, the create, one status merge patch (keyward's
+// Project status, as the Go peer's) and one Event — with --create-guard also the create-started mark (resourceVersion precondition)
 // before the create and the id in keyward.dev/external-id after it, as keyward and the guarded Go
 // peer. undici for both connections (HTTP/2 to the apiserver, as keyward), JSON.parse and
 // JSON.stringify, nothing else: no validation, no engine, no metrics, no logger. The bench runs it
@@ -88,16 +88,55 @@ function mustSucceed(what: string, res: { status: number; text: string }): strin
 }
 
 const MERGE = "application/merge-patch+json";
+
+/** The service's project: the fields the status shows. */
+interface ServiceProject {
+  id: string;
+  name: string;
+  slug: string;
+  type: string;
+  orgId: string;
+  version?: number | null;
+  hasDeleteProtection?: boolean;
+  environments?: Array<{ id: string; name: string; slug: string }>;
+}
+
+/** keyward's Project status for `p`, so that the peer writes objects of the same size as keyward. */
+function statusOf(p: ServiceProject, generation: number, now: string): Record<string, unknown> {
+  const condition = (type: string, reason: string, message: string): Record<string, unknown> => ({
+    type,
+    status: "True",
+    reason,
+    message,
+    observedGeneration: generation,
+    lastTransitionTime: now,
+  });
+  return {
+    projectId: p.id,
+    slug: p.slug,
+    name: p.name,
+    type: p.type,
+    orgId: p.orgId,
+    ...(p.version !== undefined && p.version !== null ? { version: p.version } : {}),
+    hasDeleteProtection: p.hasDeleteProtection ?? false,
+    environments: (p.environments ?? []).map((e) => ({ id: e.id, name: e.name, slug: e.slug })),
+    observedGeneration: generation,
+    conditions: [
+      condition("Ready", "Available", "the external object is available"),
+      condition("Synced", "ReconcileSuccess", "the external object matches the spec"),
+    ],
+  };
+}
 const cache = new Map<string, Project>();
 
 async function reconcile(name: string): Promise<void> {
   const obj = cache.get(name);
   if (obj === undefined || obj.status?.projectId) return;
   const found = await serviceCall("GET", `/api/v1/projects/slug/${name}`);
-  let id: string;
+  let project: ServiceProject;
   const mark = obj.metadata.annotations?.["keyward.dev/create-started"];
   if (found.status === 200 && guard && mark?.endsWith(` ${obj.metadata.uid}`) === true) {
-    id = (JSON.parse(found.text) as { id: string }).id;
+    project = JSON.parse(found.text) as ServiceProject;
   } else if (found.status !== 404) {
     throw new Error(`slug ${name}: HTTP ${String(found.status)}`);
   } else {
@@ -111,22 +150,14 @@ async function reconcile(name: string): Promise<void> {
       JSON.parse(mustSucceed("mark", await kubeCall("PATCH", `${projectsPath}/${name}`, { metadata }, MERGE)));
     }
     const created = mustSucceed("create", await serviceCall("POST", "/api/v2/workspace", { projectName: name, slug: name }));
-    id = (JSON.parse(created) as { project: { id: string } }).project.id;
+    project = (JSON.parse(created) as { project: ServiceProject }).project;
   }
   if (guard) {
-    const body = { metadata: { annotations: { "keyward.dev/external-id": id } } };
+    const body = { metadata: { annotations: { "keyward.dev/external-id": project.id } } };
     JSON.parse(mustSucceed("id", await kubeCall("PATCH", `${projectsPath}/${name}`, body, MERGE)));
   }
   const now = new Date().toISOString().replace(/\.\d+Z$/, "Z");
-  const ready = {
-    type: "Ready",
-    status: "True",
-    reason: "Available",
-    message: "the external object is available",
-    observedGeneration: obj.metadata.generation,
-    lastTransitionTime: now,
-  };
-  const status = { projectId: id, observedGeneration: obj.metadata.generation, conditions: [ready] };
+  const status = statusOf(project, obj.metadata.generation, now);
   const patched = mustSucceed("status", await kubeCall("PATCH", `${projectsPath}/${name}/status`, { status }, MERGE));
   const after = JSON.parse(patched) as Project;
   // As client-go's recorder, the Event leaves the reconcile and goes out on its own.
