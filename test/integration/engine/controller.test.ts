@@ -329,23 +329,33 @@ describe("controller", () => {
 
     await createWidget(apis(), crd.kind, ns, "referrer", { configMap: "first" });
     await waitFor(() => Promise.resolve(reconciles() >= 1 ? true : undefined), { timeoutMs: 30_000, description: "first reconcile" });
+    // Each write below wakes the referrer itself (a label change, a new generation): waiting for
+    // that pass means the informer has taken the write in before the ConfigMaps change.
+    const passAfter = async (write: () => Promise<unknown>, description: string): Promise<void> => {
+      const count = reconciles();
+      await write();
+      await waitFor(() => Promise.resolve(reconciles() > count ? true : undefined), { timeoutMs: 30_000, description });
+      await idle();
+    };
     // A metadata-only write (no new generation) is the same reference: "first" still wakes it.
-    await apis().custom.patchNamespacedCustomObject({
-      group: crd.kind.group,
-      version: crd.kind.version,
-      namespace: ns,
-      plural: crd.kind.plural,
-      name: "referrer",
-      body: [{ op: "add", path: "/metadata/labels", value: { touched: "yes" } }],
-    });
-    await idle();
+    await passAfter(
+      () =>
+        apis().custom.patchNamespacedCustomObject({
+          group: crd.kind.group,
+          version: crd.kind.version,
+          namespace: ns,
+          plural: crd.kind.plural,
+          name: "referrer",
+          body: [{ op: "add", path: "/metadata/labels", value: { touched: "yes" } }],
+        }),
+      "the label write's pass",
+    );
     let before = reconciles();
     await configMap("first");
     await waitFor(() => Promise.resolve(reconciles() > before ? true : undefined), { timeoutMs: 30_000, description: "woken by first" });
 
     // The spec now names "second": "first" no longer wakes it, "second" does.
-    await patchSpec(crd.kind, ns, "referrer", { configMap: "second" });
-    await idle();
+    await passAfter(() => patchSpec(crd.kind, ns, "referrer", { configMap: "second" }), "the new generation's pass");
     before = reconciles();
     await apis().core.patchNamespacedConfigMap({ namespace: ns, name: "first", body: [{ op: "add", path: "/data", value: { v: "1" } }] });
     await waitFor(() => Promise.resolve(seen.filter((n) => n === "first").length >= 2 ? true : undefined), {
