@@ -288,7 +288,7 @@ async function runOnce(ctx: Ctx, n: number, rep: number): Promise<RunResult> {
   // before them in even ones.
   const peersFirst = rep % 2 === 1;
   const peersBefore = peersFirst ? await runPeers(ctx, n, rep) : undefined;
-  const own = await runKeyward(ctx, n, rep, names);
+  const own = await runKeyward(ctx, { n, rep, namespace, names });
   const peers = peersBefore ?? (await runPeers(ctx, n, rep));
   return {
     ...own,
@@ -318,8 +318,11 @@ async function runPeers(ctx: Ctx, n: number, rep: number): Promise<PeerRuns> {
   };
 }
 
-async function runKeyward(ctx: Ctx, n: number, rep: number, names: readonly string[]): Promise<KeywardRun> {
-  const namespace = `kb-${n}-${rep}`;
+/** keyward's run on `names` in `namespace`: idle start, the creates, a restart, steady state. */
+async function runKeyward(
+  ctx: Ctx,
+  { n, rep, namespace, names }: { n: number; rep: number; namespace: string; names: readonly string[] },
+): Promise<KeywardRun> {
   const logPath = join(ctx.logDir, `${namespace}.log`);
   // keyward meets the service as the peers do, empty: the provider config's check lists
   // every project, and the emulator's create scans every project's roles.

@@ -1,11 +1,12 @@
 // A minimal Node operator doing what bench/go-operator does, line for line, for the engine bench's
 // side by side (ENGINE_BENCH_NODE_PEER=1): the runtime's floor for keyward's create path. One list
 // and watch of the namespace's Projects into a map, a deduplicating queue with --concurrency
-// workers, and per Project: a lookup by slug at the service, the create, one status merge patch (keyward's
-// Project status, as the Go peer's) and one Event — with --create-guard also the create-started mark (resourceVersion precondition)
-// before the create and the id in keyward.dev/external-id after it, as keyward and the guarded Go
-// peer. undici for both connections (HTTP/2 to the apiserver, as keyward), JSON.parse and
-// JSON.stringify, nothing else: no validation, no engine, no metrics, no logger. The bench runs it
+// workers, and per Project: a lookup by slug at the service, the create, one status merge patch
+// (keyward's Project status, as the Go peer's) and one Event — with --create-guard also the
+// create-started mark (resourceVersion precondition) before the create and the id in
+// keyward.dev/external-id after it, as keyward and the guarded Go peer. undici for both
+// connections (HTTP/2 to the apiserver, as keyward), JSON.parse and JSON.stringify, nothing
+// else: no validation, no engine, no metrics, no logger. The bench runs it
 // as JavaScript (its types stripped, as keyward runs from dist/), under keyward's V8 flags. Not a
 // model to copy: it retries every failure after a second, records nothing, and trusts every answer.
 import { readFileSync } from "node:fs";
