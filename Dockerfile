@@ -109,7 +109,7 @@ COPY --from=rootfs /rootfs/ /
 # NODE_OPTIONS=--use-openssl-ca (or --use-system-ca) and for NODE_EXTRA_CA_CERTS bundles built on it.
 ENV PATH=/usr/local/bin \
     NODE_ENV=production
-# A small young generation keeps the resident set near the live heap (idle 88 MB, 113 MB with
+# A small young generation keeps the resident set near the live heap (idle 89 MB, 110–113 MB with
 # 1000 Projects: npm run bench -- engine); the chart adds a heap cap fitted to its memory limit.
 ENV NODE_OPTIONS="--max-semi-space-size=1"
 # At most two glibc malloc arenas: Node's worker threads (GC, libuv) otherwise each get one, and
