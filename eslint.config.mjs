@@ -35,6 +35,21 @@ export default tseslint.config(
     },
   },
   {
+    files: ["src/**"],
+    rules: {
+      // Types only: see src/lib/node-http.ts for why keyward takes node:http's values from there.
+      "@typescript-eslint/no-restricted-imports": [
+        "error",
+        {
+          paths: [
+            { name: "node:http", message: "Use nodeHttp from src/lib/node-http.ts.", allowTypeImports: true },
+            { name: "http", message: "Use nodeHttp from src/lib/node-http.ts.", allowTypeImports: true },
+          ],
+        },
+      ],
+    },
+  },
+  {
     files: ["test/**", "bench/**", "hack/**"],
     rules: {
       "no-console": "off",

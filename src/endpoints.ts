@@ -2,9 +2,10 @@
 // /metrics is either reviewed against the apiserver (metricsAuth "kubernetes": TokenReview and
 // SubjectAccessReview, as controller-runtime's metrics filter does) or served on the loopback
 // interface only ("localhost"); the probes never need a token.
-import { createServer, type IncomingMessage, type Server } from "node:http";
+import type { IncomingMessage, Server } from "node:http";
 import { once } from "node:events";
 import type { Registry } from "prom-client";
+import { nodeHttp } from "./lib/node-http.ts";
 import type { MetricsAuthorizer } from "./kube/metrics-auth.ts";
 
 export interface Health {
@@ -28,7 +29,7 @@ export interface EndpointsOptions {
 }
 
 function startHttp(port: number, host: string, handler: (path: string, req: IncomingMessage) => Answer | Promise<Answer>): Server {
-  const server = createServer((req, res) => {
+  const server = nodeHttp.createServer((req, res) => {
     const path = (req.url ?? "/").split("?")[0] ?? "/";
     Promise.resolve(handler(path, req))
       .then((r) => {

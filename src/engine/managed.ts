@@ -7,7 +7,7 @@ import type { Logger } from "../log.ts";
 import type { Kube, KindRef } from "../kube/client.ts";
 import { getObject, isConflict, patchMetadata, type MetadataChange } from "../kube/objects.ts";
 import { keyOf } from "../kube/keys.ts";
-import type { SharedInformer } from "../kube/informer.ts";
+import { slim, type SharedInformer } from "../kube/informer.ts";
 import { errorSummary } from "../kube/rest.ts";
 import type { EventRecorder } from "../kube/events.ts";
 import { classification, isClassified, type Classification, type ClassifiedError } from "../lib/classified.ts";
@@ -494,8 +494,11 @@ export function managedReconciler<Spec, Status, Conn, External>(
     } finally {
       if (!run.heldBack) deps.claims?.release(key);
       // A copy is kept for the next pass only while the object is in the cache: one that left it
-      // mid-pass (deleted, or, sharded, gone from this replica's share) is not brought back.
-      if (run.current !== obj && (!deps.owns || !deps.cache || deps.cache.get(key))) written.remember(run.current as KubeObject);
+      // mid-pass (deleted, or, sharded, gone from this replica's share) is not brought back. It is
+      // kept as the cache keeps objects (slim): the same shape whichever copy a pass reads.
+      const cached = deps.cache?.get(key);
+      if (run.current !== obj && (!deps.owns || !deps.cache || cached))
+        written.remember(slim(run.current as KubeObject, module.ref), cached);
       const condition = run.current.status?.conditions?.find((c) => c.type === "Ready");
       if (condition) ready?.set(series, condition.status === "True" ? 1 : 0);
     }

@@ -2,13 +2,15 @@
 // cache learns of keyward's own writes only when their watch events arrive, a few milliseconds
 // later; a pass that runs before then (a requeue, a retry) must not act on the older copy — it
 // could create twice what the previous pass created. So every object a pass wrote is kept here
-// until the cache holds that version or a newer one, and reads take the newer of the two.
+// until the cache holds that version or a newer one, and reads take the newer of the two. A write
+// whose watch event arrived before its response (the cache already has it) is not kept at all:
+// nothing would come to remove it until the object's next pass, an hour later for a quiet one.
 import { keyString } from "../kube/keys.ts";
 import type { KubeObject, ObjectKey } from "./types.ts";
 
 export interface WrittenObjects {
-  /** The object as keyward's last write returned it. */
-  remember(obj: KubeObject): void;
+  /** The object as keyward's last write returned it, unless `cached` (the cache's copy) is as new. */
+  remember(obj: KubeObject, cached: KubeObject | undefined): void;
   /**
    * The newer of the cached copy and keyward's last write; `undefined` when the key was never
    * written and is not cached. `stale` when the two cannot be ordered (resourceVersions that
@@ -32,8 +34,12 @@ export function compareVersions(a: string | undefined, b: string | undefined): n
 export function createWrittenObjects(): WrittenObjects {
   const written = new Map<string, KubeObject>();
   return {
-    remember(obj) {
-      written.set(keyString(obj.metadata), obj);
+    remember(obj, cached) {
+      const key = keyString(obj.metadata);
+      const order = compareVersions(cached?.metadata.resourceVersion, obj.metadata.resourceVersion);
+      if (order === undefined ? cached !== undefined && cached.metadata.resourceVersion === obj.metadata.resourceVersion : order >= 0)
+        written.delete(key);
+      else written.set(key, obj);
     },
     latest(key, cached) {
       const mine = written.get(keyString(key));

@@ -2,7 +2,7 @@
 // watches, events and leases of any kind (core or custom). Auth and TLS come from KubeAccess.
 import { classification, reasonForStatus, type Classification, type ClassifiedError } from "../lib/classified.ts";
 import { isPlainPath } from "../lib/baseurl.ts";
-import { STATUS_CODES } from "node:http";
+import { nodeHttp } from "../lib/node-http.ts";
 import type { Dispatcher } from "undici";
 import type { KubeAccess } from "./kubeconfig.ts";
 
@@ -410,7 +410,7 @@ export async function kubeJson<T>(access: KubeAccess, req: KubeRequest): Promise
     if (isUndiciTimeout(err) && !req.signal?.aborted) throw new KubeTimeoutError(req.method ?? "GET", req.path, ms);
     throw err;
   }
-  if (status < 200 || status > 299) throw errorFrom(status, text, STATUS_CODES[status] ?? "");
+  if (status < 200 || status > 299) throw errorFrom(status, text, nodeHttp.STATUS_CODES[status] ?? "");
   return JSON.parse(text) as T;
 }
 

@@ -21,6 +21,8 @@ const dir = mkdtempSync(join(tmpdir(), "keyward-modules-"));
 
 /** The repository-relative paths of the files keyward loaded (node: builtins left out). */
 let files: string[] = [];
+/** Node's internal modules loaded by then (process.moduleLoadList). */
+let internals: string[] = [];
 /** The npm packages it loaded directly from node_modules (a package's own node_modules too). */
 let packages: Set<string>;
 let run: ReturnType<typeof spawnSync>;
@@ -34,10 +36,9 @@ beforeAll(() => {
     ["--import", join(root, "test/unit/record-modules.ts"), join(root, "src/main.ts"), "--kubeconfig", join(dir, "no-such-kubeconfig")],
     { cwd: dir, env: { PATH: process.env["PATH"] ?? "", KEYWARD_MODULE_RECORD: record }, encoding: "utf8", timeout: 60_000 },
   );
-  files = readFileSync(record, "utf8")
-    .split("\n")
-    .filter((url) => url.startsWith("file:"))
-    .map((url) => relative(root, fileURLToPath(url)).split(sep).join("/"));
+  const lines = readFileSync(record, "utf8").split("\n");
+  internals = lines.filter((l) => l.startsWith("internal:")).map((l) => l.slice("internal:".length));
+  files = lines.filter((url) => url.startsWith("file:")).map((url) => relative(root, fileURLToPath(url)).split(sep).join("/"));
   packages = new Set(files.flatMap((f) => /(?:^|\/)node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(f)?.[1] ?? []));
 });
 
@@ -67,6 +68,13 @@ describe("the running operator's module graph", () => {
 
   it("loads nothing of the CRD generator (src/crd)", () => {
     expect(files.filter((f) => f.startsWith("src/crd/"))).toEqual([]);
+  });
+
+  // An ES import of node:http calls its WebSocket/CloseEvent/MessageEvent getters, which load
+  // Node's bundled undici (src/lib/node-http.ts). keyward's requests use the undici package.
+  it("loads none of Node's bundled undici, and the recorder does see Node's internal modules", () => {
+    expect(internals).toContain("_http_server");
+    expect(internals.filter((m) => m.startsWith("internal/deps/undici"))).toEqual([]);
   });
 
   it("loads no @kubernetes/client-node and no other devDependency", () => {

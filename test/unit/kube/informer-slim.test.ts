@@ -1,6 +1,8 @@
 // What the informer cache keeps of an object (src/kube/informer.ts slim): a Secret's data up to a
 // bound (the rest marked, to be read from the apiserver), only keyward's own labels and
 // annotations of a Secret and of keyward's kinds, never kubectl's last-applied copy or managedFields.
+import { spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { CACHED_SECRET_DATA_BYTES, dataOmitted, slim } from "../../../src/kube/informer.ts";
 import { secretKind, namespaceKind } from "../../../src/kube/client.ts";
@@ -61,5 +63,42 @@ describe("slim", () => {
     const kept = slim(ns, namespaceKind);
     expect(kept.metadata.labels).toEqual({ team: "x" });
     expect(kept.metadata.annotations).toEqual({ note: "n" });
+  });
+
+  // A watch event's metadata as the apiserver orders it, managedFields in the middle. V8's own
+  // check (%HasFastProperties, natives syntax: a child process) says whether the kept metadata is
+  // still an ordinary object or became a dictionary, as deleting the field in place made it.
+  it("drops managedFields without turning the kept metadata into a dictionary", () => {
+    const informer = fileURLToPath(new URL("../../../src/kube/informer.ts", import.meta.url));
+    const script = `
+      const { slim } = await import(${JSON.stringify(informer)});
+      const event = JSON.parse(${JSON.stringify(
+        JSON.stringify({
+          apiVersion: "keyward.dev/v1alpha1",
+          kind: "Project",
+          metadata: {
+            annotations: { "keyward.dev/external-id": "e" },
+            creationTimestamp: "2026-11-28T06:42:40Z",
+            generation: 1,
+            managedFields: [{ manager: "keyward", operation: "Update" }],
+            name: "p",
+            namespace: "a",
+            resourceVersion: "443",
+            uid: "u",
+          },
+          spec: {},
+        }),
+      )});
+      const kept = slim(event, { group: "keyward.dev", version: "v1alpha1", plural: "projects", kind: "Project" });
+      console.log(JSON.stringify({ fast: %HasFastProperties(kept.metadata), keys: Object.keys(kept.metadata) }));`;
+    const run = spawnSync(process.execPath, ["--allow-natives-syntax", "--input-type=module", "-e", script], {
+      encoding: "utf8",
+      timeout: 30_000,
+    });
+    expect(run.stderr).toBe("");
+    expect(JSON.parse(run.stdout)).toEqual({
+      fast: true,
+      keys: ["annotations", "creationTimestamp", "generation", "name", "namespace", "resourceVersion", "uid"],
+    });
   });
 });
