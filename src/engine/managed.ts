@@ -496,9 +496,10 @@ export function managedReconciler<Spec, Status, Conn, External>(
       // A copy is kept for the next pass only while the object is in the cache: one that left it
       // mid-pass (deleted, or, sharded, gone from this replica's share) is not brought back. It is
       // kept as the cache keeps objects (slim): the same shape whichever copy a pass reads.
-      const cached = deps.cache?.get(key);
-      if (run.current !== obj && (!deps.owns || !deps.cache || cached))
-        written.remember(slim(run.current as KubeObject, module.ref), cached);
+      if (run.current !== obj) {
+        const cached = deps.cache?.get(key);
+        if (!deps.owns || !deps.cache || cached) written.remember(slim(run.current as KubeObject, module.ref), cached);
+      }
       const condition = run.current.status?.conditions?.find((c) => c.type === "Ready");
       if (condition) ready?.set(series, condition.status === "True" ? 1 : 0);
     }

@@ -31,14 +31,19 @@ export function compareVersions(a: string | undefined, b: string | undefined): n
   return x < y ? -1 : x > y ? 1 : 0;
 }
 
+/** Whether the cache's copy is `mine`'s version or a newer one (the same one, when they cannot be ordered). */
+function caughtUp(cached: KubeObject | undefined, mine: KubeObject): boolean {
+  if (!cached) return false;
+  const order = compareVersions(cached.metadata.resourceVersion, mine.metadata.resourceVersion);
+  return order === undefined ? cached.metadata.resourceVersion === mine.metadata.resourceVersion : order >= 0;
+}
+
 export function createWrittenObjects(): WrittenObjects {
   const written = new Map<string, KubeObject>();
   return {
     remember(obj, cached) {
       const key = keyString(obj.metadata);
-      const order = compareVersions(cached?.metadata.resourceVersion, obj.metadata.resourceVersion);
-      if (order === undefined ? cached !== undefined && cached.metadata.resourceVersion === obj.metadata.resourceVersion : order >= 0)
-        written.delete(key);
+      if (caughtUp(cached, obj)) written.delete(key);
       else written.set(key, obj);
     },
     latest(key, cached) {
@@ -56,10 +61,7 @@ export function createWrittenObjects(): WrittenObjects {
     },
     seen(obj) {
       const mine = written.get(keyString(obj.metadata));
-      if (!mine) return;
-      const order = compareVersions(obj.metadata.resourceVersion, mine.metadata.resourceVersion);
-      if (order === undefined ? obj.metadata.resourceVersion === mine.metadata.resourceVersion : order >= 0)
-        written.delete(keyString(obj.metadata));
+      if (mine && caughtUp(obj, mine)) written.delete(keyString(obj.metadata));
     },
     forget(key) {
       written.delete(keyString(key));
