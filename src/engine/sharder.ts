@@ -1,8 +1,9 @@
 // The sharder (issue 18, docs/sharding.md): run by the replica holding the leader Lease, it labels
 // every object of keyward's kinds with the replica that owns it. Owners come from a
-// consistent-hash ring over the live shard Leases, keyed by namespace (a namespace's objects refer
-// to each other — a Project, its dependents, their ProviderConfig — so one replica's cache holds
-// all a pass reads). It watches metadata only (PartialObjectMetadata) and keeps of it the ring key,
+// consistent-hash ring over the live shard Leases with bounded loads (no replica above its share
+// of the namespaces by more than 10%, lib/ring.ts), keyed by namespace (a namespace's objects
+// refer to each other — a Project, its dependents, their ProviderConfig — so one replica's cache
+// holds all a pass reads). It watches metadata only (PartialObjectMetadata) and keeps of it the ring key,
 // the version and the shard labels, so its memory does not grow with the objects' specs, statuses,
 // labels or annotations.
 //
@@ -20,7 +21,7 @@ import { errorSummary, kubeJson } from "../kube/rest.ts";
 import { createShardObserver, joinPending, JOINED_ANNOTATION, type ShardLease } from "../kube/shards.ts";
 import { leaseKind } from "../kube/lease.ts";
 import { listAll } from "../kube/watch.ts";
-import { createRing, type Ring } from "../lib/ring.ts";
+import { boundLoads, createRing, type Ring } from "../lib/ring.ts";
 import { interruptibleSleep } from "../lib/backoff.ts";
 import { DRAIN_LABEL, SHARD_LABEL, shardChanges, shardLabels, type ShardChange } from "./shard-plan.ts";
 import type { KubeObject } from "./types.ts";
@@ -122,6 +123,7 @@ export function createSharder(opts: SharderOptions): Sharder {
   const log = opts.logger.child({ component: "sharder" });
   const stopped = new AbortController();
   let ring: Ring = createRing([]);
+  let shares = sharesOf(ring);
   // Members whose Lease this leader has not yet seen change (shards.ts): their objects wait.
   let unknown: ReadonlySet<string> = new Set();
   // One pass at a time; events during a pass ask for one more after it.
@@ -139,8 +141,8 @@ export function createSharder(opts: SharderOptions): Sharder {
   let epoch = 0;
   const pass = async (): Promise<void> => {
     const planned = { ring, epoch };
-    const { work, owned } = plan(informers, ring, unknown);
-    opts.onPass?.(ring.members, owned);
+    const { work, owned, members } = plan(informers, shares, unknown);
+    opts.onPass?.(members, owned);
     await applyAll(work, () => ring === planned.ring && epoch === planned.epoch);
   };
 
@@ -177,6 +179,7 @@ export function createSharder(opts: SharderOptions): Sharder {
         if (view.live.join("\n") !== ring.members.join("\n")) {
           log.info({ members: view.live, unknown: view.unknown }, "shard members changed");
           ring = createRing(view.live);
+          shares = sharesOf(ring);
         }
         // A member the leader judged dead still holding its Lease is taken over on that Lease first,
         // conditionally on the version judged: a Lease renewed since (a stale list) is a 409, and
@@ -358,14 +361,18 @@ interface Work {
 /** The label changes one pass makes (passes never overlap: no patch of an earlier one is in flight), and each shard's count. */
 function plan(
   informers: readonly { kind: KindRef; informer: { list(): KubeObject[] } }[],
-  ring: Ring,
+  shares: (keys: ReadonlySet<string>) => Ring,
   unknown: ReadonlySet<string>,
-): { work: Work[]; owned: Map<string, number> } {
+): { work: Work[]; owned: Map<string, number>; members: readonly string[] } {
+  const lists = informers.map(({ kind, informer }) => ({ kind, objects: informer.list() }));
+  const keys = new Set<string>();
+  for (const { objects } of lists) for (const o of objects) keys.add(shardKey(o));
+  const ring = shares(keys);
   const live = new Set(ring.members);
   const owned = new Map<string, number>();
   const work: Work[] = [];
-  for (const { kind, informer } of informers) {
-    const byKey = new Map(informer.list().map((o) => [keyString(o.metadata), o]));
+  for (const { kind, objects: list } of lists) {
+    const byKey = new Map(list.map((o) => [keyString(o.metadata), o]));
     const objects = [...byKey.entries()].map(([key, o]) => ({
       key,
       owner: o.metadata.labels?.[SHARD_LABEL],
@@ -381,7 +388,21 @@ function plan(
       if (obj) work.push({ kind, obj, change });
     }
   }
-  return { work, owned };
+  return { work, owned, members: ring.members };
+}
+
+/**
+ * The shares of one membership (`ring`) over a set of ring keys: the ring with bounded loads
+ * (boundLoads), worked out again only when the keys change — a namespace's first object or its
+ * last one gone, not each object — since every add and relabel runs a pass.
+ */
+export function sharesOf(ring: Ring): (keys: ReadonlySet<string>) => Ring {
+  let last: { keys: string[]; shares: Ring } | undefined;
+  return (keys) => {
+    if (last && last.keys.length === keys.size && last.keys.every((k) => keys.has(k))) return last.shares;
+    last = { keys: [...keys], shares: boundLoads(ring, keys) };
+    return last.shares;
+  };
 }
 
 /** keyward_shard_members and keyward_shard_objects{shard}, set after each pass of the sharder (the leader's /metrics). */

@@ -28,7 +28,7 @@ import {
   waitForObject,
   type TestEnv,
 } from "./support/keyward.ts";
-import { ringOwner, startReplica, stopReplicas, type Replica } from "./support/shard-replicas.ts";
+import { shareOwner, startReplica, stopReplicas, type Replica } from "./support/shard-replicas.ts";
 
 const TOKEN = "kw-shard-claims-9c";
 const SLUG = "shop-shard-claims";
@@ -84,13 +84,14 @@ beforeAll(async () => {
       spec: { holderIdentity: "the-test", leaseDurationSeconds: 3600, renewTime: new V1MicroTime(), acquireTime: new V1MicroTime() },
     },
   });
-  // Namespaces until the ring has given one to each replica.
+  // Namespaces until the ring has given one to each replica (one namespace alone goes to its ring
+  // owner; one on each replica is within the bounded shares' cap, so the sharder keeps them there).
   const byOwner = new Map<string, TestNamespace>();
   for (let i = 0; byOwner.size < MEMBERS.length; i++) {
     if (i >= 20) throw new Error("the ring put 20 namespaces on one replica");
     const ns = await createTestNamespace(`shard-claims-${String(i)}`);
     env.onStop(() => ns.cleanup());
-    const owner = ringOwner(MEMBERS, ns.name);
+    const owner = shareOwner(MEMBERS, [ns.name], ns.name);
     if (owner === undefined || byOwner.has(owner)) continue;
     byOwner.set(owner, ns);
     await installProvider(kc, ns.name, emulator.url, TOKEN);
@@ -101,6 +102,9 @@ beforeAll(async () => {
   // The default resync of the replicas (10 minutes) is longer than these tests: every pass after
   // the first comes from an event.
   const names = teams.map((t) => t.name);
+  for (const [owner, ns] of byOwner) {
+    if (shareOwner(MEMBERS, names, ns.name) !== owner) throw new Error(`the sharder would move ${ns.name} off ${owner}`);
+  }
   for (const id of MEMBERS) replicas.push(await startReplica(id, { namespaces: names, leaseNamespace: env.ns.name }));
   await Promise.all(replicas.map((r) => r.started));
 }, 120_000);

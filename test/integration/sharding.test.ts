@@ -10,7 +10,7 @@ import type { Emulator } from "../emulator/server.ts";
 import { loadDefaultSeed } from "../emulator/default-seed.ts";
 import { createTestNamespace, testKubeconfigPath, testKubectlPath, waitFor, type TestNamespace } from "../controlplane/testenv.ts";
 import { freePort } from "../controlplane/controlplane.ts";
-import { createRing } from "../../src/lib/ring.ts";
+import { shares } from "./support/shard-replicas.ts";
 import { shardKey } from "../../src/engine/sharder.ts";
 import { DRAIN_LABEL, SHARD_LABEL } from "../../src/engine/shard-plan.ts";
 import { GROUP, VERSION, type KubeObject } from "../../src/engine/types.ts";
@@ -88,13 +88,16 @@ async function startReplica(identity: string): Promise<Replica> {
   return replica;
 }
 
+/** The test's namespaces: every one holds objects, so the sharder's shares are over all of them. */
+const namespaceNames = (): string[] => namespaces.map((n) => n.name);
+
 const alive = (r: Replica): boolean => r.child.exitCode === null && r.child.signalCode === null;
 
-/** An identity (from a fixed list) the ring gives at least one of the namespaces, next to `others`. */
+/** An identity (from a fixed list) the sharder gives at least one of the namespaces, next to `others`. */
 function identityOwningSome(prefix: string, others: readonly string[]): string {
   for (let i = 0; i < 100; i++) {
     const candidate = `${prefix}-${String(i)}`;
-    const ring = createRing([...others, candidate]);
+    const ring = shares([...others, candidate], namespaceNames());
     if (namespaces.some((n) => ring.ownerOf(shardKey({ metadata: { namespace: n.name, name: "x" } })) === candidate)) return candidate;
   }
   throw new Error("no identity owns a namespace");
@@ -171,7 +174,7 @@ afterAll(() => env?.stop());
 describe("three replicas, one killed and one added mid-run", () => {
   let final: string[] = [];
 
-  it("reconciles every object once, on the replica the ring names, through a kill and a join", { timeout: 420_000 }, async () => {
+  it("reconciles every object once, on the replica its shares name, through a kill and a join", { timeout: 420_000 }, async () => {
     const a = "kw-a";
     const c = "kw-c";
     const b = identityOwningSome("kw-b", [a, c]);
@@ -216,8 +219,8 @@ describe("three replicas, one killed and one added mid-run", () => {
       expect(emulator.requests().filter((r) => r.operation === "triggerSecretSync" && r.path.includes(id))).toHaveLength(2);
     }
 
-    // Every object ends on the ring's owner among the live replicas, none left draining.
-    const ring = createRing(final);
+    // Every object ends on its owner among the live replicas (the ring with bounded loads), none left draining.
+    const ring = shares(final, namespaceNames());
     const everything = [...projects, ...(await listAll("secretsyncs")), ...(await listAll("providerconfigs"))];
     await waitFor(
       async () => {
@@ -228,9 +231,20 @@ describe("three replicas, one killed and one added mid-run", () => {
           ? true
           : undefined;
       },
-      { timeoutMs: 60_000, intervalMs: 500, description: "every object labelled for its ring owner" },
+      { timeoutMs: 60_000, intervalMs: 500, description: "every object labelled for its owner" },
     );
     expect(new Set(everything.map((o) => ring.ownerOf(shardKey(o)))).has(d)).toBe(true);
+    // Bounded loads, read from the labels: no replica holds more than 4 of the 12 namespaces (the
+    // fair share; 10% above it rounds down to 4 too), where a plain ring over these random
+    // namespace names puts 5 or more on one replica in about 15 runs of 16.
+    const labelled = [...(await listAll("projects")), ...(await listAll("secretsyncs")), ...(await listAll("providerconfigs"))];
+    const namespacesOf = new Map<string, Set<string>>();
+    for (const o of labelled) {
+      const owner = o.metadata.labels?.[SHARD_LABEL] ?? "";
+      namespacesOf.set(owner, (namespacesOf.get(owner) ?? new Set()).add(o.metadata.namespace ?? ""));
+    }
+    expect([...namespacesOf.keys()].sort()).toEqual([...final].sort());
+    expect(Math.max(...[...namespacesOf.values()].map((set) => set.size))).toBeLessThanOrEqual(4);
     // Each replica caches its own share only: the memory per replica falls as replicas are added.
     for (const r of [ra, rc, rd]) {
       const text = await (await fetch(`http://127.0.0.1:${String(r.metricsPort)}/metrics`)).text();
@@ -277,7 +291,7 @@ describe("three replicas, one killed and one added mid-run", () => {
       },
       { timeoutMs: 60_000, description: "Project Ready after its ProviderConfig is fixed" },
     );
-    expect(ready.metadata.labels?.[SHARD_LABEL]).toBe(createRing(final).ownerOf(shardKey(ready)));
+    expect(ready.metadata.labels?.[SHARD_LABEL]).toBe(shares(final, namespaceNames()).ownerOf(shardKey(ready)));
   });
 
   it("shows each object's replica in kubectl keyward status (a SHARD column)", async () => {
@@ -295,7 +309,7 @@ describe("three replicas, one killed and one added mid-run", () => {
     });
     const [header, ...rows] = out.trimEnd().split("\n");
     expect(header).toMatch(/^KIND\s+NAMESPACE\s+NAME\s+READY\s+REASON\s+SERVICE-ID\s+SHARD\s+LAST-SYNC$/);
-    const owner = createRing(final).ownerOf(shardKey({ metadata: { namespace: n.name, name: "any" } })) ?? "";
+    const owner = shares(final, namespaceNames()).ownerOf(shardKey({ metadata: { namespace: n.name, name: "any" } })) ?? "";
     expect(rows.length).toBe(PROJECTS_PER_NAMESPACE + 2);
     for (const row of rows) expect(row.split(/\s{2,}/)[6]).toBe(owner);
   });
@@ -306,7 +320,7 @@ describe("three replicas, one killed and one added mid-run", () => {
     leaving.child.kill("SIGTERM");
     expect(await leaving.exited).toBe("0");
     const staying = final.filter((id) => id !== leaving.identity);
-    const ring = createRing(staying);
+    const ring = shares(staying, namespaceNames());
     await waitFor(
       async () => {
         const all = [...(await listAll("projects")), ...(await listAll("secretsyncs"))];

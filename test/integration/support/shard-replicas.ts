@@ -4,7 +4,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { freePort } from "../../controlplane/controlplane.ts";
 import { testKubeconfigPath } from "../../controlplane/testenv.ts";
-import { createRing } from "../../../src/lib/ring.ts";
+import { boundLoads, createRing, type Ring } from "../../../src/lib/ring.ts";
 import { shardKey } from "../../../src/engine/sharder.ts";
 
 export interface Replica {
@@ -75,9 +75,17 @@ export async function stopReplicas(replicas: readonly Replica[]): Promise<void> 
   }
 }
 
-/** The owner the ring of `members` gives a namespace's objects. */
-export function ringOwner(members: readonly string[], namespace: string): string | undefined {
-  return createRing(members).ownerOf(shardKey({ metadata: { namespace, name: "x" } }));
+/** The shares the sharder assigns: the ring of `members` with bounded loads over `namespaces` (those holding objects). */
+export function shares(members: readonly string[], namespaces: readonly string[]): Ring {
+  return boundLoads(
+    createRing(members),
+    namespaces.map((namespace) => shardKey({ metadata: { namespace, name: "x" } })),
+  );
+}
+
+/** The replica the sharder gives a namespace's objects, `namespaces` being those holding objects. */
+export function shareOwner(members: readonly string[], namespaces: readonly string[], namespace: string): string | undefined {
+  return shares(members, namespaces).ownerOf(shardKey({ metadata: { namespace, name: "x" } }));
 }
 
 /**
@@ -87,7 +95,7 @@ export function ringOwner(members: readonly string[], namespace: string): string
 export function joiningIdentity(prefix: string, others: readonly string[], namespaces: readonly string[], min = 1, keep = 1): string {
   for (let i = 0; i < 200; i++) {
     const candidate = `${prefix}-${String(i)}`;
-    const moved = namespaces.filter((n) => ringOwner([...others, candidate], n) === candidate).length;
+    const moved = namespaces.filter((n) => shareOwner([...others, candidate], namespaces, n) === candidate).length;
     if (moved >= min && namespaces.length - moved >= keep) return candidate;
   }
   throw new Error("no identity takes the namespaces asked");

@@ -1,7 +1,7 @@
 // A seeded race over the sharding protocol: replicas joining, leaving, killed and restarted under
 // their name, renewals delayed, the leader's Lease lists served stale, its label passes stalled,
 // the leader replaced. Time is a fake clock of steps (250 ms each); the pieces that decide are the
-// real ones — the leader's Lease observer (createShardObserver on the fake clock), the ring, the
+// real ones — the leader's Lease observer (createShardObserver on the fake clock), the ring with bounded loads, the
 // plan (shardChanges), the join handshake (joinPending), the holder's fence rules (renew deadline
 // counted from the last renewal sent, a Lease written by another stops it for good) — around a
 // model of the apiserver's Leases and objects with resourceVersions (every write conditional).
@@ -17,7 +17,7 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { createShardObserver, joinPending, type ShardLease } from "../../../src/kube/shards.ts";
-import { createRing, type Ring } from "../../../src/lib/ring.ts";
+import { boundLoads, createRing, type Ring } from "../../../src/lib/ring.ts";
 import { shardChanges, type ShardChange } from "../../../src/engine/shard-plan.ts";
 import { shardKey } from "../../../src/engine/sharder.ts";
 
@@ -313,8 +313,10 @@ export function runSchedule(ops: readonly Op[], rejoin: Rejoin, trace?: string[]
     }
     if (queued.length === 0 && flying.length === 0 && toAck.length === 0 && t % 2 === 0) {
       const list = [...objects.entries()].map(([key, o]) => ({ key, owner: o.owner, draining: o.drain }));
+      // The sharder's shares: the ring with bounded loads over the namespaces that hold objects.
+      const shares = boundLoads(ring, new Set(list.map((o) => shardKey({ metadata: { namespace: o.key.split("/")[0], name: "o" } }))));
       const ownerOf = (key: string): string | undefined =>
-        ring.ownerOf(shardKey({ metadata: { namespace: key.split("/")[0], name: "o" } }));
+        shares.ownerOf(shardKey({ metadata: { namespace: key.split("/")[0], name: "o" } }));
       const changes = shardChanges(list, ownerOf, new Set(ring.members), unknown);
       passRing = ring;
       passEpoch = epoch;

@@ -5,7 +5,7 @@
 // failure replays; fast-check shrinks it to a small member set.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { createRing, DEFAULT_VIRTUAL_NODES, murmur3, type Ring } from "../../../src/lib/ring.ts";
+import { boundLoads, createRing, DEFAULT_LOAD_SLACK, DEFAULT_VIRTUAL_NODES, murmur3, type Ring } from "../../../src/lib/ring.ts";
 
 const SEED = 0x72696e67; // "ring"
 
@@ -227,5 +227,98 @@ describe("balance and movement (10,000 keys, default point count)", () => {
         expect(new Set(moved.map((m) => m.to)).size).toBe(n - 1);
       }
     }
+  });
+});
+
+// boundLoads: the shares the sharder assigns (namespaces as keys, so few keys per member).
+const nsKeys = (set: number, k: number): string[] => Array.from({ length: k }, (_, i) => `namespace/team-${set}-${i}`);
+const nsMembers = (set: number, n: number): string[] => Array.from({ length: n }, (_, i) => `keyward-${set}-${i}abc${i * 7}`);
+const loads = (ring: Ring, over: readonly string[]): number[] => [...shares(ring, over).values()];
+const capOf = (k: number, n: number, slack = DEFAULT_LOAD_SLACK): number => Math.max(Math.ceil(k / n), Math.floor((k * (1 + slack)) / n));
+
+describe("boundLoads", () => {
+  it("no member holds more than its cap, whatever the members, keys and point count", () => {
+    fc.assert(
+      fc.property(
+        memberSet,
+        smallRing,
+        fc.uniqueArray(fc.string({ maxLength: 20 }), { maxLength: 120 }),
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        (members, virtualNodes, over, slack) => {
+          const bounded = boundLoads(createRing(members, { virtualNodes }), over, slack);
+          expect(bounded.members).toEqual(createRing(members).members);
+          for (const key of over) expect(members).toContain(bounded.ownerOf(key));
+          expect(Math.max(0, ...loads(bounded, over))).toBeLessThanOrEqual(capOf(over.length, new Set(members).size, slack));
+        },
+      ),
+      { seed: SEED + 5, numRuns: 300 },
+    );
+  });
+
+  it("depends on the key set only: order and duplicates change nothing; a key outside it gets its ring owner", () => {
+    fc.assert(
+      fc.property(
+        memberSet,
+        fc
+          .uniqueArray(fc.string({ maxLength: 20 }), { minLength: 1, maxLength: 60 })
+          .chain((ks) => fc.tuple(fc.constant(ks), fc.shuffledSubarray(ks, { minLength: ks.length }))),
+        (members, [over, shuffled]) => {
+          const ring = createRing(members);
+          const a = boundLoads(ring, over);
+          const b = boundLoads(ring, [...shuffled, ...shuffled]);
+          expect(over.map((k) => b.ownerOf(k))).toEqual(over.map((k) => a.ownerOf(k)));
+          expect(a.ownerOf("\u0000not-a-key")).toBe(ring.ownerOf("\u0000not-a-key"));
+        },
+      ),
+      { seed: SEED + 6, numRuns: 200 },
+    );
+  });
+
+  it("keeps the ring's owners where the ring is within the cap already", () => {
+    // 10,000 keys over 3 ordinal members: the ring's shares are 3123 / 3528 / 3349, under the cap of 3666.
+    const ring = createRing(named(3, ordinal));
+    const bounded = boundLoads(ring, keys);
+    expect(keys.filter((k) => bounded.ownerOf(k) !== ring.ownerOf(k))).toEqual([]);
+  });
+
+  it("successors: every member once, the key's owner first, in ring order", () => {
+    const ring = createRing(named(5, podName));
+    for (const key of keys.slice(0, 200)) {
+      const order = [...ring.successors(key)];
+      expect(order[0]).toBe(ring.ownerOf(key));
+      expect([...order].sort()).toEqual(ring.members);
+    }
+    expect([...createRing([]).successors("k")]).toEqual([]);
+  });
+
+  it("refuses a negative or NaN slack", () => {
+    for (const slack of [-0.1, Number.NaN]) expect(() => boundLoads(createRing(["a"]), ["k"], slack)).toThrow(RangeError);
+  });
+
+  // The figures of DEFAULT_LOAD_SLACK's comment, on 100 fixed sets: what the bound buys over the
+  // plain ring, and what it costs in moves.
+  it("40 namespaces over 4 members: the fullest holds 11 of them where the ring gives up to 19; moves stay few", () => {
+    const fullest: number[] = [];
+    const ringFullest: number[] = [];
+    const newKeyMoves: number[] = [];
+    const leaveExtra: number[] = [];
+    for (let set = 0; set < 100; set++) {
+      const members = nsMembers(set, 4);
+      const over = nsKeys(set, 40);
+      const ring = createRing(members);
+      const bounded = boundLoads(ring, over);
+      fullest.push(Math.max(...loads(bounded, over)));
+      ringFullest.push(Math.max(...loads(ring, over)));
+      const grown = boundLoads(ring, [...over, `namespace/new-${set}`]);
+      newKeyMoves.push(over.filter((k) => grown.ownerOf(k) !== bounded.ownerOf(k)).length);
+      const leaver = members[0] ?? "";
+      const after = boundLoads(createRing(members.slice(1)), over);
+      leaveExtra.push(over.filter((k) => bounded.ownerOf(k) !== leaver && after.ownerOf(k) !== bounded.ownerOf(k)).length);
+    }
+    expect(Math.max(...fullest)).toBe(11);
+    expect(Math.max(...ringFullest)).toBeGreaterThanOrEqual(16);
+    expect(ringFullest.filter((n) => n > 11).length).toBeGreaterThan(50);
+    expect(Math.max(...newKeyMoves)).toBeLessThanOrEqual(2);
+    expect(Math.max(...leaveExtra)).toBeLessThanOrEqual(4);
   });
 });
