@@ -1,4 +1,4 @@
-// What the sharder changes on each object, given who owns it now and who the ring says should
+// What the sharder changes on each object, given who owns it now and who its shares say should
 // (issue 18; docs/sharding.md). Pure: the sharder applies the changes as label patches.
 // The rule that keeps one reconciler per object: an object only ever moves from a live owner by
 // way of the drain label, which the old owner clears itself once it has let the object go; an
@@ -22,9 +22,9 @@ export type ShardChange =
   | { key: string; change: "undrain"; owner: string };
 
 /**
- * The changes that move every object toward the ring's owner: assign an unowned object (or one
- * whose owner is gone), ask a live owner that should no longer have it to drain, and take the
- * drain back when the ring returns the object to its owner before it let go. An object being
+ * The changes that move every object toward its owner in the shares: assign an unowned object (or
+ * one whose owner is gone), ask a live owner that should no longer have it to drain, and take the
+ * drain back when the shares return the object to its owner before it let go. An object being
  * drained by a live owner waits for that owner (nothing to do). No live shard: nothing. An object
  * whose owner's liveness is not known yet (`unknown`: a Lease not yet seen to change) waits too:
  * that owner may be reconciling it.

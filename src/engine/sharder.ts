@@ -1,7 +1,7 @@
 // The sharder (issue 18, docs/sharding.md): run by the replica holding the leader Lease, it labels
 // every object of keyward's kinds with the replica that owns it. Owners come from a
 // consistent-hash ring over the live shard Leases with bounded loads (no replica above its share
-// of the namespaces by more than 10%, lib/ring.ts), keyed by namespace (a namespace's objects
+// of the namespaces rounded up, or 10% above it, lib/ring.ts), keyed by namespace (a namespace's objects
 // refer to each other — a Project, its dependents, their ProviderConfig — so one replica's cache
 // holds all a pass reads). It watches metadata only (PartialObjectMetadata) and keeps of it the
 // ring key, the version and the shard labels, so its memory does not grow with the objects'
@@ -43,6 +43,8 @@ export interface SharderOptions {
   logger: Logger;
   /** Label patches in flight at once. */
   concurrency?: number;
+  /** How long a namespace whose last object is gone still counts in the shares (rememberKeys); EMPTY_NAMESPACE_GRACE_MS by default. */
+  emptyNamespaceGraceMs?: number;
   /** Called after each pass with the live members and how many objects each owns. */
   onPass?: (members: readonly string[], owned: ReadonlyMap<string, number>) => void;
 }
@@ -56,7 +58,7 @@ export interface Sharder {
 }
 
 /**
- * The kinds whose objects the ring splits over the replicas: the namespaced ones. A cluster-scoped
+ * The kinds whose objects the shares split over the replicas: the namespaced ones. A cluster-scoped
  * kind (ClusterProviderConfig) has no namespace to shard by and is used by every namespace; the
  * leader reconciles all its objects (controller.ts, `leadership`), fenced by the leader Lease, so
  * its objects carry no shard labels and keyward needs no write on them beyond their status.
@@ -91,7 +93,12 @@ export function shardMetadata(obj: KubeObject, kind: KindRef): KubeObject {
  * changes no shard label (a mark, a status) plans nothing; what a skipped event leaves (a label
  * patch that met a 409) is planned again by the pass each Lease list schedules.
  */
-function metadataInformers(opts: SharderOptions, log: Logger, schedule: () => void): { kind: KindRef; informer: Informer }[] {
+function metadataInformers(
+  opts: SharderOptions,
+  log: Logger,
+  schedule: () => void,
+  added: (obj: KubeObject) => void,
+): { kind: KindRef; informer: Informer }[] {
   return shardedKinds(opts.kinds).map((kind) => ({
     kind,
     informer: watchKind(opts.kube, kind, {
@@ -100,6 +107,7 @@ function metadataInformers(opts: SharderOptions, log: Logger, schedule: () => vo
       transform: (obj) => shardMetadata(obj, kind),
       logger: log,
       onEvent: (type, obj, old) => {
+        if (type === "add") added(obj);
         if (plansAgain(type, obj, old)) schedule();
       },
     }),
@@ -134,16 +142,17 @@ export function createSharder(opts: SharderOptions): Sharder {
   );
   const schedule = (): void => passes.schedule();
 
-  const informers = metadataInformers(opts, log, schedule);
+  const keys = keyTracker(opts.emptyNamespaceGraceMs ?? EMPTY_NAMESPACE_GRACE_MS);
+  const informers = metadataInformers(opts, log, schedule, keys.added);
 
   // Bumped when a Lease list shows a replica's new incarnation: a pass planned before stops, and
   // the join is acknowledged only once it has ended (the join handshake, shards.ts).
   let epoch = 0;
   const pass = async (): Promise<void> => {
     const planned = { ring, epoch };
-    const { work, owned, members } = plan(informers, shares, unknown);
+    const { work, owned, members } = plan(informers, (present) => shares(keys.plan(present)), unknown);
     opts.onPass?.(members, owned);
-    await applyAll(work, () => ring === planned.ring && epoch === planned.epoch);
+    await applyAll(work, () => ring === planned.ring && epoch === planned.epoch && !keys.changed());
   };
 
   const applyAll = async (work: Work[], current: () => boolean): Promise<void> => {
@@ -361,7 +370,7 @@ interface Work {
 /** The label changes one pass makes (passes never overlap: no patch of an earlier one is in flight), and each shard's count. */
 function plan(
   informers: readonly { kind: KindRef; informer: { list(): KubeObject[] } }[],
-  shares: (keys: ReadonlySet<string>) => Ring,
+  shares: (present: ReadonlySet<string>) => Ring,
   unknown: ReadonlySet<string>,
 ): { work: Work[]; owned: Map<string, number>; members: readonly string[] } {
   const lists = informers.map(({ kind, informer }) => ({ kind, objects: informer.list() }));
@@ -389,6 +398,55 @@ function plan(
     }
   }
   return { work, owned, members: ring.members };
+}
+
+/**
+ * The namespaces a pass's shares are worked out over (rememberKeys), and whether an object has
+ * since been added in a namespace outside them: the shares then change, so a pass planned before
+ * stops sending (the next one plans with the new shares).
+ */
+function keyTracker(graceMs: number): {
+  plan: (present: ReadonlySet<string>) => ReadonlySet<string>;
+  added: (obj: KubeObject) => void;
+  changed: () => boolean;
+} {
+  const keysFor = rememberKeys(graceMs);
+  let planned: ReadonlySet<string> = new Set();
+  let changed = false;
+  return {
+    plan: (present) => {
+      changed = false;
+      planned = keysFor(present, performance.now());
+      return planned;
+    },
+    added: (obj) => {
+      if (!planned.has(shardKey(obj))) changed = true;
+    },
+    changed: () => changed,
+  };
+}
+
+/** How long a namespace whose last object is gone still counts in the shares: an hour. */
+export const EMPTY_NAMESPACE_GRACE_MS = 60 * 60 * 1000;
+
+/**
+ * The ring keys the shares are worked out over: those holding objects now, and those that held
+ * one within the last `graceMs`. Why the grace: whether a namespace holds objects is in its
+ * tenants' hands (whoever may create a Project there), and a change of the key set may move other
+ * namespaces — a handover each, the new owner's first passes and token mints included. Without it
+ * a tenant creating and deleting one Project in a loop would move other tenants' namespaces back
+ * and forth at that pace; with it, a namespace emptied and filled again changes the set at most
+ * twice per grace period. A new namespace counts at once (its objects need an owner now). The
+ * memory is the leader's: a new leader starts from the namespaces holding objects, which may move
+ * a few namespaces once.
+ */
+export function rememberKeys(graceMs: number): (present: ReadonlySet<string>, now: number) => Set<string> {
+  const lastSeen = new Map<string, number>();
+  return (present, now) => {
+    for (const key of present) lastSeen.set(key, now);
+    for (const [key, seen] of lastSeen) if (now - seen > graceMs) lastSeen.delete(key);
+    return new Set(lastSeen.keys());
+  };
 }
 
 /**

@@ -1,5 +1,5 @@
 // Sharding: the claim on an external id ("another resource of the kind that holds the id keeps
-// it; the oldest wins", ExternalIdClaimed) holds across replicas. Two namespaces the ring puts on
+// it; the oldest wins", ExternalIdClaimed) holds across replicas. Two namespaces the sharder puts on
 // two replica processes (the test as the leader labels them), one credential (one service
 // account, as a shared ClusterProviderConfig gives them): a Project in each naming the same slug,
 // and a copy of the first one's manifest (its keyward.dev/external-id) in the second. The younger
@@ -36,7 +36,7 @@ const MEMBERS = ["kw-a", "kw-b"] as const;
 let env: TestEnv | undefined;
 let kc: KubeConfig;
 let emulator: Emulator;
-/** One namespace per replica, in MEMBERS' order: the ring's owner of each. */
+/** One namespace per replica, in MEMBERS' order: the owner of each in the sharder's shares. */
 const teams: TestNamespace[] = [];
 const replicas: Replica[] = [];
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { DRAIN_LABEL, SHARD_LABEL } from "../../../src/engine/shard-plan.ts";
-import { plansAgain, shardMetadata } from "../../../src/engine/sharder.ts";
+import { EMPTY_NAMESPACE_GRACE_MS, plansAgain, rememberKeys, shardMetadata, sharesOf } from "../../../src/engine/sharder.ts";
+import { createRing } from "../../../src/lib/ring.ts";
 import type { KubeObject } from "../../../src/engine/types.ts";
 
 const projects = { group: "keyward.dev", version: "v1alpha1", plural: "projects", kind: "Project" };
@@ -77,5 +78,38 @@ describe("plansAgain: which events of the sharder's cache schedule a pass", () =
     expect(plansAgain("update", moved, assigned)).toBe(true);
     expect(plansAgain("update", draining, assigned)).toBe(true);
     expect(plansAgain("update", assigned, draining)).toBe(true);
+  });
+});
+
+describe("the namespaces the shares count (rememberKeys)", () => {
+  const set = (...keys: string[]): Set<string> => new Set(keys);
+
+  it("counts a new namespace at once and an emptied one for the grace period, then drops it", () => {
+    const keysFor = rememberKeys(1000);
+    expect([...keysFor(set("namespace/a", "namespace/b"), 0)].sort()).toEqual(["namespace/a", "namespace/b"]);
+    expect([...keysFor(set("namespace/a"), 10)].sort()).toEqual(["namespace/a", "namespace/b"]);
+    expect([...keysFor(set("namespace/a", "namespace/c"), 1000)].sort()).toEqual(["namespace/a", "namespace/b", "namespace/c"]);
+    expect([...keysFor(set("namespace/a", "namespace/c"), 1001)].sort()).toEqual(["namespace/a", "namespace/c"]);
+    expect(EMPTY_NAMESPACE_GRACE_MS).toBe(3_600_000);
+  });
+
+  it("a tenant creating and deleting its only object in a loop changes no one else's owner within the hour", () => {
+    // 12 namespaces over 3 replicas, and the tenant's: with the plain key set (no grace) some
+    // toggle of the tenant's namespace moves another namespace; with the grace none does.
+    const ring = createRing(["kw-a", "kw-b", "kw-c"]);
+    const others = Array.from({ length: 12 }, (_, i) => `namespace/team-${i}`);
+    const tenant = "namespace/tenant";
+    const ownersWith = (keysFor: (present: ReadonlySet<string>, now: number) => ReadonlySet<string>): Set<string> => {
+      const shares = sharesOf(ring);
+      const seen = new Set<string>();
+      for (let t = 0; t < 60; t++) {
+        const present = new Set(t % 2 === 0 ? [...others, tenant] : others);
+        const ring = shares(keysFor(present, t * 60_000));
+        seen.add(others.map((k) => ring.ownerOf(k)).join(","));
+      }
+      return seen;
+    };
+    expect(ownersWith((present) => present).size).toBeGreaterThan(1);
+    expect(ownersWith(rememberKeys(EMPTY_NAMESPACE_GRACE_MS)).size).toBe(1);
   });
 });
