@@ -1,9 +1,9 @@
 // The sharder (issue 18, docs/sharding.md): run by the replica holding the leader Lease, it labels
 // every object of keyward's kinds with the replica that owns it. Owners come from a
 // consistent-hash ring over the live shard Leases with bounded loads (no replica above its share
-// of the namespaces rounded up, or 10% above it, lib/ring.ts), keyed by namespace (a namespace's objects
-// refer to each other — a Project, its dependents, their ProviderConfig — so one replica's cache
-// holds all a pass reads). It watches metadata only (PartialObjectMetadata) and keeps of it the
+// of the namespaces rounded up, or 10% above it, lib/ring.ts), keyed by namespace (a namespace's
+// objects refer to each other — a Project, its dependents, their ProviderConfig — so one
+// replica's cache holds all a pass reads). It watches metadata only (PartialObjectMetadata) and keeps of it the
 // ring key, the version and the shard labels, so its memory does not grow with the objects'
 // specs, statuses, labels or annotations.
 //

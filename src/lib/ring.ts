@@ -170,14 +170,7 @@ export function boundLoads(ring: Ring, keys: Iterable<string>, slack = DEFAULT_L
     const cap = Math.max(Math.ceil(ordered.length / members), Math.floor((ordered.length * (1 + slack)) / members));
     const load = new Map<string, number>();
     for (const { key } of ordered) {
-      const owner = ring.ownerOf(key) ?? "";
-      const held = load.get(owner) ?? 0;
-      if (held < cap) {
-        placed.set(key, owner);
-        load.set(owner, held + 1);
-        continue;
-      }
-      // cap × members ≥ keys, so some member always has room.
+      // The key's owner first; cap × members ≥ keys, so some member always has room.
       for (const member of ring.successors(key)) {
         const held = load.get(member) ?? 0;
         if (held < cap) {

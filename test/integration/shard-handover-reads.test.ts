@@ -13,7 +13,7 @@ import { createTestNamespace, waitFor, type TestNamespace } from "../controlplan
 import { DRAIN_LABEL, SHARD_LABEL } from "../../src/engine/shard-plan.ts";
 import { GROUP, VERSION, type KubeObject } from "../../src/engine/types.ts";
 import { condition, createCustom, credentialsLabels, startTestEnv, type TestEnv } from "./support/keyward.ts";
-import { joiningIdentity, shareOwner, startReplica, stopReplicas, type Replica } from "./support/shard-replicas.ts";
+import { joiningIdentity, shareOwner, shares, startReplica, stopReplicas, type Replica } from "./support/shard-replicas.ts";
 
 const TOKEN = "kw-handover-bootstrap-7c21";
 const NAMESPACES = 8;
@@ -96,20 +96,19 @@ describe("a released ProviderConfig", () => {
       );
 
       replicas.push(await startReplica(joiner, { namespaces: names, leaseNamespace: env?.ns.name ?? "" }));
-      const all = [...first, joiner];
+      const owners = shares([...first, joiner], names);
       await waitFor(
         async () => {
           const pcs = await providerConfigs();
           return pcs.every(
-            (p) =>
-              p.metadata.labels?.[SHARD_LABEL] === shareOwner(all, names, p.metadata.namespace ?? "") && !p.metadata.labels?.[DRAIN_LABEL],
+            (p) => p.metadata.labels?.[SHARD_LABEL] === shareOwner(owners, p.metadata.namespace ?? "") && !p.metadata.labels?.[DRAIN_LABEL],
           )
             ? true
             : undefined;
         },
         { timeoutMs: 90_000, intervalMs: 250, description: "every ProviderConfig on its owner of three" },
       );
-      const moved = names.map((n) => shareOwner(all, names, n) === joiner);
+      const moved = names.map((n) => shareOwner(owners, n) === joiner);
       expect(moved.filter(Boolean).length).toBeGreaterThanOrEqual(2);
       // The new owner's first mint has happened; then one window, the same for every ProviderConfig.
       await waitFor(async () => ((await providerConfigs()).every((p) => condition(p, "Ready")?.status === "True") ? true : undefined), {

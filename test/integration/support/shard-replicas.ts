@@ -83,9 +83,9 @@ export function shares(members: readonly string[], namespaces: readonly string[]
   );
 }
 
-/** The replica the sharder gives a namespace's objects, `namespaces` being those holding objects. */
-export function shareOwner(members: readonly string[], namespaces: readonly string[], namespace: string): string | undefined {
-  return shares(members, namespaces).ownerOf(shardKey({ metadata: { namespace, name: "x" } }));
+/** The replica `shares` give a namespace's objects. */
+export function shareOwner(of: Ring, namespace: string): string | undefined {
+  return of.ownerOf(shardKey({ metadata: { namespace, name: "x" } }));
 }
 
 /**
@@ -95,7 +95,8 @@ export function shareOwner(members: readonly string[], namespaces: readonly stri
 export function joiningIdentity(prefix: string, others: readonly string[], namespaces: readonly string[], min = 1, keep = 1): string {
   for (let i = 0; i < 200; i++) {
     const candidate = `${prefix}-${String(i)}`;
-    const moved = namespaces.filter((n) => shareOwner([...others, candidate], namespaces, n) === candidate).length;
+    const after = shares([...others, candidate], namespaces);
+    const moved = namespaces.filter((n) => shareOwner(after, n) === candidate).length;
     if (moved >= min && namespaces.length - moved >= keep) return candidate;
   }
   throw new Error("no identity takes the namespaces asked");

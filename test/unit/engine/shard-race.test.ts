@@ -1,8 +1,8 @@
 // A seeded race over the sharding protocol: replicas joining, leaving, killed and restarted under
 // their name, renewals delayed, the leader's Lease lists served stale, its label passes stalled,
 // the leader replaced. Time is a fake clock of steps (250 ms each); the pieces that decide are the
-// real ones — the leader's Lease observer (createShardObserver on the fake clock), the ring with bounded loads, the
-// plan (shardChanges), the join handshake (joinPending), the holder's fence rules (renew deadline
+// real ones — the leader's Lease observer (createShardObserver on the fake clock), the ring with
+// bounded loads, the plan (shardChanges), the join handshake (joinPending), the holder's fence rules (renew deadline
 // counted from the last renewal sent, a Lease written by another stops it for good) — around a
 // model of the apiserver's Leases and objects with resourceVersions (every write conditional).
 //

@@ -104,8 +104,8 @@ describe("the namespaces the shares count (rememberKeys)", () => {
       const seen = new Set<string>();
       for (let t = 0; t < 60; t++) {
         const present = new Set(t % 2 === 0 ? [...others, tenant] : others);
-        const ring = shares(keysFor(present, t * 60_000));
-        seen.add(others.map((k) => ring.ownerOf(k)).join(","));
+        const current = shares(keysFor(present, t * 60_000));
+        seen.add(others.map((k) => current.ownerOf(k)).join(","));
       }
       return seen;
     };
