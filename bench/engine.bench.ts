@@ -54,7 +54,7 @@ import { watchReady } from "./support/readiness.ts";
 import { countsDelta, parseRequestCounts, type RequestCounts } from "./support/apiserver-metrics.ts";
 import { runInFlight } from "./support/in-flight.ts";
 import { emptyNamespace, setUpNamespace as setUpBenchNamespace } from "./support/namespace.ts";
-import { cpuSeconds, peakRssBytes, rssBytes, sampleRss } from "./support/proc.ts";
+import { cpuSeconds, peakRssBytes, residentSplit, rssBytes, sampleRss, type ResidentSplit } from "./support/proc.ts";
 import { median, percentile, table } from "./stats.ts";
 
 const GROUP = "keyward.dev";
@@ -123,6 +123,8 @@ interface RunResult {
   objectWrites: number;
   peakRss: number;
   peakRssSampled: number;
+  /** The resident set once keyward is quiet after creating, anonymous and file-backed. */
+  rssCreated: ResidentSplit;
   restartMs: number;
   /** Spawn → /readyz answering 200. */
   restartReadyMs: number;
@@ -369,6 +371,7 @@ async function runKeyward(
     if ((create.api.get("POST projects") ?? 0) <= 0) create.api.delete("POST projects");
     const peakRssSampled = sampler.stop();
     const peakRss = peakRssBytes(keyward.pid);
+    const rssCreated = residentSplit(keyward.pid);
     const objectWrites = watch.modifications() - modifiedBefore;
     const latencies = names.flatMap((name) => {
       const seen = watch.ready.get(name);
@@ -416,6 +419,7 @@ async function runKeyward(
       objectWrites,
       peakRss,
       peakRssSampled,
+      rssCreated,
       restartMs,
       restartReadyMs,
       restart,
@@ -546,6 +550,8 @@ const GO_MAX_N = Number(env["ENGINE_BENCH_GO_MAX"] ?? FLOOR_MAX_N);
 interface PeerRun {
   allReadyMs: number;
   peakRssBytes: number;
+  /** Its resident set a second after all Ready, anonymous and file-backed. */
+  rss: ResidentSplit;
   cpuS: number;
   /** Its namespaced requests (the bench's N creates taken out). */
   api: RequestCounts;
@@ -673,6 +679,7 @@ async function runPeer(ctx: Ctx, peer: Peer, n: number, rep: number, guard: bool
       return {
         allReadyMs,
         peakRssBytes: peakRssBytes(pid),
+        rss: residentSplit(pid),
         cpuS: cpuSeconds(pid) - cpuBefore,
         api: window.api,
         apiserverCpuS: window.apiserverCpuS,
@@ -929,6 +936,17 @@ function report(cluster: BenchCluster, idle: Array<{ entry: Entry; rss: number }
           ) + " MB",
       ),
       row(
+        "keyward RSS after creating: anonymous + file-backed",
+        (runs) =>
+          `${med(
+            each(runs, (r) => r.rssCreated.anon),
+            mb,
+          )} + ${med(
+            each(runs, (r) => r.rssCreated.file),
+            mb,
+          )} MB`,
+      ),
+      row(
         "keyward peak RSS, restarted + steady (VmHWM)",
         (runs) =>
           spread(
@@ -1064,11 +1082,13 @@ function report(cluster: BenchCluster, idle: Array<{ entry: Entry; rss: number }
   }
   console.log(`
 Legend: every figure is keyward's alone. RSS from /proc/<keyward pid>/status: VmHWM = the peak since
-the process started (the figure a memory limit must allow), VmRSS = now. CPU = utime + stime from
-/proc/<pid>/stat. apiserver requests = the kube-apiserver's apiserver_request_total for projects,
-providerconfigs, secrets, events and leases, namespaced requests only (the bench's watch runs across
-namespaces; its creates are subtracted); leases are kube-apiserver's own heartbeat (keyward runs without
-leader election) and are left out of the totals. Service requests = the emulator's log (GET = read).
+the process started (the figure a memory limit must allow), VmRSS = now, split into RssAnon (heap,
+malloc, stacks) and RssFile (the runtime's binary and libraries paged in; a Go binary pages in far
+less). CPU = utime + stime from /proc/<pid>/stat. apiserver requests = the kube-apiserver's
+apiserver_request_total for projects, providerconfigs, secrets, events and leases, namespaced requests
+only (the bench's watch runs across namespaces; its creates are subtracted); leases are
+kube-apiserver's own heartbeat (keyward runs without leader election) and are left out of the
+totals. Service requests = the emulator's log (GET = read).
 "Per object per resync" divides by the project reconciles in the window (one per object per resync when
 the engine wakes on resync only). The floor is what the service alone needs for N creates, 4 in flight.
 kube-apiserver CPU is its whole process: it includes serving the bench's N creates and its watch.
@@ -1141,6 +1161,17 @@ function peerRows(row: RowFn): Record<string, string>[] {
             runsWith(runs).map(([, g]) => g.peakRssBytes),
             mb,
           ) + " MB",
+      ),
+      row(
+        `    ${name}: RSS at all Ready + 1 s: anonymous + file-backed`,
+        (runs) =>
+          `${med(
+            runsWith(runs).map(([, g]) => g.rss.anon),
+            mb,
+          )} + ${med(
+            runsWith(runs).map(([, g]) => g.rss.file),
+            mb,
+          )} MB`,
       ),
     ];
   });

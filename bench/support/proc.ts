@@ -27,7 +27,7 @@ export function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / clockTicks();
 }
 
-function statusKb(pid: number, key: "VmRSS" | "VmHWM"): number {
+function statusKb(pid: number, key: "VmRSS" | "VmHWM" | "RssAnon" | "RssFile"): number {
   const m = new RegExp(`^${key}:\\s+(\\d+) kB`, "m").exec(readFileSync(`/proc/${pid}/status`, "utf8"));
   if (!m?.[1]) throw new Error(`/proc/${pid}/status has no ${key}`);
   return Number(m[1]) * 1024;
@@ -37,6 +37,17 @@ function statusKb(pid: number, key: "VmRSS" | "VmHWM"): number {
 export const rssBytes = (pid: number): number => statusKb(pid, "VmRSS");
 /** Peak resident set size since the process started, in bytes. */
 export const peakRssBytes = (pid: number): number => statusKb(pid, "VmHWM");
+
+/**
+ * The resident set now, split: anonymous (the JavaScript heap, malloc, stacks) and file-backed
+ * (the runtime's binary and libraries paged in — for Node, about half of an idle process).
+ */
+export const residentSplit = (pid: number): ResidentSplit => ({ anon: statusKb(pid, "RssAnon"), file: statusKb(pid, "RssFile") });
+
+export interface ResidentSplit {
+  anon: number;
+  file: number;
+}
 
 /** The pid of this process's child running `comm` (e.g. "kube-apiserver"), if any. */
 export function childPid(comm: string): number | undefined {
