@@ -9,7 +9,7 @@ export const sharedReasons = {
   ProviderConfigInvalid: { means: "failed", doc: "The provider config's spec is invalid, so no resource can connect through it." },
   ClusterProviderConfigsDisabled: {
     means: "failed",
-    doc: "A ClusterProviderConfig is named but keyward runs without ClusterProviderConfigs (chart clusterProviderConfigs.enabled).",
+    doc: "A ClusterProviderConfig is named but keyward runs without ClusterProviderConfigs (chart clusterProviderConfig.enabled).",
   },
   CredentialsNotFound: { means: "retrying", doc: "The credentials Secret or its key does not exist (yet)." },
   CredentialsNotMarked: { means: "failed", doc: "The Secret lacks the label keyward.dev/credentials=true, so keyward does not use it." },
