@@ -335,86 +335,111 @@ async function requestAction(args, actionName) {
     progress(`warning: ${namespace}/${name} is paused (${PAUSED}=true): keyward acts on the request only once that annotation is removed`);
   }
   if (!args.wait) return;
-  await waitForJob(nsArgs, name, action, actionName, value, before);
+  await waitForJob(nsArgs, name, { action, actionName, value, before });
+}
+
+/** @typedef {typeof ACTIONS[keyof typeof ACTIONS]} Action */
+/** @typedef {{ wait: string; active?: string } | { done: string } | { failed: string }} JobLook */
+
+/**
+ * One look at a SecretSync whose request keyward has handled: is the job the request started
+ * still to come, running, or settled? That job is one seen pending or running after the request
+ * was handled (`seenActive`), or, if it settled before the first look, one other than the job that
+ * had settled before the request (`base`, the status then).
+ * @param {Record<string, unknown>} s @param {Action} action @param {Record<string, unknown>} base
+ * @param {string | undefined} seenActive @param {string} ref @returns {JobLook}
+ */
+function jobLook(s, action, base, seenActive, ref) {
+  const status = text(s[action.status]);
+  const jobId = text(s[action.jobId]) ?? "";
+  if (status === "pending" || status === "running") return { wait: `the ${action.job} job is ${status}`, active: jobId };
+  if (status !== "succeeded" && status !== "failed") return { wait: `the ${action.job} job's status is ${status ?? "not reported yet"}` };
+  const moved = jobId !== (text(base[action.jobId]) ?? "") || text(s[action.at]) !== text(base[action.at]);
+  if (seenActive === undefined && !moved) return { wait: `waiting for the ${action.job} job to start` };
+  const id = jobId ? ` ${jobId}` : "";
+  if (status === "failed") {
+    return {
+      failed: `the ${action.job} job${id} of SecretSync ${ref} failed: ${text(s[action.message]) ?? "the service gave no message"}`,
+    };
+  }
+  const at = text(s[action.at]);
+  return { done: `the ${action.job} job${id} of SecretSync ${ref} succeeded${at ? ` at ${at}` : ""}` };
 }
 
 /**
- * @param {Args} args @param {string} name @param {typeof ACTIONS[keyof typeof ACTIONS]} action
- * @param {string} actionName @param {string} value @param {KubeObject} before
+ * One look at a SecretSync whose request keyward has not handled yet: what it is waiting for, and
+ * keyward's Synced condition when it is not True. Someone else's value in the annotation ends the wait.
+ * @param {KubeObject} obj @param {Action} action @param {string} value @param {string} ref
+ * @returns {{ wait: string; note: string }}
  */
-async function waitForJob(args, name, action, actionName, value, before) {
+function unhandledLook(obj, action, value, ref) {
+  const current = obj.metadata.annotations?.[action.annotation];
+  if (current !== value) {
+    throw new CliError(
+      `${action.annotation} of ${ref} was changed to ${JSON.stringify(current ?? null)} by someone else before keyward handled ${value}; not waiting`,
+      EXIT.failed,
+    );
+  }
+  const synced = conditionOf(obj.status?.conditions, "Synced");
+  const note = synced && synced.status !== "True" ? `keyward: Synced=${synced.status} ${synced.reason ?? ""}: ${synced.message ?? ""}` : "";
+  return { wait: `keyward has not handled the request yet${note ? ` (${note})` : ""}`, note };
+}
+
+/** The SecretSync, or an error that says it was deleted while waiting. @param {Args} args @param {string} name @param {string} ref */
+async function secretSyncWhileWaiting(args, name, ref) {
+  try {
+    return await getSecretSync(args, name);
+  } catch (err) {
+    if (err instanceof CliError && err.code === EXIT.notFound)
+      throw new CliError(`SecretSync ${ref} was deleted while waiting`, EXIT.notFound);
+    throw err;
+  }
+}
+
+/**
+ * Follows the request `value` until the job it started settles: exit 0 on success, a CliError
+ * with the service's message on failure, or on the timeout with what was still awaited.
+ * @param {Args} args @param {string} name
+ * @param {{ action: Action; actionName: string; value: string; before: KubeObject }} request
+ */
+async function waitForJob(args, name, { action, actionName, value, before }) {
   const timeoutMs = args.timeoutMs ?? 5 * 60_000;
   const deadline = Date.now() + timeoutMs;
   const base = before.status ?? {};
   const ref = `${args.namespace ?? ""}/${name}`;
-  /** The job id (or "") seen pending/running once the request was handled: V's job. */
   /** @type {string | undefined} */
   let seenActive;
   let handledSeen = false;
   let lastNote = "";
   for (;;) {
-    /** What is awaited, for the timeout's message. */
-    let state;
-    /** @type {KubeObject} */
-    let obj;
-    try {
-      obj = await getSecretSync(args, name);
-    } catch (err) {
-      if (err instanceof CliError && err.code === EXIT.notFound)
-        throw new CliError(`SecretSync ${ref} was deleted while waiting`, EXIT.notFound);
-      throw err;
-    }
+    const obj = await secretSyncWhileWaiting(args, name, ref);
     const s = obj.status ?? {};
-    const current = obj.metadata.annotations?.[action.annotation];
+    /** @type {JobLook} */
+    let look;
     if (s[action.handled] !== value) {
-      if (current !== value) {
-        throw new CliError(
-          `${action.annotation} of ${ref} was changed to ${JSON.stringify(current ?? null)} by someone else before keyward handled ${value}; not waiting`,
-          EXIT.failed,
-        );
-      }
-      const synced = conditionOf(s.conditions, "Synced");
-      const note =
-        synced && synced.status !== "True" ? `keyward: Synced=${synced.status} ${synced.reason ?? ""}: ${synced.message ?? ""}` : "";
+      const { wait, note } = unhandledLook(obj, action, value, ref);
       if (note !== "" && note !== lastNote) progress(note);
       lastNote = note;
-      state = `keyward has not handled the request yet${note ? ` (${note})` : ""}`;
+      look = { wait };
     } else {
-      const status = text(s[action.status]);
-      const jobId = text(s[action.jobId]) ?? "";
-      if (!handledSeen) {
-        progress(`keyward called ${action.operation}; the ${action.job} job is ${status ?? "not reported yet"}`);
-        handledSeen = true;
-      }
-      if (status === "pending" || status === "running") {
-        seenActive ??= jobId;
-        state = `the ${action.job} job is ${status}`;
-      } else if (status === "succeeded" || status === "failed") {
-        // V's job: one seen active after the request was handled, or (if it settled before the
-        // first look) one other than the job that had settled before the request.
-        const moved = jobId !== (text(base[action.jobId]) ?? "") || text(s[action.at]) !== text(base[action.at]);
-        if (seenActive !== undefined || moved) {
-          const id = jobId ? ` ${jobId}` : "";
-          if (status === "failed") {
-            const message = text(s[action.message]) ?? "the service gave no message";
-            throw new CliError(`the ${action.job} job${id} of SecretSync ${ref} failed: ${message}`, EXIT.failed);
-          }
-          process.stdout.write(
-            `the ${action.job} job${id} of SecretSync ${ref} succeeded${text(s[action.at]) ? ` at ${String(s[action.at])}` : ""}\n`,
-          );
-          return;
-        }
-        state = `waiting for the ${action.job} job to start`;
-      } else {
-        state = `the ${action.job} job's status is ${status ?? "not reported yet"}`;
-      }
+      if (!handledSeen)
+        progress(`keyward called ${action.operation}; the ${action.job} job is ${text(s[action.status]) ?? "not reported yet"}`);
+      handledSeen = true;
+      look = jobLook(s, action, base, seenActive, ref);
     }
+    if ("failed" in look) throw new CliError(look.failed, EXIT.failed);
+    if ("done" in look) {
+      process.stdout.write(`${look.done}\n`);
+      return;
+    }
+    if (look.active !== undefined) seenActive ??= look.active;
     const left = deadline - Date.now();
-    if (left <= 0)
+    if (left <= 0) {
       throw new CliError(
-        `timed out after ${formatDuration(timeoutMs)} waiting for the ${actionName} of SecretSync ${ref}: ${state}`,
+        `timed out after ${formatDuration(timeoutMs)} waiting for the ${actionName} of SecretSync ${ref}: ${look.wait}`,
         EXIT.timeout,
       );
+    }
     await sleep(Math.min(1000, left));
   }
 }
@@ -841,7 +866,7 @@ async function main(argv) {
 
 // Loaded by require() (the unit tests of its YAML), it only exports; run, it runs.
 if (require.main !== module) {
-  module.exports = { toYaml, manifestOf };
+  module.exports = { toYaml, manifestOf, jobLook, ACTIONS };
 } else {
   run();
 }
