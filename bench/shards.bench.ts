@@ -23,7 +23,7 @@ import { watchReady, type ReadyWatch } from "./support/readiness.ts";
 import { countsDelta, parseRequestCounts } from "./support/apiserver-metrics.ts";
 import { runInFlight } from "./support/in-flight.ts";
 import { setUpNamespace } from "./support/namespace.ts";
-import { peakRssBytes } from "./support/proc.ts";
+import { peakRssBytes, residentSplit } from "./support/proc.ts";
 import { table } from "./stats.ts";
 
 const GROUP = "keyward.dev";
@@ -48,6 +48,9 @@ interface Run {
   replicas: number;
   allReadyMs: number;
   peakRssMb: number[];
+  /** Each replica's resident set 2 s after all Ready: anonymous, and file-backed (the runtime's pages). */
+  anonRssMb: number[];
+  fileRssMb: number[];
   cachedProjects: number[];
   apiRequestsPerObject: number;
   killToReconciledMs?: number;
@@ -135,6 +138,8 @@ async function runOnce(ctx: Ctx, replicas: number): Promise<Run> {
       replicas,
       allReadyMs,
       peakRssMb: keywards.map((k) => peakRssBytes(k.pid) / 2 ** 20),
+      anonRssMb: keywards.map((k) => residentSplit(k.pid).anon / 2 ** 20),
+      fileRssMb: keywards.map((k) => residentSplit(k.pid).file / 2 ** 20),
       cachedProjects,
       apiRequestsPerObject: keywardRequests / N,
     };
@@ -207,6 +212,7 @@ function report(cluster: BenchCluster, runs: readonly Run[]): void {
         "all Ready": s(r.allReadyMs),
         "Projects/s": Math.round((N / r.allReadyMs) * 1000),
         "peak RSS per replica (MB)": r.peakRssMb.map((m) => m.toFixed(0)).join(" / "),
+        "then anonymous + file-backed (MB)": r.anonRssMb.map((m, i) => `${m.toFixed(0)} + ${(r.fileRssMb[i] ?? 0).toFixed(0)}`).join(" / "),
         "cached Projects per replica": r.cachedProjects.join(" / "),
         "apiserver requests / object": r.apiRequestsPerObject.toFixed(2),
         "kill → its share reconciled": r.killToReconciledMs === undefined ? "—" : `${s(r.killToReconciledMs)} (${r.killedShare ?? 0})`,
@@ -214,7 +220,8 @@ function report(cluster: BenchCluster, runs: readonly Run[]): void {
     ),
   );
   console.log(
-    "peak RSS: VmHWM of each keyward process. apiserver requests: keyward's namespaced requests while creating (less the bench's creates),\n" +
+    "peak RSS: VmHWM of each keyward process; then its resident set 2 s after all Ready, split into RssAnon (heap, malloc) and RssFile\n" +
+      "(the node binary's and libraries' pages). apiserver requests: keyward's namespaced requests while creating (less the bench's creates),\n" +
       "shard labels and Lease renewals included. kill: SIGKILL of a replica that is not the leader, until the survivors' Project reconciles\n" +
       "have grown by its share (Lease expiry + relabelling + first passes).",
   );
