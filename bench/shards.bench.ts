@@ -23,7 +23,7 @@ import { watchReady, type ReadyWatch } from "./support/readiness.ts";
 import { countsDelta, parseRequestCounts } from "./support/apiserver-metrics.ts";
 import { runInFlight } from "./support/in-flight.ts";
 import { setUpNamespace } from "./support/namespace.ts";
-import { peakRssBytes, residentSplit } from "./support/proc.ts";
+import { peakRssBytes, residentSplit, type ResidentSplit } from "./support/proc.ts";
 import { table } from "./stats.ts";
 
 const GROUP = "keyward.dev";
@@ -49,8 +49,7 @@ interface Run {
   allReadyMs: number;
   peakRssMb: number[];
   /** Each replica's resident set 2 s after all Ready: anonymous, and file-backed (the runtime's pages). */
-  anonRssMb: number[];
-  fileRssMb: number[];
+  residentMb: ResidentSplit[];
   cachedProjects: number[];
   apiRequestsPerObject: number;
   killToReconciledMs?: number;
@@ -138,8 +137,10 @@ async function runOnce(ctx: Ctx, replicas: number): Promise<Run> {
       replicas,
       allReadyMs,
       peakRssMb: keywards.map((k) => peakRssBytes(k.pid) / 2 ** 20),
-      anonRssMb: keywards.map((k) => residentSplit(k.pid).anon / 2 ** 20),
-      fileRssMb: keywards.map((k) => residentSplit(k.pid).file / 2 ** 20),
+      residentMb: keywards.map((k) => {
+        const { anon, file } = residentSplit(k.pid);
+        return { anon: anon / 2 ** 20, file: file / 2 ** 20 };
+      }),
       cachedProjects,
       apiRequestsPerObject: keywardRequests / N,
     };
@@ -212,7 +213,7 @@ function report(cluster: BenchCluster, runs: readonly Run[]): void {
         "all Ready": s(r.allReadyMs),
         "Projects/s": Math.round((N / r.allReadyMs) * 1000),
         "peak RSS per replica (MB)": r.peakRssMb.map((m) => m.toFixed(0)).join(" / "),
-        "then anonymous + file-backed (MB)": r.anonRssMb.map((m, i) => `${m.toFixed(0)} + ${(r.fileRssMb[i] ?? 0).toFixed(0)}`).join(" / "),
+        "then anonymous + file-backed (MB)": r.residentMb.map((m) => `${m.anon.toFixed(0)} + ${m.file.toFixed(0)}`).join(" / "),
         "cached Projects per replica": r.cachedProjects.join(" / "),
         "apiserver requests / object": r.apiRequestsPerObject.toFixed(2),
         "kill → its share reconciled": r.killToReconciledMs === undefined ? "—" : `${s(r.killToReconciledMs)} (${r.killedShare ?? 0})`,
