@@ -791,6 +791,20 @@ const med = (values: number[], fmt: (v: number) => string): string => {
   const ok = values.filter((v) => Number.isFinite(v));
   return ok.length === 0 ? "n/a" : fmt(median(ok));
 };
+
+/** Medians of resident sets, "anonymous + file-backed MB". */
+function residentCell(splits: ResidentSplit[]): string {
+  const anon = med(
+    splits.map((r) => r.anon),
+    mb,
+  );
+  const file = med(
+    splits.map((r) => r.file),
+    mb,
+  );
+  return `${anon} + ${file} MB`;
+}
+
 const f2 = (v: number): string => v.toFixed(2);
 const f3 = (v: number): string => (v === 0 ? "0" : v < 0.01 ? v.toFixed(4) : v.toFixed(3));
 const sec = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
@@ -935,17 +949,7 @@ function report(cluster: BenchCluster, idle: Array<{ entry: Entry; rss: number }
             mb,
           ) + " MB",
       ),
-      row(
-        "keyward RSS after creating: anonymous + file-backed",
-        (runs) =>
-          `${med(
-            each(runs, (r) => r.rssCreated.anon),
-            mb,
-          )} + ${med(
-            each(runs, (r) => r.rssCreated.file),
-            mb,
-          )} MB`,
-      ),
+      row("keyward RSS after creating: anonymous + file-backed", (runs) => residentCell(runs.map((r) => r.rssCreated))),
       row(
         "keyward peak RSS, restarted + steady (VmHWM)",
         (runs) =>
@@ -1162,17 +1166,7 @@ function peerRows(row: RowFn): Record<string, string>[] {
             mb,
           ) + " MB",
       ),
-      row(
-        `    ${name}: RSS at all Ready + 1 s: anonymous + file-backed`,
-        (runs) =>
-          `${med(
-            runsWith(runs).map(([, g]) => g.rss.anon),
-            mb,
-          )} + ${med(
-            runsWith(runs).map(([, g]) => g.rss.file),
-            mb,
-          )} MB`,
-      ),
+      row(`    ${name}: RSS at all Ready + 1 s: anonymous + file-backed`, (runs) => residentCell(runsWith(runs).map(([, g]) => g.rss))),
     ];
   });
 }

@@ -27,11 +27,17 @@ export function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / clockTicks();
 }
 
-function statusKb(pid: number, key: "VmRSS" | "VmHWM" | "RssAnon" | "RssFile"): number {
-  const m = new RegExp(`^${key}:\\s+(\\d+) kB`, "m").exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+type StatusKey = "VmRSS" | "VmHWM" | "RssAnon" | "RssFile";
+
+/** The field `key` of a /proc/<pid>/status text, in bytes. */
+function kbField(status: string, pid: number, key: StatusKey): number {
+  const m = new RegExp(`^${key}:\\s+(\\d+) kB`, "m").exec(status);
   if (!m?.[1]) throw new Error(`/proc/${pid}/status has no ${key}`);
   return Number(m[1]) * 1024;
 }
+
+const readStatus = (pid: number): string => readFileSync(`/proc/${pid}/status`, "utf8");
+const statusKb = (pid: number, key: StatusKey): number => kbField(readStatus(pid), pid, key);
 
 /** Resident set size now, in bytes. */
 export const rssBytes = (pid: number): number => statusKb(pid, "VmRSS");
@@ -42,7 +48,11 @@ export const peakRssBytes = (pid: number): number => statusKb(pid, "VmHWM");
  * The resident set now, split: anonymous (the JavaScript heap, malloc, stacks) and file-backed
  * (the runtime's binary and libraries paged in — for Node, about half of an idle process).
  */
-export const residentSplit = (pid: number): ResidentSplit => ({ anon: statusKb(pid, "RssAnon"), file: statusKb(pid, "RssFile") });
+export function residentSplit(pid: number): ResidentSplit {
+  // One read, so both figures are of the same moment.
+  const status = readStatus(pid);
+  return { anon: kbField(status, pid, "RssAnon"), file: kbField(status, pid, "RssFile") };
+}
 
 export interface ResidentSplit {
   anon: number;

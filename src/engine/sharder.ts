@@ -3,9 +3,9 @@
 // consistent-hash ring over the live shard Leases with bounded loads (no replica above its share
 // of the namespaces rounded up, or 10% above it, lib/ring.ts), keyed by namespace (a namespace's
 // objects refer to each other — a Project, its dependents, their ProviderConfig — so one
-// replica's cache holds all a pass reads). It watches metadata only (PartialObjectMetadata) and keeps of it the
-// ring key, the version and the shard labels, so its memory does not grow with the objects'
-// specs, statuses, labels or annotations.
+// replica's cache holds all a pass reads). It watches metadata only (PartialObjectMetadata) and
+// keeps of it the ring key, the version and the shard labels, so its memory does not grow with
+// the objects' specs, statuses, labels or annotations.
 //
 // Level-triggered like every controller here: an object added, deleted or relabelled, a Lease list
 // or a membership change schedules one pass over all cached metadata, which works out the label changes (shard-plan.ts) and sends them as

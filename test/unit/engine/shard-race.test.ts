@@ -2,9 +2,10 @@
 // their name, renewals delayed, the leader's Lease lists served stale, its label passes stalled,
 // the leader replaced. Time is a fake clock of steps (250 ms each); the pieces that decide are the
 // real ones — the leader's Lease observer (createShardObserver on the fake clock), the ring with
-// bounded loads, the plan (shardChanges), the join handshake (joinPending), the holder's fence rules (renew deadline
-// counted from the last renewal sent, a Lease written by another stops it for good) — around a
-// model of the apiserver's Leases and objects with resourceVersions (every write conditional).
+// bounded loads, the plan (shardChanges), the join handshake (joinPending), the holder's fence
+// rules (renew deadline counted from the last renewal sent, a Lease written by another stops it
+// for good) — around a model of the apiserver's Leases and objects with resourceVersions (every
+// write conditional).
 //
 // Invariants, from the actions' log (an action: a replica's pass over one object, started only
 // when it read its label there, cut off when its fence stops it sending):
