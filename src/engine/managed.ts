@@ -20,6 +20,7 @@ import { createSpecCache, type SpecCache } from "./spec-cache.ts";
 import { kindGauge, type Metrics } from "./metrics.ts";
 import {
   done,
+  gone,
   requeueAfter,
   retryable,
   terminal,
@@ -486,7 +487,7 @@ export function managedReconciler<Spec, Status, Conn, External>(
     // Gone, or (sharding) not this replica's as read: nothing is called or written for it here.
     if (!obj || (deps.owns && !deps.owns(obj as KubeObject))) {
       forget(key);
-      return done();
+      return gone();
     }
     const run = new Run(module, runDeps, key, obj, signal);
     try {
