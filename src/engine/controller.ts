@@ -310,11 +310,13 @@ export async function releaseShare(
   }
 }
 
-// Outcome -> what the queue does next, and the result label controller-runtime would use.
-function settle(queue: WorkQueue, metrics: Metrics, labels: { controller: string }, key: string, outcome: Outcome): ReconcileResult {
+/** Outcome -> what the queue does next, and the result label controller-runtime would use. */
+export function settle(queue: WorkQueue, metrics: Metrics, labels: { controller: string }, key: string, outcome: Outcome): ReconcileResult {
   switch (outcome.type) {
     case "done":
       queue.forget(key);
+      // A requeue or retry an earlier pass asked for would only bring back a key that is gone.
+      if (outcome.gone) queue.cancelDelayed(key);
       return "success";
     case "requeueAfter":
       queue.forget(key);

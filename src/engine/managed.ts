@@ -20,6 +20,7 @@ import { createSpecCache, type SpecCache } from "./spec-cache.ts";
 import { kindGauge, type Metrics } from "./metrics.ts";
 import {
   done,
+  gone,
   requeueAfter,
   retryable,
   terminal,
@@ -486,22 +487,24 @@ export function managedReconciler<Spec, Status, Conn, External>(
     // Gone, or (sharding) not this replica's as read: nothing is called or written for it here.
     if (!obj || (deps.owns && !deps.owns(obj as KubeObject))) {
       forget(key);
-      return done();
+      return gone();
     }
     const run = new Run(module, runDeps, key, obj, signal);
     try {
       return await run.reconcile();
     } finally {
       if (!run.heldBack) deps.claims?.release(key);
-      // A copy is kept for the next pass only while the object is in the cache: one that left it
-      // mid-pass (deleted, or, sharded, gone from this replica's share) is not brought back. It is
-      // kept as the cache keeps objects (slim): the same shape whichever copy a pass reads.
-      if (run.current !== obj) {
-        const cached = deps.cache?.get(key);
-        if (!deps.owns || !deps.cache || cached) written.remember(slim(run.current as KubeObject, module.ref), cached);
+      // What a pass leaves (a copy for the next pass, the ready series) is kept only while the
+      // object is in the cache: one that left it mid-pass (deleted, or, sharded, gone from this
+      // replica's share) is not brought back. A delete event still to come drops the copy, and the
+      // pass it queues (after this one) forgets the rest. The copy is kept as the cache keeps
+      // objects (slim): the same shape whichever copy a pass reads.
+      const cached = deps.cache?.get(key);
+      if (!deps.cache || cached) {
+        if (run.current !== obj) written.remember(slim(run.current as KubeObject, module.ref), cached);
+        const condition = run.current.status?.conditions?.find((c) => c.type === "Ready");
+        if (condition) ready?.set(series, condition.status === "True" ? 1 : 0);
       }
-      const condition = run.current.status?.conditions?.find((c) => c.type === "Ready");
-      if (condition) ready?.set(series, condition.status === "True" ? 1 : 0);
     }
   };
   reconcile.forget = forget;

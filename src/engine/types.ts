@@ -6,7 +6,9 @@ import type { ObjectKey } from "../kube/types.ts";
 
 /**
  * What a reconcile asks of the work queue next (ACK's requeue intent, typed).
- * - done: steady state; the periodic resync still applies.
+ * - done: steady state; the periodic resync still applies. `gone`: the object is gone (or, sharded,
+ *   no longer this replica's): a requeue still waiting for it is dropped too, so nothing of it
+ *   stays in the queue.
  * - requeueAfter: come back after a delay without counting as a failure (a job still running).
  * - retryable: failed, try again with per-key exponential backoff (never sooner than retryAfterMs
  *   when the service said so).
@@ -15,13 +17,14 @@ import type { ObjectKey } from "../kube/types.ts";
  * - terminal: failed in a way retrying cannot fix; wait for the object to change (or resync).
  */
 export type Outcome =
-  | { type: "done" }
+  | { type: "done"; gone?: true }
   | { type: "requeueAfter"; afterMs: number }
   | { type: "retryable"; error: Error; retryAfterMs?: number }
   | { type: "terminal"; error: Error }
   | { type: "throttled"; afterMs: number };
 
 export const done = (): Outcome => ({ type: "done" });
+export const gone = (): Outcome => ({ type: "done", gone: true });
 export const requeueAfter = (afterMs: number): Outcome => ({ type: "requeueAfter", afterMs });
 export const retryable = (error: Error, retryAfterMs?: number): Outcome =>
   retryAfterMs === undefined ? { type: "retryable", error } : { type: "retryable", error, retryAfterMs };

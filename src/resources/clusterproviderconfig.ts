@@ -21,7 +21,7 @@ import { keyOf, keyString } from "../kube/keys.ts";
 import { getObject, readCached } from "../kube/objects.ts";
 import type { SecondaryWatch } from "../engine/controller.ts";
 import { ReconcileError } from "../engine/managed.ts";
-import { done, requeueAfter, type KubeObject, type ReconcileFn } from "../engine/types.ts";
+import { done, gone, requeueAfter, type KubeObject, type ReconcileFn } from "../engine/types.ts";
 import { CREDENTIALS_SELECTOR, credentialsSecretKeys } from "./provider/credentials.ts";
 import {
   bounds,
@@ -232,7 +232,7 @@ export function createClusterProviderConfigs(deps: {
     if (!obj) {
       // Gone: its clients, connections and minted token go with it.
       deps.connector.forget(configId(key.name));
-      return done();
+      return gone();
     }
     const check = await checkConnection(deps, {
       ref,

@@ -12,7 +12,7 @@ import { dataOmitted } from "../kube/informer.ts";
 import { secretKind, type KindRef, type Kube } from "../kube/client.ts";
 import type { EventRecorder } from "../kube/events.ts";
 import { ReconcileError } from "../engine/managed.ts";
-import { done, requeueAfter, type KubeObject, type ObjectKey, type ReconcileFn } from "../engine/types.ts";
+import { done, gone, requeueAfter, type KubeObject, type ObjectKey, type ReconcileFn } from "../engine/types.ts";
 import { exactlyOneOf } from "../engine/cel.ts";
 import { createSpecCache } from "../engine/spec-cache.ts";
 import type { CrdSource } from "../engine/kind.ts";
@@ -156,7 +156,7 @@ export function providerConfigReconciler(deps: ReconcileDeps): ReconcileFn {
     // with it, and nothing is checked, minted or written here.
     if (!pc || (deps.owns && !deps.owns(pc as KubeObject))) {
       forget(key);
-      return done();
+      return gone();
     }
     if (pc.metadata.deletionTimestamp) return release(deps, ref, pc);
     const secretRecheckMs = await hold(deps, ref, pc);
