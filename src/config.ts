@@ -88,8 +88,9 @@ export const configSchema = z
       .optional(),
     // A service response body past this fails its call (ResponseTooLarge) instead of growing memory.
     maxResponseBytes: byteSize.default(16 * 1024 * 1024),
-    // The bytes of service response bodies all calls together may hold while they are read; a
-    // body that would pass it fails its call with a retryable error (src/api/http.ts).
+    // The bytes of service response bodies all calls together may hold while they are read, one
+    // namespace at most --max-response-bytes of them; a body that would pass either fails its
+    // call with a retryable error (src/api/http.ts).
     responseBudgetBytes: byteSize.default(32 * 1024 * 1024),
     // Each apiserver request (headers and body; a watch's headers, not its stream) must be answered within this.
     kubeRequestTimeout: duration.pipe(z.number().min(100).max(600_000)).default(30_000),
@@ -142,9 +143,11 @@ export const configSchema = z
       ctx.addIssue({ code: "custom", message: problem.message, path: [settingOf[problem.setting]] });
     }
   })
-  // A body of the largest size allowed must fit in the budget, or it would be retried forever.
-  .refine((c) => c.responseBudgetBytes >= c.maxResponseBytes, {
-    message: "must be at least --max-response-bytes (a response of that size would never fit)",
+  // One namespace may hold at most --max-response-bytes of the budget (src/api/http.ts): with twice
+  // that, a body of the largest size of any other namespace still fits while one holds its share.
+  .refine((c) => c.responseBudgetBytes >= 2 * c.maxResponseBytes, {
+    message:
+      "must be at least twice --max-response-bytes (one namespace may hold a response of that size; another's must still fit beside it)",
     path: ["responseBudgetBytes"],
   })
   // The sharder runs on the leader; a replica's identity is its shard label's value.

@@ -285,7 +285,7 @@ export async function main(argv: string[]): Promise<void> {
   if (mode === "uninstall") await uninstall(config, log);
   else {
     // One budget for the response bodies of every service client of this process.
-    setResponseBudget(config.responseBudgetBytes);
+    setResponseBudget(config.responseBudgetBytes, config.maxResponseBytes);
     await run(config, log);
   }
 }

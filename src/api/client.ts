@@ -51,6 +51,12 @@ export interface ClientOptions {
   rateLimit?: RateLimit;
   /** The rate limiter's clock (ms), when this client creates its credential's bucket; default performance.now. */
   rateLimitClock?: () => number;
+  /**
+   * Whose share of the process-wide response budget this client's bodies count against
+   * (src/api/http.ts): the namespace of the ProviderConfig it serves, or the ClusterProviderConfig
+   * itself. Default: the client's credential.
+   */
+  tenant?: string;
   /** PEM bundle to trust for an https base URL with a private CA. */
   caBundle?: string;
   retry?: Partial<RetryPolicy>;
@@ -118,6 +124,7 @@ interface Settings {
   token: string | undefined;
   timeoutMs: number;
   maxResponseBytes: number;
+  tenant: string;
   caBundle: string | undefined;
   retry: RetryPolicy;
   credential: string;
@@ -146,15 +153,17 @@ function settingsFrom(options: ClientOptions): Settings {
   const maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
   if (!(Number.isSafeInteger(maxResponseBytes) && maxResponseBytes > 0))
     throw new RangeError("maxResponseBytes must be a positive integer");
+  const credential = credentialKey(options.baseUrl, options.token);
   return {
     baseUrl: options.baseUrl,
     base: serviceBase(options.baseUrl),
     token: options.token,
     timeoutMs,
     maxResponseBytes,
+    tenant: options.tenant ?? credential,
     caBundle: options.caBundle,
     retry: retryPolicy(options.retry),
-    credential: credentialKey(options.baseUrl, options.token),
+    credential,
     rateLimit: options.rateLimit ? validateRateLimit(options.rateLimit) : undefined,
     rateLimitClock: options.rateLimitClock,
     onRequest: options.onRequest,
@@ -264,6 +273,7 @@ async function attemptOnce<S extends z.ZodType>(s: Settings, p: Prepared, schema
       headers: p.headers,
       timeoutMs: s.timeoutMs,
       maxResponseBytes: s.maxResponseBytes,
+      tenant: s.tenant,
       ...(p.body !== undefined ? { body: p.body } : {}),
       ...(s.caBundle !== undefined ? { caBundle: s.caBundle } : {}),
       ...(p.signal ? { signal: p.signal } : {}),

@@ -19,6 +19,11 @@ export interface HttpRequest {
   signal?: AbortSignal;
   /** The most bytes of body (any status) read; past it the body is dropped and ResponseTooLargeError thrown. */
   maxResponseBytes: number;
+  /**
+   * Whose share of the response budget the body's bytes count against: the namespace of the
+   * ProviderConfig the client serves (a ClusterProviderConfig is its own tenant).
+   */
+  tenant: string;
 }
 
 export interface HttpResponse {
@@ -169,7 +174,7 @@ export async function sendRequest(req: HttpRequest, operation: string): Promise<
       bodyTimeout: req.timeoutMs,
       signal,
     });
-    const text = await readBounded(res, req.maxResponseBytes, operation);
+    const text = await readBounded(res, req.maxResponseBytes, req.tenant, operation);
     return { status: res.statusCode, headers: res.headers, text };
   } catch (err) {
     if (err instanceof ResponseTooLargeError || err instanceof TransportError) throw err;
@@ -187,85 +192,124 @@ export async function sendRequest(req: HttpRequest, operation: string): Promise<
 }
 
 /**
- * The bytes of response bodies in flight across every service client of this process: a body
- * is read only while the bytes it holds fit in the budget, so however many calls run at once
- * (one per worker, each allowed --max-response-bytes) their bodies together stay within it.
- * A body that would pass it is dropped and its call fails with a retryable TransportError
+ * The bytes of response bodies in flight across every service client of this process, counted
+ * as they arrive (never as a server declares them: a declared length costs nothing until its
+ * bytes come). A chunk is kept only while the bytes held fit in the budget and its tenant's
+ * bytes fit in the tenant's share, so however many calls run at once their bodies together stay
+ * within the budget, and no tenant holds more than its share of it whatever its server does: a
+ * budget of at least two shares leaves every other tenant room for a body of the largest size.
+ * A chunk that does not fit drops its body and fails its call with a retryable TransportError
  * (kind "other", code KEYWARD_RESPONSE_BUDGET): the engine requeues it with its backoff, and
  * memory never holds more than the budget (plus one chunk) of bodies.
  */
 export const DEFAULT_RESPONSE_BUDGET_BYTES = 32 * 1024 * 1024;
+export const DEFAULT_TENANT_RESPONSE_BYTES = 16 * 1024 * 1024;
 let budgetBytes = DEFAULT_RESPONSE_BUDGET_BYTES;
+let tenantShareBytes = DEFAULT_TENANT_RESPONSE_BYTES;
 let inFlightBytes = 0;
 let peakInFlightBytes = 0;
+/** Bytes held per tenant; a tenant that holds none has no entry. */
+const heldByTenant = new Map<string, number>();
 
-/** Sets the process-wide budget (--response-budget-bytes). */
-export function setResponseBudget(bytes: number): void {
-  if (!(Number.isSafeInteger(bytes) && bytes > 0)) throw new RangeError("the response budget must be a positive integer");
-  budgetBytes = bytes;
+/** Sets the process-wide budget (--response-budget-bytes) and the share of it one tenant may hold (--max-response-bytes). */
+export function setResponseBudget(totalBytes: number, tenantBytes: number): void {
+  if (!(Number.isSafeInteger(totalBytes) && totalBytes > 0)) throw new RangeError("the response budget must be a positive integer");
+  if (!(Number.isSafeInteger(tenantBytes) && tenantBytes > 0 && tenantBytes <= totalBytes))
+    throw new RangeError("a tenant's share of the response budget must be a positive integer, at most the budget");
+  budgetBytes = totalBytes;
+  tenantShareBytes = tenantBytes;
 }
 
-/** The budget, the bytes of bodies held now, and the most held at once since the last reset (metrics, tests). */
-export function responseBudget(): { budget: number; inFlight: number; peak: number } {
-  return { budget: budgetBytes, inFlight: inFlightBytes, peak: peakInFlightBytes };
+/**
+ * The budget, a tenant's share of it, the bytes of bodies held now, the most held at once since
+ * the last reset, and how many tenants hold bytes now (metrics, tests).
+ */
+export function responseBudget(): { budget: number; tenantShare: number; inFlight: number; peak: number; tenants: number } {
+  return {
+    budget: budgetBytes,
+    tenantShare: tenantShareBytes,
+    inFlight: inFlightBytes,
+    peak: peakInFlightBytes,
+    tenants: heldByTenant.size,
+  };
 }
 
 export function resetResponseBudgetPeak(): void {
   peakInFlightBytes = inFlightBytes;
 }
 
-/** Takes `n` bytes of the budget, or throws the retryable budget error. */
-function takeBudget(n: number, operation: string, status: number): void {
-  if (inFlightBytes + n > budgetBytes) {
-    throw new TransportError({
-      operation,
-      kind: "other",
-      code: "KEYWARD_RESPONSE_BUDGET",
-      detail: `the response (status ${status}) does not fit in the memory left for response bodies in flight (${budgetBytes} bytes across all calls); it is tried again later`,
-      retryable: true,
-      mayHaveLanded: true,
-    });
-  }
+function budgetError(operation: string, status: number, detail: string): TransportError {
+  return new TransportError({
+    operation,
+    kind: "other",
+    code: "KEYWARD_RESPONSE_BUDGET",
+    detail: `the response (status ${status}) does not fit in ${detail}; it is tried again later`,
+    retryable: true,
+    mayHaveLanded: true,
+  });
+}
+
+/** Takes `n` bytes of the budget for `tenant`, or throws the retryable budget error. */
+function takeBudget(tenant: string, n: number, operation: string, status: number): void {
+  const held = heldByTenant.get(tenant) ?? 0;
+  if (held + n > tenantShareBytes)
+    throw budgetError(operation, status, `its namespace's share of the memory for response bodies in flight (${tenantShareBytes} bytes)`);
+  if (inFlightBytes + n > budgetBytes)
+    throw budgetError(operation, status, `the memory left for response bodies in flight (${budgetBytes} bytes across all calls)`);
+  heldByTenant.set(tenant, held + n);
   inFlightBytes += n;
   if (inFlightBytes > peakInFlightBytes) peakInFlightBytes = inFlightBytes;
 }
 
+function giveBack(tenant: string, n: number): void {
+  if (n === 0) return;
+  inFlightBytes -= n;
+  const left = (heldByTenant.get(tenant) ?? 0) - n;
+  if (left > 0) heldByTenant.set(tenant, left);
+  else heldByTenant.delete(tenant);
+}
+
+const ignore = (): void => undefined;
+
 /**
- * The body as UTF-8 text, at most `limit` bytes, its bytes held in the process-wide budget
- * while it is read (a declared length is taken up front, else chunk by chunk). A declared content-length past the limit is
- * refused before a byte is read; an undeclared one is counted chunk by chunk. Either way the body
- * is destroyed at once (undici then closes the connection rather than drain it), so memory holds
- * at most the limit plus one chunk, and an endless body ends here.
+ * Drops a body unread or half read. A body destroyed before its end emits an 'error' (undici's
+ * RequestAbortedError); when the response had already arrived whole, undici attaches no listener
+ * of its own, and an 'error' nobody listens for ends the process. So one is attached first.
+ * undici then closes the connection rather than drain it.
  */
-async function readBounded(res: Dispatcher.ResponseData, limit: number, operation: string): Promise<string> {
+function discard(body: Dispatcher.ResponseData["body"]): void {
+  body.on("error", ignore);
+  body.destroy();
+}
+
+/**
+ * The body as UTF-8 text, at most `limit` bytes, its bytes held in the budget (as `tenant`'s)
+ * while it is read. A declared content-length past the limit is refused before a byte is read;
+ * every other body is counted chunk by chunk as it arrives. A body that passes the limit or does
+ * not fit is dropped at once, so memory holds at most the limit plus one chunk, and an endless
+ * body ends here.
+ */
+async function readBounded(res: Dispatcher.ResponseData, limit: number, tenant: string, operation: string): Promise<string> {
   const declared = Number(res.headers["content-length"]);
   if (Number.isFinite(declared) && declared > limit) {
-    res.body.destroy();
+    discard(res.body);
     throw new ResponseTooLargeError({ operation, status: res.statusCode, limitBytes: limit, declaredBytes: declared });
   }
   let held = 0;
   try {
-    if (Number.isFinite(declared) && declared > 0) {
-      takeBudget(declared, operation, res.statusCode);
-      held = declared;
-    }
     const chunks: Buffer[] = [];
-    let total = 0;
     await eachChunk(res.body, (chunk) => {
-      total += chunk.length;
-      if (total > limit) throw new ResponseTooLargeError({ operation, status: res.statusCode, limitBytes: limit });
-      if (total > held) {
-        takeBudget(total - held, operation, res.statusCode);
-        held = total;
-      }
+      if (held + chunk.length > limit) throw new ResponseTooLargeError({ operation, status: res.statusCode, limitBytes: limit });
+      takeBudget(tenant, chunk.length, operation, res.statusCode);
+      held += chunk.length;
       chunks.push(chunk);
     });
-    return Buffer.concat(chunks, total).toString("utf8");
+    return Buffer.concat(chunks, held).toString("utf8");
   } catch (err) {
-    res.body.destroy();
+    discard(res.body);
     throw err;
   } finally {
-    inFlightBytes -= held;
+    giveBack(tenant, held);
   }
 }
 

@@ -33,7 +33,7 @@ import {
   providerConfigName,
 } from "./common.ts";
 import { connectionFields, providerConfigColumns, tokenAuthSchema, tokenStatusFields } from "./provider/crd-fields.ts";
-import type { Connector } from "./provider/connector.ts";
+import type { ConfigPlace, Connector } from "./provider/connector.ts";
 import type { ClusterConnect, ProviderResolver } from "./provider/resolver.ts";
 import { checkConnection } from "./provider/connection-check.ts";
 import type { Kind } from "./kind.ts";
@@ -204,6 +204,10 @@ export function createClusterProviderConfigs(deps: {
     return cached && !dataOmitted(cached) ? cached : getObject(deps.kube, secretKind, { namespace, name });
   };
 
+  // Its Secrets are the credentials namespace's; its response bodies count against its own share
+  // of the budget, not a namespace's (it serves many, and no namespace chose its server).
+  const place = (name: string): ConfigPlace => ({ secretNamespace: deps.credentialsNamespace, tenant: configId(name) });
+
   async function readConfig(name: string): Promise<{ obj: KubeObject; spec: ClusterProviderConfigSpec }> {
     const obj = await readCached(deps.kube, ref, { namespace: "", name });
     if (!obj) {
@@ -224,7 +228,7 @@ export function createClusterProviderConfigs(deps: {
         { retryable: false },
       );
     }
-    return deps.connector.connect(configId(name), spec, readSecret, deps.credentialsNamespace, signal);
+    return deps.connector.connect(configId(name), spec, readSecret, place(name), signal);
   };
 
   const reconcile: ReconcileFn = async (key) => {
@@ -240,7 +244,7 @@ export function createClusterProviderConfigs(deps: {
       configId: configId(key.name),
       connect: async () => {
         const spec = parseSpec(key.name, obj.spec);
-        return deps.connector.connect(configId(key.name), spec, readSecret, deps.credentialsNamespace);
+        return deps.connector.connect(configId(key.name), spec, readSecret, place(key.name));
       },
       schedules: deps.providers(),
       connected: "the service answers with these credentials",

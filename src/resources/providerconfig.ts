@@ -126,7 +126,13 @@ export function createProviderResolver(deps: {
   return dispatchByKind({
     providerConfig: async (namespace, name, signal) => {
       const spec = await readSpec(namespace, name);
-      return connector.connect(`ProviderConfig/${namespace}/${name}`, spec, read, namespace, signal);
+      return connector.connect(
+        `ProviderConfig/${namespace}/${name}`,
+        spec,
+        read,
+        { secretNamespace: namespace, tenant: namespace },
+        signal,
+      );
     },
     cluster: deps.cluster,
     schedules: connector,

@@ -110,7 +110,7 @@ describe("keyward installed by its chart", () => {
       expect(container?.image).toBe(context().keywardImage);
       expect(pod.spec.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532 });
       expect(container?.securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false });
-      expect(container?.resources?.limits?.["memory"]).toBe("256Mi");
+      expect(container?.resources?.limits?.["memory"]).toBe("288Mi");
       // What the kernel enforces, seen from inside the running container (through node: the
       // image has no shell and no coreutils).
       const node = (script: string) => ["-n", systemNs, "exec", pod.metadata.name, "-c", "keyward", "--", "node", "-e", script];

@@ -29,6 +29,16 @@ export interface ConnectionSpec {
   caBundle?: string | undefined;
 }
 
+/**
+ * Where a config's client stands: the namespace its Secrets are read from, and whose share of the
+ * response budget its bodies count against (src/api/http.ts) — the ProviderConfig's namespace,
+ * or the ClusterProviderConfig's own id (each is its own tenant).
+ */
+export interface ConfigPlace {
+  secretNamespace: string;
+  tenant: string;
+}
+
 /** Reads a credentials Secret (from the cache that holds it, else the apiserver); undefined when it does not exist. */
 export type SecretReader = (namespace: string, name: string) => Promise<KubeObject | undefined>;
 
@@ -110,7 +120,14 @@ export function requestTimeoutMs(spec: Pick<ConnectionSpec, "timeoutSeconds">, m
   const asked = (spec.timeoutSeconds ?? 10) * 1000;
   return maxRequestTimeoutMs !== undefined && maxRequestTimeoutMs > 0 ? Math.min(asked, maxRequestTimeoutMs) : asked;
 }
-type ClientFor = (cacheKey: string, spec: ConnectionSpec, token: string, onAnswer?: (info: RequestInfo) => void) => ApiClient;
+/** `tenant`: whose share of the response budget the client's bodies count against (ClientOptions.tenant). */
+type ClientFor = (
+  cacheKey: string,
+  spec: ConnectionSpec,
+  token: string,
+  tenant: string,
+  onAnswer?: (info: RequestInfo) => void,
+) => ApiClient;
 type Sessions = Map<string, { key: string; token: string; schedule: TokenSchedule }>;
 /** What a mint works with: the connector's clients, sessions, setbacks, log and clock. */
 interface Minter {
@@ -126,12 +143,15 @@ interface Minter {
  * change; a replaced or dropped client lets go of its connection pool (closed once no client holds it).
  */
 function apiClients(deps: ConnectorOptions) {
-  const clients = new Map<string, { fingerprint: string; client: ApiClient; release: () => void; spec: ConnectionSpec; token: string }>();
-  const clientFor: ClientFor = (cacheKey, spec, token, onAnswer) => {
+  const clients = new Map<
+    string,
+    { fingerprint: string; client: ApiClient; release: () => void; spec: ConnectionSpec; token: string; tenant: string }
+  >();
+  const clientFor: ClientFor = (cacheKey, spec, token, tenant, onAnswer) => {
     const cached = clients.get(cacheKey);
     // The same parsed spec (the resolver parses a config once per generation) and the same token:
     // the same client, without hashing the token and the CA bundle again on every pass.
-    if (cached?.spec === spec && cached.token === token) return cached.client;
+    if (cached?.spec === spec && cached.token === token && cached.tenant === tenant) return cached.client;
     // The fingerprint holds a hash of the token, never the token.
     const fingerprint = [
       spec.baseUrl,
@@ -139,9 +159,10 @@ function apiClients(deps: ConnectorOptions) {
       JSON.stringify(spec.rateLimit ?? ""),
       hash(spec.caBundle ?? ""),
       hash(token),
+      tenant,
     ].join("|");
     if (cached?.fingerprint === fingerprint) {
-      clients.set(cacheKey, { ...cached, spec, token });
+      clients.set(cacheKey, { ...cached, spec, token, tenant });
       return cached.client;
     }
     const client = createApiClient({
@@ -149,6 +170,7 @@ function apiClients(deps: ConnectorOptions) {
       token,
       timeoutMs: requestTimeoutMs(spec, deps.maxRequestTimeoutMs),
       ...(deps.maxResponseBytes !== undefined ? { maxResponseBytes: deps.maxResponseBytes } : {}),
+      tenant,
       rateLimit: spec.rateLimit ?? DEFAULT_RATE,
       ...(spec.caBundle ? { caBundle: spec.caBundle } : {}),
       ...(deps.onRequest || onAnswer
@@ -165,7 +187,7 @@ function apiClients(deps: ConnectorOptions) {
     // Claimed before the old client lets go, so a pool both use stays open.
     const release = claimConnections(spec.baseUrl, client.timeoutMs, spec.caBundle);
     cached?.release();
-    clients.set(cacheKey, { fingerprint, client, release, spec, token });
+    clients.set(cacheKey, { fingerprint, client, release, spec, token, tenant });
     return client;
   };
   return {
@@ -189,18 +211,18 @@ async function mint(
   spec: ConnectionSpec,
   auth: NonNullable<ConnectionSpec["tokenAuth"]>,
   bootstrap: string,
-  secretNamespace: string,
+  place: ConfigPlace,
 ): Promise<void> {
   // Taken before the call: the service starts the lifetime later, so this expiry is never late.
   const issuedAt = new Date(Math.floor(ctx.now() / 1000) * 1000);
   const minted = await ctx
-    .clientFor(`${configId}#bootstrap`, spec, bootstrap)
+    .clientFor(`${configId}#bootstrap`, spec, bootstrap, place.tenant)
     .createIdentityToken(auth.identityId, { name: `keyward ${configId}`.slice(0, 128) })
     .catch((err: unknown) => {
       // Turned away by the client-side rate limit: nothing was sent, so nothing was refused;
       // the pass comes back at its turn, and minting does not back off for it.
       if (isThrottled(err)) throw err;
-      const error = bootstrapError(err, auth, secretNamespace);
+      const error = bootstrapError(err, auth, place.secretNamespace);
       ctx.setbacks.record(configId, key, error);
       throw error;
     });
@@ -249,7 +271,8 @@ export function createConnector(deps: ConnectorOptions) {
   }
 
   /** The token to call with: the static one, or the current minted one (minted first when due). */
-  async function sessionToken(configId: string, spec: ConnectionSpec, read: SecretReader, secretNamespace: string): Promise<string> {
+  async function sessionToken(configId: string, spec: ConnectionSpec, read: SecretReader, place: ConfigPlace): Promise<string> {
+    const { secretNamespace } = place;
     if (spec.credentialsSecretRef && !spec.tokenAuth)
       return readToken(read, secretNamespace, spec.credentialsSecretRef, spec.baseUrl, deps.allowedBaseUrls ?? []);
     const auth = spec.tokenAuth;
@@ -269,7 +292,7 @@ export function createConnector(deps: ConnectorOptions) {
       if (!pending) {
         const held = setbacks.heldBack(configId, key);
         if (held) throw held;
-        pending = mint(minter, configId, key, spec, auth, bootstrap, secretNamespace).finally(() => {
+        pending = mint(minter, configId, key, spec, auth, bootstrap, place).finally(() => {
           minting.delete(configId);
           if (forgottenWhileMinting.delete(configId)) drop(configId);
         });
@@ -287,21 +310,22 @@ export function createConnector(deps: ConnectorOptions) {
   }
 
   return {
-    /** A client of the config `configId` with spec `spec`, its Secrets read from `secretNamespace`. */
+    /** A client of the config `configId` with spec `spec`, standing at `place`. */
     async connect(
       configId: string,
       spec: ConnectionSpec,
       read: SecretReader,
-      secretNamespace: string,
+      place: ConfigPlace,
       signal?: AbortSignal,
     ): Promise<ApiClient> {
       // Before any Secret is read: a URL the cluster admin does not allow never gets a token.
       checkAllowedBaseUrl(configId, spec.baseUrl, deps.allowedBaseUrls ?? []);
-      const token = await sessionToken(configId, spec, read, secretNamespace);
+      const token = await sessionToken(configId, spec, read, place);
       const client = clientFor(
         configId,
         spec,
         token,
+        place.tenant,
         spec.tokenAuth ? (info) => onMintedAnswer({ sessions, setbacks }, configId, token, info) : undefined,
       );
       return signal ? client.withSignal(signal) : client;

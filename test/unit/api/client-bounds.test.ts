@@ -190,7 +190,7 @@ describe("response size limit", () => {
       "ProviderConfig/ns/pc",
       { baseUrl: s.url, credentialsSecretRef: { name: "creds" } },
       () => Promise.resolve(secret),
-      "ns",
+      { secretNamespace: "ns", tenant: "ns" },
     );
     const err = await rejectionOf(api.listProjects({}));
     expect(err).toBeInstanceOf(ResponseTooLargeError);

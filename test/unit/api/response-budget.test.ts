@@ -8,6 +8,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
   DEFAULT_RESPONSE_BUDGET_BYTES,
+  DEFAULT_TENANT_RESPONSE_BYTES,
   closeConnections,
   resetResponseBudgetPeak,
   responseBudget,
@@ -52,10 +53,13 @@ afterAll(async () => {
   await new Promise((resolve) => server.close(resolve));
 });
 
-afterEach(() => setResponseBudget(DEFAULT_RESPONSE_BUDGET_BYTES));
+afterEach(() => setResponseBudget(DEFAULT_RESPONSE_BUDGET_BYTES, DEFAULT_TENANT_RESPONSE_BYTES));
 
 const call = (path: string) =>
-  sendRequest({ base: serviceBase(baseUrl), method: "GET", path, headers: {}, timeoutMs: 30_000, maxResponseBytes: 2 * MIB }, "getThing");
+  sendRequest(
+    { base: serviceBase(baseUrl), method: "GET", path, headers: {}, timeoutMs: 30_000, maxResponseBytes: 2 * MIB, tenant: "ns" },
+    "getThing",
+  );
 
 async function concurrently(n: number, path: string) {
   return Promise.allSettled(Array.from({ length: n }, () => call(path)));
@@ -64,7 +68,8 @@ async function concurrently(n: number, path: string) {
 describe("the process-wide budget of response bodies in flight", () => {
   for (const path of ["/undeclared", "/declared"]) {
     it(`20 concurrent 1 MiB bodies (${path.slice(1)} length) under a 3 MiB budget: never more than 3 MiB held, the rest fail retryably`, async () => {
-      setResponseBudget(3 * MIB);
+      // One tenant with all of the budget: what is bounded here is the process-wide sum.
+      setResponseBudget(3 * MIB, 3 * MIB);
       resetResponseBudgetPeak();
       const results = await concurrently(20, path);
       const ok = results.filter((r) => r.status === "fulfilled");
@@ -87,7 +92,7 @@ describe("the process-wide budget of response bodies in flight", () => {
   }
 
   it("with room for all, every concurrent body is read whole and the peak is what they held together", async () => {
-    setResponseBudget(32 * MIB);
+    setResponseBudget(32 * MIB, 16 * MIB);
     resetResponseBudgetPeak();
     const results = await concurrently(8, "/undeclared");
     expect(results.every((r) => r.status === "fulfilled")).toBe(true);
@@ -96,7 +101,7 @@ describe("the process-wide budget of response bodies in flight", () => {
   });
 
   it("a body cut off before its end fails its call retryably and gives its budget back; whole bodies after it still read", async () => {
-    setResponseBudget(32 * MIB);
+    setResponseBudget(32 * MIB, 16 * MIB);
     for (let i = 0; i < 3; i++) {
       const err: unknown = await call("/cut").then(
         () => undefined,
@@ -109,7 +114,9 @@ describe("the process-wide budget of response bodies in flight", () => {
     }
   });
 
-  it("refuses a budget that is not a positive integer", () => {
-    expect(() => setResponseBudget(0)).toThrow(RangeError);
+  it("refuses a budget that is not a positive integer, and a tenant's share past the budget", () => {
+    expect(() => setResponseBudget(0, 1)).toThrow(RangeError);
+    expect(() => setResponseBudget(MIB, 0)).toThrow(RangeError);
+    expect(() => setResponseBudget(MIB, 2 * MIB)).toThrow(RangeError);
   });
 });

@@ -184,7 +184,7 @@ describe("default values", () => {
       METRICS_AUTH: "kubernetes",
       SHUTDOWN_TIMEOUT: "30s",
       MAX_RESPONSE_BYTES: "16Mi",
-      RESPONSE_BUDGET_BYTES: "16Mi",
+      RESPONSE_BUDGET_BYTES: "32Mi",
       KUBE_REQUEST_TIMEOUT: "30s",
       LEADER_ELECT: "true",
       LEADER_ELECTION_NAMESPACE: "keyward-system",

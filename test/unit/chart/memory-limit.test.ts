@@ -14,8 +14,8 @@ describe.each([
     expect(worstCaseMib(values)).toBeLessThanOrEqual(mib(values.resources.limits.memory));
   });
 
-  it("the response budget holds at least one response of the largest size allowed", () => {
-    expect(mib(values.responseBudgetBytes)).toBeGreaterThanOrEqual(mib(values.maxResponseBytes));
+  it("the response budget holds a response of the largest size allowed beside one namespace's share", () => {
+    expect(mib(values.responseBudgetBytes)).toBeGreaterThanOrEqual(2 * mib(values.maxResponseBytes));
   });
 });
 

@@ -23,14 +23,15 @@ const cases: Case[] = [
   ...["99ms", "99.4ms", "100ms", "0.1s", "30s", "600s", "10m", "600001ms", "10.1m", "20m", "1h"].map((v) =>
     one("kubeRequestTimeout", "KUBE_REQUEST_TIMEOUT", v),
   ),
-  // With the budget raised to 1Gi, so that only maxResponseBytes' own range decides.
-  ...["1023", "1024", "02048", "1Ki", "16Mi", "1048576Ki", "1048577Ki", "1Gi", "2Gi", "18014398509481985Ki"].map((v) => ({
+  // With the budget raised to 1Gi, so that maxResponseBytes' own range decides up to 512Mi (half
+  // the budget); past it, within its range, the budget is what is too small.
+  ...["1023", "1024", "02048", "1Ki", "16Mi", "512Mi", "513Mi", "1048576Ki", "1048577Ki", "1Gi", "2Gi", "18014398509481985Ki"].map((v) => ({
     values: { maxResponseBytes: v, responseBudgetBytes: "1Gi" },
     env: { MAX_RESPONSE_BYTES: v, RESPONSE_BUDGET_BYTES: "1Gi" },
-    blame: "maxResponseBytes",
+    blame: ["513Mi", "1048576Ki", "1Gi"].includes(v) ? "responseBudgetBytes" : "maxResponseBytes",
   })),
-  ...["1Ki", "1Mi", "16383Ki", "16Mi", "016Mi", "16777216", "32Mi", "1Gi", "2Gi", "17179869185Gi"].map((v) =>
-    one("responseBudgetBytes", "RESPONSE_BUDGET_BYTES", v),
+  ...["1Ki", "1Mi", "16383Ki", "16Mi", "016Mi", "16777216", "32767Ki", "32Mi", "032Mi", "33554432", "1Gi", "2Gi", "17179869185Gi"].map(
+    (v) => one("responseBudgetBytes", "RESPONSE_BUDGET_BYTES", v),
   ),
   {
     values: { maxResponseBytes: "9Mi", responseBudgetBytes: "010Mi" },
@@ -38,7 +39,7 @@ const cases: Case[] = [
     blame: "responseBudgetBytes",
   },
   // A leading zero is decimal to keyward (and must be to the chart: Go's int64 would read octal).
-  ...["32Mi", "64Mi", "064Mi", "010Mi"].map((v) => ({
+  ...["32Mi", "64Mi", "064Mi", "010Mi", "127Mi", "128Mi", "0128Mi"].map((v) => ({
     values: { maxResponseBytes: "64Mi", responseBudgetBytes: v },
     env: { MAX_RESPONSE_BYTES: "64Mi", RESPONSE_BUDGET_BYTES: v },
     blame: "responseBudgetBytes",

@@ -63,7 +63,10 @@ describe("the connector and the numbers of create-token", () => {
   it("expiresIn 1e308: the token is taken to live ten years, its times are real dates, and it is minted once", async () => {
     const connector = newConnector();
     for (let i = 0; i < 20; i++) {
-      const client = await connector.connect("ProviderConfig/ns/huge", specFor(IDENTITIES.huge), read, "ns");
+      const client = await connector.connect("ProviderConfig/ns/huge", specFor(IDENTITIES.huge), read, {
+        secretNamespace: "ns",
+        tenant: "ns",
+      });
       await client.listProjects({});
       clock += 60_000;
     }
@@ -78,7 +81,10 @@ describe("the connector and the numbers of create-token", () => {
     const connector = newConnector();
     const start = clock;
     for (let i = 0; i < 300; i++) {
-      const client = await connector.connect("ProviderConfig/ns/tiny", specFor(IDENTITIES.tiny), read, "ns");
+      const client = await connector.connect("ProviderConfig/ns/tiny", specFor(IDENTITIES.tiny), read, {
+        secretNamespace: "ns",
+        tenant: "ns",
+      });
       await client.listProjects({});
       clock += 1_000;
     }
@@ -92,7 +98,7 @@ describe("the connector and the numbers of create-token", () => {
     const errors: unknown[] = [];
     for (let i = 0; i < 30; i++) {
       try {
-        await connector.connect("ProviderConfig/ns/negative", specFor(IDENTITIES.negative), read, "ns");
+        await connector.connect("ProviderConfig/ns/negative", specFor(IDENTITIES.negative), read, { secretNamespace: "ns", tenant: "ns" });
       } catch (err) {
         errors.push(err);
       }
@@ -110,9 +116,14 @@ describe("the connector and the numbers of create-token", () => {
     // A base URL of its own (localhost rather than 127.0.0.1), so its pool is this test's alone.
     const own = emulator.url.replace("127.0.0.1", "localhost");
     const pools = openConnectionPools();
-    const client = await connector.connect("ProviderConfig/ns/gone", specFor(IDENTITIES.honest, own), read, "ns");
+    const client = await connector.connect("ProviderConfig/ns/gone", specFor(IDENTITIES.honest, own), read, {
+      secretNamespace: "ns",
+      tenant: "ns",
+    });
     await client.listProjects({});
-    await expect(connector.connect("ProviderConfig/ns/bad", specFor(IDENTITIES.negative, own), read, "ns")).rejects.toThrow();
+    await expect(
+      connector.connect("ProviderConfig/ns/bad", specFor(IDENTITIES.negative, own), read, { secretNamespace: "ns", tenant: "ns" }),
+    ).rejects.toThrow();
     expect(connector.held()).toEqual({ clients: 3, sessions: 1, setbacks: 1 });
     expect(openConnectionPools()).toBe(pools + 1);
     const minted = mintsOf(IDENTITIES.honest);
@@ -124,7 +135,10 @@ describe("the connector and the numbers of create-token", () => {
     expect(openConnectionPools()).toBe(pools);
 
     // A config of the same name later is a new one: its own mint, its own pool.
-    const again = await connector.connect("ProviderConfig/ns/gone", specFor(IDENTITIES.honest, own), read, "ns");
+    const again = await connector.connect("ProviderConfig/ns/gone", specFor(IDENTITIES.honest, own), read, {
+      secretNamespace: "ns",
+      tenant: "ns",
+    });
     await again.listProjects({});
     expect(mintsOf(IDENTITIES.honest)).toBe(minted + 1);
     connector.forget("ProviderConfig/ns/gone");
@@ -135,7 +149,10 @@ describe("the connector and the numbers of create-token", () => {
     const connector = newConnector();
     emulator.setFaults({ match: { method: "POST", pathPattern: "/tokens$" }, latencyMs: 200 });
     try {
-      const pending = connector.connect("ProviderConfig/ns/midway", specFor(IDENTITIES.honest), read, "ns");
+      const pending = connector.connect("ProviderConfig/ns/midway", specFor(IDENTITIES.honest), read, {
+        secretNamespace: "ns",
+        tenant: "ns",
+      });
       await new Promise((resolve) => setTimeout(resolve, 50));
       connector.forget("ProviderConfig/ns/midway");
       await pending.catch(() => undefined);

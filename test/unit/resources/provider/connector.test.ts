@@ -42,7 +42,9 @@ describe("the connector's tokenAuth", () => {
   it("mints once, reuses the token until a third of its lifetime is left, then mints the next", async () => {
     const connector = createConnector({ log: createLogger({ level: "silent" }), now: () => clock, allowedBaseUrls: ["*"] });
     // Concurrent first connects share one mint.
-    const clients = await Promise.all([1, 2, 3].map(() => connector.connect("ProviderConfig/ns/a", spec, read, "ns")));
+    const clients = await Promise.all(
+      [1, 2, 3].map(() => connector.connect("ProviderConfig/ns/a", spec, read, { secretNamespace: "ns", tenant: "ns" })),
+    );
     expect(mints()).toBe(1);
     await clients[0]?.listProjects({});
     const first = connector.tokenSchedule("ProviderConfig/ns/a");
@@ -50,10 +52,10 @@ describe("the connector's tokenAuth", () => {
     expect(first?.renewAt && first.renewAt.getTime() - first.issuedAt.getTime()).toBe(40_000);
 
     clock += 39_000;
-    await connector.connect("ProviderConfig/ns/a", spec, read, "ns");
+    await connector.connect("ProviderConfig/ns/a", spec, read, { secretNamespace: "ns", tenant: "ns" });
     expect(mints()).toBe(1);
     clock += 1_000;
-    const renewed = await connector.connect("ProviderConfig/ns/a", spec, read, "ns");
+    const renewed = await connector.connect("ProviderConfig/ns/a", spec, read, { secretNamespace: "ns", tenant: "ns" });
     expect(mints()).toBe(2);
     expect(connector.tokenSchedule("ProviderConfig/ns/a")?.issuedAt.getTime()).toBeGreaterThan(first?.issuedAt.getTime() ?? Infinity);
     // The calls go with the minted token: the bootstrap token served create-token only.
@@ -66,25 +68,25 @@ describe("the connector's tokenAuth", () => {
   it("mints anew when the bootstrap token changes, and keeps configs apart", async () => {
     const connector = createConnector({ log: createLogger({ level: "silent" }), now: () => clock, allowedBaseUrls: ["*"] });
     const before = mints();
-    await connector.connect("ClusterProviderConfig/x", spec, read, "ns");
-    await connector.connect("ClusterProviderConfig/y", spec, read, "ns");
+    await connector.connect("ClusterProviderConfig/x", spec, read, { secretNamespace: "ns", tenant: "ns" });
+    await connector.connect("ClusterProviderConfig/y", spec, read, { secretNamespace: "ns", tenant: "ns" });
     expect(mints()).toBe(before + 2);
     bootstrap = "kw-unit-other-bootstrap";
-    await connector.connect("ClusterProviderConfig/x", spec, read, "ns");
+    await connector.connect("ClusterProviderConfig/x", spec, read, { secretNamespace: "ns", tenant: "ns" });
     expect(mints()).toBe(before + 3);
     bootstrap = BOOTSTRAP;
   });
 
   it("a 403 for a permission (PermissionDenied) keeps the shared minted token: no new mint", async () => {
     const connector = createConnector({ log: createLogger({ level: "silent" }), now: () => clock, allowedBaseUrls: ["*"] });
-    const client = await connector.connect("ProviderConfig/ns/perm", spec, read, "ns");
+    const client = await connector.connect("ProviderConfig/ns/perm", spec, read, { secretNamespace: "ns", tenant: "ns" });
     const before = mints();
     const schedule = connector.tokenSchedule("ProviderConfig/ns/perm");
     // A real PermissionDenied: deleting a project with delete protection.
     const project = await client.createProject({ projectName: `protected-${clock}`, slug: `protected-${clock}` });
     await client.updateProject(project.id, { hasDeleteProtection: true });
     await expect(client.deleteProject(project.id)).rejects.toMatchObject({ status: 403, error: "PermissionDenied" });
-    const again = await connector.connect("ProviderConfig/ns/perm", spec, read, "ns");
+    const again = await connector.connect("ProviderConfig/ns/perm", spec, read, { secretNamespace: "ns", tenant: "ns" });
     expect(connector.tokenSchedule("ProviderConfig/ns/perm")).toBe(schedule);
     await again.listProjects({});
     expect(mints()).toBe(before);
@@ -92,13 +94,13 @@ describe("the connector's tokenAuth", () => {
 
   it("a token the service says is bad (403 TokenError) is dropped and minted anew once; a 401 too", async () => {
     const connector = createConnector({ log: createLogger({ level: "silent" }), now: () => clock, allowedBaseUrls: ["*"] });
-    const client = await connector.connect("ProviderConfig/ns/refused", spec, read, "ns");
+    const client = await connector.connect("ProviderConfig/ns/refused", spec, read, { secretNamespace: "ns", tenant: "ns" });
     // The emulator forgets every minted token (and its request log): the token is now unknown.
     await fetch(`${emulator.url}/_emulator/reset`, { method: "POST" });
     await expect(client.listProjects({})).rejects.toMatchObject({ status: 403, error: "TokenError" });
     expect(connector.tokenSchedule("ProviderConfig/ns/refused")).toBeUndefined();
     clock += 1_000; // the first setback's backoff is at most 1 s
-    const fresh = await connector.connect("ProviderConfig/ns/refused", spec, read, "ns");
+    const fresh = await connector.connect("ProviderConfig/ns/refused", spec, read, { secretNamespace: "ns", tenant: "ns" });
     await fresh.listProjects({});
     expect(mints()).toBe(1);
 
@@ -122,7 +124,7 @@ describe("the connector's tokenAuth", () => {
       for (const step of [1_000, 2_000, 4_000]) {
         for (let i = 0; i < 30; i++) {
           try {
-            await (await connector.connect(id, spec, read, "ns")).listProjects({});
+            await (await connector.connect(id, spec, read, { secretNamespace: "ns", tenant: "ns" })).listProjects({});
           } catch (err) {
             errors.push(err);
           }
@@ -144,7 +146,7 @@ describe("the connector's tokenAuth", () => {
       ),
     ).toBe(true);
     // A success ends it: the next mint is not held back.
-    const ok = await connector.connect(id, spec, read, "ns");
+    const ok = await connector.connect(id, spec, read, { secretNamespace: "ns", tenant: "ns" });
     await ok.listProjects({});
     expect(mints() - before).toBe(4);
   });
@@ -156,13 +158,15 @@ describe("the connector's tokenAuth", () => {
     // Burst 1 at 20 per second: the first config's mint takes the only token for 50 ms.
     const tight = { ...spec, rateLimit: { requestsPerSecond: 20, burst: 1 } };
     const before = mints();
-    await connector.connect("ProviderConfig/ns/tight-a", tight, read, "ns");
+    await connector.connect("ProviderConfig/ns/tight-a", tight, read, { secretNamespace: "ns", tenant: "ns" });
     expect(mints() - before).toBe(1);
-    const turnedAway = await connector.connect("ProviderConfig/ns/tight-b", tight, read, "ns").catch((e: unknown) => e);
+    const turnedAway = await connector
+      .connect("ProviderConfig/ns/tight-b", tight, read, { secretNamespace: "ns", tenant: "ns" })
+      .catch((e: unknown) => e);
     expect(isThrottled(turnedAway)).toBe(true);
     expect((turnedAway as { retryAfterMs?: number }).retryAfterMs ?? 0).toBeGreaterThan(0);
     await new Promise((resolve) => setTimeout(resolve, 200));
-    await connector.connect("ProviderConfig/ns/tight-b", tight, read, "ns");
+    await connector.connect("ProviderConfig/ns/tight-b", tight, read, { secretNamespace: "ns", tenant: "ns" });
     expect(mints() - before).toBe(2);
   });
 
@@ -173,16 +177,22 @@ describe("the connector's tokenAuth", () => {
     const before = mints();
     try {
       const concurrent = await Promise.all(
-        Array.from({ length: 40 }, () => connector.connect(id, spec, read, "ns").catch((e: unknown) => e)),
+        Array.from({ length: 40 }, () =>
+          connector.connect(id, spec, read, { secretNamespace: "ns", tenant: "ns" }).catch((e: unknown) => e),
+        ),
       );
       expect(mints() - before).toBe(1);
       expect(concurrent.every((e) => (e as { reason?: string }).reason === "BootstrapTokenRejected")).toBe(true);
       for (let i = 0; i < 40; i++)
-        await expect(connector.connect(id, spec, read, "ns")).rejects.toMatchObject({ reason: "BootstrapTokenRejected" });
+        await expect(connector.connect(id, spec, read, { secretNamespace: "ns", tenant: "ns" })).rejects.toMatchObject({
+          reason: "BootstrapTokenRejected",
+        });
       expect(mints() - before).toBe(1);
       clock += 1_000;
       for (let i = 0; i < 40; i++)
-        await expect(connector.connect(id, spec, read, "ns")).rejects.toMatchObject({ reason: "BootstrapTokenRejected" });
+        await expect(connector.connect(id, spec, read, { secretNamespace: "ns", tenant: "ns" })).rejects.toMatchObject({
+          reason: "BootstrapTokenRejected",
+        });
       expect(mints() - before).toBe(2);
       const messages = concurrent.map((e) => (e as Error).message).join("\n");
       expect(messages).not.toContain("kw-unit-wrong-bootstrap-2");
@@ -190,14 +200,16 @@ describe("the connector's tokenAuth", () => {
       bootstrap = BOOTSTRAP;
     }
     // The fixed bootstrap token is another session key: minted at once.
-    await connector.connect(id, spec, read, "ns");
+    await connector.connect(id, spec, read, { secretNamespace: "ns", tenant: "ns" });
     expect(mints() - before).toBe(3);
   });
 
   it("reports a refused bootstrap token as BootstrapTokenRejected, without the token", async () => {
     const connector = createConnector({ log: createLogger({ level: "silent" }), now: () => clock, allowedBaseUrls: ["*"] });
     bootstrap = "kw-unit-wrong-bootstrap";
-    const err = (await connector.connect("ProviderConfig/ns/b", spec, read, "ns").catch((e: unknown) => e)) as {
+    const err = (await connector
+      .connect("ProviderConfig/ns/b", spec, read, { secretNamespace: "ns", tenant: "ns" })
+      .catch((e: unknown) => e)) as {
       reason?: string;
       message: string;
       retryable?: boolean;
@@ -213,8 +225,12 @@ describe("the connector's tokenAuth", () => {
   it("refuses a spec with both or neither credentials", async () => {
     const connector = createConnector({ log: createLogger({ level: "silent" }), now: () => clock, allowedBaseUrls: ["*"] });
     const both = { ...spec, credentialsSecretRef: { name: "bootstrap" } };
-    await expect(connector.connect("ProviderConfig/ns/c", both, read, "ns")).rejects.toMatchObject({ reason: "ProviderConfigInvalid" });
-    await expect(connector.connect("ProviderConfig/ns/c", { baseUrl: emulator.url }, read, "ns")).rejects.toMatchObject({
+    await expect(connector.connect("ProviderConfig/ns/c", both, read, { secretNamespace: "ns", tenant: "ns" })).rejects.toMatchObject({
+      reason: "ProviderConfigInvalid",
+    });
+    await expect(
+      connector.connect("ProviderConfig/ns/c", { baseUrl: emulator.url }, read, { secretNamespace: "ns", tenant: "ns" }),
+    ).rejects.toMatchObject({
       reason: "ProviderConfigInvalid",
     });
   });
