@@ -558,6 +558,22 @@ export function recordHandled(s: Partial<Status>, action: RequestAction, value: 
   return { [requestKinds[action].handled]: value, recentRequests: { ...s.recentRequests, [action]: kept } };
 }
 
+/** An RFC 3339 time with its zone, as `kubectl keyward sync` writes: the only values the service's record can answer for. */
+export const REQUEST_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/i;
+
+/**
+ * Whether the service's record shows a job of `action` stamped at or after `value`, read as the
+ * time it was requested at: what a request value the ledger does not know asks for has happened.
+ * Asked only of an object adopted from its metadata (a rebuild from Git, where keyward's ledger is
+ * not kept), never on the cluster that handles the values as they come.
+ */
+export function handledByRecord(s: Partial<Status>, action: RequestAction, value: string): string | undefined {
+  if (!REQUEST_TIME.test(value)) return undefined;
+  const requested = Date.parse(value);
+  const at = s[jobFields[action].at];
+  return at && Number.isFinite(requested) && Date.parse(at) >= requested ? at : undefined;
+}
+
 /** The first annotation whose value was not handled yet. */
 function nextRequest(obj: Ctx["obj"], s: Partial<Status>): { action: RequestAction; value: string } | undefined {
   for (const action of requestOrder) {
@@ -586,6 +602,24 @@ async function act(rt: Runtime, c: Ctx): Promise<Partial<Status>> {
     }
     out.pendingRequest = null;
     s = { ...s, ...out };
+  }
+  if (c.idFromMetadata) {
+    // Adopted from a manifest that carries no ledger (Git holds what the user asks for, not what
+    // keyward did): a value the service's record shows a job for since it was requested is done.
+    for (const action of requestOrder) {
+      const kind = requestKinds[action];
+      const value = c.obj.metadata.annotations?.[kind.annotation];
+      if (value === undefined || handledBefore(s, action, value)) continue;
+      const at = handledByRecord(s, action, value);
+      if (at === undefined) continue;
+      Object.assign(out, recordHandled(s, action, value));
+      s = { ...s, ...out };
+      c.event(
+        "Normal",
+        kind.event,
+        `${kind.annotation}=${value} is already done: the service's record shows a ${kind.operation} job at ${at}`,
+      );
+    }
   }
   const next = nextRequest(c.obj, s);
   if (!next) return out;
