@@ -36,7 +36,10 @@
 //   action V asks for did start after V was seen — what the annotation asks for.
 // - The ledger is kept in metadata too: `handled.keyward.dev/<annotation>` holds the last value
 //   handled (written before the status write that reports it), so an object restored from a
-//   backup, or applied again from an export, without its status does not run it again. The
+//   backup without its status does not run it again. An export for Git leaves the ledger out (it
+//   changes with every action); on the pass that adopts an object from its metadata, a value the
+//   ledger does not know that is a time counts as handled when the service's record shows a job
+//   of the action stamped at or after it (handledByRecord). The
 //   pending mark is kept in `keyward.dev/pending-action` too (written before the call, removed
 //   with the write that records the value handled), so a backup taken while a call was in flight
 //   decides as after a crash.

@@ -423,7 +423,8 @@ describe("kubectl keyward export, for a rebuild", () => {
     const r = await plugin(["export", "-n", a]);
     if (r.code !== 0) throw new Error(`kubectl keyward export: exit ${r.code}: ${r.stderr}`);
     exported = r.stdout;
-    const drill = await plugin(["export", "-n", a, "--observe-only"]);
+    // As docs/backups.md says to run it: every namespace (A's objects are taken below).
+    const drill = await plugin(["export", "-A", "--observe-only"]);
     if (drill.code !== 0) throw new Error(`kubectl keyward export --observe-only: exit ${drill.code}: ${drill.stderr}`);
     exportedObserveOnly = drill.stdout;
     for (const { file, kind, plural } of samples) {
@@ -534,7 +535,10 @@ describe("kubectl keyward export, for a rebuild", () => {
     const keyward = await startKeyward(kc, { namespaces: [c.name], resyncIntervalMs: 2_000 });
     env.onStop(() => keyward.stop());
     const mark = Math.max(0, ...emulator.requests().map((r) => r.seq));
-    const docs = (loadAll(exportedObserveOnly) as Manifest[]).map((d) => ({ ...d, metadata: { ...d.metadata, namespace: c.name } }));
+    const docs = (loadAll(exportedObserveOnly) as Manifest[])
+      .filter((d) => d.metadata.namespace === a)
+      .map((d) => ({ ...d, metadata: { ...d.metadata, namespace: c.name } }));
+    expect(docs.map(ref)).toEqual(expect.arrayContaining(["Project/payments", `SecretSync/${SYNC}`]));
     for (const d of docs) {
       if (d.kind !== "ProviderConfig" && d.kind !== "CertificateProfile") {
         expect((d.spec as Record<string, unknown>)["managementPolicy"], ref(d)).toBe("ObserveOnly");
