@@ -74,7 +74,7 @@ const EXTERNAL_ID_FIELD = {
 const HANDLED_PREFIX = "handled.keyward.dev/";
 /** The kinds whose spec.managementPolicy ObserveOnly keeps keyward from writing to the service (export --observe-only). */
 const OBSERVE_ONLY_KINDS = ["Project", "ProjectMembership", "AccessToken", "SecretSync"];
-/** A request value the service's record can answer for on a rebuild: a time (src/resources/secretsync.ts). */
+/** A request value the service's record can answer for on a rebuild: a time (src/lib/request-time.ts). */
 const REQUEST_TIME = new RegExp("^\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(\\.\\d+)?(Z|[+-]\\d\\d:\\d\\d)$", "i");
 /** keyward's create guard: marks of a create in flight on this cluster, never carried to another. */
 const CREATE_GUARD = ["keyward.dev/create-started", "keyward.dev/create-pending", "keyward.dev/create-succeeded"];

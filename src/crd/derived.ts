@@ -8,7 +8,7 @@ import { ANNOTATION_EXTERNAL_ID, ANNOTATION_PENDING_ACTION, CREATE_GUARD_ANNOTAT
 import { DRAIN_LABEL, SHARD_LABEL } from "../engine/shard-plan.ts";
 import { apiReference, apiReferenceFile } from "./reference.ts";
 import { structuralSchema } from "./schema.ts";
-import { REQUEST_TIME } from "../resources/secretsync.ts";
+import { REQUEST_TIME } from "../lib/request-time.ts";
 
 export const pluginFile = "bin/kubectl-keyward.cjs";
 export const healthFile = "argocd/health.lua";
@@ -95,7 +95,7 @@ export function pluginConstants(kinds: readonly Kind[], paused: string): string 
     `const HANDLED_PREFIX = ${JSON.stringify(HANDLED_PREFIX)};`,
     "/** The kinds whose spec.managementPolicy ObserveOnly keeps keyward from writing to the service (export --observe-only). */",
     `const OBSERVE_ONLY_KINDS = ${json(observeOnly)};`,
-    "/** A request value the service's record can answer for on a rebuild: a time (src/resources/secretsync.ts). */",
+    "/** A request value the service's record can answer for on a rebuild: a time (src/lib/request-time.ts). */",
     `const REQUEST_TIME = new RegExp(${JSON.stringify(REQUEST_TIME.source)}, ${JSON.stringify(REQUEST_TIME.flags)});`,
     "/** keyward's create guard: marks of a create in flight on this cluster, never carried to another. */",
     `const CREATE_GUARD = ${json(CREATE_GUARD_ANNOTATIONS)};`,

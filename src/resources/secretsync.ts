@@ -50,6 +50,7 @@ import { DEFAULT_INITIAL_SYNC_BEHAVIOR, isApiError, isJobInProgress, isServiceNo
 import { ANNOTATION_CREATE_STARTED, ANNOTATION_PENDING_ACTION, ANNOTATION_RECENT_HANDLED, handledAnnotation } from "../engine/managed.ts";
 import type { Gauge } from "prom-client";
 import { backoffCeiling } from "../lib/backoff.ts";
+import { requestedAt } from "../lib/request-time.ts";
 import { kindGauge, type Metrics } from "../engine/metrics.ts";
 import { statusEqual } from "../engine/conditions.ts";
 import {
@@ -561,9 +562,6 @@ export function recordHandled(s: Partial<Status>, action: RequestAction, value: 
   return { [requestKinds[action].handled]: value, recentRequests: { ...s.recentRequests, [action]: kept } };
 }
 
-/** An RFC 3339 time with its zone, as `kubectl keyward sync` writes: the only values the service's record can answer for. */
-export const REQUEST_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/i;
-
 /**
  * Whether the service's record shows a job of `action` stamped at or after `value`, read as the
  * time it was requested at: what a request value the ledger does not know asks for has happened.
@@ -571,10 +569,9 @@ export const REQUEST_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:
  * not kept), never on the cluster that handles the values as they come.
  */
 export function handledByRecord(s: Partial<Status>, action: RequestAction, value: string): string | undefined {
-  if (!REQUEST_TIME.test(value)) return undefined;
-  const requested = Date.parse(value);
+  const requested = requestedAt(value);
   const at = s[jobFields[action].at];
-  return at && Number.isFinite(requested) && Date.parse(at) >= requested ? at : undefined;
+  return at && requested !== undefined && Date.parse(at) >= requested ? at : undefined;
 }
 
 /** The first annotation whose value was not handled yet. */
