@@ -70,13 +70,12 @@ const EXTERNAL_ID_FIELD = {
   Project: "projectId",
   SecretSync: "syncId",
 };
-/** By kind: the annotations recording the last action value handled, and the status fields they mirror. */
-const HANDLED = {
-  SecretSync: {
-    "handled.keyward.dev/sync-requested-at": "lastHandledSyncRequest",
-    "handled.keyward.dev/remove-secrets-requested-at": "lastHandledRemoveSecretsRequest",
-  },
-};
+/** The prefix of keyward's ledger of handled action values: rewritten at every action, a backup's to keep, never Git's. */
+const HANDLED_PREFIX = "handled.keyward.dev/";
+/** The kinds whose spec.managementPolicy ObserveOnly keeps keyward from writing to the service (export --observe-only). */
+const OBSERVE_ONLY_KINDS = ["Project", "ProjectMembership", "AccessToken", "SecretSync"];
+/** A request value the service's record can answer for on a rebuild: a time (src/lib/request-time.ts). */
+const REQUEST_TIME = new RegExp("^\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(\\.\\d+)?(Z|[+-]\\d\\d:\\d\\d)$", "i");
 /** keyward's create guard: marks of a create in flight on this cluster, never carried to another. */
 const CREATE_GUARD = ["keyward.dev/create-started", "keyward.dev/create-pending", "keyward.dev/create-succeeded"];
 /** The mark of an action call in flight on this cluster: in Git it would come back after every call. */
@@ -103,17 +102,19 @@ Usage:
   kubectl keyward status [-n NAMESPACE | -A]
       One table of every keyward resource: kind, namespace, name, Ready, reason, service id and
       last sync. -A: every namespace, and the cluster-scoped kinds too.
-  kubectl keyward export [KIND...] [-n NAMESPACE | -A] [-o yaml|json] [--dir DIR]
+  kubectl keyward export [KIND...] [-n NAMESPACE | -A] [-o yaml|json] [--dir DIR] [--observe-only]
       The keyward resources as manifests to commit, for a cluster rebuilt from Git: apiVersion,
-      kind, name, namespace, labels, annotations and spec, with what pins each object to its
-      object at the service: keyward.dev/external-id (the service's id: keyward finds that object
-      instead of creating another) and handled.keyward.dev/<annotation> (the last sync or
-      remove-secrets request handled: not run again), from the annotation or else from status.
-      Left out: status, uid, resourceVersion, generation, timestamps, managedFields,
-      ownerReferences, finalizers, kubectl's last-applied-configuration, keyward's create marks
-      and shard labels. Secrets are never exported. KIND: Project, secretsyncs, kwsync, ...
-      (default: every namespaced kind; with -A the cluster-scoped ones too). Ordered by kind
-      (the order to apply them in), namespace and name. A type that cannot be listed exports nothing.
+      kind, name, namespace, labels, annotations and spec, with keyward.dev/external-id (the
+      service's id, from status or else the annotation: keyward finds that object instead of
+      creating another). Left out: status, uid, resourceVersion, generation, timestamps,
+      managedFields, ownerReferences, finalizers, kubectl's last-applied-configuration, keyward's
+      record of handled actions (handled.keyward.dev/*: it changes with every action, so Git
+      would fight it), its create and action-call marks and shard labels. A sync or
+      remove-secrets request whose value is a time (as \`kubectl keyward sync\` writes) is not run
+      again where the export is applied if the service shows a job of it since that time.
+      Secrets are never exported. KIND: Project, secretsyncs, kwsync, ... (default: every
+      namespaced kind; with -A the cluster-scoped ones too). Ordered by kind (the order to apply
+      them in), namespace and name. A type that cannot be listed exports nothing.
 
 Options:
   -n, --namespace NAME   the namespace (default: the current context's)
@@ -121,6 +122,8 @@ Options:
       --wait             sync, remove-secrets: wait until the job settles
       --timeout DURATION how long --wait waits (default 5m; 90s, 10m, 1h, or seconds)
   -o, --output FORMAT    export: yaml (default; one document per object) or json (a v1 List)
+      --observe-only     export: spec.managementPolicy ObserveOnly on every kind that has it, for a
+                         drill in another cluster: keyward there reads the service, never writes
       --dir DIR          export: one file per object, DIR/<namespace>/<kind>-<name>.yaml
                          (cluster-scoped kinds in DIR/_cluster); prints each path
       --kubeconfig PATH, --context NAME, --cluster NAME, --user NAME
@@ -146,7 +149,7 @@ class CliError extends Error {
 
 /**
  * @typedef {{ namespace?: string; allNamespaces: boolean; wait: boolean; timeoutMs?: number;
- *   output?: "yaml" | "json"; dir?: string; kubeFlags: string[]; help: boolean; positionals: string[] }} Args
+ *   output?: "yaml" | "json"; dir?: string; observeOnly: boolean; kubeFlags: string[]; help: boolean; positionals: string[] }} Args
  */
 
 /** @param {string} text @returns {number} milliseconds */
@@ -176,6 +179,7 @@ function parseCommandLine(argv) {
         timeout: { type: "string" },
         output: { type: "string", short: "o" },
         dir: { type: "string" },
+        "observe-only": { type: "boolean" },
         kubeconfig: { type: "string" },
         context: { type: "string" },
         cluster: { type: "string" },
@@ -213,6 +217,7 @@ function parseCommandLine(argv) {
     ...(timeout !== undefined ? { timeoutMs: parseDuration(timeout) } : {}),
     ...(output !== undefined ? { output } : {}),
     ...(dir !== undefined ? { dir } : {}),
+    observeOnly: v["observe-only"] === true,
     kubeFlags,
     help: v.help === true,
     positionals: parsed.positionals,
@@ -324,7 +329,8 @@ async function requestAction(args, actionName) {
   const namespace = before.metadata.namespace ?? args.namespace ?? "";
   const nsArgs = { ...args, namespace };
   let value = new Date().toISOString();
-  if (before.metadata.annotations?.[action.annotation] === value) value = `${value}-1`;
+  // Still a time (a rebuild decides a time by the service's record), and a new value.
+  if (before.metadata.annotations?.[action.annotation] === value) value = new Date(Date.parse(value) + 1).toISOString();
   const r = await kubectl(nsArgs, ["annotate", SYNC_RESOURCE, name, `${action.annotation}=${value}`, "--overwrite", ...nsFlags(nsArgs)]);
   if (r.code !== 0) {
     if (isNotFound(r.stderr)) throw new CliError(`SecretSync "${name}" not found in namespace "${namespace}"`, EXIT.notFound);
@@ -562,29 +568,34 @@ const byCodeUnits = (a, b) => (a < b ? -1 : a > b ? 1 : 0);
  * @typedef {{ apiVersion: string | undefined; kind: string; metadata: Record<string, unknown> } & Record<string, unknown>} Manifest
  */
 
+/** The service's id in status, for a kind that pins it. @param {FullObject} obj @param {ApiResource} res */
+function idInStatus(obj, res) {
+  const field = EXTERNAL_ID_FIELD[/** @type {keyof typeof EXTERNAL_ID_FIELD} */ (res.kind)];
+  return field === undefined ? undefined : text(obj.status?.[field]);
+}
+
+/** What keyward writes as it works, which Git must not hold: it would differ after every action. @param {string} key */
+const isKeywardRecord = (key) => key === PENDING_ACTION || CREATE_GUARD.includes(key) || key.startsWith(HANDLED_PREFIX);
+
 /**
  * The manifest to commit for obj: what the user wrote (apiVersion, kind, name, namespace, labels,
- * annotations, spec) and the pins to what it already is at the service — keyward.dev/external-id
- * and each handled.keyward.dev/ annotation, taken from the status field it mirrors or else from the
- * annotation (an object of an older keyward has them only in status; where both hold a value,
- * status is keyward's own record and wins, as it does in keyward). Everything that belongs to
- * the cluster it was read from is left out, the marks of a create or an action call in flight too.
- * @param {FullObject} obj @param {ApiResource} res @returns {Manifest}
+ * annotations, spec) and the pin to what it already is at the service — keyward.dev/external-id,
+ * taken from the status field it mirrors or else from the annotation (an object of an older
+ * keyward has it only in status; where both hold a value, status is keyward's own record and
+ * wins, as it does in keyward). An id never changes while its object lives, so Git holding it
+ * stays true. Left out: everything that belongs to the cluster it was read from, and keyward's
+ * record of what it did (handled action values, marks of a create or an action call in flight),
+ * which a backup keeps. observeOnly: spec.managementPolicy ObserveOnly where the kind has it.
+ * @param {FullObject} obj @param {ApiResource} res @param {{ observeOnly?: boolean }} [opts] @returns {Manifest}
  */
-function manifestOf(obj, res) {
-  const s = obj.status ?? {};
+function manifestOf(obj, res, opts = {}) {
   /** @type {Record<string, string>} */
   const annotations = {};
   for (const [key, value] of Object.entries(obj.metadata.annotations ?? {})) {
-    if (key !== LAST_APPLIED && key !== PENDING_ACTION && !CREATE_GUARD.includes(key)) annotations[key] = value;
+    if (key !== LAST_APPLIED && !isKeywardRecord(key)) annotations[key] = value;
   }
-  /** @param {string} annotation @param {string | undefined} field */
-  const pin = (annotation, field) => {
-    const value = field === undefined ? undefined : text(s[field]);
-    if (value !== undefined) annotations[annotation] = value;
-  };
-  pin(EXTERNAL_ID, EXTERNAL_ID_FIELD[/** @type {keyof typeof EXTERNAL_ID_FIELD} */ (res.kind)]);
-  for (const [annotation, field] of Object.entries(HANDLED[/** @type {keyof typeof HANDLED} */ (res.kind)] ?? {})) pin(annotation, field);
+  const id = idInStatus(obj, res);
+  if (id !== undefined) annotations[EXTERNAL_ID] = id;
   /** @type {Record<string, string>} */
   const labels = {};
   for (const [key, value] of Object.entries(obj.metadata.labels ?? {})) if (!isShardLabel(key)) labels[key] = value;
@@ -602,7 +613,25 @@ function manifestOf(obj, res) {
   for (const [key, value] of Object.entries(obj)) {
     if (!["apiVersion", "kind", "metadata", "status"].includes(key)) manifest[key] = value;
   }
+  if (opts.observeOnly && OBSERVE_ONLY_KINDS.includes(res.kind)) {
+    manifest.spec = { .../** @type {Record<string, unknown>} */ (manifest.spec ?? {}), managementPolicy: "ObserveOnly" };
+  }
   return manifest;
+}
+
+/**
+ * The action values a rebuild cannot place against the service's record (not a time): applied
+ * elsewhere, each runs once more. @param {FullObject} obj @param {string} ref @returns {string[]}
+ */
+function untimedRequests(obj, ref) {
+  return Object.entries(ACTIONS).flatMap(([verb, action]) => {
+    const value = obj.metadata.annotations?.[action.annotation];
+    return value === undefined || REQUEST_TIME.test(value)
+      ? []
+      : [
+          `${ref}: ${action.annotation}=${JSON.stringify(value)} is not a time, so where this is applied the service's record cannot tell it was done: it runs once more (kubectl keyward ${verb} writes a time)`,
+        ];
+  });
 }
 
 /** What a reader of the export should know about obj, as warnings on stderr. @param {FullObject} obj @param {ApiResource} res @param {Manifest} m */
@@ -613,7 +642,7 @@ function exportNotes(obj, res, m) {
   if (obj.metadata.deletionTimestamp !== undefined) notes.push(`${ref} is being deleted; exported as it is`);
   const annotations = /** @type {Record<string, string> | undefined} */ (m.metadata.annotations);
   const field = EXTERNAL_ID_FIELD[/** @type {keyof typeof EXTERNAL_ID_FIELD} */ (res.kind)];
-  const inStatus = field === undefined ? undefined : text(obj.status?.[field]);
+  const inStatus = idInStatus(obj, res);
   const annotated = text(obj.metadata.annotations?.[EXTERNAL_ID]);
   if (inStatus !== undefined && annotated !== undefined && inStatus !== annotated) {
     notes.push(
@@ -628,6 +657,7 @@ function exportNotes(obj, res, m) {
         : `${ref} has no id at the service yet: nothing pins it, keyward handles it as a new object where it is applied`,
     );
   }
+  if (res.kind === "SecretSync") notes.push(...untimedRequests(obj, ref));
   if (obj.metadata.annotations?.[PENDING_ACTION] !== undefined) {
     notes.push(
       `${ref} has an action call in flight, left out: export it again once the action is handled, or it may run once more where it is applied`,
@@ -734,20 +764,21 @@ const whereText = (args) =>
   args.allNamespaces ? "any namespace" : args.namespace !== undefined ? `namespace "${args.namespace}"` : "the current namespace";
 
 const EXPORT_HEADER = `# keyward resources exported by \`kubectl keyward export\`: manifests to keep in Git and to apply
-# to a cluster rebuilt from it. What pins each object to its object at the service is kept:
-# - ${EXTERNAL_ID}: its id there (${Object.keys(EXTERNAL_ID_FIELD).join(", ")}); keyward finds that object
-#   again instead of creating a second one.
-# - handled.${GROUP}/<annotation>: the last value of an action annotation keyward handled; that
-#   sync or remove-secrets does not run again.
-# Left out: status, and what belongs to the cluster it was read from (uid, resourceVersion,
-# generation, timestamps, managedFields, ownerReferences, finalizers, kubectl's
-# last-applied-configuration, keyward's create marks, its mark of an action call in flight
-# and its shard labels).
+# to a cluster rebuilt from it. ${EXTERNAL_ID} pins each object to its object at the service
+# (${Object.keys(EXTERNAL_ID_FIELD).join(", ")}): keyward finds that object again instead of creating a second one.
+# A sync-requested-at or remove-secrets-requested-at that is a time is not run again where
+# this is applied when the service shows a job of it since that time; another value runs once more.
+# Left out: status, keyward's record of what it did (${HANDLED_PREFIX}*, which changes with every
+# action: a backup keeps it, Git would fight it), and what belongs to the cluster it was read
+# from (uid, resourceVersion, generation, timestamps, managedFields, ownerReferences,
+# finalizers, kubectl's last-applied-configuration, keyward's create marks, its mark of an
+# action call in flight and its shard labels).
 # Secrets are not exported: create the credentials Secrets the ProviderConfigs name first.
-# Apply the pins to one cluster at a time: two clusters holding them manage the same objects.
+# Apply the pins to one cluster at a time: two clusters holding them manage the same objects
+# (for a drill in a second cluster, export with --observe-only).
 `;
 
-const FILE_HEADER = `# Exported by \`kubectl keyward export\`; ${EXTERNAL_ID} and handled.${GROUP}/ annotations pin it to its object at the service.
+const FILE_HEADER = `# Exported by \`kubectl keyward export\`; ${EXTERNAL_ID} pins it to its object at the service.
 `;
 
 /**
@@ -797,7 +828,7 @@ async function exportResources(args) {
     [...items]
       .sort((a, b) => byCodeUnits(a.metadata.namespace ?? "", b.metadata.namespace ?? "") || byCodeUnits(a.metadata.name, b.metadata.name))
       .map((obj) => {
-        const manifest = manifestOf(obj, res);
+        const manifest = manifestOf(obj, res, { observeOnly: args.observeOnly });
         for (const note of exportNotes(obj, res, manifest)) progress(`warning: ${note}`);
         return { res, manifest };
       }),
@@ -846,8 +877,8 @@ async function main(argv) {
     return EXIT.ok;
   }
   const sub = { ...args, positionals: rest };
-  if (command !== "export" && (args.output !== undefined || args.dir !== undefined))
-    throw new CliError("--output and --dir apply to export", EXIT.usage);
+  if (command !== "export" && (args.output !== undefined || args.dir !== undefined || args.observeOnly))
+    throw new CliError("--output, --dir and --observe-only apply to export", EXIT.usage);
   switch (command) {
     case "sync":
     case "remove-secrets":

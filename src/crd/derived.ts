@@ -4,9 +4,11 @@
 // otherwise written by hand, or is a whole generated file.
 import type { ReasonInfo } from "../engine/kind.ts";
 import type { Kind } from "../resources/kind.ts";
-import { ANNOTATION_EXTERNAL_ID, ANNOTATION_PENDING_ACTION, CREATE_GUARD_ANNOTATIONS } from "../engine/managed.ts";
+import { ANNOTATION_EXTERNAL_ID, ANNOTATION_PENDING_ACTION, CREATE_GUARD_ANNOTATIONS, HANDLED_PREFIX } from "../engine/managed.ts";
 import { DRAIN_LABEL, SHARD_LABEL } from "../engine/shard-plan.ts";
 import { apiReference, apiReferenceFile } from "./reference.ts";
+import { structuralSchema } from "./schema.ts";
+import { REQUEST_TIME } from "../lib/request-time.ts";
 
 export const pluginFile = "bin/kubectl-keyward.cjs";
 export const healthFile = "argocd/health.lua";
@@ -62,19 +64,17 @@ function need(path: string, current: string | undefined): string {
 
 /**
  * The plugin's constants: API group, annotations, kinds in display order, service ids, actions, and
- * what `export` keeps (the external-id and handled pins) and drops (create guard, shard labels).
+ * what `export` keeps (the external-id pin) and drops (the ledger of handled values, create guard,
+ * shard labels).
  */
 export function pluginConstants(kinds: readonly Kind[], paused: string): string {
   const group = kinds[0]?.ref.group ?? "";
   const serviceIds = Object.fromEntries(kinds.flatMap((k) => (k.serviceIdFields ? [[k.ref.kind, k.serviceIdFields]] : [])));
   const actions = Object.assign({}, ...kinds.map((k) => k.actions ?? {})) as Record<string, unknown>;
   const externalIds = Object.fromEntries(kinds.flatMap((k) => (k.externalId !== undefined ? [[k.ref.kind, k.externalId]] : [])));
-  const handled = Object.fromEntries(
-    kinds.flatMap((k) => {
-      const pins = Object.values(k.actions ?? {}).map((a) => [a.handledAnnotation, a.handled]);
-      return pins.length > 0 ? [[k.ref.kind, Object.fromEntries(pins)]] : [];
-    }),
-  );
+  const observeOnly = kinds
+    .filter((k) => structuralSchema(k.crd.spec).properties?.["managementPolicy"] !== undefined)
+    .map((k) => k.ref.kind);
   const json = (value: unknown): string => JSON.stringify(value, null, 2);
   return [
     `const GROUP = ${JSON.stringify(group)};`,
@@ -91,8 +91,12 @@ export function pluginConstants(kinds: readonly Kind[], paused: string): string 
     `const EXTERNAL_ID = ${JSON.stringify(ANNOTATION_EXTERNAL_ID)};`,
     "/** The status field EXTERNAL_ID mirrors, by kind: what an object from an older keyward has only there. */",
     `const EXTERNAL_ID_FIELD = ${json(externalIds)};`,
-    "/** By kind: the annotations recording the last action value handled, and the status fields they mirror. */",
-    `const HANDLED = ${json(handled)};`,
+    "/** The prefix of keyward's ledger of handled action values: rewritten at every action, a backup's to keep, never Git's. */",
+    `const HANDLED_PREFIX = ${JSON.stringify(HANDLED_PREFIX)};`,
+    "/** The kinds whose spec.managementPolicy ObserveOnly keeps keyward from writing to the service (export --observe-only). */",
+    `const OBSERVE_ONLY_KINDS = ${json(observeOnly)};`,
+    "/** A request value the service's record can answer for on a rebuild: a time (src/lib/request-time.ts). */",
+    `const REQUEST_TIME = new RegExp(${JSON.stringify(REQUEST_TIME.source)}, ${JSON.stringify(REQUEST_TIME.flags)});`,
     "/** keyward's create guard: marks of a create in flight on this cluster, never carried to another. */",
     `const CREATE_GUARD = ${json(CREATE_GUARD_ANNOTATIONS)};`,
     "/** The mark of an action call in flight on this cluster: in Git it would come back after every call. */",

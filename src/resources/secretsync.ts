@@ -36,7 +36,10 @@
 //   action V asks for did start after V was seen — what the annotation asks for.
 // - The ledger is kept in metadata too: `handled.keyward.dev/<annotation>` holds the last value
 //   handled (written before the status write that reports it), so an object restored from a
-//   backup, or applied again from an export, without its status does not run it again. The
+//   backup without its status does not run it again. An export for Git leaves the ledger out (it
+//   changes with every action); on the pass that adopts an object from its metadata, a value the
+//   ledger does not know that is a time counts as handled when the service's record shows a job
+//   of the action stamped at or after it (handledByRecord). The
 //   pending mark is kept in `keyward.dev/pending-action` too (written before the call, removed
 //   with the write that records the value handled), so a backup taken while a call was in flight
 //   decides as after a crash.
@@ -47,6 +50,7 @@ import { DEFAULT_INITIAL_SYNC_BEHAVIOR, isApiError, isJobInProgress, isServiceNo
 import { ANNOTATION_CREATE_STARTED, ANNOTATION_PENDING_ACTION, ANNOTATION_RECENT_HANDLED, handledAnnotation } from "../engine/managed.ts";
 import type { Gauge } from "prom-client";
 import { backoffCeiling } from "../lib/backoff.ts";
+import { requestedAt } from "../lib/request-time.ts";
 import { kindGauge, type Metrics } from "../engine/metrics.ts";
 import { statusEqual } from "../engine/conditions.ts";
 import {
@@ -558,6 +562,18 @@ export function recordHandled(s: Partial<Status>, action: RequestAction, value: 
   return { [requestKinds[action].handled]: value, recentRequests: { ...s.recentRequests, [action]: kept } };
 }
 
+/**
+ * Whether the service's record shows a job of `action` stamped at or after `value`, read as the
+ * time it was requested at: what a request value the ledger does not know asks for has happened.
+ * Asked only of an object adopted from its metadata (a rebuild from Git, where keyward's ledger is
+ * not kept), never on the cluster that handles the values as they come.
+ */
+export function handledByRecord(s: Partial<Status>, action: RequestAction, value: string): string | undefined {
+  const requested = requestedAt(value);
+  const at = s[jobFields[action].at];
+  return at && requested !== undefined && Date.parse(at) >= requested ? at : undefined;
+}
+
 /** The first annotation whose value was not handled yet. */
 function nextRequest(obj: Ctx["obj"], s: Partial<Status>): { action: RequestAction; value: string } | undefined {
   for (const action of requestOrder) {
@@ -586,6 +602,24 @@ async function act(rt: Runtime, c: Ctx): Promise<Partial<Status>> {
     }
     out.pendingRequest = null;
     s = { ...s, ...out };
+  }
+  if (c.idFromMetadata) {
+    // Adopted from a manifest that carries no ledger (Git holds what the user asks for, not what
+    // keyward did): a value the service's record shows a job for since it was requested is done.
+    for (const action of requestOrder) {
+      const kind = requestKinds[action];
+      const value = c.obj.metadata.annotations?.[kind.annotation];
+      if (value === undefined || handledBefore(s, action, value)) continue;
+      const at = handledByRecord(s, action, value);
+      if (at === undefined) continue;
+      Object.assign(out, recordHandled(s, action, value));
+      s = { ...s, ...out };
+      c.event(
+        "Normal",
+        kind.event,
+        `${kind.annotation}=${value} is already done: the service's record shows a ${kind.operation} job at ${at}`,
+      );
+    }
   }
   const next = nextRequest(c.obj, s);
   if (!next) return out;

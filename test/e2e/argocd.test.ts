@@ -7,6 +7,10 @@
 //   from keyward's Lua matches its Ready condition (Progressing before keyward runs, Healthy
 //   when Ready), and the Application stays Synced, with no new sync, after keyward wrote status
 //   and annotations;
+// - a sync requested in Git (a later commit setting keyward.dev/sync-requested-at, as
+//   docs/argocd.md says) runs once, and the Application stays Synced, with no self-heal sync,
+//   while keyward records it handled in handled.keyward.dev/ (which the manifests, like
+//   `kubectl keyward export`'s, do not set);
 // - an Application with a token the service refuses: its ProviderConfig is Degraded.
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -19,6 +23,7 @@ import {
   context,
   createNamespace,
   deployEmulator,
+  emulatorRequests,
   emulatorToken,
   installCrds,
   kubectl,
@@ -57,6 +62,8 @@ interface Application extends KubeObject {
 }
 
 let emulator: Emulator;
+/** The samples as committed under keyward/, by Kind/name: each file's path in the repository and its object. */
+const committed = new Map<string, { path: string; doc: KubeObject }>();
 
 async function app(name: string): Promise<Application> {
   return kubectlJson<Application>(["-n", argoNs, "get", "applications.argoproj.io", name]);
@@ -138,10 +145,9 @@ function gitBundle(): Buffer {
     samples(emulator.baseUrl).forEach((doc, i) => {
       const metadata = doc.metadata as KubeObject["metadata"];
       metadata.annotations = { ...metadata.annotations, "argocd.argoproj.io/sync-wave": wave[doc.kind] ?? "3" };
-      writeFileSync(
-        join(work, "keyward", `${String(i).padStart(2, "0")}-${doc.kind.toLowerCase()}-${doc.metadata.name}.json`),
-        JSON.stringify(doc, null, 2),
-      );
+      const path = `keyward/${String(i).padStart(2, "0")}-${doc.kind.toLowerCase()}-${doc.metadata.name}.json`;
+      writeFileSync(join(work, path), JSON.stringify(doc, null, 2));
+      committed.set(`${doc.kind}/${doc.metadata.name}`, { path, doc });
       if (doc.kind === "Secret" || doc.kind === "ProviderConfig") {
         const copy = JSON.parse(JSON.stringify(doc)) as Record<string, unknown>;
         if (doc.kind === "Secret") copy["stringData"] = { token: "a-token-the-service-refuses" };
@@ -161,6 +167,26 @@ function gitBundle(): Buffer {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * A later commit to the repository the git daemon serves, as a user pushes one: `path` gets
+ * `content`. Returns the new revision.
+ */
+async function commitToGit(path: string, content: string, message: string): Promise<string> {
+  const script = [
+    "set -e",
+    "rm -rf /tmp/work",
+    // -b main: the bare repository cloned from the bundle has no HEAD branch to check out.
+    "git clone -q -b main /tmp/repos/keyward.git /tmp/work",
+    `cat > /tmp/work/${path}`,
+    "cd /tmp/work",
+    `git -c user.name=e2e -c user.email=e2e@localhost commit -q -am ${JSON.stringify(message)}`,
+    "git push -q origin main",
+    "git rev-parse HEAD",
+  ].join("; ");
+  const out = await kubectl(["-n", argoNs, "exec", "-i", "deploy/argocd-git", "--", "sh", "-c", script], { input: content });
+  return out.trim().split("\n").pop() ?? "";
 }
 
 function deployment(
@@ -470,6 +496,58 @@ describe("a real Argo CD managing keyward and its resources", () => {
       expect(after.status?.operationState?.startedAt).toBe(startedAt);
     }
   }, 400_000);
+
+  test("a sync requested in Git runs once, and the Application stays Synced while keyward records it handled", async () => {
+    const name = "payments-app-platform";
+    const file = committed.get(`SecretSync/${name}`);
+    if (!file) throw new Error(`no SecretSync/${name} among the samples`);
+    await waitApp("keyward-samples", "settled", settled);
+    const mark = Math.max(0, ...(await emulatorRequests(emulator)).map((r) => r.seq));
+    // What the user commits: the manifest with a request value, a time (docs/argocd.md).
+    const value = new Date().toISOString();
+    const requested = {
+      ...file.doc,
+      metadata: { ...file.doc.metadata, annotations: { ...file.doc.metadata.annotations, "keyward.dev/sync-requested-at": value } },
+    };
+    expect(Object.keys(requested.metadata.annotations).filter((k) => k.startsWith("handled.keyward.dev/"))).toEqual([]);
+    const revision = await commitToGit(file.path, JSON.stringify(requested, null, 2), "request a sync of payments-app-platform");
+    await hardRefresh("keyward-samples");
+
+    // Argo CD applies the commit; keyward runs the sync and writes its record into the object.
+    const handled = await waitFor(
+      `SecretSync ${name}: ${value} handled`,
+      async () => {
+        const o = await kubectlJson(["-n", samplesNs, "get", "secretsyncs.keyward.dev", name]);
+        return o.status?.["lastHandledSyncRequest"] === value && o.metadata.annotations?.["handled.keyward.dev/sync-requested-at"] === value
+          ? o
+          : undefined;
+      },
+      300_000,
+    );
+    const applied = await waitApp(
+      "keyward-samples",
+      `revision ${revision} applied and settled`,
+      (a) => settled(a) && a.status?.sync?.revision === revision,
+    );
+    const startedAt = applied.status?.operationState?.startedAt;
+    // keyward's write is not a diff: hard refreshes compare again, find none, and start no sync
+    // (self-heal would start one, and put Git's value back, on any difference).
+    for (let i = 0; i < 2; i++) {
+      const after = await hardRefresh("keyward-samples");
+      expect(after.status?.sync?.status, summary(after)).toBe("Synced");
+      expect((after.status?.resources ?? []).filter((r) => r.status !== "Synced").map((r) => `${r.kind}/${r.name}`)).toEqual([]);
+      expect(after.status?.operationState?.startedAt).toBe(startedAt);
+    }
+    const live = await kubectlJson(["-n", samplesNs, "get", "secretsyncs.keyward.dev", name]);
+    expect(live.metadata.annotations?.["handled.keyward.dev/sync-requested-at"]).toBe(value);
+    // One sync-secrets call for the value, none again.
+    const syncId = handled.status?.["syncId"];
+    if (typeof syncId !== "string") throw new Error(`SecretSync ${name} has no syncId`);
+    const triggers = (await emulatorRequests(emulator)).filter(
+      (r) => r.seq > mark && r.operation === "triggerSecretSync" && r.path.includes(syncId) && r.status < 400,
+    );
+    expect(triggers.map((r) => r.path)).toHaveLength(1);
+  }, 900_000);
 
   test("a ProviderConfig whose token the service refuses is Degraded", async () => {
     await apply([application("keyward-degraded", "degraded", degradedNs)], argoNs);

@@ -2,9 +2,12 @@
 // kube-apiserver. First what it keeps and drops of every kind, its formats and kind selection, on
 // objects as an older keyward left them (ids only in status, written through the status
 // subresource, in a namespace no keyward watches). Then the rebuild it is for: resources Ready in
-// namespace A with a handled sync and remove-secrets, exported; A's keyward gone and its objects
-// deleted; the export applied to namespace B with a fresh keyward: nothing is created again at the
-// service, no handled request runs again, every resource Ready with the same ids.
+// namespace A with a handled sync and remove-secrets, exported, then a sync and a remove-secrets
+// requested and handled after the export (in Git, a later commit); A's keyward gone and its
+// objects deleted; Git applied to namespace B with a fresh keyward: nothing is created again at
+// the service, no request runs again, every resource Ready with the same ids. And a drill: the
+// export with --observe-only applied to namespace C writes nothing at the service, and deleting
+// C deletes nothing there.
 import { chmodSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -157,7 +160,7 @@ describe("kubectl keyward export, of objects an older keyward left", () => {
       }),
       syncNamed("pinned", { [EXTERNAL_ID]: "sync-annotated", [HANDLED_SYNC]: "2026-03-02T00:00:00Z" }),
       syncNamed("fresh", { "keyward.dev/create-started": "2026-01-01T00:00:00Z/x" }),
-      syncNamed("leaving"),
+      syncNamed("leaving", { "keyward.dev/remove-secrets-requested-at": "r1" }),
     ];
     for (const m of manifests) applied.set(ref(m), m);
     // kubectl apply, so each carries kubectl's last-applied-configuration too.
@@ -191,11 +194,13 @@ describe("kubectl keyward export, of objects an older keyward left", () => {
     await mustKubectl(["delete", "secretsyncs/leaving", "-n", ns, "--wait=false"]);
   });
 
-  it("-n: every namespaced kind in the registry's order, the pins kept, the cluster's own fields gone", async () => {
+  it("-n: every namespaced kind in the registry's order, the ids pinned, keyward's record and the cluster's own fields gone", async () => {
     const r = await plugin(["export", "-n", legacy.name]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/^# keyward resources exported by `kubectl keyward export`/);
-    expect(r.stdout).toContain(`# - ${EXTERNAL_ID}: its id there (Project, SecretSync)`);
+    expect(r.stdout).toContain(
+      `# to a cluster rebuilt from it. ${EXTERNAL_ID} pins each object to its object at the service\n# (Project, SecretSync)`,
+    );
     const docs = loadAll(r.stdout) as Manifest[];
     expect(docs.map(ref)).toEqual([
       "ProviderConfig/default",
@@ -224,24 +229,25 @@ describe("kubectl keyward export, of objects an older keyward left", () => {
         "keyward.dev/create-pending",
         "keyward.dev/create-succeeded",
         "keyward.dev/pending-action",
+        HANDLED_SYNC,
+        HANDLED_REMOVE,
       ]) {
         expect(d.metadata.annotations?.[dropped], `${ref(d)} ${dropped}`).toBeUndefined();
       }
     }
     // A kind whose id the service assigns gets it as keyward.dev/external-id, from status when the
-    // annotation is missing; every handled value the same way; status wins over an annotation, as in keyward.
+    // annotation is missing; status wins over an annotation, as in keyward. The handled values,
+    // keyward's record, are not Git's: neither from status nor from an annotation.
     expect(byRef(docs, "Project", "payments").metadata.annotations).toEqual({ ...tricky, [EXTERNAL_ID]: "project-from-status" });
     expect(byRef(docs, "SecretSync", "old").metadata.annotations).toEqual({
       [SYNC_REQUESTED]: "2026-03-01T00:00:00Z",
-      [HANDLED_SYNC]: "2026-03-01T00:00:00Z",
-      [HANDLED_REMOVE]: "2026-02-01T00:00:00Z",
       [EXTERNAL_ID]: "sync-old",
     });
-    expect(byRef(docs, "SecretSync", "pinned").metadata.annotations).toEqual({
-      [EXTERNAL_ID]: "sync-from-status",
-      [HANDLED_SYNC]: "2026-01-01T00:00:00Z",
+    expect(byRef(docs, "SecretSync", "pinned").metadata.annotations).toEqual({ [EXTERNAL_ID]: "sync-from-status" });
+    expect(byRef(docs, "SecretSync", "leaving").metadata.annotations).toEqual({
+      [EXTERNAL_ID]: "sync-leaving",
+      "keyward.dev/remove-secrets-requested-at": "r1",
     });
-    expect(byRef(docs, "SecretSync", "leaving").metadata.annotations).toEqual({ [EXTERNAL_ID]: "sync-leaving" });
     // Kinds the service finds by name get no pin; nothing to pin on an object without an id.
     for (const [kind, name] of [
       ["ProviderConfig", "default"],
@@ -256,6 +262,11 @@ describe("kubectl keyward export, of objects an older keyward left", () => {
     expect(r.stderr).toContain(
       `warning: SecretSync ${legacy.name}/old has an action call in flight, left out: export it again once the action is handled`,
     );
+    // A request value the service's record cannot answer for where the export is applied.
+    expect(r.stderr).toContain(
+      `warning: SecretSync ${legacy.name}/leaving: keyward.dev/remove-secrets-requested-at="r1" is not a time, so where this is applied the service's record cannot tell it was done: it runs once more`,
+    );
+    expect(r.stderr).not.toContain(`${legacy.name}/old: keyward.dev/sync-requested-at`);
     expect(r.stderr).toContain(
       `warning: SecretSync ${legacy.name}/fresh has no id at the service yet, but a create was started: export it again once it is Ready`,
     );
@@ -355,13 +366,14 @@ describe("kubectl keyward export, of objects an older keyward left", () => {
       ["export", "--dir", ""],
       ["status", "-o", "json"],
       ["sync", "x", "--dir", "/tmp/x"],
+      ["status", "--observe-only"],
     ]) {
       const r = await plugin(args);
       expect(r.code, `${args.join(" ")}: ${r.stderr}`).toBe(2);
       expect(r.stderr).toMatch(/^error: .+\nSee 'kubectl keyward --help'\.\n$/);
     }
     const help = await plugin(["--help"]);
-    expect(help.stdout).toContain("kubectl keyward export [KIND...] [-n NAMESPACE | -A] [-o yaml|json] [--dir DIR]");
+    expect(help.stdout).toContain("kubectl keyward export [KIND...] [-n NAMESPACE | -A] [-o yaml|json] [--dir DIR] [--observe-only]");
   });
 });
 
@@ -374,8 +386,13 @@ describe("kubectl keyward export, for a rebuild", () => {
     { file: "secretsync-app-platform.yaml", kind: "SecretSync", plural: "secretsyncs", id: "syncId" },
   ] as const;
   const SYNC = "payments-app-platform";
+  const REMOVE_REQUESTED = "keyward.dev/remove-secrets-requested-at";
   let a: string;
   let exported: string;
+  let exportedObserveOnly: string;
+  /** The SecretSync's action annotations as Git holds them after a later commit: the values handled after the export. */
+  let later: Record<string, string>;
+  let stopRebuilt: (() => Promise<void>) | undefined;
   /** A's objects as they were when exported, by kind. */
   const inA = new Map<string, KubeObject>();
 
@@ -406,10 +423,24 @@ describe("kubectl keyward export, for a rebuild", () => {
     const r = await plugin(["export", "-n", a]);
     if (r.code !== 0) throw new Error(`kubectl keyward export: exit ${r.code}: ${r.stderr}`);
     exported = r.stdout;
+    // As docs/backups.md says to run it: every namespace (A's objects are taken below).
+    const drill = await plugin(["export", "-A", "--observe-only"]);
+    if (drill.code !== 0) throw new Error(`kubectl keyward export --observe-only: exit ${drill.code}: ${drill.stderr}`);
+    exportedObserveOnly = drill.stdout;
     for (const { file, kind, plural } of samples) {
       const obj = await getCustom(kc, a, plural, sample(file, kind).metadata.name);
       if (obj) inA.set(kind, obj);
     }
+    // Requested after the export, as a later commit to Git that Argo CD applies: handled in A.
+    for (const action of ["sync", "remove-secrets"]) {
+      const again = await plugin([action, SYNC, "--wait", "-n", a]);
+      if (again.code !== 0) throw new Error(`kubectl keyward ${action}: exit ${again.code}: ${again.stderr}`);
+    }
+    const handledInA = await getCustom(kc, a, "secretsyncs", SYNC);
+    const annotations = handledInA?.metadata.annotations ?? {};
+    later = { [SYNC_REQUESTED]: annotations[SYNC_REQUESTED] ?? "", [REMOVE_REQUESTED]: annotations[REMOVE_REQUESTED] ?? "" };
+    if (later[SYNC_REQUESTED] === inA.get("SecretSync")?.metadata.annotations?.[SYNC_REQUESTED]) throw new Error("no later sync request");
+    if (handledInA?.status?.["lastHandledSyncRequest"] !== later[SYNC_REQUESTED]) throw new Error("the later sync was not handled in A");
 
     // The cluster is lost: its keyward gone, and its objects with it (finalizers taken off first,
     // so nothing reaches the service).
@@ -419,16 +450,19 @@ describe("kubectl keyward export, for a rebuild", () => {
     await mustKubectl(["delete", PLURALS.join(","), "--all", "-n", a, "--wait=true"]);
   });
 
-  it("exports the pins: the ids and the handled sync and remove-secrets requests", () => {
+  it("exports the ids and the requests as the user set them, not keyward's record of what it handled", () => {
     const docs = loadAll(exported) as Manifest[];
-    const s = inA.get("SecretSync")?.status ?? {};
-    expect(byRef(docs, "SecretSync", SYNC).metadata.annotations).toMatchObject({
-      [EXTERNAL_ID]: s["syncId"],
-      [HANDLED_SYNC]: s["lastHandledSyncRequest"],
-      [HANDLED_REMOVE]: s["lastHandledRemoveSecretsRequest"],
-    });
-    expect(s["lastHandledSyncRequest"]).toEqual(expect.any(String));
+    const obj = inA.get("SecretSync");
+    const s = obj?.status ?? {};
+    // keyward's record was there to leave out: on the object, in metadata and status.
+    expect(obj?.metadata.annotations?.[HANDLED_SYNC]).toBe(obj?.metadata.annotations?.[SYNC_REQUESTED]);
     expect(s["lastHandledRemoveSecretsRequest"]).toEqual(expect.any(String));
+    expect(byRef(docs, "SecretSync", SYNC).metadata.annotations).toEqual({
+      [EXTERNAL_ID]: s["syncId"],
+      [SYNC_REQUESTED]: s["lastHandledSyncRequest"],
+      [REMOVE_REQUESTED]: s["lastHandledRemoveSecretsRequest"],
+    });
+    expect(docs.flatMap((d) => Object.keys(d.metadata.annotations ?? {})).filter((k) => k.startsWith("handled.keyward.dev/"))).toEqual([]);
     expect(byRef(docs, "Project", "payments").metadata.annotations?.[EXTERNAL_ID]).toBe(inA.get("Project")?.status?.["projectId"]);
   });
 
@@ -444,13 +478,22 @@ describe("kubectl keyward export, for a rebuild", () => {
       body: { metadata: { name: "default-token", labels: credentialsLabels }, stringData: { token: TOKEN } },
     });
     const keyward = await startKeyward(kc, { namespaces: [b.name], resyncIntervalMs: 2_000 });
-    env.onStop(() => keyward.stop());
+    let stopped = false;
+    stopRebuilt = async () => {
+      if (stopped) return;
+      stopped = true;
+      await keyward.stop();
+    };
+    env.onStop(stopRebuilt);
     const mark = Math.max(0, ...emulator.requests().map((r) => r.seq));
 
-    const docs = loadAll(exported) as Manifest[];
-    const rewritten = exported.replaceAll(`\n  namespace: ${a}\n`, `\n  namespace: ${b.name}\n`);
-    expect(rewritten.split(`\n  namespace: ${b.name}\n`).length - 1).toBe(docs.length);
-    await mustKubectl(["apply", "-f", "-"], rewritten);
+    // Git: the export, and the later commit's request values; in namespace B.
+    const docs = (loadAll(exported) as Manifest[]).map((d) => {
+      const metadata = { ...d.metadata, namespace: b.name };
+      if (ref(d) === `SecretSync/${SYNC}`) metadata.annotations = { ...metadata.annotations, ...later };
+      return { ...d, metadata };
+    });
+    await mustKubectl(["apply", "-f", "-"], JSON.stringify({ apiVersion: "v1", kind: "List", items: docs }));
 
     /** The calls since the apply that a rebuild must not make. */
     const calls = (): string[] =>
@@ -472,5 +515,61 @@ describe("kubectl keyward export, for a rebuild", () => {
       expect(isReady(obj), kind).toBe(true);
       if (id !== undefined) expect(obj?.status?.[id], `${kind} ${id}`).toBe(inA.get(kind)?.status?.[id]);
     }
+    // The later values are known as done, from the service's record: keyward's ledger starts there.
+    const rebuilt = ready[samples.findIndex((x) => x.kind === "SecretSync")];
+    expect(rebuilt?.status?.["lastHandledSyncRequest"]).toBe(later[SYNC_REQUESTED]);
+    expect(rebuilt?.status?.["lastHandledRemoveSecretsRequest"]).toBe(later[REMOVE_REQUESTED]);
+    await stopRebuilt();
+  }, 240_000);
+
+  it("--observe-only: a drill in another namespace reads the service, writes nothing, and deleting it deletes nothing", async () => {
+    const c = await createTestNamespace("export-drill");
+    env.onStop(async () => {
+      await releaseAll(c.name);
+      await c.cleanup();
+    });
+    await kc.makeApiClient(CoreV1Api).createNamespacedSecret({
+      namespace: c.name,
+      body: { metadata: { name: "default-token", labels: credentialsLabels }, stringData: { token: TOKEN } },
+    });
+    const keyward = await startKeyward(kc, { namespaces: [c.name], resyncIntervalMs: 2_000 });
+    env.onStop(() => keyward.stop());
+    const mark = Math.max(0, ...emulator.requests().map((r) => r.seq));
+    const docs = (loadAll(exportedObserveOnly) as Manifest[])
+      .filter((d) => d.metadata.namespace === a)
+      .map((d) => ({ ...d, metadata: { ...d.metadata, namespace: c.name } }));
+    expect(docs.map(ref)).toEqual(expect.arrayContaining(["Project/payments", `SecretSync/${SYNC}`]));
+    for (const d of docs) {
+      if (d.kind !== "ProviderConfig" && d.kind !== "CertificateProfile") {
+        expect((d.spec as Record<string, unknown>)["managementPolicy"], ref(d)).toBe("ObserveOnly");
+      }
+    }
+    await mustKubectl(["apply", "-f", "-"], JSON.stringify({ apiVersion: "v1", kind: "List", items: docs }));
+    const writes = (): string[] =>
+      emulator
+        .requests()
+        .filter((r) => r.seq > mark && !["GET", "HEAD"].includes(r.method) && r.operation !== "getMembershipDetails")
+        .map((r) => `${r.method} ${r.path} → ${r.status} (${r.operation})`);
+
+    // The drill sees production's objects: the Project and the SecretSync found by their ids.
+    for (const [plural, name, id] of [
+      ["projects", "payments", "projectId"],
+      ["secretsyncs", SYNC, "syncId"],
+    ] as const) {
+      const obj = await waitForObject(kc, c.name, plural, name, {
+        until: isReady,
+        timeoutMs: 90_000,
+        description: `${plural} ${c.name}/${name} Ready`,
+      });
+      expect(obj.status?.[id]).toBe(inA.get(plural === "projects" ? "Project" : "SecretSync")?.status?.[id]);
+      expect(obj.metadata.finalizers ?? [], `${plural}/${name}`).toEqual([]);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 5_000));
+    expect(writes()).toEqual([]);
+
+    // The drill ends: its namespace's resources go, production's objects stay.
+    await mustKubectl(["delete", PLURALS.join(","), "--all", "-n", c.name, "--wait=true", "--timeout=60s"]);
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    expect(writes()).toEqual([]);
   }, 240_000);
 });

@@ -15,7 +15,11 @@ interface ApiResource {
 }
 const plugin = createRequire(import.meta.url)("../../../bin/kubectl-keyward.cjs") as {
   toYaml(value: unknown): string;
-  manifestOf(obj: object, res: ApiResource): Record<string, unknown> & { metadata: Record<string, unknown> };
+  manifestOf(
+    obj: object,
+    res: ApiResource,
+    opts?: { observeOnly?: boolean },
+  ): Record<string, unknown> & { metadata: Record<string, unknown> };
 };
 
 /** Strings YAML readers are known to take for something else, or to trip over. */
@@ -167,7 +171,7 @@ function served(kind: string, metadata: Record<string, unknown>, status: Record<
 }
 
 describe("the export's manifest of an object", () => {
-  it("keeps the user's metadata and spec, pins from status when the annotations are absent, and drops the rest", () => {
+  it("keeps the user's metadata and spec, pins the id from status when the annotation is absent, and drops the rest", () => {
     const obj = served(
       "SecretSync",
       {
@@ -178,6 +182,8 @@ describe("the export's manifest of an object", () => {
           "keyward.dev/create-pending": "x",
           "keyward.dev/create-succeeded": "x",
           "keyward.dev/pending-action": '{"action":"sync","value":"2026-02-02T00:00:00Z"}',
+          "handled.keyward.dev/sync-requested-at": "2026-02-02T00:00:00Z",
+          "handled.keyward.dev/recent": '{"sync":["0123456789abcdef"]}',
           "keyward.dev/sync-requested-at": "2026-02-02T00:00:00Z",
           "team.example.com/owner": "payments",
         },
@@ -196,9 +202,8 @@ describe("the export's manifest of an object", () => {
         name: "shop",
         namespace: "payments",
         labels: { app: "shop" },
+        // keyward's ledger of handled values is not Git's: it changes with every action.
         annotations: {
-          "handled.keyward.dev/remove-secrets-requested-at": "2026-01-15T00:00:00Z",
-          "handled.keyward.dev/sync-requested-at": "2026-02-02T00:00:00Z",
           "keyward.dev/external-id": "sync-1",
           "keyward.dev/sync-requested-at": "2026-02-02T00:00:00Z",
           "team.example.com/owner": "payments",
@@ -208,16 +213,31 @@ describe("the export's manifest of an object", () => {
     });
   });
 
-  it("takes a pin from status over its annotation, as keyward does", () => {
+  it("takes the id from status over its annotation, as keyward does; never a handled value", () => {
     const obj = served(
       "SecretSync",
       { annotations: { "keyward.dev/external-id": "from-annotation", "handled.keyward.dev/sync-requested-at": "a" } },
       { syncId: "from-status", lastHandledSyncRequest: "b" },
     );
-    expect(plugin.manifestOf(obj, secretSyncs).metadata["annotations"]).toEqual({
-      "handled.keyward.dev/sync-requested-at": "b",
-      "keyward.dev/external-id": "from-status",
+    expect(plugin.manifestOf(obj, secretSyncs).metadata["annotations"]).toEqual({ "keyward.dev/external-id": "from-status" });
+  });
+
+  it("observeOnly: spec.managementPolicy ObserveOnly on the kinds that have it, the spec otherwise kept", () => {
+    const sync = plugin.manifestOf(served("SecretSync", {}, { syncId: "s-1" }), secretSyncs, { observeOnly: true });
+    expect(sync["spec"]).toEqual({ projectRef: { name: "payments" }, managementPolicy: "ObserveOnly" });
+    const owned = {
+      ...served("Project", {}, { projectId: "p-1" }),
+      spec: { slug: "shop", managementPolicy: "Default", deletionPolicy: "Delete" },
+    };
+    expect(plugin.manifestOf(owned, projects, { observeOnly: true })["spec"]).toEqual({
+      slug: "shop",
+      managementPolicy: "ObserveOnly",
+      deletionPolicy: "Delete",
     });
+    // A ProviderConfig has no managementPolicy (it writes nothing at the service): left as it is.
+    const cpc = served("ClusterProviderConfig", { namespace: undefined }, {});
+    expect(plugin.manifestOf(cpc, clusterConfigs, { observeOnly: true })["spec"]).toEqual({ projectRef: { name: "payments" } });
+    expect(plugin.manifestOf(served("SecretSync", {}, {}), secretSyncs)["spec"]).toEqual({ projectRef: { name: "payments" } });
   });
 
   it("takes a pin from its annotation where status has none", () => {

@@ -2,7 +2,7 @@
 // value put back after another was handled (Argo CD's self-heal, an old manifest applied again)
 // is not run again.
 import { describe, expect, it } from "vitest";
-import { handledBefore, recordHandled, requestDigest } from "../../../src/resources/secretsync.ts";
+import { handledBefore, handledByRecord, recordHandled, requestDigest } from "../../../src/resources/secretsync.ts";
 import { RECENT_REQUESTS_KEPT } from "../../../src/resources/secretsync-schema.ts";
 
 describe("handled action values", () => {
@@ -52,5 +52,28 @@ describe("handled action values", () => {
     expect(recordHandled(edited, "sync", "x").recentRequests?.sync).toEqual([requestDigest("x")]);
     const long = { recentRequests: { sync: [...Array(20).keys()].map((i) => requestDigest(`v${i}`)).concat([7 as unknown as string]) } };
     expect(recordHandled(long, "sync", "new").recentRequests?.sync).toHaveLength(RECENT_REQUESTS_KEPT);
+  });
+});
+
+describe("a request value the ledger does not know, answered by the service's record (a rebuild from Git)", () => {
+  const record = { lastSyncedAt: "2026-03-01T10:00:05.000Z", lastRemovedAt: "2026-03-01T09:00:00Z" };
+
+  it("is done when the record shows a job of its action stamped at or after its time", () => {
+    expect(handledByRecord(record, "sync", "2026-03-01T10:00:00Z")).toBe("2026-03-01T10:00:05.000Z");
+    expect(handledByRecord(record, "sync", "2026-03-01T10:00:05.000Z")).toBe("2026-03-01T10:00:05.000Z");
+    // The same instant in another zone.
+    expect(handledByRecord(record, "sync", "2026-03-01T11:00:00+01:00")).toBe("2026-03-01T10:00:05.000Z");
+  });
+
+  it("is not done when the last job of its action is older, or there is none, or it is another action's", () => {
+    expect(handledByRecord(record, "sync", "2026-03-01T10:00:05.001Z")).toBeUndefined();
+    expect(handledByRecord(record, "remove", "2026-03-01T10:00:00Z")).toBeUndefined();
+    expect(handledByRecord({}, "sync", "2020-01-01T00:00:00Z")).toBeUndefined();
+  });
+
+  it("answers only for a time with its zone: any other value cannot be placed against the record", () => {
+    for (const value of ["r1", "2026-03-01", "2026-03-01T10:00:00", "1", "2026-03-01T10:00:00Z-1", "2026-13-45T99:99:99Z"]) {
+      expect(handledByRecord(record, "sync", value), value).toBeUndefined();
+    }
   });
 });
