@@ -42,6 +42,7 @@ async function run(config: Config, log: Logger): Promise<void> {
   // With sharding nothing is sent unless this replica holds its shard Lease (docs/sharding.md).
   const fence = { holds: (): boolean => false };
   const operator: Operator = createOperator({
+    holderNamespace: leaseNamespace,
     ...(config.sharding ? { shard: { identity, holds: () => fence.holds() } } : {}),
     kc,
     log,

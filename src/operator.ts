@@ -20,6 +20,7 @@ import {
   type ManagedModule,
 } from "./engine/managed.ts";
 import { createInformerFactory, type InformerFactory, type SharedInformer } from "./kube/informer.ts";
+import { EXTERNAL_ID_LABEL, holderLocks, type HolderLocks } from "./engine/holder.ts";
 import { claimIndex, claimMetadata, claimWakeWatch, createClaimWaits, type ClaimIndex, type ClaimWaits } from "./engine/claims.ts";
 import { createMetrics, type Metrics } from "./engine/metrics.ts";
 import type { KubeObject, ReconcileFn } from "./engine/types.ts";
@@ -58,6 +59,11 @@ export interface OperatorOptions {
    * goes only where its Secret's keyward.dev/allowed-base-urls annotation says; `["*"]`: anywhere.
    */
   allowedBaseUrls?: readonly string[];
+  /**
+   * Where the claim rule's locks live (src/engine/holder.ts): keyward's own namespace, as its
+   * Leases. Default "default" (an operator started in a test or a bench).
+   */
+  holderNamespace?: string;
   /** The namespaces whose AccessTokens are served (--access-token-namespaces); empty or absent: every watched namespace. */
   accessTokenNamespaces?: readonly string[];
   /** The largest service response body read (--max-response-bytes); default the client's 16 MiB. */
@@ -124,7 +130,8 @@ export function createOperator(opts: OperatorOptions): Operator {
   // Sharding: a pass acts only on an object whose shard label, as the pass read it, names this replica.
   const identity = opts.shard?.identity;
   const owns = identity === undefined ? undefined : (obj: KubeObject): boolean => inShare(obj.metadata, identity);
-  const managed = managedFactory({ kube, events, log, metrics, informers, claims, owns });
+  const locks = holderLocks(direct, opts.holderNamespace ?? "default", opts.namespaces);
+  const managed = managedFactory({ kube, events, log, metrics, informers, claims, owns, locks });
   const deps: KindDeps = {
     kube,
     events,
@@ -235,6 +242,7 @@ function managedFactory(d: {
   informers: InformerFactory;
   claims: ClaimViews | undefined;
   owns: ((obj: KubeObject) => boolean) | undefined;
+  locks: HolderLocks;
 }): ManagedFactory {
   return (module, peers) => {
     const claimed = module.guardCreate ? d.claims?.of(module.ref) : undefined;
@@ -247,6 +255,7 @@ function managedFactory(d: {
       ...(peers ? { peers } : {}),
       ...(d.owns ? { owns: d.owns } : {}),
       ...(claimed ? { claims: claimed } : {}),
+      ...(module.guardCreate ? { locks: d.locks } : {}),
     });
   };
 }
@@ -288,6 +297,7 @@ function controllerOptions(
       // The annotations the kind says keyward writes on its own objects.
       ...(kind.metadata ?? []).filter((m) => m.what === "annotation" && m.by === "keyward" && m.on === undefined).map((m) => m.key),
     ],
+    ownLabels: [EXTERNAL_ID_LABEL],
     watches: [...(parts.watches ?? []), ...derivedWatches(kind, d.clusterServed), ...(d.claims?.watches(kind.ref) ?? [])],
     ...(opts.stopGraceMs !== undefined ? { stopGraceMs: opts.stopGraceMs } : {}),
     ...(opts.shard ? { shard: controllerShard(opts.shard, d.leadership, d.kube, kind.ref) } : {}),

@@ -60,6 +60,8 @@ export interface ControllerOptions {
   informers?: InformerFactory;
   /** Annotations only keyward writes: a change to them alone is keyward's own write, never a reason to reconcile. */
   ownAnnotations?: readonly string[];
+  /** Labels only keyward writes (the claim rule's announcement): likewise never a reason to reconcile. */
+  ownLabels?: readonly string[];
   /** Per-key backoff for retryable outcomes. Default 1 s doubling to 5 min, equal jitter. */
   retryBackoff?: BackoffPolicy;
   /** Backoff for restarting a broken list/watch. */
@@ -364,18 +366,24 @@ function scheduleResync(intervalMs: number, informer: SharedInformer, queue: Wor
 
 /**
  * Whether an update is keyward's own write and nothing else: status (keyward's status writes),
- * finalizers, and the annotations only keyward writes (its create marks). None of these
+ * finalizers, and the annotations and labels only keyward writes (its create marks, the claim
+ * rule's announcement). None of these
  * asks for a reconcile — the pass that wrote them already acted — and letting them enqueue would
  * make every failing pass wake itself at once and defeat its backoff. What does enqueue: a new
  * generation (spec), deletion, labels, and any other annotation (the user's requests, pause).
  */
-export function onlyOwnChanges(old: KubeObject, obj: KubeObject, ownAnnotations: readonly string[] = []): boolean {
+export function onlyOwnChanges(
+  old: KubeObject,
+  obj: KubeObject,
+  ownAnnotations: readonly string[] = [],
+  ownLabels: readonly string[] = [],
+): boolean {
   const a = old.metadata;
   const b = obj.metadata;
   return (
     a.generation === b.generation &&
     a.deletionTimestamp === b.deletionTimestamp &&
-    sameRecord(a.labels, b.labels) &&
+    sameRecord(a.labels, b.labels, ownLabels) &&
     sameRecord(a.annotations, b.annotations, ownAnnotations)
   );
 }
@@ -410,7 +418,7 @@ function subscribeInformers(
   const primary = factory.get(opts.kind);
   const unsubscribe = [
     primary.subscribe((type, obj, old) => {
-      if (type === "update" && old && onlyOwnChanges(old, obj, opts.ownAnnotations)) return;
+      if (type === "update" && old && onlyOwnChanges(old, obj, opts.ownAnnotations, opts.ownLabels)) return;
       queue.add(keyString(obj.metadata));
     }),
   ];

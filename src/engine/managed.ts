@@ -19,6 +19,24 @@ import { createWrittenObjects, type WrittenObjects } from "./written.ts";
 import { createSpecCache, type SpecCache } from "./spec-cache.ts";
 import { kindGauge, type Metrics } from "./metrics.ts";
 import {
+  ANNOTATION_EXTERNAL_ID,
+  announces,
+  claimHolder,
+  EXTERNAL_ID_LABEL,
+  externalIdHolder,
+  idDigest,
+  type HolderLocks,
+} from "./holder.ts";
+import {
+  ANNOTATION_CREATE_STARTED,
+  LEGACY_CREATE_PENDING,
+  LEGACY_CREATE_SUCCEEDED,
+  createStartedMark,
+  createState,
+  duplicateAnswer,
+  markAfterFailure,
+} from "./create-rule.ts";
+import {
   done,
   gone,
   requeueAfter,
@@ -33,23 +51,16 @@ import {
 
 export const FINALIZER = "keyward.dev/finalizer";
 export const ANNOTATION_PAUSED = "keyward.dev/paused";
-/**
- * When keyward started a create whose id the service assigns. The create is confirmed by the id
- * in status (the guard's idField), written by the same status write that reports Ready, so a
- * create costs no write of its own after the call; the mark stays as a record of when.
- */
-export const ANNOTATION_CREATE_STARTED = "keyward.dev/create-started";
-/** The marks of keywards before create-started (a pending mark removed again once the create succeeded); still honoured. */
-export const LEGACY_CREATE_PENDING = "keyward.dev/create-pending";
-export const LEGACY_CREATE_SUCCEEDED = "keyward.dev/create-succeeded";
-/** Every annotation of the create guard: keyward's own writes, never a reason to reconcile. */
-export const CREATE_GUARD_ANNOTATIONS = [ANNOTATION_CREATE_STARTED, LEGACY_CREATE_PENDING, LEGACY_CREATE_SUCCEEDED] as const;
-/**
- * Which external object a resource is (crossplane's external-name): the id of a kind whose id the
- * service assigns, kept in metadata because backups, `kubectl get -o yaml` and exports keep
- * metadata and drop status. Mirrored from status by keyward; read back when status lacks it.
- */
-export const ANNOTATION_EXTERNAL_ID = "keyward.dev/external-id";
+// The create rule's marks, re-exported for the kinds and tools that name them.
+export {
+  ANNOTATION_CREATE_STARTED,
+  CREATE_GUARD_ANNOTATIONS,
+  LEGACY_CREATE_PENDING,
+  LEGACY_CREATE_SUCCEEDED,
+  createStartedMark,
+  createUnconfirmed,
+} from "./create-rule.ts";
+export { ANNOTATION_EXTERNAL_ID, claimHolder, externalIdHolder } from "./holder.ts";
 /** The prefix of the annotations recording the last value of each action annotation keyward handled. */
 export const HANDLED_PREFIX = "handled.keyward.dev/";
 
@@ -162,57 +173,6 @@ export function durableAnnotations(fields: DurableFields, status: Readonly<Recor
 }
 
 /**
- * Who may act on an external id read from metadata alone: the resource holding it in status (it
- * has acted on it on this cluster), else the oldest resource naming it (creation time, then UID).
- * Returns the holder when it is not `self`. A copy of an exported manifest, or an id written by
- * hand, never takes an external object from the resource that manages it.
- */
-export function externalIdHolder(self: KubeObject, candidates: readonly KubeObject[], idField: string, id: string): KubeObject | undefined {
-  const holds = (o: KubeObject): "status" | "metadata" | undefined => {
-    if (o.status?.[idField] === id) return "status";
-    return o.metadata.annotations?.[ANNOTATION_EXTERNAL_ID] === id ? "metadata" : undefined;
-  };
-  const rivals = candidates.filter((o) => o.metadata.uid !== self.metadata.uid && holds(o) !== undefined);
-  const confirmed = rivals.find((o) => holds(o) === "status");
-  if (confirmed) return confirmed;
-  const order = (o: KubeObject): string => `${o.metadata.creationTimestamp ?? ""} ${o.metadata.uid ?? ""}`;
-  const oldest = [self, ...rivals].sort((a, b) => (order(a) < order(b) ? -1 : order(a) > order(b) ? 1 : 0))[0];
-  return oldest === self ? undefined : oldest;
-}
-
-/**
- * externalIdHolder over this replica's objects (`own`, whole) and, with sharding, every replica's
- * objects that name the id (`everywhere`, metadata only: claims.ts). An object in both counts as
- * its whole copy. One found in metadata only is a rival by its keyward.dev/external-id annotation
- * alone: its status is not in metadata. keyward writes the annotation before the status that
- * holds the id, so a resource holding the id has it, but for one last written by a keyward older
- * than the annotation (not seen). Each such rival — few: only those naming this id — is read
- * whole (`read`) before it counts, so the rule is judged on it exactly as on a cached one: its
- * status first, `counts` (not ObserveOnly: keyward gives an ObserveOnly resource the annotation
- * too, once it has observed the object), gone or replaced (another UID) left out.
- */
-export async function claimHolder(
-  self: KubeObject,
-  own: readonly KubeObject[],
-  everywhere: readonly KubeObject[],
-  claim: { idField: string; id: string },
-  opts: { counts: (o: KubeObject) => boolean; read: (o: KubeObject) => Promise<KubeObject | undefined> },
-): Promise<KubeObject | undefined> {
-  const naming = everywhere.filter(
-    (o) =>
-      o.metadata.annotations?.[ANNOTATION_EXTERNAL_ID] === claim.id &&
-      o.metadata.uid !== self.metadata.uid &&
-      !own.some((c) => c.metadata.uid === o.metadata.uid),
-  );
-  const read: KubeObject[] = [];
-  for (const o of naming) {
-    const whole = await opts.read(o);
-    if (whole && whole.metadata.uid === o.metadata.uid && opts.counts(whole)) read.push(whole);
-  }
-  return externalIdHolder(self, [...own.filter(opts.counts), ...read], claim.idField, claim.id);
-}
-
-/**
  * The error a kind throws when the external object an id from metadata names is not this
  * resource's (another slug, name or project): terminal, nothing is changed at the service.
  */
@@ -225,24 +185,18 @@ export function externalIdMismatch(id: string, what: string): ReconcileError {
 }
 
 /**
- * The create-started mark's value: when, and the UID of the object it was written on. A copy of
- * the object (a manifest exported and applied again, a restore) carries the mark with another UID
- * and no status: that copy never created anything, so its mark does not count.
+ * The service answered a create with "already exists" (the natural key `what` is taken). A pass
+ * that began with a create pending may have met its own earlier attempt, committed late: the next
+ * pass looks it up again and holds it if the claim rule lets it (create-rule.ts duplicateAnswer).
+ * Otherwise undefined: the object is another's, and the kind answers by its creation policy.
  */
-export function createStartedMark(at: Date, uid: string | undefined): string {
-  return `${at.toISOString()} ${uid ?? ""}`.trimEnd();
-}
-
-/**
- * A create was started and not confirmed: this object's create-started mark (or an earlier
- * keyward's pending mark), no earlier keyward's succeeded mark, and no id in status. A pass then
- * finds the external object by its natural key.
- */
-export function createUnconfirmed(annotations: Readonly<Record<string, string>>, id: unknown, uid: string | undefined): boolean {
-  const mark = annotations[ANNOTATION_CREATE_STARTED];
-  const ours = mark !== undefined && uid !== undefined && mark.split(" ")[1] === uid;
-  const started = ours || annotations[LEGACY_CREATE_PENDING] !== undefined;
-  return started && annotations[LEGACY_CREATE_SUCCEEDED] === undefined && (id === undefined || id === null || id === "");
+export function duplicateWhilePending(c: { createPending: boolean }, what: string, cause: unknown): ReconcileError | undefined {
+  if (duplicateAnswer(c.createPending ? "Started" : "NotStarted") !== "look-again") return undefined;
+  return new ReconcileError(
+    "CreatePending",
+    `${what} already exists at the service: it may be this resource's own earlier create, committed late; keyward looks it up again`,
+    { retryable: true, retryAfterMs: 1_000, cause },
+  );
 }
 
 export interface Readiness {
@@ -427,6 +381,8 @@ export interface ManagedDeps {
   cache?: SharedInformer;
   /** For keyward_resource_ready{kind,namespace,name}. */
   metrics?: Metrics;
+  /** The claim rule's locks (holder.ts): absent, a claim is judged on the caches alone. */
+  locks?: HolderLocks;
   /**
    * Sharding: whether this replica may act on the object as the pass read it (shard-plan.ts
    * inShare). One that is not is let go as if gone: no call, no write. Absent: every object.
@@ -537,6 +493,8 @@ class Run<Spec, Status, Conn, External> {
   private unconfirmedId: string | undefined;
   /** Another resource holds the external id this pass found (ExternalIdClaimed). */
   heldBack = false;
+  /** The id whose lock this resource holds, as this pass found (holder.ts). */
+  private lockedId: string | undefined;
 
   constructor(
     module: ManagedModule<Spec, Status, Conn, External>,
@@ -613,25 +571,82 @@ class Run<Spec, Status, Conn, External> {
   }
 
   /**
-   * Observe found an external object this resource does not hold yet (adopted by its slug or
-   * name, spec.syncId): another resource of the kind that holds it keeps it (the claim rule of
-   * externalIdHolder), across namespaces sharing a credential. An id from metadata was checked
-   * before observe; a create's own answer never comes here.
+   * Observe found an external object (its id in the observation). Held already — this resource's
+   * status records the id, earned by its own create or a claim — it goes on. Otherwise (adopted by
+   * its slug or name, spec.syncId, an id from metadata, a pending create found by its natural key)
+   * it becomes this resource's only by the claim rule (holder.ts): no other resource of the kind
+   * records it, and this one takes its lock. Returns the holder when it is another resource.
+   * A create's own answer never comes here: its id is new.
    */
-  private async rivalHolder(obs: Observation<Status, External>, spec: Spec): Promise<KubeObject | undefined> {
+  private async claim(obs: Observation<Status, External>, spec: Spec): Promise<ObjectKey | undefined> {
     const guard = this.module.guardCreate;
-    if (this.observesOnly(spec)) return undefined;
-    const id = obs.exists && guard ? obs.status[guard.idField] : undefined;
-    if (!guard || typeof id !== "string" || id === "" || id === this.unconfirmedId) return undefined;
+    if (!guard || this.observesOnly(spec)) return undefined;
+    const id = obs.exists ? obs.status[guard.idField] : undefined;
+    if (typeof id !== "string" || id === "") return undefined;
     if ((this.obj.status as Record<string, unknown> | undefined)?.[guard.idField] === id) return undefined;
-    return this.holderOf(guard.idField, id);
+    const recorded = await this.holderOf(guard.idField, id);
+    if (recorded) return keyOf(recorded);
+    const locks = this.deps.locks;
+    if (!locks) return undefined;
+    const lock = await locks.acquire(this.module.ref, id, this.obj as KubeObject);
+    if (!lock.held) return this.heldBy(lock.holder);
+    this.lockedId = id;
+    // A creator that announced the id before the lock was taken holds it (holder.ts): read fresh
+    // from the apiserver, not from a cache that may lag its announcement. The lock goes back.
+    const announced = await this.announcedElsewhere(locks, guard.idField, id);
+    if (!announced) return undefined;
+    await locks.release(this.module.ref, id, this.obj as KubeObject);
+    this.lockedId = undefined;
+    return this.heldBy(announced);
+  }
+
+  /** Another resource of the kind announcing `id` now (holder.ts announces), as the apiserver has them. */
+  private async announcedElsewhere(locks: HolderLocks, idField: string, id: string): Promise<ObjectKey | undefined> {
+    const now = this.now().getTime();
+    const other = (await locks.labelled(this.module.ref, id)).find(
+      (o) =>
+        o.metadata.uid !== this.obj.metadata.uid &&
+        o.metadata.annotations?.[ANNOTATION_PAUSED] !== "true" &&
+        !this.observesOnly(o.spec as Spec) &&
+        announces(o, idField, id, now),
+    );
+    return other ? keyOf(other) : undefined;
   }
 
   /**
-   * Who holds `id` among the other resources of the kind (externalIdHolder): this replica's
-   * (peers, else the cache) and, with sharding, the other replicas' (claimHolder). An ObserveOnly
-   * one only reads, so it neither holds an id against a resource that manages it nor is held back
-   * by one. A holder found is waited for: its change wakes this object (claims.ts).
+   * A creator's half of the claim rule (holder.ts): its new id announced (the metadata its status
+   * write would record first anyway), then the lock read. An adopter that took the lock in the
+   * moment between the service's answer and the announcement holds the object: this resource
+   * records nothing of it and steps back, its create still pending (the next pass finds the object
+   * by its natural key and the claim rule keeps it with its holder).
+   */
+  private async announceCreated(id: unknown): Promise<ObjectKey | undefined> {
+    const guard = this.module.guardCreate;
+    const locks = this.deps.locks;
+    if (!guard || !locks || typeof id !== "string" || id === "") return undefined;
+    await this.patchMeta({
+      annotations: durableAnnotations(this.deps.durable, this.kindStatus),
+      labels: { [EXTERNAL_ID_LABEL]: idDigest(id) },
+    });
+    const lock = await locks.state(this.module.ref, id, this.obj as KubeObject);
+    if (lock.state !== "HeldBy") return undefined;
+    await this.patchMeta({ annotations: { [ANNOTATION_EXTERNAL_ID]: null }, labels: { [EXTERNAL_ID_LABEL]: null } });
+    this.mergeStatus({ [guard.idField]: null } as StatusPatch<Status>);
+    return this.heldBy(lock.holder);
+  }
+
+  /** `holder` holds what this resource names: its change wakes this one (claims.ts). */
+  private heldBy(holder: ObjectKey): ObjectKey {
+    this.heldBack = true;
+    this.deps.claims?.wait(this.key, holder);
+    return holder;
+  }
+
+  /**
+   * Who holds `id` by its status record among the other resources of the kind (externalIdHolder):
+   * this replica's (peers, else the cache) and, with sharding, the other replicas' (claimHolder).
+   * An ObserveOnly one only reads, so it neither holds an id against a resource that manages it nor
+   * is held back by one. A holder found is waited for: its change wakes this object (claims.ts).
    */
   private async holderOf(idField: string, id: string): Promise<KubeObject | undefined> {
     const own = this.deps.peers?.() ?? this.deps.cache?.list() ?? [];
@@ -647,10 +662,7 @@ class Run<Spec, Status, Conn, External> {
           { counts, read: (o) => getObject(this.deps.kube, this.module.ref, keyOf(o)) },
         )
       : externalIdHolder(self, own.filter(counts), idField, id);
-    if (holder) {
-      this.heldBack = true;
-      claims?.wait(this.key, keyOf(holder));
-    }
+    if (holder) this.heldBy(keyOf(holder));
     return holder;
   }
 
@@ -658,11 +670,16 @@ class Run<Spec, Status, Conn, External> {
     return spec !== undefined && (this.module.observeOnly?.(spec) ?? false);
   }
 
-  /** Another resource of the kind holding the external id this object read from metadata (see externalIdHolder). */
-  private async externalIdHolder(): Promise<KubeObject | undefined> {
+  /**
+   * Another resource of the kind recording the external id this object read from metadata: checked
+   * before observe, so no call is made for an id another holds (the lock comes after observe has
+   * confirmed the id with this resource's own credential: see claim).
+   */
+  private async externalIdHolder(): Promise<ObjectKey | undefined> {
     const guard = this.module.guardCreate;
     if (this.unconfirmedId === undefined || !guard) return undefined;
-    return this.holderOf(guard.idField, this.unconfirmedId);
+    const holder = await this.holderOf(guard.idField, this.unconfirmedId);
+    return holder ? keyOf(holder) : undefined;
   }
 
   /** After observe: it found the object the id from metadata names as this resource's (it checked the natural key), or the id goes. */
@@ -709,7 +726,7 @@ class Run<Spec, Status, Conn, External> {
       },
       createPending:
         this.module.guardCreate !== false &&
-        createUnconfirmed(annotations, this.kindStatus[this.module.guardCreate.idField], this.obj.metadata.uid),
+        createState(annotations, this.kindStatus[this.module.guardCreate.idField], this.obj.metadata.uid) === "Started",
       idFromMetadata: this.idFromMetadata,
       observeOnly: this.module.observeOnly?.(spec) ?? false,
       event: (type, reason, message) => this.deps.events.record(this.obj, type, reason, message),
@@ -729,7 +746,7 @@ class Run<Spec, Status, Conn, External> {
     if (!needsFinalizer && hasFinalizer) await this.patchMeta({ finalizers: { remove: FINALIZER } });
     const c = await this.context(spec);
     const observed = await this.module.observe(c);
-    const rival = await this.rivalHolder(observed, spec);
+    const rival = await this.claim(observed, spec);
     if (rival) {
       this.forgetUnconfirmedId();
       return this.fail(claimedBy(rival, this.module.ref.kind));
@@ -807,6 +824,7 @@ class Run<Spec, Status, Conn, External> {
               // An id of an external object that is gone: the create about to run replaces it.
               [ANNOTATION_EXTERNAL_ID]: null,
             },
+            labels: { [EXTERNAL_ID_LABEL]: null },
           }
         : {}),
       ...(addFinalizer ? { finalizers: { add: FINALIZER } } : {}),
@@ -822,12 +840,18 @@ class Run<Spec, Status, Conn, External> {
     try {
       created = await create(c);
     } catch (err) {
-      // Refused (a 4xx, nothing sent): the outcome is known, so the mark goes. Keyward's own
-      // annotation change wakes nothing; the failure waits for a spec change or the resync.
-      if (guard && !mayHaveLanded(err)) await this.patchMeta({ annotations: { [ANNOTATION_CREATE_STARTED]: null } });
+      // The mark goes only once no attempt's outcome is unknown (create-rule.ts): this one refused
+      // and none before it. keyward's own annotation change wakes nothing; the failure waits for a
+      // spec change or the resync.
+      const began = c.createPending ? "Started" : "NotStarted";
+      if (guard && markAfterFailure(began, mayHaveLanded(err)) === "remove") {
+        await this.patchMeta({ annotations: { [ANNOTATION_CREATE_STARTED]: null } });
+      }
       throw err;
     }
     this.mergeStatus(created.status);
+    const adopted = guard ? await this.announceCreated(created.status[guard.idField]) : undefined;
+    if (adopted) return this.fail(claimedBy(adopted, this.module.ref.kind));
     this.actionEvent = true;
     // Its status write records the id, which confirms the create: no write of its own.
     const outcome = await this.reconcileExisting(derivedContext(c, { status: this.kindStatus, createPending: false }), {
@@ -848,9 +872,9 @@ class Run<Spec, Status, Conn, External> {
     }
     const c = await this.context(spec);
     const obs = await this.module.observe(c);
-    const rival = await this.rivalHolder(obs, spec);
+    const rival = (await this.claim(obs, spec)) ?? (await this.lockedByAnother(obs, spec));
     if (rival) {
-      // Never this resource's (it was adopted by another first): released without a call.
+      // Never this resource's (another holds it): released without a call.
       c.event("Warning", "ExternalIdClaimed", `${claimedBy(rival, this.module.ref.kind).message}; released without deleting it`);
       await this.patchMeta({ finalizers: { remove: FINALIZER } });
       return done();
@@ -868,8 +892,30 @@ class Run<Spec, Status, Conn, External> {
       await this.writeStatus({ ready: { type: "Ready", status: "False", reason: obs.vanished.reason, message: obs.vanished.message } });
       c.event("Warning", obs.vanished.reason, obs.vanished.message);
     }
+    await this.releaseLock();
     await this.patchMeta({ finalizers: { remove: FINALIZER } });
     return done();
+  }
+
+  /**
+   * Being deleted, a resource that records the id still deletes nothing while the id's lock names
+   * another live resource (two records left by a keyward before the lock): the lock decides. One
+   * read, on deletion only.
+   */
+  private async lockedByAnother(obs: Observation<Status, External>, spec: Spec): Promise<ObjectKey | undefined> {
+    const guard = this.module.guardCreate;
+    const id = guard && obs.exists ? obs.status[guard.idField] : undefined;
+    if (!guard || !this.deps.locks || this.lockedId !== undefined || typeof id !== "string" || id === "" || this.observesOnly(spec)) {
+      return undefined;
+    }
+    const lock = await this.deps.locks.state(this.module.ref, id, this.obj as KubeObject);
+    if (lock.state === "Held") this.lockedId = id;
+    return lock.state === "HeldBy" ? lock.holder : undefined;
+  }
+
+  /** The finalizer's last step: the id's lock, if this resource holds one, goes with it. */
+  private async releaseLock(): Promise<void> {
+    if (this.lockedId !== undefined) await this.deps.locks?.release(this.module.ref, this.lockedId, this.obj as KubeObject);
   }
 
   /**
@@ -923,7 +969,8 @@ class Run<Spec, Status, Conn, External> {
    */
   private async writeStatus(conditions: ConditionsToSet): Promise<void> {
     const annotations = durableAnnotations(this.deps.durable, this.kindStatus);
-    if (Object.keys(annotations).length > 0) await this.patchMeta({ annotations });
+    const labels = this.idLabel();
+    if (Object.keys(annotations).length > 0 || labels) await this.patchMeta({ annotations, ...(labels ? { labels } : {}) });
     this.obj = (await writeStatus({
       kube: this.deps.kube,
       ref: this.module.ref,
@@ -936,6 +983,13 @@ class Run<Spec, Status, Conn, External> {
       progress: this.progress,
       exact: this.exact,
     })) as KubeObject<unknown, Partial<Status>>;
+  }
+
+  /** The label announcing the guarded id status records (holder.ts), for the claim rule's fresh reads. */
+  private idLabel(): Record<string, string> | undefined {
+    const guard = this.module.guardCreate;
+    const id = guard ? this.kindStatus[guard.idField] : undefined;
+    return typeof id === "string" && id !== "" ? { [EXTERNAL_ID_LABEL]: idDigest(id) } : undefined;
   }
 
   /**
@@ -967,8 +1021,8 @@ class Run<Spec, Status, Conn, External> {
   }
 }
 
-function claimedBy(holder: KubeObject, kind: string): Classification {
-  const where = holder.metadata.namespace ? `${holder.metadata.namespace}/${holder.metadata.name}` : holder.metadata.name;
+function claimedBy(holder: ObjectKey, kind: string): Classification {
+  const where = holder.namespace ? `${holder.namespace}/${holder.name}` : holder.name;
   return {
     reason: "ExternalIdClaimed",
     message: `${ANNOTATION_EXTERNAL_ID} names an external object that ${kind} ${where} already manages; this resource changes nothing until the annotation is removed or that resource lets it go`,

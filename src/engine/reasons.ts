@@ -23,6 +23,10 @@ export const engineReasons = {
     means: "failed",
     doc: "keyward.dev/external-id names an external object another resource of the kind already manages; this one changes nothing.",
   },
+  CreatePending: {
+    means: "retrying",
+    doc: "A create's outcome is unknown and the service reports the object's natural key taken: keyward looks it up again and records it when it is this resource's own create, committed late.",
+  },
   InvalidSpec: { means: "failed", doc: "The spec fails keyward's schema; the message names the fields." },
   NotFound: { means: "failed", doc: "The external object does not exist and keyward may not create it." },
   BadRequest: { means: "failed", doc: "The service refused the request as malformed (400)." },

@@ -2,9 +2,10 @@
 // deleted only when deletionPolicy is Delete and the project is not delete-protected.
 import { createHash } from "node:crypto";
 import { z } from "zod";
-import { isServiceNotFound, type ApiClient, type Project, type UpdateProjectBody } from "../api/index.ts";
+import { isApiError, isServiceNotFound, type ApiClient, type Project, type UpdateProjectBody } from "../api/index.ts";
 import type { CrdSource } from "../engine/kind.ts";
 import {
+  duplicateWhilePending,
   externalIdMismatch,
   FINALIZER,
   ReconcileError,
@@ -235,13 +236,7 @@ async function findProject(listing: SharedListing<Project>, c: Ctx): Promise<{ p
   if (!bySlug) return undefined;
   if (c.createPending || c.status.projectId === bySlug.id) return { project: bySlug, adopted: false };
   const policy = c.spec.creationPolicy ?? "Create";
-  if (policy === "Create" && !c.observeOnly) {
-    throw new ReconcileError(
-      "AlreadyExists",
-      `a project with slug ${slug} already exists and was not created by this resource; set creationPolicy to Adopt or CreateOrAdopt to manage it`,
-      { retryable: false },
-    );
-  }
+  if (policy === "Create" && !c.observeOnly) throw alreadyExists(slug);
   return { project: bySlug, adopted: true };
 }
 
@@ -279,19 +274,56 @@ async function observe(listing: SharedListing<Project>, c: Ctx): Promise<Observa
 async function create(listing: SharedListing<Project>, c: Ctx): Promise<Observation<ProjectStatus, Project>> {
   listing.invalidate(listingScope(c));
   const s = c.spec;
-  const project = await c.conn.createProject({
-    projectName: s.name ?? c.obj.metadata.name,
-    slug: desiredSlug(s, c.obj.metadata),
-    ...(s.description !== undefined ? { projectDescription: s.description } : {}),
-    ...(s.kmsKeyId !== undefined ? { kmsKeyId: s.kmsKeyId } : {}),
-    ...(s.template !== undefined ? { template: s.template } : {}),
-    ...(s.type !== undefined ? { type: s.type } : {}),
-    ...(s.shouldCreateDefaultEnvs !== undefined ? { shouldCreateDefaultEnvs: s.shouldCreateDefaultEnvs } : {}),
-    ...(s.hasDeleteProtection !== undefined ? { hasDeleteProtection: s.hasDeleteProtection } : {}),
-  });
+  const slug = desiredSlug(s, c.obj.metadata);
+  let project: Project;
+  try {
+    project = await c.conn.createProject({
+      projectName: s.name ?? c.obj.metadata.name,
+      slug,
+      ...(s.description !== undefined ? { projectDescription: s.description } : {}),
+      ...(s.kmsKeyId !== undefined ? { kmsKeyId: s.kmsKeyId } : {}),
+      ...(s.template !== undefined ? { template: s.template } : {}),
+      ...(s.type !== undefined ? { type: s.type } : {}),
+      ...(s.shouldCreateDefaultEnvs !== undefined ? { shouldCreateDefaultEnvs: s.shouldCreateDefaultEnvs } : {}),
+      ...(s.hasDeleteProtection !== undefined ? { hasDeleteProtection: s.hasDeleteProtection } : {}),
+    });
+  } catch (err) {
+    throw await duplicateSlug(c, slug, err);
+  }
   // Settings only the update operation takes differ now: the engine updates them in this pass.
   return observed(c, project);
 }
+
+/**
+ * A refused create whose slug turns out taken (created between this pass's lookup and its call):
+ * an earlier attempt of this resource committed late, or another's project. The former is looked
+ * up again; the latter fails AlreadyExists under creationPolicy Create and is adopted by the next
+ * pass otherwise (through the claim rule). Any other refusal is the service's own error.
+ */
+async function duplicateSlug(c: Ctx, slug: string, err: unknown): Promise<unknown> {
+  if (!isApiError(err) || err.status !== 400) return err;
+  const taken = await c.conn.findProjectBySlug(slug).catch(() => undefined);
+  if (!taken) return err;
+  const again = duplicateWhilePending(c, `a project with slug ${slug}`, err);
+  if (again) return again;
+  if ((c.spec.creationPolicy ?? "Create") === "Create") return alreadyExists(slug);
+  return new ReconcileError(
+    "AlreadyExists",
+    `a project with slug ${slug} was created meanwhile by someone else; keyward adopts it on its next pass`,
+    {
+      retryable: true,
+      retryAfterMs: 1_000,
+      cause: err,
+    },
+  );
+}
+
+const alreadyExists = (slug: string): ReconcileError =>
+  new ReconcileError(
+    "AlreadyExists",
+    `a project with slug ${slug} already exists and was not created by this resource; set creationPolicy to Adopt or CreateOrAdopt to manage it`,
+    { retryable: false },
+  );
 
 function observed(c: Ctx, project: Project): Observation<ProjectStatus, Project> {
   const diff = Object.keys(projectDiff(c.spec, project));

@@ -54,6 +54,7 @@ import { requestedAt } from "../lib/request-time.ts";
 import { kindGauge, type Metrics } from "../engine/metrics.ts";
 import { statusEqual } from "../engine/conditions.ts";
 import {
+  duplicateWhilePending,
   externalIdMismatch,
   mayHaveLanded,
   ReconcileError,
@@ -508,8 +509,11 @@ async function createOrFind(c: Ctx, destination: Destination, name: string, proj
     const existing = await findByName(c, name, projectId);
     if (existing === "unsupported") throw alreadyExists(destination, name, projectId, false, err);
     if (!existing) throw err;
-    if (c.createPending) return existing;
-    throw alreadyExists(destination, name, projectId, true, err);
+    // Found by name, it is this resource's only through the next pass's lookup and the claim rule.
+    throw (
+      duplicateWhilePending(c, `a ${destination} sync named ${name} in project ${projectId}`, err) ??
+      alreadyExists(destination, name, projectId, true, err)
+    );
   }
 }
 

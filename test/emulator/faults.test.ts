@@ -62,6 +62,27 @@ describe("faults", () => {
     expect(delayedSettled).toBe(false);
   });
 
+  it("lands a request held before handling whose client gave up, when asked to", async () => {
+    emu.setFaults({ match: { method: "POST", pathPattern: "^/api/v2/workspace$" }, latencyMs: 300, landsWithoutClient: true });
+    const abort = new AbortController();
+    const gaveUp = fetch(`${emu.url}/api/v2/workspace`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify({ projectName: "late", slug: "late-lands" }),
+      signal: abort.signal,
+    });
+    gaveUp.catch(() => undefined);
+    await eventually(() => Promise.resolve(emu.heldRequests() > 0 ? true : undefined));
+    abort.abort();
+    const landed = await eventually(() => {
+      const logged = emu.requests().filter((r) => r.operation === "createProject");
+      return Promise.resolve(logged.length > 0 ? logged : undefined);
+    });
+    expect(landed.map((r) => [r.status, r.fault])).toEqual([[200, "client-gone"]]);
+    emu.setFaults({});
+    expect((await call(emu, "GET", "/api/v1/projects/slug/late-lands")).status).toBe(200);
+  });
+
   it("holds the answer after handling: the change is applied and logged while the client waits", async () => {
     emu.setFaults({ match: { method: "POST", pathPattern: "^/api/v2/workspace$" }, latencyMs: 60_000, latencyWhen: "after-handling" });
     const abort = new AbortController();

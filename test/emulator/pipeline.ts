@@ -54,9 +54,16 @@ export async function handleApiRequest(p: Pipeline, req: IncomingMessage, res: S
   };
 
   const latency = p.faults.latencyFor(incoming.method, incoming.path);
+  // Read before the hold: a fault set meanwhile (the next step of a test's schedule) does not
+  // change what this request was promised.
+  const landsWithoutClient = latency > 0 && p.faults.get().landsWithoutClient === true;
   if (latency > 0) await p.faults.hold(latency);
-  // The emulator may have closed (or the client gone) during the delay: nothing left to answer.
-  if (req.socket.destroyed) return;
+  // The emulator may have closed (or the client gone) during the delay: nothing left to answer,
+  // and nothing handled unless the fault says a held request lands anyway.
+  if (req.socket.destroyed) {
+    if (landsWithoutClient) log(answerRequest(p, incoming).status, "client-gone");
+    return;
+  }
   const decision = p.faults.decide(incoming.method, incoming.path);
   if (decision.kind === "drop" && decision.when === "before-handling") {
     log(0, "drop-before-handling");

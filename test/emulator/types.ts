@@ -65,7 +65,7 @@ export interface RecordedRequest {
   auth: "none" | "valid" | "invalid";
   reqId: string;
   /** Set when an injected fault shaped the answer (an extension of the contract). */
-  fault?: "error" | "rateLimit" | "drop-before-handling" | "drop-after-handling";
+  fault?: "error" | "rateLimit" | "drop-before-handling" | "drop-after-handling" | "client-gone";
 }
 
 export interface Faults {
@@ -76,6 +76,12 @@ export interface Faults {
    * a request that was already applied (and logged), as a slow network on the way back would.
    */
   latencyWhen?: "before-handling" | "after-handling";
+  /**
+   * A request held before handling is still handled (and logged) when its client gave up meanwhile,
+   * as a server that finishes what it received does: a create whose client timed out commits late.
+   * Default: a request whose client has gone is dropped unhandled.
+   */
+  landsWithoutClient?: boolean;
   errorRate?: number;
   errorStatus?: number;
   rateLimit?: { count: number; retryAfterSeconds: number };

@@ -5,6 +5,7 @@ export const faultsBody = z.object({
   match: z.object({ method: z.string().optional(), pathPattern: z.string().optional() }).optional(),
   latencyMs: z.number().min(0).optional(),
   latencyWhen: z.enum(["before-handling", "after-handling"]).optional(),
+  landsWithoutClient: z.boolean().optional(),
   errorRate: z.number().min(0).max(1).optional(),
   errorStatus: z.number().int().min(100).max(599).optional(),
   rateLimit: z.object({ count: z.number().int().min(0), retryAfterSeconds: z.number().min(0) }).optional(),

@@ -112,8 +112,10 @@ describe("default values", () => {
       "Deployment/keyward-system/kw-keyward",
       "Job/keyward-system/kw-keyward-uninstall",
       "NetworkPolicy/keyward-system/kw-keyward",
+      "Role/keyward-system/kw-keyward-holders",
       "Role/keyward-system/kw-keyward-leader-election",
       "Role/keyward-system/kw-keyward-uninstall",
+      "RoleBinding/keyward-system/kw-keyward-holders",
       "RoleBinding/keyward-system/kw-keyward-leader-election",
       "RoleBinding/keyward-system/kw-keyward-uninstall",
       "Service/keyward-system/kw-keyward-metrics",
@@ -128,6 +130,10 @@ describe("default values", () => {
     expect(binding.roleRef.name).toBe("kw-keyward");
     expect(binding.subjects).toEqual([{ kind: "ServiceAccount", name: "kw-keyward", namespace: "keyward-system" }]);
     expect(rulesOf(findDoc(defaults, "Role", "kw-keyward-leader-election"))).toEqual(leaseGrants("kw-keyward-leader"));
+    // The claim rule's locks: Leases named by a digest of an id, in the release namespace only.
+    expect(rulesOf(findDoc(defaults, "Role", "kw-keyward-holders"))).toEqual([
+      { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["get", "create", "update", "delete"] },
+    ]);
   });
 
   it("run keyward locked down: non-root, read-only root, no capabilities, RuntimeDefault seccomp, a /tmp emptyDir", () => {
@@ -210,12 +216,14 @@ describe("a namespaced install (watchNamespaces: [a, b])", () => {
       "Role/a/kw-keyward-secret-writer",
       "Role/b/kw-keyward",
       "Role/b/kw-keyward-secret-writer",
+      "Role/keyward-system/kw-keyward-holders",
       "Role/keyward-system/kw-keyward-leader-election",
       "Role/keyward-system/kw-keyward-uninstall",
       "RoleBinding/a/kw-keyward",
       "RoleBinding/a/kw-keyward-secret-writer",
       "RoleBinding/b/kw-keyward",
       "RoleBinding/b/kw-keyward-secret-writer",
+      "RoleBinding/keyward-system/kw-keyward-holders",
       "RoleBinding/keyward-system/kw-keyward-leader-election",
       "RoleBinding/keyward-system/kw-keyward-uninstall",
       "Service/keyward-system/kw-keyward-metrics",

@@ -251,7 +251,7 @@ describe("claimHolder", () => {
     expect(api.reads).toEqual([]);
   });
 
-  it("the oldest wins whether it is in the cache or elsewhere; self older than all holds it", async () => {
+  it("naming an id alone holds nothing; of those recording it, the oldest holds it, in the cache or elsewhere", async () => {
     const self = full("shop", "b", 2);
     const mine = full("mine", "b", 3, { annotation: "p-1" });
     const theirs = full("theirs", "a", 4, { annotation: "p-1" });
@@ -265,10 +265,22 @@ describe("claimHolder", () => {
         { counts, read: api.read },
       ),
     ).toBeUndefined();
-    const older = full("older", "c", 1, { annotation: "p-1" });
+    const recordingMine = full("mine", "b", 3, { annotation: "p-1", status: "p-1" });
+    const older = full("older", "c", 1, { annotation: "p-1", status: "p-1" });
     const api2 = apiserverOf([theirs, older]);
-    const view = [theirs, mine, older].map((o) => claimMetadata(o, projectKind));
-    expect((await claimHolder(self, [self, mine], view, claim, { counts, read: api2.read }))?.metadata.name).toBe("older");
+    const view = [theirs, recordingMine, older].map((o) => claimMetadata(o, projectKind));
+    expect((await claimHolder(self, [self, recordingMine], view, claim, { counts, read: api2.read }))?.metadata.name).toBe("older");
+    expect(
+      (
+        await claimHolder(
+          self,
+          [self, recordingMine],
+          [theirs].map((o) => claimMetadata(o, projectKind)),
+          claim,
+          { counts, read: api.read },
+        )
+      )?.metadata.name,
+    ).toBe("mine");
   });
 });
 

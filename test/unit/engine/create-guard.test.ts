@@ -6,6 +6,7 @@ import {
   LEGACY_CREATE_PENDING,
   LEGACY_CREATE_SUCCEEDED,
 } from "../../../src/engine/managed.ts";
+import { createState, duplicateAnswer, markAfterFailure } from "../../../src/engine/create-rule.ts";
 
 const at = "2026-11-25T12:00:00Z";
 const uid = "0b7e6f2a-1c3d-4e5f-8a9b-0c1d2e3f4a5b";
@@ -37,5 +38,27 @@ describe("createUnconfirmed", () => {
     expect(createUnconfirmed({ [LEGACY_CREATE_PENDING]: at, [LEGACY_CREATE_SUCCEEDED]: at }, undefined)).toBe(false);
     expect(createUnconfirmed({ [LEGACY_CREATE_SUCCEEDED]: at }, undefined)).toBe(false);
     expect(createUnconfirmed({ [LEGACY_CREATE_PENDING]: at }, "p-1")).toBe(false);
+  });
+});
+
+describe("the create rule's transitions", () => {
+  it("names the state from the mark, the id and the UID", () => {
+    expect(createState({}, undefined, uid)).toBe("NotStarted");
+    expect(createState({ [ANNOTATION_CREATE_STARTED]: mark }, undefined, uid)).toBe("Started");
+    expect(createState({ [ANNOTATION_CREATE_STARTED]: mark }, "p-1", uid)).toBe("Confirmed");
+    expect(createState({ [ANNOTATION_CREATE_STARTED]: createStartedMark(new Date(at), "another-uid") }, undefined, uid)).toBe("NotStarted");
+  });
+
+  it("drops the mark only when no attempt's outcome is unknown", () => {
+    expect(markAfterFailure("NotStarted", false)).toBe("remove");
+    expect(markAfterFailure("NotStarted", true)).toBe("keep");
+    // An earlier attempt may still commit: a refusal of this one settles nothing about it.
+    expect(markAfterFailure("Started", false)).toBe("keep");
+    expect(markAfterFailure("Started", true)).toBe("keep");
+  });
+
+  it("looks a duplicate answer up again only while an earlier attempt is pending", () => {
+    expect(duplicateAnswer("Started")).toBe("look-again");
+    expect(duplicateAnswer("NotStarted")).toBe("another's");
   });
 });

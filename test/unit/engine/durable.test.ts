@@ -82,11 +82,18 @@ describe("externalIdHolder", () => {
     expect(externalIdHolder(self, [self, holder], "syncId", "s-1")?.metadata.name).toBe("live");
   });
 
-  it("else to the oldest resource naming it, and to none when self is the only one", () => {
+  it("to none for an id named in metadata alone, however old the resource naming it", () => {
     const self = obj("b", "2026-01-02T00:00:00Z", { annotation: "s-1" });
     const older = obj("a", "2026-01-01T00:00:00Z", { annotation: "s-1" });
-    expect(externalIdHolder(self, [older, self], "syncId", "s-1")?.metadata.name).toBe("a");
+    expect(externalIdHolder(self, [older, self], "syncId", "s-1")).toBeUndefined();
     expect(externalIdHolder(older, [older, self], "syncId", "s-1")).toBeUndefined();
-    expect(externalIdHolder(self, [self, obj("c", "2020-01-01T00:00:00Z", { annotation: "s-2" })], "syncId", "s-1")).toBeUndefined();
+  });
+
+  it("to the oldest of several recording it, and to none recording another id", () => {
+    const self = obj("self", "2026-01-03T00:00:00Z");
+    const young = obj("young", "2026-01-02T00:00:00Z", { status: "s-1" });
+    const old = obj("old", "2026-01-01T00:00:00Z", { status: "s-1" });
+    expect(externalIdHolder(self, [young, self, old], "syncId", "s-1")?.metadata.name).toBe("old");
+    expect(externalIdHolder(self, [self, obj("c", "2020-01-01T00:00:00Z", { status: "s-2" })], "syncId", "s-1")).toBeUndefined();
   });
 });

@@ -20,6 +20,9 @@ describe("onlyOwnChanges", () => {
     expect(onlyOwnChanges(obj({}), obj({ annotations: { "keyward.dev/external-id": "p-1" } }), own)).toBe(true);
     expect(onlyOwnChanges(obj({ annotations: { "keyward.dev/external-id": "p-1" } }), obj({}), own)).toBe(true);
     expect(onlyOwnChanges(obj({ labels: { a: "1" } }), obj({ labels: { a: "1" } }), own)).toBe(true);
+    const digest = { "keyward.dev/external-id-digest": "0f" };
+    expect(onlyOwnChanges(obj({ labels: { a: "1" } }), obj({ labels: { a: "1", ...digest } }), own, Object.keys(digest))).toBe(true);
+    expect(onlyOwnChanges(obj({ labels: { a: "1" } }), obj({ labels: { a: "1", ...digest } }), own)).toBe(false);
   });
 
   it("is false for anything else: generation, deletion, labels, other annotations", () => {

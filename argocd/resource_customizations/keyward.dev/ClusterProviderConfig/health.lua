@@ -10,6 +10,7 @@ hs = {}
 local transient = {
   ApiserverTimeout = true,
   Conflict = true,
+  CreatePending = true,
   CredentialsNotFound = true,
   InUse = true,
   InternalError = true,

@@ -1,0 +1,76 @@
+// The create rule: one external object per resource, for a kind whose id the service assigns.
+// Its states, and the only transitions keyward makes between them:
+//
+//   NotStarted ──mark written──▶ Started ──id recorded──▶ Confirmed
+//        ▲                          │
+//        └── refused, and no ───────┘   (the mark goes only when every attempt's outcome is known)
+//            earlier attempt
+//
+// - NotStarted: no create-started mark of this object, no id. A pass looks the object up by its
+//   natural key (slug, name in project); found, it is someone's (adopted by policy, through the
+//   claim rule, holder.ts); absent, the pass writes the mark (on the version it read), then calls.
+// - Started: a mark of this object's own UID, no id: some attempt's outcome is unknown (a timeout,
+//   a lost answer, a crash). A pass looks the object up by its natural key; found, it is this
+//   resource's (still through the claim rule: a same-named object of another may be what it
+//   found); absent, it may call again — the service keeps natural keys unique, so a late commit of
+//   the earlier attempt and this one cannot both land.
+// - Confirmed: the id is recorded (status and keyward.dev/external-id). The mark stays as a record
+//   of when.
+//
+// A refused attempt (a 4xx, keyward's own rate limit, nothing sent) settles only its own outcome:
+// the mark goes when the pass began NotStarted, and stays when it began Started, since the earlier
+// attempt may still commit (a service that holds a request past keyward's timeout).
+
+/** When keyward started a create whose id the service assigns, and on which object (its UID). */
+export const ANNOTATION_CREATE_STARTED = "keyward.dev/create-started";
+/** The marks of keywards before create-started (a pending mark removed again once the create succeeded); still honoured. */
+export const LEGACY_CREATE_PENDING = "keyward.dev/create-pending";
+export const LEGACY_CREATE_SUCCEEDED = "keyward.dev/create-succeeded";
+/** Every annotation of the create guard: keyward's own writes, never a reason to reconcile. */
+export const CREATE_GUARD_ANNOTATIONS = [ANNOTATION_CREATE_STARTED, LEGACY_CREATE_PENDING, LEGACY_CREATE_SUCCEEDED] as const;
+
+export type CreateState = "NotStarted" | "Started" | "Confirmed";
+
+/**
+ * The create-started mark's value: when, and the UID of the object it was written on. A copy of
+ * the object (a manifest exported and applied again, a restore) carries the mark with another UID
+ * and no status: that copy never created anything, so its mark does not count.
+ */
+export function createStartedMark(at: Date, uid: string | undefined): string {
+  return `${at.toISOString()} ${uid ?? ""}`.trimEnd();
+}
+
+const hasId = (id: unknown): boolean => id !== undefined && id !== null && id !== "";
+
+/** The state of an object's create: its annotations, the id it records, its UID. */
+export function createState(annotations: Readonly<Record<string, string>>, id: unknown, uid: string | undefined): CreateState {
+  if (hasId(id)) return "Confirmed";
+  const mark = annotations[ANNOTATION_CREATE_STARTED];
+  const ours = mark !== undefined && uid !== undefined && mark.split(" ")[1] === uid;
+  const started = ours || annotations[LEGACY_CREATE_PENDING] !== undefined;
+  return started && annotations[LEGACY_CREATE_SUCCEEDED] === undefined ? "Started" : "NotStarted";
+}
+
+/** A create was started and not confirmed (Started): an object found by the natural key is this resource's. */
+export function createUnconfirmed(annotations: Readonly<Record<string, string>>, id: unknown, uid: string | undefined): boolean {
+  return createState(annotations, id, uid) === "Started";
+}
+
+/**
+ * What happens to the mark when an attempt fails. `began` is the state the pass started from;
+ * `mayHaveLanded` whether this attempt may have reached the service. The mark goes only when no
+ * attempt's outcome is unknown any more: this one was refused and there was no earlier one.
+ */
+export function markAfterFailure(began: CreateState, mayHaveLanded: boolean): "keep" | "remove" {
+  return began === "NotStarted" && !mayHaveLanded ? "remove" : "keep";
+}
+
+/**
+ * The service answered a create with "already exists" (its natural key is taken). Began Started,
+ * the object may be an earlier attempt's late commit: looked up again by the next pass, it is
+ * this resource's if the claim rule lets it hold it. Began NotStarted, this attempt's answer is
+ * known and the object is another's: adopted only as the creation policy allows.
+ */
+export function duplicateAnswer(began: CreateState): "look-again" | "another's" {
+  return began === "Started" ? "look-again" : "another's";
+}

@@ -1,0 +1,233 @@
+// The create rule and the claim rule against the real apiserver and the emulator, each in the
+// interleaving that once broke it (docs/architecture.md, "Create once, one holder"):
+// - a create whose outcome is unknown stays pending when its retry is refused, so the late commit
+//   is found as this resource's and deleted with it;
+// - two resources adopting one existing project at the same moment: exactly one holds it, and
+//   deleting the other deletes nothing;
+// - an id named in metadata alone (a paused resource that never confirmed it) holds nothing
+//   against a resource that can confirm it.
+// Counted from the emulator's call log, never from timing.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { KubeConfig } from "@kubernetes/client-node";
+import { GROUP, VERSION } from "../../src/engine/types.ts";
+import type { Emulator } from "../emulator/server.ts";
+import { loadDefaultSeed } from "../emulator/default-seed.ts";
+import { createTestNamespace, waitFor, type TestNamespace } from "../controlplane/testenv.ts";
+import {
+  condition,
+  createCustom,
+  dataPlatformSync,
+  deleteCustom,
+  getCustom,
+  installProvider,
+  isReady,
+  mergePatchCustom,
+  startKeyward,
+  startTestEnv,
+  waitForObject,
+  type TestEnv,
+} from "./support/keyward.ts";
+import type { KubeObject } from "../../src/engine/types.ts";
+
+const TOKEN = "kw-create-claim-token-5e81b2";
+const api = `${GROUP}/${VERSION}`;
+
+let env: TestEnv;
+let kc: KubeConfig;
+let emulator: Emulator;
+let a: TestNamespace;
+let b: TestNamespace;
+let c: TestNamespace;
+
+beforeAll(async () => {
+  env = await startTestEnv({ prefix: "rules-a", token: TOKEN, emulator: { seed: loadDefaultSeed(), jobDelayMs: 50 }, keyward: false });
+  ({ kc, emulator, ns: a } = env);
+  b = await createTestNamespace("rules-b");
+  env.onStop(() => b.cleanup());
+  c = await createTestNamespace("rules-c");
+  env.onStop(() => c.cleanup());
+  await installProvider(kc, b.name, emulator.url, TOKEN);
+  await installProvider(kc, c.name, emulator.url, TOKEN);
+  const keyward = await startKeyward(kc, { namespaces: [a.name, b.name, c.name], resyncIntervalMs: 2_000 });
+  env.onStop(() => keyward.stop());
+});
+
+afterAll(() => env.stop());
+
+const project = (name: string, spec: Record<string, unknown>, annotations?: Record<string, string>): object => ({
+  apiVersion: api,
+  kind: "Project",
+  metadata: { name, ...(annotations ? { annotations } : {}) },
+  spec,
+});
+
+const ops = (operation: string, since = 0) =>
+  emulator
+    .requests()
+    .slice(since)
+    .filter((r) => r.operation === operation);
+
+const gone = (ns: string, plural: string, name: string): Promise<true> =>
+  waitFor(async () => ((await getCustom(kc, ns, plural, name)) ? undefined : true), {
+    timeoutMs: 60_000,
+    description: `${ns}/${name} gone`,
+  });
+
+/** A project at the service made with the token, as another tool or a removed resource would leave it. */
+async function serviceProject(slug: string): Promise<string> {
+  const res = await fetch(`${emulator.url}/api/v2/workspace`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+    body: JSON.stringify({ projectName: slug, slug }),
+  });
+  expect(res.status).toBe(200);
+  return ((await res.json()) as { project: { id: string } }).project.id;
+}
+
+interface CreateCase {
+  plural: string;
+  create: string;
+  remove: string;
+  pathPattern: string;
+  idField: string;
+  object: (name: string) => object;
+  removePath: (id: string) => string;
+}
+
+const createCases: Record<string, CreateCase> = {
+  Project: {
+    plural: "projects",
+    create: "createProject",
+    remove: "deleteProject",
+    pathPattern: "^/api/v2/workspace$",
+    idField: "projectId",
+    object: (name) => project(name, { slug: "late-commit", deletionPolicy: "Delete" }),
+    removePath: (id) => `/api/v1/projects/${id}`,
+  },
+  SecretSync: {
+    plural: "secretsyncs",
+    create: "createSecretSync",
+    remove: "deleteSecretSync",
+    pathPattern: "^/api/v1/secret-syncs/data-platform$",
+    idField: "syncId",
+    object: (name) => dataPlatformSync(name, { name: "late-commit", deletionPolicy: "Delete" }),
+    removePath: (id) => `/api/v1/secret-syncs/data-platform/${id}`,
+  },
+};
+
+describe.each(Object.entries(createCases))("the create rule, %s", (kind, k) => {
+  it("keeps a create pending when its retry is refused, and finds the late commit as its own", async () => {
+    // One attempt times out (1 s) while the service holds it 6 s and then commits it; the retry,
+    // meanwhile, is refused with a 429. The first attempt's outcome is still unknown then.
+    await mergePatchCustom(kc, a.name, "providerconfigs", "default", { spec: { timeoutSeconds: 1 } });
+    const match = { method: "POST", pathPattern: k.pathPattern };
+    const since = emulator.requests().length;
+    const name = `late-${kind.toLowerCase()}`;
+    emulator.setFaults({ match, latencyMs: 6_000, landsWithoutClient: true });
+    try {
+      await createCustom(kc, a.name, k.plural, k.object(name));
+      await waitFor(() => Promise.resolve(emulator.heldRequests() > 0 ? true : undefined), {
+        timeoutMs: 30_000,
+        description: "the first create held",
+      });
+      emulator.setFaults({ match, rateLimit: { count: 1, retryAfterSeconds: 8 } });
+      await waitFor(() => Promise.resolve(ops(k.create, since).some((r) => r.status === 200) ? true : undefined), {
+        timeoutMs: 30_000,
+        description: "the first create committed",
+      });
+    } finally {
+      emulator.setFaults({});
+      await mergePatchCustom(kc, a.name, "providerconfigs", "default", { spec: { timeoutSeconds: 5 } });
+    }
+    const creates = ops(k.create, since);
+    // The interleaving happened: the refusal came before the held attempt's commit, which landed
+    // after its client had given up.
+    const refused = creates.findIndex((r) => r.status === 429);
+    const committed = creates.findIndex((r) => r.status === 200);
+    expect(refused).toBeGreaterThanOrEqual(0);
+    expect(refused).toBeLessThan(committed);
+    expect(creates[committed]?.fault).toBe("client-gone");
+
+    const ready = await waitForObject(kc, a.name, k.plural, name, {
+      until: (o) => isReady(o) || condition(o, "Synced")?.reason === "AlreadyExists",
+      timeoutMs: 60_000,
+      description: `${name} Ready (or AlreadyExists)`,
+    });
+    expect(condition(ready, "Synced")?.reason).not.toBe("AlreadyExists");
+    expect(isReady(ready)).toBe(true);
+    expect(ops(k.create, since).filter((r) => r.status === 200)).toHaveLength(1);
+
+    await deleteCustom(kc, a.name, k.plural, name);
+    await gone(a.name, k.plural, name);
+    expect(ops(k.remove, since).map((r) => r.path)).toEqual([k.removePath(String(ready.status?.[k.idField]))]);
+  });
+});
+
+describe("the claim rule", () => {
+  it("lets exactly one of two resources adopting one project at once hold it", async () => {
+    const rounds = 6;
+    for (let round = 0; round < rounds; round++) {
+      const slug = `twin-adopt-${round}`;
+      const id = await serviceProject(slug);
+      const since = emulator.requests().length;
+      const spec = { slug, creationPolicy: "CreateOrAdopt", deletionPolicy: "Delete", description: `round ${round}` };
+      await Promise.all([a, b].map((ns) => createCustom(kc, ns.name, "projects", project("twin", spec))));
+      const settled = await Promise.all(
+        [a, b].map((ns) =>
+          waitForObject(kc, ns.name, "projects", "twin", {
+            until: (o) => isReady(o) || condition(o, "Synced")?.reason === "ExternalIdClaimed",
+            timeoutMs: 60_000,
+            description: `${ns.name}/twin settled`,
+          }),
+        ),
+      );
+      const holders = settled.filter((o) => isReady(o));
+      expect(holders, `round ${round}: resources Ready on project ${id}`).toHaveLength(1);
+      const holder = holders[0] as KubeObject;
+      const other = settled.find((o) => o !== holder) as KubeObject;
+      expect(condition(other, "Synced")?.message).toContain(`${holder.metadata.namespace ?? ""}/twin`);
+
+      // The one that does not hold it goes first: nothing is deleted; then the holder deletes it once.
+      await deleteCustom(kc, other.metadata.namespace ?? "", "projects", "twin");
+      await gone(other.metadata.namespace ?? "", "projects", "twin");
+      expect(ops("deleteProject", since)).toHaveLength(0);
+      await deleteCustom(kc, holder.metadata.namespace ?? "", "projects", "twin");
+      await gone(holder.metadata.namespace ?? "", "projects", "twin");
+      expect(ops("deleteProject", since).map((r) => r.path)).toEqual([`/api/v1/projects/${id}`]);
+    }
+  });
+
+  it("counts no id named in metadata alone: a paused resource's annotation blocks no one", async () => {
+    await createCustom(kc, a.name, "projects", project("victim", { slug: "victim-proj" }));
+    const victim = await waitForObject(kc, a.name, "projects", "victim", {
+      until: isReady,
+      timeoutMs: 60_000,
+      description: "victim Ready",
+    });
+    const id = String(victim.status?.["projectId"]);
+    // Another tenant names the victim's id on a paused resource: it never confirms anything.
+    await createCustom(
+      kc,
+      b.name,
+      "projects",
+      project("ghost", { slug: "ghost-proj" }, { "keyward.dev/external-id": id, "keyward.dev/paused": "true" }),
+    );
+    await waitForObject(kc, b.name, "projects", "ghost", {
+      until: (o) => condition(o, "Synced")?.reason === "ReconcilePaused",
+      timeoutMs: 60_000,
+      description: "ghost paused",
+    });
+    // The victim is released (Retain) and restored elsewhere from its export: the restored copy,
+    // younger than the ghost, confirms the id (same slug) and holds it.
+    await deleteCustom(kc, a.name, "projects", "victim");
+    await gone(a.name, "projects", "victim");
+    await createCustom(kc, c.name, "projects", project("victim", { slug: "victim-proj" }, { "keyward.dev/external-id": id }));
+    const restored = await waitForObject(kc, c.name, "projects", "victim", {
+      until: (o) => isReady(o) || condition(o, "Synced")?.reason === "ExternalIdClaimed",
+      timeoutMs: 60_000,
+      description: "restored victim settled",
+    });
+    expect(condition(restored, "Synced")?.reason).not.toBe("ExternalIdClaimed");
+    expect(restored.status?.["projectId"]).toBe(id);
+  });
+});
