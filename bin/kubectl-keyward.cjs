@@ -574,6 +574,9 @@ function idInStatus(obj, res) {
   return field === undefined ? undefined : text(obj.status?.[field]);
 }
 
+/** The claim rule's label: a digest of keyward.dev/external-id, which keyward derives from the id again (src/engine/holder.ts). */
+const ID_DIGEST_LABEL = `${GROUP}/external-id-digest`;
+
 /** What keyward writes as it works, which Git must not hold: it would differ after every action. @param {string} key */
 const isKeywardRecord = (key) => key === PENDING_ACTION || CREATE_GUARD.includes(key) || key.startsWith(HANDLED_PREFIX);
 
@@ -598,7 +601,8 @@ function manifestOf(obj, res, opts = {}) {
   if (id !== undefined) annotations[EXTERNAL_ID] = id;
   /** @type {Record<string, string>} */
   const labels = {};
-  for (const [key, value] of Object.entries(obj.metadata.labels ?? {})) if (!isShardLabel(key)) labels[key] = value;
+  for (const [key, value] of Object.entries(obj.metadata.labels ?? {}))
+    if (!isShardLabel(key) && key !== ID_DIGEST_LABEL) labels[key] = value;
 
   const sortedLabels = sortedMap(labels);
   const sortedAnnotations = sortedMap(annotations);

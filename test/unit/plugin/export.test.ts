@@ -175,7 +175,13 @@ describe("the export's manifest of an object", () => {
     const obj = served(
       "SecretSync",
       {
-        labels: { app: "shop", "shard.keyward.dev/owner": "keyward-0", "shard.keyward.dev/drain": "keyward-1", "x.keyward.dev/y": "z" },
+        labels: {
+          app: "shop",
+          "shard.keyward.dev/owner": "keyward-0",
+          "shard.keyward.dev/drain": "keyward-1",
+          "x.keyward.dev/y": "z",
+          "keyward.dev/external-id-digest": "0f1e",
+        },
         annotations: {
           "kubectl.kubernetes.io/last-applied-configuration": "{}",
           "keyward.dev/create-started": "2026-01-01T00:00:00Z/7d1c",
