@@ -989,7 +989,10 @@ class Run<Spec, Status, Conn, External> {
   private idLabel(): Record<string, string> | undefined {
     const guard = this.module.guardCreate;
     const id = guard ? this.kindStatus[guard.idField] : undefined;
-    return typeof id === "string" && id !== "" ? { [EXTERNAL_ID_LABEL]: idDigest(id) } : undefined;
+    // Only with a new id, in the patch that records it anyway: an object recorded before the label
+    // existed is found by its status in the caches, so an upgrade costs no write per object.
+    const recording = typeof id === "string" && id !== "" && this.obj.metadata.annotations?.[ANNOTATION_EXTERNAL_ID] !== id;
+    return recording ? { [EXTERNAL_ID_LABEL]: idDigest(id) } : undefined;
   }
 
   /**
