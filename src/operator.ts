@@ -255,7 +255,7 @@ function managedFactory(d: {
       ...(peers ? { peers } : {}),
       ...(d.owns ? { owns: d.owns } : {}),
       ...(claimed ? { claims: claimed } : {}),
-      ...(module.guardCreate ? { locks: d.locks } : {}),
+      locks: d.locks,
     });
   };
 }

@@ -102,6 +102,7 @@ export function derivedContext<Spec, Status, Conn>(
     peers: c.peers,
     saveStatus: c.saveStatus,
     requeueAfter: c.requeueAfter,
+    hold: c.hold,
   };
 }
 
@@ -266,6 +267,12 @@ export interface ManagedContext<Spec, Status, Conn> {
   saveStatus: (status: StatusPatch<Status>) => Promise<void>;
   /** Look at the object again within `ms` (the earliest asked in a pass wins over the resync). */
   requeueAfter: (ms: number) => void;
+  /**
+   * The claim rule's lock for a kind whose external object is not an id the service assigns (a
+   * member of a project): takes the lock on `id` for this resource, or names its live holder
+   * (holder.ts). Held, it is released with this resource's finalizer.
+   */
+  hold: (id: string) => Promise<ObjectKey | undefined>;
 }
 
 export interface ManagedModule<Spec, Status, Conn, External = unknown> {
@@ -635,6 +642,16 @@ class Run<Spec, Status, Conn, External> {
     return this.heldBy(lock.holder);
   }
 
+  /** ManagedContext.hold: the lock on `id`, taken for this resource or held by another. */
+  private async holdLock(id: string): Promise<ObjectKey | undefined> {
+    const locks = this.deps.locks;
+    if (!locks) return undefined;
+    const lock = await locks.acquire(this.module.ref, id, this.obj as KubeObject);
+    if (!lock.held) return this.heldBy(lock.holder);
+    this.lockedId = id;
+    return undefined;
+  }
+
   /** `holder` holds what this resource names: its change wakes this one (claims.ts). */
   private heldBy(holder: ObjectKey): ObjectKey {
     this.heldBack = true;
@@ -738,6 +755,7 @@ class Run<Spec, Status, Conn, External> {
       requeueAfter: (ms) => {
         this.requestedRequeueMs = Math.min(ms, this.requestedRequeueMs ?? ms);
       },
+      hold: (id) => this.holdLock(id),
     };
   }
 

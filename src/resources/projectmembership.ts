@@ -2,7 +2,7 @@
 // interface can read and change a member's roles but cannot add or remove members, so a subject
 // that is not a member is reported (MemberNotFound) and looked for again on every resync.
 import { z } from "zod";
-import type { KubeObject } from "../engine/types.ts";
+import type { KubeObject, ObjectKey } from "../engine/types.ts";
 import {
   isServiceNotFound,
   type ApiClient,
@@ -506,6 +506,27 @@ export function claimant(self: KubeObject, peers: readonly KubeObject[], project
   return first && first.metadata.uid !== self.metadata.uid ? first : undefined;
 }
 
+/**
+ * Who manages the subject of the project, when not this resource: an older membership recording
+ * it (claimant, the caches), else the holder of the claim rule's lock on it (holder.ts), taken by
+ * this resource's first pass on the member and by its finalizer (which releases it), so that two
+ * memberships created at once never both manage the member. A pass of a resource that already
+ * records the member takes no lock.
+ */
+async function subjectHolder(
+  c: Ctx,
+  projectId: string,
+  subject: string,
+  found: StatusPatch<ProjectMembershipStatus>,
+): Promise<ObjectKey | undefined> {
+  const older = claimant(c.obj as KubeObject, c.peers(), projectId, subject);
+  if (older) return keyOf(older);
+  const memberId = (s: StatusPatch<ProjectMembershipStatus>): unknown => s.membershipId ?? s.groupMembershipId;
+  const recorded = c.status.projectId === projectId && memberId(c.status) != null && memberId(c.status) === memberId(found);
+  if (recorded && c.obj.metadata.deletionTimestamp === undefined) return undefined;
+  return c.hold(`${projectId}/${subject}`);
+}
+
 async function observe(listings: Listings, c: Ctx): Promise<Observation<ProjectMembershipStatus>> {
   const projectId = await projectIdOf(c);
   if (projectId === undefined) {
@@ -524,9 +545,9 @@ async function observe(listings: Listings, c: Ctx): Promise<Observation<ProjectM
   const now = Date.now();
   const status = statusOf(projectId, member, now);
   const subject = subjectKey(c.spec, status);
-  const owner = subject === undefined ? undefined : claimant(c.obj as KubeObject, c.peers(), projectId, subject);
+  const owner = subject === undefined ? undefined : await subjectHolder(c, projectId, subject, status);
   if (owner) {
-    const message = `${describeSubject(c.spec)} of project ${projectId} is managed by ProjectMembership ${keyString(owner.metadata)}; this one changes nothing while that one exists`;
+    const message = `${describeSubject(c.spec)} of project ${projectId} is managed by ProjectMembership ${keyString(owner)}; this one changes nothing while that one exists`;
     return {
       exists: false,
       upToDate: false,
@@ -616,7 +637,10 @@ export const kind: Kind = {
   reasons: {
     AmbiguousGroup: { means: "failed", doc: "The group selector matches more than one group." },
     MemberNotFound: { means: "failed", doc: "The user or group is not a member of the project and keyward may not add it." },
-    SubjectClaimed: { means: "failed", doc: "An older ProjectMembership manages the same member of the project; this one waits." },
+    SubjectClaimed: {
+      means: "failed",
+      doc: "Another ProjectMembership (an older one, or the one that took the member first) manages the same member of the project; this one waits.",
+    },
     Revoked: { means: "done", doc: "keyward set the member's roles to the revoked role (deletionPolicy)." },
   },
   refers: { providerConfig: true, project: true },

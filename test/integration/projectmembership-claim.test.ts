@@ -21,11 +21,13 @@ let env: TestEnv | undefined;
 let teamB: TestNamespace | undefined;
 let keyward: RunningKeyward | undefined;
 
-const membership = (name: string, role: string): object => ({
+const TWINS = ["ann@example.com", "cid@example.com", "dee@example.com", "eve@example.com"];
+
+const membership = (name: string, role: string, username = "bob@example.com"): object => ({
   apiVersion: "keyward.dev/v1alpha1",
   kind: "ProjectMembership",
   metadata: { name },
-  spec: { projectId: PROJECT_ID, username: "bob@example.com", roles: [{ role }] },
+  spec: { projectId: PROJECT_ID, username, roles: [{ role }] },
 });
 
 beforeAll(async () => {
@@ -35,9 +37,12 @@ beforeAll(async () => {
     keyward: false,
     emulator: {
       seed: {
-        users: [{ username: "bob@example.com" }],
+        users: [{ username: "bob@example.com" }, ...TWINS.map((username) => ({ username }))],
         projects: [{ id: PROJECT_ID, name: "Shared", slug: "shared-project" }],
-        memberships: [{ projectId: PROJECT_ID, username: "bob@example.com", roles: [{ role: "viewer" }] }],
+        memberships: [
+          { projectId: PROJECT_ID, username: "bob@example.com", roles: [{ role: "viewer" }] },
+          ...TWINS.map((username) => ({ projectId: PROJECT_ID, username, roles: [{ role: "viewer" }] })),
+        ],
       },
     },
   });
@@ -87,4 +92,38 @@ it("lets the older membership manage the member and the younger one wait", async
     description: "team B takes over",
   });
   expect(updates().map((u) => u.role)).toEqual(["admin", "member"]);
+});
+
+it("lets exactly one of two memberships created at once manage the member: the other sends nothing", async () => {
+  if (!env || !teamB) throw new Error("no environment");
+  const { kc, emulator } = env;
+  const namespaces = [env.ns.name, teamB.name];
+  for (const [round, username] of TWINS.entries()) {
+    const since = emulator.requests().length;
+    const name = `twin-${String(round)}`;
+    // Both in one moment, as `kubectl apply -f dir/` or an ApplicationSet would create them.
+    await Promise.all(
+      namespaces.map((ns, i) => createCustom(kc, ns, "projectmemberships", membership(name, i === 0 ? "admin" : "member", username))),
+    );
+    const settled = await Promise.all(
+      namespaces.map((ns) =>
+        waitForObject(kc, ns, "projectmemberships", name, {
+          until: (o) => condition(o, "Ready")?.status === "True" || condition(o, "Ready")?.reason === "SubjectClaimed",
+          timeoutMs: 30_000,
+          description: `${ns}/${name} settled`,
+        }),
+      ),
+    );
+    expect(
+      settled.filter((o) => condition(o, "Ready")?.status === "True"),
+      `round ${String(round)}`,
+    ).toHaveLength(1);
+    const holder = settled.findIndex((o) => condition(o, "Ready")?.status === "True");
+    const roles = emulator
+      .requests()
+      .slice(since)
+      .filter((r) => r.operation === "updateMembership")
+      .map((r) => (r.body as { roles: Array<{ role: string }> }).roles[0]?.role);
+    expect(roles, `round ${String(round)}: roles sent`).toEqual([holder === 0 ? "admin" : "member"]);
+  }
 });

@@ -156,7 +156,7 @@ describe("a cluster-wide install (ClusterRole)", () => {
     await createCustom(admin(), watched.name, "projects", project("rbac-cluster", "rbac-cluster-wide"));
     // One namespace only: the shared control plane holds other tests' objects, which this
     // keyward must not reconcile. The ClusterRole is what lets it list and watch there.
-    keyward = await startKeyward(kc, { namespaces: [watched.name], resyncIntervalMs: 60_000 });
+    keyward = await startKeyward(kc, { namespaces: [watched.name], resyncIntervalMs: 60_000, holderNamespace: install.namespace });
     await expectReady(admin(), watched.name, "providerconfigs", "default");
     await expectReady(admin(), watched.name, "projects", "rbac-cluster");
     // The Events keyward recorded went through the role's core/v1 events grant.
@@ -180,7 +180,7 @@ describe("a cluster-wide install (ClusterRole)", () => {
     expect(await canI(install, "get", "customresourcedefinitions.apiextensions.k8s.io")).toBe(false);
   });
 
-  it("holds the leader-election Lease in its namespace, and only that Lease", async () => {
+  it("holds the leader-election Lease in its namespace, and Leases in no other namespace", async () => {
     const kc = await serviceAccountKubeConfig(install);
     const log = createLogger({ level: "warn" });
     const election = runLeaderElection({
@@ -204,8 +204,11 @@ describe("a cluster-wide install (ClusterRole)", () => {
       await election.stop();
     }
     expect(await canI(install, "update", `leases.coordination.k8s.io/${install.leaseName}`, install.namespace)).toBe(true);
-    expect(await canI(install, "update", "leases.coordination.k8s.io/someone-elses-lease", install.namespace)).toBe(false);
+    // The claim rule's Leases (keyward-holds-*, named by a digest of an id) reach every Lease of
+    // the release namespace (hence: a namespace of keyward's own), and no Lease anywhere else.
+    expect(await canI(install, "update", "leases.coordination.k8s.io/keyward-holds-project-0f1e", install.namespace)).toBe(true);
     expect(await canI(install, "create", "leases.coordination.k8s.io", watched.name)).toBe(false);
+    expect(await canI(install, "update", "leases.coordination.k8s.io/someone-elses-lease", watched.name)).toBe(false);
   });
 });
 
@@ -265,6 +268,7 @@ describe("a cluster-wide install serving ClusterProviderConfigs", () => {
       namespaces: [watched.name],
       resyncIntervalMs: 60_000,
       clusterProviderConfigs: { credentialsNamespace: creds.name },
+      holderNamespace: install.namespace,
     });
     await expectReady(admin(), watched.name, "projects", "rbac-cpc");
     const status = (
@@ -323,7 +327,7 @@ describe("a namespaced install (Role in one namespace)", () => {
     const kc = await serviceAccountKubeConfig(install);
     await installProvider(admin(), inside.name, emulator.url, TOKEN);
     await createCustom(admin(), inside.name, "projects", project("rbac-inside", "rbac-namespaced"));
-    keyward = await startKeyward(kc, { namespaces: [inside.name], resyncIntervalMs: 60_000 });
+    keyward = await startKeyward(kc, { namespaces: [inside.name], resyncIntervalMs: 60_000, holderNamespace: install.namespace });
     await expectReady(admin(), inside.name, "projects", "rbac-inside");
     expectNoForbidden(keyward);
   });
@@ -396,7 +400,7 @@ describe("every sample under the chart's namespaced Role", () => {
       const applied = await kubectl(["apply", "--namespace", inside.name, "-f", join(samplesDir, file)]);
       expect(applied.code, `${file}: ${applied.stderr}`).toBe(0);
     }
-    keyward = await startKeyward(kc, { namespaces: [inside.name], resyncIntervalMs: 60_000 });
+    keyward = await startKeyward(kc, { namespaces: [inside.name], resyncIntervalMs: 60_000, holderNamespace: install.namespace });
     const pluralOf = (kind: string): string => {
       const plural = keywardPlurals.find((p) => p === `${kind.toLowerCase()}s`);
       if (!plural) throw new Error(`no plural for ${kind}`);

@@ -39,6 +39,8 @@ export interface KeywardOptions {
   accessTokenNamespaces?: string[];
   /** --max-response-bytes (default keyward's). */
   maxResponseBytes?: number;
+  /** Where the claim rule's Leases go: keyward's own namespace (default: "default"). */
+  holderNamespace?: string;
 }
 
 export async function startKeyward(kc: KubeConfig, opts: KeywardOptions): Promise<RunningKeyward> {
@@ -60,6 +62,7 @@ export async function startKeyward(kc: KubeConfig, opts: KeywardOptions): Promis
     ...(opts.allowedBaseUrls === null ? {} : { allowedBaseUrls: opts.allowedBaseUrls ?? ["*"] }),
     ...(opts.accessTokenNamespaces ? { accessTokenNamespaces: opts.accessTokenNamespaces } : {}),
     ...(opts.maxResponseBytes !== undefined ? { maxResponseBytes: opts.maxResponseBytes } : {}),
+    ...(opts.holderNamespace !== undefined ? { holderNamespace: opts.holderNamespace } : {}),
   });
   await operator.start();
   return { operator, logs, stop: () => operator.stop() };

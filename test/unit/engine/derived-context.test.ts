@@ -24,6 +24,7 @@ function passContext(): { c: ManagedContext<{ slug: string }, Status, string>; m
     peers: () => [],
     saveStatus: () => Promise.resolve(),
     requeueAfter: () => undefined,
+    hold: () => Promise.resolve(undefined),
   };
   return { c, made: () => made };
 }
