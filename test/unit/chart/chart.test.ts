@@ -972,3 +972,28 @@ describe("the uninstall hook (uninstall.releaseFinalizers, on by default)", () =
     expect(kinds(docs).filter((k) => k.includes("uninstall"))).toEqual([]);
   });
 });
+
+describe("providerConfig.create", () => {
+  const values = ["--set", "providerConfig.create=true", "--set", "providerConfig.baseUrl=https://secrets.example.test"];
+  const render = async (extra: string[]): Promise<Doc> => {
+    const result = await helm([...templateArgs({}), ...values, "--set", "providerConfig.secretName=token", ...extra]);
+    expect(result.code, result.stderr).toBe(0);
+    return findDoc(parseYamlDocuments(result.stdout), "ProviderConfig", "default");
+  };
+  const annotations = (doc: Doc): Record<string, string> | undefined =>
+    (doc.metadata as { annotations?: Record<string, string> }).annotations;
+
+  it("is a post-install hook where the cluster has no ProviderConfig CRD yet: Helm could not map it before the CRDs exist", async () => {
+    expect(annotations(await render([]))).toEqual({
+      "helm.sh/resource-policy": "keep",
+      "helm.sh/hook": "post-install,post-upgrade",
+      "helm.sh/hook-delete-policy": "hook-failed",
+    });
+  });
+
+  it("is an ordinary release object, kept by helm uninstall, where the CRD is served", async () => {
+    expect(annotations(await render(["--api-versions", "keyward.dev/v1alpha1/ProviderConfig"]))).toEqual({
+      "helm.sh/resource-policy": "keep",
+    });
+  });
+});
