@@ -294,3 +294,21 @@ helm.sh/hook: post-install,post-upgrade
 helm.sh/hook-delete-policy: hook-failed
 {{- end }}
 {{- end }}
+
+{{/*
+Whether a prometheus-operator object is rendered ("true" or empty); called with
+(dict "root" $ "key" "serviceMonitor" "kind" "ServiceMonitor"). Enabled, it is rendered when
+the cluster serves its CRD; where it does not, renderMode says: skipIfMissing leaves it out (the
+notes say so) rather than fail the whole install, failIfMissing fails, alwaysRender renders it
+(helm template and renderers that do not pass the cluster's API versions).
+*/}}
+{{- define "keyward.monitoringObject" -}}
+{{- $values := index .root.Values .key }}
+{{- if $values.enabled }}
+{{- $mode := $values.renderMode | default "skipIfMissing" }}
+{{- if or (.root.Capabilities.APIVersions.Has (printf "monitoring.coreos.com/v1/%s" .kind)) (eq $mode "alwaysRender") }}true
+{{- else if eq $mode "failIfMissing" }}
+{{- fail (printf "%s.enabled: the cluster serves no monitoring.coreos.com/v1 %s; install prometheus-operator's CRDs first, or set %s.renderMode skipIfMissing" .key .kind .key) }}
+{{- end }}
+{{- end }}
+{{- end }}

@@ -67,6 +67,20 @@ const manifest = async (): Promise<string> =>
 const providerConfig = () => kubectlJson<Cr>(["-n", ns, "get", "providerconfigs.keyward.dev", "default"]);
 const clusterProviderConfig = () => kubectlJson<Cr>(["get", "clusterproviderconfigs.keyward.dev", "shared"]);
 
+describe("ServiceMonitor and PrometheusRule on a cluster without prometheus-operator's CRDs", () => {
+  it("are left out of the install, whose notes say so, rather than failing it", async () => {
+    const result = await helm([
+      ...["install", "kw-monitoring", chartDir, "-n", ns, "--dry-run=server", "--kubeconfig", plane.kubeconfigPath],
+      ...["--set", "serviceMonitor.enabled=true", "--set", "prometheusRule.enabled=true"],
+    ]);
+    expect(result.code, result.stderr).toBe(0);
+    const [manifest = "", notes = ""] = result.stdout.split(/^NOTES:$/m);
+    expect(manifest).not.toMatch(/^kind: (ServiceMonitor|PrometheusRule)$/m);
+    expect(notes).toMatch(/serviceMonitor\.enabled, but the cluster serves no ServiceMonitor CRD[^]*not rendered/);
+    expect(notes).toMatch(/prometheusRule\.enabled, but the cluster serves no PrometheusRule CRD/);
+  });
+});
+
 describe("a first install with the chart's provider configs, on a cluster without keyward's CRDs", () => {
   it("helm install creates the CRDs, then the ProviderConfig and the ClusterProviderConfig", async () => {
     const crds = await kubectlJson<{ items: unknown[] }>(["get", "crd"]);

@@ -44,6 +44,7 @@ interface PodSpec {
   nodeSelector?: Record<string, string>;
   tolerations?: object[];
   affinity?: object;
+  topologySpreadConstraints?: object[];
   imagePullSecrets?: { name: string }[];
 }
 
@@ -254,6 +255,7 @@ describe("every option on (values-all.yaml)", () => {
       "ClusterRole//keyward-operator-metrics-reader",
       "ClusterRoleBinding//keyward-operator-metrics-auth",
       "ClusterRoleBinding//keyward-operator-metrics-reader",
+      "ConfigMap/keyward-system/internal-ca",
       "ConfigMap/keyward-system/keyward-operator-dashboard",
       "Deployment/keyward-system/keyward-operator",
       "Job/keyward-system/keyward-operator-uninstall",
@@ -285,6 +287,17 @@ describe("every option on (values-all.yaml)", () => {
     expect(pod.nodeSelector).toEqual({ "kubernetes.io/os": "linux" });
     expect(pod.tolerations).toHaveLength(1);
     expect(pod.affinity).toHaveProperty("podAntiAffinity");
+    // A spread constraint without a labelSelector spreads keyward's own pods.
+    expect(pod.topologySpreadConstraints).toEqual([
+      {
+        maxSkew: 1,
+        topologyKey: "topology.kubernetes.io/zone",
+        whenUnsatisfiable: "ScheduleAnyway",
+        labelSelector: { matchLabels: { "app.kubernetes.io/name": "kw", "app.kubernetes.io/instance": "kw" } },
+      },
+    ]);
+    expect(pod.volumes).toContainEqual({ name: "ca", configMap: { name: "internal-ca" } });
+    expect(c.volumeMounts).toContainEqual({ name: "ca", mountPath: "/etc/keyward/ca", readOnly: true });
     expect(pod.serviceAccountName).toBe("keyward-sa");
     expect(pod.securityContext).toMatchObject({ runAsUser: 10001 });
     expect(envOf(everything)).toMatchObject({
@@ -995,5 +1008,35 @@ describe("providerConfig.create", () => {
     expect(annotations(await render(["--api-versions", "keyward.dev/v1alpha1/ProviderConfig"]))).toEqual({
       "helm.sh/resource-policy": "keep",
     });
+  });
+});
+
+describe("ServiceMonitor and PrometheusRule where the cluster serves no prometheus-operator CRDs", () => {
+  const enabled = { serviceMonitor: { enabled: true }, prometheusRule: { enabled: true } };
+
+  it("are left out by default (renderMode skipIfMissing), not a failed install", async () => {
+    const docs = parseYamlDocuments(await renderChart({ setJson: enabled, monitoringCrds: false }));
+    expect(docs.filter((d) => d.kind === "ServiceMonitor" || d.kind === "PrometheusRule")).toEqual([]);
+    // The scraper identity is the ServiceMonitor's: left out with it.
+    expect(docs.filter((d) => d.metadata.name === "kw-keyward-scraper")).toEqual([]);
+    const served = parseYamlDocuments(await renderChart({ setJson: enabled }));
+    expect(
+      served
+        .filter((d) => d.kind === "ServiceMonitor" || d.kind === "PrometheusRule")
+        .map((d) => d.kind)
+        .sort(),
+    ).toEqual(["PrometheusRule", "ServiceMonitor"]);
+  });
+
+  it("fail the render with renderMode failIfMissing, and render anyway with alwaysRender", async () => {
+    const failing = await helm(
+      templateArgs({ setJson: { serviceMonitor: { enabled: true, renderMode: "failIfMissing" } }, monitoringCrds: false }),
+    );
+    expect(failing.code).not.toBe(0);
+    expect(failing.stderr).toContain("serviceMonitor.enabled: the cluster serves no monitoring.coreos.com/v1 ServiceMonitor");
+    const always = parseYamlDocuments(
+      await renderChart({ setJson: { prometheusRule: { enabled: true, renderMode: "alwaysRender" } }, monitoringCrds: false }),
+    );
+    expect(always.map((d) => d.kind)).toContain("PrometheusRule");
   });
 });
