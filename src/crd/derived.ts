@@ -7,6 +7,7 @@ import type { Kind } from "../resources/kind.ts";
 import { ANNOTATION_EXTERNAL_ID, ANNOTATION_PAUSED, ANNOTATION_PENDING_ACTION, CREATE_GUARD_ANNOTATIONS } from "../engine/managed.ts";
 import { DRAIN_LABEL, SHARD_LABEL } from "../engine/shard-plan.ts";
 import { apiReference, apiReferenceFile } from "./reference.ts";
+import { crdFromSources } from "./crd.ts";
 
 export const pluginFile = "bin/kubectl-keyward.cjs";
 export const healthFile = "argocd/health.lua";
@@ -99,8 +100,34 @@ export function pluginConstants(kinds: readonly Kind[], paused: string): string 
     `const PENDING_ACTION = ${JSON.stringify(ANNOTATION_PENDING_ACTION)};`,
     "/** The labels keyward writes for sharding (with SHARD_LABEL), which belong to this cluster's replicas. */",
     `const SHARD_LABELS = ${json([SHARD_LABEL, DRAIN_LABEL])};`,
+    "/** keyward's CRDs, by name: the version each serves and stores, and the fields of its spec (what `check` compares with the cluster's). */",
+    `const CRDS = ${json(crdFingerprints(kinds))};`,
+    "/** The label and the annotation a credentials Secret needs (`check`'s hints). */",
+    `const CREDENTIALS_LABEL = ${JSON.stringify(credentialsSecretKey(kinds, "label"))};`,
+    `const ALLOWED_BASE_URLS = ${JSON.stringify(credentialsSecretKey(kinds, "annotation"))};`,
     "",
   ].join("\n");
+}
+
+/** The label or the annotation a person sets on a provider config's credentials Secret, from the kinds' metadata keys. */
+function credentialsSecretKey(kinds: readonly Kind[], what: "label" | "annotation"): string {
+  const key = kinds
+    .flatMap((k) => k.metadata ?? [])
+    .find((m) => m.what === what && m.by === "user" && m.on?.startsWith("the credentials Secret") === true)?.key;
+  if (key === undefined) throw new Error(`no kind names the ${what} of its credentials Secret`);
+  return key;
+}
+
+/** Each kind's CRD name, its version and the top-level fields of its spec. */
+function crdFingerprints(kinds: readonly Kind[]): Record<string, { version: string; specFields: string[] }> {
+  return Object.fromEntries(
+    kinds.map((k) => {
+      const crd = crdFromSources(k.crd);
+      const version = crd.spec.versions[0];
+      const spec = version?.schema?.openAPIV3Schema?.properties?.["spec"]?.properties ?? {};
+      return [crd.metadata.name, { version: version?.name ?? "", specFields: Object.keys(spec).sort() }];
+    }),
+  );
 }
 
 /** Lua tables of the reasons Argo CD shows as Progressing: keyward's retrying ones and its progress ones. */

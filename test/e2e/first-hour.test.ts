@@ -92,6 +92,9 @@ beforeAll(async () => {
   binDir = mkdtempSync(join(tmpdir(), "keyward-e2e-bin-"));
   workDirs.push(binDir);
   symlinkSync(context().kubectl, join(binDir, "kubectl"));
+  // The kubectl plugin as its users install it, and the node its first line asks for.
+  symlinkSync(join(repoRoot, "bin", "kubectl-keyward.cjs"), join(binDir, "kubectl-keyward"));
+  symlinkSync(process.execPath, join(binDir, "node"));
   await uninstallKeyward(release, systemNs);
   // An empty cluster, as far as keyward goes: no CRDs (their objects go with them).
   const crds = (await kubectlJson<List>(["get", "crd"])).items.filter((c) => c.metadata.name.endsWith(".keyward.dev"));
@@ -131,6 +134,9 @@ afterAll(async () => {
 describe("a platform engineer's first hour", () => {
   it("one helm install with providerConfig.create, on a cluster without keyward's CRDs, ends with a Ready ProviderConfig", async () => {
     expect((await kubectlJson<List>(["get", "crd"])).items.filter((c) => c.metadata.name.endsWith(".keyward.dev"))).toEqual([]);
+    const before = await runBlock("kubectl keyward check -A\n", { cwd: binDir, binDir, env: { KUBECONFIG: context().kubeconfig } });
+    expect(before.code).toBe(1);
+    expect(before.stdout).toMatch(/^FAIL {2}CRD providerconfigs\.keyward\.dev is missing$/m);
     // The token Secret, marked and pinned to the service's URL, as docs/install.md says.
     await kubectl(["-n", systemNs, "create", "secret", "generic", "keyward-token", `--from-literal=token=${emulatorToken}`]);
     await kubectl(["-n", systemNs, "label", "secret", "keyward-token", "keyward.dev/credentials=true"]);
@@ -151,6 +157,24 @@ describe("a platform engineer's first hour", () => {
     // The notes of that install: every block runs (rollout status, logs, the ProviderConfig's row).
     const ran = await runAll(notesBlocks(out.slice(out.indexOf("NOTES:"))), {}, {});
     expect(ran.length).toBeGreaterThanOrEqual(3);
+    // docs/install.md: the plugin's check after an install.
+    await runAll([{ where: "docs/install.md", text: "kubectl keyward check -A --wait --timeout 3m\n" }], {}, {});
+    // The controller stopped: check fails and names it.
+    const deployment = `deployment/${release}-keyward`;
+    await kubectl(["-n", systemNs, "scale", deployment, "--replicas=0"]);
+    await waitFor(
+      "keyward's pods gone",
+      async () =>
+        (await kubectlJson<List>(["-n", systemNs, "get", "pods", "-l", `app.kubernetes.io/instance=${release}`])).items.length === 0
+          ? true
+          : undefined,
+      180_000,
+    );
+    const down = await runBlock("kubectl keyward check -A\n", { cwd: binDir, binDir, env: { KUBECONFIG: context().kubeconfig } });
+    expect(down.code).toBe(1);
+    expect(down.stdout).toMatch(/^FAIL {2}controller: no keyward pod/m);
+    await kubectl(["-n", systemNs, "scale", deployment, "--replicas=1"]);
+    await kubectl(["-n", systemNs, "rollout", "status", deployment, "--timeout=180s"]);
   }, 900_000);
 
   it("the notes without providerConfig.create: the Next block pasted as printed gives a Ready ProviderConfig", async () => {

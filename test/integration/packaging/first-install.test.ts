@@ -10,11 +10,15 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureBinaries } from "../../controlplane/binaries.ts";
 import { startControlPlane, type ControlPlane } from "../../controlplane/controlplane.ts";
 import { chartDir, helm } from "../../unit/chart/helm.ts";
+import { installPlugin, type InstalledPlugin } from "../support/plugin.ts";
 
 const execFileAsync = promisify(execFile);
 
 let plane: ControlPlane;
 let kubectlBin: string;
+let plugin: InstalledPlugin;
+/** `kubectl keyward check` against this file's cluster. */
+const check = (args: string[] = []) => plugin.run(["check", ...args], { KUBECONFIG: plane.kubeconfigPath });
 const ns = "keyward-system";
 
 const kubectlJson = async <T>(args: string[]): Promise<T> =>
@@ -50,9 +54,11 @@ beforeAll(async () => {
   if (binaries.kubectl === undefined) throw new Error("no kubectl among the control-plane binaries");
   kubectlBin = binaries.kubectl;
   plane = await startControlPlane({ binaries, withControllerManager: false });
+  plugin = installPlugin();
 }, 180_000);
 
 afterAll(async () => {
+  plugin?.remove();
   await plane?.stop();
 });
 
@@ -82,6 +88,14 @@ describe("ServiceMonitor and PrometheusRule on a cluster without prometheus-oper
 });
 
 describe("a first install with the chart's provider configs, on a cluster without keyward's CRDs", () => {
+  it("kubectl keyward check on the empty cluster: exit 1, each CRD missing and no controller, with what to do", async () => {
+    const r = await check(["-A"]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(/^FAIL {2}CRD providerconfigs\.keyward\.dev is missing\n {6}fix: install keyward's CRDs of this version: /m);
+    expect(r.stdout.match(/^FAIL {2}CRD \S+ is missing$/gm)).toHaveLength(7);
+    expect(r.stdout).toMatch(/^FAIL {2}controller: no keyward pod \(app\.kubernetes\.io\/name=keyward\) in any namespace$/m);
+  });
+
   it("helm install creates the CRDs, then the ProviderConfig and the ClusterProviderConfig", async () => {
     const crds = await kubectlJson<{ items: unknown[] }>(["get", "crd"]);
     expect(crds.items).toEqual([]);
@@ -90,6 +104,17 @@ describe("a first install with the chart's provider configs, on a cluster withou
     expect(install.stderr).not.toMatch(/no matches for kind/);
     expect((await providerConfig()).spec.baseUrl).toBe("https://secrets.example.com");
     expect((await clusterProviderConfig()).spec.baseUrl).toBe("https://secrets.example.com");
+  });
+
+  it("kubectl keyward check after that install, whose controller never runs here: the CRDs pass, the controller and the configs fail", async () => {
+    const r = await check(["-A"]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(/^ok {4}CRDs: all 7 of keyward\.dev present, Established, of this version$/m);
+    // No node and no controller manager: the Deployment has no pod.
+    expect(r.stdout).toMatch(/^FAIL {2}controller: no keyward pod/m);
+    expect(r.stdout).toMatch(
+      new RegExp(`^FAIL {2}ProviderConfig ${ns}/default not Ready: no status yet\n {6}fix: keyward has not reconciled it`, "m"),
+    );
   });
 
   it("helm upgrade leaves them alone, and its notes say they are not the release's and how to change them", async () => {
