@@ -5,10 +5,11 @@
 // exit 4. keyward runs in this process, not in a pod: a Pod labelled as keyward's, its status
 // set Ready through the status subresource (no kubelet here), and a Lease it holds stand for the
 // Deployment's pod. The kind e2e and first-install.test.ts check a real release's.
+import { spawn } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { loadDefaultSeed } from "../emulator/default-seed.ts";
-import { createTestNamespace, kubectl, testKubeconfigPath, type TestNamespace } from "../controlplane/testenv.ts";
+import { createTestNamespace, kubectl, testKubeconfigPath, waitFor, type TestNamespace } from "../controlplane/testenv.ts";
 import { createCustom, credentialsLabels, startTestEnv, waitForObject, type KeywardTestEnv } from "./support/keyward.ts";
 import { installPlugin, type InstalledPlugin } from "./support/plugin.ts";
 import type { KubeObject } from "../../src/engine/types.ts";
@@ -132,7 +133,20 @@ describe("kubectl keyward check", () => {
   });
 
   it("--wait waits until the printed fix is applied, then exits 0", async () => {
-    const waiting = check(["-n", ns, "--wait", "--timeout", "90s"]);
+    // Streamed, so the fix is applied only once the check has said it is waiting.
+    const child = spawn("kubectl", ["keyward", "check", "-n", ns, "--wait", "--timeout", "90s"], {
+      env: { ...process.env, PATH: plugin.path, KUBECONFIG: testKubeconfigPath() },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (c: string) => (stdout += c));
+    child.stderr.setEncoding("utf8").on("data", (c: string) => (stderr += c));
+    const exited = new Promise<number>((resolve) => child.on("close", (code) => resolve(code ?? -1)));
+    await waitFor(() => Promise.resolve(/^waiting: .*pinned not Ready: BaseUrlNotAllowed/m.test(stderr) ? true : undefined), {
+      timeoutMs: 60_000,
+      description: "check --wait saying what it waits for",
+    });
     const printed = await check(["-n", ns]);
     const command = /fix: allow its URL on the token's Secret: (kubectl .*?) \(/.exec(printed.stdout)?.[1];
     expect(command).toBeDefined();
@@ -140,10 +154,8 @@ describe("kubectl keyward check", () => {
     const words = (command ?? "").split(" ");
     const fixed = await plugin.spawnWithPath(words[0] ?? "kubectl", words.slice(1), { KUBECONFIG: testKubeconfigPath() });
     expect(fixed.code, fixed.stderr).toBe(0);
-    const r = await waiting;
-    expect(r.code, r.stdout + r.stderr).toBe(0);
-    expect(r.stderr).toMatch(/^waiting: .*pinned not Ready: BaseUrlNotAllowed/m);
-    expect(r.stdout).toMatch(new RegExp(`^ok {4}ProviderConfig ${ns}/pinned Ready \\(Connected\\)$`, "m"));
+    expect(await exited, stdout + stderr).toBe(0);
+    expect(stdout).toMatch(new RegExp(`^ok {4}ProviderConfig ${ns}/pinned Ready \\(Connected\\)$`, "m"));
   });
 
   it("--wait with a failure nobody fixes: exit 4 after --timeout, with the last findings", async () => {
