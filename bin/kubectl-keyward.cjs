@@ -82,14 +82,101 @@ const CREATE_GUARD = ["keyward.dev/create-started", "keyward.dev/create-pending"
 const PENDING_ACTION = "keyward.dev/pending-action";
 /** The labels keyward writes for sharding (with SHARD_LABEL), which belong to this cluster's replicas. */
 const SHARD_LABELS = ["shard.keyward.dev/owner", "shard.keyward.dev/drain"];
+/** keyward's CRDs, by name: the version each serves and stores, and the fields of its spec (what `check` compares with the cluster's). */
+const CRDS = {
+  "providerconfigs.keyward.dev": {
+    version: "v1alpha1",
+    specFields: ["baseUrl", "caBundle", "credentialsSecretRef", "rateLimit", "timeoutSeconds", "tokenAuth"],
+  },
+  "clusterproviderconfigs.keyward.dev": {
+    version: "v1alpha1",
+    specFields: [
+      "baseUrl",
+      "caBundle",
+      "credentialsSecretRef",
+      "namespaceSelector",
+      "namespaces",
+      "rateLimit",
+      "timeoutSeconds",
+      "tokenAuth",
+    ],
+  },
+  "projects.keyward.dev": {
+    version: "v1alpha1",
+    specFields: [
+      "autoCapitalization",
+      "creationPolicy",
+      "deletionPolicy",
+      "description",
+      "hasDeleteProtection",
+      "kmsKeyId",
+      "managementPolicy",
+      "name",
+      "pitVersionLimit",
+      "providerConfigRef",
+      "secretDetectionIgnoreValues",
+      "secretSharing",
+      "shouldCreateDefaultEnvs",
+      "showSnapshotsLegacy",
+      "slug",
+      "template",
+      "type",
+    ],
+  },
+  "projectmemberships.keyward.dev": {
+    version: "v1alpha1",
+    specFields: [
+      "deletionPolicy",
+      "group",
+      "managementPolicy",
+      "projectId",
+      "projectRef",
+      "providerConfigRef",
+      "revokeRole",
+      "roles",
+      "username",
+    ],
+  },
+  "accesstokens.keyward.dev": {
+    version: "v1alpha1",
+    specFields: ["identityId", "managementPolicy", "name", "providerConfigRef", "renewBefore", "secretKeys", "secretName"],
+  },
+  "certificateprofiles.keyward.dev": {
+    version: "v1alpha1",
+    specFields: ["projectId", "projectRef", "providerConfigRef", "slug"],
+  },
+  "secretsyncs.keyward.dev": {
+    version: "v1alpha1",
+    specFields: [
+      "connectionId",
+      "deletionPolicy",
+      "description",
+      "destination",
+      "destinationConfig",
+      "environment",
+      "isAutoSyncEnabled",
+      "managementPolicy",
+      "name",
+      "projectId",
+      "projectRef",
+      "providerConfigRef",
+      "secretPath",
+      "syncId",
+      "syncOptions",
+    ],
+  },
+};
+/** The label and the annotation a credentials Secret needs (`check`'s hints). */
+const CREDENTIALS_LABEL = "keyward.dev/credentials";
+const ALLOWED_BASE_URLS = "keyward.dev/allowed-base-urls";
 // END generated
 const SYNC_RESOURCE = `secretsyncs.${GROUP}`;
 
 /** Exit codes, documented in --help. */
 const EXIT = { ok: 0, failed: 1, usage: 2, notFound: 3, timeout: 4 };
 
-const USAGE = `kubectl keyward: request and follow keyward's actions, see every keyward resource at a glance, and
-export them as manifests for Git.
+const USAGE = `kubectl keyward: request and follow keyward's actions, see every keyward resource at a glance,
+export them as manifests for Git, and check an install.
 
 Usage:
   kubectl keyward sync <secretsync> [--wait [--timeout 5m]] [-n NAMESPACE]
@@ -116,10 +203,17 @@ Usage:
       namespaced kind; with -A the cluster-scoped ones too). Ordered by kind (the order to apply
       them in), namespace and name. A type that cannot be listed exports nothing.
 
+  kubectl keyward check [-n NAMESPACE | -A] [--wait [--timeout 5m]]
+      Checks an install, one line per check, with what to do about each failure: keyward's CRDs
+      present, Established and of this version; a Ready keyward pod (app.kubernetes.io/name=keyward,
+      any namespace) and, with leader election, a Ready one holding the Lease; every ProviderConfig
+      of the namespace (-A: every one, and the ClusterProviderConfigs) Ready. --wait: checks again
+      until all pass (for scripts, after helm install).
+
 Options:
   -n, --namespace NAME   the namespace (default: the current context's)
   -A, --all-namespaces   status, export: every namespace and the cluster-scoped kinds
-      --wait             sync, remove-secrets: wait until the job settles
+      --wait             sync, remove-secrets: wait until the job settles; check: until every check passes
       --timeout DURATION how long --wait waits (default 5m; 90s, 10m, 1h, or seconds)
   -o, --output FORMAT    export: yaml (default; one document per object) or json (a v1 List)
       --observe-only     export: spec.managementPolicy ObserveOnly on every kind that has it, for a
@@ -133,8 +227,9 @@ Options:
 Every read and write goes through kubectl (the KUBECTL environment variable names another
 binary), with your kubeconfig, context and permissions.
 
-Exit codes: 0 done; 1 the job failed, or kubectl, the cluster or writing --dir failed; 2 usage
-error; 3 the SecretSync (or keyward's CRDs) not found; 4 --wait timed out.
+Exit codes: 0 done (check: every check passed); 1 the job failed, a check failed, or kubectl, the
+cluster or writing --dir failed; 2 usage error; 3 the SecretSync (or keyward's CRDs) not found;
+4 --wait timed out.
 `;
 
 class CliError extends Error {
@@ -870,6 +965,228 @@ function writeFiles(dir, format, objects) {
   }
 }
 
+// ---------------------------------------------------------------- check
+
+/** @typedef {{ ok: boolean; what: string; fix?: string }} Finding */
+
+/** The label of keyward's pods, set by the chart and by config/manager alike. */
+const CONTROLLER_SELECTOR = "app.kubernetes.io/name=keyward";
+
+/**
+ * @typedef {{ metadata: { name: string }; spec: { versions?: { name: string; served?: boolean; storage?: boolean;
+ *   schema?: { openAPIV3Schema?: { properties?: { spec?: { properties?: Record<string, unknown> } } } } }[] };
+ *   status?: { conditions?: Condition[] } }} Crd
+ */
+
+/** @param {Args} args @param {string[]} kubectlArgs @returns {Promise<{ items: any[] } | { error: string }>} */
+async function list(args, kubectlArgs) {
+  const r = await kubectl(args, [...kubectlArgs, "--output", "json"]);
+  if (r.code !== 0) return { error: kubectlMessage(r.stderr) };
+  return { items: /** @type {{ items?: any[] }} */ (JSON.parse(r.stdout)).items ?? [] };
+}
+
+const APPLY_CRDS =
+  "install keyward's CRDs of this version: helm upgrade --install with crds.enabled=true, or kubectl apply --server-side -f crds/";
+
+/** What is wrong with one of keyward's CRDs, if anything. @param {string} name @param {{ version: string; specFields: string[] }} want @param {Crd | undefined} crd @returns {Finding | undefined} */
+function crdProblem(name, want, crd) {
+  if (crd === undefined) return { ok: false, what: `CRD ${name} is missing`, fix: APPLY_CRDS };
+  const established = conditionOf(crd.status?.conditions, "Established");
+  if (established?.status !== "True")
+    return {
+      ok: false,
+      what: `CRD ${name} is not Established${established?.message ? `: ${established.message}` : ""}`,
+      fix: `kubectl describe crd ${name}`,
+    };
+  const version = (crd.spec.versions ?? []).find((v) => v.name === want.version);
+  if (!version?.served || !version.storage)
+    return { ok: false, what: `CRD ${name} does not serve and store ${want.version}`, fix: APPLY_CRDS };
+  const fields = Object.keys(version.schema?.openAPIV3Schema?.properties?.spec?.properties ?? {}).sort();
+  const missing = want.specFields.filter((f) => !fields.includes(f));
+  const extra = fields.filter((f) => !want.specFields.includes(f));
+  if (missing.length === 0 && extra.length === 0) return undefined;
+  const diff = [
+    missing.length > 0 ? `lacks spec.${missing.join(", spec.")}` : "",
+    extra.length > 0 ? `has spec.${extra.join(", spec.")}` : "",
+  ]
+    .filter(Boolean)
+    .join(" and ");
+  return { ok: false, what: `CRD ${name} is of another keyward version: it ${diff}`, fix: APPLY_CRDS };
+}
+
+/** keyward's CRDs: each present, Established, serving and storing this version, with this version's spec fields. @param {Args} args @returns {Promise<Finding[]>} */
+async function checkCrds(args) {
+  const found = await list(args, ["get", "customresourcedefinitions.apiextensions.k8s.io"]);
+  if ("error" in found)
+    return [
+      {
+        ok: false,
+        what: `could not list the cluster's CRDs: ${found.error}`,
+        fix: "run check with a user that may list customresourcedefinitions",
+      },
+    ];
+  const byName = new Map(found.items.map((/** @type {Crd} */ c) => [c.metadata.name, c]));
+  const problems = Object.entries(CRDS).flatMap(([name, want]) => {
+    const problem = crdProblem(name, want, byName.get(name));
+    return problem ? [problem] : [];
+  });
+  return problems.length > 0
+    ? problems
+    : [{ ok: true, what: `CRDs: all ${Object.keys(CRDS).length} of ${GROUP} present, Established, of this version` }];
+}
+
+/** keyward's pods: at least one Ready, and (with leader election) a Ready one holding the lease. @param {Args} args @returns {Promise<Finding[]>} */
+async function checkController(args) {
+  const pods = await list(args, ["get", "pods", "--all-namespaces", "--selector", CONTROLLER_SELECTOR]);
+  if ("error" in pods)
+    return [{ ok: false, what: `could not list keyward's pods: ${pods.error}`, fix: "run check with a user that may list pods" }];
+  const running = pods.items.filter((p) => p.metadata.deletionTimestamp === undefined);
+  if (running.length === 0)
+    return [
+      {
+        ok: false,
+        what: `controller: no keyward pod (${CONTROLLER_SELECTOR}) in any namespace`,
+        fix: "install keyward (helm install keyward oci://ghcr.io/keyward/charts/keyward ...), or scale its Deployment up",
+      },
+    ];
+  const ready = running.filter((p) => conditionOf(p.status?.conditions, "Ready")?.status === "True");
+  if (ready.length === 0) {
+    const first = running[0];
+    const states = running.map((p) => `${p.metadata.namespace}/${p.metadata.name} ${p.status?.phase ?? "?"}`).join(", ");
+    return [
+      {
+        ok: false,
+        what: `controller: no keyward pod is Ready (${states})`,
+        fix: `kubectl -n ${first.metadata.namespace} describe pod ${first.metadata.name}; kubectl -n ${first.metadata.namespace} logs ${first.metadata.name}`,
+      },
+    ];
+  }
+  // Leader election: a Lease of the pods' namespace held by one of them. None held: no leader election (one replica).
+  const namespaces = [...new Set(running.map((p) => p.metadata.namespace))];
+  const names = new Set(running.map((p) => p.metadata.name));
+  const readyNames = new Set(ready.map((p) => p.metadata.name));
+  /** @type {{ metadata: { namespace: string; name: string }; spec?: { holderIdentity?: string } }[]} */
+  const leases = [];
+  for (const ns of namespaces) {
+    const found = await list(args, ["get", "leases.coordination.k8s.io", "--namespace", ns]);
+    if (!("error" in found)) leases.push(...found.items);
+  }
+  const held = leases.filter((l) => names.has(l.spec?.holderIdentity ?? ""));
+  const podList = ready.map((p) => `${p.metadata.namespace}/${p.metadata.name}`).join(", ");
+  const leading = held.find((l) => readyNames.has(l.spec?.holderIdentity ?? ""));
+  const lease = held[0];
+  if (lease !== undefined && leading === undefined) {
+    const holder = lease.spec?.holderIdentity ?? "";
+    return [
+      {
+        ok: false,
+        what: `controller: Lease ${lease.metadata.namespace}/${lease.metadata.name} is held by ${holder}, which is not Ready`,
+        fix: `kubectl -n ${lease.metadata.namespace} describe pod ${holder}`,
+      },
+    ];
+  }
+  const leads = leading
+    ? `; ${leading.spec?.holderIdentity ?? ""} leads (Lease ${leading.metadata.namespace}/${leading.metadata.name})`
+    : "";
+  return [{ ok: true, what: `controller: ${ready.length} Ready pod(s) (${podList})${leads}` }];
+}
+
+/** What to do about a provider config that is not Ready, by its reason. @param {any} pc @param {Condition | undefined} ready */
+function providerConfigFix(pc, ready) {
+  const spec = pc.spec ?? {};
+  const secret = spec.credentialsSecretRef?.name ?? spec.tokenAuth?.bootstrapSecretRef?.name ?? "<secret>";
+  const ns = pc.metadata.namespace ?? pc.status?.credentialsNamespace ?? "<credentials namespace>";
+  switch (ready?.reason) {
+    case undefined:
+      return `keyward has not reconciled it: is keyward running and watching namespace ${pc.metadata.namespace ?? "(cluster-scoped: clusterProviderConfig.enabled)"}?`;
+    case "BaseUrlNotAllowed":
+      return `allow its URL on the token's Secret: kubectl -n ${ns} annotate --overwrite secret ${secret} ${ALLOWED_BASE_URLS}=${spec.baseUrl ?? "<baseUrl>"} (comma-separated after any URL it already allows; or the chart's allowedBaseUrls)`;
+    case "CredentialsNotMarked":
+      return `mark the token's Secret as credentials: kubectl -n ${ns} label secret ${secret} ${CREDENTIALS_LABEL}=true`;
+    case "CredentialsNotFound":
+      return `create the token's Secret: kubectl -n ${ns} create secret generic ${secret} --from-literal=token=<access token>, labelled ${CREDENTIALS_LABEL}=true`;
+    case "Unauthorized":
+    case "Forbidden":
+      return `the service refused the token: put a valid one in Secret ${ns}/${secret}`;
+    default:
+      return "its reason and what to do: docs/kinds.md";
+  }
+}
+
+/** Every provider config in scope Ready. @param {Args} args @returns {Promise<Finding[]>} */
+async function checkProviderConfigs(args) {
+  const resources = (await keywardResources(args)).filter((r) => r.kind === "ProviderConfig" || r.kind === "ClusterProviderConfig");
+  /** @type {Finding[]} */
+  const findings = [];
+  let count = 0;
+  for (const res of resources) {
+    const scope = res.namespaced ? (args.allNamespaces ? ["--all-namespaces"] : nsFlags(args)) : [];
+    const found = await list(args, ["get", res.resource, ...scope]);
+    if ("error" in found) {
+      findings.push({ ok: false, what: `could not list ${res.resource}: ${found.error}` });
+      continue;
+    }
+    for (const pc of found.items) {
+      count++;
+      const where = pc.metadata.namespace ? `${pc.metadata.namespace}/${pc.metadata.name}` : pc.metadata.name;
+      const ready = conditionOf(pc.status?.conditions, "Ready");
+      if (ready?.status === "True") findings.push({ ok: true, what: `${res.kind} ${where} Ready (${ready.reason ?? "-"})` });
+      else
+        findings.push({
+          ok: false,
+          what: `${res.kind} ${where} not Ready${ready ? `: ${ready.reason}: ${ready.message ?? ""}` : ": no status yet"}`,
+          fix: providerConfigFix(pc, ready),
+        });
+    }
+  }
+  if (count === 0)
+    findings.push({
+      ok: false,
+      what: `no ProviderConfig in ${whereText(args)}`,
+      fix: "create one with a token Secret: docs/getting-started.md, step 2",
+    });
+  return findings;
+}
+
+/** @param {Args} args @returns {Promise<Finding[]>} */
+async function checkOnce(args) {
+  const crds = await checkCrds(args);
+  const controller = await checkController(args);
+  // Without the CRDs there is no provider config to read.
+  const configs = crds.every((f) => f.ok) ? await checkProviderConfigs(args) : [];
+  return [...crds, ...controller, ...configs];
+}
+
+/** @param {Finding[]} findings */
+function report(findings) {
+  const lines = findings.flatMap((f) => [`${f.ok ? "ok  " : "FAIL"}  ${f.what}`, ...(f.fix ? [`      fix: ${f.fix}`] : [])]);
+  process.stdout.write(`${lines.join("\n")}\n`);
+}
+
+/** @param {Args} args @returns {Promise<number>} */
+async function check(args) {
+  if (args.positionals.length > 0) throw new CliError(`check takes no arguments (got ${args.positionals.join(" ")})`, EXIT.usage);
+  if (args.allNamespaces && args.namespace !== undefined) throw new CliError("use either -n or -A", EXIT.usage);
+  if (args.timeoutMs !== undefined && !args.wait) throw new CliError("--timeout applies with --wait", EXIT.usage);
+  const deadline = Date.now() + (args.timeoutMs ?? 300_000);
+  let said = "";
+  for (;;) {
+    const findings = await checkOnce(args);
+    const failing = findings.filter((f) => !f.ok);
+    if (failing.length === 0 || !args.wait || Date.now() >= deadline) {
+      report(findings);
+      if (failing.length === 0) return EXIT.ok;
+      if (args.wait)
+        progress(`error: timed out after ${formatDuration(args.timeoutMs ?? 300_000)} with ${failing.length} check(s) failing`);
+      return args.wait ? EXIT.timeout : EXIT.failed;
+    }
+    const note = `waiting: ${failing.map((f) => f.what).join("; ")}`;
+    if (note !== said) progress(note);
+    said = note;
+    await sleep(Math.min(2000, Math.max(0, deadline - Date.now())));
+  }
+}
+
 // ---------------------------------------------------------------- main
 
 /** @param {string[]} argv @returns {Promise<number>} */
@@ -892,10 +1209,12 @@ async function main(argv) {
       return status(sub);
     case "export":
       return exportResources(sub);
+    case "check":
+      return check(sub);
     case undefined:
-      throw new CliError("a command is needed: sync, remove-secrets, status or export", EXIT.usage);
+      throw new CliError("a command is needed: sync, remove-secrets, status, export or check", EXIT.usage);
     default:
-      throw new CliError(`unknown command ${JSON.stringify(command)}: use sync, remove-secrets, status or export`, EXIT.usage);
+      throw new CliError(`unknown command ${JSON.stringify(command)}: use sync, remove-secrets, status, export or check`, EXIT.usage);
   }
 }
 

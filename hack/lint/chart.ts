@@ -102,7 +102,10 @@ export async function lintValueSet(
   const lint = await run(tools.helm, ["lint", "--strict", chart, ...values]);
   // helm lint --strict fails on warnings; INFO lines (e.g. "icon is recommended") are not failures.
   if (lint.code !== 0) return { name: set.name, ok: false, output: `helm lint --strict:\n${lint.stdout}${lint.stderr}` };
-  const rendered = await run(tools.helm, ["template", "keyward", chart, "--namespace", "keyward-system", ...values]);
+  // As on a cluster with prometheus-operator: without its CRDs the ServiceMonitor and the
+  // PrometheusRule are left out (renderMode skipIfMissing), and there would be nothing to check.
+  const monitoring = ["ServiceMonitor", "PrometheusRule"].flatMap((kind) => ["--api-versions", `monitoring.coreos.com/v1/${kind}`]);
+  const rendered = await run(tools.helm, ["template", "keyward", chart, "--namespace", "keyward-system", ...monitoring, ...values]);
   if (rendered.code !== 0) return { name: set.name, ok: false, output: `helm template:\n${rendered.stderr}` };
   const checked = await kubeconform(rendered.stdout, tools.sources, tools.kubeconform);
   return { name: set.name, ok: checked.code === 0, output: `${checked.stdout}${checked.stderr}` };

@@ -4,10 +4,17 @@
 // otherwise written by hand, or is a whole generated file.
 import type { ReasonInfo } from "../engine/kind.ts";
 import type { Kind } from "../resources/kind.ts";
-import { ANNOTATION_EXTERNAL_ID, ANNOTATION_PENDING_ACTION, CREATE_GUARD_ANNOTATIONS, HANDLED_PREFIX } from "../engine/managed.ts";
+import {
+  ANNOTATION_EXTERNAL_ID,
+  ANNOTATION_PAUSED,
+  ANNOTATION_PENDING_ACTION,
+  CREATE_GUARD_ANNOTATIONS,
+  HANDLED_PREFIX,
+} from "../engine/managed.ts";
 import { DRAIN_LABEL, SHARD_LABEL } from "../engine/shard-plan.ts";
 import { apiReference, apiReferenceFile } from "./reference.ts";
 import { structuralSchema } from "./schema.ts";
+import { crdFromSources } from "./crd.ts";
 import { REQUEST_TIME } from "../lib/request-time.ts";
 
 export const pluginFile = "bin/kubectl-keyward.cjs";
@@ -103,8 +110,34 @@ export function pluginConstants(kinds: readonly Kind[], paused: string): string 
     `const PENDING_ACTION = ${JSON.stringify(ANNOTATION_PENDING_ACTION)};`,
     "/** The labels keyward writes for sharding (with SHARD_LABEL), which belong to this cluster's replicas. */",
     `const SHARD_LABELS = ${json([SHARD_LABEL, DRAIN_LABEL])};`,
+    "/** keyward's CRDs, by name: the version each serves and stores, and the fields of its spec (what `check` compares with the cluster's). */",
+    `const CRDS = ${json(crdFingerprints(kinds))};`,
+    "/** The label and the annotation a credentials Secret needs (`check`'s hints). */",
+    `const CREDENTIALS_LABEL = ${JSON.stringify(credentialsSecretKey(kinds, "label"))};`,
+    `const ALLOWED_BASE_URLS = ${JSON.stringify(credentialsSecretKey(kinds, "annotation"))};`,
     "",
   ].join("\n");
+}
+
+/** The label or the annotation a person sets on a provider config's credentials Secret, from the kinds' metadata keys. */
+function credentialsSecretKey(kinds: readonly Kind[], what: "label" | "annotation"): string {
+  const key = kinds
+    .flatMap((k) => k.metadata ?? [])
+    .find((m) => m.what === what && m.by === "user" && m.on?.startsWith("the credentials Secret") === true)?.key;
+  if (key === undefined) throw new Error(`no kind names the ${what} of its credentials Secret`);
+  return key;
+}
+
+/** Each kind's CRD name, its version and the top-level fields of its spec. */
+function crdFingerprints(kinds: readonly Kind[]): Record<string, { version: string; specFields: string[] }> {
+  return Object.fromEntries(
+    kinds.map((k) => {
+      const crd = crdFromSources(k.crd);
+      const version = crd.spec.versions[0];
+      const spec = version?.schema?.openAPIV3Schema?.properties?.["spec"]?.properties ?? {};
+      return [crd.metadata.name, { version: version?.name ?? "", specFields: Object.keys(spec).sort() }];
+    }),
+  );
 }
 
 /** Lua tables of the reasons Argo CD shows as Progressing: keyward's retrying ones and its progress ones. */
@@ -121,6 +154,14 @@ export function healthTables(registry: Registry): string {
     table("transient", names("retrying")),
     "-- Ready=False reasons of normal progress (registry: progress).",
     table("progressing", names("progress")),
+    "-- Synced=False reasons of a keyward told to stand still (registry: argoCd Suspended).",
+    table(
+      "suspended",
+      [...registry]
+        .filter(([, r]) => r.argoCd === "Suspended")
+        .map(([n]) => n)
+        .sort(),
+    ),
     "",
   ].join("\n");
 }
@@ -133,7 +174,47 @@ const meaningText: Record<ReasonInfo["means"], string> = {
   done: "Event: what keyward did",
 };
 
+/** The "means" cell of docs/kinds.md: the Event and the Argo CD health the reason gets. */
+const meaningOf = (r: ReasonInfo): string =>
+  r.argoCd === "Suspended" ? "stands still until told otherwise (Normal Event; Argo CD Suspended)" : meaningText[r.means];
+
+/** The "where" cell: a reason of standing still is written only by the kinds that can be paused. */
+const whereOf = (r: ReasonInfo & { kinds: string[] }, kinds: readonly Kind[]): string =>
+  r.argoCd === "Suspended"
+    ? kinds
+        .filter((k) => kindView(k).pausable)
+        .map((k) => k.ref.kind)
+        .join(", ")
+    : r.kinds.join(", ");
+
 const cell = (text: string): string => text.replaceAll("|", "\\|");
+
+/** What `kubectl get` and the conditions of a kind show, from its descriptor: what docs/kinds.md tells. */
+export interface KindView {
+  /** The condition types its printer columns show (keyward writes no other). */
+  conditions: string[];
+  /** The columns of `kubectl get`, and those `-o wide` adds (priority 1). */
+  columns: string[];
+  wide: string[];
+  /** Whether it honours keyward.dev/paused (its descriptor lists the annotation). */
+  pausable: boolean;
+}
+
+export function kindView(k: Kind): KindView {
+  const columns = k.crd.printerColumns;
+  const conditions = new Set(
+    columns.flatMap((c) => {
+      const m = /^\.status\.conditions\[\?\(@\.type=="([A-Za-z]+)"\)\]\.status$/.exec(c.jsonPath);
+      return m?.[1] ? [m[1]] : [];
+    }),
+  );
+  return {
+    conditions: [...conditions],
+    columns: ["Name", ...columns.filter((c) => (c.priority ?? 0) === 0).map((c) => c.name)],
+    wide: columns.filter((c) => (c.priority ?? 0) > 0).map((c) => c.name),
+    pausable: (k.metadata ?? []).some((m) => m.key === ANNOTATION_PAUSED && m.what === "annotation"),
+  };
+}
 
 /** docs/kinds.md: every kind and every reason, from the registry. */
 export function kindsDoc(kinds: readonly Kind[], registry: Registry): string {
@@ -152,13 +233,24 @@ export function kindsDoc(kinds: readonly Kind[], registry: Registry): string {
       return `| ${k.ref.kind} | ${k.ref.clusterScoped ? "Cluster" : "Namespaced"} | ${(k.crd.shortNames ?? []).join(", ")} | ${refers || "—"} | ${(k.serviceIdFields ?? []).join(", ") || "—"} | ${Object.keys(k.reasons).join(", ") || "—"} |`;
     }),
     "",
+    "What each kind shows: its conditions, the columns of `kubectl get` and those `-o wide` adds,",
+    "and whether it honours the `keyward.dev/paused` annotation (only the kinds that write to the",
+    "service have a Synced condition and can be paused; provider configs have Ready alone).",
+    "",
+    "| kind | conditions | columns | `-o wide` adds | keyward.dev/paused |",
+    "|---|---|---|---|---|",
+    ...kinds.map((k) => {
+      const view = kindView(k);
+      return `| ${k.ref.kind} | ${view.conditions.join(", ")} | ${view.columns.join(", ")} | ${view.wide.join(", ") || "—"} | ${view.pausable ? "honoured" : "ignored"} |`;
+    }),
+    "",
     "## Reasons",
     "",
     "| reason | means | where | what |",
     "|---|---|---|---|",
     ...[...registry]
       .sort(([a], [b]) => a.localeCompare(b))
-      .map(([name, r]) => `| ${name} | ${meaningText[r.means]} | ${r.kinds.join(", ")} | ${cell(r.doc)} |`),
+      .map(([name, r]) => `| ${name} | ${meaningOf(r)} | ${whereOf(r, kinds)} | ${cell(r.doc)} |`),
     "",
   ];
   return lines.join("\n");

@@ -59,6 +59,11 @@ export type ReasonMeaning = "available" | "progress" | "retrying" | "failed" | "
 
 export interface ReasonInfo {
   readonly means: ReasonMeaning;
+  /**
+   * Argo CD's health when it is not the one `means` gives: Suspended for a reason that says
+   * keyward was told to stand still (argocd/health.lua reads its Synced condition first).
+   */
+  readonly argoCd?: "Suspended";
   /** One line for the docs. */
   readonly doc: string;
 }

@@ -10,7 +10,7 @@ export const engineReasons = {
   Created: { means: "done", doc: "keyward created the external object (or found the one it created before a restart)." },
   Updated: { means: "done", doc: "keyward changed the external object to match the spec; the message names the fields." },
   Deleted: { means: "done", doc: "keyward deleted the external object." },
-  ReconcilePaused: { means: "progress", doc: "The keyward.dev/paused annotation stops reconciling." },
+  ReconcilePaused: { means: "progress", argoCd: "Suspended", doc: "The keyward.dev/paused annotation stops reconciling." },
   ExternalIdFound: {
     means: "done",
     doc: "keyward found the external object the keyward.dev/external-id annotation names (a restore, an exported manifest applied again) and recorded it in status.",

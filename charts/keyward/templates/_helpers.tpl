@@ -258,3 +258,57 @@ helm.sh/resource-policy: keep
 argocd.argoproj.io/sync-options: Prune=false,Delete=false
 {{- end }}
 {{- end }}
+
+{{/*
+How the chart renders a custom resource it creates (providerConfig.create,
+clusterProviderConfig.create); called with (dict "root" $ "kind" "<Kind>" "namespace" "<ns or empty>" "name" "<name>").
+- hook: keyward's CRDs are not in the cluster yet (a first install). Helm maps every object of a
+  release before it creates the first, so an ordinary ProviderConfig would fail the whole install
+  ("no matches for kind ... ensure CRDs are installed first"); a post-install hook is mapped when
+  it runs, after the release's CRDs exist.
+- unmanaged: the object exists and a hook made it. It is not part of the release (Helm would
+  adopt it but never patch it: it diffs an adopted object's rendering against itself), so the
+  chart leaves it alone and the notes say so; deleted, the next upgrade creates it as a release object.
+- release: an ordinary object of the release.
+*/}}
+{{- define "keyward.customResourceMode" -}}
+{{- if not (.root.Capabilities.APIVersions.Has (printf "keyward.dev/v1alpha1/%s" .kind)) }}hook
+{{- else }}
+{{- /* lookup finds nothing under helm template and --dry-run: an ordinary object there. */}}
+{{- $live := lookup "keyward.dev/v1alpha1" .kind .namespace .name }}
+{{- if and $live (hasKey (($live.metadata).annotations | default dict) "helm.sh/hook") }}unmanaged
+{{- else }}release
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+The annotations of a custom resource the chart creates, in the mode above. keep: helm uninstall
+leaves it, as it leaves every keyward resource (its users still name it).
+*/}}
+{{- define "keyward.customResourceAnnotations" -}}
+helm.sh/resource-policy: keep
+{{- if eq .mode "hook" }}
+helm.sh/hook: post-install,post-upgrade
+{{- /* Not the default before-hook-creation: that would delete a ProviderConfig in use. */}}
+helm.sh/hook-delete-policy: hook-failed
+{{- end }}
+{{- end }}
+
+{{/*
+Whether a prometheus-operator object is rendered ("true" or empty); called with
+(dict "root" $ "key" "serviceMonitor" "kind" "ServiceMonitor"). Enabled, it is rendered when
+the cluster serves its CRD; where it does not, renderMode says: skipIfMissing leaves it out (the
+notes say so) rather than fail the whole install, failIfMissing fails, alwaysRender renders it
+(helm template and renderers that do not pass the cluster's API versions).
+*/}}
+{{- define "keyward.monitoringObject" -}}
+{{- $values := index .root.Values .key }}
+{{- if $values.enabled }}
+{{- $mode := $values.renderMode | default "skipIfMissing" }}
+{{- if or (.root.Capabilities.APIVersions.Has (printf "monitoring.coreos.com/v1/%s" .kind)) (eq $mode "alwaysRender") }}true
+{{- else if eq $mode "failIfMissing" }}
+{{- fail (printf "%s.enabled: the cluster serves no monitoring.coreos.com/v1 %s; install prometheus-operator's CRDs first, or set %s.renderMode skipIfMissing" .key .kind .key) }}
+{{- end }}
+{{- end }}
+{{- end }}

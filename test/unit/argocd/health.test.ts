@@ -147,6 +147,18 @@ describe("the health script", () => {
     const expected = registry.map(([name, r]) => [name, r.means, r.means === "failed" ? "Degraded" : "Progressing"]);
     expect(seen).toEqual(expected);
   });
+
+  it("shows as Suspended every reason the registry says Argo CD shows so (Synced=False), as docs/kinds.md says", async () => {
+    const suspended = [...reasonRegistry()].filter(([, r]) => r.argoCd === "Suspended").map(([name]) => name);
+    expect(suspended).toEqual(["ReconcilePaused"]);
+    const results = await assess(
+      healthFile,
+      suspended.map((name) => object("Project", { conditions: [["Ready", "True", "Available"], ["Synced", "False", name]] })),
+    );
+    expect(results.map((r) => r.status)).toEqual(suspended.map(() => "Suspended"));
+    const doc = readFileSync(join(repoRoot, "docs", "kinds.md"), "utf8");
+    for (const name of suspended) expect(doc).toMatch(new RegExp(`^\\| ${name} \\| [^|]*Argo CD Suspended\\)`, "m"));
+  });
 });
 
 describe.each(kinds)("%s", (kind) => {

@@ -44,6 +44,7 @@ interface PodSpec {
   nodeSelector?: Record<string, string>;
   tolerations?: object[];
   affinity?: object;
+  topologySpreadConstraints?: object[];
   imagePullSecrets?: { name: string }[];
 }
 
@@ -131,9 +132,9 @@ describe("default values", () => {
     expect(binding.subjects).toEqual([{ kind: "ServiceAccount", name: "kw-keyward", namespace: "keyward-system" }]);
     expect(rulesOf(findDoc(defaults, "Role", "kw-keyward-leader-election"))).toEqual(leaseGrants("kw-keyward-leader"));
     // The claim rule's locks: Leases named by a digest of an id, in the release namespace only.
-    expect(rulesOf(findDoc(defaults, "Role", "kw-keyward-holders"))).toEqual([
-      { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["get", "create", "update", "delete"] },
-    ]);
+    expect(rulesOf(findDoc(defaults, "Role", "kw-keyward-holders"))).toEqual(
+      flattenRules([{ apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["get", "create", "update", "delete"] }]),
+    );
   });
 
   it("run keyward locked down: non-root, read-only root, no capabilities, RuntimeDefault seccomp, a /tmp emptyDir", () => {
@@ -262,6 +263,7 @@ describe("every option on (values-all.yaml)", () => {
       "ClusterRole//keyward-operator-metrics-reader",
       "ClusterRoleBinding//keyward-operator-metrics-auth",
       "ClusterRoleBinding//keyward-operator-metrics-reader",
+      "ConfigMap/keyward-system/internal-ca",
       "ConfigMap/keyward-system/keyward-operator-dashboard",
       "Deployment/keyward-system/keyward-operator",
       "Job/keyward-system/keyward-operator-uninstall",
@@ -269,11 +271,13 @@ describe("every option on (values-all.yaml)", () => {
       "PodDisruptionBudget/keyward-system/keyward-operator",
       "PrometheusRule/keyward-system/keyward-operator",
       "ProviderConfig/keyward-system/default",
+      "Role/keyward-system/keyward-operator-holders",
       "Role/keyward-system/keyward-operator-leader-election",
       "Role/keyward-system/keyward-operator-uninstall",
       "Role/team-a/keyward-operator",
       "Role/team-a/keyward-operator-secret-writer",
       "Role/team-b/keyward-operator",
+      "RoleBinding/keyward-system/keyward-operator-holders",
       "RoleBinding/keyward-system/keyward-operator-leader-election",
       "RoleBinding/keyward-system/keyward-operator-uninstall",
       "RoleBinding/team-a/keyward-operator",
@@ -293,6 +297,17 @@ describe("every option on (values-all.yaml)", () => {
     expect(pod.nodeSelector).toEqual({ "kubernetes.io/os": "linux" });
     expect(pod.tolerations).toHaveLength(1);
     expect(pod.affinity).toHaveProperty("podAntiAffinity");
+    // A spread constraint without a labelSelector spreads keyward's own pods.
+    expect(pod.topologySpreadConstraints).toEqual([
+      {
+        maxSkew: 1,
+        topologyKey: "topology.kubernetes.io/zone",
+        whenUnsatisfiable: "ScheduleAnyway",
+        labelSelector: { matchLabels: { "app.kubernetes.io/name": "kw", "app.kubernetes.io/instance": "kw" } },
+      },
+    ]);
+    expect(pod.volumes).toContainEqual({ name: "ca", configMap: { name: "internal-ca" } });
+    expect(c.volumeMounts).toContainEqual({ name: "ca", mountPath: "/etc/keyward/ca", readOnly: true });
     expect(pod.serviceAccountName).toBe("keyward-sa");
     expect(pod.securityContext).toMatchObject({ runAsUser: 10001 });
     expect(envOf(everything)).toMatchObject({
@@ -978,5 +993,60 @@ describe("the uninstall hook (uninstall.releaseFinalizers, on by default)", () =
   it("renders nothing with uninstall.releaseFinalizers false", async () => {
     const docs = parseYamlDocuments(await renderChart({ setJson: { uninstall: { releaseFinalizers: false } } }));
     expect(kinds(docs).filter((k) => k.includes("uninstall"))).toEqual([]);
+  });
+});
+
+describe("providerConfig.create", () => {
+  const values = ["--set", "providerConfig.create=true", "--set", "providerConfig.baseUrl=https://secrets.example.test"];
+  const render = async (extra: string[]): Promise<Doc> => {
+    const result = await helm([...templateArgs({}), ...values, "--set", "providerConfig.secretName=token", ...extra]);
+    expect(result.code, result.stderr).toBe(0);
+    return findDoc(parseYamlDocuments(result.stdout), "ProviderConfig", "default");
+  };
+  const annotations = (doc: Doc): Record<string, string> | undefined =>
+    (doc.metadata as { annotations?: Record<string, string> }).annotations;
+
+  it("is a post-install hook where the cluster has no ProviderConfig CRD yet: Helm could not map it before the CRDs exist", async () => {
+    expect(annotations(await render([]))).toEqual({
+      "helm.sh/resource-policy": "keep",
+      "helm.sh/hook": "post-install,post-upgrade",
+      "helm.sh/hook-delete-policy": "hook-failed",
+    });
+  });
+
+  it("is an ordinary release object, kept by helm uninstall, where the CRD is served", async () => {
+    expect(annotations(await render(["--api-versions", "keyward.dev/v1alpha1/ProviderConfig"]))).toEqual({
+      "helm.sh/resource-policy": "keep",
+    });
+  });
+});
+
+describe("ServiceMonitor and PrometheusRule where the cluster serves no prometheus-operator CRDs", () => {
+  const enabled = { serviceMonitor: { enabled: true }, prometheusRule: { enabled: true } };
+
+  it("are left out by default (renderMode skipIfMissing), not a failed install", async () => {
+    const docs = parseYamlDocuments(await renderChart({ setJson: enabled, monitoringCrds: false }));
+    expect(docs.filter((d) => d.kind === "ServiceMonitor" || d.kind === "PrometheusRule")).toEqual([]);
+    // The scraper identity is the ServiceMonitor's: left out with it.
+    expect(docs.filter((d) => d.metadata.name === "kw-keyward-scraper")).toEqual([]);
+    const served = parseYamlDocuments(await renderChart({ setJson: enabled }));
+    expect(
+      served
+        .filter((d) => d.kind === "ServiceMonitor" || d.kind === "PrometheusRule")
+        .map((d) => d.kind)
+        .sort(),
+    ).toEqual(["PrometheusRule", "ServiceMonitor"]);
+  });
+
+  it("fail the render with renderMode failIfMissing, and render anyway with alwaysRender", async () => {
+    const failing = await helm(
+      templateArgs({ setJson: { serviceMonitor: { enabled: true, renderMode: "failIfMissing" } }, monitoringCrds: false }),
+    );
+    expect(failing.code).not.toBe(0);
+    expect(failing.stderr).toContain("serviceMonitor.enabled: the cluster serves no monitoring.coreos.com/v1 ServiceMonitor");
+    const always = parseYamlDocuments(
+      await renderChart({ setJson: { prometheusRule: { enabled: true, renderMode: "alwaysRender" } }, monitoringCrds: false }),
+    );
+    expect(always.map((d) => d.kind)).toContain("PrometheusRule");
   });
 });

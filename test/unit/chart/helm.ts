@@ -77,6 +77,11 @@ export interface RenderOptions {
   valuesFiles?: string[];
   /** --set-json key=value pairs. */
   setJson?: Record<string, unknown>;
+  /**
+   * Render as on a cluster serving prometheus-operator's ServiceMonitor and PrometheusRule
+   * (--api-versions; default true): without them the chart leaves both out (renderMode skipIfMissing).
+   */
+  monitoringCrds?: boolean;
 }
 
 /** `helm template` of the chart; throws with helm's stderr when it fails. */
@@ -90,6 +95,9 @@ export function templateArgs(opts: RenderOptions): string[] {
   const args = ["template", opts.release ?? "kw", chartDir, "--namespace", opts.namespace ?? "keyward-system"];
   for (const file of opts.valuesFiles ?? []) args.push("--values", file);
   for (const [key, value] of Object.entries(opts.setJson ?? {})) args.push("--set-json", `${key}=${JSON.stringify(value)}`);
+  if (opts.monitoringCrds ?? true) {
+    for (const kind of ["ServiceMonitor", "PrometheusRule"]) args.push("--api-versions", `monitoring.coreos.com/v1/${kind}`);
+  }
   return args;
 }
 

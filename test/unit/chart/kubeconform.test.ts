@@ -33,7 +33,7 @@ afterAll(() => rm(work, { recursive: true, force: true }));
 describe("the chart", () => {
   it("passes helm lint --strict and kubeconform -strict with the defaults and every value set", async () => {
     const sets = await valueSets();
-    expect(sets.map((s) => s.name)).toEqual(["defaults", "cluster-wide", "monitoring", "namespaced", "sharding"]);
+    expect(sets.map((s) => s.name)).toEqual(["defaults", "cluster-wide", "monitoring", "namespaced", "operability", "sharding"]);
     for (const set of sets) {
       const result = await lintValueSet(set, tools);
       expect(result.ok, `${set.name}: ${result.output}`).toBe(true);
@@ -43,10 +43,34 @@ describe("the chart", () => {
   });
 
   it("renders ServiceMonitor and PrometheusRule in the monitoring set, validated against prometheus-operator's CRDs", async () => {
-    const rendered = await run(tools.helm, ["template", "keyward", chartDir, "--values", join(valueSetsDir, "monitoring.yaml")]);
+    const monitoring = ["ServiceMonitor", "PrometheusRule"].flatMap((kind) => ["--api-versions", `monitoring.coreos.com/v1/${kind}`]);
+    const rendered = await run(tools.helm, [
+      "template",
+      "keyward",
+      chartDir,
+      "--values",
+      join(valueSetsDir, "monitoring.yaml"),
+      ...monitoring,
+    ]);
     expect(rendered.code, rendered.stderr).toBe(0);
     const kinds = kindsOf(loadAll(rendered.stdout)).map((k) => `${k.apiVersion}/${k.kind}`);
     expect(kinds).toEqual(expect.arrayContaining(["monitoring.coreos.com/v1/ServiceMonitor", "monitoring.coreos.com/v1/PrometheusRule"]));
+    const checked = await kubeconform(rendered.stdout, tools.sources, tools.kubeconform);
+    expect(checked.code, checked.stdout + checked.stderr).toBe(0);
+  });
+
+  it("renders the operability set's spread, priority class, volumes, environment and extra objects, and kubeconform checks them", async () => {
+    const rendered = await run(tools.helm, ["template", "keyward", chartDir, "--values", join(valueSetsDir, "operability.yaml")]);
+    expect(rendered.code, rendered.stderr).toBe(0);
+    for (const text of [
+      "topologySpreadConstraints:",
+      "priorityClassName: system-cluster-critical",
+      "mountPath: /etc/keyward/ca",
+      "name: NODE_EXTRA_CA_CERTS",
+      "name: keyward-extra",
+    ]) {
+      expect(rendered.stdout).toContain(text);
+    }
     const checked = await kubeconform(rendered.stdout, tools.sources, tools.kubeconform);
     expect(checked.code, checked.stdout + checked.stderr).toBe(0);
   });

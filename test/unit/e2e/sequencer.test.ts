@@ -15,11 +15,17 @@ describe("the e2e files' declared order", () => {
   });
 
   test("sorts by the declared order whatever the input order (vitest's cold order was by size)", () => {
-    const bySize = ["argocd.test.ts", "install.test.ts", "upgrade.test.ts", "sharding.test.ts", "scale.test.ts", "namespaced.test.ts"].map(
-      (f) => ({
-        moduleId: join(e2eDir, f),
-      }),
-    );
+    const bySize = [
+      "argocd.test.ts",
+      "install.test.ts",
+      "first-hour.test.ts",
+      "upgrade.test.ts",
+      "sharding.test.ts",
+      "scale.test.ts",
+      "namespaced.test.ts",
+    ].map((f) => ({
+      moduleId: join(e2eDir, f),
+    }));
     expect(declaredOrder(bySize).map((s) => s.moduleId.split("/").pop())).toEqual(e2eFileOrder);
     expect(declaredOrder([...bySize].reverse()).map((s) => s.moduleId.split("/").pop())).toEqual(e2eFileOrder);
   });

@@ -28,6 +28,10 @@ local progressing = {
   RemovingSecrets = true,
   WaitingForJob = true,
 }
+-- Synced=False reasons of a keyward told to stand still (registry: argoCd Suspended).
+local suspended = {
+  ReconcilePaused = true,
+}
 -- END generated
 
 local function condition(conditions, kind)
@@ -65,7 +69,7 @@ local ready = condition(status.conditions, "Ready")
 local synced = condition(status.conditions, "Synced")
 
 if synced ~= nil and synced.status == "False" then
-  if synced.reason == "ReconcilePaused" then
+  if suspended[synced.reason] then
     return set("Suspended", describe(synced))
   end
   -- ObserveOnly: a difference keyward was told not to correct; Ready tells the health.
