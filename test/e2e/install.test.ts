@@ -123,7 +123,7 @@ describe("keyward installed by its chart", () => {
           'const fs = require("node:fs"); for (const f of ["/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory.max"]) if (fs.existsSync(f)) { console.log(fs.readFileSync(f, "utf8").trim()); break; }',
         ),
       );
-      expect(Number(limit.trim())).toBe(256 * 1024 * 1024);
+      expect(Number(limit.trim())).toBe(288 * 1024 * 1024);
       // Readiness passed (Ready above); liveness: no restarts and no failed probe events.
       expect(pod.status.containerStatuses?.[0]?.restartCount).toBe(0);
     }
