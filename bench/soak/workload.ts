@@ -67,7 +67,7 @@ export const deletionPolicies: Record<Kind, readonly string[]> = {
 export const destinations: Record<string, Record<string, unknown>> = {
   "data-platform": { scope: "workspace" },
   monitoring: { accountId: "4411", accountName: "ops", groupId: "g-77", groupName: "alerts" },
-  "code-host": { scope: "organization", org: "acme" },
+  "code-host": { scope: "organization", org: "acme", visibility: "all" },
   "workflow-engine": { scope: "cluster", clusterUUID: "7c1e2a9b-3d4f-4a5b-8c6d-0e1f2a3b4c5d" },
   "git-host": { repositorySlug: "shop", environmentId: "env-prod", workspaceSlug: "acme" },
   "app-platform": { appId: "app-1f2e", appName: "shop" },
