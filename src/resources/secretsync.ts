@@ -28,8 +28,10 @@
 //   last job id, a new last job time, or a pending/running status of that action means the call
 //   landed (the service answers "already in progress" to any trigger while a job runs, and
 //   keyward never calls while one runs) — V is recorded handled without a second call. Without
-//   such a sign the call did not land, and it is made (once) again. A call whose answer was lost
-//   (timeout, 5xx) keeps the mark and is decided the same way.
+//   such a sign once the mark is LATE_APPLY_WINDOW_MS old the call did not land, and it is made
+//   (once) again: a service may apply a request after keyward stopped waiting for it, so an
+//   earlier look could be before the call's job exists. A call whose answer was lost (timeout,
+//   5xx) keeps the mark and is decided the same way.
 // - The one case the record cannot tell apart: a job of the same action that someone else starts
 //   between the mark and keyward's next look (an auto-sync on a secret change, another client's
 //   trigger) reads as V's call having landed. Then V gets no call of its own, but a job of the
@@ -95,6 +97,12 @@ export const ANNOTATION_REMOVE_SECRETS_REQUESTED = "keyward.dev/remove-secrets-r
 
 /** Job polling: 1 s doubling (the time the job has been seen active) up to 30 s. */
 export const JOB_POLL = { minMs: 1_000, maxMs: 30_000 };
+/**
+ * How long after its mark an action call whose outcome is unknown (a timeout, a lost answer, a
+ * crash) may still be applied by the service; only after it, with no job in the record, is the
+ * call taken as never made and made again.
+ */
+export const LATE_APPLY_WINDOW_MS = 60_000;
 /** deletionPolicy RemoveSecrets: wait between failed removals, 5 s doubling up to 5 min. */
 export const REMOVAL_RETRY = { baseMs: 5_000, maxMs: 5 * 60_000 };
 
@@ -603,6 +611,15 @@ async function act(rt: Runtime, c: Ctx): Promise<Partial<Status>> {
         kind.event,
         `${kind.operation} for ${kind.annotation}=${mark.value} reached the service (recorded after an interruption)`,
       );
+    } else {
+      // No sign yet, but a call whose answer was lost may still be applied: a service can finish a
+      // request it received after keyward stopped waiting for it. Calling again now could make two
+      // jobs of one value, so the mark is let stand until the window has passed.
+      const wait = Date.parse(mark.markedAt) + LATE_APPLY_WINDOW_MS - rt.now();
+      if (wait > 0) {
+        c.requeueAfter(Math.min(wait, JOB_POLL.maxMs));
+        return out;
+      }
     }
     out.pendingRequest = null;
     s = { ...s, ...out };
