@@ -2,7 +2,8 @@
 // one rule patched out, run in place of src/main.ts (`npm run soak -- --break <name>`). keyward's
 // own code has no switch for this: the patch lives here, and fails loudly when the code it
 // patches has moved.
-import { cpSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { repoRoot } from "../../test/controlplane/binaries.ts";
 
@@ -26,15 +27,18 @@ export const patches = {
 
 export type BrokenBuild = keyof typeof patches;
 
-/** A patched copy of src/ under `outDir` (inside the repository, so its imports resolve); its main.ts. */
-export function brokenBuild(name: BrokenBuild, outDir: string): { script: string; breaks: string } {
+/**
+ * A patched copy of src/ in a temporary directory (outside the repository, so no lint or type
+ * check reads it; its node_modules links to the repository's); its main.ts.
+ */
+export function brokenBuild(name: BrokenBuild): { script: string; breaks: string; dir: string } {
   const patch: Patch = patches[name];
-  const dir = join(outDir, `broken-${name}`);
-  rmSync(dir, { recursive: true, force: true });
+  const dir = mkdtempSync(join(tmpdir(), `keyward-soak-broken-${name}-`));
   cpSync(join(repoRoot, "src"), join(dir, "src"), { recursive: true });
+  symlinkSync(join(repoRoot, "node_modules"), join(dir, "node_modules"));
   const file = join(dir, "src", patch.file);
   const text = readFileSync(file, "utf8");
   if (!text.includes(patch.from)) throw new Error(`broken build ${name}: ${patch.file} no longer holds the code it patches`);
   writeFileSync(file, text.replace(patch.from, patch.to));
-  return { script: join(dir, "src", "main.ts"), breaks: patch.breaks };
+  return { script: join(dir, "src", "main.ts"), breaks: patch.breaks, dir };
 }

@@ -13,6 +13,8 @@ export interface Sample {
   eventLoopLagP99Ms?: number;
   queueDepth: number;
   series: number;
+  /** Resources the apiserver held at the last look (all kinds, all namespaces). */
+  liveObjects?: number;
   /** keyward's service requests per second since the previous sample of this process. */
   serviceRps: number;
   /** The apiserver's requests per second (all clients) since the previous sample. */
@@ -54,7 +56,7 @@ export function slope(points: readonly { x: number; y: number }[]): number | und
 export function laterSlopes(
   samples: readonly Sample[],
   fromT: number,
-): { pid?: number; points: number; rssMbPerHour?: number; heapMbPerHour?: number } {
+): { pid?: number; points: number; rssMbPerHour?: number; heapMbPerHour?: number; liveObjects?: [number, number] } {
   const later = samples.filter((s) => s.t >= fromT);
   const byPid = new Map<number, Sample[]>();
   for (const s of later) byPid.set(s.pid, [...(byPid.get(s.pid) ?? []), s]);
@@ -63,9 +65,13 @@ export function laterSlopes(
   const [pid, own] = longest;
   const perHour = (v: number | undefined): number | undefined => (v === undefined ? undefined : Math.round(v * 3600 * 100) / 100);
   const heap = own.filter((s) => s.heapUsedMb !== undefined).map((s) => ({ x: s.t, y: s.heapUsedMb ?? 0 }));
+  const first = own[0]?.liveObjects;
+  const last = own[own.length - 1]?.liveObjects;
   return {
     pid,
     points: own.length,
+    // What the slope should be read against: the resources at the window's start and end.
+    ...(first !== undefined && last !== undefined ? { liveObjects: [first, last] as [number, number] } : {}),
     rssMbPerHour: perHour(slope(own.map((s) => ({ x: s.t, y: s.rssMb })))),
     heapMbPerHour: perHour(slope(heap)),
   };
@@ -79,6 +85,7 @@ interface Panel {
 const panels: Panel[] = [
   { title: "RSS (MB)", value: (s) => s.rssMb },
   { title: "heap used (MB)", value: (s) => s.heapUsedMb },
+  { title: "live resources", value: (s) => s.liveObjects },
   { title: "work-queue depth", value: (s) => s.queueDepth },
   { title: "metric series", value: (s) => s.series },
   { title: "handles", value: (s) => s.handles },

@@ -483,7 +483,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
         await sleep(2_000);
       }
     })();
-    const sampler = createSampler(plane, replicas, t, samples);
+    const sampler = createSampler(plane, replicas, t, samples, () => live.size);
     const samplerLoop = (async () => {
       while (!stopSampling) {
         await sampler().catch(() => undefined);
@@ -677,7 +677,13 @@ async function installNamespace(core: CoreV1Api, custom: CustomObjectsApi, ns: s
 }
 
 /** One health sample per running keyward: RSS from /proc, the rest from its /metrics. */
-function createSampler(plane: ControlPlane, replicas: readonly Replica[], t: () => number, samples: Sample[]): () => Promise<void> {
+function createSampler(
+  plane: ControlPlane,
+  replicas: readonly Replica[],
+  t: () => number,
+  samples: Sample[],
+  liveObjects: () => number,
+): () => Promise<void> {
   const previous = new Map<number, { t: number; service: number }>();
   let apiserverBefore: { t: number; total: number } | undefined;
   return async () => {
@@ -725,6 +731,7 @@ function createSampler(plane: ControlPlane, replicas: readonly Replica[], t: () 
         ...(lag !== undefined ? { eventLoopLagP99Ms: Math.round(lag * 1e4) / 10 } : {}),
         queueDepth: metricSum(text, "workqueue_depth") ?? 0,
         series: seriesCount(text),
+        liveObjects: liveObjects(),
         serviceRps: before && now > before.t ? Math.round(((service - before.service) / (now - before.t)) * 10) / 10 : 0,
         apiserverRps: Math.round(apiserverRps * 10) / 10,
       });
@@ -817,7 +824,7 @@ export function printReport(report: SoakReport, print: (line: string) => void = 
   }
   const h = report.health;
   print(
-    `health: ${h.samples} samples, max RSS ${h.maxRssMb} MB, later RSS slope ${h.later.rssMbPerHour ?? "?"} MB/h, heap ${h.later.heapMbPerHour ?? "?"} MB/h (pid ${h.later.pid ?? "?"}, ${h.later.points} points), queue depth at end ${h.queueDepthAtEnd}`,
+    `health: ${h.samples} samples, max RSS ${h.maxRssMb} MB, later RSS slope ${h.later.rssMbPerHour ?? "?"} MB/h, heap ${h.later.heapMbPerHour ?? "?"} MB/h (pid ${h.later.pid ?? "?"}, ${h.later.points} points, live resources ${h.later.liveObjects?.join(" → ") ?? "?"}), queue depth at end ${h.queueDepthAtEnd}`,
   );
   print(`report ${report.files.report}\nplot   ${report.files.plot}`);
 }
@@ -839,7 +846,7 @@ async function main(): Promise<void> {
   const outDir = values.out;
   const broken = values.break;
   if (broken !== undefined && !(broken in patches)) throw new Error(`--break: one of ${Object.keys(patches).join(", ")}`);
-  const patched = broken === undefined ? undefined : brokenBuild(broken as BrokenBuild, outDir);
+  const patched = broken === undefined ? undefined : brokenBuild(broken as BrokenBuild);
   if (patched) console.log(`a broken build on purpose (${broken}): the soak must report "${patched.breaks}" violated`);
   const report = await runSoak({
     seed: Number(values.seed),

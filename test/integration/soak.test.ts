@@ -5,8 +5,9 @@
 //
 // This file runs a control plane of its own per soak (an apiserver restart must not reach the
 // shared one of global-setup); the fixed seed makes the schedule the same on every run.
+import { rmSync } from "node:fs";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import { repoRoot } from "../controlplane/binaries.ts";
 import { brokenBuild } from "../../bench/soak/broken.ts";
 import { runSoak, type SoakReport } from "../../bench/soak/soak.ts";
@@ -52,7 +53,8 @@ describe.skipIf(existingCluster)("the soak", () => {
   );
 
   it("catches a build that runs an action value again", { timeout: 15 * 60_000 }, async () => {
-    const patched = brokenBuild("repeat-actions", outDir);
+    const patched = brokenBuild("repeat-actions");
+    onTestFinished(() => rmSync(patched.dir, { recursive: true, force: true }));
     const report = await runSoak({
       seed: 7,
       minutes: 1.5,
