@@ -71,6 +71,8 @@ export interface Verdict {
   /** How many things were checked. */
   checked: number;
   violations: string[];
+  /** What held only by a limit keyward documents, counted apart. */
+  notes?: string[];
 }
 
 const writeMethods = new Set(["POST", "PATCH", "PUT", "DELETE"]);
@@ -123,6 +125,7 @@ function projectOf(e: Evidence, l: Lineage): Lineage[] {
 /** Each action value ran exactly once (live resources), at most once (deleted ones); RemoveSecrets ran at deletion. */
 function actionsOnce(e: Evidence, on: CallsOn): Verdict {
   const violations: string[] = [];
+  const notes: string[] = [];
   let checked = 0;
   for (const l of e.lineages.filter((x) => x.kind === "SecretSync")) {
     const ids = idsOf(e, l);
@@ -132,8 +135,17 @@ function actionsOnce(e: Evidence, on: CallsOn): Verdict {
     checked += l.syncValues.length + l.removeValues.length;
     const gone = l.deleteRequestedAt !== undefined;
     const removeAtDeletion = gone && l.deletionPolicy === "RemoveSecrets" && ids.length > 0 ? 1 : 0;
+    // keyward's documented limit (src/resources/secretsync.ts): a value whose call's outcome is
+    // unknown counts as done when a job of its action started after its mark, such as the sync job
+    // the service queues on an update. So fewer syncs than values is a loss only without an update.
+    const updated = count("updateSecretSync") > 0;
+    if (syncs < l.syncValues.length && updated) {
+      notes.push(`${key(l)}: ${l.syncValues.length} sync values set, ${syncs} syncs ran, after an update that queued a sync job`);
+    }
     if (!gone) {
-      if (syncs !== l.syncValues.length) violations.push(`${key(l)}: ${l.syncValues.length} sync values set, ${syncs} syncs ran`);
+      if (syncs > l.syncValues.length || (syncs < l.syncValues.length && !updated)) {
+        violations.push(`${key(l)}: ${l.syncValues.length} sync values set, ${syncs} syncs ran`);
+      }
       if (removes !== l.removeValues.length)
         violations.push(`${key(l)}: ${l.removeValues.length} remove values set, ${removes} removes ran`);
     } else {
@@ -143,7 +155,7 @@ function actionsOnce(e: Evidence, on: CallsOn): Verdict {
       }
     }
   }
-  return { name: "each action value ran exactly once", checked, violations };
+  return { name: "each action value ran exactly once", checked, violations, notes };
 }
 
 /** No write on a resource's external object once the resource was gone from the apiserver. */

@@ -78,7 +78,7 @@ export interface SoakReport {
   apiserverRestarts: number;
   serviceCalls: { total: number; byOperation: Record<string, number> };
   settledAfterSeconds: number | undefined;
-  invariants: { name: string; checked: number; violations: number; examples: string[] }[];
+  invariants: { name: string; checked: number; violations: number; examples: string[]; notes: string[] }[];
   health: { samples: number; later: ReturnType<typeof laterSlopes>; maxRssMb: number; queueDepthAtEnd: number };
   files: { report: string; plot: string };
   passed: boolean;
@@ -790,6 +790,7 @@ function summarise(x: {
       checked: v.checked,
       violations: v.violations.length,
       examples: v.violations.slice(0, 20),
+      notes: v.notes ?? [],
     })),
     health: {
       samples: x.samples.length,
@@ -819,7 +820,8 @@ export function printReport(report: SoakReport, print: (line: string) => void = 
     `settled ${report.settledAfterSeconds === undefined ? "NOT within the tail" : `${report.settledAfterSeconds} s into the quiet tail`}`,
   );
   for (const v of report.invariants) {
-    print(`${v.violations === 0 ? "ok  " : "FAIL"} ${v.name}: ${v.checked} checked, ${v.violations} violations`);
+    const notes = v.notes.length > 0 ? ` (${v.notes.length} by a documented limit: ${v.notes[0] ?? ""})` : "";
+    print(`${v.violations === 0 ? "ok  " : "FAIL"} ${v.name}: ${v.checked} checked, ${v.violations} violations${notes}`);
     for (const example of v.examples.slice(0, 5)) print(`       ${example}`);
   }
   const h = report.health;

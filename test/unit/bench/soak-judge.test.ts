@@ -90,6 +90,12 @@ describe("the soak's judge", () => {
     expect(broken({ ...e, calls: never })["each action value ran exactly once"]).toEqual([
       "SecretSync a/k-s1: 1 sync values set, 0 syncs ran",
     ]);
+    // Fewer syncs than values after an update that queued a sync job: keyward's documented limit, noted apart.
+    const updated = [...never, call({ operation: "updateSecretSync", method: "PATCH", path: "/api/v1/secret-syncs/monitoring/S1" })];
+    expect(broken({ ...e, calls: updated })).toEqual({});
+    expect(judge({ ...e, calls: updated }).find((v) => v.name === "each action value ran exactly once")?.notes).toEqual([
+      "SecretSync a/k-s1: 1 sync values set, 0 syncs ran, after an update that queued a sync job",
+    ]);
     // A refused trigger (400: a job still running) ran nothing.
     const refused = [
       ...e.calls,
