@@ -554,6 +554,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       base,
     });
     writeFileSync(`${base}.json`, `${JSON.stringify({ ...report, samples, events }, null, 1)}\n`);
+    // The call log as judged, one request a line: what a violation is read against afterwards.
+    writeFileSync(`${base}-calls.jsonl`, calls.map((c) => `${JSON.stringify(c)}\n`).join(""));
     writeFileSync(
       `${base}.svg`,
       plotSvg(samples, events, `keyward soak, seed ${options.seed}, ${options.minutes} min, ${options.replicas} replica(s)`),
