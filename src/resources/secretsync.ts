@@ -385,7 +385,7 @@ function createOutcomeUnknown(destination: string, name: string, projectId: stri
  */
 function vanishedWhileDeleting(c: Ctx, id: string): Found {
   const what = `the ${c.spec.destination} sync ${id} no longer exists at the service, though keyward did not delete it (it was deleted outside keyward, or with its project)`;
-  const removed = c.status.deletionRemoval !== undefined && c.status.removeStatus === "succeeded";
+  const removed = c.status.deletionRemoval != null && c.status.removeStatus === "succeeded";
   const vanished =
     c.spec.deletionPolicy === "RemoveSecrets" && !removed
       ? {
@@ -719,12 +719,26 @@ async function removeSecretsThenRelease(rt: Runtime, c: Ctx, obs: Observation<St
         requeueAfterMs: wait,
       };
     }
+  } else if (mark) {
+    // The last call's outcome is unknown and its job not in the record yet: it may still be
+    // applied (as for the action requests, LATE_APPLY_WINDOW_MS).
+    const wait = Date.parse(mark.markedAt) + LATE_APPLY_WINDOW_MS - rt.now();
+    if (wait > 0) {
+      return {
+        done: false,
+        reason: "RemovingSecrets",
+        message: "the last remove-secrets call got no answer; waiting for the service's record before calling again",
+        requeueAfterMs: Math.min(wait, JOB_POLL.maxMs),
+      };
+    }
   }
   await c.saveStatus({ deletionRemoval: { attempts: (mark?.attempts ?? 0) + 1, markedAt: isoAt(rt.now()), ...baseline(s, "remove") } });
   try {
     await c.conn.removeSecrets(destination, id);
   } catch (err) {
     if (isJobInProgress(err)) {
+      // Refused: the call certainly did not land, so the mark goes back to what it was.
+      await c.saveStatus({ deletionRemoval: mark ?? null });
       return {
         done: false,
         reason: "WaitingForJob",
