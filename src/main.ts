@@ -1,6 +1,7 @@
 // keyward's process: configuration, logger, health and metrics endpoints, leader election,
 // start, and graceful shutdown on SIGTERM (stop taking work, finish in-flight reconciles, exit).
 import { once } from "node:events";
+import { collectDefaultMetrics } from "prom-client";
 import { loadConfig, usage, type Config } from "./config.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { guardUncaughtExceptions } from "./process-guard.ts";
@@ -62,6 +63,9 @@ async function run(config: Config, log: Logger): Promise<void> {
       ? { clusterProviderConfigs: { credentialsNamespace: config.credentialsNamespace ?? podNamespace() } }
       : {}),
   });
+  // The process's own figures (resident memory, heap, handles, event-loop delay, GC), here and not
+  // in createOperator: one process, one set, however many operators a test starts in its own.
+  collectDefaultMetrics({ register: operator.metrics.registry });
   const health: Health = { ready: false };
   const servers = await startEndpoints({
     metricsPort: config.metricsPort,

@@ -17,6 +17,8 @@ export interface KeywardOptions {
   /** --concurrency (workers per kind); keyward's default when absent. */
   concurrency?: number;
   entry: Entry;
+  /** Another entry point than `entry`'s (the soak's patched copy of src/main.ts). */
+  script?: string;
   kubeconfigPath: string;
   /** --namespaces (one, or a comma-separated list). */
   namespace: string;
@@ -47,6 +49,8 @@ export interface KeywardProcess {
   stop(graceMs?: number): Promise<void>;
   /** SIGKILL at once (a crash); resolves when the process has exited. */
   kill(): Promise<void>;
+  /** Whether the process has exited (by itself or stopped). */
+  hasExited(): boolean;
 }
 
 /** The directory keyward's `dist` entry runs from: ENGINE_BENCH_DIST, else dist/. */
@@ -60,7 +64,7 @@ export async function startKeyward(opts: KeywardOptions): Promise<KeywardProcess
   const healthPort = await freePort();
   // ENGINE_BENCH_DIST: another build's directory (say, a copy of dist/ from an earlier commit,
   // next to a node_modules symlink so its imports resolve) for a before/after comparison.
-  const script = opts.entry === "dist" ? join(distDir(), "main.js") : join(repoRoot, "src", "main.ts");
+  const script = opts.script ?? (opts.entry === "dist" ? join(distDir(), "main.js") : join(repoRoot, "src", "main.ts"));
   // ENGINE_BENCH_NODE_FLAGS: V8 flags for keyward's process alone (e.g. --max-semi-space-size=2).
   const nodeFlags = (process.env["ENGINE_BENCH_NODE_FLAGS"] ?? "").split(/\s+/).filter((f) => f !== "");
   const profileDir = process.env["ENGINE_BENCH_CPU_PROF"];
@@ -161,6 +165,7 @@ export async function startKeyward(opts: KeywardOptions): Promise<KeywardProcess
       await exited;
       log.end();
     },
+    hasExited: () => hasExited,
   };
 }
 

@@ -28,8 +28,10 @@
 //   last job id, a new last job time, or a pending/running status of that action means the call
 //   landed (the service answers "already in progress" to any trigger while a job runs, and
 //   keyward never calls while one runs) — V is recorded handled without a second call. Without
-//   such a sign the call did not land, and it is made (once) again. A call whose answer was lost
-//   (timeout, 5xx) keeps the mark and is decided the same way.
+//   such a sign once the mark is LATE_APPLY_WINDOW_MS old the call did not land, and it is made
+//   (once) again: a service may apply a request after keyward stopped waiting for it, so an
+//   earlier look could be before the call's job exists. A call whose answer was lost (timeout,
+//   5xx) keeps the mark and is decided the same way.
 // - The one case the record cannot tell apart: a job of the same action that someone else starts
 //   between the mark and keyward's next look (an auto-sync on a secret change, another client's
 //   trigger) reads as V's call having landed. Then V gets no call of its own, but a job of the
@@ -95,6 +97,12 @@ export const ANNOTATION_REMOVE_SECRETS_REQUESTED = "keyward.dev/remove-secrets-r
 
 /** Job polling: 1 s doubling (the time the job has been seen active) up to 30 s. */
 export const JOB_POLL = { minMs: 1_000, maxMs: 30_000 };
+/**
+ * How long after its mark an action call whose outcome is unknown (a timeout, a lost answer, a
+ * crash) may still be applied by the service; only after it, with no job in the record, is the
+ * call taken as never made and made again.
+ */
+export const LATE_APPLY_WINDOW_MS = 60_000;
 /** deletionPolicy RemoveSecrets: wait between failed removals, 5 s doubling up to 5 min. */
 export const REMOVAL_RETRY = { baseMs: 5_000, maxMs: 5 * 60_000 };
 
@@ -377,7 +385,7 @@ function createOutcomeUnknown(destination: string, name: string, projectId: stri
  */
 function vanishedWhileDeleting(c: Ctx, id: string): Found {
   const what = `the ${c.spec.destination} sync ${id} no longer exists at the service, though keyward did not delete it (it was deleted outside keyward, or with its project)`;
-  const removed = c.status.deletionRemoval !== undefined && c.status.removeStatus === "succeeded";
+  const removed = c.status.deletionRemoval != null && c.status.removeStatus === "succeeded";
   const vanished =
     c.spec.deletionPolicy === "RemoveSecrets" && !removed
       ? {
@@ -603,6 +611,15 @@ async function act(rt: Runtime, c: Ctx): Promise<Partial<Status>> {
         kind.event,
         `${kind.operation} for ${kind.annotation}=${mark.value} reached the service (recorded after an interruption)`,
       );
+    } else {
+      // No sign yet, but a call whose answer was lost may still be applied: a service can finish a
+      // request it received after keyward stopped waiting for it. Calling again now could make two
+      // jobs of one value, so the mark is let stand until the window has passed.
+      const wait = Date.parse(mark.markedAt) + LATE_APPLY_WINDOW_MS - rt.now();
+      if (wait > 0) {
+        c.requeueAfter(Math.min(wait, JOB_POLL.maxMs));
+        return out;
+      }
     }
     out.pendingRequest = null;
     s = { ...s, ...out };
@@ -702,12 +719,26 @@ async function removeSecretsThenRelease(rt: Runtime, c: Ctx, obs: Observation<St
         requeueAfterMs: wait,
       };
     }
+  } else if (mark) {
+    // The last call's outcome is unknown and its job not in the record yet: it may still be
+    // applied (as for the action requests, LATE_APPLY_WINDOW_MS).
+    const wait = Date.parse(mark.markedAt) + LATE_APPLY_WINDOW_MS - rt.now();
+    if (wait > 0) {
+      return {
+        done: false,
+        reason: "RemovingSecrets",
+        message: "the last remove-secrets call got no answer; waiting for the service's record before calling again",
+        requeueAfterMs: Math.min(wait, JOB_POLL.maxMs),
+      };
+    }
   }
   await c.saveStatus({ deletionRemoval: { attempts: (mark?.attempts ?? 0) + 1, markedAt: isoAt(rt.now()), ...baseline(s, "remove") } });
   try {
     await c.conn.removeSecrets(destination, id);
   } catch (err) {
     if (isJobInProgress(err)) {
+      // Refused: the call certainly did not land, so the mark goes back to what it was.
+      await c.saveStatus({ deletionRemoval: mark ?? null });
       return {
         done: false,
         reason: "WaitingForJob",

@@ -2,7 +2,7 @@
 // persistence, and the request log entry.
 import { randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { authenticate, enforceAuth, type AuthResult } from "./auth.ts";
+import { authenticate, enforceAuth, hashToken, type AuthResult } from "./auth.ts";
 import type { Core } from "./core.ts";
 import { errorBody, faultBody, routeNotFound, ServiceError } from "./errors.ts";
 import type { FaultState } from "./faults.ts";
@@ -48,6 +48,7 @@ export async function handleApiRequest(p: Pipeline, req: IncomingMessage, res: S
       status,
       operation: incoming.match?.route.operation ?? "unknown",
       auth: incoming.auth.kind,
+      ...(incoming.auth.kind === "valid" ? { principal: principalOf(incoming.auth.token) } : {}),
       reqId: incoming.reqId,
       ...(fault ? { fault } : {}),
     });
@@ -94,6 +95,11 @@ export async function handleApiRequest(p: Pipeline, req: IncomingMessage, res: S
     if (req.socket.destroyed) return;
   }
   sendJson(res, answer.status, answer.body, answer.headers);
+}
+
+/** The name a request log gives a credential: a prefix of its token's sha256, never the token. */
+export function principalOf(token: string): string {
+  return hashToken(token).slice(0, 12);
 }
 
 async function receive(p: Pipeline, req: IncomingMessage): Promise<Incoming> {

@@ -63,6 +63,11 @@ export interface RecordedRequest {
   status: number;
   operation: string;
   auth: "none" | "valid" | "invalid";
+  /**
+   * Which credential a valid request carried: the first 12 hex digits of its token's sha256 (an
+   * extension of the contract), so a log tells whose request it was without holding the token.
+   */
+  principal?: string;
   reqId: string;
   /** Set when an injected fault shaped the answer (an extension of the contract). */
   fault?: "error" | "rateLimit" | "drop-before-handling" | "drop-after-handling" | "client-gone";

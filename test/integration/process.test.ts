@@ -86,6 +86,11 @@ it("serves health, readiness and controller-runtime metrics, and stops gracefull
     expect(metrics).toMatch(/controller_runtime_reconcile_total\{controller="project",result="(success|requeue_after)"\} [1-9]/);
     expect(metrics).toContain("controller_runtime_reconcile_time_seconds_bucket");
     expect(metrics).toContain('workqueue_depth{name="project"}');
+    // The process's own health, as long runs watch it (npm run soak).
+    expect(metrics).toMatch(/^process_resident_memory_bytes [1-9]/m);
+    expect(metrics).toMatch(/^nodejs_heap_size_used_bytes [1-9]/m);
+    expect(metrics).toMatch(/^nodejs_active_handles_total [1-9]/m);
+    expect(metrics).toMatch(/^nodejs_eventloop_lag_p99_seconds /m);
     expect(metrics).not.toContain(TOKEN);
   } finally {
     p.child.kill("SIGTERM");

@@ -22,6 +22,7 @@ import {
 import { keywardProcesses, type KeywardProcess } from "./support/keyward-process.ts";
 import type { KubeObject } from "../../src/engine/types.ts";
 import { ANNOTATION_PENDING_ACTION } from "../../src/engine/managed.ts";
+import { LATE_APPLY_WINDOW_MS } from "../../src/resources/secretsync.ts";
 
 const TOKEN = "kw-secretsync-crash-token-93be17";
 const seed = loadDefaultSeed();
@@ -147,7 +148,7 @@ describe("SecretSync across a killed keyward", () => {
     expect(events.stdout).toContain("recorded after an interruption");
   });
 
-  it("makes the call again when keyward was killed after marking a request but before sending it", async () => {
+  it("makes the call again when keyward was killed after marking a request but before sending it", { timeout: 240_000 }, async () => {
     const obj = await waitUntil("crashy", "sync settled", (o) => statusOf(o)["syncStatus"] === "succeeded");
     const id = String(statusOf(obj)["syncId"]);
     const running = keywards.latest();
@@ -167,7 +168,12 @@ describe("SecretSync across a killed keyward", () => {
     const before = logOf("triggerSecretSync", id).filter((r) => r.status === 200).length;
 
     await startChild();
-    await waitUntil("crashy", "request handled", (o) => statusOf(o)["lastHandledSyncRequest"] === "2025-03-03T03:03:03Z");
+    // Not before the mark is LATE_APPLY_WINDOW_MS old: a call held that long could still have been applied.
+    await waitForObject(kc, ns.name, PLURAL, "crashy", {
+      until: (o) => statusOf(o)["lastHandledSyncRequest"] === "2025-03-03T03:03:03Z",
+      timeoutMs: LATE_APPLY_WINDOW_MS + 60_000,
+      description: "SecretSync crashy: request handled",
+    });
     expect(logOf("triggerSecretSync", id).filter((r) => r.status === 200).length).toBe(before + 1);
   });
 

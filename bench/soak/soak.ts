@@ -1,0 +1,874 @@
+// npm run soak: keyward under churn and faults for --minutes, then a quiet tail, then the
+// invariants judged from outside (judge.ts) and health over time (health.ts). See
+// docs/contributing/benchmarks.md, "The soak".
+//
+//   npm run soak -- --minutes 5 --seed 7 [--namespaces 20] [--replicas 3] [--tail-minutes 5]
+//
+// keyward runs as processes of src/main.ts (one, or --replicas N with sharding) against a control
+// plane of its own (kube-apiserver + etcd, restarted during the run) and the emulator in this
+// process. Exit status: 0 when every invariant holds, 1 otherwise.
+import { execFile } from "node:child_process";
+import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { parseArgs, promisify } from "node:util";
+import { setTimeout as sleep } from "node:timers/promises";
+import { CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
+import { ensureBinaries, repoRoot } from "../../test/controlplane/binaries.ts";
+import { startControlPlane, type ControlPlane } from "../../test/controlplane/controlplane.ts";
+import { waitForCrdsEstablished } from "../../test/controlplane/crds-established.ts";
+import { loadDefaultSeed } from "../../test/emulator/default-seed.ts";
+import { principalOf } from "../../test/emulator/pipeline.ts";
+import { startEmulator, type Emulator, type Faults, type RecordedRequest } from "../../test/emulator/server.ts";
+import { ALLOWED_BASE_URLS_ANNOTATION, CREDENTIALS_LABEL } from "../../src/resources/provider/credentials.ts";
+import { startKeyward, type KeywardProcess } from "../support/keyward.ts";
+import { rssBytes } from "../support/proc.ts";
+import { parseRequestCounts } from "../support/apiserver-metrics.ts";
+import { judge, type Call, type FinalObject, type Lineage, type ServiceState, type Verdict } from "./judge.ts";
+import { brokenBuild, patches, type BrokenBuild } from "./broken.ts";
+import { laterSlopes, metricSum, plotSvg, seriesCount, type Sample } from "./health.ts";
+import {
+  accessTokenManifest,
+  createRandom,
+  deletionPolicies,
+  destinations,
+  memberRoles,
+  membershipManifest,
+  membershipUser,
+  plurals,
+  profileManifest,
+  profileSlugs,
+  projectManifest,
+  syncManifest,
+  type Kind,
+} from "./workload.ts";
+
+const execFileAsync = promisify(execFile);
+const GROUP = "keyward.dev";
+const VERSION = "v1alpha1";
+const SYNC_REQUESTED = "keyward.dev/sync-requested-at";
+const REMOVE_REQUESTED = "keyward.dev/remove-secrets-requested-at";
+
+export interface SoakOptions {
+  seed: number;
+  /** Churn and faults, before the quiet tail. */
+  minutes: number;
+  namespaces: number;
+  /** 1: one keyward; more: that many replicas with sharding and leader election. */
+  replicas: number;
+  /** The longest the quiet tail waits for everything to settle. */
+  tailMinutes: number;
+  /** Live resources per namespace the workload keeps around (creates turn into deletions above it). */
+  objectsPerNamespace: number;
+  outDir: string;
+  /** keyward's entry point (default src/main.ts): a patched copy proves the soak catches a broken build. */
+  keywardScript?: string;
+  log?: (line: string) => void;
+}
+
+export interface SoakReport {
+  options: Omit<SoakOptions, "log">;
+  startedAt: string;
+  durationSeconds: number;
+  objects: { created: Record<string, number>; deleted: Record<string, number>; peakLive: number; liveAtEnd: number };
+  operations: Record<string, number>;
+  faults: { scheduled: Record<string, number>; shapedRequests: Record<string, number> };
+  keywardKills: number;
+  /** Processes that exited by themselves (a replica that lost its lease) and were started again. */
+  keywardExitsRestarted: number;
+  apiserverRestarts: number;
+  serviceCalls: { total: number; byOperation: Record<string, number> };
+  settledAfterSeconds: number | undefined;
+  invariants: { name: string; checked: number; violations: number; examples: string[]; notes: string[] }[];
+  health: { samples: number; later: ReturnType<typeof laterSlopes>; maxRssMb: number; queueDepthAtEnd: number };
+  files: { report: string; plot: string };
+  passed: boolean;
+}
+
+interface Replica {
+  identity: string;
+  proc: KeywardProcess | undefined;
+  starts: number;
+  /** The soak is killing or restarting it: the supervisor leaves it alone. */
+  busy: boolean;
+}
+
+const fallbackLog = (line: string): void => {
+  process.stdout.write(`${new Date().toISOString()} ${line}\n`);
+};
+
+export async function runSoak(options: SoakOptions): Promise<SoakReport> {
+  const log = options.log ?? fallbackLog;
+  const began = Date.now();
+  const t = (): number => (Date.now() - began) / 1000;
+  // One stream per schedule, so each replays its own sequence whatever the others' timing.
+  const random = createRandom(options.seed);
+  const faultRandom = createRandom(options.seed * 7919 + 1);
+  const killRandom = createRandom(options.seed * 7919 + 2);
+  const prefix = `k${options.seed.toString(36)}`;
+  mkdirSync(options.outDir, { recursive: true });
+  const stamp = new Date(began).toISOString().replace(/[:.]/g, "-");
+  const base = join(options.outDir, `soak-${options.seed}-${stamp}`);
+
+  const plane = await startControlPlane({ binaries: await ensureBinaries({ log }), withControllerManager: false, log });
+  const cleanup: Array<() => Promise<unknown>> = [() => plane.stop()];
+  const replicas: Replica[] = [];
+  let emulator: Emulator | undefined;
+  try {
+    await installCrds(plane);
+    const kc = new KubeConfig();
+    kc.loadFromFile(plane.kubeconfigPath);
+    const core = kc.makeApiClient(CoreV1Api);
+    const custom = kc.makeApiClient(CustomObjectsApi);
+
+    const namespaces = Array.from({ length: options.namespaces }, (_, i) => `soak-${String(i).padStart(2, "0")}`);
+    const tokenOf = new Map(namespaces.map((ns) => [ns, `soak-token-${ns}-${options.seed}`]));
+    emulator = await startEmulator({ tokens: [...tokenOf.values()], seed: loadDefaultSeed(), jobDelayMs: 200 });
+    const emu = emulator;
+    cleanup.unshift(() => emu.close());
+    for (const ns of namespaces) await installNamespace(core, custom, ns, emu.url, tokenOf.get(ns) ?? "");
+
+    // keyward: one process, or replicas with sharding.
+    const sharded = options.replicas > 1;
+    const startReplica = async (r: Replica): Promise<void> => {
+      r.starts += 1;
+      const extraArgs = sharded
+        ? ["--sharding", "true", "--leader-elect", "true", "--leader-election-namespace", "default", "--identity", r.identity]
+        : [];
+      r.proc = await startKeyward({
+        entry: "src",
+        ...(options.keywardScript ? { script: options.keywardScript } : {}),
+        kubeconfigPath: plane.kubeconfigPath,
+        namespace: namespaces.join(","),
+        resyncInterval: "60s",
+        logPath: `${base}-${r.identity}.log`,
+        extraArgs: [...extraArgs, "--lease-duration", "6s", "--renew-deadline", "4s", "--retry-period", "1s"],
+      });
+      await r.proc.waitReady(120_000);
+    };
+    for (let i = 0; i < options.replicas; i++) replicas.push({ identity: `soak-r${i}`, proc: undefined, starts: 0, busy: false });
+    cleanup.unshift(async () => {
+      for (const r of replicas) await r.proc?.stop(10_000);
+    });
+    await Promise.all(replicas.map(startReplica));
+    log(
+      `keyward up (${options.replicas} ${sharded ? "sharded replicas" : "process"}), ${namespaces.length} namespaces; churn for ${options.minutes} min`,
+    );
+
+    // ---- evidence gathered as the run goes
+    const lineages = new Map<string, Lineage>();
+    const live = new Map<string, LiveObject>();
+    const calls: Call[] = [];
+    const projectIdsBySlug = new Map<string, Set<string>>();
+    const syncIdsByName = new Map<string, Set<string>>();
+    const operations: Record<string, number> = {};
+    const count = (what: string): void => {
+      operations[what] = (operations[what] ?? 0) + 1;
+    };
+    /** The apiserver's refusals of workload requests, by status (a restart, a name taken). */
+    const failed = (error: unknown): void => {
+      const code = (error as { code?: number }).code;
+      count(`workload request failed: ${String(code ?? "no answer")}`);
+      if (code === 422) log(`the apiserver refused a workload request: ${String((error as { body?: unknown }).body).slice(0, 300)}`);
+    };
+    const events: { t: number; what: string }[] = [];
+    const samples: Sample[] = [];
+    let peakLive = 0;
+
+    const drain = (): void => {
+      for (const r of emu.requests()) calls.push(compact(r));
+      emu.clearRequests();
+    };
+    const snapshotState = async (): Promise<ServiceState> => {
+      const response = await fetch(`${emu.url}/_emulator/state`);
+      const state = (await response.json()) as ServiceState;
+      for (const p of Object.values(state.projects)) addTo(projectIdsBySlug, p.slug, p.id);
+      for (const s of Object.values(state.syncs)) addTo(syncIdsByName, s.name, s.id);
+      return state;
+    };
+    const observe = async (): Promise<void> => {
+      const listed = new Map<string, LiveObject>();
+      for (const kind of Object.keys(plurals) as Kind[]) {
+        const list = (await custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: plurals[kind] })) as {
+          items: LiveObject[];
+        };
+        for (const item of list.items) listed.set(lineageKey(kind, item.metadata.namespace, item.metadata.name), { ...item, kind });
+      }
+      const seenAt = Date.now();
+      live.clear();
+      for (const [k, obj] of listed) {
+        live.set(k, obj);
+        // A create whose answer was lost (an apiserver restart) still gets its lineage.
+        if (!lineages.has(k)) lineages.set(k, lineageOf(obj));
+      }
+      for (const [k, l] of lineages) if (l.deleteRequestedAt !== undefined && l.goneAt === undefined && !listed.has(k)) l.goneAt = seenAt;
+      peakLive = Math.max(peakLive, listed.size);
+    };
+
+    // ---- the workload
+    let seq = 0;
+    const next = (): number => (seq += 1);
+    let apiserverDown = false;
+    const liveOf = (ns: string, kind: Kind): Lineage[] =>
+      [...lineages.values()].filter((l) => l.namespace === ns && l.kind === kind && l.deleteRequestedAt === undefined);
+    const create = async (ns: string, kind: Kind, body: { metadata: { name: string } }): Promise<void> => {
+      const l = lineageOf({ ...(body as unknown as LiveObject), kind, metadata: { ...body.metadata, namespace: ns } });
+      try {
+        await custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural: plurals[kind], body });
+        lineages.set(lineageKey(kind, ns, body.metadata.name), l);
+        count(`create ${kind}`);
+      } catch (error) {
+        failed(error);
+      }
+    };
+    const patch = async (l: Lineage, body: object, what: string): Promise<boolean> => {
+      try {
+        await custom.patchNamespacedCustomObject(
+          { group: GROUP, version: VERSION, namespace: l.namespace, plural: plurals[l.kind], name: l.name, body },
+          setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+        );
+        count(what);
+        return true;
+      } catch (error) {
+        failed(error);
+        return false;
+      }
+    };
+    const remove = async (l: Lineage): Promise<void> => {
+      const at = Date.now();
+      try {
+        await custom.deleteNamespacedCustomObject({
+          group: GROUP,
+          version: VERSION,
+          namespace: l.namespace,
+          plural: plurals[l.kind],
+          name: l.name,
+        });
+        l.deleteRequestedAt = at;
+        count(`delete ${l.kind}${l.deletionPolicy ? ` (${l.deletionPolicy})` : ""}`);
+      } catch (error) {
+        if ((error as { code?: number }).code === 404) l.deleteRequestedAt = at;
+        else failed(error);
+      }
+    };
+    const newProject = async (ns: string): Promise<void> => {
+      const n = next();
+      const name = `p${n}`;
+      const slug = `${prefix}-${ns.slice(5)}-p${n}`;
+      // alice is a member of each project from its creation (the interface cannot add members).
+      emu.seed({ memberships: [{ projectSlug: slug, username: membershipUser, roles: [{ role: "member" }] }] });
+      await create(
+        ns,
+        "Project",
+        projectManifest(name, slug, random.pick(deletionPolicies.Project), `d${n}`) as { metadata: { name: string } },
+      );
+    };
+    const newSync = async (ns: string, project: Lineage): Promise<void> => {
+      const n = next();
+      const destination = random.pick(Object.keys(destinations));
+      const body = syncManifest(
+        `${prefix}-${ns.slice(5)}-s${n}`,
+        project.name,
+        destination,
+        random.pick(deletionPolicies.SecretSync),
+        `d${n}`,
+      );
+      await create(ns, "SecretSync", body as { metadata: { name: string } });
+    };
+    const newMembership = async (ns: string, project: Lineage): Promise<void> => {
+      const body = membershipManifest(
+        `m-${project.name}`,
+        project.name,
+        random.pick(memberRoles),
+        random.pick(deletionPolicies.ProjectMembership),
+      );
+      await create(ns, "ProjectMembership", body as { metadata: { name: string } });
+    };
+    const deleteWithDependents = async (project: Lineage): Promise<void> => {
+      const dependents = [...lineages.values()].filter(
+        (l) => l.namespace === project.namespace && l.projectName === project.name && l.deleteRequestedAt === undefined,
+      );
+      await Promise.all([...dependents, project].map(remove));
+    };
+    const step = async (): Promise<void> => {
+      const ns = random.pick(namespaces);
+      const projects = liveOf(ns, "Project");
+      const liveCount = [...lineages.values()].filter((l) => l.namespace === ns && l.deleteRequestedAt === undefined).length;
+      const full = liveCount >= options.objectsPerNamespace;
+      const op = random.weighted({
+        project: full ? 0 : projects.length < 2 ? 20 : 6,
+        sync: full || projects.length === 0 ? 0 : 14,
+        membership: full || projects.length === 0 ? 0 : 4,
+        token: full ? 0 : 2,
+        profile: full ? 0 : 1,
+        change: 16,
+        syncRequest: 10,
+        removeRequest: 4,
+        delete: full ? 16 : 5,
+        burst: 0.6,
+      });
+      const any = (kinds: Kind[]): Lineage[] => kinds.flatMap((k) => liveOf(ns, k));
+      switch (op) {
+        case "project":
+          return newProject(ns);
+        case "sync":
+          return newSync(ns, random.pick(projects));
+        case "membership": {
+          const free = projects.filter(
+            (p) => ![...lineages.values()].some((l) => l.kind === "ProjectMembership" && l.namespace === ns && l.projectName === p.name),
+          );
+          return free.length > 0 ? newMembership(ns, random.pick(free)) : undefined;
+        }
+        case "token": {
+          const n = next();
+          return create(ns, "AccessToken", accessTokenManifest(`t${n}`, random.chance(0.3)) as { metadata: { name: string } });
+        }
+        case "profile": {
+          const n = next();
+          return create(ns, "CertificateProfile", profileManifest(`c${n}`, random.pick(profileSlugs)) as { metadata: { name: string } });
+        }
+        case "change": {
+          const candidates = any(["Project", "SecretSync", "ProjectMembership"]);
+          if (candidates.length === 0) return;
+          const l = random.pick(candidates);
+          const spec = l.kind === "ProjectMembership" ? { roles: [{ role: random.pick(memberRoles) }] } : { description: `d${next()}` };
+          await patch(l, { spec }, `spec change ${l.kind}`);
+          return;
+        }
+        case "syncRequest":
+        case "removeRequest": {
+          const action = op === "syncRequest" ? "sync" : "remove";
+          // A new value once the previous one is handled, so every value set must run (exactly once).
+          const ready = liveOf(ns, "SecretSync").filter((l) => {
+            const status = live.get(lineageKey("SecretSync", ns, l.name))?.status ?? {};
+            const values = action === "sync" ? l.syncValues : l.removeValues;
+            const handled = action === "sync" ? status["lastHandledSyncRequest"] : status["lastHandledRemoveSecretsRequest"];
+            return typeof status["syncId"] === "string" && (values.length === 0 || handled === values[values.length - 1]);
+          });
+          if (ready.length === 0) return;
+          const l = random.pick(ready);
+          const value = new Date(Date.UTC(2030, 0, 1) + next() * 1000).toISOString();
+          if (
+            await patch(
+              l,
+              { metadata: { annotations: { [action === "sync" ? SYNC_REQUESTED : REMOVE_REQUESTED]: value } } },
+              `${action} request`,
+            )
+          ) {
+            (action === "sync" ? l.syncValues : l.removeValues).push(value);
+          }
+          return;
+        }
+        case "delete": {
+          const candidates = any(["Project", "SecretSync", "ProjectMembership", "AccessToken", "CertificateProfile"]);
+          if (candidates.length === 0) return;
+          const l = random.pick(candidates);
+          return l.kind === "Project" ? deleteWithDependents(l) : remove(l);
+        }
+        case "burst": {
+          count("burst");
+          events.push({ t: t(), what: `burst ${ns}` });
+          if (random.chance(0.5)) {
+            // The whole namespace deleted at once (its ProviderConfig stays).
+            await Promise.all(liveOf(ns, "Project").map(deleteWithDependents));
+            await Promise.all(any(["AccessToken", "CertificateProfile", "SecretSync", "ProjectMembership"]).map(remove));
+          } else {
+            // A namespace applied at once: projects with their syncs and a membership each.
+            for (let i = 0; i < 3; i++) await newProject(ns);
+            const fresh = liveOf(ns, "Project").slice(-3);
+            await Promise.all(fresh.flatMap((p) => [newSync(ns, p), newSync(ns, p), newMembership(ns, p)]));
+          }
+          return;
+        }
+      }
+    };
+
+    // ---- faults: one at a time, on a schedule
+    const faultKinds: Record<string, () => Faults> = {
+      "500s": () => ({ errorRate: 0.4, errorStatus: 500 }),
+      "503s": () => ({ errorRate: 0.4, errorStatus: 503 }),
+      "429 with Retry-After": () => ({ rateLimit: { count: 30, retryAfterSeconds: 2 } }),
+      "hang past the timeout": () => ({ latencyMs: 4_000, ...(faultRandom.chance(0.5) ? { match: { method: "POST" } } : {}) }),
+      "create commits after its client gave up": () => ({ latencyMs: 4_000, landsWithoutClient: true, match: { method: "POST" } }),
+      "answer held after handling": () => ({ latencyMs: 4_000, latencyWhen: "after-handling" }),
+      "connection dropped before handling": () => ({ drop: { count: 10, when: "before-handling" } }),
+      "commit then drop the answer": () => ({
+        drop: { count: 10, when: "after-handling" },
+        ...(faultRandom.chance(0.5) ? { match: { method: "POST" } } : {}),
+      }),
+    };
+    const scheduled: Record<string, number> = {};
+
+    const chaosEnd = began + options.minutes * 60_000;
+    // Kills stop at 60% of the churn, so the later part shows one process's memory over time.
+    const killsEnd = began + options.minutes * 60_000 * 0.6;
+    let apiserverRestarts = 0;
+    let keywardKills = 0;
+    const loops: Promise<void>[] = [];
+    const until = async (end: number, body: () => Promise<void>): Promise<void> => {
+      while (Date.now() < end) await body();
+    };
+    let stopSampling = false;
+
+    loops.push(
+      until(chaosEnd, async () => {
+        if (!apiserverDown) await step().catch(() => count("workload step failed"));
+        await sleep(300 + random.int(400));
+      }),
+    );
+    loops.push(
+      until(chaosEnd, async () => {
+        await sleep(15_000 + faultRandom.int(20_000));
+        if (Date.now() >= chaosEnd) return;
+        const kind = faultRandom.pick(Object.keys(faultKinds));
+        const faults = faultKinds[kind]?.() ?? {};
+        scheduled[kind] = (scheduled[kind] ?? 0) + 1;
+        events.push({ t: t(), what: `fault: ${kind}` });
+        emu.setFaults(faults);
+        await sleep(5_000 + faultRandom.int(10_000));
+        emu.setFaults({});
+      }),
+    );
+    loops.push(
+      until(killsEnd, async () => {
+        // Every 1–2 minutes; in a short run, 3–6 kills in the window all the same.
+        const every = Math.min(60_000, options.minutes * 60_000 * 0.1);
+        await sleep(every + killRandom.int(every));
+        if (Date.now() >= killsEnd) return;
+        const r = killRandom.pick(replicas);
+        if (r.busy) return;
+        r.busy = true;
+        events.push({ t: t(), what: `SIGKILL ${r.identity}` });
+        await r.proc?.kill();
+        keywardKills += 1;
+        await sleep(1_000 + killRandom.int(4_000));
+        await startReplica(r).catch((error: unknown) => log(`restart of ${r.identity} failed: ${String(error)}`));
+        r.busy = false;
+      }),
+    );
+    // As a kubelet restarts a container that exited (a replica that lost its lease exits by design).
+    let selfExits = 0;
+    const supervisor = (async () => {
+      while (!stopSampling) {
+        for (const r of replicas.filter((x) => !x.busy && x.proc?.hasExited() === true)) {
+          r.busy = true;
+          selfExits += 1;
+          events.push({ t: t(), what: `${r.identity} exited; restarted` });
+          await sleep(1_000);
+          await startReplica(r).catch((error: unknown) => log(`restart of ${r.identity} failed: ${String(error)}`));
+          r.busy = false;
+        }
+        await sleep(1_000);
+      }
+    })();
+    if (options.minutes >= 3) {
+      loops.push(
+        (async () => {
+          for (const at of [0.3, 0.55]) {
+            await sleep(Math.max(0, began + options.minutes * 60_000 * at - Date.now()));
+            apiserverDown = true;
+            events.push({ t: t(), what: "kube-apiserver restart" });
+            await plane.restartApiserver().catch((error: unknown) => log(`apiserver restart failed: ${String(error)}`));
+            apiserverRestarts += 1;
+            apiserverDown = false;
+          }
+        })(),
+      );
+    }
+    const observerLoop = (async () => {
+      let i = 0;
+      while (!stopSampling) {
+        drain();
+        if (!apiserverDown) await observe().catch(() => undefined);
+        if (i++ % 3 === 0) await snapshotState().catch(() => undefined);
+        await sleep(2_000);
+      }
+    })();
+    const sampler = createSampler(plane, replicas, t, samples, () => live.size);
+    const samplerLoop = (async () => {
+      while (!stopSampling) {
+        await sampler().catch(() => undefined);
+        await sleep(10_000);
+      }
+    })();
+    const progress = setInterval(() => {
+      const alive = [...lineages.values()].filter((l) => l.deleteRequestedAt === undefined).length;
+      log(
+        `t=${Math.round(t())}s live=${alive} lineages=${lineages.size} service calls=${calls.length} faults=${JSON.stringify(scheduled)}`,
+      );
+    }, 60_000);
+
+    await Promise.all(loops);
+    // ---- the quiet tail
+    emu.setFaults({});
+    events.push({ t: t(), what: "quiet tail" });
+    log("quiet tail: faults off, workload stopped");
+    const tailStart = Date.now();
+    let settledAfterSeconds: number | undefined;
+    while (Date.now() - tailStart < options.tailMinutes * 60_000) {
+      await sleep(5_000);
+      await observe().catch(() => undefined);
+      const pending = unsettled(lineages, live);
+      if (pending.length === 0) {
+        settledAfterSeconds = (Date.now() - tailStart) / 1000;
+        break;
+      }
+      log(`settling: ${pending.length} not yet (${pending.slice(0, 3).join("; ")})`);
+    }
+    // Let the service's jobs finish and one more resync pass over everything.
+    await sleep(15_000);
+    await sampler().catch(() => undefined);
+    stopSampling = true;
+    clearInterval(progress);
+    await Promise.all([observerLoop, samplerLoop, supervisor]);
+    drain();
+    await observe();
+    const final = await snapshotState();
+    for (const [k, l] of lineages) {
+      const obj = live.get(k);
+      if (obj) l.final = finalOf(obj);
+    }
+
+    const verdicts = judge({
+      calls,
+      lineages: [...lineages.values()],
+      projectIdsBySlug,
+      syncIdsByName,
+      principalOf: new Map([...tokenOf].map(([ns, token]) => [ns, principalOf(token)])),
+      final,
+      prefix,
+    });
+    const report = summarise({
+      options,
+      began,
+      lineages: [...lineages.values()],
+      operations,
+      scheduled,
+      calls,
+      keywardKills,
+      selfExits,
+      apiserverRestarts,
+      settledAfterSeconds,
+      verdicts,
+      samples,
+      peakLive,
+      base,
+    });
+    writeFileSync(`${base}.json`, `${JSON.stringify({ ...report, samples, events }, null, 1)}\n`);
+    // The call log as judged, one request a line: what a violation is read against afterwards.
+    writeFileSync(`${base}-calls.jsonl`, calls.map((c) => `${JSON.stringify(c)}\n`).join(""));
+    writeFileSync(
+      `${base}.svg`,
+      plotSvg(samples, events, `keyward soak, seed ${options.seed}, ${options.minutes} min, ${options.replicas} replica(s)`),
+    );
+    return report;
+  } finally {
+    for (const step of cleanup) await step().catch(() => undefined);
+  }
+}
+
+interface LiveObject {
+  kind: Kind;
+  metadata: { name: string; namespace: string; generation?: number; uid?: string };
+  spec?: Record<string, unknown>;
+  status?: Record<string, unknown> & { conditions?: FinalObject["conditions"] };
+}
+
+const lineageKey = (kind: Kind, ns: string, name: string): string => `${kind}/${ns}/${name}`;
+
+function lineageOf(obj: LiveObject): Lineage {
+  const spec = obj.spec ?? {};
+  const projectRef = spec["projectRef"] as { name?: string } | undefined;
+  return {
+    kind: obj.kind,
+    namespace: obj.metadata.namespace,
+    name: obj.metadata.name,
+    ...(typeof spec["deletionPolicy"] === "string" ? { deletionPolicy: spec["deletionPolicy"] } : {}),
+    ...(obj.kind === "Project" && typeof spec["slug"] === "string" ? { slug: spec["slug"] } : {}),
+    ...(projectRef?.name ? { projectName: projectRef.name } : {}),
+    syncValues: [],
+    removeValues: [],
+  };
+}
+
+const finalOf = (obj: LiveObject): FinalObject => ({
+  generation: obj.metadata.generation ?? 0,
+  spec: obj.spec ?? {},
+  conditions: obj.status?.conditions ?? [],
+});
+
+/** What the quiet tail still waits for: a live resource not Ready at its generation or with a value unhandled, a deleted one not gone. */
+function unsettled(lineages: ReadonlyMap<string, Lineage>, live: ReadonlyMap<string, LiveObject>): string[] {
+  const out: string[] = [];
+  for (const [k, l] of lineages) {
+    if (l.deleteRequestedAt !== undefined) {
+      if (l.goneAt === undefined) out.push(`${k} being deleted`);
+      continue;
+    }
+    const obj = live.get(k);
+    const ready = obj?.status?.conditions?.find((c) => c.type === "Ready");
+    if (!obj || ready?.status !== "True" || ready.observedGeneration !== obj.metadata.generation) {
+      out.push(`${k} ${ready?.reason ?? "no Ready"}`);
+      continue;
+    }
+    const status = obj.status ?? {};
+    if (l.syncValues.length > 0 && status["lastHandledSyncRequest"] !== l.syncValues[l.syncValues.length - 1])
+      out.push(`${k} sync value unhandled`);
+    if (l.removeValues.length > 0 && status["lastHandledRemoveSecretsRequest"] !== l.removeValues[l.removeValues.length - 1]) {
+      out.push(`${k} remove value unhandled`);
+    }
+  }
+  return out;
+}
+
+function compact(r: RecordedRequest): Call {
+  const body = (r.body ?? {}) as Record<string, unknown>;
+  return {
+    at: Date.parse(r.at),
+    method: r.method,
+    operation: r.operation,
+    path: r.path,
+    status: r.status,
+    ...(r.fault ? { fault: r.fault } : {}),
+    ...(r.principal ? { principal: r.principal } : {}),
+    ...(r.operation === "createProject" && typeof body["slug"] === "string" ? { slug: body["slug"] } : {}),
+    ...(r.operation === "createSecretSync" && typeof body["name"] === "string" ? { name: body["name"] } : {}),
+    ...(typeof body["projectId"] === "string" ? { projectId: body["projectId"] } : {}),
+  };
+}
+
+function addTo(map: Map<string, Set<string>>, key: string, value: string): void {
+  const set = map.get(key) ?? new Set<string>();
+  set.add(value);
+  map.set(key, set);
+}
+
+async function installCrds(plane: ControlPlane): Promise<void> {
+  const dir = join(repoRoot, "crds");
+  const files = readdirSync(dir)
+    .filter((name) => /\.ya?ml$/.test(name) && !name.startsWith("kustomization"))
+    .flatMap((name) => ["-f", join(dir, name)]);
+  const kubectl = plane.binaries.kubectl ?? "kubectl";
+  const run = async (args: string[]): Promise<string> =>
+    (await execFileAsync(kubectl, ["--kubeconfig", plane.kubeconfigPath, ...args])).stdout;
+  await run(["apply", "--server-side", ...files]);
+  await waitForCrdsEstablished(run, files);
+}
+
+async function installNamespace(core: CoreV1Api, custom: CustomObjectsApi, ns: string, baseUrl: string, token: string): Promise<void> {
+  await core.createNamespace({ body: { metadata: { name: ns } } });
+  await core.createNamespacedSecret({
+    namespace: ns,
+    body: {
+      metadata: { name: "soak-token", labels: { [CREDENTIALS_LABEL]: "true" }, annotations: { [ALLOWED_BASE_URLS_ANNOTATION]: baseUrl } },
+      stringData: { token },
+    },
+  });
+  await custom.createNamespacedCustomObject({
+    group: GROUP,
+    version: VERSION,
+    namespace: ns,
+    plural: "providerconfigs",
+    body: {
+      apiVersion: `${GROUP}/${VERSION}`,
+      kind: "ProviderConfig",
+      metadata: { name: "default" },
+      // A 3 s timeout: the latency faults (4 s) hang past it.
+      spec: { baseUrl, credentialsSecretRef: { name: "soak-token" }, timeoutSeconds: 3, rateLimit: { requestsPerSecond: 50, burst: 100 } },
+    },
+  });
+}
+
+/** One health sample per running keyward: RSS from /proc, the rest from its /metrics. */
+function createSampler(
+  plane: ControlPlane,
+  replicas: readonly Replica[],
+  t: () => number,
+  samples: Sample[],
+  liveObjects: () => number,
+): () => Promise<void> {
+  const previous = new Map<number, { t: number; service: number }>();
+  let apiserverBefore: { t: number; total: number } | undefined;
+  return async () => {
+    const now = t();
+    let apiserverRps = 0;
+    try {
+      const { stdout } = await execFileAsync(
+        plane.binaries.kubectl ?? "kubectl",
+        ["--kubeconfig", plane.kubeconfigPath, "get", "--raw", "/metrics"],
+        {
+          maxBuffer: 256 * 1024 * 1024,
+        },
+      );
+      const total = [...parseRequestCounts(stdout).values()].reduce((a, b) => a + b, 0);
+      if (apiserverBefore && now > apiserverBefore.t)
+        apiserverRps = Math.max(0, (total - apiserverBefore.total) / (now - apiserverBefore.t));
+      apiserverBefore = { t: now, total };
+    } catch {
+      // the apiserver is restarting
+    }
+    for (const r of replicas) {
+      const proc = r.proc;
+      if (!proc) continue;
+      let text: string;
+      let rss: number;
+      try {
+        rss = rssBytes(proc.pid);
+        text = await proc.metrics();
+      } catch {
+        continue;
+      }
+      const service = metricSum(text, "keyward_api_requests_total") ?? 0;
+      const before = previous.get(proc.pid);
+      previous.set(proc.pid, { t: now, service });
+      const heap = metricSum(text, "nodejs_heap_size_used_bytes");
+      const handles = metricSum(text, "nodejs_active_handles_total");
+      const lag = metricSum(text, "nodejs_eventloop_lag_p99_seconds");
+      samples.push({
+        t: Math.round(now),
+        replica: r.identity,
+        pid: proc.pid,
+        rssMb: Math.round((rss / 2 ** 20) * 10) / 10,
+        ...(heap !== undefined ? { heapUsedMb: Math.round((heap / 2 ** 20) * 10) / 10 } : {}),
+        ...(handles !== undefined ? { handles } : {}),
+        ...(lag !== undefined ? { eventLoopLagP99Ms: Math.round(lag * 1e4) / 10 } : {}),
+        queueDepth: metricSum(text, "workqueue_depth") ?? 0,
+        series: seriesCount(text),
+        liveObjects: liveObjects(),
+        serviceRps: before && now > before.t ? Math.round(((service - before.service) / (now - before.t)) * 10) / 10 : 0,
+        apiserverRps: Math.round(apiserverRps * 10) / 10,
+      });
+    }
+  };
+}
+
+function summarise(x: {
+  options: SoakOptions;
+  began: number;
+  lineages: readonly Lineage[];
+  operations: Record<string, number>;
+  scheduled: Record<string, number>;
+  calls: readonly Call[];
+  keywardKills: number;
+  selfExits: number;
+  apiserverRestarts: number;
+  settledAfterSeconds: number | undefined;
+  verdicts: readonly Verdict[];
+  samples: readonly Sample[];
+  peakLive: number;
+  base: string;
+}): SoakReport {
+  const tally = (keys: readonly string[]): Record<string, number> => {
+    const out: Record<string, number> = {};
+    for (const k of keys) out[k] = (out[k] ?? 0) + 1;
+    return out;
+  };
+  const { log: _log, ...options } = x.options;
+  const chaosSeconds = x.options.minutes * 60;
+  const lastT = Math.max(0, ...x.samples.map((s) => s.t));
+  const lastSamples = x.samples.filter((s) => s.t === lastT);
+  return {
+    options,
+    startedAt: new Date(x.began).toISOString(),
+    durationSeconds: Math.round((Date.now() - x.began) / 1000),
+    objects: {
+      created: tally(x.lineages.map((l) => l.kind)),
+      deleted: tally(
+        x.lineages
+          .filter((l) => l.deleteRequestedAt !== undefined)
+          .map((l) => `${l.kind}${l.deletionPolicy ? ` (${l.deletionPolicy})` : ""}`),
+      ),
+      peakLive: x.peakLive,
+      liveAtEnd: x.lineages.filter((l) => l.deleteRequestedAt === undefined).length,
+    },
+    operations: x.operations,
+    faults: { scheduled: x.scheduled, shapedRequests: tally(x.calls.flatMap((c) => (c.fault ? [c.fault] : []))) },
+    keywardKills: x.keywardKills,
+    keywardExitsRestarted: x.selfExits,
+    apiserverRestarts: x.apiserverRestarts,
+    serviceCalls: { total: x.calls.length, byOperation: tally(x.calls.map((c) => c.operation)) },
+    settledAfterSeconds: x.settledAfterSeconds,
+    invariants: x.verdicts.map((v) => ({
+      name: v.name,
+      checked: v.checked,
+      violations: v.violations.length,
+      examples: v.violations.slice(0, 20),
+      notes: v.notes ?? [],
+    })),
+    health: {
+      samples: x.samples.length,
+      // The later part: the last 40% of the churn and the tail (kills stop at 60%).
+      later: laterSlopes(x.samples, chaosSeconds * 0.6),
+      maxRssMb: Math.max(0, ...x.samples.map((s) => s.rssMb)),
+      queueDepthAtEnd: lastSamples.reduce((sum, s) => sum + s.queueDepth, 0),
+    },
+    files: { report: `${x.base}.json`, plot: `${x.base}.svg` },
+    passed: x.verdicts.every((v) => v.violations.length === 0),
+  };
+}
+
+export function printReport(report: SoakReport, print: (line: string) => void = console.log): void {
+  print(
+    `soak seed ${report.options.seed}: ${report.options.minutes} min churn, ${report.options.namespaces} namespaces, ${report.options.replicas} replica(s), ${report.durationSeconds} s in all`,
+  );
+  print(
+    `objects created ${JSON.stringify(report.objects.created)}; deleted ${JSON.stringify(report.objects.deleted)}; peak live ${report.objects.peakLive}`,
+  );
+  print(`operations ${JSON.stringify(report.operations)}`);
+  print(`faults scheduled ${JSON.stringify(report.faults.scheduled)}; requests shaped ${JSON.stringify(report.faults.shapedRequests)}`);
+  print(
+    `keyward SIGKILLs ${report.keywardKills}, exits restarted ${report.keywardExitsRestarted}, apiserver restarts ${report.apiserverRestarts}, service calls ${report.serviceCalls.total}`,
+  );
+  print(
+    `settled ${report.settledAfterSeconds === undefined ? "NOT within the tail" : `${report.settledAfterSeconds} s into the quiet tail`}`,
+  );
+  for (const v of report.invariants) {
+    const notes = v.notes.length > 0 ? ` (${v.notes.length} by a documented limit: ${v.notes[0] ?? ""})` : "";
+    print(`${v.violations === 0 ? "ok  " : "FAIL"} ${v.name}: ${v.checked} checked, ${v.violations} violations${notes}`);
+    for (const example of v.examples.slice(0, 5)) print(`       ${example}`);
+  }
+  const h = report.health;
+  print(
+    `health: ${h.samples} samples, max RSS ${h.maxRssMb} MB, later RSS slope ${h.later.rssMbPerHour ?? "?"} MB/h, heap ${h.later.heapMbPerHour ?? "?"} MB/h (pid ${h.later.pid ?? "?"}, ${h.later.points} points, live resources ${h.later.liveObjects?.join(" → ") ?? "?"}), queue depth at end ${h.queueDepthAtEnd}`,
+  );
+  print(`report ${report.files.report}\nplot   ${report.files.plot}`);
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      seed: { type: "string", default: "1" },
+      minutes: { type: "string", default: "60" },
+      namespaces: { type: "string", default: "20" },
+      replicas: { type: "string", default: "1" },
+      "tail-minutes": { type: "string", default: "10" },
+      "objects-per-namespace": { type: "string", default: "20" },
+      out: { type: "string", default: join(repoRoot, "bench", "soak", "out") },
+      "keyward-script": { type: "string" },
+      break: { type: "string" },
+    },
+  });
+  const outDir = values.out;
+  const broken = values.break;
+  if (broken !== undefined && !(broken in patches)) throw new Error(`--break: one of ${Object.keys(patches).join(", ")}`);
+  const patched = broken === undefined ? undefined : brokenBuild(broken as BrokenBuild);
+  if (patched) console.log(`a broken build on purpose (${broken}): the soak must report "${patched.breaks}" violated`);
+  const report = await runSoak({
+    seed: Number(values.seed),
+    minutes: Number(values.minutes),
+    namespaces: Number(values.namespaces),
+    replicas: Number(values.replicas),
+    tailMinutes: Number(values["tail-minutes"]),
+    objectsPerNamespace: Number(values["objects-per-namespace"]),
+    outDir,
+    ...(patched ? { keywardScript: patched.script } : values["keyward-script"] ? { keywardScript: values["keyward-script"] } : {}),
+  });
+  printReport(report);
+  process.exit(report.passed ? 0 : 1);
+}
+
+if (process.argv[1] === import.meta.filename) {
+  main().catch((error: unknown) => {
+    console.error(error);
+    process.exit(2);
+  });
+}

@@ -1,0 +1,199 @@
+// The soak's judge (bench/soak/judge.ts) on evidence written by hand: a run where everything held
+// passes, and each kind of breach is reported under its own invariant. Also the slope of health.ts.
+import { describe, expect, it } from "vitest";
+import { judge, type Call, type Evidence, type Lineage } from "../../../bench/soak/judge.ts";
+import { laterSlopes, metricSum, slope, type Sample } from "../../../bench/soak/health.ts";
+
+const lineage = (l: Partial<Lineage> & Pick<Lineage, "kind" | "name">): Lineage => ({
+  namespace: "a",
+  syncValues: [],
+  removeValues: [],
+  ...l,
+});
+const ready = (spec: Record<string, unknown>) => ({
+  generation: 2,
+  spec,
+  conditions: [{ type: "Ready", status: "True", observedGeneration: 2 }],
+});
+const call = (c: Partial<Call> & Pick<Call, "operation" | "path">): Call => ({
+  at: 1_000,
+  method: "POST",
+  status: 200,
+  principal: "pa",
+  ...c,
+});
+
+/** Namespace a made project P1 (slug k-p1) and its sync k-s1 (id S1); namespace b owns nothing. */
+function evidence(over: Partial<Evidence> = {}): Evidence {
+  return {
+    calls: [
+      call({ operation: "createProject", path: "/api/v2/workspace", slug: "k-p1" }),
+      call({ operation: "createSecretSync", path: "/api/v1/secret-syncs/monitoring", name: "k-s1", projectId: "P1" }),
+      call({ operation: "triggerSecretSync", path: "/api/v1/secret-syncs/monitoring/S1/sync-secrets" }),
+    ],
+    lineages: [
+      lineage({ kind: "Project", name: "p1", slug: "k-p1", final: ready({ description: "d" }) }),
+      lineage({ kind: "SecretSync", name: "k-s1", projectName: "p1", syncValues: ["v1"], final: ready({ description: "d" }) }),
+    ],
+    projectIdsBySlug: new Map([["k-p1", new Set(["P1"])]]),
+    syncIdsByName: new Map([["k-s1", new Set(["S1"])]]),
+    principalOf: new Map([
+      ["a", "pa"],
+      ["b", "pb"],
+    ]),
+    final: {
+      projects: { P1: { id: "P1", slug: "k-p1", description: "d" } },
+      syncs: { S1: { id: "S1", name: "k-s1", projectId: "P1", description: "d" } },
+      memberships: {},
+      users: {},
+    },
+    prefix: "k-",
+    ...over,
+  };
+}
+
+const broken = (e: Evidence): Record<string, string[]> =>
+  Object.fromEntries(
+    judge(e)
+      .filter((v) => v.violations.length > 0)
+      .map((v) => [v.name, v.violations]),
+  );
+
+describe("the soak's judge", () => {
+  it("passes a run where every invariant held, and counts what it checked", () => {
+    const verdicts = judge(evidence());
+    expect(verdicts.map((v) => [v.name, v.violations])).toEqual(verdicts.map((v) => [v.name, []]));
+    // Nothing was deleted here, so only that invariant had nothing to check.
+    expect(verdicts.filter((v) => v.checked === 0).map((v) => v.name)).toEqual(["no action after its resource was deleted"]);
+  });
+
+  it("reports a second create that landed for one resource, and a second id for its key", () => {
+    const e = evidence();
+    const verdicts = broken({
+      ...e,
+      calls: [...e.calls, call({ operation: "createProject", path: "/api/v2/workspace", slug: "k-p1", fault: "client-gone" })],
+      projectIdsBySlug: new Map([["k-p1", new Set(["P1", "P2"])]]),
+    });
+    expect(verdicts["at most one external object created per resource"]).toEqual([
+      "Project a/p1: 2 creates landed",
+      "Project a/p1: 2 external ids seen for k-p1",
+    ]);
+  });
+
+  it("reports an action value run twice, and one never run", () => {
+    const e = evidence();
+    const twice = [...e.calls, call({ operation: "triggerSecretSync", path: "/api/v1/secret-syncs/monitoring/S1/sync-secrets" })];
+    expect(broken({ ...e, calls: twice })["each action value ran exactly once"]).toEqual([
+      "SecretSync a/k-s1: 1 sync values set, 2 syncs ran",
+    ]);
+    const never = e.calls.filter((c) => c.operation !== "triggerSecretSync");
+    expect(broken({ ...e, calls: never })["each action value ran exactly once"]).toEqual([
+      "SecretSync a/k-s1: 1 sync values set, 0 syncs ran",
+    ]);
+    // Fewer syncs than values after an update that queued a sync job: keyward's documented limit, noted apart.
+    const updated = [...never, call({ operation: "updateSecretSync", method: "PATCH", path: "/api/v1/secret-syncs/monitoring/S1" })];
+    expect(broken({ ...e, calls: updated })).toEqual({});
+    expect(judge({ ...e, calls: updated }).find((v) => v.name === "each action value ran exactly once")?.notes).toEqual([
+      "SecretSync a/k-s1: 1 sync values set, 0 syncs ran, after an update that queued a sync job",
+    ]);
+    // A refused trigger (400: a job still running) ran nothing.
+    const refused = [
+      ...e.calls,
+      call({ operation: "triggerSecretSync", path: "/api/v1/secret-syncs/monitoring/S1/sync-secrets", status: 400 }),
+    ];
+    expect(broken({ ...e, calls: refused })).toEqual({});
+  });
+
+  it("reports a write on a sync after its resource was gone, but not a late commit of a request sent before", () => {
+    const e = evidence();
+    const gone = e.lineages.map((l) =>
+      l.kind === "SecretSync" ? { ...l, deletionPolicy: "Delete", deleteRequestedAt: 2_000, goneAt: 3_000, final: undefined } : l,
+    );
+    const deleteCall = call({ operation: "deleteSecretSync", method: "DELETE", path: "/api/v1/secret-syncs/monitoring/S1", at: 2_500 });
+    const final = { ...e.final, syncs: {} };
+    expect(broken({ ...e, lineages: gone, final, calls: [...e.calls, deleteCall] })).toEqual({});
+    const late = call({ operation: "updateSecretSync", method: "PATCH", path: "/api/v1/secret-syncs/monitoring/S1", at: 3_500 });
+    expect(
+      broken({ ...e, lineages: gone, final, calls: [...e.calls, deleteCall, late] })["no action after its resource was deleted"],
+    ).toEqual(["SecretSync a/k-s1: updateSecretSync /api/v1/secret-syncs/monitoring/S1 500 ms after it was gone"]);
+    expect(broken({ ...e, lineages: gone, final, calls: [...e.calls, deleteCall, { ...late, fault: "client-gone" }] })).toEqual({});
+  });
+
+  it("reports what a deletion left at the service, what is missing, and an object no resource declares", () => {
+    const e = evidence();
+    const deleted = e.lineages.map((l) =>
+      l.kind === "SecretSync" ? { ...l, deletionPolicy: "Delete", deleteRequestedAt: 2_000, goneAt: 3_000, final: undefined } : l,
+    );
+    expect(broken({ ...e, lineages: deleted })["the service holds exactly what the live resources declare"]).toEqual([
+      "SecretSync a/k-s1 (Delete): sync left",
+    ]);
+    const missing = { ...e.final, syncs: {} };
+    expect(broken({ ...e, final: missing })["the service holds exactly what the live resources declare"]).toEqual([
+      "SecretSync a/k-s1: 0 syncs named k-s1",
+    ]);
+    const stray = { ...e.final, projects: { ...e.final.projects, P9: { id: "P9", slug: "k-stray", description: null } } };
+    expect(broken({ ...e, final: stray })["the service holds exactly what the live resources declare"]).toEqual([
+      "project k-stray at the service, no resource declares it",
+    ]);
+  });
+
+  it("reports a live resource not Ready at its generation", () => {
+    const e = evidence();
+    const stale = e.lineages.map((l) => (l.kind === "Project" ? { ...l, final: { ...ready({ description: "d" }), generation: 3 } } : l));
+    expect(broken({ ...e, lineages: stale })["every live resource Ready, every deleted one gone"]).toEqual([
+      "Project a/p1: Ready=True  at generation 2/3",
+    ]);
+  });
+
+  it("reports a write on one namespace's object with another namespace's credential", () => {
+    const e = evidence();
+    const foreign = call({ operation: "updateProject", method: "PATCH", path: "/api/v1/projects/P1", principal: "pb" });
+    expect(broken({ ...e, calls: [...e.calls, foreign] })["no resource acted on another namespace's external object"]).toEqual([
+      "updateProject /api/v1/projects/P1 by b on an object of a",
+    ]);
+    const foreignSync = call({
+      operation: "createSecretSync",
+      path: "/api/v1/secret-syncs/monitoring",
+      name: "k-s9",
+      projectId: "P1",
+      principal: "pb",
+      status: 400,
+    });
+    expect(broken({ ...e, calls: [...e.calls, foreignSync] })["no resource acted on another namespace's external object"]).toEqual([
+      "createSecretSync /api/v1/secret-syncs/monitoring by b on an object of a",
+    ]);
+  });
+});
+
+describe("the soak's health figures", () => {
+  it("fits a slope, and takes the later slope on the process that lived longest there", () => {
+    expect(
+      slope([
+        { x: 0, y: 1 },
+        { x: 10, y: 21 },
+        { x: 20, y: 41 },
+      ]),
+    ).toBe(2);
+    expect(slope([{ x: 5, y: 1 }])).toBeUndefined();
+    const s = (t: number, pid: number, rssMb: number): Sample => ({
+      t,
+      pid,
+      rssMb,
+      replica: "r",
+      queueDepth: 0,
+      series: 1,
+      serviceRps: 0,
+      apiserverRps: 0,
+    });
+    // pid 1 grows 1 MB per 10 s (360 MB/h) until a kill; pid 2 after it is flat.
+    const samples = [s(0, 1, 100), s(10, 1, 101), s(20, 1, 102), s(30, 2, 80), s(40, 2, 80), s(50, 2, 80), s(60, 2, 80)];
+    expect(laterSlopes(samples, 0)).toEqual({ pid: 2, points: 4, rssMbPerHour: 0, heapMbPerHour: undefined });
+    expect(laterSlopes(samples.slice(0, 3), 0).rssMbPerHour).toBe(360);
+  });
+
+  it("sums a metric over its labels, and tells a metric from another it prefixes", () => {
+    const text = '# HELP workqueue_depth x\nworkqueue_depth{name="a"} 2\nworkqueue_depth{name="b"} 3\nworkqueue_depth_max 9\n';
+    expect(metricSum(text, "workqueue_depth")).toBe(5);
+    expect(metricSum(text, "absent")).toBeUndefined();
+  });
+});
