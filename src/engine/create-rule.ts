@@ -17,6 +17,9 @@
 // - Confirmed: the id is recorded (status and keyward.dev/external-id). The mark stays as a record
 //   of when.
 //
+// Being deleted while Started with nothing found, the resource is released only once the mark is
+// LATE_COMMIT_WINDOW_MS old: an attempt the service applies late is then found and deleted.
+//
 // A refused attempt (a 4xx, keyward's own rate limit, nothing sent) settles only its own outcome:
 // the mark goes when the pass began NotStarted, and stays when it began Started, since the earlier
 // attempt may still commit (a service that holds a request past keyward's timeout).
@@ -73,4 +76,22 @@ export function markAfterFailure(began: CreateState, mayHaveLanded: boolean): "k
  */
 export function duplicateAnswer(began: CreateState): "look-again" | "another's" {
   return began === "Started" ? "look-again" : "another's";
+}
+
+/**
+ * How long after its create-started mark an attempt whose outcome is unknown may still commit: a
+ * service can finish a request it received after keyward stopped waiting for it (the request
+ * timeouts are at most 30 s under the chart's default ceiling).
+ */
+export const LATE_COMMIT_WINDOW_MS = 60_000;
+
+/**
+ * Being deleted while Started, with nothing found by the natural key: an attempt may still commit
+ * within the window, and releasing the resource then would leave what it commits behind. Waits the
+ * rest of the window (ms), else releases. A mark whose time cannot be read releases.
+ */
+export function releaseWhileStarted(mark: string | undefined, now: number): { wait: number } | "release" {
+  const at = Date.parse(mark?.split(" ")[0] ?? "");
+  const wait = Number.isFinite(at) ? at + LATE_COMMIT_WINDOW_MS - now : 0;
+  return wait > 0 ? { wait } : "release";
 }

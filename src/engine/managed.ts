@@ -35,6 +35,7 @@ import {
   createState,
   duplicateAnswer,
   markAfterFailure,
+  releaseWhileStarted,
 } from "./create-rule.ts";
 import {
   done,
@@ -909,6 +910,15 @@ class Run<Spec, Status, Conn, External> {
     } else if (!obs.exists && obs.vanished) {
       await this.writeStatus({ ready: { type: "Ready", status: "False", reason: obs.vanished.reason, message: obs.vanished.message } });
       c.event("Warning", obs.vanished.reason, obs.vanished.message);
+    } else if (!obs.exists && c.createPending) {
+      // A create whose outcome is unknown may still commit (create-rule.ts): released now, the
+      // resource would leave what it commits behind.
+      const late = releaseWhileStarted(this.obj.metadata.annotations?.[ANNOTATION_CREATE_STARTED], this.now().getTime());
+      if (late !== "release") {
+        const message = `a create whose outcome is unknown may still commit at the service; the deletion looks for it again until ${Math.ceil(late.wait / 1000)} s from now, then lets the resource go`;
+        await this.writeStatus({ ready: { type: "Ready", status: "False", reason: "CreatePending", message } });
+        return requeueAfter(Math.min(late.wait, 5_000));
+      }
     }
     await this.releaseLock();
     await this.patchMeta({ finalizers: { remove: FINALIZER } });

@@ -163,6 +163,35 @@ describe.each(Object.entries(createCases))("the create rule, %s", (kind, k) => {
   });
 });
 
+describe("the create rule, being deleted", () => {
+  it("waits for a create whose outcome is unknown before it lets the resource go, and deletes the late commit", async () => {
+    // The create times out (1 s) while the service holds it 4 s and then commits it; the resource
+    // is deleted meanwhile, when a lookup by its slug finds nothing yet.
+    await mergePatchCustom(kc, a.name, "providerconfigs", "default", { spec: { timeoutSeconds: 1 } });
+    const match = { method: "POST", pathPattern: "^/api/v2/workspace$" };
+    const since = emulator.requests().length;
+    emulator.setFaults({ match, latencyMs: 4_000, landsWithoutClient: true });
+    try {
+      await createCustom(kc, a.name, "projects", project("going", { slug: "late-while-deleting", deletionPolicy: "Delete" }));
+      await waitFor(() => Promise.resolve(emulator.heldRequests() > 0 ? true : undefined), {
+        timeoutMs: 30_000,
+        description: "the create held",
+      });
+      await deleteCustom(kc, a.name, "projects", "going");
+      await gone(a.name, "projects", "going");
+    } finally {
+      emulator.setFaults({});
+      await mergePatchCustom(kc, a.name, "providerconfigs", "default", { spec: { timeoutSeconds: 5 } });
+    }
+    const committed = ops("createProject", since).filter((r) => r.status === 200);
+    expect(committed.map((r) => r.fault)).toEqual(["client-gone"]);
+    // What the late create made was found and deleted before the resource went: nothing is left.
+    expect(ops("deleteProject", since)).toHaveLength(1);
+    const left = await fetch(`${emulator.url}/api/v1/projects/slug/late-while-deleting`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(left.status).toBe(404);
+  });
+});
+
 describe("the claim rule", () => {
   it("lets exactly one of two resources adopting one project at once hold it", async () => {
     const rounds = 6;

@@ -6,7 +6,13 @@ import {
   LEGACY_CREATE_PENDING,
   LEGACY_CREATE_SUCCEEDED,
 } from "../../../src/engine/managed.ts";
-import { createState, duplicateAnswer, markAfterFailure } from "../../../src/engine/create-rule.ts";
+import {
+  createState,
+  duplicateAnswer,
+  LATE_COMMIT_WINDOW_MS,
+  markAfterFailure,
+  releaseWhileStarted,
+} from "../../../src/engine/create-rule.ts";
 
 const at = "2026-11-25T12:00:00Z";
 const uid = "0b7e6f2a-1c3d-4e5f-8a9b-0c1d2e3f4a5b";
@@ -60,5 +66,18 @@ describe("the create rule's transitions", () => {
   it("looks a duplicate answer up again only while an earlier attempt is pending", () => {
     expect(duplicateAnswer("Started")).toBe("look-again");
     expect(duplicateAnswer("NotStarted")).toBe("another's");
+  });
+});
+
+describe("releaseWhileStarted", () => {
+  const started = Date.parse(at);
+  it("waits out the rest of the late-commit window after the mark, then releases", () => {
+    expect(releaseWhileStarted(mark, started + 1_000)).toEqual({ wait: LATE_COMMIT_WINDOW_MS - 1_000 });
+    expect(releaseWhileStarted(mark, started + LATE_COMMIT_WINDOW_MS)).toBe("release");
+  });
+
+  it("releases a mark whose time cannot be read", () => {
+    expect(releaseWhileStarted(undefined, started)).toBe("release");
+    expect(releaseWhileStarted("not-a-time uid", started)).toBe("release");
   });
 });
