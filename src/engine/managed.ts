@@ -632,10 +632,7 @@ class Run<Spec, Status, Conn, External> {
     const guard = this.module.guardCreate;
     const locks = this.deps.locks;
     if (!guard || !locks || typeof id !== "string" || id === "") return undefined;
-    await this.patchMeta({
-      annotations: durableAnnotations(this.deps.durable, this.kindStatus),
-      labels: { [EXTERNAL_ID_LABEL]: idDigest(id) },
-    });
+    await this.recordDurable();
     const lock = await locks.state(this.module.ref, id, this.obj as KubeObject);
     if (lock.state !== "HeldBy") return undefined;
     await this.patchMeta({ annotations: { [ANNOTATION_EXTERNAL_ID]: null }, labels: { [EXTERNAL_ID_LABEL]: null } });
@@ -996,9 +993,7 @@ class Run<Spec, Status, Conn, External> {
    * first pass after an upgrade from a keyward that kept them in status alone).
    */
   private async writeStatus(conditions: ConditionsToSet): Promise<void> {
-    const annotations = durableAnnotations(this.deps.durable, this.kindStatus);
-    const labels = this.idLabel();
-    if (Object.keys(annotations).length > 0 || labels) await this.patchMeta({ annotations, ...(labels ? { labels } : {}) });
+    await this.recordDurable();
     this.obj = (await writeStatus({
       kube: this.deps.kube,
       ref: this.module.ref,
@@ -1011,6 +1006,13 @@ class Run<Spec, Status, Conn, External> {
       progress: this.progress,
       exact: this.exact,
     })) as KubeObject<unknown, Partial<Status>>;
+  }
+
+  /** The metadata that must outlive the cluster, and a new id's label: one patch, only when something differs. */
+  private async recordDurable(): Promise<void> {
+    const annotations = durableAnnotations(this.deps.durable, this.kindStatus);
+    const labels = this.idLabel();
+    if (Object.keys(annotations).length > 0 || labels) await this.patchMeta({ annotations, ...(labels ? { labels } : {}) });
   }
 
   /** The label announcing the guarded id status records (holder.ts), for the claim rule's fresh reads. */
