@@ -279,6 +279,13 @@ const RBAC = {
       verbs: ["get", "list", "watch"],
     },
   ],
+  holders: [
+    {
+      group: "coordination.k8s.io",
+      resource: "leases",
+      verbs: ["get", "create", "update", "delete"],
+    },
+  ],
 };
 // END generated
 const SYNC_RESOURCE = `secretsyncs.${GROUP}`;
@@ -316,10 +323,11 @@ Usage:
 
   kubectl keyward check [-n NAMESPACE | -A] [--wait [--timeout 5m]]
       Checks an install, one line per check, with what to do about each failure: keyward's CRDs
-      present, Established and of this version; a Ready keyward pod (app.kubernetes.io/name=keyward,
-      any namespace) and, with leader election, a Ready one holding the Lease; every ProviderConfig
-      of the namespace (-A: every one, and the ClusterProviderConfigs) Ready. --wait: checks again
-      until all pass (for scripts, after helm install).
+      present, Established and of this version; per install, a Ready keyward pod
+      (app.kubernetes.io/name=keyward, any namespace) and, with leader election, a Ready one holding
+      and renewing its Lease; its ServiceAccount allowed what keyward does (SubjectAccessReviews);
+      every ProviderConfig of the namespace (-A: every one, and the ClusterProviderConfigs) Ready.
+      --wait: checks again until all pass (for scripts, after helm install).
 
 Options:
   -n, --namespace NAME   the namespace (default: the current context's)
@@ -1342,6 +1350,7 @@ function neededAccess(env, podNamespace) {
   };
   add(scopes, RBAC.workload);
   add(writers.length > 0 ? writers : scopes, RBAC.secretWriter);
+  add([podNamespace], RBAC.holders);
   if (env.CLUSTER_PROVIDER_CONFIGS === "true") {
     add([""], RBAC.clusterProviderConfigs);
     add([env.CREDENTIALS_NAMESPACE || podNamespace], RBAC.credentials);

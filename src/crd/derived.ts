@@ -131,8 +131,8 @@ interface Grant {
  * What keyward's ServiceAccount must be granted, as the chart's roles grant it (test/unit/chart's
  * rbac-audit ties those to the calls in src/): `workload` in every watched namespace,
  * `secretWriter` where AccessTokens write, `clusterProviderConfigs` cluster-wide with them on and
- * `credentials` in their credentials namespace. The Lease grants depend on the Lease's name: the
- * plugin adds them.
+ * `credentials` in their credentials namespace, `holders` in the release namespace. The leader
+ * election's grants depend on the Lease's name: the plugin adds them.
  */
 function controllerGrants(kinds: readonly Kind[]): Record<string, Grant[]> {
   const group = kinds[0]?.ref.group ?? "";
@@ -156,6 +156,8 @@ function controllerGrants(kinds: readonly Kind[]): Record<string, Grant[]> {
       { group: "", resource: "namespaces", verbs: read },
     ],
     credentials: [{ group: "", resource: "secrets", verbs: read }],
+    // The claim rule's locks (src/engine/holder.ts), Leases of the release namespace.
+    holders: [{ group: "coordination.k8s.io", resource: "leases", verbs: ["get", "create", "update", "delete"] }],
   };
 }
 
