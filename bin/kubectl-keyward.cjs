@@ -169,6 +169,124 @@ const CRDS = {
 /** The label and the annotation a credentials Secret needs (`check`'s hints). */
 const CREDENTIALS_LABEL = "keyward.dev/credentials";
 const ALLOWED_BASE_URLS = "keyward.dev/allowed-base-urls";
+/** The access keyward's ServiceAccount needs, by what needs it (`check` asks the cluster for each; the chart's roles grant them). */
+const RBAC = {
+  workload: [
+    {
+      group: "keyward.dev",
+      resource: "providerconfigs",
+      verbs: ["get", "list", "watch", "patch", "update"],
+    },
+    {
+      group: "keyward.dev",
+      resource: "projects",
+      verbs: ["get", "list", "watch", "patch", "update"],
+    },
+    {
+      group: "keyward.dev",
+      resource: "projectmemberships",
+      verbs: ["get", "list", "watch", "patch", "update"],
+    },
+    {
+      group: "keyward.dev",
+      resource: "accesstokens",
+      verbs: ["get", "list", "watch", "patch", "update"],
+    },
+    {
+      group: "keyward.dev",
+      resource: "certificateprofiles",
+      verbs: ["get", "list", "watch", "patch", "update"],
+    },
+    {
+      group: "keyward.dev",
+      resource: "secretsyncs",
+      verbs: ["get", "list", "watch", "patch", "update"],
+    },
+    {
+      group: "keyward.dev",
+      resource: "providerconfigs/status",
+      verbs: ["get", "patch", "update"],
+    },
+    {
+      group: "keyward.dev",
+      resource: "projects/status",
+      verbs: ["get", "patch", "update"],
+    },
+    {
+      group: "keyward.dev",
+      resource: "projectmemberships/status",
+      verbs: ["get", "patch", "update"],
+    },
+    {
+      group: "keyward.dev",
+      resource: "accesstokens/status",
+      verbs: ["get", "patch", "update"],
+    },
+    {
+      group: "keyward.dev",
+      resource: "certificateprofiles/status",
+      verbs: ["get", "patch", "update"],
+    },
+    {
+      group: "keyward.dev",
+      resource: "secretsyncs/status",
+      verbs: ["get", "patch", "update"],
+    },
+    {
+      group: "keyward.dev",
+      resource: "accesstokens/finalizers",
+      verbs: ["update"],
+    },
+    {
+      group: "",
+      resource: "secrets",
+      verbs: ["get", "list", "watch", "patch"],
+    },
+    {
+      group: "",
+      resource: "events",
+      verbs: ["create", "patch"],
+    },
+  ],
+  secretWriter: [
+    {
+      group: "",
+      resource: "secrets",
+      verbs: ["create", "patch", "delete"],
+    },
+  ],
+  clusterProviderConfigs: [
+    {
+      group: "keyward.dev",
+      resource: "clusterproviderconfigs",
+      verbs: ["get", "list", "watch"],
+    },
+    {
+      group: "keyward.dev",
+      resource: "clusterproviderconfigs/status",
+      verbs: ["get", "patch", "update"],
+    },
+    {
+      group: "",
+      resource: "namespaces",
+      verbs: ["get", "list", "watch"],
+    },
+  ],
+  credentials: [
+    {
+      group: "",
+      resource: "secrets",
+      verbs: ["get", "list", "watch"],
+    },
+  ],
+  holders: [
+    {
+      group: "coordination.k8s.io",
+      resource: "leases",
+      verbs: ["get", "create", "update", "delete"],
+    },
+  ],
+};
 // END generated
 const SYNC_RESOURCE = `secretsyncs.${GROUP}`;
 
@@ -205,10 +323,11 @@ Usage:
 
   kubectl keyward check [-n NAMESPACE | -A] [--wait [--timeout 5m]]
       Checks an install, one line per check, with what to do about each failure: keyward's CRDs
-      present, Established and of this version; a Ready keyward pod (app.kubernetes.io/name=keyward,
-      any namespace) and, with leader election, a Ready one holding the Lease; every ProviderConfig
-      of the namespace (-A: every one, and the ClusterProviderConfigs) Ready. --wait: checks again
-      until all pass (for scripts, after helm install).
+      present, Established and of this version; per install, a Ready keyward pod
+      (app.kubernetes.io/name=keyward, any namespace) and, with leader election, a Ready one holding
+      and renewing its Lease; its ServiceAccount allowed what keyward does (SubjectAccessReviews);
+      every ProviderConfig of the namespace (-A: every one, and the ClusterProviderConfigs) Ready.
+      --wait: checks again until all pass (for scripts, after helm install).
 
 Options:
   -n, --namespace NAME   the namespace (default: the current context's)
@@ -323,11 +442,13 @@ function parseCommandLine(argv) {
 
 /** @typedef {{ code: number; stdout: string; stderr: string }} Run */
 
-/** @param {Args} args @param {string[]} kubectlArgs @returns {Promise<Run>} */
-function kubectl(args, kubectlArgs) {
+/** @param {Args} args @param {string[]} kubectlArgs @param {string} [input] kubectl's stdin @returns {Promise<Run>} */
+function kubectl(args, kubectlArgs, input) {
   const bin = process.env.KUBECTL || "kubectl";
   return new Promise((resolve, reject) => {
-    const child = spawn(bin, [...args.kubeFlags, ...kubectlArgs], { stdio: ["ignore", "pipe", "pipe"] });
+    // stdin: the input, or an empty one (end of file at once, as "ignore" gives).
+    const child = spawn(bin, [...args.kubeFlags, ...kubectlArgs], { stdio: ["pipe", "pipe", "pipe"] });
+    child.stdin.on("error", () => {}).end(input ?? "");
     let stdout = "";
     let stderr = "";
     child.stdout.setEncoding("utf8").on("data", (chunk) => (stdout += chunk));
@@ -1035,60 +1156,283 @@ async function checkCrds(args) {
     : [{ ok: true, what: `CRDs: all ${Object.keys(CRDS).length} of ${GROUP} present, Established, of this version` }];
 }
 
-/** keyward's pods: at least one Ready, and (with leader election) a Ready one holding the lease. @param {Args} args @returns {Promise<Finding[]>} */
+/**
+ * @typedef {{ metadata: { name: string; namespace: string; labels?: Record<string, string>; deletionTimestamp?: string };
+ *   spec?: { serviceAccountName?: string; containers?: { env?: { name: string; value?: string }[] }[] };
+ *   status?: { phase?: string; conditions?: Condition[] } }} Pod
+ * @typedef {{ metadata: { namespace: string; name: string }; spec?: { holderIdentity?: string; renewTime?: string; leaseDurationSeconds?: number } }} Lease
+ * @typedef {{ key: string; namespace: string; pods: Pod[]; ready: Pod[]; env: Record<string, string> }} Install
+ */
+
+/** A pod's settings: the plain values of its containers' environment (the chart's LEADER_ELECT, WATCH_NAMESPACES, ...). @param {Pod} pod */
+function podSettings(pod) {
+  /** @type {Record<string, string>} */
+  const env = {};
+  for (const c of pod.spec?.containers ?? [])
+    for (const e of c.env ?? []) if (typeof e.value === "string" && !(e.name in env)) env[e.name] = e.value;
+  return env;
+}
+
+/** @param {Pod} p */
+const isReady = (p) => conditionOf(p.status?.conditions, "Ready")?.status === "True";
+
+/**
+ * keyward's running pods by install (release): namespace and app.kubernetes.io/instance, or the
+ * ServiceAccount without that label. Settings from a Ready pod when there is one.
+ * @param {Pod[]} running @returns {Install[]}
+ */
+function installsOf(running) {
+  /** @type {Map<string, Pod[]>} */
+  const groups = new Map();
+  for (const p of running) {
+    const key = `${p.metadata.namespace}/${p.metadata.labels?.["app.kubernetes.io/instance"] ?? p.spec?.serviceAccountName ?? "default"}`;
+    groups.set(key, [...(groups.get(key) ?? []), p]);
+  }
+  return [...groups].map(([key, pods]) => {
+    const ready = pods.filter(isReady);
+    const first = /** @type {Pod} */ (ready[0] ?? pods[0]);
+    return { key, namespace: first.metadata.namespace, pods, ready, env: podSettings(first) };
+  });
+}
+
+/** @param {Pod} p */
+const podRef = (p) => `${p.metadata.namespace}/${p.metadata.name}`;
+
+/** @typedef {{ ok: true; leads: string } | { ok: false; finding: Finding }} Leading */
+
+/** @param {Lease} l */
+const leaseRef = (l) => `${l.metadata.namespace}/${l.metadata.name}`;
+
+/**
+ * Who leads an install: with the chart's LEADER_ELECT=true, its Lease (LEADER_ELECTION_ID) held,
+ * and renewed, by one of its Ready pods; a Lease held by a pod that is gone or not Ready, or left
+ * to expire, means no replica reconciles. Pods that do not say: a Lease of their namespace held by
+ * one of them, if any.
+ * @param {Install} inst @param {Lease[]} leases @returns {Leading}
+ */
+function leaderOf(inst, leases) {
+  if (inst.env.LEADER_ELECT === "false") return { ok: true, leads: "" };
+  return inst.env.LEADER_ELECT === "true" ? electedLeader(inst, leases) : leaseHeldByPod(inst, leases);
+}
+
+/** @param {Install} inst @param {Lease[]} leases @returns {Leading} */
+function leaseHeldByPod(inst, leases) {
+  const names = new Set(inst.pods.map((p) => p.metadata.name));
+  const held = leases.filter((l) => l.metadata.namespace === inst.namespace && names.has(l.spec?.holderIdentity ?? ""));
+  const leading = held.find((l) => inst.ready.some((p) => p.metadata.name === l.spec?.holderIdentity));
+  if (leading) return { ok: true, leads: `; ${leading.spec?.holderIdentity ?? ""} leads (Lease ${leaseRef(leading)})` };
+  if (held[0] === undefined) return { ok: true, leads: "" };
+  const holder = held[0].spec?.holderIdentity ?? "";
+  return {
+    ok: false,
+    finding: {
+      ok: false,
+      what: `controller: Lease ${leaseRef(held[0])} is held by ${holder}, which is not Ready`,
+      fix: `kubectl -n ${inst.namespace} describe pod ${holder}`,
+    },
+  };
+}
+
+/** @param {Install} inst @param {Lease[]} leases @returns {Leading} */
+function electedLeader(inst, leases) {
+  const ns = inst.env.LEADER_ELECTION_NAMESPACE || inst.namespace;
+  const id = inst.env.LEADER_ELECTION_ID ?? "";
+  const lease = leases.find((l) => l.metadata.namespace === ns && l.metadata.name === id);
+  const fail = (/** @type {string} */ why, /** @type {string} */ fix) => ({
+    ok: /** @type {const} */ (false),
+    finding: { ok: false, what: `controller: no keyward pod of ${inst.key} leads: ${why}`, fix },
+  });
+  const logs = `kubectl -n ${inst.namespace} logs ${inst.ready[0]?.metadata.name ?? ""}`;
+  if (lease === undefined) return fail(`its Lease ${ns}/${id} does not exist`, `${logs} (a replica creates it when it starts)`);
+  const holder = lease.spec?.holderIdentity ?? "";
+  const pod = inst.pods.find((p) => p.metadata.name === holder);
+  if (pod === undefined)
+    return fail(
+      `Lease ${leaseRef(lease)} is held by ${holder || "nobody"}, not a running pod of it`,
+      `${logs} (a Ready replica takes the Lease over once it expires)`,
+    );
+  if (!isReady(pod))
+    return fail(`Lease ${leaseRef(lease)} is held by ${holder}, which is not Ready`, `kubectl -n ${inst.namespace} describe pod ${holder}`);
+  // Twice the lease's duration: a leader renews well within one; the rest allows for this machine's clock.
+  const renewed = Date.parse(lease.spec?.renewTime ?? "");
+  if (!(Date.now() <= renewed + 2 * 1000 * (lease.spec?.leaseDurationSeconds ?? 15)))
+    return fail(
+      `${holder} holds Lease ${leaseRef(lease)} but last renewed it ${lease.spec?.renewTime ?? "never"}`,
+      `kubectl -n ${inst.namespace} logs ${holder}`,
+    );
+  return { ok: true, leads: `; ${holder} leads (Lease ${leaseRef(lease)})` };
+}
+
+/** keyward's pods, per install: at least one Ready, and (with leader election) a Ready one holding a live Lease. @param {Args} args @returns {Promise<{ findings: Finding[]; installs: Install[] }>} */
 async function checkController(args) {
   const pods = await list(args, ["get", "pods", "--all-namespaces", "--selector", CONTROLLER_SELECTOR]);
   if ("error" in pods)
-    return [{ ok: false, what: `could not list keyward's pods: ${pods.error}`, fix: "run check with a user that may list pods" }];
-  const running = pods.items.filter((p) => p.metadata.deletionTimestamp === undefined);
+    return {
+      findings: [{ ok: false, what: `could not list keyward's pods: ${pods.error}`, fix: "run check with a user that may list pods" }],
+      installs: [],
+    };
+  /** @type {Pod[]} */
+  const running = pods.items.filter((/** @type {Pod} */ p) => p.metadata.deletionTimestamp === undefined);
   if (running.length === 0)
-    return [
-      {
-        ok: false,
-        what: `controller: no keyward pod (${CONTROLLER_SELECTOR}) in any namespace`,
-        fix: "install keyward (helm install keyward oci://ghcr.io/keyward/charts/keyward ...), or scale its Deployment up",
-      },
-    ];
-  const ready = running.filter((p) => conditionOf(p.status?.conditions, "Ready")?.status === "True");
-  if (ready.length === 0) {
-    const first = running[0];
-    const states = running.map((p) => `${p.metadata.namespace}/${p.metadata.name} ${p.status?.phase ?? "?"}`).join(", ");
-    return [
-      {
+    return {
+      findings: [
+        {
+          ok: false,
+          what: `controller: no keyward pod (${CONTROLLER_SELECTOR}) in any namespace`,
+          fix: "install keyward (helm install keyward oci://ghcr.io/keyward/charts/keyward ...), or scale its Deployment up",
+        },
+      ],
+      installs: [],
+    };
+  const installs = installsOf(running);
+  /** @type {Finding[]} */
+  const findings = [];
+  for (const inst of installs) {
+    if (inst.ready.length === 0) {
+      const first = /** @type {Pod} */ (inst.pods[0]);
+      const states = inst.pods.map((p) => `${podRef(p)} ${p.status?.phase ?? "?"}`).join(", ");
+      findings.push({
         ok: false,
         what: `controller: no keyward pod is Ready (${states})`,
         fix: `kubectl -n ${first.metadata.namespace} describe pod ${first.metadata.name}; kubectl -n ${first.metadata.namespace} logs ${first.metadata.name}`,
-      },
-    ];
-  }
-  // Leader election: a Lease of the pods' namespace held by one of them. None held: no leader election (one replica).
-  const namespaces = [...new Set(running.map((p) => p.metadata.namespace))];
-  const names = new Set(running.map((p) => p.metadata.name));
-  const readyNames = new Set(ready.map((p) => p.metadata.name));
-  /** @type {{ metadata: { namespace: string; name: string }; spec?: { holderIdentity?: string } }[]} */
-  const leases = [];
-  for (const ns of namespaces) {
+      });
+      continue;
+    }
+    const ns = inst.env.LEADER_ELECTION_NAMESPACE || inst.namespace;
     const found = await list(args, ["get", "leases.coordination.k8s.io", "--namespace", ns]);
-    if (!("error" in found)) leases.push(...found.items);
-  }
-  const held = leases.filter((l) => names.has(l.spec?.holderIdentity ?? ""));
-  const podList = ready.map((p) => `${p.metadata.namespace}/${p.metadata.name}`).join(", ");
-  const leading = held.find((l) => readyNames.has(l.spec?.holderIdentity ?? ""));
-  const lease = held[0];
-  if (lease !== undefined && leading === undefined) {
-    const holder = lease.spec?.holderIdentity ?? "";
-    return [
-      {
+    if ("error" in found) {
+      findings.push({
         ok: false,
-        what: `controller: Lease ${lease.metadata.namespace}/${lease.metadata.name} is held by ${holder}, which is not Ready`,
-        fix: `kubectl -n ${lease.metadata.namespace} describe pod ${holder}`,
-      },
-    ];
+        what: `could not list the Leases of ${ns}: ${found.error}`,
+        fix: "run check with a user that may list leases",
+      });
+      continue;
+    }
+    const leader = leaderOf(inst, found.items);
+    if (!leader.ok) findings.push(leader.finding);
+    else
+      findings.push({
+        ok: true,
+        what: `controller: ${inst.ready.length} Ready pod(s) (${inst.ready.map(podRef).join(", ")})${leader.leads}`,
+      });
   }
-  const leads = leading
-    ? `; ${leading.spec?.holderIdentity ?? ""} leads (Lease ${leading.metadata.namespace}/${leading.metadata.name})`
-    : "";
-  return [{ ok: true, what: `controller: ${ready.length} Ready pod(s) (${podList})${leads}` }];
+  return { findings, installs };
+}
+
+/**
+ * What an install's ServiceAccount must be allowed, from its pods' settings (the chart's env):
+ * one SubjectAccessReview's resourceAttributes each ("" namespace: every namespace).
+ * @param {Record<string, string>} env @param {string} podNamespace
+ * @returns {{ namespace: string; group: string; resource: string; subresource?: string; name?: string; verb: string }[]}
+ */
+function neededAccess(env, podNamespace) {
+  const listOf = (/** @type {string | undefined} */ v) =>
+    (v ?? "")
+      .split(",")
+      .map((s) => s.trim())
+      .filter(Boolean);
+  const watched = listOf(env.WATCH_NAMESPACES);
+  const scopes = watched.length > 0 ? watched : [""];
+  const writers = listOf(env.ACCESS_TOKEN_NAMESPACES);
+  /** @type {ReturnType<typeof neededAccess>} */
+  const out = [];
+  const add = (
+    /** @type {string[]} */ namespaces,
+    /** @type {{ group: string; resource: string; verbs: string[] }[]} */ grants,
+    name = "",
+  ) => {
+    for (const namespace of namespaces)
+      for (const g of grants) {
+        const [resource = "", subresource] = g.resource.split("/");
+        for (const verb of g.verbs)
+          out.push({ namespace, group: g.group, resource, ...(subresource ? { subresource } : {}), ...(name ? { name } : {}), verb });
+      }
+  };
+  add(scopes, RBAC.workload);
+  add(writers.length > 0 ? writers : scopes, RBAC.secretWriter);
+  add([podNamespace], RBAC.holders);
+  if (env.CLUSTER_PROVIDER_CONFIGS === "true") {
+    add([""], RBAC.clusterProviderConfigs);
+    add([env.CREDENTIALS_NAMESPACE || podNamespace], RBAC.credentials);
+  }
+  if (env.METRICS_AUTH === "kubernetes")
+    add(
+      [""],
+      [
+        { group: "authentication.k8s.io", resource: "tokenreviews", verbs: ["create"] },
+        { group: "authorization.k8s.io", resource: "subjectaccessreviews", verbs: ["create"] },
+      ],
+    );
+  if (env.LEADER_ELECT === "true" && env.LEADER_ELECTION_ID) {
+    const ns = [env.LEADER_ELECTION_NAMESPACE || podNamespace];
+    const leases = (/** @type {string[]} */ verbs) => [{ group: "coordination.k8s.io", resource: "leases", verbs }];
+    add(ns, leases(["create"]));
+    add(ns, leases(["get", "update"]), env.LEADER_ELECTION_ID);
+    add(ns, leases(["get", "delete"]), `${env.LEADER_ELECTION_ID}-sharded`);
+    if (env.SHARDING === "true") add(ns, leases(["get", "update", "list", "delete"]));
+  }
+  return out;
+}
+
+/**
+ * Each install's ServiceAccount allowed what keyward needs, asked of the cluster's authorizer
+ * (SubjectAccessReviews, all in one kubectl call): whatever grants it (the chart's roles, or
+ * others), a role edited or deleted since shows here before keyward's calls fail with 403.
+ * @param {Args} args @param {Install[]} installs @returns {Promise<Finding[]>}
+ */
+async function checkRbac(args, installs) {
+  /** @type {Finding[]} */
+  const findings = [];
+  for (const inst of installs) {
+    const sa = inst.ready[0]?.spec?.serviceAccountName ?? inst.pods[0]?.spec?.serviceAccountName ?? "default";
+    const user = `system:serviceaccount:${inst.namespace}:${sa}`;
+    const needed = neededAccess(inst.env, inst.namespace);
+    const reviews = needed.map((resourceAttributes) => ({
+      apiVersion: "authorization.k8s.io/v1",
+      kind: "SubjectAccessReview",
+      spec: {
+        user,
+        groups: ["system:serviceaccounts", `system:serviceaccounts:${inst.namespace}`, "system:authenticated"],
+        resourceAttributes,
+      },
+    }));
+    const r = await kubectl(
+      args,
+      ["create", "-f", "-", "--output", 'jsonpath={.status.allowed}{"\\n"}'],
+      JSON.stringify({ apiVersion: "v1", kind: "List", items: reviews }),
+    );
+    const answers = r.stdout.split("\n").filter(Boolean);
+    if (r.code !== 0 || answers.length !== needed.length) {
+      findings.push({
+        ok: false,
+        what: `RBAC: could not ask what ServiceAccount ${inst.namespace}/${sa} may do: ${r.code !== 0 ? kubectlMessage(r.stderr) : `${answers.length} answers to ${needed.length} questions`}`,
+        fix: "run check with a user that may create subjectaccessreviews.authorization.k8s.io",
+      });
+      continue;
+    }
+    const denied = needed.filter((_, i) => answers[i] !== "true");
+    if (denied.length === 0) {
+      findings.push({ ok: true, what: `RBAC: ServiceAccount ${inst.namespace}/${sa} may do the ${needed.length} things keyward does` });
+      continue;
+    }
+    // One entry per resource and place, its verbs together; the first few, as a line stays readable.
+    /** @type {Map<string, string[]>} */
+    const verbs = new Map();
+    for (const d of denied) {
+      const resource = `${d.resource}${d.subresource ? `/${d.subresource}` : ""}${d.group ? `.${d.group}` : ""}${d.name ? ` ${d.name}` : ""}`;
+      const key = `${resource} (${d.namespace ? `in ${d.namespace}` : "cluster-wide"})`;
+      verbs.set(key, [...(verbs.get(key) ?? []), d.verb]);
+    }
+    const shown = [...verbs].slice(0, 4).map(([key, v]) => `${v.join("/")} ${key}`);
+    const more = verbs.size > shown.length ? ` and ${verbs.size - shown.length} more` : "";
+    const first = /** @type {(typeof denied)[number]} */ (denied[0]);
+    findings.push({
+      ok: false,
+      what: `RBAC: ServiceAccount ${inst.namespace}/${sa} may not ${shown.join(", ")}${more}`,
+      fix: `restore the roles the chart grants it (helm upgrade its release); see: kubectl auth can-i --list --as=${user}${first.namespace ? ` -n ${first.namespace}` : ""}`,
+    });
+  }
+  return findings;
 }
 
 /** What to do about a provider config that is not Ready, by its reason. @param {any} pc @param {Condition | undefined} ready */
@@ -1152,9 +1496,10 @@ async function checkProviderConfigs(args) {
 async function checkOnce(args) {
   const crds = await checkCrds(args);
   const controller = await checkController(args);
+  const rbac = await checkRbac(args, controller.installs);
   // Without the CRDs there is no provider config to read.
   const configs = crds.every((f) => f.ok) ? await checkProviderConfigs(args) : [];
-  return [...crds, ...controller, ...configs];
+  return [...crds, ...controller.findings, ...rbac, ...configs];
 }
 
 /** @param {Finding[]} findings */
@@ -1220,7 +1565,7 @@ async function main(argv) {
 
 // Loaded by require() (the unit tests of its YAML), it only exports; run, it runs.
 if (require.main !== module) {
-  module.exports = { toYaml, manifestOf, jobLook, ACTIONS };
+  module.exports = { toYaml, manifestOf, jobLook, neededAccess, ACTIONS };
 } else {
   run();
 }

@@ -36,7 +36,7 @@ fi
 # first, then keyward's finalizers (on its objects and on the token Secrets it holds), then the
 # namespaces.
 kubectl() { "$kubectl_dir/kubectl" --kubeconfig "$kubeconfig" "$@"; }
-# Only what the e2e creates: namespaces kw-e2e-*, its releases kw-e2e, kw-ns, kw-shard, kw-scale, kw-argo, kw-upgrade.
+# Only what the e2e creates: namespaces kw-e2e-*, its releases kw-e2e, kw-ns, kw-shard, kw-scale, kw-argo, kw-upgrade, kw-check.
 leftovers=$(kubectl get namespaces -o name | sed -n 's|^namespace/\(kw-e2e-.*\)$|\1|p')
 if [[ -n $leftovers ]]; then
   log "removing what an earlier run left: $(echo $leftovers)"
@@ -56,7 +56,7 @@ if [[ -n $leftovers ]]; then
   kubectl delete namespace $leftovers --wait=true --timeout=300s >&2
 fi
 # Cluster-scoped objects of keyward installs that no helm release owns any more (Argo CD's).
-kubectl delete clusterrole,clusterrolebinding -l 'app.kubernetes.io/name=keyward,app.kubernetes.io/instance in (kw-e2e,kw-ns,kw-shard,kw-scale,kw-argo,kw-upgrade)' --ignore-not-found >&2
+kubectl delete clusterrole,clusterrolebinding -l 'app.kubernetes.io/name=keyward,app.kubernetes.io/instance in (kw-e2e,kw-ns,kw-shard,kw-scale,kw-argo,kw-upgrade,kw-check)' --ignore-not-found >&2
 kubectl delete clusterrolebinding kw-e2e-argocd --ignore-not-found >&2
 
 # keyward's release artifacts, as `npm run release` makes them (the image is built once, here):

@@ -123,8 +123,50 @@ export function pluginConstants(kinds: readonly Kind[], paused: string): string 
     "/** The label and the annotation a credentials Secret needs (`check`'s hints). */",
     `const CREDENTIALS_LABEL = ${JSON.stringify(credentialsSecretKey(kinds, "label"))};`,
     `const ALLOWED_BASE_URLS = ${JSON.stringify(credentialsSecretKey(kinds, "annotation"))};`,
+    "/** The access keyward's ServiceAccount needs, by what needs it (`check` asks the cluster for each; the chart's roles grant them). */",
+    `const RBAC = ${json(controllerGrants(kinds))};`,
     "",
   ].join("\n");
+}
+
+interface Grant {
+  group: string;
+  resource: string;
+  verbs: string[];
+}
+
+/**
+ * What keyward's ServiceAccount must be granted, as the chart's roles grant it (test/unit/chart's
+ * rbac-audit ties those to the calls in src/): `workload` in every watched namespace,
+ * `secretWriter` where AccessTokens write, `clusterProviderConfigs` cluster-wide with them on and
+ * `credentials` in their credentials namespace, `holders` in the release namespace. The leader
+ * election's grants depend on the Lease's name: the plugin adds them.
+ */
+function controllerGrants(kinds: readonly Kind[]): Record<string, Grant[]> {
+  const group = kinds[0]?.ref.group ?? "";
+  const plurals = namespacedPlurals(kinds);
+  const clusterPlurals = kinds.filter((k) => k.ref.clusterScoped === true).map((k) => k.ref.plural);
+  const read = ["get", "list", "watch"];
+  const status = ["get", "patch", "update"];
+  return {
+    workload: [
+      ...plurals.map((resource) => ({ group, resource, verbs: [...read, "patch", "update"] })),
+      ...plurals.map((p) => ({ group, resource: `${p}/status`, verbs: status })),
+      // Only an AccessToken owns something: the Secret it issues into, with blockOwnerDeletion.
+      { group, resource: "accesstokens/finalizers", verbs: ["update"] },
+      { group: "", resource: "secrets", verbs: [...read, "patch"] },
+      { group: "", resource: "events", verbs: ["create", "patch"] },
+    ],
+    secretWriter: [{ group: "", resource: "secrets", verbs: ["create", "patch", "delete"] }],
+    clusterProviderConfigs: [
+      ...clusterPlurals.map((resource) => ({ group, resource, verbs: read })),
+      ...clusterPlurals.map((p) => ({ group, resource: `${p}/status`, verbs: status })),
+      { group: "", resource: "namespaces", verbs: read },
+    ],
+    credentials: [{ group: "", resource: "secrets", verbs: read }],
+    // The claim rule's locks (src/engine/holder.ts), Leases of the release namespace.
+    holders: [{ group: "coordination.k8s.io", resource: "leases", verbs: ["get", "create", "update", "delete"] }],
+  };
 }
 
 /** The label or the annotation a person sets on a provider config's credentials Secret, from the kinds' metadata keys. */

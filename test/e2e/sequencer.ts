@@ -10,8 +10,11 @@ import { BaseSequencer, type TestSpecification } from "vitest/node";
 // upgrade.test.ts last: it puts the previous release's CRDs in place (and back at its end), and
 // no other file's keyward may run while it counts the writes to its objects.
 // first-hour.test.ts first: it starts from a cluster without keyward's CRDs (and removes them).
+// check.test.ts next: it deletes the ClusterProviderConfig CRD (and its release puts it back)
+// before any file has made a ClusterProviderConfig.
 export const e2eFileOrder = [
   "first-hour.test.ts",
+  "check.test.ts",
   "install.test.ts",
   "namespaced.test.ts",
   "sharding.test.ts",

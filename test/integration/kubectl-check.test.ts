@@ -2,9 +2,10 @@
 // apiserver, keyward in-process with its closed default and the emulator: a good install exits 0
 // with one ok line per check; a ProviderConfig its Secret does not allow, or whose Secret is not
 // marked, fails with the command that fixes it; --wait waits for the fix, and times out with
-// exit 4. keyward runs in this process, not in a pod: a Pod labelled as keyward's, its status
-// set Ready through the status subresource (no kubelet here), and a Lease it holds stand for the
-// Deployment's pod. The kind e2e and first-install.test.ts check a real release's.
+// exit 4. keyward runs in this process, not in a pod: a Pod labelled as keyward's, with the
+// chart's ServiceAccount, roles and settings (helm template, applied), its status set Ready
+// through the status subresource (no kubelet here), and the Lease it holds stand for the
+// Deployment's pod. The kind e2e (test/e2e/check.test.ts) checks a real release's.
 import { spawn } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { KubeConfig } from "@kubernetes/client-node";
@@ -12,6 +13,7 @@ import { loadDefaultSeed } from "../emulator/default-seed.ts";
 import { createTestNamespace, kubectl, testKubeconfigPath, waitFor, type TestNamespace } from "../controlplane/testenv.ts";
 import { createCustom, credentialsLabels, startTestEnv, waitForObject, type KeywardTestEnv } from "./support/keyward.ts";
 import { installPlugin, type InstalledPlugin } from "./support/plugin.ts";
+import { deploymentEnv, parseYamlDocuments, renderChart, type Doc } from "../unit/chart/helm.ts";
 import type { KubeObject } from "../../src/engine/types.ts";
 
 const TOKEN = "kw-check-token-3e9a41";
@@ -22,9 +24,30 @@ let kc: KubeConfig;
 let ns: string;
 let controller: TestNamespace;
 let plugin: InstalledPlugin;
+/** The chart's RBAC objects and ServiceAccount for the release `controller.name`. */
+let rbac: Doc[];
+let leaseName: string;
+let serviceAccount: string;
 
 const check = (args: string[]) => plugin.run(["check", ...args]);
 const readyReason = (o: KubeObject): string | undefined => o.status?.conditions?.find((c) => c.type === "Ready")?.reason;
+
+async function applyRbac(docs: Doc[]): Promise<void> {
+  const r = await kubectl(["-n", controller.name, "apply", "-f", "-"], {
+    input: JSON.stringify({ apiVersion: "v1", kind: "List", items: docs }),
+  });
+  expect(r.code, r.stderr).toBe(0);
+}
+
+/** The release's leader Lease, held by `holder` and last renewed at `renewed`. */
+function lease(holder: string, renewed: Date): object {
+  return {
+    apiVersion: "coordination.k8s.io/v1",
+    kind: "Lease",
+    metadata: { name: leaseName },
+    spec: { holderIdentity: holder, leaseDurationSeconds: 3600, renewTime: renewed.toISOString().replace("Z", "000Z") },
+  };
+}
 
 async function podReady(ready: boolean): Promise<void> {
   const status = {
@@ -69,21 +92,34 @@ beforeAll(async () => {
   ns = env.ns.name;
   plugin = installPlugin();
   controller = await createTestNamespace("kubectl-check-ctl");
+  // The release `controller.name` as the chart renders it: its ServiceAccount and roles applied,
+  // its pod's settings (leader election on, the Lease's name, every namespace watched) on the Pod.
+  const docs = parseYamlDocuments(
+    await renderChart({
+      release: controller.name,
+      namespace: controller.name,
+      setJson: { crds: { enabled: false }, rbac: { aggregateToDefaultRoles: false } },
+    }),
+  );
+  const settings = deploymentEnv(docs);
+  leaseName = settings["LEADER_ELECTION_ID"] ?? "";
+  expect(settings["LEADER_ELECT"]).toBe("true");
+  rbac = docs.filter((d) => ["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"].includes(d.kind));
+  serviceAccount = rbac.find((d) => d.kind === "ServiceAccount")?.metadata.name ?? "";
+  await applyRbac(rbac);
   const pod = {
     apiVersion: "v1",
     kind: "Pod",
-    metadata: { name: POD, labels: { "app.kubernetes.io/name": "keyward", "app.kubernetes.io/instance": "check" } },
-    spec: { containers: [{ name: "keyward", image: "keyward:test" }] },
+    metadata: { name: POD, labels: { "app.kubernetes.io/name": "keyward", "app.kubernetes.io/instance": controller.name } },
+    spec: {
+      serviceAccountName: serviceAccount,
+      containers: [{ name: "keyward", image: "keyward:test", env: Object.entries(settings).map(([name, value]) => ({ name, value })) }],
+    },
   };
   expect((await kubectl(["-n", controller.name, "create", "-f", "-"], { input: JSON.stringify(pod) })).code).toBe(0);
   await podReady(true);
-  const lease = {
-    apiVersion: "coordination.k8s.io/v1",
-    kind: "Lease",
-    metadata: { name: "keyward-check-leader" },
-    spec: { holderIdentity: POD, leaseDurationSeconds: 15 },
-  };
-  expect((await kubectl(["-n", controller.name, "create", "-f", "-"], { input: JSON.stringify(lease) })).code).toBe(0);
+  // Renewed now, for an hour: this Lease stands for a leader that keeps renewing it.
+  expect((await kubectl(["-n", controller.name, "apply", "-f", "-"], { input: JSON.stringify(lease(POD, new Date())) })).code).toBe(0);
   await waitForObject(kc, ns, "providerconfigs", "default", {
     until: (o) => readyReason(o) === "Connected",
     timeoutMs: 60_000,
@@ -93,6 +129,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await kubectl(["-n", controller.name, "delete", "pod", POD, "--grace-period=0", "--force", "--wait=false"]);
+  for (const d of rbac ?? []) if (d.kind.startsWith("Cluster")) await kubectl(["delete", d.kind, d.metadata.name, "--ignore-not-found"]);
   await controller?.cleanup();
   plugin?.remove();
   await env?.stop();
@@ -104,13 +141,62 @@ describe("kubectl keyward check", () => {
     expect(r.code, r.stdout + r.stderr).toBe(0);
     expect(r.stdout).toMatch(/^ok {4}CRDs: all 7 of keyward\.dev present, Established, of this version$/m);
     expect(r.stdout).toMatch(
-      new RegExp(
-        `^ok {4}controller: .*${controller.name}/${POD}.*; ${POD} leads \\(Lease ${controller.name}/keyward-check-leader\\)$`,
-        "m",
-      ),
+      new RegExp(`^ok {4}controller: .*${controller.name}/${POD}.*; ${POD} leads \\(Lease ${controller.name}/${leaseName}\\)$`, "m"),
+    );
+    expect(r.stdout).toMatch(
+      new RegExp(`^ok {4}RBAC: ServiceAccount ${controller.name}/${serviceAccount} may do the \\d+ things keyward does$`, "m"),
     );
     expect(r.stdout).toMatch(new RegExp(`^ok {4}ProviderConfig ${ns}/default Ready \\(Connected\\)$`, "m"));
     expect(r.stdout).not.toMatch(/^FAIL/m);
+  });
+
+  it("the controller's ServiceAccount without the grants keyward needs: exit 1, naming them and how to see its access", async () => {
+    const binding = rbac.find((d) => d.kind === "ClusterRoleBinding" && d.metadata.name === `${controller.name}-keyward`);
+    expect(binding).toBeDefined();
+    await kubectl(["delete", "clusterrolebinding", binding?.metadata.name ?? ""]);
+    try {
+      const r = await check(["-n", ns]);
+      expect(r.code).toBe(1);
+      expect(r.stdout).toMatch(
+        new RegExp(
+          `^FAIL {2}RBAC: ServiceAccount ${controller.name}/${serviceAccount} may not get/list/watch/patch/update providerconfigs\\.keyward\\.dev \\(cluster-wide\\), .* and \\d+ more$`,
+          "m",
+        ),
+      );
+      expect(r.stdout).toContain(
+        `fix: restore the roles the chart grants it (helm upgrade its release); see: kubectl auth can-i --list --as=system:serviceaccount:${controller.name}:${serviceAccount}`,
+      );
+    } finally {
+      await applyRbac(rbac);
+    }
+    expect((await check(["-n", ns])).code).toBe(0);
+  });
+
+  it("the leader Lease held by a pod that is gone: exit 1, no pod leads", async () => {
+    const apply = (o: object) => kubectl(["-n", controller.name, "apply", "-f", "-"], { input: JSON.stringify(o) });
+    await apply(lease("keyward-check-gone", new Date()));
+    try {
+      const r = await check(["-n", ns]);
+      expect(r.code).toBe(1);
+      expect(r.stdout).toMatch(
+        new RegExp(
+          `^FAIL {2}controller: no keyward pod of ${controller.name}/${controller.name} leads: Lease ${controller.name}/${leaseName} is held by keyward-check-gone, not a running pod of it$`,
+          "m",
+        ),
+      );
+      // Held by the Ready pod, which stopped renewing it ten minutes ago.
+      await apply(lease(POD, new Date(Date.now() - 10 * 60_000 - 2 * 3600_000)));
+      const stale = await check(["-n", ns]);
+      expect(stale.code).toBe(1);
+      expect(stale.stdout).toMatch(
+        new RegExp(
+          `^FAIL {2}controller: no keyward pod of .* leads: ${POD} holds Lease ${controller.name}/${leaseName} but last renewed it `,
+          "m",
+        ),
+      );
+    } finally {
+      await apply(lease(POD, new Date()));
+    }
   });
 
   it("a ProviderConfig whose Secret does not allow its URL: exit 1, the reason and the command that fixes it", async () => {
