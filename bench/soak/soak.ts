@@ -27,7 +27,7 @@ import { parseRequestCounts } from "../support/apiserver-metrics.ts";
 import { judge, type Call, type FinalObject, type Lineage, type ServiceState, type Verdict } from "./judge.ts";
 import { brokenBuild, patches, type BrokenBuild } from "./broken.ts";
 import { laterSlopes, metricSum, plotSvg, seriesCount, type Sample } from "./health.ts";
-import { startTcpProxy, type TcpProxy } from "./tcp-proxy.ts";
+import { startProxyThread, type TcpProxy } from "./tcp-proxy.ts";
 import {
   accessTokenManifest,
   createRandom,
@@ -73,6 +73,8 @@ export interface SoakOptions {
    */
   objectsPerNamespace: number;
   outDir: string;
+  /** Lease duration of leader election and shard Leases (default 6 s; the renew deadline is two thirds of it). */
+  leaseSeconds?: number;
   /** keyward's entry point (default src/main.ts): a patched copy proves the soak catches a broken build. */
   keywardScript?: string;
   log?: (line: string) => void;
@@ -185,14 +187,17 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     // keyward: one process, or replicas with sharding. Each reaches the apiserver through a TCP
     // proxy of its own (a kubeconfig naming it), so the soak can cut one process's connections.
     const sharded = options.replicas > 1;
+    // Short Leases make failover quick; a busy machine may need longer ones (renewals answered late).
+    const leaseSeconds = options.leaseSeconds ?? 6;
     const kubeconfigDir = mkdtempSync(join(tmpdir(), "keyward-soak-kubeconfig-"));
     cleanup.push(() => Promise.resolve(rmSync(kubeconfigDir, { recursive: true, force: true })));
     const apiserverUrl = new URL(plane.server);
     const kubeconfigText = readFileSync(plane.kubeconfigPath, "utf8");
     if (!kubeconfigText.includes(plane.server)) throw new Error("the control plane's kubeconfig does not name its server");
+    const proxies = startProxyThread();
+    cleanup.push(() => proxies.close());
     const newReplica = async (identity: string): Promise<Replica> => {
-      const proxy = await startTcpProxy(apiserverUrl.hostname, Number(apiserverUrl.port));
-      cleanup.unshift(() => proxy.close());
+      const proxy = await proxies.open(apiserverUrl.hostname, Number(apiserverUrl.port));
       writeFileSync(join(kubeconfigDir, identity), kubeconfigText.replaceAll(plane.server, `https://127.0.0.1:${proxy.port}`), {
         mode: 0o600,
       });
@@ -214,9 +219,9 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
           ...extraArgs,
           ...(sharedNamespaces.length > 0 ? ["--cluster-provider-configs", "true", "--credentials-namespace", CREDENTIALS_NAMESPACE] : []),
           "--lease-duration",
-          "6s",
+          `${leaseSeconds}s`,
           "--renew-deadline",
-          "4s",
+          `${Math.max(1, Math.round((leaseSeconds * 2) / 3))}s`,
           "--retry-period",
           "1s",
         ],
@@ -227,7 +232,11 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     cleanup.unshift(async () => {
       for (const r of replicas) await r.proc?.stop(10_000);
     });
-    await Promise.all(replicas.map(startReplica));
+    // A replica that exits before it is ready (a leader whose first renewals a busy apiserver
+    // answered too late exits by design) is started again by the supervisor below, as a kubelet would.
+    await Promise.all(
+      replicas.map((r) => startReplica(r).catch((error: unknown) => log(`start of ${r.identity} failed: ${String(error)}`))),
+    );
     log(
       `keyward up (${options.replicas} ${sharded ? "sharded replicas" : "process"}), ${namespaces.length} namespaces (${sharedNamespaces.length} on the ClusterProviderConfig)`,
     );
@@ -505,13 +514,13 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       const projects = liveOf(ns, "Project");
       const dependents: Array<() => Promise<void>> = [];
       const room = options.objectsPerNamespace - liveIn(ns);
-      // Per Project: three syncs, then a membership, then a token or a profile, until the target.
+      // Per Project: a sync, a membership, a token or a profile, then two more syncs, until the target.
       for (let i = 0; dependents.length < room && i < projects.length * 5; i++) {
         const p = projects[i % projects.length];
         if (p === undefined) break;
         const round = Math.floor(i / projects.length);
-        if (round === 3) dependents.push(() => newMembership(ns, p));
-        else if (round === 4) {
+        if (round === 1) dependents.push(() => newMembership(ns, p));
+        else if (round === 2) {
           const n = next();
           dependents.push(() =>
             i % 2 === 0
@@ -666,7 +675,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
         const targets = active().filter((r) => r.proc !== undefined);
         if (targets.length === 0) return;
         const r = cutRandom.pick(targets);
-        const n = r.proxy.cut();
+        const n = await r.proxy.cut();
         connectionCuts.times += 1;
         connectionCuts.connections += n;
         events.push({ t: t(), what: `cut ${r.identity}'s ${n} apiserver connections` });
@@ -1162,6 +1171,7 @@ async function main(): Promise<void> {
       replicas: { type: "string", default: "1" },
       "tail-minutes": { type: "string", default: "10" },
       "objects-per-namespace": { type: "string", default: "20" },
+      "lease-seconds": { type: "string", default: "6" },
       out: { type: "string", default: join(repoRoot, "bench", "soak", "out") },
       "keyward-script": { type: "string" },
       break: { type: "string" },
@@ -1179,6 +1189,7 @@ async function main(): Promise<void> {
     replicas: Number(values.replicas),
     tailMinutes: Number(values["tail-minutes"]),
     objectsPerNamespace: Number(values["objects-per-namespace"]),
+    leaseSeconds: Number(values["lease-seconds"]),
     outDir,
     ...(patched ? { keywardScript: patched.script } : values["keyward-script"] ? { keywardScript: values["keyward-script"] } : {}),
   });
