@@ -596,7 +596,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
         if (Date.now() >= killsEnd) return;
         // With sharding, every other kill is aimed at the leader (the Lease's holder).
         const holder = sharded && killRandom.chance(0.5) ? await leader() : undefined;
-        const candidates = active().filter((x) => !x.busy);
+        const candidates = active().filter((x) => !x.busy && x.proc?.hasExited() === false);
         const r = candidates.find((x) => x.identity === holder) ?? (candidates.length > 0 ? killRandom.pick(candidates) : undefined);
         if (!r) return;
         r.busy = true;
@@ -614,7 +614,10 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     let selfExits = 0;
     const supervisor = (async () => {
       while (!stopSampling) {
-        for (const r of replicas.filter((x) => !x.busy && !x.removed && x.proc?.hasExited() === true)) {
+        for (const r of replicas) {
+          // Checked and taken at once, item by item: the kill loop may have taken it meanwhile, and
+          // two starts of one replica would leave a second process of its identity behind.
+          if (r.busy || r.removed || r.proc?.hasExited() !== true) continue;
           r.busy = true;
           selfExits += 1;
           events.push({ t: t(), what: `${r.identity} exited; restarted` });
