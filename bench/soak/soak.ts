@@ -568,7 +568,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
         return undefined;
       }
     };
-    /** Every 1–2 minutes, or a tenth of a short run. */
+    /** The fault loops' base period: a minute, or a tenth of a short run (kills come every one to two of it). */
     const every = Math.min(60_000, options.minutes * 60_000 * 0.1);
 
     loops.push(
