@@ -49,8 +49,16 @@ export interface FinalObject {
 export interface ServiceState {
   projects: Record<string, { id: string; slug: string; description: string | null }>;
   syncs: Record<string, { id: string; name: string; projectId: string; description: string | null; removeStatus?: string }>;
-  memberships: Record<string, { id: string; projectId: string; userId?: string; roles: { role: string }[] }>;
+  memberships: Record<string, { id: string; projectId: string; userId?: string; roles: ServiceRole[] }>;
   users: Record<string, { id: string; username: string }>;
+}
+
+export interface ServiceRole {
+  role: string;
+  isTemporary?: boolean;
+  temporaryRange?: string;
+  temporaryAccessStartTime?: string;
+  temporaryAccessEndTime?: string;
 }
 
 export interface Evidence {
@@ -59,8 +67,12 @@ export interface Evidence {
   /** Every id seen at the service for a project slug / a sync name, over the whole run (state snapshots). */
   projectIdsBySlug: ReadonlyMap<string, ReadonlySet<string>>;
   syncIdsByName: ReadonlyMap<string, ReadonlySet<string>>;
-  /** The principal (emulator log) of each namespace's credential. */
-  principalOf: ReadonlyMap<string, string>;
+  /**
+   * The principals (emulator log) of each namespace's credentials: its ProviderConfig's tokens
+   * (rotated during the run), or the ClusterProviderConfig's it uses (shared with the other
+   * namespaces that use it).
+   */
+  principalsOf: ReadonlyMap<string, ReadonlySet<string>>;
   final: ServiceState;
   /** Slugs and sync names of the soak start with this (anything else at the service is not the soak's). */
   prefix: string;
@@ -223,11 +235,11 @@ function serviceMatches(e: Evidence): Verdict {
       const member = Object.values(e.final.memberships).find(
         (m) => projectIds.has(m.projectId) && m.userId !== undefined && aliceIds.has(m.userId),
       );
-      const roles = (member?.roles ?? []).map((r) => r.role).sort();
-      const declared = ((l.final?.spec["roles"] as { role: string }[] | undefined) ?? []).map((r) => r.role).sort();
+      const roles = (member?.roles ?? []).map(roleKey).sort();
+      const declared = ((l.final?.spec["roles"] as ServiceRole[] | undefined) ?? []).map(roleKey).sort();
       if (live && JSON.stringify(roles) !== JSON.stringify(declared))
         violations.push(`${key(l)}: roles ${roles.join(",")}, declared ${declared.join(",")}`);
-      if (!live && l.deletionPolicy === "Revoke" && JSON.stringify(roles) !== '["no-access"]')
+      if (!live && l.deletionPolicy === "Revoke" && JSON.stringify(roles) !== JSON.stringify([roleKey({ role: "no-access" })]))
         violations.push(`${key(l)} (Revoke): roles ${roles.join(",")}`);
     }
   }
@@ -242,6 +254,13 @@ function serviceMatches(e: Evidence): Verdict {
       violations.push(`sync ${s.name} at the service, no resource declares it`);
   }
   return { name: "the service holds exactly what the live resources declare", checked, violations };
+}
+
+/** A role and, for a temporary one, its range and start: what spec and service must agree on (an ended role stays listed). */
+function roleKey(r: ServiceRole): string {
+  if (r.isTemporary !== true) return r.role;
+  const start = r.temporaryAccessStartTime === undefined ? "?" : new Date(r.temporaryAccessStartTime).toISOString();
+  return `${r.role} temporary ${r.temporaryRange ?? "?"} from ${start}`;
 }
 
 function allReady(e: Evidence): Verdict {
@@ -261,13 +280,18 @@ function allReady(e: Evidence): Verdict {
   return { name: "every live resource Ready, every deleted one gone", checked: e.lineages.length, violations };
 }
 
-/** Every write on an external object carries the credential of the namespace whose resource created it. */
+/**
+ * Every write on an external object carries a credential of the namespace whose resource created
+ * it. Namespaces sharing a ClusterProviderConfig share its credential: between them the call log
+ * cannot tell, and a write by it on one of their objects passes.
+ */
 function ownNamespaceOnly(e: Evidence): Verdict {
   const owner = new Map<string, string>();
   for (const l of e.lineages) {
     if (l.kind === "Project" || l.kind === "SecretSync") for (const id of idsOf(e, l)) owner.set(id, l.namespace);
   }
-  const principals = new Map([...e.principalOf].map(([ns, p]) => [p, ns]));
+  const namespacesOf = new Map<string, string[]>();
+  for (const [ns, set] of e.principalsOf) for (const p of set) namespacesOf.set(p, [...(namespacesOf.get(p) ?? []), ns]);
   const violations: string[] = [];
   let checked = 0;
   for (const c of e.calls) {
@@ -275,8 +299,11 @@ function ownNamespaceOnly(e: Evidence): Verdict {
     const ids = [...c.path.split("/"), ...(c.projectId ? [c.projectId] : [])].filter((part) => owner.has(part));
     for (const id of new Set(ids)) {
       checked += 1;
-      const by = principals.get(c.principal) ?? `unknown credential ${c.principal}`;
-      if (by !== owner.get(id)) violations.push(`${c.operation} ${c.path} by ${by} on an object of ${owner.get(id) ?? "?"}`);
+      const of = owner.get(id) ?? "?";
+      if (e.principalsOf.get(of)?.has(c.principal) !== true) {
+        const by = namespacesOf.get(c.principal)?.join(",") ?? `unknown credential ${c.principal}`;
+        violations.push(`${c.operation} ${c.path} by ${by} on an object of ${of}`);
+      }
     }
   }
   return { name: "no resource acted on another namespace's external object", checked, violations };

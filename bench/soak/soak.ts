@@ -8,11 +8,12 @@
 // plane of its own (kube-apiserver + etcd, restarted during the run) and the emulator in this
 // process. Exit status: 0 when every invariant holds, 1 otherwise.
 import { execFile } from "node:child_process";
-import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs, promisify } from "node:util";
 import { setTimeout as sleep } from "node:timers/promises";
-import { CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
+import { CoordinationV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { ensureBinaries, repoRoot } from "../../test/controlplane/binaries.ts";
 import { startControlPlane, type ControlPlane } from "../../test/controlplane/controlplane.ts";
 import { waitForCrdsEstablished } from "../../test/controlplane/crds-established.ts";
@@ -26,6 +27,7 @@ import { parseRequestCounts } from "../support/apiserver-metrics.ts";
 import { judge, type Call, type FinalObject, type Lineage, type ServiceState, type Verdict } from "./judge.ts";
 import { brokenBuild, patches, type BrokenBuild } from "./broken.ts";
 import { laterSlopes, metricSum, plotSvg, seriesCount, type Sample } from "./health.ts";
+import { startProxyThread, type TcpProxy } from "./tcp-proxy.ts";
 import {
   accessTokenManifest,
   createRandom,
@@ -33,6 +35,7 @@ import {
   destinations,
   memberRoles,
   membershipManifest,
+  membershipRoles,
   membershipUser,
   plurals,
   profileManifest,
@@ -40,6 +43,7 @@ import {
   projectManifest,
   syncManifest,
   type Kind,
+  type Provider,
 } from "./workload.ts";
 
 const execFileAsync = promisify(execFile);
@@ -47,6 +51,12 @@ const GROUP = "keyward.dev";
 const VERSION = "v1alpha1";
 const SYNC_REQUESTED = "keyward.dev/sync-requested-at";
 const REMOVE_REQUESTED = "keyward.dev/remove-secrets-requested-at";
+/** The ClusterProviderConfig every fourth namespace's resources use, and where its Secret lives. */
+const SHARED_CONFIG = "soak-shared";
+const CREDENTIALS_NAMESPACE = "soak-credentials";
+const SHARED_TOKEN_SECRET = "soak-shared-token";
+const LEADER_LEASE = "keyward-leader";
+const usesSharedConfig = (index: number): boolean => index % 4 === 3;
 
 export interface SoakOptions {
   seed: number;
@@ -57,9 +67,14 @@ export interface SoakOptions {
   replicas: number;
   /** The longest the quiet tail waits for everything to settle. */
   tailMinutes: number;
-  /** Live resources per namespace the workload keeps around (creates turn into deletions above it). */
+  /**
+   * Live resources per namespace the workload keeps around (creates turn into deletions above it);
+   * each namespace is applied up to it at once before the churn (the ramp).
+   */
   objectsPerNamespace: number;
   outDir: string;
+  /** Lease duration of leader election and shard Leases (default 6 s; the renew deadline is two thirds of it). */
+  leaseSeconds?: number;
   /** keyward's entry point (default src/main.ts): a patched copy proves the soak catches a broken build. */
   keywardScript?: string;
   log?: (line: string) => void;
@@ -72,10 +87,23 @@ export interface SoakReport {
   objects: { created: Record<string, number>; deleted: Record<string, number>; peakLive: number; liveAtEnd: number };
   operations: Record<string, number>;
   faults: { scheduled: Record<string, number>; shapedRequests: Record<string, number> };
+  /** Seconds the ramp took to apply every namespace up to objectsPerNamespace. */
+  rampSeconds: number;
   keywardKills: number;
+  /** Of the SIGKILLs, those aimed at the leader (the Lease holder), with sharding. */
+  leaderKills: number;
   /** Processes that exited by themselves (a replica that lost its lease) and were started again. */
   keywardExitsRestarted: number;
+  /** With sharding: replicas added during the run, and replicas stopped (SIGTERM) for good. */
+  replicasJoined: number;
+  replicasLeft: number;
+  /** A keyward process's apiserver connections (its watches among them) reset at the TCP proxy: times, and connections. */
+  connectionCuts: { times: number; connections: number };
   apiserverRestarts: number;
+  /** ProviderConfig and ClusterProviderConfig spec changes and credential rotations, by kind. */
+  providerChanges: Record<string, number>;
+  /** Temporary membership roles declared, and those whose end the service had passed at the end. */
+  temporaryRoles: { declared: number; endedAtService: number };
   serviceCalls: { total: number; byOperation: Record<string, number> };
   settledAfterSeconds: number | undefined;
   invariants: { name: string; checked: number; violations: number; examples: string[]; notes: string[] }[];
@@ -87,6 +115,10 @@ export interface SoakReport {
 interface Replica {
   identity: string;
   proc: KeywardProcess | undefined;
+  /** Its way to the apiserver (its own kubeconfig points here), to cut its connections. */
+  proxy: TcpProxy;
+  /** Scaled down: stopped for good, the supervisor leaves it stopped. */
+  removed: boolean;
   starts: number;
   /** The soak is killing or restarting it: the supervisor leaves it alone. */
   busy: boolean;
@@ -121,14 +153,56 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     const custom = kc.makeApiClient(CustomObjectsApi);
 
     const namespaces = Array.from({ length: options.namespaces }, (_, i) => `soak-${String(i).padStart(2, "0")}`);
-    const tokenOf = new Map(namespaces.map((ns) => [ns, `soak-token-${ns}-${options.seed}`]));
-    emulator = await startEmulator({ tokens: [...tokenOf.values()], seed: loadDefaultSeed(), jobDelayMs: 200 });
+    const providerOf = new Map<string, Provider>(
+      namespaces.map((ns, i) => [
+        ns,
+        usesSharedConfig(i) ? { kind: "ClusterProviderConfig", name: SHARED_CONFIG } : { kind: "ProviderConfig" },
+      ]),
+    );
+    const sharedNamespaces = namespaces.filter((ns) => providerOf.get(ns)?.kind === "ClusterProviderConfig");
+    // Two tokens per credential, both valid at the service: the run rotates between them.
+    const tokensOf = (owner: string): [string, string] => [
+      `soak-token-${owner}-${options.seed}-a`,
+      `soak-token-${owner}-${options.seed}-b`,
+    ];
+    const credentialOwners = [
+      ...namespaces.filter((ns) => !sharedNamespaces.includes(ns)),
+      ...(sharedNamespaces.length > 0 ? [SHARED_CONFIG] : []),
+    ];
+    emulator = await startEmulator({ tokens: credentialOwners.flatMap(tokensOf), seed: loadDefaultSeed(), jobDelayMs: 200 });
     const emu = emulator;
     cleanup.unshift(() => emu.close());
-    for (const ns of namespaces) await installNamespace(core, custom, ns, emu.url, tokenOf.get(ns) ?? "");
+    for (const ns of namespaces) {
+      await core.createNamespace({ body: { metadata: { name: ns } } });
+      if (!sharedNamespaces.includes(ns)) await installProviderConfig(core, custom, ns, emu.url, tokensOf(ns)[0]);
+    }
+    if (sharedNamespaces.length > 0) {
+      await core.createNamespace({ body: { metadata: { name: CREDENTIALS_NAMESPACE } } });
+      await installClusterProviderConfig(core, custom, sharedNamespaces, emu.url, tokensOf(SHARED_CONFIG)[0]);
+    }
+    const principalsOf = new Map(
+      namespaces.map((ns) => [ns, new Set(tokensOf(sharedNamespaces.includes(ns) ? SHARED_CONFIG : ns).map(principalOf))]),
+    );
 
-    // keyward: one process, or replicas with sharding.
+    // keyward: one process, or replicas with sharding. Each reaches the apiserver through a TCP
+    // proxy of its own (a kubeconfig naming it), so the soak can cut one process's connections.
     const sharded = options.replicas > 1;
+    // Short Leases make failover quick; a busy machine may need longer ones (renewals answered late).
+    const leaseSeconds = options.leaseSeconds ?? 6;
+    const kubeconfigDir = mkdtempSync(join(tmpdir(), "keyward-soak-kubeconfig-"));
+    cleanup.push(() => Promise.resolve(rmSync(kubeconfigDir, { recursive: true, force: true })));
+    const apiserverUrl = new URL(plane.server);
+    const kubeconfigText = readFileSync(plane.kubeconfigPath, "utf8");
+    if (!kubeconfigText.includes(plane.server)) throw new Error("the control plane's kubeconfig does not name its server");
+    const proxies = startProxyThread();
+    cleanup.push(() => proxies.close());
+    const newReplica = async (identity: string): Promise<Replica> => {
+      const proxy = await proxies.open(apiserverUrl.hostname, Number(apiserverUrl.port));
+      writeFileSync(join(kubeconfigDir, identity), kubeconfigText.replaceAll(plane.server, `https://127.0.0.1:${proxy.port}`), {
+        mode: 0o600,
+      });
+      return { identity, proc: undefined, proxy, removed: false, starts: 0, busy: false };
+    };
     const startReplica = async (r: Replica): Promise<void> => {
       r.starts += 1;
       const extraArgs = sharded
@@ -137,21 +211,34 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       r.proc = await startKeyward({
         entry: "src",
         ...(options.keywardScript ? { script: options.keywardScript } : {}),
-        kubeconfigPath: plane.kubeconfigPath,
+        kubeconfigPath: join(kubeconfigDir, r.identity),
         namespace: namespaces.join(","),
         resyncInterval: "60s",
         logPath: `${base}-${r.identity}.log`,
-        extraArgs: [...extraArgs, "--lease-duration", "6s", "--renew-deadline", "4s", "--retry-period", "1s"],
+        extraArgs: [
+          ...extraArgs,
+          ...(sharedNamespaces.length > 0 ? ["--cluster-provider-configs", "true", "--credentials-namespace", CREDENTIALS_NAMESPACE] : []),
+          "--lease-duration",
+          `${leaseSeconds}s`,
+          "--renew-deadline",
+          `${Math.max(1, Math.round((leaseSeconds * 2) / 3))}s`,
+          "--retry-period",
+          "1s",
+        ],
       });
       await r.proc.waitReady(120_000);
     };
-    for (let i = 0; i < options.replicas; i++) replicas.push({ identity: `soak-r${i}`, proc: undefined, starts: 0, busy: false });
+    for (let i = 0; i < options.replicas; i++) replicas.push(await newReplica(`soak-r${i}`));
     cleanup.unshift(async () => {
       for (const r of replicas) await r.proc?.stop(10_000);
     });
-    await Promise.all(replicas.map(startReplica));
+    // A replica that exits before it is ready (a leader whose first renewals a busy apiserver
+    // answered too late exits by design) is started again by the supervisor below, as a kubelet would.
+    await Promise.all(
+      replicas.map((r) => startReplica(r).catch((error: unknown) => log(`start of ${r.identity} failed: ${String(error)}`))),
+    );
     log(
-      `keyward up (${options.replicas} ${sharded ? "sharded replicas" : "process"}), ${namespaces.length} namespaces; churn for ${options.minutes} min`,
+      `keyward up (${options.replicas} ${sharded ? "sharded replicas" : "process"}), ${namespaces.length} namespaces (${sharedNamespaces.length} on the ClusterProviderConfig)`,
     );
 
     // ---- evidence gathered as the run goes
@@ -207,6 +294,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     // ---- the workload
     let seq = 0;
     const next = (): number => (seq += 1);
+    const provider = (ns: string): Provider => providerOf.get(ns) ?? { kind: "ProviderConfig" };
     let apiserverDown = false;
     const liveOf = (ns: string, kind: Kind): Lineage[] =>
       [...lineages.values()].filter((l) => l.namespace === ns && l.kind === kind && l.deleteRequestedAt === undefined);
@@ -259,27 +347,34 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       await create(
         ns,
         "Project",
-        projectManifest(name, slug, random.pick(deletionPolicies.Project), `d${n}`) as { metadata: { name: string } },
+        projectManifest(name, slug, random.pick(deletionPolicies.Project), `d${n}`, provider(ns)) as { metadata: { name: string } },
       );
     };
     const newSync = async (ns: string, project: Lineage): Promise<void> => {
       const n = next();
       const destination = random.pick(Object.keys(destinations));
-      const body = syncManifest(
-        `${prefix}-${ns.slice(5)}-s${n}`,
-        project.name,
-        destination,
-        random.pick(deletionPolicies.SecretSync),
-        `d${n}`,
-      );
+      const body = syncManifest(`${prefix}-${ns.slice(5)}-s${n}`, project.name, destination, {
+        deletionPolicy: random.pick(deletionPolicies.SecretSync),
+        description: `d${n}`,
+        provider: provider(ns),
+      });
       await create(ns, "SecretSync", body as { metadata: { name: string } });
+    };
+    // Half the memberships (and role changes) carry a temporary role that ends within the run.
+    let temporaryRolesDeclared = 0;
+    const temporarySeconds = Math.max(30, Math.min(300, options.minutes * 60 * 0.4));
+    const rolesFor = (): ReturnType<typeof membershipRoles> => {
+      if (!random.chance(0.5)) return membershipRoles(random.pick(memberRoles));
+      temporaryRolesDeclared += 1;
+      return membershipRoles(random.pick(memberRoles), 20 + random.int(temporarySeconds));
     };
     const newMembership = async (ns: string, project: Lineage): Promise<void> => {
       const body = membershipManifest(
         `m-${project.name}`,
         project.name,
-        random.pick(memberRoles),
+        rolesFor(),
         random.pick(deletionPolicies.ProjectMembership),
+        provider(ns),
       );
       await create(ns, "ProjectMembership", body as { metadata: { name: string } });
     };
@@ -320,17 +415,25 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
         }
         case "token": {
           const n = next();
-          return create(ns, "AccessToken", accessTokenManifest(`t${n}`, random.chance(0.3)) as { metadata: { name: string } });
+          return create(
+            ns,
+            "AccessToken",
+            accessTokenManifest(`t${n}`, random.chance(0.3), provider(ns)) as { metadata: { name: string } },
+          );
         }
         case "profile": {
           const n = next();
-          return create(ns, "CertificateProfile", profileManifest(`c${n}`, random.pick(profileSlugs)) as { metadata: { name: string } });
+          return create(
+            ns,
+            "CertificateProfile",
+            profileManifest(`c${n}`, random.pick(profileSlugs), provider(ns)) as { metadata: { name: string } },
+          );
         }
         case "change": {
           const candidates = any(["Project", "SecretSync", "ProjectMembership"]);
           if (candidates.length === 0) return;
           const l = random.pick(candidates);
-          const spec = l.kind === "ProjectMembership" ? { roles: [{ role: random.pick(memberRoles) }] } : { description: `d${next()}` };
+          const spec = l.kind === "ProjectMembership" ? { roles: rolesFor() } : { description: `d${next()}` };
           await patch(l, { spec }, `spec change ${l.kind}`);
           return;
         }
@@ -398,16 +501,75 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     };
     const scheduled: Record<string, number> = {};
 
-    const chaosEnd = began + options.minutes * 60_000;
-    // Kills stop at 60% of the churn, so the later part shows one process's memory over time.
-    const killsEnd = began + options.minutes * 60_000 * 0.6;
+    // ---- the ramp: each namespace applied up to its live target at once (one burst of Projects,
+    // then one of what refers to them), so the churn starts at full size and a long run is flat
+    // after warm-up. Each burst's choices are drawn before its first request: the seed replays them.
+    const liveIn = (ns: string): number =>
+      [...lineages.values()].filter((l) => l.namespace === ns && l.deleteRequestedAt === undefined).length;
+    events.push({ t: t(), what: "ramp" });
+    log(`ramp: ${namespaces.length} namespaces up to ${options.objectsPerNamespace} resources each`);
+    for (const ns of namespaces) {
+      const projectsNeeded = Math.max(1, Math.ceil((options.objectsPerNamespace - liveIn(ns)) / 6));
+      await Promise.all(Array.from({ length: projectsNeeded }, () => newProject(ns)));
+      const projects = liveOf(ns, "Project");
+      const dependents: Array<() => Promise<void>> = [];
+      const room = options.objectsPerNamespace - liveIn(ns);
+      // Per Project: a sync, a membership, a token or a profile, then two more syncs, until the target.
+      for (let i = 0; dependents.length < room && i < projects.length * 5; i++) {
+        const p = projects[i % projects.length];
+        if (p === undefined) break;
+        const round = Math.floor(i / projects.length);
+        if (round === 1) dependents.push(() => newMembership(ns, p));
+        else if (round === 2) {
+          const n = next();
+          dependents.push(() =>
+            i % 2 === 0
+              ? create(ns, "AccessToken", accessTokenManifest(`t${n}`, random.chance(0.3), provider(ns)) as { metadata: { name: string } })
+              : create(
+                  ns,
+                  "CertificateProfile",
+                  profileManifest(`c${n}`, random.pick(profileSlugs), provider(ns)) as { metadata: { name: string } },
+                ),
+          );
+        } else dependents.push(() => newSync(ns, p));
+      }
+      await Promise.all(dependents.map((d) => d()));
+    }
+    const churnStart = Date.now();
+    const rampSeconds = Math.round((churnStart - began) / 1000);
+    log(`ramp done in ${rampSeconds} s: ${lineages.size} resources; churn for ${options.minutes} min`);
+
+    const chaosEnd = churnStart + options.minutes * 60_000;
+    // Kills, joins and leaves stop at 60% of the churn, so the later part shows one process's memory over time.
+    const killsEnd = churnStart + options.minutes * 60_000 * 0.6;
     let apiserverRestarts = 0;
     let keywardKills = 0;
+    let leaderKills = 0;
+    let replicasJoined = 0;
+    let replicasLeft = 0;
+    const connectionCuts = { times: 0, connections: 0 };
+    const cutRandom = createRandom(options.seed * 7919 + 4);
+    const providerChanges: Record<string, number> = {};
+    const providerRandom = createRandom(options.seed * 7919 + 5);
+    /** Which of its two tokens each credential holds now (0 at install). */
+    const tokenIndex = new Map<string, number>();
     const loops: Promise<void>[] = [];
     const until = async (end: number, body: () => Promise<void>): Promise<void> => {
       while (Date.now() < end) await body();
     };
     let stopSampling = false;
+    const active = (): Replica[] => replicas.filter((r) => !r.removed);
+    const coordination = kc.makeApiClient(CoordinationV1Api);
+    const leader = async (): Promise<string | undefined> => {
+      try {
+        const lease = await coordination.readNamespacedLease({ name: LEADER_LEASE, namespace: "default" });
+        return lease.spec?.holderIdentity ?? undefined;
+      } catch {
+        return undefined;
+      }
+    };
+    /** The fault loops' base period: a minute, or a tenth of a short run (kills come every one to two of it). */
+    const every = Math.min(60_000, options.minutes * 60_000 * 0.1);
 
     loops.push(
       until(chaosEnd, async () => {
@@ -430,16 +592,19 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     );
     loops.push(
       until(killsEnd, async () => {
-        // Every 1–2 minutes; in a short run, 3–6 kills in the window all the same.
-        const every = Math.min(60_000, options.minutes * 60_000 * 0.1);
         await sleep(every + killRandom.int(every));
         if (Date.now() >= killsEnd) return;
-        const r = killRandom.pick(replicas);
-        if (r.busy) return;
+        // With sharding, every other kill is aimed at the leader (the Lease's holder).
+        const holder = sharded && killRandom.chance(0.5) ? await leader() : undefined;
+        const candidates = active().filter((x) => !x.busy && x.proc?.hasExited() === false);
+        const r = candidates.find((x) => x.identity === holder) ?? (candidates.length > 0 ? killRandom.pick(candidates) : undefined);
+        if (!r) return;
         r.busy = true;
-        events.push({ t: t(), what: `SIGKILL ${r.identity}` });
+        const isLeader = holder !== undefined && r.identity === holder;
+        events.push({ t: t(), what: `SIGKILL ${r.identity}${isLeader ? " (leader)" : ""}` });
         await r.proc?.kill();
         keywardKills += 1;
+        if (isLeader) leaderKills += 1;
         await sleep(1_000 + killRandom.int(4_000));
         await startReplica(r).catch((error: unknown) => log(`restart of ${r.identity} failed: ${String(error)}`));
         r.busy = false;
@@ -449,7 +614,10 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     let selfExits = 0;
     const supervisor = (async () => {
       while (!stopSampling) {
-        for (const r of replicas.filter((x) => !x.busy && x.proc?.hasExited() === true)) {
+        for (const r of replicas) {
+          // Checked and taken at once, item by item: the kill loop may have taken it meanwhile, and
+          // two starts of one replica would leave a second process of its identity behind.
+          if (r.busy || r.removed || r.proc?.hasExited() !== true) continue;
           r.busy = true;
           selfExits += 1;
           events.push({ t: t(), what: `${r.identity} exited; restarted` });
@@ -460,11 +628,112 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
         await sleep(1_000);
       }
     })();
+    if (sharded) {
+      // Replicas join and leave, as a Deployment scaled between replicas-1 and replicas+1: a leave
+      // is a SIGTERM (the replica hands its share on), a join a new identity. Back to --replicas
+      // at the end of the window.
+      const scaleRandom = createRandom(options.seed * 7919 + 3);
+      let nextIdentity = options.replicas;
+      const join = async (): Promise<void> => {
+        const r = await newReplica(`soak-r${nextIdentity++}`);
+        r.busy = true;
+        replicas.push(r);
+        events.push({ t: t(), what: `${r.identity} joins` });
+        replicasJoined += 1;
+        await startReplica(r).catch((error: unknown) => log(`start of ${r.identity} failed: ${String(error)}`));
+        r.busy = false;
+      };
+      const leave = async (): Promise<void> => {
+        const candidates = active().filter((x) => !x.busy);
+        if (candidates.length === 0) return;
+        const r = scaleRandom.pick(candidates);
+        r.busy = true;
+        r.removed = true;
+        events.push({ t: t(), what: `${r.identity} leaves` });
+        replicasLeft += 1;
+        await r.proc?.stop(15_000);
+        r.proc = undefined;
+        r.busy = false;
+      };
+      loops.push(
+        (async () => {
+          await until(killsEnd, async () => {
+            await sleep(every + scaleRandom.int(every));
+            if (Date.now() >= killsEnd) return;
+            const n = active().length;
+            const grow = n <= Math.max(1, options.replicas - 1) ? true : n >= options.replicas + 1 ? false : scaleRandom.chance(0.5);
+            await (grow ? join() : leave());
+          });
+          while (active().length < options.replicas) await join();
+          while (active().length > options.replicas) await leave();
+        })(),
+      );
+    }
+    loops.push(
+      // A process's apiserver connections reset at its proxy: its watches end mid-stream and its
+      // requests in flight fail. Through the whole churn (a cut is not a restart: memory stays one curve).
+      until(chaosEnd, async () => {
+        await sleep(every * 0.75 + cutRandom.int(every));
+        if (Date.now() >= chaosEnd) return;
+        const targets = active().filter((r) => r.proc !== undefined);
+        if (targets.length === 0) return;
+        const r = cutRandom.pick(targets);
+        const n = await r.proxy.cut();
+        connectionCuts.times += 1;
+        connectionCuts.connections += n;
+        events.push({ t: t(), what: `cut ${r.identity}'s ${n} apiserver connections` });
+      }),
+    );
+    loops.push(
+      // Providers change under their users: a rate limit changed (every user in reach is
+      // evaluated again), or the credential rotated to the other token the service accepts.
+      until(chaosEnd, async () => {
+        await sleep(every / 2 + providerRandom.int(every));
+        if (Date.now() >= chaosEnd || apiserverDown) return;
+        const owner = providerRandom.pick(credentialOwners);
+        const shared = owner === SHARED_CONFIG;
+        const what = providerRandom.chance(0.5) ? "rate limit" : "credential rotation";
+        try {
+          if (what === "rate limit") {
+            const rateLimit = { requestsPerSecond: providerRandom.pick([30, 40, 50]), burst: providerRandom.pick([60, 80, 100]) };
+            const body = { spec: { rateLimit } };
+            const merge = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
+            if (shared)
+              await custom.patchClusterCustomObject(
+                { group: GROUP, version: VERSION, plural: "clusterproviderconfigs", name: SHARED_CONFIG, body },
+                merge,
+              );
+            else
+              await custom.patchNamespacedCustomObject(
+                { group: GROUP, version: VERSION, namespace: owner, plural: "providerconfigs", name: "default", body },
+                merge,
+              );
+          } else {
+            const index = 1 - (tokenIndex.get(owner) ?? 0);
+            const token = tokensOf(owner)[index] ?? "";
+            await core.patchNamespacedSecret(
+              {
+                name: shared ? SHARED_TOKEN_SECRET : "soak-token",
+                namespace: shared ? CREDENTIALS_NAMESPACE : owner,
+                body: { stringData: { token } },
+              },
+              setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+            );
+            tokenIndex.set(owner, index);
+          }
+          const key = `${shared ? "ClusterProviderConfig" : "ProviderConfig"} ${what}`;
+          providerChanges[key] = (providerChanges[key] ?? 0) + 1;
+          events.push({ t: t(), what: `${key} (${owner})` });
+        } catch (error) {
+          failed(error);
+        }
+      }),
+    );
     if (options.minutes >= 3) {
       loops.push(
         (async () => {
           for (const at of [0.3, 0.55]) {
-            await sleep(Math.max(0, began + options.minutes * 60_000 * at - Date.now()));
+            await sleep(Math.max(0, churnStart + options.minutes * 60_000 * at - Date.now()));
             apiserverDown = true;
             events.push({ t: t(), what: "kube-apiserver restart" });
             await plane.restartApiserver().catch((error: unknown) => log(`apiserver restart failed: ${String(error)}`));
@@ -533,7 +802,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       lineages: [...lineages.values()],
       projectIdsBySlug,
       syncIdsByName,
-      principalOf: new Map([...tokenOf].map(([ns, token]) => [ns, principalOf(token)])),
+      principalsOf,
       final,
       prefix,
     });
@@ -552,6 +821,15 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       samples,
       peakLive,
       base,
+      more: {
+        rampSeconds,
+        leaderKills,
+        replicasJoined,
+        replicasLeft,
+        connectionCuts,
+        providerChanges,
+        temporaryRoles: { declared: temporaryRolesDeclared, endedAtService: endedTemporaryRoles(final, prefix, Date.now()) },
+      },
     });
     writeFileSync(`${base}.json`, `${JSON.stringify({ ...report, samples, events }, null, 1)}\n`);
     // The call log as judged, one request a line: what a violation is read against afterwards.
@@ -620,6 +898,19 @@ function unsettled(lineages: ReadonlyMap<string, Lineage>, live: ReadonlyMap<str
   return out;
 }
 
+/** Temporary roles on the soak's projects at the service whose end had passed at `now`. */
+function endedTemporaryRoles(state: ServiceState, prefix: string, now: number): number {
+  const soakProjects = new Set(
+    Object.values(state.projects)
+      .filter((p) => p.slug.startsWith(prefix))
+      .map((p) => p.id),
+  );
+  return Object.values(state.memberships)
+    .filter((m) => soakProjects.has(m.projectId))
+    .flatMap((m) => m.roles)
+    .filter((r) => r.isTemporary === true && r.temporaryAccessEndTime !== undefined && Date.parse(r.temporaryAccessEndTime) <= now).length;
+}
+
 function compact(r: RecordedRequest): Call {
   const body = (r.body ?? {}) as Record<string, unknown>;
   return {
@@ -654,15 +945,27 @@ async function installCrds(plane: ControlPlane): Promise<void> {
   await waitForCrdsEstablished(run, files);
 }
 
-async function installNamespace(core: CoreV1Api, custom: CustomObjectsApi, ns: string, baseUrl: string, token: string): Promise<void> {
-  await core.createNamespace({ body: { metadata: { name: ns } } });
+// A 3 s timeout: the latency faults (4 s) hang past it.
+const connection = (baseUrl: string, secret: string): Record<string, unknown> => ({
+  baseUrl,
+  credentialsSecretRef: { name: secret },
+  timeoutSeconds: 3,
+  rateLimit: { requestsPerSecond: 50, burst: 100 },
+});
+
+async function installSecret(core: CoreV1Api, namespace: string, name: string, baseUrl: string, token: string): Promise<void> {
   await core.createNamespacedSecret({
-    namespace: ns,
+    namespace,
     body: {
-      metadata: { name: "soak-token", labels: { [CREDENTIALS_LABEL]: "true" }, annotations: { [ALLOWED_BASE_URLS_ANNOTATION]: baseUrl } },
+      metadata: { name, labels: { [CREDENTIALS_LABEL]: "true" }, annotations: { [ALLOWED_BASE_URLS_ANNOTATION]: baseUrl } },
       stringData: { token },
     },
   });
+}
+
+/** A namespace's own credential Secret and ProviderConfig "default". */
+async function installProviderConfig(core: CoreV1Api, custom: CustomObjectsApi, ns: string, baseUrl: string, token: string): Promise<void> {
+  await installSecret(core, ns, "soak-token", baseUrl, token);
   await custom.createNamespacedCustomObject({
     group: GROUP,
     version: VERSION,
@@ -672,8 +975,29 @@ async function installNamespace(core: CoreV1Api, custom: CustomObjectsApi, ns: s
       apiVersion: `${GROUP}/${VERSION}`,
       kind: "ProviderConfig",
       metadata: { name: "default" },
-      // A 3 s timeout: the latency faults (4 s) hang past it.
-      spec: { baseUrl, credentialsSecretRef: { name: "soak-token" }, timeoutSeconds: 3, rateLimit: { requestsPerSecond: 50, burst: 100 } },
+      spec: connection(baseUrl, "soak-token"),
+    },
+  });
+}
+
+/** The ClusterProviderConfig the namespaces listed use, its Secret in the credentials namespace. */
+async function installClusterProviderConfig(
+  core: CoreV1Api,
+  custom: CustomObjectsApi,
+  namespaces: readonly string[],
+  baseUrl: string,
+  token: string,
+): Promise<void> {
+  await installSecret(core, CREDENTIALS_NAMESPACE, SHARED_TOKEN_SECRET, baseUrl, token);
+  await custom.createClusterCustomObject({
+    group: GROUP,
+    version: VERSION,
+    plural: "clusterproviderconfigs",
+    body: {
+      apiVersion: `${GROUP}/${VERSION}`,
+      kind: "ClusterProviderConfig",
+      metadata: { name: SHARED_CONFIG },
+      spec: { ...connection(baseUrl, SHARED_TOKEN_SECRET), namespaces: [...namespaces] },
     },
   });
 }
@@ -756,6 +1080,10 @@ function summarise(x: {
   samples: readonly Sample[];
   peakLive: number;
   base: string;
+  more: Pick<
+    SoakReport,
+    "rampSeconds" | "leaderKills" | "replicasJoined" | "replicasLeft" | "connectionCuts" | "providerChanges" | "temporaryRoles"
+  >;
 }): SoakReport {
   const tally = (keys: readonly string[]): Record<string, number> => {
     const out: Record<string, number> = {};
@@ -782,6 +1110,7 @@ function summarise(x: {
     },
     operations: x.operations,
     faults: { scheduled: x.scheduled, shapedRequests: tally(x.calls.flatMap((c) => (c.fault ? [c.fault] : []))) },
+    ...x.more,
     keywardKills: x.keywardKills,
     keywardExitsRestarted: x.selfExits,
     apiserverRestarts: x.apiserverRestarts,
@@ -797,7 +1126,7 @@ function summarise(x: {
     health: {
       samples: x.samples.length,
       // The later part: the last 40% of the churn and the tail (kills stop at 60%).
-      later: laterSlopes(x.samples, chaosSeconds * 0.6),
+      later: laterSlopes(x.samples, x.more.rampSeconds + chaosSeconds * 0.6),
       maxRssMb: Math.max(0, ...x.samples.map((s) => s.rssMb)),
       queueDepthAtEnd: lastSamples.reduce((sum, s) => sum + s.queueDepth, 0),
     },
@@ -816,7 +1145,10 @@ export function printReport(report: SoakReport, print: (line: string) => void = 
   print(`operations ${JSON.stringify(report.operations)}`);
   print(`faults scheduled ${JSON.stringify(report.faults.scheduled)}; requests shaped ${JSON.stringify(report.faults.shapedRequests)}`);
   print(
-    `keyward SIGKILLs ${report.keywardKills}, exits restarted ${report.keywardExitsRestarted}, apiserver restarts ${report.apiserverRestarts}, service calls ${report.serviceCalls.total}`,
+    `ramp ${report.rampSeconds} s; temporary roles declared ${report.temporaryRoles.declared}, ended at the service ${report.temporaryRoles.endedAtService}; provider changes ${JSON.stringify(report.providerChanges)}`,
+  );
+  print(
+    `keyward SIGKILLs ${report.keywardKills} (leader ${report.leaderKills}), exits restarted ${report.keywardExitsRestarted}, replicas joined ${report.replicasJoined} left ${report.replicasLeft}, connection cuts ${report.connectionCuts.times} (${report.connectionCuts.connections} connections), apiserver restarts ${report.apiserverRestarts}, service calls ${report.serviceCalls.total}`,
   );
   print(
     `settled ${report.settledAfterSeconds === undefined ? "NOT within the tail" : `${report.settledAfterSeconds} s into the quiet tail`}`,
@@ -842,6 +1174,7 @@ async function main(): Promise<void> {
       replicas: { type: "string", default: "1" },
       "tail-minutes": { type: "string", default: "10" },
       "objects-per-namespace": { type: "string", default: "20" },
+      "lease-seconds": { type: "string", default: "6" },
       out: { type: "string", default: join(repoRoot, "bench", "soak", "out") },
       "keyward-script": { type: "string" },
       break: { type: "string" },
@@ -859,6 +1192,7 @@ async function main(): Promise<void> {
     replicas: Number(values.replicas),
     tailMinutes: Number(values["tail-minutes"]),
     objectsPerNamespace: Number(values["objects-per-namespace"]),
+    leaseSeconds: Number(values["lease-seconds"]),
     outDir,
     ...(patched ? { keywardScript: patched.script } : values["keyward-script"] ? { keywardScript: values["keyward-script"] } : {}),
   });

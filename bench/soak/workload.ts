@@ -83,53 +83,105 @@ const meta = (name: string, annotations?: Record<string, string>): Record<string
   ...(annotations ? { annotations } : {}),
 });
 
-export function projectManifest(name: string, slug: string, deletionPolicy: string, description: string): object {
+/** Which provider a namespace's resources name: its own ProviderConfig "default", or a ClusterProviderConfig. */
+export type Provider = { kind: "ProviderConfig" } | { kind: "ClusterProviderConfig"; name: string };
+
+const providerRef = (provider: Provider): Record<string, unknown> =>
+  provider.kind === "ClusterProviderConfig" ? { providerConfigRef: { kind: "ClusterProviderConfig", name: provider.name } } : {};
+
+/** A membership role as spec.roles holds it: permanent, or temporary for `range` from `start`. */
+export interface RoleSpec {
+  role: string;
+  isTemporary?: true;
+  temporaryMode?: "relative";
+  temporaryRange?: string;
+  temporaryAccessStartTime?: string;
+}
+
+/** A permanent role, and with `temporarySeconds` a second, temporary one (another role) that ends that long after `now`. */
+export function membershipRoles(permanent: string, temporarySeconds?: number, now = new Date()): RoleSpec[] {
+  if (temporarySeconds === undefined) return [{ role: permanent }];
+  const other = memberRoles.find((r) => r !== permanent) ?? "viewer";
+  return [
+    { role: permanent },
+    {
+      role: other,
+      isTemporary: true,
+      temporaryMode: "relative",
+      temporaryRange: `${temporarySeconds}s`,
+      temporaryAccessStartTime: now.toISOString(),
+    },
+  ];
+}
+
+export function projectManifest(name: string, slug: string, deletionPolicy: string, description: string, provider: Provider): object {
   return {
     apiVersion: GROUP_VERSION,
     kind: "Project",
     metadata: meta(name),
-    spec: { name: slug, slug, description, type: "secret-manager", deletionPolicy },
+    spec: { ...providerRef(provider), name: slug, slug, description, type: "secret-manager", deletionPolicy },
   };
 }
 
-export function syncManifest(name: string, projectName: string, destination: string, deletionPolicy: string, description: string): object {
+export function syncManifest(
+  name: string,
+  projectName: string,
+  destination: string,
+  policy: { deletionPolicy: string; description: string; provider: Provider },
+): object {
   const connectionId = connectionIds[destination as keyof typeof connectionIds];
   return {
     apiVersion: GROUP_VERSION,
     kind: "SecretSync",
     metadata: meta(name),
     spec: {
+      ...providerRef(policy.provider),
       projectRef: { name: projectName },
       destination,
       connectionId,
       environment: "prod",
       secretPath: "/",
-      description,
+      description: policy.description,
       destinationConfig: destinations[destination],
-      deletionPolicy,
+      deletionPolicy: policy.deletionPolicy,
     },
   };
 }
 
-export function membershipManifest(name: string, projectName: string, role: string, deletionPolicy: string): object {
+export function membershipManifest(
+  name: string,
+  projectName: string,
+  roles: readonly RoleSpec[],
+  deletionPolicy: string,
+  provider: Provider,
+): object {
   return {
     apiVersion: GROUP_VERSION,
     kind: "ProjectMembership",
     metadata: meta(name),
-    spec: { projectRef: { name: projectName }, username: membershipUser, roles: [{ role }], deletionPolicy },
+    spec: { ...providerRef(provider), projectRef: { name: projectName }, username: membershipUser, roles, deletionPolicy },
   };
 }
 
-export function accessTokenManifest(name: string, shortLived: boolean): object {
+export function accessTokenManifest(name: string, shortLived: boolean, provider: Provider): object {
   return {
     apiVersion: GROUP_VERSION,
     kind: "AccessToken",
     metadata: meta(name),
     // The short-lived identity's tokens live 60 s: renewed every 40 s, churn of its own.
-    spec: { identityId: shortLived ? "a1b2c3d4-0003-4a00-8000-000000000001" : seedIds.identity, secretName: `${name}-token` },
+    spec: {
+      ...providerRef(provider),
+      identityId: shortLived ? "a1b2c3d4-0003-4a00-8000-000000000001" : seedIds.identity,
+      secretName: `${name}-token`,
+    },
   };
 }
 
-export function profileManifest(name: string, slug: string): object {
-  return { apiVersion: GROUP_VERSION, kind: "CertificateProfile", metadata: meta(name), spec: { projectId: seedIds.pkiProject, slug } };
+export function profileManifest(name: string, slug: string, provider: Provider): object {
+  return {
+    apiVersion: GROUP_VERSION,
+    kind: "CertificateProfile",
+    metadata: meta(name),
+    spec: { ...providerRef(provider), projectId: seedIds.pkiProject, slug },
+  };
 }

@@ -1,5 +1,6 @@
 // A short soak (bench/soak): keyward as a process under a seeded workload and fault schedule,
-// SIGKILLed and restarted, the kube-apiserver restarted under it, then a quiet tail and the
+// SIGKILLed and restarted, its apiserver connections cut, the kube-apiserver restarted under it,
+// one namespace on a ClusterProviderConfig, then a quiet tail and the
 // invariants judged from the emulator's call log and state and the apiserver's objects. And the
 // same soak against a build that breaks an invariant on purpose, which it must catch.
 //
@@ -43,6 +44,11 @@ describe.skipIf(existingCluster)("the soak", () => {
       expect(Object.values(report.faults.shapedRequests).reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
       expect(report.keywardKills).toBeGreaterThan(0);
       expect(report.apiserverRestarts).toBe(2);
+      // soak-03 on the ClusterProviderConfig (its resources among those judged Ready), providers
+      // changed and rotated, temporary roles that ended within the run, connections cut.
+      expect(Object.values(report.providerChanges).reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
+      expect(report.temporaryRoles.endedAtService).toBeGreaterThan(0);
+      expect(report.connectionCuts.times).toBeGreaterThan(0);
       expect(report.settledAfterSeconds).toBeDefined();
       // And every invariant held, each having checked something.
       expect(broken(report), JSON.stringify(report.invariants, null, 1)).toEqual([]);

@@ -37,9 +37,9 @@ function evidence(over: Partial<Evidence> = {}): Evidence {
     ],
     projectIdsBySlug: new Map([["k-p1", new Set(["P1"])]]),
     syncIdsByName: new Map([["k-s1", new Set(["S1"])]]),
-    principalOf: new Map([
-      ["a", "pa"],
-      ["b", "pb"],
+    principalsOf: new Map([
+      ["a", new Set(["pa"])],
+      ["b", new Set(["pb"])],
     ]),
     final: {
       projects: { P1: { id: "P1", slug: "k-p1", description: "d" } },
@@ -161,6 +161,60 @@ describe("the soak's judge", () => {
     });
     expect(broken({ ...e, calls: [...e.calls, foreignSync] })["no resource acted on another namespace's external object"]).toEqual([
       "createSecretSync /api/v1/secret-syncs/monitoring by b on an object of a",
+    ]);
+    // a's rotated token is a's; a credential a shares with c (a ClusterProviderConfig) is both's, b's is not.
+    const shared = new Map([
+      ["a", new Set(["pa", "pa2", "cpc"])],
+      ["b", new Set(["pb"])],
+      ["c", new Set(["cpc"])],
+    ]);
+    const rotated = { ...foreign, principal: "pa2" };
+    const byShared = { ...foreign, principal: "cpc" };
+    expect(broken({ ...e, principalsOf: shared, calls: [...e.calls, rotated, byShared] })).toEqual({});
+    expect(
+      broken({ ...e, principalsOf: shared, calls: [...e.calls, foreign] })["no resource acted on another namespace's external object"],
+    ).toEqual(["updateProject /api/v1/projects/P1 by b on an object of a"]);
+  });
+
+  it("compares a membership's temporary role by its range and start, and keeps an ended one", () => {
+    const start = "2030-01-01T00:00:00Z";
+    const roles = [
+      { role: "member" },
+      { role: "viewer", isTemporary: true, temporaryMode: "relative", temporaryRange: "90s", temporaryAccessStartTime: start },
+    ];
+    const e = evidence();
+    const withMember: Evidence = {
+      ...e,
+      lineages: [...e.lineages, lineage({ kind: "ProjectMembership", name: "m-p1", projectName: "p1", final: ready({ roles }) })],
+      final: {
+        ...e.final,
+        users: { U: { id: "U", username: "alice" } },
+        memberships: {
+          M: {
+            id: "M",
+            projectId: "P1",
+            userId: "U",
+            roles: [
+              { role: "member", isTemporary: false },
+              // Ended already (the service still lists it): what the spec declares.
+              {
+                role: "viewer",
+                isTemporary: true,
+                temporaryRange: "90s",
+                temporaryAccessStartTime: "2030-01-01T00:00:00.000Z",
+                temporaryAccessEndTime: "2030-01-01T00:01:30.000Z",
+              },
+            ],
+          },
+        },
+      },
+    };
+    expect(broken(withMember)).toEqual({});
+    const other = structuredClone(withMember.final);
+    const role = other.memberships["M"]?.roles[1];
+    if (role) role.temporaryRange = "1h";
+    expect(broken({ ...withMember, final: other })["the service holds exactly what the live resources declare"]).toEqual([
+      "ProjectMembership a/m-p1: roles member,viewer temporary 1h from 2030-01-01T00:00:00.000Z, declared member,viewer temporary 90s from 2030-01-01T00:00:00.000Z",
     ]);
   });
 });
