@@ -11,14 +11,10 @@ import { shardedKinds } from "./engine/sharder.ts";
 import { createEventRecorder, type EventRecorder } from "./kube/events.ts";
 import { createController, type ControllerOptions, type SecondaryWatch } from "./engine/controller.ts";
 import { defaultMaxInFlightPerNamespace } from "./engine/queue.ts";
-import {
-  ANNOTATION_EXTERNAL_ID,
-  ANNOTATION_PENDING_ACTION,
-  CREATE_GUARD_ANNOTATIONS,
-  managedReconciler,
-  type ManagedDeps,
-  type ManagedModule,
-} from "./engine/managed.ts";
+import { ANNOTATION_EXTERNAL_ID } from "./engine/holder.ts";
+import { CREATE_GUARD_ANNOTATIONS } from "./engine/create-rule.ts";
+import { managedReconciler, type ManagedDeps } from "./engine/managed.ts";
+import { type ManagedModule } from "./engine/module.ts";
 import { createInformerFactory, type InformerFactory, type SharedInformer } from "./kube/informer.ts";
 import { EXTERNAL_ID_LABEL, holderLocks, type HolderLocks } from "./engine/holder.ts";
 import { claimIndex, claimMetadata, claimWakeWatch, createClaimWaits, type ClaimIndex, type ClaimWaits } from "./engine/claims.ts";
@@ -292,7 +288,6 @@ function controllerOptions(
     ownAnnotations: [
       ...CREATE_GUARD_ANNOTATIONS,
       ANNOTATION_EXTERNAL_ID,
-      ANNOTATION_PENDING_ACTION,
       ...Object.values(kind.actions ?? {}).map((a) => a.handledAnnotation),
       // The annotations the kind says keyward writes on its own objects.
       ...(kind.metadata ?? []).filter((m) => m.what === "annotation" && m.by === "keyward" && m.on === undefined).map((m) => m.key),

@@ -30,7 +30,8 @@ import { keyString } from "../kube/keys.ts";
 import { KubeApiError, kubeJson, MERGE_PATCH } from "../kube/rest.ts";
 import type { SecondaryWatch } from "../engine/controller.ts";
 import { kindGauge, type Metrics } from "../engine/metrics.ts";
-import { ReconcileError, type ManagedContext, type ManagedModule, type Observation, type StatusPatch } from "../engine/managed.ts";
+import { ReconcileError } from "../engine/errors.ts";
+import { type ManagedContext, type ManagedModule, type Observation, type StatusPatch } from "../engine/module.ts";
 import { API_VERSION, type KubeObject, type ObjectKey, type ObjectMeta, type OwnerReference } from "../engine/types.ts";
 import {
   ageColumn,

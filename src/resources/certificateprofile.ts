@@ -18,7 +18,8 @@ import {
 } from "../api/index.ts";
 import { exactlyOneOf } from "../engine/cel.ts";
 import type { CrdSource } from "../engine/kind.ts";
-import { ReconcileError, type ManagedContext, type ManagedModule, type Observation, type StatusPatch } from "../engine/managed.ts";
+import { ReconcileError } from "../engine/errors.ts";
+import { type ManagedContext, type ManagedModule, type Observation, type StatusPatch } from "../engine/module.ts";
 import { kindGauge, type Metrics } from "../engine/metrics.ts";
 import type { ObjectKey } from "../engine/types.ts";
 import { keyString } from "../kube/keys.ts";

@@ -5,7 +5,7 @@ import type { Logger } from "../log.ts";
 import type { Kube, KindRef } from "../kube/client.ts";
 import type { EventRecorder } from "../kube/events.ts";
 import type { KindDescriptor } from "../engine/kind.ts";
-import type { ManagedModule } from "../engine/managed.ts";
+import type { ManagedModule } from "../engine/module.ts";
 import type { Metrics } from "../engine/metrics.ts";
 import type { KubeObject, ReconcileFn } from "../engine/types.ts";
 import type { ProviderResolver } from "./provider/resolver.ts";

@@ -4,16 +4,9 @@ import { createHash } from "node:crypto";
 import { z } from "zod";
 import { isApiError, isServiceNotFound, type ApiClient, type Project, type UpdateProjectBody } from "../api/index.ts";
 import type { CrdSource } from "../engine/kind.ts";
-import {
-  duplicateWhilePending,
-  externalIdMismatch,
-  FINALIZER,
-  ReconcileError,
-  type DeleteResult,
-  type ManagedContext,
-  type ManagedModule,
-  type Observation,
-} from "../engine/managed.ts";
+import { duplicateWhilePending, externalIdMismatch, ReconcileError } from "../engine/errors.ts";
+import { FINALIZER } from "../engine/meta.ts";
+import { type DeleteResult, type ManagedContext, type ManagedModule, type Observation } from "../engine/module.ts";
 import type { KubeObject, ObjectMeta } from "../engine/types.ts";
 import type { SecondaryWatch } from "../engine/controller.ts";
 import type { KindRef } from "../kube/client.ts";

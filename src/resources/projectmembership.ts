@@ -17,14 +17,8 @@ import { keyOf, keyString } from "../kube/keys.ts";
 import type { SharedInformer } from "../kube/informer.ts";
 import type { SecondaryWatch } from "../engine/controller.ts";
 import { parseMsStyleDuration } from "../lib/duration.ts";
-import {
-  ReconcileError,
-  type DeleteResult,
-  type ManagedContext,
-  type ManagedModule,
-  type Observation,
-  type StatusPatch,
-} from "../engine/managed.ts";
+import { ReconcileError } from "../engine/errors.ts";
+import { type DeleteResult, type ManagedContext, type ManagedModule, type Observation, type StatusPatch } from "../engine/module.ts";
 import {
   ageColumn,
   bounds,

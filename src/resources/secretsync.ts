@@ -49,23 +49,15 @@
 import { createHash } from "node:crypto";
 import type { ApiClient, CreateSecretSyncBody, Destination, SecretSync, UpdateSecretSyncBody } from "../api/index.ts";
 import { DEFAULT_INITIAL_SYNC_BEHAVIOR, isApiError, isJobInProgress, isServiceNotFound, isRouteNotFound } from "../api/index.ts";
-import { ANNOTATION_CREATE_STARTED, ANNOTATION_PENDING_ACTION, ANNOTATION_RECENT_HANDLED, handledAnnotation } from "../engine/managed.ts";
+import { ANNOTATION_CREATE_STARTED } from "../engine/create-rule.ts";
+import { ANNOTATION_RECENT_HANDLED, handledAnnotation } from "../engine/meta.ts";
 import type { Gauge } from "prom-client";
 import { backoffCeiling } from "../lib/backoff.ts";
 import { requestedAt } from "../lib/request-time.ts";
 import { kindGauge, type Metrics } from "../engine/metrics.ts";
 import { statusEqual } from "../engine/conditions.ts";
-import {
-  duplicateWhilePending,
-  externalIdMismatch,
-  mayHaveLanded,
-  ReconcileError,
-  type DeleteResult,
-  type ManagedContext,
-  type ManagedModule,
-  type Observation,
-  type Readiness,
-} from "../engine/managed.ts";
+import { duplicateWhilePending, externalIdMismatch, mayHaveLanded, ReconcileError } from "../engine/errors.ts";
+import { type DeleteResult, type ManagedContext, type ManagedModule, type Observation, type Readiness } from "../engine/module.ts";
 import type { KubeObject, ObjectKey, ObjectMeta } from "../engine/types.ts";
 import { keyString } from "../kube/keys.ts";
 import { bounds, finalizerKey, isObserveOnly, notFoundAsUndefined, pausedKey } from "./common.ts";
@@ -91,6 +83,9 @@ export {
   type SecretSyncStatus,
 } from "./secretsync-schema.ts";
 import type { ActionDescriptor, Kind } from "./kind.ts";
+
+/** An action call in flight (the pending request mark), kept where a backup finds it. */
+export const ANNOTATION_PENDING_ACTION = "keyward.dev/pending-action";
 
 export const ANNOTATION_SYNC_REQUESTED = "keyward.dev/sync-requested-at";
 export const ANNOTATION_REMOVE_SECRETS_REQUESTED = "keyward.dev/remove-secrets-requested-at";
@@ -858,6 +853,7 @@ export const kind: Kind = {
       key: ANNOTATION_PENDING_ACTION,
       what: "annotation",
       by: "keyward",
+      inFlight: true,
       doc: "While an action call is in flight: a copy of status.pendingRequest, so that an object restored from a backup taken meanwhile decides, as after a crash, whether the call landed.",
     },
     {

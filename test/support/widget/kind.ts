@@ -6,13 +6,8 @@
 // kubectl plugin) includes it. Serving it takes `createOperator({ kinds: [widgetKind(store)] })`.
 import { z } from "zod";
 import type { CrdSource, ReasonTable } from "../../../src/engine/kind.ts";
-import {
-  ReconcileError,
-  type DeleteResult,
-  type ManagedContext,
-  type ManagedModule,
-  type Observation,
-} from "../../../src/engine/managed.ts";
+import { ReconcileError } from "../../../src/engine/errors.ts";
+import { type DeleteResult, type ManagedContext, type ManagedModule, type Observation } from "../../../src/engine/module.ts";
 import type { KindRef } from "../../../src/kube/client.ts";
 import { ageColumn, commonStatus, isObserveOnly, managementPolicy, readyColumns } from "../../../src/resources/common.ts";
 import type { Kind } from "../../../src/resources/kind.ts";
