@@ -33,6 +33,7 @@ export default defineConfig({
         items: [
           { text: "Getting started", link: "/getting-started" },
           { text: "Install and upgrade", link: "/install" },
+          { text: "Connect to your service", link: "/connect" },
           { text: "Configuration", link: "/configuration" },
           { text: "Using keyward", link: "/usage" },
           { text: "Credentials", link: "/credentials" },
@@ -43,6 +44,20 @@ export default defineConfig({
           { text: "Backups and rebuilds", link: "/backups" },
           { text: "Troubleshooting", link: "/troubleshooting" },
           { text: "Uninstall", link: "/uninstall" },
+        ],
+      },
+      {
+        text: "Secret sync destinations",
+        collapsed: true,
+        items: [
+          { text: "All destinations", link: "/destinations/" },
+          { text: "workflow-engine", link: "/destinations/workflow-engine" },
+          { text: "code-host", link: "/destinations/code-host" },
+          { text: "data-platform", link: "/destinations/data-platform" },
+          { text: "cloud-secrets-manager", link: "/destinations/cloud-secrets-manager" },
+          { text: "app-platform", link: "/destinations/app-platform" },
+          { text: "git-host", link: "/destinations/git-host" },
+          { text: "monitoring", link: "/destinations/monitoring" },
         ],
       },
       {

@@ -1,6 +1,6 @@
 // Files derived from the kind registry besides the CRDs (`npm run generate` writes them, a test
 // fails when one is stale): the kubectl plugin's constants, the reason tables of the Argo CD health
-// check, docs/kinds.md and docs/reference/api.md. Each generated part sits between marker lines in a file that is
+// check, docs/kinds.md, docs/reference/api.md and the destination pages' options. Each generated part sits between marker lines in a file that is
 // otherwise written by hand, or is a whole generated file.
 import type { ReasonInfo } from "../engine/kind.ts";
 import type { Kind } from "../resources/kind.ts";
@@ -9,6 +9,7 @@ import { ANNOTATION_PAUSED, HANDLED_PREFIX } from "../engine/meta.ts";
 import { CREATE_GUARD_ANNOTATIONS } from "../engine/create-rule.ts";
 import { DRAIN_LABEL, SHARD_LABEL } from "../engine/shard-plan.ts";
 import { apiReference, apiReferenceFile } from "./reference.ts";
+import { destinationOptions, destinationPage, destinationsIndex, destinationsOf, destinationsTable } from "./destinations-doc.ts";
 import { structuralSchema } from "./schema.ts";
 import { crdFromSources } from "./crd.ts";
 import { REQUEST_TIME } from "../lib/request-time.ts";
@@ -26,11 +27,12 @@ const end = (comment: string, name: string): string => `${comment} END generated
 /**
  * `text` with the lines between its marker lines (`<comment> BEGIN generated [name] ...` and
  * `<comment> END generated [name]`, each on a line of its own, indented as the file needs) replaced
- * by `body`; throws when the markers are missing.
+ * by `body`; throws when the markers are missing. `close` ends the END line of a comment that needs
+ * closing (` -->` in Markdown).
  */
-export function replaceGenerated(text: string, comment: string, body: string, name = ""): string {
+export function replaceGenerated(text: string, comment: string, body: string, name = "", close = ""): string {
   const from = text.indexOf(begin(comment, name));
-  const to = text.indexOf(`${end(comment, name)}\n`, Math.max(from, 0));
+  const to = text.indexOf(`${end(comment, name)}${close}\n`, Math.max(from, 0));
   if (from < 0 || to < from) throw new Error(`no generated section (${begin(comment, name)} ... ${end(comment, name)})`);
   const bodyStart = text.indexOf("\n", from) + 1;
   const bodyEnd = text.lastIndexOf("\n", to) + 1;
@@ -58,6 +60,12 @@ function rbacFile(path: string, lists: readonly { name: string; indent: number; 
         need(path, cur),
       ),
   };
+}
+
+/** A hand-written Markdown page with a generated part between `<!-- BEGIN generated <name> ... -->` and `<!-- END generated <name> -->`. */
+function markdownPart(path: string, name: string, body: () => string): DerivedFile {
+  // A blank line before the END marker ends the generated table for every Markdown reader.
+  return { path, render: (cur) => replaceGenerated(need(path, cur), "<!--", `${body()}\n`, name, " -->") };
 }
 
 function need(path: string, current: string | undefined): string {
@@ -305,5 +313,7 @@ export function derivedFiles(kinds: readonly Kind[], registry: Registry, paused:
     { path: healthFile, render: (cur) => replaceGenerated(need(healthFile, cur), "--", healthTables(registry)) },
     { path: kindsDocFile, render: () => kindsDoc(kinds, registry) },
     { path: apiReferenceFile, render: () => apiReference(kinds) },
+    markdownPart(destinationsIndex, "destinations", () => destinationsTable(kinds)),
+    ...destinationsOf(kinds).map((d) => markdownPart(destinationPage(d), "options", () => destinationOptions(kinds, d))),
   ];
 }

@@ -96,7 +96,8 @@ export function fieldRows(node: JSONSchemaProps, path: string): FieldRow[] {
   return rows;
 }
 
-function fieldTable(node: JSONSchemaProps | undefined, path: string): string[] {
+/** The field table of `node`'s properties, each named from `path`. */
+export function fieldTable(node: JSONSchemaProps | undefined, path: string): string[] {
   const rows = node ? fieldRows(node, path) : [];
   if (rows.length === 0) return ["No fields.", ""];
   return [

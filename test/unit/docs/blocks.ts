@@ -32,18 +32,19 @@ export interface Page {
 
 const NOT_RUN = /^<!--\s*not run:\s*(.+?)\s*-->\s*$/;
 
-/** The fenced blocks of `markdown` (or of its section titled `section`, to the next heading of the same level or above). */
+/** The lines of `markdown`'s section titled `section` (to the next heading of the same level or above), and where it starts. */
+export function markdownSection(file: string, markdown: string, section: string): { lines: string[]; offset: number } {
+  const lines = markdown.split("\n");
+  const start = lines.findIndex((l) => /^#+ /.test(l) && l.replace(/^#+ /, "") === section);
+  if (start < 0) throw new Error(`${file} has no section "${section}"`);
+  const level = /^#+/.exec(lines[start] ?? "")?.[0].length ?? 1;
+  const end = lines.findIndex((l, i) => i > start && new RegExp(`^#{1,${level}} `).test(l));
+  return { lines: lines.slice(start, end < 0 ? undefined : end), offset: start };
+}
+
+/** The fenced blocks of `markdown` (or of its section titled `section`). */
 export function markdownBlocks(file: string, markdown: string, section?: string): Page {
-  let lines = markdown.split("\n");
-  let offset = 0;
-  if (section !== undefined) {
-    const start = lines.findIndex((l) => /^#+ /.test(l) && l.replace(/^#+ /, "") === section);
-    if (start < 0) throw new Error(`${file} has no section "${section}"`);
-    const level = /^#+/.exec(lines[start] ?? "")?.[0].length ?? 1;
-    const end = lines.findIndex((l, i) => i > start && new RegExp(`^#{1,${level}} `).test(l));
-    lines = lines.slice(start, end < 0 ? undefined : end);
-    offset = start;
-  }
+  const { lines, offset } = section === undefined ? { lines: markdown.split("\n"), offset: 0 } : markdownSection(file, markdown, section);
   const page: Page = { commands: [], files: [] };
   for (let i = 0; i < lines.length; i++) {
     const fence = /^```(\w*)\s*$/.exec(lines[i] ?? "");
