@@ -26,7 +26,7 @@ import { createConnector } from "./resources/provider/connector.ts";
 import type { ProviderResolver } from "./resources/provider/resolver.ts";
 import * as clusterProviderConfig from "./resources/clusterproviderconfig.ts";
 import * as project from "./resources/project.ts";
-import type { Kind, KindDeps } from "./resources/kind.ts";
+import { managedModuleOf, type Kind, type KindDeps } from "./resources/kind.ts";
 import { kinds, projectDependents, providerConfigUsers } from "./resources/registry.ts";
 
 export interface OperatorOptions {
@@ -128,14 +128,13 @@ export function createOperator(opts: OperatorOptions): Operator {
   const owns = identity === undefined ? undefined : (obj: KubeObject): boolean => inShare(obj.metadata, identity);
   const locks = holderLocks(direct, opts.holderNamespace ?? "default", opts.namespaces);
   const managed = managedFactory({ kube, events, log, metrics, informers, claims, owns, locks });
-  const deps: KindDeps = {
+  const deps: Omit<KindDeps, "managed"> = {
     kube,
     events,
     log,
     metrics,
     providers,
     cluster,
-    managed,
     cached: (ref) => informers.get(ref).list(),
     everywhere: (ref) => caches.everywhere.get(ref),
     resyncIntervalMs: opts.resyncIntervalMs,
@@ -146,8 +145,8 @@ export function createOperator(opts: OperatorOptions): Operator {
     ...(owns ? { owns } : {}),
   };
   const controllerParts = served.flatMap((k) => {
-    // The kind's reasons go with its managed reconciler (its progress reasons are Normal Events).
-    const parts = k.controller({ ...deps, managed: (module, peers) => managed({ reasons: k.reasons, ...module }, peers) });
+    // What the Kind declares (its reasons, external id, durable fields) goes with its managed reconciler.
+    const parts = k.controller({ ...deps, managed: (module, peers) => managed(managedModuleOf(k, module), peers) });
     return parts ? [{ kind: k, parts }] : [];
   });
   const leadership = createLeadership();

@@ -191,6 +191,11 @@ export interface MetadataKey {
    * for a call made there).
    */
   inFlight?: true;
+  /**
+   * The status field this annotation keeps a copy of, so that it outlives the cluster (a backup, an
+   * export): the engine restores the field from it when status lacks it (meta.ts DurableField).
+   */
+  mirrors?: { field: string; json: true };
 }
 
 /** The pause annotation every kind reconciled by the engine honours. */

@@ -57,7 +57,7 @@ import { requestedAt } from "../lib/request-time.ts";
 import { kindGauge, type Metrics } from "../engine/metrics.ts";
 import { statusEqual } from "../engine/conditions.ts";
 import { duplicateWhilePending, externalIdMismatch, mayHaveLanded, ReconcileError } from "../engine/errors.ts";
-import { type DeleteResult, type ManagedContext, type ManagedModule, type Observation, type Readiness } from "../engine/module.ts";
+import { type DeleteResult, type ManagedContext, type Observation, type Readiness } from "../engine/module.ts";
 import type { KubeObject, ObjectKey, ObjectMeta } from "../engine/types.ts";
 import { keyString } from "../kube/keys.ts";
 import { bounds, finalizerKey, isObserveOnly, notFoundAsUndefined, pausedKey } from "./common.ts";
@@ -82,7 +82,7 @@ export {
   type SecretSyncSpec,
   type SecretSyncStatus,
 } from "./secretsync-schema.ts";
-import type { ActionDescriptor, Kind } from "./kind.ts";
+import type { ActionDescriptor, Kind, KindModule } from "./kind.ts";
 
 /** An action call in flight (the pending request mark), kept where a backup finds it. */
 export const ANNOTATION_PENDING_ACTION = "keyward.dev/pending-action";
@@ -764,7 +764,7 @@ async function remove(rt: Runtime, c: Ctx, obs: Observation<Status>): Promise<De
   return { done: true };
 }
 
-export function secretSyncModule(deps: SecretSyncModuleDeps): ManagedModule<SecretSyncSpec, Status, ApiClient> {
+export function secretSyncModule(deps: SecretSyncModuleDeps): KindModule<SecretSyncSpec, Status, ApiClient> {
   const jobFailed = deps.metrics
     ? kindGauge(deps.metrics, {
         name: "keyward_secretsync_last_job_failed",
@@ -777,16 +777,6 @@ export function secretSyncModule(deps: SecretSyncModuleDeps): ManagedModule<Secr
     ref,
     parseSpec: (raw) => specSchema.parse(raw),
     needsFinalizer: (spec) => spec.deletionPolicy === "RemoveSecrets" || spec.deletionPolicy === "Delete",
-    guardCreate: { idField: "syncId" },
-    // The handled action values outlive the cluster: a restored SecretSync never runs a handled
-    // remove-secrets again.
-    durable: {
-      ...Object.fromEntries(requestOrder.map((a) => [handledAnnotation(requestKinds[a].annotation), requestKinds[a].handled])),
-      // The mark made before a call: restored with the object, it decides as after a crash.
-      [ANNOTATION_PENDING_ACTION]: { field: "pendingRequest", json: true },
-      // The recent values: one put back (a self-heal to an older manifest) is not run again.
-      [ANNOTATION_RECENT_HANDLED]: { field: "recentRequests", json: true },
-    },
     connect: connectVia(deps.providers),
     observe: (c) => observe(rt, c),
     create: (c) => create(rt, c),
@@ -853,6 +843,7 @@ export const kind: Kind = {
       key: ANNOTATION_PENDING_ACTION,
       what: "annotation",
       by: "keyward",
+      mirrors: { field: "pendingRequest", json: true },
       inFlight: true,
       doc: "While an action call is in flight: a copy of status.pendingRequest, so that an object restored from a backup taken meanwhile decides, as after a crash, whether the call landed.",
     },
@@ -860,6 +851,7 @@ export const kind: Kind = {
       key: ANNOTATION_RECENT_HANDLED,
       what: "annotation",
       by: "keyward",
+      mirrors: { field: "recentRequests", json: true },
       doc: "Digests of the last 8 values handled per action (mirrors status.recentRequests), so a value put back after another ran (Argo CD's self-heal, an old manifest applied again) does not run again.",
     },
   ],
