@@ -78,8 +78,8 @@ const OBSERVE_ONLY_KINDS = ["Project", "ProjectMembership", "AccessToken", "Secr
 const REQUEST_TIME = new RegExp("^\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(\\.\\d+)?(Z|[+-]\\d\\d:\\d\\d)$", "i");
 /** keyward's create guard: marks of a create in flight on this cluster, never carried to another. */
 const CREATE_GUARD = ["keyward.dev/create-started", "keyward.dev/create-pending", "keyward.dev/create-succeeded"];
-/** The mark of an action call in flight on this cluster: in Git it would come back after every call. */
-const PENDING_ACTION = "keyward.dev/pending-action";
+/** The marks of a call in flight on this cluster (the kinds' inFlight metadata keys): in Git one would come back after every call. */
+const IN_FLIGHT = ["keyward.dev/pending-action"];
 /** The labels keyward writes for sharding (with SHARD_LABEL), which belong to this cluster's replicas. */
 const SHARD_LABELS = ["shard.keyward.dev/owner", "shard.keyward.dev/drain"];
 /** keyward's CRDs, by name: the version each serves and stores, and the fields of its spec (what `check` compares with the cluster's). */
@@ -794,7 +794,7 @@ function idInStatus(obj, res) {
 const ID_DIGEST_LABEL = `${GROUP}/external-id-digest`;
 
 /** What keyward writes as it works, which Git must not hold: it would differ after every action. @param {string} key */
-const isKeywardRecord = (key) => key === PENDING_ACTION || CREATE_GUARD.includes(key) || key.startsWith(HANDLED_PREFIX);
+const isKeywardRecord = (key) => IN_FLIGHT.includes(key) || CREATE_GUARD.includes(key) || key.startsWith(HANDLED_PREFIX);
 
 /**
  * The manifest to commit for obj: what the user wrote (apiVersion, kind, name, namespace, labels,
@@ -878,7 +878,7 @@ function exportNotes(obj, res, m) {
     );
   }
   if (res.kind === "SecretSync") notes.push(...untimedRequests(obj, ref));
-  if (obj.metadata.annotations?.[PENDING_ACTION] !== undefined) {
+  if (IN_FLIGHT.some((a) => obj.metadata.annotations?.[a] !== undefined)) {
     notes.push(
       `${ref} has an action call in flight, left out: export it again once the action is handled, or it may run once more where it is applied`,
     );

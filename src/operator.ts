@@ -11,14 +11,10 @@ import { shardedKinds } from "./engine/sharder.ts";
 import { createEventRecorder, type EventRecorder } from "./kube/events.ts";
 import { createController, type ControllerOptions, type SecondaryWatch } from "./engine/controller.ts";
 import { defaultMaxInFlightPerNamespace } from "./engine/queue.ts";
-import {
-  ANNOTATION_EXTERNAL_ID,
-  ANNOTATION_PENDING_ACTION,
-  CREATE_GUARD_ANNOTATIONS,
-  managedReconciler,
-  type ManagedDeps,
-  type ManagedModule,
-} from "./engine/managed.ts";
+import { ANNOTATION_EXTERNAL_ID } from "./engine/holder.ts";
+import { CREATE_GUARD_ANNOTATIONS } from "./engine/create-rule.ts";
+import { managedReconciler, type ManagedDeps } from "./engine/managed.ts";
+import { type ManagedModule } from "./engine/module.ts";
 import { createInformerFactory, type InformerFactory, type SharedInformer } from "./kube/informer.ts";
 import { EXTERNAL_ID_LABEL, holderLocks, type HolderLocks } from "./engine/holder.ts";
 import { claimIndex, claimMetadata, claimWakeWatch, createClaimWaits, type ClaimIndex, type ClaimWaits } from "./engine/claims.ts";
@@ -30,7 +26,7 @@ import { createConnector } from "./resources/provider/connector.ts";
 import type { ProviderResolver } from "./resources/provider/resolver.ts";
 import * as clusterProviderConfig from "./resources/clusterproviderconfig.ts";
 import * as project from "./resources/project.ts";
-import type { Kind, KindDeps } from "./resources/kind.ts";
+import { managedModuleOf, type Kind, type KindDeps } from "./resources/kind.ts";
 import { kinds, projectDependents, providerConfigUsers } from "./resources/registry.ts";
 
 export interface OperatorOptions {
@@ -132,14 +128,13 @@ export function createOperator(opts: OperatorOptions): Operator {
   const owns = identity === undefined ? undefined : (obj: KubeObject): boolean => inShare(obj.metadata, identity);
   const locks = holderLocks(direct, opts.holderNamespace ?? "default", opts.namespaces);
   const managed = managedFactory({ kube, events, log, metrics, informers, claims, owns, locks });
-  const deps: KindDeps = {
+  const deps: Omit<KindDeps, "managed"> = {
     kube,
     events,
     log,
     metrics,
     providers,
     cluster,
-    managed,
     cached: (ref) => informers.get(ref).list(),
     everywhere: (ref) => caches.everywhere.get(ref),
     resyncIntervalMs: opts.resyncIntervalMs,
@@ -150,8 +145,8 @@ export function createOperator(opts: OperatorOptions): Operator {
     ...(owns ? { owns } : {}),
   };
   const controllerParts = served.flatMap((k) => {
-    // The kind's reasons go with its managed reconciler (its progress reasons are Normal Events).
-    const parts = k.controller({ ...deps, managed: (module, peers) => managed({ reasons: k.reasons, ...module }, peers) });
+    // What the Kind declares (its reasons, external id, durable fields) goes with its managed reconciler.
+    const parts = k.controller({ ...deps, managed: (module, peers) => managed(managedModuleOf(k, module), peers) });
     return parts ? [{ kind: k, parts }] : [];
   });
   const leadership = createLeadership();
@@ -292,7 +287,6 @@ function controllerOptions(
     ownAnnotations: [
       ...CREATE_GUARD_ANNOTATIONS,
       ANNOTATION_EXTERNAL_ID,
-      ANNOTATION_PENDING_ACTION,
       ...Object.values(kind.actions ?? {}).map((a) => a.handledAnnotation),
       // The annotations the kind says keyward writes on its own objects.
       ...(kind.metadata ?? []).filter((m) => m.what === "annotation" && m.by === "keyward" && m.on === undefined).map((m) => m.key),

@@ -12,7 +12,7 @@ import { isKubeNotFound } from "./kube/objects.ts";
 import { keyOf, keyString, parseKeyString } from "./kube/keys.ts";
 import { kubeJson, MERGE_PATCH } from "./kube/rest.ts";
 import type { KubeObject } from "./kube/types.ts";
-import { FINALIZER } from "./engine/managed.ts";
+import { FINALIZER } from "./engine/meta.ts";
 import { ref as providerConfigRef } from "./resources/providerconfig.ts";
 import { IN_USE_FINALIZER } from "./resources/provider/in-use.ts";
 import { CREDENTIALS_SELECTOR } from "./resources/provider/credentials.ts";

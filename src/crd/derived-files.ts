@@ -3,7 +3,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { format, resolveConfig } from "prettier";
-import { ANNOTATION_PAUSED } from "../engine/managed.ts";
+import { ANNOTATION_PAUSED } from "../engine/meta.ts";
 import { kinds, reasonRegistry } from "../resources/registry.ts";
 import { derivedFiles, type DerivedFile } from "./derived.ts";
 import { valuesFile, valuesReference, valuesReferenceFile, valuesSchemaFile } from "./values-reference.ts";

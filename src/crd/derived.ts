@@ -4,13 +4,9 @@
 // otherwise written by hand, or is a whole generated file.
 import type { ReasonInfo } from "../engine/kind.ts";
 import type { Kind } from "../resources/kind.ts";
-import {
-  ANNOTATION_EXTERNAL_ID,
-  ANNOTATION_PAUSED,
-  ANNOTATION_PENDING_ACTION,
-  CREATE_GUARD_ANNOTATIONS,
-  HANDLED_PREFIX,
-} from "../engine/managed.ts";
+import { ANNOTATION_EXTERNAL_ID } from "../engine/holder.ts";
+import { ANNOTATION_PAUSED, HANDLED_PREFIX } from "../engine/meta.ts";
+import { CREATE_GUARD_ANNOTATIONS } from "../engine/create-rule.ts";
 import { DRAIN_LABEL, SHARD_LABEL } from "../engine/shard-plan.ts";
 import { apiReference, apiReferenceFile } from "./reference.ts";
 import { destinationOptions, destinationPage, destinationsIndex, destinationsOf, destinationsTable } from "./destinations-doc.ts";
@@ -114,8 +110,13 @@ export function pluginConstants(kinds: readonly Kind[], paused: string): string 
     `const REQUEST_TIME = new RegExp(${JSON.stringify(REQUEST_TIME.source)}, ${JSON.stringify(REQUEST_TIME.flags)});`,
     "/** keyward's create guard: marks of a create in flight on this cluster, never carried to another. */",
     `const CREATE_GUARD = ${json(CREATE_GUARD_ANNOTATIONS)};`,
-    "/** The mark of an action call in flight on this cluster: in Git it would come back after every call. */",
-    `const PENDING_ACTION = ${JSON.stringify(ANNOTATION_PENDING_ACTION)};`,
+    "/** The marks of a call in flight on this cluster (the kinds' inFlight metadata keys): in Git one would come back after every call. */",
+    `const IN_FLIGHT = ${json(
+      kinds
+        .flatMap((k) => k.metadata ?? [])
+        .filter((m) => m.inFlight === true)
+        .map((m) => m.key),
+    )};`,
     "/** The labels keyward writes for sharding (with SHARD_LABEL), which belong to this cluster's replicas. */",
     `const SHARD_LABELS = ${json([SHARD_LABEL, DRAIN_LABEL])};`,
     "/** keyward's CRDs, by name: the version each serves and stores, and the fields of its spec (what `check` compares with the cluster's). */",

@@ -3,7 +3,8 @@
 // and the labels, annotations and finalizers keyward reads and writes. Plain markdown tables the
 // docs site (VitePress, which compiles each page as a Vue template) renders: `{{` and `<` never
 // reach it unescaped.
-import { ANNOTATION_CREATE_STARTED, ANNOTATION_EXTERNAL_ID, LEGACY_CREATE_PENDING, LEGACY_CREATE_SUCCEEDED } from "../engine/managed.ts";
+import { ANNOTATION_CREATE_STARTED, LEGACY_CREATE_PENDING, LEGACY_CREATE_SUCCEEDED } from "../engine/create-rule.ts";
+import { ANNOTATION_EXTERNAL_ID } from "../engine/holder.ts";
 import { DRAIN_LABEL, SHARD_LABEL } from "../engine/shard-plan.ts";
 import type { Kind, MetadataKey } from "../resources/kind.ts";
 import { crdFromSources, type JSONSchemaProps } from "./crd.ts";

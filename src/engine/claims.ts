@@ -11,7 +11,7 @@ import { apiVersionOf, type KindRef } from "../kube/client.ts";
 import type { SharedInformer } from "../kube/informer.ts";
 import { keyString } from "../kube/keys.ts";
 import type { SecondaryWatch } from "./controller.ts";
-import { ANNOTATION_EXTERNAL_ID } from "./managed.ts";
+import { ANNOTATION_EXTERNAL_ID } from "./holder.ts";
 import type { KubeObject, ObjectKey } from "./types.ts";
 
 /**

@@ -30,7 +30,8 @@ import { keyString } from "../kube/keys.ts";
 import { KubeApiError, kubeJson, MERGE_PATCH } from "../kube/rest.ts";
 import type { SecondaryWatch } from "../engine/controller.ts";
 import { kindGauge, type Metrics } from "../engine/metrics.ts";
-import { ReconcileError, type ManagedContext, type ManagedModule, type Observation, type StatusPatch } from "../engine/managed.ts";
+import { ReconcileError } from "../engine/errors.ts";
+import { type ManagedContext, type Observation, type StatusPatch } from "../engine/module.ts";
 import { API_VERSION, type KubeObject, type ObjectKey, type ObjectMeta, type OwnerReference } from "../engine/types.ts";
 import {
   ageColumn,
@@ -44,7 +45,7 @@ import {
   readyColumns,
   pausedKey,
 } from "./common.ts";
-import type { Kind } from "./kind.ts";
+import type { Kind, KindModule } from "./kind.ts";
 import { connectVia, type ProviderResolver } from "./provider/resolver.ts";
 import { renewBeforeSchema } from "./provider/crd-fields.ts";
 import { InvalidTokenLifetimeError, renewalPlan, renewWaitMs, rfc3339, tokenExpiry, type RenewalPlan } from "./provider/token-schedule.ts";
@@ -669,7 +670,7 @@ export function accessTokenModule(deps: {
   metrics?: Metrics;
   /** --access-token-namespaces; empty or absent: every namespace keyward watches. */
   namespaces?: readonly string[];
-}): ManagedModule<AccessTokenSpec, AccessTokenStatus, ApiClient> {
+}): KindModule<AccessTokenSpec, AccessTokenStatus, ApiClient> {
   const gauges = tokenGauges(deps.metrics);
   const unwritten: UnwrittenTokens = new Map();
   const recorded = <T extends { status?: StatusPatch<AccessTokenStatus> } | StatusPatch<AccessTokenStatus>>(
@@ -689,7 +690,6 @@ export function accessTokenModule(deps: {
     },
     // The Secret goes with its owner through the garbage collector; nothing at the service to delete.
     needsFinalizer: () => false,
-    guardCreate: false,
     connect: async (input) => {
       refuseOutsideNamespaces(deps.namespaces ?? [], input.namespace);
       return connectVia(deps.providers)(input);

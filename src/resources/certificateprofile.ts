@@ -18,7 +18,8 @@ import {
 } from "../api/index.ts";
 import { exactlyOneOf } from "../engine/cel.ts";
 import type { CrdSource } from "../engine/kind.ts";
-import { ReconcileError, type ManagedContext, type ManagedModule, type Observation, type StatusPatch } from "../engine/managed.ts";
+import { ReconcileError } from "../engine/errors.ts";
+import { type ManagedContext, type Observation, type StatusPatch } from "../engine/module.ts";
 import { kindGauge, type Metrics } from "../engine/metrics.ts";
 import type { ObjectKey } from "../engine/types.ts";
 import { keyString } from "../kube/keys.ts";
@@ -37,7 +38,7 @@ import {
 import { createSharedListing, DEFAULT_LISTING_TTL_MS, isSteady, listedOrTooLarge, listingScope, type SharedListing } from "./listing.ts";
 import { connectVia, type ProviderResolver } from "./provider/resolver.ts";
 import { resolveProjectId } from "./refs.ts";
-import type { Kind } from "./kind.ts";
+import type { Kind, KindModule } from "./kind.ts";
 
 export const ref = kindRef("CertificateProfile", "certificateprofiles");
 
@@ -300,14 +301,13 @@ export function certificateProfileModule(deps: {
   providers: ProviderResolver;
   metrics: Metrics;
   listingTtlMs?: number;
-}): ManagedModule<CertificateProfileSpec, CertificateProfileStatus, ApiClient> {
+}): KindModule<CertificateProfileSpec, CertificateProfileStatus, ApiClient> {
   const gauges = profileGauges(deps.metrics);
   const listing = createSharedListing<CertificateProfileListEntry>((p) => p.slug, deps.listingTtlMs ?? DEFAULT_LISTING_TTL_MS);
   return {
     ref,
     parseSpec: (raw) => specSchema.parse(raw),
     needsFinalizer: () => false,
-    guardCreate: false,
     connect: connectVia(deps.providers),
     observe: (c) => observe(c, gauges, listing),
     forget: (key) => gauges.clear(key),

@@ -20,7 +20,7 @@ import { dataOmitted, watchKind, type Informer } from "../kube/informer.ts";
 import { keyOf, keyString } from "../kube/keys.ts";
 import { getObject, readCached } from "../kube/objects.ts";
 import type { SecondaryWatch } from "../engine/controller.ts";
-import { ReconcileError } from "../engine/managed.ts";
+import { ReconcileError } from "../engine/errors.ts";
 import { done, gone, requeueAfter, type KubeObject, type ReconcileFn } from "../engine/types.ts";
 import { CREDENTIALS_SELECTOR, credentialsSecretKeys } from "./provider/credentials.ts";
 import {

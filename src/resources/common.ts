@@ -7,7 +7,7 @@ import { keyOf, keyString } from "../kube/keys.ts";
 import type { SecondaryWatch } from "../engine/controller.ts";
 import { kubeJson } from "../kube/rest.ts";
 import { ageColumn, conditionColumn } from "../engine/kind.ts";
-import { ANNOTATION_PAUSED, FINALIZER } from "../engine/managed.ts";
+import { ANNOTATION_PAUSED, FINALIZER } from "../engine/meta.ts";
 
 // The size of every string, list and map of every CRD (spec and status). The apiserver stores an
 // object of up to ~1.5 MiB and costs CEL rules by these bounds, and keyward parses specs with
@@ -185,6 +185,17 @@ export interface MetadataKey {
   /** Who sets it: a person (keyward reads it) or keyward. */
   by: "user" | "keyward";
   doc: string;
+  /**
+   * A mark of a call in flight on this cluster (written before the call, removed once its outcome
+   * is known): a backup keeps it, an export for Git drops it (applied elsewhere it would be taken
+   * for a call made there).
+   */
+  inFlight?: true;
+  /**
+   * The status field this annotation keeps a copy of, so that it outlives the cluster (a backup, an
+   * export): the engine restores the field from it when status lacks it (meta.ts DurableField).
+   */
+  mirrors?: { field: string; json: true };
 }
 
 /** The pause annotation every kind reconciled by the engine honours. */

@@ -5,7 +5,8 @@ import type { Logger } from "../log.ts";
 import type { Kube, KindRef } from "../kube/client.ts";
 import type { EventRecorder } from "../kube/events.ts";
 import type { KindDescriptor } from "../engine/kind.ts";
-import type { ManagedModule } from "../engine/managed.ts";
+import type { ManagedModule } from "../engine/module.ts";
+import type { DurableField, DurableFields } from "../engine/meta.ts";
 import type { Metrics } from "../engine/metrics.ts";
 import type { KubeObject, ReconcileFn } from "../engine/types.ts";
 import type { ProviderResolver } from "./provider/resolver.ts";
@@ -22,8 +23,12 @@ export interface KindDeps {
   providers: ProviderResolver;
   /** ClusterProviderConfigs' own reconcile, served only with --cluster-provider-configs. */
   cluster: { reconcile: ReconcileFn } | undefined;
-  /** The engine's reconciler for a managed kind; `peers` are the other objects of the kind keyward knows. */
-  managed: <S, T, C, E>(module: ManagedModule<S, T, C, E>, peers?: () => KubeObject[]) => ReconcileFn;
+  /**
+   * The engine's reconciler for a managed kind (what the Kind declares — its reasons, its external
+   * id, the status fields it keeps in annotations — joined to the module: managedModuleOf); `peers`
+   * are the other objects of the kind keyward knows.
+   */
+  managed: <S, T, C, E>(module: KindModule<S, T, C, E>, peers?: () => KubeObject[]) => ReconcileFn;
   /** The objects of a kind in keyward's cache. */
   cached(ref: KindRef): KubeObject[];
   /**
@@ -84,4 +89,42 @@ export interface Kind extends KindDescriptor<KindDeps> {
   actions?: Readonly<Record<string, ActionDescriptor>>;
   /** The other labels, annotations and finalizers keyward reads or writes for this kind. */
   metadata?: readonly MetadataKey[];
+}
+
+/**
+ * A kind's module as its own file writes it: what the Kind record declares (its reasons, its
+ * external id, the status fields it keeps in annotations) is not repeated there, and
+ * managedModuleOf joins it in.
+ */
+export type KindModule<S, T, C, E = unknown> = Omit<ManagedModule<S, T, C, E>, "reasons" | "guardCreate" | "durable">;
+
+/**
+ * The status fields a kind keeps in annotations besides its external id: each action's last
+ * handled value, and every metadata key that mirrors a status field.
+ */
+export function durableFieldsOf(kind: Kind): DurableFields {
+  const fields: Record<string, DurableField> = {};
+  for (const action of Object.values(kind.actions ?? {})) fields[action.handledAnnotation] = action.handled;
+  for (const m of kind.metadata ?? []) if (m.mirrors) fields[m.key] = m.mirrors;
+  return fields;
+}
+
+/**
+ * The engine's module of a kind: the kind's module joined to what its Kind record declares. A kind
+ * with an external id has the create rule's guard on that status field (the service assigns the
+ * id on create).
+ */
+export function managedModuleOf<S, T, C, E>(kind: Kind, module: KindModule<S, T, C, E>): ManagedModule<S, T, C, E> {
+  // A module is structurally allowed to carry more: one that declares these again could disagree.
+  for (const fact of ["reasons", "guardCreate", "durable"]) {
+    if (fact in module) throw new Error(`${kind.ref.kind}: ${fact} is declared on the Kind record, not again in its module`);
+  }
+  const idField = kind.externalId as (keyof T & string) | undefined;
+  const durable = durableFieldsOf(kind) as ManagedModule<S, T, C, E>["durable"];
+  return {
+    ...module,
+    ...(kind.reasons ? { reasons: kind.reasons } : {}),
+    guardCreate: idField === undefined ? false : { idField },
+    ...(durable && Object.keys(durable).length > 0 ? { durable } : {}),
+  };
 }

@@ -4,16 +4,9 @@ import { createHash } from "node:crypto";
 import { z } from "zod";
 import { isApiError, isServiceNotFound, type ApiClient, type Project, type UpdateProjectBody } from "../api/index.ts";
 import type { CrdSource } from "../engine/kind.ts";
-import {
-  duplicateWhilePending,
-  externalIdMismatch,
-  FINALIZER,
-  ReconcileError,
-  type DeleteResult,
-  type ManagedContext,
-  type ManagedModule,
-  type Observation,
-} from "../engine/managed.ts";
+import { duplicateWhilePending, externalIdMismatch, ReconcileError } from "../engine/errors.ts";
+import { FINALIZER } from "../engine/meta.ts";
+import { type DeleteResult, type ManagedContext, type Observation } from "../engine/module.ts";
 import type { KubeObject, ObjectMeta } from "../engine/types.ts";
 import type { SecondaryWatch } from "../engine/controller.ts";
 import type { KindRef } from "../kube/client.ts";
@@ -36,7 +29,7 @@ import {
 } from "./common.ts";
 import { createSharedListing, DEFAULT_LISTING_TTL_MS, isSteady, listedOrTooLarge, listingScope, type SharedListing } from "./listing.ts";
 import { connectVia, type ProviderResolver } from "./provider/resolver.ts";
-import type { Kind } from "./kind.ts";
+import type { Kind, KindModule } from "./kind.ts";
 
 export const ref = kindRef("Project", "projects");
 
@@ -410,13 +403,12 @@ export function projectModule(deps: {
   listingTtlMs?: number;
   /** The kinds whose resources use a project (spec.projectRef / spec.projectId) and may hold a finalizer for it. */
   dependentKinds?: readonly KindRef[];
-}): ManagedModule<ProjectSpec, ProjectStatus, ApiClient, Project> {
+}): KindModule<ProjectSpec, ProjectStatus, ApiClient, Project> {
   const listing = createSharedListing<Project>((p) => p.id, deps.listingTtlMs ?? DEFAULT_LISTING_TTL_MS);
   return {
     ref,
     parseSpec: (raw) => specSchema.parse(raw),
     needsFinalizer: (spec) => spec.deletionPolicy === "Delete",
-    guardCreate: { idField: "projectId" },
     connect: connectVia(deps.providers),
     observe: (c) => observe(listing, c),
     create: (c) => create(listing, c),

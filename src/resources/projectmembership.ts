@@ -17,14 +17,8 @@ import { keyOf, keyString } from "../kube/keys.ts";
 import type { SharedInformer } from "../kube/informer.ts";
 import type { SecondaryWatch } from "../engine/controller.ts";
 import { parseMsStyleDuration } from "../lib/duration.ts";
-import {
-  ReconcileError,
-  type DeleteResult,
-  type ManagedContext,
-  type ManagedModule,
-  type Observation,
-  type StatusPatch,
-} from "../engine/managed.ts";
+import { ReconcileError } from "../engine/errors.ts";
+import { type DeleteResult, type ManagedContext, type Observation, type StatusPatch } from "../engine/module.ts";
 import {
   ageColumn,
   bounds,
@@ -44,7 +38,7 @@ import {
 import { createSharedListing, DEFAULT_LISTING_TTL_MS, isSteady, listedOrTooLarge, listingScope, type SharedListing } from "./listing.ts";
 import { connectVia, type ProviderResolver } from "./provider/resolver.ts";
 import { projectIdForCleanup, resolveProjectId } from "./refs.ts";
-import type { Kind } from "./kind.ts";
+import type { Kind, KindModule } from "./kind.ts";
 
 export const ref = kindRef("ProjectMembership", "projectmemberships");
 
@@ -612,7 +606,7 @@ async function revoke(listings: Listings, c: Ctx, obs: Observation<ProjectMember
 export function projectMembershipModule(deps: {
   providers: ProviderResolver;
   listingTtlMs?: number;
-}): ManagedModule<ProjectMembershipSpec, ProjectMembershipStatus, ApiClient> {
+}): KindModule<ProjectMembershipSpec, ProjectMembershipStatus, ApiClient> {
   const ttl = deps.listingTtlMs ?? DEFAULT_LISTING_TTL_MS;
   const listings: Listings = {
     users: createSharedListing<UserMembership>((m) => m.user.username ?? m.id, ttl),
@@ -622,7 +616,6 @@ export function projectMembershipModule(deps: {
     ref,
     parseSpec: (raw) => specSchema.parse(raw),
     needsFinalizer: (spec) => spec.deletionPolicy === "Revoke",
-    guardCreate: false,
     connect: connectVia(deps.providers),
     observe: (c) => observe(listings, c),
     update: (c, obs) => update(listings, c, obs),

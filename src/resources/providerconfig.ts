@@ -11,7 +11,7 @@ import { getObject, readCached } from "../kube/objects.ts";
 import { dataOmitted } from "../kube/informer.ts";
 import { secretKind, type KindRef, type Kube } from "../kube/client.ts";
 import type { EventRecorder } from "../kube/events.ts";
-import { ReconcileError } from "../engine/managed.ts";
+import { ReconcileError } from "../engine/errors.ts";
 import { done, gone, requeueAfter, type KubeObject, type ObjectKey, type ReconcileFn } from "../engine/types.ts";
 import { exactlyOneOf } from "../engine/cel.ts";
 import { createSpecCache } from "../engine/spec-cache.ts";

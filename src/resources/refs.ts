@@ -3,7 +3,7 @@
 import type { Kube } from "../kube/client.ts";
 import { keyString } from "../kube/keys.ts";
 import { readCached } from "../kube/objects.ts";
-import { ReconcileError } from "../engine/managed.ts";
+import { ReconcileError } from "../engine/errors.ts";
 import { engineReasons } from "../engine/reasons.ts";
 import { kind as projectKind, ref as projectRef } from "./project.ts";
 import { sharedReasons } from "./reasons.ts";

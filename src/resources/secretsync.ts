@@ -49,23 +49,15 @@
 import { createHash } from "node:crypto";
 import type { ApiClient, CreateSecretSyncBody, Destination, SecretSync, UpdateSecretSyncBody } from "../api/index.ts";
 import { DEFAULT_INITIAL_SYNC_BEHAVIOR, isApiError, isJobInProgress, isServiceNotFound, isRouteNotFound } from "../api/index.ts";
-import { ANNOTATION_CREATE_STARTED, ANNOTATION_PENDING_ACTION, ANNOTATION_RECENT_HANDLED, handledAnnotation } from "../engine/managed.ts";
+import { ANNOTATION_CREATE_STARTED } from "../engine/create-rule.ts";
+import { ANNOTATION_RECENT_HANDLED, handledAnnotation } from "../engine/meta.ts";
 import type { Gauge } from "prom-client";
 import { backoffCeiling } from "../lib/backoff.ts";
 import { requestedAt } from "../lib/request-time.ts";
 import { kindGauge, type Metrics } from "../engine/metrics.ts";
 import { statusEqual } from "../engine/conditions.ts";
-import {
-  duplicateWhilePending,
-  externalIdMismatch,
-  mayHaveLanded,
-  ReconcileError,
-  type DeleteResult,
-  type ManagedContext,
-  type ManagedModule,
-  type Observation,
-  type Readiness,
-} from "../engine/managed.ts";
+import { duplicateWhilePending, externalIdMismatch, mayHaveLanded, ReconcileError } from "../engine/errors.ts";
+import { type DeleteResult, type ManagedContext, type Observation, type Readiness } from "../engine/module.ts";
 import type { KubeObject, ObjectKey, ObjectMeta } from "../engine/types.ts";
 import { keyString } from "../kube/keys.ts";
 import { bounds, finalizerKey, isObserveOnly, notFoundAsUndefined, pausedKey } from "./common.ts";
@@ -90,7 +82,10 @@ export {
   type SecretSyncSpec,
   type SecretSyncStatus,
 } from "./secretsync-schema.ts";
-import type { ActionDescriptor, Kind } from "./kind.ts";
+import type { ActionDescriptor, Kind, KindModule } from "./kind.ts";
+
+/** An action call in flight (the pending request mark), kept where a backup finds it. */
+export const ANNOTATION_PENDING_ACTION = "keyward.dev/pending-action";
 
 export const ANNOTATION_SYNC_REQUESTED = "keyward.dev/sync-requested-at";
 export const ANNOTATION_REMOVE_SECRETS_REQUESTED = "keyward.dev/remove-secrets-requested-at";
@@ -769,7 +764,7 @@ async function remove(rt: Runtime, c: Ctx, obs: Observation<Status>): Promise<De
   return { done: true };
 }
 
-export function secretSyncModule(deps: SecretSyncModuleDeps): ManagedModule<SecretSyncSpec, Status, ApiClient> {
+export function secretSyncModule(deps: SecretSyncModuleDeps): KindModule<SecretSyncSpec, Status, ApiClient> {
   const jobFailed = deps.metrics
     ? kindGauge(deps.metrics, {
         name: "keyward_secretsync_last_job_failed",
@@ -782,16 +777,6 @@ export function secretSyncModule(deps: SecretSyncModuleDeps): ManagedModule<Secr
     ref,
     parseSpec: (raw) => specSchema.parse(raw),
     needsFinalizer: (spec) => spec.deletionPolicy === "RemoveSecrets" || spec.deletionPolicy === "Delete",
-    guardCreate: { idField: "syncId" },
-    // The handled action values outlive the cluster: a restored SecretSync never runs a handled
-    // remove-secrets again.
-    durable: {
-      ...Object.fromEntries(requestOrder.map((a) => [handledAnnotation(requestKinds[a].annotation), requestKinds[a].handled])),
-      // The mark made before a call: restored with the object, it decides as after a crash.
-      [ANNOTATION_PENDING_ACTION]: { field: "pendingRequest", json: true },
-      // The recent values: one put back (a self-heal to an older manifest) is not run again.
-      [ANNOTATION_RECENT_HANDLED]: { field: "recentRequests", json: true },
-    },
     connect: connectVia(deps.providers),
     observe: (c) => observe(rt, c),
     create: (c) => create(rt, c),
@@ -858,12 +843,15 @@ export const kind: Kind = {
       key: ANNOTATION_PENDING_ACTION,
       what: "annotation",
       by: "keyward",
+      mirrors: { field: "pendingRequest", json: true },
+      inFlight: true,
       doc: "While an action call is in flight: a copy of status.pendingRequest, so that an object restored from a backup taken meanwhile decides, as after a crash, whether the call landed.",
     },
     {
       key: ANNOTATION_RECENT_HANDLED,
       what: "annotation",
       by: "keyward",
+      mirrors: { field: "recentRequests", json: true },
       doc: "Digests of the last 8 values handled per action (mirrors status.recentRequests), so a value put back after another ran (Argo CD's self-heal, an old manifest applied again) does not run again.",
     },
   ],

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { GROUP, VERSION, type KubeObject } from "../../src/engine/types.ts";
-import { ANNOTATION_EXTERNAL_ID } from "../../src/engine/managed.ts";
+import { ANNOTATION_EXTERNAL_ID } from "../../src/engine/holder.ts";
 import type { Emulator } from "../emulator/server.ts";
 import { loadDefaultSeed, seedIds, connectionIds } from "../emulator/default-seed.ts";
 import { waitFor, type TestNamespace } from "../controlplane/testenv.ts";

@@ -21,7 +21,7 @@ import {
 } from "./support/keyward.ts";
 import { keywardProcesses, type KeywardProcess } from "./support/keyward-process.ts";
 import type { KubeObject } from "../../src/engine/types.ts";
-import { ANNOTATION_PENDING_ACTION } from "../../src/engine/managed.ts";
+import { ANNOTATION_PENDING_ACTION } from "../../src/resources/secretsync.ts";
 import { LATE_APPLY_WINDOW_MS } from "../../src/resources/secretsync.ts";
 
 const TOKEN = "kw-secretsync-crash-token-93be17";

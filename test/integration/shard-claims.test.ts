@@ -14,7 +14,7 @@ import type { Emulator } from "../emulator/server.ts";
 import { connectionIds, loadDefaultSeed } from "../emulator/default-seed.ts";
 import { createTestNamespace, waitFor, type TestNamespace } from "../controlplane/testenv.ts";
 import { SHARD_LABEL } from "../../src/engine/shard-plan.ts";
-import { ANNOTATION_EXTERNAL_ID } from "../../src/engine/managed.ts";
+import { ANNOTATION_EXTERNAL_ID } from "../../src/engine/holder.ts";
 import type { KubeObject } from "../../src/engine/types.ts";
 import {
   condition,

@@ -7,7 +7,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createUnconfirmed } from "../../src/engine/managed.ts";
+import { createUnconfirmed } from "../../src/engine/create-rule.ts";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Emulator } from "../emulator/server.ts";
 import { loadDefaultSeed, seedIds } from "../emulator/default-seed.ts";

@@ -8,7 +8,7 @@ import { isResponseTooLarge, type ApiClient } from "../../api/index.ts";
 import type { KindRef, Kube } from "../../kube/client.ts";
 import type { EventRecorder } from "../../kube/events.ts";
 import { writeStatus } from "../../engine/status.ts";
-import { classifyError, throttleDelay } from "../../engine/managed.ts";
+import { classifyError, throttleDelay } from "../../engine/errors.ts";
 import { throttled, type KubeObject, type Outcome } from "../../engine/types.ts";
 import { tokenStatus, type TokenSchedules } from "./token-schedule.ts";
 

@@ -8,7 +8,7 @@
 import { createHash } from "node:crypto";
 import { claimConnections, createApiClient, isThrottled, type ApiClient, type ClientOptions, type RequestInfo } from "../../api/index.ts";
 import type { Logger } from "../../log.ts";
-import { classifyError, ReconcileError } from "../../engine/managed.ts";
+import { classifyError, ReconcileError } from "../../engine/errors.ts";
 import type { KubeObject } from "../../engine/types.ts";
 import { backoffDelay, type BackoffPolicy } from "../../lib/backoff.ts";
 import { checkAllowedBaseUrl, tokenFrom } from "./credentials.ts";

@@ -15,7 +15,7 @@
 //
 // May import: src/engine and src/lib; never a kind's file.
 import type { KubeObject } from "../../engine/types.ts";
-import { ReconcileError } from "../../engine/managed.ts";
+import { ReconcileError } from "../../engine/errors.ts";
 import { keyString } from "../../kube/keys.ts";
 import { baseUrlAllowed, parseBaseUrlList } from "../../lib/baseurl.ts";
 import type { MetadataKey } from "../common.ts";

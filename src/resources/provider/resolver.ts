@@ -6,7 +6,7 @@
 // May import: src/api, src/engine and other files of src/resources/provider (and
 // src/resources/common.ts); never a kind's file.
 import type { ApiClient } from "../../api/index.ts";
-import { ReconcileError } from "../../engine/managed.ts";
+import { ReconcileError } from "../../engine/errors.ts";
 import { providerConfigKind, providerConfigName, type ProviderConfigRef } from "../common.ts";
 import type { TokenSchedule, TokenSchedules } from "./token-schedule.ts";
 

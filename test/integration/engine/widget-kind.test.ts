@@ -8,13 +8,8 @@ import type { CoreV1Event } from "@kubernetes/client-node";
 import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { crdFromSources, crdToYaml } from "../../../src/crd/crd.ts";
-import {
-  ANNOTATION_CREATE_STARTED,
-  ANNOTATION_PAUSED,
-  FINALIZER,
-  LEGACY_CREATE_PENDING,
-  LEGACY_CREATE_SUCCEEDED,
-} from "../../../src/engine/managed.ts";
+import { ANNOTATION_CREATE_STARTED, LEGACY_CREATE_PENDING, LEGACY_CREATE_SUCCEEDED } from "../../../src/engine/create-rule.ts";
+import { ANNOTATION_PAUSED, FINALIZER } from "../../../src/engine/meta.ts";
 import type { Condition, KubeObject } from "../../../src/engine/types.ts";
 import { isKubeNotFound, statusCodeOf } from "../../../src/kube/objects.ts";
 import { createLogger } from "../../../src/log.ts";

@@ -6,16 +6,11 @@
 // kubectl plugin) includes it. Serving it takes `createOperator({ kinds: [widgetKind(store)] })`.
 import { z } from "zod";
 import type { CrdSource, ReasonTable } from "../../../src/engine/kind.ts";
-import {
-  ReconcileError,
-  type DeleteResult,
-  type ManagedContext,
-  type ManagedModule,
-  type Observation,
-} from "../../../src/engine/managed.ts";
+import { ReconcileError } from "../../../src/engine/errors.ts";
+import { type DeleteResult, type ManagedContext, type Observation } from "../../../src/engine/module.ts";
 import type { KindRef } from "../../../src/kube/client.ts";
 import { ageColumn, commonStatus, isObserveOnly, managementPolicy, readyColumns } from "../../../src/resources/common.ts";
-import type { Kind } from "../../../src/resources/kind.ts";
+import type { Kind, KindModule } from "../../../src/resources/kind.ts";
 import { isStoreNotFound, widgetColors, type StoredWidget, type WidgetStore } from "./store.ts";
 
 export const ref: KindRef = { group: "test.keyward.dev", version: "v1alpha1", kind: "Widget", plural: "widgets" };
@@ -156,13 +151,11 @@ async function remove(c: Ctx, obs: Observation<WidgetStatus, StoredWidget>): Pro
   return { done: true };
 }
 
-export function widgetModule(store: WidgetStore): ManagedModule<WidgetSpec, WidgetStatus, WidgetStore, StoredWidget> {
+export function widgetModule(store: WidgetStore): KindModule<WidgetSpec, WidgetStatus, WidgetStore, StoredWidget> {
   return {
     ref,
     parseSpec: (raw) => specSchema.parse(raw),
     needsFinalizer: (spec) => spec.deletionPolicy === "Delete",
-    // The store assigns the id on create: a create-pending mark must precede the call.
-    guardCreate: { idField: "id" },
     connect: () => Promise.resolve(store),
     observe,
     create,
@@ -180,6 +173,8 @@ export function widgetKind(store: WidgetStore): Kind {
     reasons,
     refers: {},
     serviceIdFields: ["id"],
+    // The store assigns the id on create: the create rule's mark precedes the call.
+    externalId: "id",
     controller: (d) => ({ reconcile: d.managed(widgetModule(store)) }),
   };
 }

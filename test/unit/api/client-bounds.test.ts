@@ -6,7 +6,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { closeConnections, createApiClient, isTransportError, ResponseTooLargeError, type ApiClient } from "../../../src/api/index.ts";
-import { classifyError } from "../../../src/engine/managed.ts";
+import { classifyError } from "../../../src/engine/errors.ts";
 import { createConnector } from "../../../src/resources/provider/connector.ts";
 import { createLogger } from "../../../src/log.ts";
 import type { KubeObject } from "../../../src/engine/types.ts";

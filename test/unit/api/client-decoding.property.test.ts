@@ -20,7 +20,7 @@ import {
   TransportError,
   type ApiClient,
 } from "../../../src/api/index.ts";
-import { classifyError } from "../../../src/engine/managed.ts";
+import { classifyError } from "../../../src/engine/errors.ts";
 import { groupMembershipSchema, updatedRoleSchema, userMembershipSchema } from "../../../src/api/schemas/memberships.ts";
 import { certificateProfileSchema, listCertificateProfilesResponseSchema } from "../../../src/api/schemas/profiles.ts";
 import { projectWithEnvironmentsSchema } from "../../../src/api/schemas/projects.ts";

@@ -4,7 +4,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { afterAll, describe, expect, it } from "vitest";
 import { claimIndex, claimMetadata, claimWakeWatch, createClaimWaits } from "../../../src/engine/claims.ts";
-import { ANNOTATION_EXTERNAL_ID, claimHolder } from "../../../src/engine/managed.ts";
+import { ANNOTATION_EXTERNAL_ID, claimHolder } from "../../../src/engine/holder.ts";
 import { createInformerFactory, type InformerHandler, type SharedInformer } from "../../../src/kube/informer.ts";
 import { METADATA_LIST_ACCEPT, METADATA_WATCH_ACCEPT } from "../../../src/kube/watch.ts";
 import type { KubeAccess } from "../../../src/kube/kubeconfig.ts";

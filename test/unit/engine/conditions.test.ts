@@ -8,7 +8,7 @@ import {
   setCondition,
   statusEqual,
 } from "../../../src/engine/conditions.ts";
-import { classifyError, MAX_SPEC_MESSAGE, specErrorMessage } from "../../../src/engine/managed.ts";
+import { classifyError, MAX_SPEC_MESSAGE, specErrorMessage } from "../../../src/engine/errors.ts";
 import { specSchema as projectSpecSchema } from "../../../src/resources/project.ts";
 import type { Condition } from "../../../src/engine/types.ts";
 

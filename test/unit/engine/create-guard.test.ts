@@ -5,7 +5,7 @@ import {
   createUnconfirmed as unconfirmedOf,
   LEGACY_CREATE_PENDING,
   LEGACY_CREATE_SUCCEEDED,
-} from "../../../src/engine/managed.ts";
+} from "../../../src/engine/create-rule.ts";
 import {
   createState,
   duplicateAnswer,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { derivedContext, type ManagedContext } from "../../../src/engine/managed.ts";
+import { derivedContext, type ManagedContext } from "../../../src/engine/module.ts";
 import type { Logger } from "../../../src/log.ts";
 
 type Status = { id?: string };

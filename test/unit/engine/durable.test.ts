@@ -1,7 +1,8 @@
 // The state a kind keeps in metadata as well as status (src/engine/managed.ts): what a pass
 // starts from, and what it writes back before a status write.
 import { describe, expect, it } from "vitest";
-import { durableAnnotations, externalIdHolder, withDurableFields, type DurableFields } from "../../../src/engine/managed.ts";
+import { durableAnnotations, withDurableFields, type DurableFields } from "../../../src/engine/meta.ts";
+import { externalIdHolder } from "../../../src/engine/holder.ts";
 import type { KubeObject } from "../../../src/engine/types.ts";
 
 const fields: DurableFields = {

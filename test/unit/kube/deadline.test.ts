@@ -9,7 +9,7 @@ import { KubeTimeoutError, kubeJson } from "../../../src/kube/rest.ts";
 import type { KubeAccess } from "../../../src/kube/kubeconfig.ts";
 import { watchOnce } from "../../../src/kube/watch.ts";
 import { watchKind } from "../../../src/kube/informer.ts";
-import { classifyError } from "../../../src/engine/managed.ts";
+import { classifyError } from "../../../src/engine/errors.ts";
 import { createLogger } from "../../../src/log.ts";
 import { loopbackAccess, serverUrl } from "../../support/loopback-access.ts";
 

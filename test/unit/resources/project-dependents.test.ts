@@ -3,7 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { dependentGoneWatch, dependentsRecheckMs } from "../../../src/resources/project.ts";
 import { ref as secretSyncRef } from "../../../src/resources/secretsync-schema.ts";
-import { FINALIZER } from "../../../src/engine/managed.ts";
+import { FINALIZER } from "../../../src/engine/meta.ts";
 import type { KubeObject } from "../../../src/engine/types.ts";
 
 const sync = (spec: Record<string, unknown>, finalizers: string[] = [FINALIZER]): KubeObject => ({

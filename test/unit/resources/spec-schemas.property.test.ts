@@ -12,7 +12,7 @@ import fc from "fast-check";
 import { loadAll } from "js-yaml";
 import { afterAll, describe, expect, it } from "vitest";
 import type { z } from "zod";
-import { MAX_SPEC_MESSAGE, specErrorMessage } from "../../../src/engine/managed.ts";
+import { MAX_SPEC_MESSAGE, specErrorMessage } from "../../../src/engine/errors.ts";
 import { crdFromSources } from "../../../src/crd/crd.ts";
 import * as accessToken from "../../../src/resources/accesstoken.ts";
 import * as certificateProfile from "../../../src/resources/certificateprofile.ts";

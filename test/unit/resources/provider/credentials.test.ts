@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { KubeObject } from "../../../../src/engine/types.ts";
-import { ReconcileError } from "../../../../src/engine/managed.ts";
+import { ReconcileError } from "../../../../src/engine/errors.ts";
 import { checkAllowedBaseUrl, tokenFrom } from "../../../../src/resources/provider/credentials.ts";
 
 const VALUE = "s3cr3t-value-never-shown";
