@@ -118,6 +118,13 @@ describe("the committed hack/controlplane-go modules", () => {
     expect(readFileSync(join(dir, "kube", minor, "go.sum"), "utf8")).toContain(`k8s.io/kubernetes ${kubernetes} h1:`);
   });
 
+  it("build the kind e2e's release: its node image takes kube-apiserver, the controller manager and etcd from that build", () => {
+    const e2e = /^K8S_VERSION=(v\S+)/m.exec(readFileSync(join(dir, "..", "e2e", "lib.sh"), "utf8"))?.[1] ?? "";
+    expect(supportedMinors()).toContain(minorOf(e2e));
+    expect(kubernetesVersionOf(minorOf(e2e))).toBe(e2e);
+    expect(requiredVersion(readFileSync(join(dir, "..", "e2e", "go", "kube", "go.mod"), "utf8"), "k8s.io/kubernetes")).toBe(e2e);
+  });
+
   it("has the one etcd every minor runs with", () => {
     const etcdVersion = requiredVersion(readFileSync(join(dir, "etcd", "go.mod"), "utf8"), "go.etcd.io/etcd/server/v3") ?? "";
     expect(readFileSync(join(dir, "etcd", "go.sum"), "utf8")).toContain(`go.etcd.io/etcd/server/v3 ${etcdVersion} h1:`);
