@@ -62,11 +62,12 @@ export interface EnsureOptions {
   /** The Kubernetes minor, e.g. v1.32 (hack/controlplane-go/kube/v1.32/); default: selectedMinor(). */
   minor?: string;
   /**
-   * Build kube-apiserver (and etcd) alone, and take kubectl from the default minor's build: the
-   * matrix's other minors need no controller manager, and kube-apiserver is most of a build. A
-   * full build in the cache serves this too.
+   * Build kube-controller-manager and kubectl too for a minor other than the test version (the
+   * kind e2e's node image takes them). Without it such a minor gets kube-apiserver (and etcd)
+   * alone, most of a build, and kubectl from the test version's build: the tests of the matrix's
+   * other minors need no controller manager. A full build in the cache serves either.
    */
-  apiserverOnly?: boolean;
+  allTools?: boolean;
 }
 
 export async function ensureBinaries(options: EnsureOptions = {}): Promise<Binaries> {
@@ -79,7 +80,7 @@ export async function ensureBinaries(options: EnsureOptions = {}): Promise<Binar
     log(`KUBEBUILDER_ASSETS=${assets} has no kube-apiserver and etcd; using the build cache instead`);
   }
   const minor = minorOf(options.minor ?? selectedMinor());
-  const apiserverOnly = options.apiserverOnly === true && minor !== testMinor();
+  const apiserverOnly = options.allTools !== true && minor !== testMinor();
   const tools = apiserverOnly ? allTools.slice(0, 1) : allTools;
   const version = kubernetesVersion(minor);
   const versionDir = versionDirOf(version);

@@ -60,7 +60,7 @@ async function provideCluster(): Promise<Cluster> {
   }
   // Another minor than npm test's (KEYWARD_K8S_MINOR, as `npm run test:matrix` sets it) runs
   // without a controller manager unless its full build is already there: see EnsureOptions.
-  const binaries = await ensureBinaries({ log, apiserverOnly: true });
+  const binaries = await ensureBinaries({ log });
   const started = Date.now();
   const controllerManager = binaries.kubeControllerManager !== undefined;
   const plane = await startControlPlane({ binaries, withControllerManager: controllerManager });
