@@ -88,7 +88,7 @@ export async function ensureBinaries(options: EnsureOptions = {}): Promise<Binar
   const found = async (source: Binaries["source"]): Promise<Binaries> => {
     const binaries = binariesIn(join(versionDir, "bin"), version, source);
     if (binaries.kubectl !== undefined || !apiserverOnly) return binaries;
-    return { ...binaries, kubectl: (await ensureBinaries({ log })).kubectl };
+    return { ...binaries, kubectl: (await ensureBinaries({ log, minor: testMinor() })).kubectl };
   };
   if (await isBuilt(versionDir, stamp, tools)) return found("cache");
   return withLock(`${versionDir}.lock`, log, async () => {
