@@ -1,11 +1,15 @@
-// Regenerates kube/go.mod and etcd/go.mod (and their go.sum) for one Kubernetes release:
+// Regenerates the go.mod (and go.sum) that builds one Kubernetes release's control plane:
 //   node hack/controlplane-go/update.ts v1.36.3
+// writes kube/v1.36/ (one module per supported minor; the patch release is the one it requires).
+// With --etcd it also rewrites etcd/ to the etcd server that release pins (one etcd serves
+// every minor: etcd's API is stable across the releases Kubernetes supports).
 // The release's go.mod comes through the Go toolchain (`go mod download`), like every module.
-import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { execFileSync, spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { renderEtcdGoMod, renderKubeGoMod } from "../../test/controlplane/gomod.ts";
+import { kubeModuleDir, minorOf } from "../../test/controlplane/versions.ts";
+import { renderEtcdGoMod, renderKubeGoMod, stagingModules, stagingVersion } from "../../test/controlplane/gomod.ts";
 
 const here = import.meta.dirname;
 
@@ -25,18 +29,48 @@ function upstreamGoMod(version: string): string {
   }
 }
 
+/**
+ * What the module proxy serves of each staging module: undefined when it serves `wanted` (its
+ * zip downloads: the proxy's version list and .info may name releases whose zip it refuses),
+ * otherwise the versions it lists.
+ */
+function publishedVersions(modules: string[], wanted: string): Record<string, string[]> {
+  const scratch = mkdtempSync(join(tmpdir(), "keyward-gomod-"));
+  const go = (args: string[]) =>
+    spawnSync("go", args, { cwd: scratch, env: { ...process.env, GOWORK: "off", GOFLAGS: "-mod=mod" }, encoding: "utf8" }).stdout;
+  try {
+    const downloads = go(["mod", "download", "-json", ...modules.map((module) => `${module}@${wanted}`)]);
+    const missing = [...downloads.matchAll(/"Path": "([^"]+)",\s*"Version": "[^"]+",\s*"Error":/g)].map((match) => match[1] ?? "");
+    if (missing.length === 0) return {};
+    const lists = go(["list", "-m", "-versions", ...missing]);
+    return Object.fromEntries(
+      lists
+        .trim()
+        .split("\n")
+        .map((line) => line.split(" "))
+        .map(([module = "", ...versions]) => [module, versions.filter((version) => version !== wanted)]),
+    );
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
 function writeAndTidy(dir: string, goMod: string): void {
+  mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, "go.mod"), goMod);
   rmSync(join(dir, "go.sum"), { force: true });
   execFileSync("go", ["mod", "tidy"], { cwd: dir, env: { ...process.env, GOWORK: "off" }, stdio: "inherit" });
 }
 
-const version = process.argv[2];
+const args = process.argv.slice(2);
+const withEtcd = args.includes("--etcd");
+const version = args.find((arg) => !arg.startsWith("--"));
 if (version === undefined || !/^v1\.\d+\.\d+$/.test(version)) {
-  console.error("usage: node hack/controlplane-go/update.ts v1.Y.Z");
+  console.error("usage: node hack/controlplane-go/update.ts v1.Y.Z [--etcd]");
   process.exit(2);
 }
 const upstream = upstreamGoMod(version);
-writeAndTidy(join(here, "kube"), renderKubeGoMod(upstream, version));
-writeAndTidy(join(here, "etcd"), renderEtcdGoMod(upstream, version));
-console.log(`hack/controlplane-go now builds Kubernetes ${version}`);
+const published = publishedVersions(stagingModules(upstream), stagingVersion(version));
+writeAndTidy(kubeModuleDir(minorOf(version)), renderKubeGoMod(upstream, version, published));
+if (withEtcd) writeAndTidy(join(here, "etcd"), renderEtcdGoMod(upstream, version));
+console.log(`hack/controlplane-go/kube/${minorOf(version)} now builds Kubernetes ${version}${withEtcd ? " (and etcd/ its etcd)" : ""}`);

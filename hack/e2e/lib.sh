@@ -7,7 +7,7 @@ REPO_ROOT="$(cd "$E2E_DIR/../.." && pwd)"
 CACHE_ROOT="${KEYWARD_CACHE_DIR:-$HOME/.cache/keyward}"
 E2E_CACHE="$CACHE_ROOT/e2e"
 
-K8S_VERSION=v1.36.3          # hack/e2e/go/kube/go.mod (the control plane's release)
+K8S_VERSION=v1.36.3          # hack/e2e/go/kube/go.mod; hack/controlplane-go/kube/v1.36 builds the same release
 KIND_VERSION=v0.32.0         # hack/e2e/go/kind/go.mod
 ARGOCD_VERSION=v3.6.1        # hack/e2e/go/argocd/go.mod
 ARGOCD_GOTOOLCHAIN=go1.27.4  # argo-cd v3.6's go.mod says go 1.27.0
@@ -40,6 +40,14 @@ docker_cli() {
   if [[ -x /usr/bin/docker ]]; then echo /usr/bin/docker; else command -v docker; fi
 }
 docker() { command "$(docker_cli)" "$@"; }
+
+# controlplane_bin: the directory of kube-apiserver, kube-controller-manager, kubectl and etcd
+# built at the e2e's Kubernetes minor (test/controlplane/binaries.ts), which may differ from the
+# one npm test runs on (hack/controlplane-go/test-version).
+controlplane_bin() {
+  (cd "$REPO_ROOT" && KEYWARD_K8S_MINOR="${K8S_VERSION%.*}" npx --no-install node test/controlplane/cli.ts build) |
+    sed -n 's/^binaries (.*) in //p'
+}
 
 # go_build MODULE_DIR OUT_DIR LDFLAGS PACKAGE...: CGO_ENABLED=0 -trimpath like the control
 # plane's build (test/controlplane/binaries.ts), so both share Go's build cache.

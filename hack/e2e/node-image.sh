@@ -26,8 +26,8 @@ fi
 log "kind's node image $PUBLIC_IMAGE cannot be pulled: using an offline node image"
 
 NODE_BIN=$("$E2E_DIR/build-tools.sh" node-binaries)
-CP_BIN=$(cd "$REPO_ROOT" && npx --no-install node test/controlplane/cli.ts build | sed -n 's/^binaries (.*) in //p')
-[[ -x $CP_BIN/kube-apiserver && -x $CP_BIN/etcd ]] || die "no control-plane binaries (npm run control-plane -- build)"
+CP_BIN=$(controlplane_bin)
+[[ -x $CP_BIN/kube-apiserver && -x $CP_BIN/etcd ]] || die "no control-plane binaries (KEYWARD_K8S_MINOR=${K8S_VERSION%.*} npm run control-plane -- build)"
 
 inputs_hash=$( {
   echo "$K8S_VERSION $KIND_VERSION $SUITE $NODE_PKGS $COMP_PKGS"

@@ -18,7 +18,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
 "$E2E_DIR/ensure-docker.sh"
-kubectl_dir=$(cd "$REPO_ROOT" && npx --no-install node test/controlplane/cli.ts build | sed -n 's/^binaries (.*) in //p')
+kubectl_dir=$(controlplane_bin)
 [[ -x $kubectl_dir/kubectl ]] || die "no kubectl from the control-plane build"
 helm=$(bash "$REPO_ROOT/hack/tools/ensure-helm.sh")
 

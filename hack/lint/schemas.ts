@@ -2,7 +2,7 @@
 // repository is reachable here, and kubeconform's default one is on GitHub.
 //   - built-in kinds: the kube-apiserver's OpenAPI document (api/openapi-spec/swagger.json) in the
 //     k8s.io/kubernetes module source, at the version the test control plane builds
-//     (hack/controlplane-go/kube/go.mod);
+//     (hack/controlplane-go/kube/<test-version>/go.mod);
 //   - keyward's kinds: the openAPIV3Schema of each version of the CRDs in crds/;
 //   - monitoring.coreos.com (ServiceMonitor, PrometheusRule): prometheus-operator's own CRDs, from
 //     its Go module's example/prometheus-operator-crd/.
@@ -15,6 +15,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { loadAll } from "js-yaml";
+import { kubernetesVersionOf, testMinor } from "../../test/controlplane/versions.ts";
 
 const execFileAsync = promisify(execFile);
 
@@ -33,12 +34,9 @@ export interface Gvk {
 
 const gvkKey = (apiVersion: string, kind: string): string => `${apiVersion}/${kind}`;
 
-/** The Kubernetes version the test control plane is built at (one place says it: its go.mod). */
-export async function kubernetesVersion(): Promise<string> {
-  const goMod = await readFile(join(repoRoot, "hack", "controlplane-go", "kube", "go.mod"), "utf8");
-  const match = /^\s*(?:require\s+)?k8s\.io\/kubernetes\s+(v\S+)/m.exec(goMod);
-  if (match?.[1] === undefined) throw new Error("hack/controlplane-go/kube/go.mod does not require k8s.io/kubernetes");
-  return match[1];
+/** The Kubernetes version npm test's control plane is built at (hack/controlplane-go/test-version). */
+export function kubernetesVersion(): Promise<string> {
+  return Promise.resolve(kubernetesVersionOf(testMinor()));
 }
 
 /** The source directory of one Go module version, downloaded into Go's module cache if needed. */

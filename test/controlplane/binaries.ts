@@ -1,14 +1,16 @@
 // kube-apiserver, etcd, kube-controller-manager and kubectl for the local control plane:
-// taken from KUBEBUILDER_ASSETS when it holds them, otherwise built once from Go modules
-// (hack/controlplane-go) into a cache outside the clone, shared by every clone and run.
+// taken from KUBEBUILDER_ASSETS when it holds them, otherwise built once per Kubernetes release
+// from Go modules (hack/controlplane-go/kube/v1.Y/) into a cache outside the clone, shared by
+// every clone and run.
 import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
 import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { homedir, hostname } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
-import { kubeTools, requiredVersion } from "./gomod.ts";
+import { kubeTools } from "./gomod.ts";
 import { isAlive, sleep } from "./processes.ts";
+import { goModulesDir, kubeModuleDir, kubernetesVersionOf, minorOf, selectedMinor, testMinor } from "./versions.ts";
 
 export interface Binaries {
   binDir: string;
@@ -23,20 +25,22 @@ export interface Binaries {
 }
 
 export const repoRoot = resolve(import.meta.dirname, "..", "..");
-export const goModulesDir = join(repoRoot, "hack", "controlplane-go");
+export { goModulesDir };
 
-const buildInputs = ["kube/go.mod", "kube/go.sum", "etcd/go.mod", "etcd/go.sum", "etcd/main.go"];
+const etcdInputs = ["etcd/go.mod", "etcd/go.sum", "etcd/main.go"];
+const allTools = ["kube-apiserver", "kube-controller-manager", "kubectl"] as const;
 
 export function cacheRoot(): string {
   return process.env.KEYWARD_CACHE_DIR ?? join(homedir(), ".cache", "keyward");
 }
 
-/** The Kubernetes release hack/controlplane-go/kube/go.mod builds. */
-export async function kubernetesVersion(): Promise<string> {
-  const goMod = await readFile(join(goModulesDir, "kube", "go.mod"), "utf8");
-  const version = requiredVersion(goMod, "k8s.io/kubernetes");
-  if (version === undefined) throw new Error("hack/controlplane-go/kube/go.mod does not require k8s.io/kubernetes");
-  return version;
+/** The Kubernetes release the control plane of `minor` (default: selectedMinor()) is built at. */
+export function kubernetesVersion(minor: string = selectedMinor()): string {
+  return kubernetesVersionOf(minor);
+}
+
+export function versionDirOf(version: string): string {
+  return join(cacheRoot(), "controlplane", `k8s-${version}`);
 }
 
 export function binariesIn(binDir: string, version: string | undefined, source: Binaries["source"]): Binaries {
@@ -55,6 +59,15 @@ export function binariesIn(binDir: string, version: string | undefined, source: 
 export interface EnsureOptions {
   /** Where build progress goes; the default is stderr. */
   log?: (line: string) => void;
+  /** The Kubernetes minor, e.g. v1.32 (hack/controlplane-go/kube/v1.32/); default: selectedMinor(). */
+  minor?: string;
+  /**
+   * Build kube-controller-manager and kubectl too for a minor other than the test version (the
+   * kind e2e's node image takes them). Without it such a minor gets kube-apiserver (and etcd)
+   * alone, most of a build, and kubectl from the test version's build: the tests of the matrix's
+   * other minors need no controller manager. A full build in the cache serves either.
+   */
+  allTools?: boolean;
 }
 
 export async function ensureBinaries(options: EnsureOptions = {}): Promise<Binaries> {
@@ -66,37 +79,46 @@ export async function ensureBinaries(options: EnsureOptions = {}): Promise<Binar
     }
     log(`KUBEBUILDER_ASSETS=${assets} has no kube-apiserver and etcd; using the build cache instead`);
   }
-  const version = await kubernetesVersion();
-  const versionDir = join(cacheRoot(), "controlplane", `k8s-${version}`);
-  const stamp = await inputsHash(version);
-  if (await isBuilt(versionDir, stamp)) return binariesIn(join(versionDir, "bin"), version, "cache");
+  const minor = minorOf(options.minor ?? selectedMinor());
+  const apiserverOnly = options.allTools !== true && minor !== testMinor();
+  const tools = apiserverOnly ? allTools.slice(0, 1) : allTools;
+  const version = kubernetesVersion(minor);
+  const versionDir = versionDirOf(version);
+  const stamp = await inputsHash(version, minor);
+  const found = async (source: Binaries["source"]): Promise<Binaries> => {
+    const binaries = binariesIn(join(versionDir, "bin"), version, source);
+    if (binaries.kubectl !== undefined || !apiserverOnly) return binaries;
+    return { ...binaries, kubectl: (await ensureBinaries({ log, minor: testMinor() })).kubectl };
+  };
+  if (await isBuilt(versionDir, stamp, tools)) return found("cache");
   return withLock(`${versionDir}.lock`, log, async () => {
     // Another run may have finished the build while this one waited for the lock.
-    if (await isBuilt(versionDir, stamp)) return binariesIn(join(versionDir, "bin"), version, "cache");
-    await build(version, versionDir, stamp, log);
-    return binariesIn(join(versionDir, "bin"), version, "built");
+    if (await isBuilt(versionDir, stamp, tools)) return found("cache");
+    await build({ version, minor, tools, versionDir, inputs: stamp }, log);
+    return found("built");
   });
 }
 
 interface BuildStamp {
   inputs: string;
+  tools: string[];
   goVersion: string;
   builtAt: string;
   seconds: number;
 }
 
-async function inputsHash(version: string): Promise<string> {
+async function inputsHash(version: string, minor: string): Promise<string> {
   const hash = createHash("sha256").update(version).update(ldflags(version));
-  for (const input of buildInputs) hash.update(input).update(await readFile(join(goModulesDir, input)));
+  // The names hashed are those of the single kube/ module this layout replaced, so its builds stay valid.
+  for (const input of ["go.mod", "go.sum"]) hash.update(`kube/${input}`).update(await readFile(join(kubeModuleDir(minor), input)));
+  for (const input of etcdInputs) hash.update(input).update(await readFile(join(goModulesDir, input)));
   return hash.digest("hex");
 }
 
-async function isBuilt(versionDir: string, inputs: string): Promise<boolean> {
+async function isBuilt(versionDir: string, inputs: string, tools: readonly string[]): Promise<boolean> {
   try {
     const stamp = JSON.parse(await readFile(join(versionDir, "build.json"), "utf8")) as Partial<BuildStamp>;
-    const complete = ["kube-apiserver", "etcd", "kube-controller-manager", "kubectl"].every((name) =>
-      existsSync(join(versionDir, "bin", name)),
-    );
+    const complete = ["etcd", ...tools].every((name) => existsSync(join(versionDir, "bin", name)));
     return stamp.inputs === inputs && complete;
   } catch {
     return false;
@@ -118,25 +140,34 @@ function ldflags(version: string): string {
   return flags.join(" ");
 }
 
-async function build(version: string, versionDir: string, inputs: string, log: (line: string) => void): Promise<void> {
+interface BuildTarget {
+  version: string;
+  minor: string;
+  tools: readonly string[];
+  versionDir: string;
+  inputs: string;
+}
+
+async function build({ version, minor, tools, versionDir, inputs }: BuildTarget, log: (line: string) => void): Promise<void> {
   const started = Date.now();
   const goVersion = (await run("go", ["env", "GOVERSION"], goModulesDir)).trim();
   await removeAbandonedBuilds(versionDir);
   const tmpDir = `${versionDir}.tmp-${process.pid}`;
   const binDir = join(tmpDir, "bin");
   await mkdir(binDir, { recursive: true });
-  log(`building Kubernetes ${version} (kube-apiserver, kube-controller-manager, kubectl) and etcd with ${goVersion} into ${versionDir}`);
-  log("only the first run builds (about 5 minutes on 2 cores, plus module downloads); later runs reuse the cache");
+  log(`building Kubernetes ${version} (${tools.join(", ")}) and etcd with ${goVersion} into ${versionDir}`);
+  log("only the first run builds (5 to 20 minutes on 2 cores, plus module downloads); later runs reuse the cache");
   // go build is silent while it compiles: show it is alive.
   const heartbeat = setInterval(() => log(`still building (${Math.round((Date.now() - started) / 60_000)} min)`), 60_000);
   try {
-    await goBuild(join(goModulesDir, "kube"), ["-ldflags", ldflags(version), "-o", `${binDir}/`, ...kubeTools], log);
+    const packages = kubeTools.filter((pkg) => tools.includes(basename(pkg)));
+    await goBuild(kubeModuleDir(minor), ["-ldflags", ldflags(version), "-o", `${binDir}/`, ...packages], log);
     await goBuild(join(goModulesDir, "etcd"), ["-ldflags", "-s -w", "-o", join(binDir, "etcd"), "."], log);
   } finally {
     clearInterval(heartbeat);
   }
   const seconds = Math.round((Date.now() - started) / 1000);
-  const stamp: BuildStamp = { inputs, goVersion, builtAt: new Date().toISOString(), seconds };
+  const stamp: BuildStamp = { inputs, tools: [...tools], goVersion, builtAt: new Date().toISOString(), seconds };
   await writeFile(join(tmpDir, "build.json"), `${JSON.stringify(stamp, null, 2)}\n`);
   // Swap the finished tree in with renames so no reader ever sees a half-built bin/.
   const oldDir = `${versionDir}.old-${process.pid}`;

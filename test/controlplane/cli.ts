@@ -27,7 +27,7 @@ async function up(): Promise<number> {
   // Whatever a previous `up` left behind (a crashed apiserver, a rebooted machine) goes first.
   const stale = await readRecord(stateDir);
   if (stale !== undefined) await stopRecord(stale, false);
-  const binaries = await ensureBinaries();
+  const binaries = await ensureBinaries({ allTools: true });
   const log = (line: string) => process.stderr.write(`[control-plane] ${line}\n`);
   const plane = await startControlPlane({ dir: stateDir, binaries, detached: true, log });
   console.log(`control plane up at ${plane.server}\nkubeconfig: ${plane.kubeconfigPath}`);
@@ -64,7 +64,7 @@ async function status(): Promise<number> {
 }
 
 async function build(): Promise<number> {
-  const binaries = await ensureBinaries();
+  const binaries = await ensureBinaries({ allTools: true });
   console.log(`binaries (${binaries.source}) in ${binaries.binDir}`);
   return 0;
 }

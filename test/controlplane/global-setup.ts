@@ -58,6 +58,8 @@ async function provideCluster(): Promise<Cluster> {
       stop: () => Promise.resolve(),
     };
   }
+  // Another minor than npm test's (KEYWARD_K8S_MINOR, as `npm run test:matrix` sets it) runs
+  // without a controller manager unless its full build is already there: see EnsureOptions.
   const binaries = await ensureBinaries({ log });
   const started = Date.now();
   const controllerManager = binaries.kubeControllerManager !== undefined;

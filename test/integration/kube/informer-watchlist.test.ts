@@ -8,7 +8,7 @@
 // apiserver's own metrics (by the throwaway CRD's group) agree.
 import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { KubeConfig } from "@kubernetes/client-node";
+import { KubeConfig, VersionApi } from "@kubernetes/client-node";
 import type { Dispatcher } from "undici";
 import { createKube, type KindRef, type Kube } from "../../../src/kube/client.ts";
 import { watchKind, type Informer, type InformerEventType } from "../../../src/kube/informer.ts";
@@ -79,6 +79,15 @@ function start(kube: Kube, kind: KindRef, namespace: string): Run {
 
 const REFUSED = "the apiserver does not stream a watch's initial state: listing instead";
 
+/**
+ * Whether a kube-apiserver of this version streams a watch's initial events unless told not to:
+ * its WatchList feature gate is on by default in 1.32, off in 1.33 and on again from 1.34.
+ */
+export function streamsByDefault(version: { major?: string; minor?: string }): boolean {
+  const minor = Number.parseInt(version.minor ?? "", 10);
+  return version.major === "1" && (minor === 32 || minor >= 34);
+}
+
 async function seesLiveChanges(apis: TestApis, run: Run, crd: WidgetCrd, namespace: string): Promise<void> {
   await createWidget(apis, crd.kind, namespace, "later", { size: 2 });
   await waitFor(() => Promise.resolve(run.events.includes("add later") ? true : undefined), {
@@ -91,9 +100,11 @@ describe("informer: the current state as a watch's initial events", () => {
   const informers: Informer[] = [];
   let apis!: TestApis;
   let crd!: WidgetCrd;
+  let streams = true;
   const namespace = `watchlist-${process.pid}`;
 
   beforeAll(async () => {
+    streams = streamsByDefault(await testKubeConfig().makeApiClient(VersionApi).getCode());
     apis = testApis();
     crd = widgetCrd(apis);
     await crd.create();
@@ -107,7 +118,8 @@ describe("informer: the current state as a watch's initial events", () => {
     await crd?.delete();
   });
 
-  it("syncs from one watch, with no LIST of the resource, then follows changes", async () => {
+  it("syncs from one watch, with no LIST of the resource, then follows changes", async (context) => {
+    context.skip(!streams, "this apiserver's WatchList gate is off by default (1.33)");
     const kubeconfig = testKubeconfigPath();
     const { kube, sent } = recordingKube(testKubeConfig());
     const run = start(kube, crd.kind, namespace);
@@ -125,6 +137,29 @@ describe("informer: the current state as a watch's initial events", () => {
     expect(widgets).toHaveLength(run.restarts.length + 1);
     expect(await apiserverMetric(kubeconfig, "apiserver_longrunning_requests", crd.kind, "WATCH")).toBeGreaterThanOrEqual(1);
     expect(run.logs.map((l) => l.msg)).not.toContain(REFUSED);
+  });
+
+  it("lists instead where the apiserver does not stream by default (1.33), then follows changes", async (context) => {
+    context.skip(streams, "this apiserver streams a watch's initial events by default");
+    const { kube, sent } = recordingKube(testKubeConfig());
+    const run = start(kube, crd.kind, namespace);
+    informers.push(run.informer);
+    await run.informer.start();
+    expect([...run.events].sort()).toEqual(["add a", "add b", "add c"]);
+    await seesLiveChanges(apis, run, crd, namespace);
+    const widgets = sent.filter((r) => r.includes(`/${crd.kind.plural}`));
+    expect(widgets[0]).toContain("sendInitialEvents=true");
+    expect(widgets[1]).not.toContain("watch=true");
+    expect(run.restarts).toEqual([]);
+    expect(run.logs.filter((l) => l.msg === REFUSED)).toHaveLength(1);
+  });
+});
+
+describe("streamsByDefault", () => {
+  it("follows kube-apiserver's WatchList default: on in 1.32, off in 1.33, on from 1.34", () => {
+    const on = ["31", "32", "33", "34", "37"].map((minor) => streamsByDefault({ major: "1", minor }));
+    expect(on).toEqual([false, true, false, true, true]);
+    expect(streamsByDefault({ major: "1", minor: "34+" })).toBe(true);
   });
 });
 

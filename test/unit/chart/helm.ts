@@ -26,7 +26,7 @@ export function helmBinary(): string {
   const fromEnv = process.env["KEYWARD_HELM"];
   if (fromEnv) return fromEnv;
   const cache = process.env["KEYWARD_CACHE_DIR"] ?? join(homedir(), ".cache", "keyward");
-  const cached = join(cache, "tools", `helm-${pinnedHelmVersion()}`, "helm");
+  const cached = join(cache, "tools", `helm-${pinnedHelmVersion()}-k8s`, "helm");
   if (existsSync(cached)) return cached;
   for (const dir of (process.env["PATH"] ?? "").split(":")) {
     if (dir && existsSync(join(dir, "helm"))) return join(dir, "helm");

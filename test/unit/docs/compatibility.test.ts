@@ -1,9 +1,11 @@
 // docs/compatibility.md's table of versions says what the tests pin: the Kubernetes release of the
 // test control plane and the kind e2e (hack/e2e/lib.sh), the helm ensure-helm.sh builds and the
-// Argo CD module of the e2e; and why Kubernetes 1.28 is the oldest that can serve the CRDs.
+// Argo CD module of the e2e; the oldest Kubernetes the chart takes (its kubeVersion) and why the
+// CRDs alone need 1.28; and the matrix run's row for every minor the control plane builds.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { kubernetesVersionOf, supportedMinors, testMinor } from "../../controlplane/versions.ts";
 import { pinnedHelmVersion, repoRoot } from "../chart/helm.ts";
 
 const read = (file: string): string => readFileSync(join(repoRoot, file), "utf8");
@@ -24,8 +26,19 @@ describe("docs/compatibility.md's versions", () => {
     expect(row("Argo CD")).toMatch(new RegExp(`\\| ${(argocd ?? "").replaceAll(".", "\\.")} \\|$`));
   });
 
-  it("say what needs Kubernetes 1.28: the CRDs' rules with reason and fieldPath", () => {
-    expect(table()).toMatch(/\| Kubernetes \| 1\.28 or newer: the CRDs' validation rules carry `reason` and `fieldPath`/);
+  it("say the oldest Kubernetes the chart takes, and what needs 1.28: the CRDs' rules with reason and fieldPath", () => {
+    const oldest = supportedMinors()[0]?.slice(1) ?? "";
+    expect(read("charts/keyward/Chart.yaml")).toContain(`kubeVersion: ">=${oldest}.0-0"`);
+    expect(table()).toContain(`| Kubernetes | ${oldest} or newer (the chart's \`kubeVersion\`)`);
+    expect(table()).toMatch(/the CRDs alone need 1\.28: their validation rules carry `reason` and `fieldPath`/);
     expect(read("crds/secretsyncs.keyward.dev.yaml")).toMatch(/^ +fieldPath: /m);
+  });
+
+  it("show the matrix run's row for every supported minor, and npm test's release", () => {
+    const text = read("docs/compatibility.md");
+    const matrix = text.slice(text.indexOf("### Tested Kubernetes versions"), text.indexOf("## Version numbers"));
+    expect(matrix).toMatch(/on \d{4}-\d{2}-\d{2} at commit [0-9a-f]{7,}/);
+    for (const minor of supportedMinors()) expect(matrix).toMatch(new RegExp(`^\\| ${kubernetesVersionOf(minor).replaceAll(".", "\\.")} \\|`, "m"));
+    expect(table().split("\n").find((l) => l.startsWith("| Kubernetes |"))).toContain(kubernetesVersionOf(testMinor()));
   });
 });
