@@ -49,7 +49,13 @@
 import { createHash } from "node:crypto";
 import type { ApiClient, CreateSecretSyncBody, Destination, SecretSync, UpdateSecretSyncBody } from "../api/index.ts";
 import { DEFAULT_INITIAL_SYNC_BEHAVIOR, isApiError, isJobInProgress, isServiceNotFound, isRouteNotFound } from "../api/index.ts";
-import { ANNOTATION_CREATE_STARTED, ANNOTATION_PENDING_ACTION, ANNOTATION_RECENT_HANDLED, handledAnnotation } from "../engine/managed.ts";
+import {
+  ANNOTATION_CREATE_STARTED,
+  ANNOTATION_PENDING_ACTION,
+  ANNOTATION_RECENT_HANDLED,
+  createUnconfirmed,
+  handledAnnotation,
+} from "../engine/managed.ts";
 import type { Gauge } from "prom-client";
 import { backoffCeiling } from "../lib/backoff.ts";
 import { requestedAt } from "../lib/request-time.ts";
@@ -440,6 +446,18 @@ async function restoredSync(c: Ctx, record: SecretSync, deleting: boolean): Prom
     ? await projectIdForCleanup(c.kube, c.key.namespace, c.spec)
     : await resolveProjectId(c.kube, c.key.namespace, c.spec);
   if (record.name === name && record.projectId === projectId) return { record };
+  // Being deleted with its Project gone (deleted with Retain), the project cannot be checked: a
+  // sync of the resource's name is still its own when this object's own create mark (its UID)
+  // stands beside the id, as a create pass that announced the id and died before its status write
+  // leaves it. A copy or restore (another UID) is released without a call, as before.
+  if (
+    deleting &&
+    projectId === undefined &&
+    record.name === name &&
+    createUnconfirmed(c.obj.metadata.annotations ?? {}, undefined, c.obj.metadata.uid)
+  ) {
+    return { record };
+  }
   if (deleting) return foundNothing;
   throw externalIdMismatch(
     record.id,
