@@ -198,6 +198,11 @@ function nothingAfterDeletion(e: Evidence, on: CallsOn): Verdict {
 function serviceMatches(e: Evidence): Verdict {
   const violations: string[] = [];
   let checked = 0;
+  const createdAt = new Map<string, number>();
+  for (const c of e.calls) {
+    if (c.operation === "createProject" && landed(c) && c.slug !== undefined)
+      createdAt.set(c.slug, Math.min(c.at, createdAt.get(c.slug) ?? Infinity));
+  }
   const projectsBySlug = groupBy(Object.values(e.final.projects), (p) => p.slug);
   const syncsByName = groupBy(Object.values(e.final.syncs), (s) => s.name);
   const aliceIds = new Set(
@@ -239,8 +244,13 @@ function serviceMatches(e: Evidence): Verdict {
       const declared = ((l.final?.spec["roles"] as ServiceRole[] | undefined) ?? []).map(roleKey).sort();
       if (live && JSON.stringify(roles) !== JSON.stringify(declared))
         violations.push(`${key(l)}: roles ${roles.join(",")}, declared ${declared.join(",")}`);
-      if (!live && l.deletionPolicy === "Revoke" && JSON.stringify(roles) !== JSON.stringify([roleKey({ role: "no-access" })]))
-        violations.push(`${key(l)} (Revoke): roles ${roles.join(",")}`);
+      if (!live && l.deletionPolicy === "Revoke" && JSON.stringify(roles) !== JSON.stringify([roleKey({ role: "no-access" })])) {
+        // The runner seeds the member into each project as the service creates it: a membership
+        // gone before its project existed at the service never had a member to revoke.
+        const projectCreatedAt = Math.min(...projectOf(e, l).map((p) => createdAt.get(p.slug ?? "") ?? Infinity));
+        const goneFirst = l.goneAt !== undefined && l.goneAt < projectCreatedAt;
+        if (!goneFirst) violations.push(`${key(l)} (Revoke): roles ${roles.join(",")}`);
+      }
     }
   }
   const declaredSlugs = new Set(e.lineages.flatMap((l) => (l.slug ? [l.slug] : [])));

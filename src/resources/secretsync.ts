@@ -49,7 +49,7 @@
 import { createHash } from "node:crypto";
 import type { ApiClient, CreateSecretSyncBody, Destination, SecretSync, UpdateSecretSyncBody } from "../api/index.ts";
 import { DEFAULT_INITIAL_SYNC_BEHAVIOR, isApiError, isJobInProgress, isServiceNotFound, isRouteNotFound } from "../api/index.ts";
-import { ANNOTATION_CREATE_STARTED } from "../engine/create-rule.ts";
+import { ANNOTATION_CREATE_STARTED, createUnconfirmed } from "../engine/create-rule.ts";
 import { ANNOTATION_RECENT_HANDLED, handledAnnotation } from "../engine/meta.ts";
 import type { Gauge } from "prom-client";
 import { backoffCeiling } from "../lib/backoff.ts";
@@ -435,6 +435,18 @@ async function restoredSync(c: Ctx, record: SecretSync, deleting: boolean): Prom
     ? await projectIdForCleanup(c.kube, c.key.namespace, c.spec)
     : await resolveProjectId(c.kube, c.key.namespace, c.spec);
   if (record.name === name && record.projectId === projectId) return { record };
+  // Being deleted with its Project gone (deleted with Retain), the project cannot be checked: a
+  // sync of the resource's name is still its own when this object's own create mark (its UID)
+  // stands beside the id, as a create pass that announced the id and died before its status write
+  // leaves it. A copy or restore (another UID) is released without a call, as before.
+  if (
+    deleting &&
+    projectId === undefined &&
+    record.name === name &&
+    createUnconfirmed(c.obj.metadata.annotations ?? {}, undefined, c.obj.metadata.uid)
+  ) {
+    return { record };
+  }
   if (deleting) return foundNothing;
   throw externalIdMismatch(
     record.id,

@@ -137,6 +137,28 @@ describe("the soak's judge", () => {
     ]);
   });
 
+  it("reports a Revoke membership's roles left at the service, unless it was gone before its project was created there", () => {
+    const e = evidence();
+    // The project's create landed at 1_000; the runner seeded alice into it as the service created it.
+    const membership = (goneAt: number): Lineage =>
+      lineage({
+        kind: "ProjectMembership",
+        name: "m-p1",
+        projectName: "p1",
+        deletionPolicy: "Revoke",
+        deleteRequestedAt: goneAt - 100,
+        goneAt,
+      });
+    const final = {
+      ...e.final,
+      users: { U1: { id: "U1", username: "alice@example.com" } },
+      memberships: { M1: { id: "M1", projectId: "P1", userId: "U1", roles: [{ role: "member" }] } },
+    };
+    const after = broken({ ...e, final, lineages: [...e.lineages, membership(2_000)] });
+    expect(after["the service holds exactly what the live resources declare"]).toEqual(["ProjectMembership a/m-p1 (Revoke): roles member"]);
+    expect(broken({ ...e, final, lineages: [...e.lineages, membership(900)] })).toEqual({});
+  });
+
   it("reports a live resource not Ready at its generation", () => {
     const e = evidence();
     const stale = e.lineages.map((l) => (l.kind === "Project" ? { ...l, final: { ...ready({ description: "d" }), generation: 3 } } : l));
