@@ -126,7 +126,7 @@ function registryKeys(k: Kind): MetadataKey[] {
         key: ANNOTATION_CREATE_STARTED,
         what: "annotation",
         by: "keyward",
-        doc: `When keyward started creating the external object; until status.${k.externalId} is set, keyward looks for that object before creating again (no duplicate creates after a crash).`,
+        doc: `When keyward started creating the external object (and, for an object inside a project, the project it was sent to); until status.${k.externalId} is set, keyward looks for that object there before creating again (no duplicate creates after a crash) and before letting a deleted resource go.`,
       },
       {
         key: `${LEGACY_CREATE_PENDING}, ${LEGACY_CREATE_SUCCEEDED}`,

@@ -20,6 +20,11 @@
 // Being deleted while Started with nothing found, the resource is released only once the mark is
 // LATE_COMMIT_WINDOW_MS old: an attempt the service applies late is then found and deleted.
 //
+// A natural key inside a parent (a sync's name in its project) is looked up, while Started, in the
+// parent the attempt was sent to: the mark records it (its scope). Being deleted, the resource
+// naming the parent may be gone already (a Project deleted with its syncs), and only the mark
+// still says where a late commit lands.
+//
 // A refused attempt (a 4xx, keyward's own rate limit, nothing sent) settles only its own outcome:
 // the mark goes when the pass began NotStarted, and stays when it began Started, since the earlier
 // attempt may still commit (a service that holds a request past keyward's timeout).
@@ -35,12 +40,28 @@ export const CREATE_GUARD_ANNOTATIONS = [ANNOTATION_CREATE_STARTED, LEGACY_CREAT
 export type CreateState = "NotStarted" | "Started" | "Confirmed";
 
 /**
- * The create-started mark's value: when, and the UID of the object it was written on. A copy of
- * the object (a manifest exported and applied again, a restore) carries the mark with another UID
- * and no status: that copy never created anything, so its mark does not count.
+ * The create-started mark's value: when, the UID of the object it was written on, and the scope
+ * the create is sent to (a parent's id, URI-encoded), if the kind has one. A copy of the object (a
+ * manifest exported and applied again, a restore) carries the mark with another UID and no status:
+ * that copy never created anything, so its mark does not count.
  */
-export function createStartedMark(at: Date, uid: string | undefined): string {
-  return `${at.toISOString()} ${uid ?? ""}`.trimEnd();
+export function createStartedMark(at: Date, uid: string | undefined, scope?: string): string {
+  return [at.toISOString(), uid ?? "", ...(scope ? [encodeURIComponent(scope)] : [])].join(" ").trimEnd();
+}
+
+/**
+ * The scope this object's own create-started mark records: where an attempt whose outcome is
+ * unknown was sent. Undefined for a mark of another UID, a mark without one (a kind without a
+ * scope, a keyward before scopes) or one that does not decode.
+ */
+export function createScope(annotations: Readonly<Record<string, string>>, uid: string | undefined): string | undefined {
+  const [, markUid, scope] = annotations[ANNOTATION_CREATE_STARTED]?.split(" ") ?? [];
+  if (uid === undefined || markUid !== uid || !scope) return undefined;
+  try {
+    return decodeURIComponent(scope);
+  } catch {
+    return undefined;
+  }
 }
 
 const hasId = (id: unknown): boolean => id !== undefined && id !== null && id !== "";

@@ -525,6 +525,7 @@ class Run<Spec, Status, Conn, External> {
     const create = this.module.create;
     if (!create) return done();
     const guard = this.module.guardCreate;
+    const scope = guard && this.module.createScope ? await this.module.createScope(c) : undefined;
     // Recorded before the call, in one patch with the finalizer, and only on the version of the
     // object this pass read (a resourceVersion precondition: a stale read is a 409, never a
     // second create). If keyward dies after the service accepted the create but before the id
@@ -533,7 +534,7 @@ class Run<Spec, Status, Conn, External> {
       ...(guard
         ? {
             annotations: {
-              [ANNOTATION_CREATE_STARTED]: createStartedMark(this.now(), this.obj.metadata.uid),
+              [ANNOTATION_CREATE_STARTED]: createStartedMark(this.now(), this.obj.metadata.uid, scope),
               [LEGACY_CREATE_PENDING]: null,
               [LEGACY_CREATE_SUCCEEDED]: null,
               // An id of an external object that is gone: the create about to run replaces it.
@@ -553,7 +554,7 @@ class Run<Spec, Status, Conn, External> {
     }
     let created: Observation<Status, External>;
     try {
-      created = await create(c);
+      created = await create(c, scope);
     } catch (err) {
       // The mark goes only once no attempt's outcome is unknown (create-rule.ts): this one refused
       // and none before it. keyward's own annotation change wakes nothing; the failure waits for a

@@ -140,7 +140,14 @@ export interface ManagedModule<Spec, Status, Conn, External = unknown> {
    * status and readiness, and whether fields create cannot set still differ (update then runs
    * in the same pass).
    */
-  create?: (c: ManagedContext<Spec, Status, Conn>) => Promise<Observation<Status, External>>;
+  create?: (c: ManagedContext<Spec, Status, Conn>, scope?: string) => Promise<Observation<Status, External>>;
+  /**
+   * With guardCreate, for an object whose natural key lives in a parent (a sync's name in its
+   * project): the parent's id, resolved before the create-started mark, recorded in it
+   * (create-rule.ts createScope) and handed to `create`, so a lookup while the create is pending
+   * asks where it was sent even once nothing else can tell (the Project resource is gone).
+   */
+  createScope?: (c: ManagedContext<Spec, Status, Conn>) => Promise<string>;
   update?: (c: ManagedContext<Spec, Status, Conn>, obs: Observation<Status, External>) => Promise<StatusPatch<Status>>;
   /** Actions requested on the object (annotations), run once the object exists and is up to date. */
   act?: (c: ManagedContext<Spec, Status, Conn>, obs: Observation<Status, External>) => Promise<StatusPatch<Status>>;

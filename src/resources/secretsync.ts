@@ -49,7 +49,7 @@
 import { createHash } from "node:crypto";
 import type { ApiClient, CreateSecretSyncBody, Destination, SecretSync, UpdateSecretSyncBody } from "../api/index.ts";
 import { DEFAULT_INITIAL_SYNC_BEHAVIOR, isApiError, isJobInProgress, isServiceNotFound, isRouteNotFound } from "../api/index.ts";
-import { ANNOTATION_CREATE_STARTED, createUnconfirmed } from "../engine/create-rule.ts";
+import { ANNOTATION_CREATE_STARTED, createScope, createUnconfirmed } from "../engine/create-rule.ts";
 import { ANNOTATION_RECENT_HANDLED, handledAnnotation } from "../engine/meta.ts";
 import type { Gauge } from "prom-client";
 import { backoffCeiling } from "../lib/backoff.ts";
@@ -60,7 +60,7 @@ import { duplicateWhilePending, externalIdMismatch, mayHaveLanded, ReconcileErro
 import { type DeleteResult, type ManagedContext, type Observation, type Readiness } from "../engine/module.ts";
 import type { KubeObject, ObjectKey, ObjectMeta } from "../engine/types.ts";
 import { keyString } from "../kube/keys.ts";
-import { bounds, finalizerKey, isObserveOnly, notFoundAsUndefined, pausedKey } from "./common.ts";
+import { bounds, finalizerKey, isObserveOnly, notFoundAsUndefined, pausedKey, projectId as projectIdField } from "./common.ts";
 import { connectVia, type ProviderResolver } from "./provider/resolver.ts";
 import { projectIdForCleanup, resolveProjectId } from "./refs.ts";
 import {
@@ -407,10 +407,7 @@ async function findSync(c: Ctx): Promise<Found> {
   // Being deleted, only what is known to be ours counts: a same-named sync of someone else
   // must neither block the deletion nor be deleted.
   if (deleting && !c.createPending) return foundNothing;
-  // Being deleted with its Project already gone: there is nothing keyward knows to clean up.
-  const projectId = deleting
-    ? await projectIdForCleanup(c.kube, c.key.namespace, c.spec)
-    : await resolveProjectId(c.kube, c.key.namespace, c.spec);
+  const projectId = await lookupProject(c, deleting);
   if (projectId === undefined) return foundNothing;
   const name = syncName(c.spec, c.obj.metadata);
   const byName = await findByName(c, name, projectId);
@@ -421,6 +418,32 @@ async function findSync(c: Ctx): Promise<Found> {
   if (!byName) return foundNothing;
   if (c.createPending || byName.id === c.status.syncId) return { record: byName };
   throw alreadyExists(destination, name, projectId, true);
+}
+
+/**
+ * The project to look the sync up in by name. A pending create is looked up where it was sent (its
+ * mark says, even once the Project resource is gone or names another project: found there,
+ * checkProject tells). Being deleted with the Project gone and no such mark, keyward knows of
+ * nothing to clean up (undefined).
+ */
+async function lookupProject(c: Ctx, deleting: boolean): Promise<string | undefined> {
+  const sent = c.createPending ? sentTo(c) : undefined;
+  if (sent !== undefined) return sent;
+  return deleting ? projectIdForCleanup(c.kube, c.key.namespace, c.spec) : resolveProjectId(c.kube, c.key.namespace, c.spec);
+}
+
+/** The project this object's pending create was sent to, as its mark records it (a project id's bounds). */
+function sentTo(c: Ctx): string | undefined {
+  const scope = createScope(c.obj.metadata.annotations ?? {}, c.obj.metadata.uid);
+  return projectIdField.safeParse(scope).success ? scope : undefined;
+}
+
+/** The sync is the one this object's own unconfirmed create made: in the project its mark records, when it records one. */
+function ownCreate(c: Ctx, record: SecretSync): boolean {
+  const annotations = c.obj.metadata.annotations ?? {};
+  if (!createUnconfirmed(annotations, undefined, c.obj.metadata.uid)) return false;
+  const sent = sentTo(c);
+  return sent === undefined || record.projectId === sent;
 }
 
 /**
@@ -435,18 +458,11 @@ async function restoredSync(c: Ctx, record: SecretSync, deleting: boolean): Prom
     ? await projectIdForCleanup(c.kube, c.key.namespace, c.spec)
     : await resolveProjectId(c.kube, c.key.namespace, c.spec);
   if (record.name === name && record.projectId === projectId) return { record };
-  // Being deleted with its Project gone (deleted with Retain), the project cannot be checked: a
-  // sync of the resource's name is still its own when this object's own create mark (its UID)
-  // stands beside the id, as a create pass that announced the id and died before its status write
-  // leaves it. A copy or restore (another UID) is released without a call, as before.
-  if (
-    deleting &&
-    projectId === undefined &&
-    record.name === name &&
-    createUnconfirmed(c.obj.metadata.annotations ?? {}, undefined, c.obj.metadata.uid)
-  ) {
-    return { record };
-  }
+  // Being deleted with its Project gone (deleted with Retain), the project is the one this
+  // object's own create mark (its UID) records, as a create pass that announced the id and died
+  // before its status write leaves it; a mark of an older keyward records none, and the resource's
+  // name with its own mark decides. A copy or restore (another UID) is released without a call.
+  if (deleting && projectId === undefined && record.name === name && ownCreate(c, record)) return { record };
   if (deleting) return foundNothing;
   throw externalIdMismatch(
     record.id,
@@ -508,8 +524,9 @@ function observedRecord(rt: Runtime, c: Ctx, record: SecretSync): Observation<St
   };
 }
 
-async function create(rt: Runtime, c: Ctx): Promise<Observation<Status>> {
-  const projectId = await resolveProjectId(c.kube, c.key.namespace, c.spec);
+async function create(rt: Runtime, c: Ctx, scope: string | undefined): Promise<Observation<Status>> {
+  // The project resolved before the create-started mark, which records it (createScope).
+  const projectId = scope ?? (await resolveProjectId(c.kube, c.key.namespace, c.spec));
   const name = syncName(c.spec, c.obj.metadata);
   const destination = c.spec.destination;
   return observedRecord(rt, c, await createOrFind(c, destination, name, projectId));
@@ -791,7 +808,10 @@ export function secretSyncModule(deps: SecretSyncModuleDeps): KindModule<SecretS
     needsFinalizer: (spec) => spec.deletionPolicy === "RemoveSecrets" || spec.deletionPolicy === "Delete",
     connect: connectVia(deps.providers),
     observe: (c) => observe(rt, c),
-    create: (c) => create(rt, c),
+    create: (c, scope) => create(rt, c, scope),
+    // The mark records the project the create is sent to: a lookup while it is pending asks there,
+    // even once the Project resource is gone.
+    createScope: (c) => resolveProjectId(c.kube, c.key.namespace, c.spec),
     update: (c, obs) => update(rt, c, obs),
     act: (c) => act(rt, c),
     delete: (c, obs) => remove(rt, c, obs),

@@ -2,6 +2,8 @@
 // interleaving that once broke it (docs/architecture.md, "Create once, one holder"):
 // - a create whose outcome is unknown stays pending when its retry is refused, so the late commit
 //   is found as this resource's and deleted with it;
+// - a sync deleted with its Project while its create's outcome is unknown is looked up in the
+//   project the create was sent to, and the late commit deleted;
 // - two resources adopting one existing project at the same moment: exactly one holds it, and
 //   deleting the other deletes nothing;
 // - an id named in metadata alone (a paused resource that never confirmed it) holds nothing
@@ -189,6 +191,59 @@ describe("the create rule, being deleted", () => {
     expect(ops("deleteProject", since)).toHaveLength(1);
     const left = await fetch(`${emulator.url}/api/v1/projects/slug/late-while-deleting`, { headers: { authorization: `Bearer ${TOKEN}` } });
     expect(left.status).toBe(404);
+  });
+});
+
+describe("the create rule, being deleted with its project", () => {
+  it("looks a late-committed sync up in the project its create was sent to, when that Project resource is gone too", async () => {
+    // The Project keeps its project at the service (Retain) and goes at once; the sync's create
+    // times out (1 s) while the service holds it 4 s and then commits it. The deletion can no
+    // longer resolve spec.projectRef, so only the project the create was sent to finds the sync.
+    await createCustom(kc, a.name, "projects", project("sync-home", { slug: "sync-home", deletionPolicy: "Retain" }));
+    const home = await waitForObject(kc, a.name, "projects", "sync-home", {
+      until: isReady,
+      timeoutMs: 60_000,
+      description: "sync-home Ready",
+    });
+    const projectId = String(home.status?.["projectId"]);
+    await mergePatchCustom(kc, a.name, "providerconfigs", "default", { spec: { timeoutSeconds: 1 } });
+    const match = { method: "POST", pathPattern: "^/api/v1/secret-syncs/data-platform$" };
+    const since = emulator.requests().length;
+    emulator.setFaults({ match, latencyMs: 4_000, landsWithoutClient: true });
+    const sync = dataPlatformSync("homeless", { name: "homeless", deletionPolicy: "Delete", environment: "dev" }) as {
+      spec: Record<string, unknown>;
+    };
+    delete sync.spec["projectId"];
+    sync.spec["projectRef"] = { name: "sync-home" };
+    try {
+      await createCustom(kc, a.name, "secretsyncs", sync);
+      await waitFor(() => Promise.resolve(emulator.heldRequests() > 0 ? true : undefined), {
+        timeoutMs: 30_000,
+        description: "the create held",
+      });
+      await Promise.all([deleteCustom(kc, a.name, "projects", "sync-home"), deleteCustom(kc, a.name, "secretsyncs", "homeless")]);
+      await gone(a.name, "projects", "sync-home");
+      // Longer than the create rule's window (a minute), so that the code before the fix, which
+      // waits it out and lets go, fails on what it left rather than on a timeout.
+      await waitFor(async () => ((await getCustom(kc, a.name, "secretsyncs", "homeless")) ? undefined : true), {
+        timeoutMs: 120_000,
+        description: "homeless gone",
+      });
+    } finally {
+      emulator.setFaults({});
+      await mergePatchCustom(kc, a.name, "providerconfigs", "default", { spec: { timeoutSeconds: 5 } });
+    }
+    const creates = ops("createSecretSync", since);
+    expect(creates.map((r) => [r.status, r.fault, (r.body as { projectId?: string }).projectId])).toEqual([
+      [200, "client-gone", projectId],
+    ]);
+    // The late commit was found in its project and deleted before the resource went: nothing is left.
+    const deletes = ops("deleteSecretSync", since);
+    expect(deletes).toHaveLength(1);
+    const headers = { authorization: `Bearer ${TOKEN}` };
+    const byName = await fetch(`${emulator.url}/api/v1/secret-syncs/data-platform/sync-name/homeless?projectId=${projectId}`, { headers });
+    expect(byName.status).toBe(404);
+    expect((await fetch(`${emulator.url}${deletes[0]?.path ?? ""}`, { headers })).status).toBe(404);
   });
 });
 

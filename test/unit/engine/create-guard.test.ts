@@ -7,6 +7,7 @@ import {
   LEGACY_CREATE_SUCCEEDED,
 } from "../../../src/engine/create-rule.ts";
 import {
+  createScope,
   createState,
   duplicateAnswer,
   LATE_COMMIT_WINDOW_MS,
@@ -44,6 +45,25 @@ describe("createUnconfirmed", () => {
     expect(createUnconfirmed({ [LEGACY_CREATE_PENDING]: at, [LEGACY_CREATE_SUCCEEDED]: at }, undefined)).toBe(false);
     expect(createUnconfirmed({ [LEGACY_CREATE_SUCCEEDED]: at }, undefined)).toBe(false);
     expect(createUnconfirmed({ [LEGACY_CREATE_PENDING]: at }, "p-1")).toBe(false);
+  });
+});
+
+describe("createScope", () => {
+  const scoped = createStartedMark(new Date(at), uid, "proj 1/é");
+
+  it("reads back the scope this object's mark records, however the id is spelled", () => {
+    expect(createScope({ [ANNOTATION_CREATE_STARTED]: scoped }, uid)).toBe("proj 1/é");
+    // the mark's time and UID read as before: a keyward without scopes sees the same state
+    expect(createState({ [ANNOTATION_CREATE_STARTED]: scoped }, undefined, uid)).toBe("Started");
+    expect(releaseWhileStarted(scoped, Date.parse(at))).toEqual({ wait: LATE_COMMIT_WINDOW_MS });
+  });
+
+  it("is undefined for a mark without a scope, of another UID, or that does not decode", () => {
+    expect(createScope({ [ANNOTATION_CREATE_STARTED]: mark }, uid)).toBeUndefined();
+    expect(createScope({ [ANNOTATION_CREATE_STARTED]: createStartedMark(new Date(at), "another-uid", "p-1") }, uid)).toBeUndefined();
+    expect(createScope({ [ANNOTATION_CREATE_STARTED]: scoped }, undefined)).toBeUndefined();
+    expect(createScope({ [ANNOTATION_CREATE_STARTED]: `${at} ${uid} %E0%A4%A` }, uid)).toBeUndefined();
+    expect(createScope({ [LEGACY_CREATE_PENDING]: at }, uid)).toBeUndefined();
   });
 });
 
