@@ -464,13 +464,7 @@ class Run<Spec, Status, Conn, External> {
     this.confirmId(observed);
     // A create adds the finalizer in the same patch as its pending mark.
     if (!observed.exists) return this.whenAbsent(c, observed, needsFinalizer && !hasFinalizer);
-    if (needsFinalizer && !hasFinalizer) {
-      // What observe found (a membership's project id) is recorded before the finalizer promises
-      // the cleanup that needs it: a pass that dies after its service write but before its status
-      // write would otherwise leave a deletion that cannot find it once the Project is gone.
-      await this.writeStatus({});
-      await this.patchMeta({ finalizers: { add: FINALIZER } });
-    }
+    if (needsFinalizer && !hasFinalizer) await this.patchMeta({ finalizers: { add: FINALIZER } });
     return this.reconcileExisting(c, observed);
   }
 
