@@ -102,7 +102,7 @@ export type KindModule<S, T, C, E = unknown> = Omit<ManagedModule<S, T, C, E>, "
  * The status fields a kind keeps in annotations besides its external id: each action's last
  * handled value, and every metadata key that mirrors a status field.
  */
-export function durableFieldsOf(kind: Kind): DurableFields {
+export function kindDurableFields(kind: Kind): DurableFields {
   const fields: Record<string, DurableField> = {};
   for (const action of Object.values(kind.actions ?? {})) fields[action.handledAnnotation] = action.handled;
   for (const m of kind.metadata ?? []) if (m.mirrors) fields[m.key] = m.mirrors;
@@ -120,11 +120,11 @@ export function managedModuleOf<S, T, C, E>(kind: Kind, module: KindModule<S, T,
     if (fact in module) throw new Error(`${kind.ref.kind}: ${fact} is declared on the Kind record, not again in its module`);
   }
   const idField = kind.externalId as (keyof T & string) | undefined;
-  const durable = durableFieldsOf(kind) as ManagedModule<S, T, C, E>["durable"];
+  const durable = kindDurableFields(kind);
   return {
     ...module,
     ...(kind.reasons ? { reasons: kind.reasons } : {}),
     guardCreate: idField === undefined ? false : { idField },
-    ...(durable && Object.keys(durable).length > 0 ? { durable } : {}),
+    ...(Object.keys(durable).length > 0 ? { durable: durable as NonNullable<ManagedModule<S, T, C, E>["durable"]> } : {}),
   };
 }

@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { crdFromSources } from "../../../src/crd/crd.ts";
 import { ANNOTATION_EXTERNAL_ID } from "../../../src/engine/holder.ts";
-import { durableFieldsOf, managedModuleOf, type Kind, type KindModule } from "../../../src/resources/kind.ts";
+import { kindDurableFields, managedModuleOf, type Kind, type KindModule } from "../../../src/resources/kind.ts";
 import { kinds } from "../../../src/resources/registry.ts";
 
 function statusFields(k: Kind): string[] {
@@ -33,7 +33,7 @@ describe("each fact of a kind, declared once on its Kind record", () => {
       const fields = statusFields(k);
       const named = [
         ...(k.externalId === undefined ? [] : [k.externalId]),
-        ...Object.values(durableFieldsOf(k)).map((d) => (typeof d === "string" ? d : d.field)),
+        ...Object.values(kindDurableFields(k)).map((d) => (typeof d === "string" ? d : d.field)),
       ];
       for (const field of named) expect(fields, `${k.ref.kind}: status.${field}`).toContain(field);
     }
@@ -61,6 +61,6 @@ describe("each fact of a kind, declared once on its Kind record", () => {
   });
 
   it("keeps keyward.dev/external-id to the engine: no kind mirrors it by hand", () => {
-    for (const k of kinds) expect(Object.keys(durableFieldsOf(k))).not.toContain(ANNOTATION_EXTERNAL_ID);
+    for (const k of kinds) expect(Object.keys(kindDurableFields(k))).not.toContain(ANNOTATION_EXTERNAL_ID);
   });
 });
