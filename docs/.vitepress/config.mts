@@ -71,6 +71,7 @@ export default defineConfig({
           { text: "Helm values", link: "/reference/values" },
           { text: "Conditions and troubleshooting by reason", link: "/kinds" },
           { text: "Versions and compatibility", link: "/compatibility" },
+          { text: "The v1beta1 API (design)", link: "/api-review" },
         ],
       },
       {
