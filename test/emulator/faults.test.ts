@@ -63,7 +63,7 @@ describe("faults", () => {
   });
 
   it("lands a request held before handling whose client gave up, when asked to", async () => {
-    emu.setFaults({ match: { method: "POST", pathPattern: "^/api/v2/workspace$" }, latencyMs: 300, landsWithoutClient: true });
+    emu.setFaults({ match: { method: "POST", pathPattern: "^/api/v2/workspace$" }, latencyMs: 60_000, landsWithoutClient: true });
     const abort = new AbortController();
     const gaveUp = fetch(`${emu.url}/api/v2/workspace`, {
       method: "POST",
@@ -73,7 +73,12 @@ describe("faults", () => {
     });
     gaveUp.catch(() => undefined);
     await eventually(() => Promise.resolve(emu.heldRequests() > 0 ? true : undefined));
+    expect(emu.heldRequests({ clientGone: true })).toBe(0);
     abort.abort();
+    // The hold sees its client go, and lands when released (not when a latency happens to end).
+    await eventually(() => Promise.resolve(emu.heldRequests({ clientGone: true }) === 1 ? true : undefined));
+    expect(emu.requests().filter((r) => r.operation === "createProject")).toEqual([]);
+    expect(emu.releaseHeld()).toBe(1);
     const landed = await eventually(() => {
       const logged = emu.requests().filter((r) => r.operation === "createProject");
       return Promise.resolve(logged.length > 0 ? logged : undefined);
@@ -81,6 +86,17 @@ describe("faults", () => {
     expect(landed.map((r) => [r.status, r.fault])).toEqual([[200, "client-gone"]]);
     emu.setFaults({});
     expect((await call(emu, "GET", "/api/v1/projects/slug/late-lands")).status).toBe(200);
+  });
+
+  it("answers a held request at once when released, its client still waiting", async () => {
+    emu.setFaults({ match: { pathPattern: "/memberships$" }, latencyMs: 60_000 });
+    const held = call(emu, "GET", "/api/v1/projects/x/memberships");
+    await eventually(() => Promise.resolve(emu.heldRequests() === 1 ? true : undefined));
+    expect(emu.heldRequests({ clientGone: true })).toBe(0);
+    expect(emu.releaseHeld()).toBe(1);
+    expect((await held).status).toBe(404);
+    expect(emu.heldRequests()).toBe(0);
+    expect(emu.releaseHeld()).toBe(0);
   });
 
   it("holds the answer after handling: the change is applied and logged while the client waits", async () => {

@@ -1,6 +1,6 @@
 // Injected faults, restricted to /api requests that match `match`. Counted faults (rateLimit,
 // drop) are consumed as matching requests arrive.
-import { sleep } from "./http.ts";
+import type { Socket } from "node:net";
 import type { Faults } from "./types.ts";
 
 export type FaultDecision =
@@ -16,16 +16,25 @@ export interface FaultState {
   latencyFor(method: string, path: string, phase?: "before-handling" | "after-handling"): number;
   /** Decides (and consumes) the fault for one request. */
   decide(method: string, path: string): FaultDecision;
-  /** Holds one request for its latency, counted by held() meanwhile. */
-  hold(ms: number): Promise<void>;
-  /** Requests being held by a latency fault right now (before or after handling). */
-  held(): number;
+  /** Holds one request for its latency (or until release()), counted by held() meanwhile. */
+  hold(ms: number, client?: Socket): Promise<void>;
+  /**
+   * Requests being held by a latency fault right now (before or after handling); `clientGone`:
+   * only those whose client has closed its connection meanwhile (a timeout, a crash).
+   */
+  held(filter?: { clientGone?: boolean }): number;
+  /**
+   * Ends every hold now; returns how many. A test that needs a held request to land after some
+   * other event (a retry refused, a deletion's lookup) releases it when it has seen that event,
+   * instead of betting on a latency outlasting it on a slow machine.
+   */
+  release(): number;
 }
 
 export function createFaultState(): FaultState {
   let faults: Faults = {};
   let pattern: RegExp | undefined;
-  let holding = 0;
+  const holds = new Map<() => void, { clientGone: boolean }>();
 
   const matches = (method: string, path: string): boolean => {
     const match = faults.match;
@@ -39,15 +48,36 @@ export function createFaultState(): FaultState {
       pattern = next.match?.pathPattern === undefined ? undefined : new RegExp(next.match.pathPattern);
     },
     get: () => structuredClone(faults),
-    async hold(ms) {
-      holding += 1;
+    async hold(ms, client) {
+      let release = (): void => undefined;
+      const ended = new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, ms);
+        timer.unref();
+        release = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      const state = { clientGone: client?.destroyed === true };
+      const gone = (): void => {
+        state.clientGone = true;
+      };
+      client?.once("close", gone);
+      holds.set(release, state);
       try {
-        await sleep(ms);
+        await ended;
       } finally {
-        holding -= 1;
+        holds.delete(release);
+        client?.off("close", gone);
       }
     },
-    held: () => holding,
+    held: (filter) =>
+      filter?.clientGone === undefined ? holds.size : [...holds.values()].filter((h) => h.clientGone === filter.clientGone).length,
+    release() {
+      const now = [...holds.keys()];
+      for (const release of now) release();
+      return now.length;
+    },
     latencyFor: (method, path, phase = "before-handling") =>
       matches(method, path) && (faults.latencyWhen ?? "before-handling") === phase ? (faults.latencyMs ?? 0) : 0,
     decide(method, path) {

@@ -58,7 +58,7 @@ export async function handleApiRequest(p: Pipeline, req: IncomingMessage, res: S
   // Read before the hold: a fault set meanwhile (the next step of a test's schedule) does not
   // change what this request was promised.
   const landsWithoutClient = latency > 0 && p.faults.get().landsWithoutClient === true;
-  if (latency > 0) await p.faults.hold(latency);
+  if (latency > 0) await p.faults.hold(latency, req.socket);
   // The emulator may have closed (or the client gone) during the delay: nothing left to answer,
   // and nothing handled unless the fault says a held request lands anyway.
   if (req.socket.destroyed) {

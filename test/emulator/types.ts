@@ -28,8 +28,16 @@ export interface Emulator {
   requests(): RecordedRequest[];
   clearRequests(): void;
   setFaults(f: Faults): void;
-  /** Requests a latency fault is holding right now (not yet answered). */
-  heldRequests(): number;
+  /**
+   * Requests a latency fault is holding right now (not yet answered); `clientGone`: only those
+   * whose client closed its connection meanwhile.
+   */
+  heldRequests(filter?: { clientGone?: boolean }): number;
+  /**
+   * Ends every latency hold now (returns how many): a held request then lands (landsWithoutClient)
+   * or is answered. Tests order a late commit after an event this way, not by a latency.
+   */
+  releaseHeld(): number;
   seed(s: Seed): void;
   setJobOutcome(o: JobOutcome): void;
   addMember(m: MemberSeed): void;

@@ -117,15 +117,36 @@ const createCases: Record<string, CreateCase> = {
   },
 };
 
+// A held create is released when the test has seen what must come before its late commit, and
+// only once its client has given up: the order is the test's, not a race between a latency and
+// a slow machine. The latency is only a cap.
+const HOLD_CAP_MS = 120_000;
+
+async function releaseWhen(description: string, seen: () => boolean): Promise<void> {
+  await waitFor(() => Promise.resolve(seen() && emulator.heldRequests({ clientGone: true }) > 0 ? true : undefined), {
+    timeoutMs: 60_000,
+    description,
+  });
+  expect(emulator.releaseHeld()).toBe(1);
+}
+
+/** The requests of `operation` since `since` (an index into the emulator's log) that came after `after`. */
+function opsAfter(operation: string, since: number, after: number): number {
+  return emulator
+    .requests()
+    .slice(since)
+    .filter((r) => r.operation === operation && Date.parse(r.at) >= after).length;
+}
+
 describe.each(Object.entries(createCases))("the create rule, %s", (kind, k) => {
   it("keeps a create pending when its retry is refused, and finds the late commit as its own", async () => {
-    // One attempt times out (1 s) while the service holds it 6 s and then commits it; the retry,
-    // meanwhile, is refused with a 429. The first attempt's outcome is still unknown then.
+    // One attempt times out (1 s) while the service holds it; the retry, meanwhile, is refused
+    // with a 429; only then does the held attempt commit. Its outcome is still unknown at the refusal.
     await mergePatchCustom(kc, a.name, "providerconfigs", "default", { spec: { timeoutSeconds: 1 } });
     const match = { method: "POST", pathPattern: k.pathPattern };
     const since = emulator.requests().length;
     const name = `late-${kind.toLowerCase()}`;
-    emulator.setFaults({ match, latencyMs: 6_000, landsWithoutClient: true });
+    emulator.setFaults({ match, latencyMs: HOLD_CAP_MS, landsWithoutClient: true });
     try {
       await createCustom(kc, a.name, k.plural, k.object(name));
       await waitFor(() => Promise.resolve(emulator.heldRequests() > 0 ? true : undefined), {
@@ -133,6 +154,7 @@ describe.each(Object.entries(createCases))("the create rule, %s", (kind, k) => {
         description: "the first create held",
       });
       emulator.setFaults({ match, rateLimit: { count: 1, retryAfterSeconds: 8 } });
+      await releaseWhen("the retry refused", () => ops(k.create, since).some((r) => r.status === 429));
       await waitFor(() => Promise.resolve(ops(k.create, since).some((r) => r.status === 200) ? true : undefined), {
         timeoutMs: 30_000,
         description: "the first create committed",
@@ -167,19 +189,21 @@ describe.each(Object.entries(createCases))("the create rule, %s", (kind, k) => {
 
 describe("the create rule, being deleted", () => {
   it("waits for a create whose outcome is unknown before it lets the resource go, and deletes the late commit", async () => {
-    // The create times out (1 s) while the service holds it 4 s and then commits it; the resource
-    // is deleted meanwhile, when a lookup by its slug finds nothing yet.
+    // The create times out (1 s) while the service holds it; the resource is deleted meanwhile,
+    // and a lookup by its slug finds nothing yet; only then does the held create commit.
     await mergePatchCustom(kc, a.name, "providerconfigs", "default", { spec: { timeoutSeconds: 1 } });
     const match = { method: "POST", pathPattern: "^/api/v2/workspace$" };
     const since = emulator.requests().length;
-    emulator.setFaults({ match, latencyMs: 4_000, landsWithoutClient: true });
+    emulator.setFaults({ match, latencyMs: HOLD_CAP_MS, landsWithoutClient: true });
     try {
       await createCustom(kc, a.name, "projects", project("going", { slug: "late-while-deleting", deletionPolicy: "Delete" }));
       await waitFor(() => Promise.resolve(emulator.heldRequests() > 0 ? true : undefined), {
         timeoutMs: 30_000,
         description: "the create held",
       });
+      const deletedAt = Date.now();
       await deleteCustom(kc, a.name, "projects", "going");
+      await releaseWhen("a lookup by slug after the deletion", () => opsAfter("getProjectBySlug", since, deletedAt) > 0);
       await gone(a.name, "projects", "going");
     } finally {
       emulator.setFaults({});
@@ -197,8 +221,9 @@ describe("the create rule, being deleted", () => {
 describe("the create rule, being deleted with its project", () => {
   it("looks a late-committed sync up in the project its create was sent to, when that Project resource is gone too", async () => {
     // The Project keeps its project at the service (Retain) and goes at once; the sync's create
-    // times out (1 s) while the service holds it 4 s and then commits it. The deletion can no
-    // longer resolve spec.projectRef, so only the project the create was sent to finds the sync.
+    // times out (1 s) while the service holds it, and commits only after the deletion has looked
+    // for it once. The deletion can no longer resolve spec.projectRef, so only the project the
+    // create was sent to finds the sync.
     await createCustom(kc, a.name, "projects", project("sync-home", { slug: "sync-home", deletionPolicy: "Retain" }));
     const home = await waitForObject(kc, a.name, "projects", "sync-home", {
       until: isReady,
@@ -209,7 +234,7 @@ describe("the create rule, being deleted with its project", () => {
     await mergePatchCustom(kc, a.name, "providerconfigs", "default", { spec: { timeoutSeconds: 1 } });
     const match = { method: "POST", pathPattern: "^/api/v1/secret-syncs/data-platform$" };
     const since = emulator.requests().length;
-    emulator.setFaults({ match, latencyMs: 4_000, landsWithoutClient: true });
+    emulator.setFaults({ match, latencyMs: HOLD_CAP_MS, landsWithoutClient: true });
     const sync = dataPlatformSync("homeless", { name: "homeless", deletionPolicy: "Delete", environment: "dev" }) as {
       spec: Record<string, unknown>;
     };
@@ -221,8 +246,10 @@ describe("the create rule, being deleted with its project", () => {
         timeoutMs: 30_000,
         description: "the create held",
       });
+      const deletedAt = Date.now();
       await Promise.all([deleteCustom(kc, a.name, "projects", "sync-home"), deleteCustom(kc, a.name, "secretsyncs", "homeless")]);
       await gone(a.name, "projects", "sync-home");
+      await releaseWhen("a lookup of the sync by name after the deletion", () => opsAfter("getSecretSyncByName", since, deletedAt) > 0);
       // Longer than the create rule's window (a minute), so that the code before the fix, which
       // waits it out and lets go, fails on what it left rather than on a timeout.
       await waitFor(async () => ((await getCustom(kc, a.name, "secretsyncs", "homeless")) ? undefined : true), {

@@ -44,10 +44,20 @@ describe("an action call applied after keyward's timeout", () => {
       { timeoutMs: 60_000, description: "the sync created and its first job settled" },
     );
     const syncId = String(created.status?.["syncId"]);
-    // The ProviderConfig's timeout is 5 s: each sync-secrets call is held 7 s, then applied.
-    emulator.setFaults({ match: { method: "POST", pathPattern: `/${syncId}/sync-secrets$` }, latencyMs: 7_000, landsWithoutClient: true });
+    // The ProviderConfig's timeout is 5 s: the sync-secrets call is held until keyward has given
+    // up on it (its connection closed), then applied.
+    emulator.setFaults({
+      match: { method: "POST", pathPattern: `/${syncId}/sync-secrets$` },
+      latencyMs: 120_000,
+      landsWithoutClient: true,
+    });
     const value = "2031-01-01T00:00:00.000Z";
     await mergePatchCustom(kc, ns.name, "secretsyncs", "late", { metadata: { annotations: { "keyward.dev/sync-requested-at": value } } });
+    await waitFor(() => Promise.resolve(emulator.heldRequests({ clientGone: true }) > 0 || undefined), {
+      timeoutMs: 60_000,
+      description: "keyward gave up on the held call",
+    });
+    expect(emulator.releaseHeld()).toBe(1);
     await waitFor(
       () => Promise.resolve(emulator.requests().some((r) => r.operation === "triggerSecretSync" && r.status === 200) || undefined),
       {
