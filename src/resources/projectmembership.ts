@@ -34,6 +34,7 @@ import {
   readyColumns,
   finalizerKey,
   pausedKey,
+  projectIdKey,
 } from "./common.ts";
 import { createSharedListing, DEFAULT_LISTING_TTL_MS, isSteady, listedOrTooLarge, listingScope, type SharedListing } from "./listing.ts";
 import { connectVia, type ProviderResolver } from "./provider/resolver.ts";
@@ -459,7 +460,9 @@ type Ctx = ManagedContext<ProjectMembershipSpec, ProjectMembershipStatus, ApiCli
 
 /**
  * The project id; while the resource is being deleted, an unresolved Project falls back to the id
- * last seen, and without one (a restore) a Project that exists is waited for (projectIdForCleanup).
+ * last seen, and without one (a restore, a pass that died before its status write) a Project that
+ * exists is waited for, and one that is gone gives the project this resource recorded
+ * (projectIdForCleanup).
  */
 async function projectIdOf(c: Ctx): Promise<string | undefined> {
   try {
@@ -467,7 +470,7 @@ async function projectIdOf(c: Ctx): Promise<string | undefined> {
   } catch (err) {
     const deleting = c.obj.metadata.deletionTimestamp !== undefined;
     if (!deleting || !(err instanceof ReconcileError) || err.reason !== "ReferenceNotReady") throw err;
-    return c.status.projectId ?? (await projectIdForCleanup(c.kube, c.key.namespace, c.spec));
+    return c.status.projectId ?? (await projectIdForCleanup(c));
   }
 }
 
@@ -638,7 +641,7 @@ export const kind: Kind = {
   },
   refers: { providerConfig: true, project: true },
   serviceIdFields: ["membershipId", "groupMembershipId"],
-  metadata: [pausedKey, finalizerKey("deletionPolicy is Revoke")],
+  metadata: [pausedKey, finalizerKey("deletionPolicy is Revoke"), projectIdKey],
   controller: (d) => {
     // The rule spans namespaces, so its rivals come from every replica's share (with sharding).
     const everyone = d.everywhere(ref);
