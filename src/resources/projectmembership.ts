@@ -492,12 +492,16 @@ const objectOrder = (o: KubeObject): string => `${o.metadata.creationTimestamp ?
 /**
  * Two ProjectMemberships (often of two teams, in two namespaces) naming one subject of one
  * project would each correct the other on every resync, and one's Revoke would undo the other's
- * grant. The oldest one manages the subject; the others report SubjectClaimed and change nothing.
+ * grant. The oldest one recording the member manages the subject; the others report
+ * SubjectClaimed and change nothing. One that records the project but no member id is waiting
+ * (SubjectClaimed, MemberNotFound) and holds nothing: counted, an older one that lost the lock to
+ * a younger would make the younger yield too, and neither would manage.
  */
 export function claimant(self: KubeObject, peers: readonly KubeObject[], projectId: string, subject: string): KubeObject | undefined {
   const rivals = peers.filter((p) => {
-    const st = (p.status ?? {}) as { projectId?: string; groupId?: string };
-    return p.metadata.deletionTimestamp === undefined && st.projectId === projectId && subjectKey(p.spec, st) === subject;
+    const st = (p.status ?? {}) as { projectId?: string; groupId?: string; membershipId?: string; groupMembershipId?: string };
+    const recordsMember = typeof (st.membershipId ?? st.groupMembershipId) === "string";
+    return p.metadata.deletionTimestamp === undefined && st.projectId === projectId && recordsMember && subjectKey(p.spec, st) === subject;
   });
   const first = [...rivals, self].sort((a, b) => objectOrder(a).localeCompare(objectOrder(b)))[0];
   return first && first.metadata.uid !== self.metadata.uid ? first : undefined;
