@@ -447,6 +447,7 @@ class Run<Spec, Status, Conn, External> {
         this.requestedRequeueMs = Math.min(ms, this.requestedRequeueMs ?? ms);
       },
       hold: (id) => this.holdLock(id),
+      recording: (ref, id) => this.deps.locks?.labelled(ref, id) ?? Promise.resolve([]),
     };
   }
 
@@ -464,7 +465,11 @@ class Run<Spec, Status, Conn, External> {
     this.confirmId(observed);
     // A create adds the finalizer in the same patch as its pending mark.
     if (!observed.exists) return this.whenAbsent(c, observed, needsFinalizer && !hasFinalizer);
-    if (needsFinalizer && !hasFinalizer) await this.patchMeta({ finalizers: { add: FINALIZER } });
+    // The scope the cleanup will need rides in the finalizer's write, before any call of this pass.
+    if (needsFinalizer && !hasFinalizer) {
+      const scope = this.module.scope ? this.kindStatus[this.module.scope.field] : undefined;
+      await this.patchMeta({ finalizers: { add: FINALIZER }, annotations: this.scopeRecord(scope, true) });
+    }
     return this.reconcileExisting(c, observed);
   }
 
@@ -533,6 +538,7 @@ class Run<Spec, Status, Conn, External> {
               [LEGACY_CREATE_SUCCEEDED]: null,
               // An id of an external object that is gone: the create about to run replaces it.
               [ANNOTATION_EXTERNAL_ID]: null,
+              ...this.scopeRecord(scope, addFinalizer),
             },
             labels: { [EXTERNAL_ID_LABEL]: null },
           }
@@ -704,9 +710,21 @@ class Run<Spec, Status, Conn, External> {
 
   /** The metadata that must outlive the cluster, and a new id's label: one patch, only when something differs. */
   private async recordDurable(): Promise<void> {
-    const annotations = durableAnnotations(this.deps.durable, this.kindStatus);
+    const scope = this.module.scope ? this.kindStatus[this.module.scope.field] : undefined;
+    const annotations = { ...durableAnnotations(this.deps.durable, this.kindStatus), ...this.scopeRecord(scope, false) };
     const labels = this.idLabel();
     if (Object.keys(annotations).length > 0 || labels) await this.patchMeta({ annotations, ...(labels ? { labels } : {}) });
+  }
+
+  /**
+   * The annotation recording the scope (module.scope) as `value`, for an object that holds the
+   * finalizer or gets it in the same write (`adding`): only a deletion that calls the service reads
+   * it back. Nothing while the value is unknown.
+   */
+  private scopeRecord(value: unknown, adding: boolean): Record<string, string> {
+    const scope = this.module.scope;
+    const holds = adding || (this.obj.metadata.finalizers ?? []).includes(FINALIZER);
+    return scope && holds && typeof value === "string" && value !== "" ? { [scope.annotation]: value } : {};
   }
 
   /** The label announcing the guarded id status records (holder.ts), for the claim rule's fresh reads. */

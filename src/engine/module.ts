@@ -33,6 +33,7 @@ export function derivedContext<Spec, Status, Conn>(
     saveStatus: c.saveStatus,
     requeueAfter: c.requeueAfter,
     hold: c.hold,
+    recording: c.recording,
   };
 }
 export interface Readiness {
@@ -108,6 +109,11 @@ export interface ManagedContext<Spec, Status, Conn> {
    * (holder.ts). Held, it is released with this resource's finalizer.
    */
   hold: (id: string) => Promise<ObjectKey | undefined>;
+  /**
+   * The resources of `ref` that record the external id `id` (the claim rule's label, holder.ts)
+   * in every watched namespace, fresh from the apiserver; none without the claim rule's locks.
+   */
+  recording: (ref: KindRef, id: string) => Promise<KubeObject[]>;
 }
 
 export interface ManagedModule<Spec, Status, Conn, External = unknown> {
@@ -132,6 +138,13 @@ export interface ManagedModule<Spec, Status, Conn, External = unknown> {
    * always kept in keyward.dev/external-id: what must outlive the cluster (a handled action value).
    */
   durable?: Readonly<Record<string, (keyof Status & string) | { field: keyof Status & string; json: true }>>;
+  /**
+   * The scope the external object lives in (a project's id): the status field `field`, recorded in
+   * `annotation` by the write that adds the finalizer (and by the status writes after, once it
+   * differs), so that a deletion that can no longer resolve the scope still finds it. Never read
+   * back into status: an annotation holds no claim.
+   */
+  scope?: { annotation: string; field: keyof Status & string };
   /** `signal` aborts when keyward is stopping and the reconcile has outrun its grace. */
   connect(input: { kube: Kube; namespace: string; spec: Spec; log: Logger; signal: AbortSignal }): Promise<Conn>;
   observe(c: ManagedContext<Spec, Status, Conn>): Promise<Observation<Status, External>>;

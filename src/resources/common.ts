@@ -196,6 +196,13 @@ export interface MetadataKey {
    * export): the engine restores the field from it when status lacks it (meta.ts DurableField).
    */
   mirrors?: { field: string; json: true };
+  /**
+   * The status field naming the scope the kind's external object lives in (its project's id),
+   * which this annotation records from the write that adds the finalizer on (ManagedModule.scope):
+   * read back only by a deletion that can no longer resolve the scope, never into status, so it
+   * holds no claim.
+   */
+  scope?: string;
 }
 
 /** The pause annotation every kind reconciled by the engine honours. */
@@ -215,6 +222,21 @@ export function finalizerKey(when: string): MetadataKey {
     doc: `Added while ${when}, so that deleting the resource reaches the service first; removed once it has (or when the policy changes).`,
   };
 }
+/**
+ * The project a resource's external object lives in, recorded in metadata (status.projectId's
+ * value) so that its deletion can still reach it once the Project resource is gone: a
+ * ProjectMembership's revoke, a SecretSync's remove-secrets or delete (refs.ts projectIdForCleanup).
+ */
+export const ANNOTATION_PROJECT_ID = "keyward.dev/project-id";
+
+/** The metadata entry of a kind whose external object lives in a project (status.projectId). */
+export const projectIdKey: MetadataKey = {
+  key: ANNOTATION_PROJECT_ID,
+  what: "annotation",
+  by: "keyward",
+  scope: "projectId",
+  doc: "The id of the project the resource's external object lives in (status.projectId), written with the finalizer and kept by backups and exports: a deletion whose Project resource is already gone still cleans up in that project, unless a Project of another namespace records it. Never read into status.",
+};
 export { ageColumn };
 
 /** spec.managementPolicy ObserveOnly: read and report, never write. */

@@ -93,10 +93,10 @@ export interface Kind extends KindDescriptor<KindDeps> {
 
 /**
  * A kind's module as its own file writes it: what the Kind record declares (its reasons, its
- * external id, the status fields it keeps in annotations) is not repeated there, and
- * managedModuleOf joins it in.
+ * external id, the status fields it keeps in annotations, the scope it records) is not repeated
+ * there, and managedModuleOf joins it in.
  */
-export type KindModule<S, T, C, E = unknown> = Omit<ManagedModule<S, T, C, E>, "reasons" | "guardCreate" | "durable">;
+export type KindModule<S, T, C, E = unknown> = Omit<ManagedModule<S, T, C, E>, "reasons" | "guardCreate" | "durable" | "scope">;
 
 /**
  * The status fields a kind keeps in annotations besides its external id: each action's last
@@ -112,19 +112,21 @@ export function kindDurableFields(kind: Kind): DurableFields {
 /**
  * The engine's module of a kind: the kind's module joined to what its Kind record declares. A kind
  * with an external id has the create rule's guard on that status field (the service assigns the
- * id on create).
+ * id on create); a kind whose metadata records its scope (a project's id) has it recorded.
  */
 export function managedModuleOf<S, T, C, E>(kind: Kind, module: KindModule<S, T, C, E>): ManagedModule<S, T, C, E> {
   // A module is structurally allowed to carry more: one that declares these again could disagree.
-  for (const fact of ["reasons", "guardCreate", "durable"]) {
+  for (const fact of ["reasons", "guardCreate", "durable", "scope"]) {
     if (fact in module) throw new Error(`${kind.ref.kind}: ${fact} is declared on the Kind record, not again in its module`);
   }
   const idField = kind.externalId as (keyof T & string) | undefined;
   const durable = kindDurableFields(kind);
+  const scope = kind.metadata?.find((m) => m.scope !== undefined);
   return {
     ...module,
     ...(kind.reasons ? { reasons: kind.reasons } : {}),
     guardCreate: idField === undefined ? false : { idField },
     ...(Object.keys(durable).length > 0 ? { durable: durable as NonNullable<ManagedModule<S, T, C, E>["durable"]> } : {}),
+    ...(scope?.scope !== undefined ? { scope: { annotation: scope.key, field: scope.scope as keyof T & string } } : {}),
   };
 }

@@ -34,6 +34,7 @@ import {
   readyColumns,
   finalizerKey,
   pausedKey,
+  projectIdKey,
 } from "./common.ts";
 import { createSharedListing, DEFAULT_LISTING_TTL_MS, isSteady, listedOrTooLarge, listingScope, type SharedListing } from "./listing.ts";
 import { connectVia, type ProviderResolver } from "./provider/resolver.ts";
@@ -459,7 +460,9 @@ type Ctx = ManagedContext<ProjectMembershipSpec, ProjectMembershipStatus, ApiCli
 
 /**
  * The project id; while the resource is being deleted, an unresolved Project falls back to the id
- * last seen, and without one (a restore) a Project that exists is waited for (projectIdForCleanup).
+ * last seen, and without one (a restore, a pass that died before its status write) a Project that
+ * exists is waited for, and one that is gone gives the project this resource recorded
+ * (projectIdForCleanup).
  */
 async function projectIdOf(c: Ctx): Promise<string | undefined> {
   try {
@@ -467,7 +470,7 @@ async function projectIdOf(c: Ctx): Promise<string | undefined> {
   } catch (err) {
     const deleting = c.obj.metadata.deletionTimestamp !== undefined;
     if (!deleting || !(err instanceof ReconcileError) || err.reason !== "ReferenceNotReady") throw err;
-    return c.status.projectId ?? (await projectIdForCleanup(c.kube, c.key.namespace, c.spec));
+    return c.status.projectId ?? (await projectIdForCleanup(c));
   }
 }
 
@@ -489,12 +492,16 @@ const objectOrder = (o: KubeObject): string => `${o.metadata.creationTimestamp ?
 /**
  * Two ProjectMemberships (often of two teams, in two namespaces) naming one subject of one
  * project would each correct the other on every resync, and one's Revoke would undo the other's
- * grant. The oldest one manages the subject; the others report SubjectClaimed and change nothing.
+ * grant. The oldest one recording the member manages the subject; the others report
+ * SubjectClaimed and change nothing. One that records the project but no member id is waiting
+ * (SubjectClaimed, MemberNotFound) and holds nothing: counted, an older one that lost the lock to
+ * a younger would make the younger yield too, and neither would manage.
  */
 export function claimant(self: KubeObject, peers: readonly KubeObject[], projectId: string, subject: string): KubeObject | undefined {
   const rivals = peers.filter((p) => {
-    const st = (p.status ?? {}) as { projectId?: string; groupId?: string };
-    return p.metadata.deletionTimestamp === undefined && st.projectId === projectId && subjectKey(p.spec, st) === subject;
+    const st = (p.status ?? {}) as { projectId?: string; groupId?: string; membershipId?: string; groupMembershipId?: string };
+    const recordsMember = typeof (st.membershipId ?? st.groupMembershipId) === "string";
+    return p.metadata.deletionTimestamp === undefined && st.projectId === projectId && recordsMember && subjectKey(p.spec, st) === subject;
   });
   const first = [...rivals, self].sort((a, b) => objectOrder(a).localeCompare(objectOrder(b)))[0];
   return first && first.metadata.uid !== self.metadata.uid ? first : undefined;
@@ -638,7 +645,7 @@ export const kind: Kind = {
   },
   refers: { providerConfig: true, project: true },
   serviceIdFields: ["membershipId", "groupMembershipId"],
-  metadata: [pausedKey, finalizerKey("deletionPolicy is Revoke")],
+  metadata: [pausedKey, finalizerKey("deletionPolicy is Revoke"), projectIdKey],
   controller: (d) => {
     // The rule spans namespaces, so its rivals come from every replica's share (with sharding).
     const everyone = d.everywhere(ref);

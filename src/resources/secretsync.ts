@@ -60,9 +60,9 @@ import { duplicateWhilePending, externalIdMismatch, mayHaveLanded, ReconcileErro
 import { type DeleteResult, type ManagedContext, type Observation, type Readiness } from "../engine/module.ts";
 import type { KubeObject, ObjectKey, ObjectMeta } from "../engine/types.ts";
 import { keyString } from "../kube/keys.ts";
-import { bounds, finalizerKey, isObserveOnly, notFoundAsUndefined, pausedKey, projectId as projectIdField } from "./common.ts";
+import { bounds, finalizerKey, isObserveOnly, notFoundAsUndefined, pausedKey, projectIdKey } from "./common.ts";
 import { connectVia, type ProviderResolver } from "./provider/resolver.ts";
-import { projectIdForCleanup, resolveProjectId } from "./refs.ts";
+import { asProjectId, projectIdForCleanup, projectRecordedIn, resolveProjectId } from "./refs.ts";
 import {
   crdSource,
   RECENT_REQUESTS_KEPT,
@@ -429,21 +429,12 @@ async function findSync(c: Ctx): Promise<Found> {
 async function lookupProject(c: Ctx, deleting: boolean): Promise<string | undefined> {
   const sent = c.createPending ? sentTo(c) : undefined;
   if (sent !== undefined) return sent;
-  return deleting ? projectIdForCleanup(c.kube, c.key.namespace, c.spec) : resolveProjectId(c.kube, c.key.namespace, c.spec);
+  return deleting ? projectIdForCleanup(c) : resolveProjectId(c.kube, c.key.namespace, c.spec);
 }
 
 /** The project this object's pending create was sent to, as its mark records it (a project id's bounds). */
 function sentTo(c: Ctx): string | undefined {
-  const scope = createScope(c.obj.metadata.annotations ?? {}, c.obj.metadata.uid);
-  return projectIdField.safeParse(scope).success ? scope : undefined;
-}
-
-/** The sync is the one this object's own unconfirmed create made: in the project its mark records, when it records one. */
-function ownCreate(c: Ctx, record: SecretSync): boolean {
-  const annotations = c.obj.metadata.annotations ?? {};
-  if (!createUnconfirmed(annotations, undefined, c.obj.metadata.uid)) return false;
-  const sent = sentTo(c);
-  return sent === undefined || record.projectId === sent;
+  return asProjectId(createScope(c.obj.metadata.annotations ?? {}, c.obj.metadata.uid));
 }
 
 /**
@@ -454,15 +445,17 @@ function ownCreate(c: Ctx, record: SecretSync): boolean {
  */
 async function restoredSync(c: Ctx, record: SecretSync, deleting: boolean): Promise<Found> {
   const name = syncName(c.spec, c.obj.metadata);
-  const projectId = deleting
-    ? await projectIdForCleanup(c.kube, c.key.namespace, c.spec)
-    : await resolveProjectId(c.kube, c.key.namespace, c.spec);
+  const projectId = deleting ? await projectIdForCleanup(c) : await resolveProjectId(c.kube, c.key.namespace, c.spec);
   if (record.name === name && record.projectId === projectId) return { record };
-  // Being deleted with its Project gone (deleted with Retain), the project is the one this
-  // object's own create mark (its UID) records, as a create pass that announced the id and died
-  // before its status write leaves it; a mark of an older keyward records none, and the resource's
-  // name with its own mark decides. A copy or restore (another UID) is released without a call.
-  if (deleting && projectId === undefined && record.name === name && ownCreate(c, record)) return { record };
+  // Being deleted with its Project gone (deleted with Retain), the project is the one the resource
+  // recorded (projectIdForCleanup). Where it recorded none (a create mark of a keyward before marks
+  // recorded the project), the resource's name and its own create mark (its UID) decide, as a create
+  // pass that announced the id and died before its status write leaves them; a copy or restore
+  // (another UID) is released without a call.
+  const ownCreate = createUnconfirmed(c.obj.metadata.annotations ?? {}, undefined, c.obj.metadata.uid);
+  if (deleting && projectId === undefined && record.name === name && ownCreate && projectRecordedIn(c.obj) === undefined) {
+    return { record };
+  }
   if (deleting) return foundNothing;
   throw externalIdMismatch(
     record.id,
@@ -871,6 +864,7 @@ export const kind: Kind = {
   metadata: [
     pausedKey,
     finalizerKey("deletionPolicy is RemoveSecrets or Delete"),
+    projectIdKey,
     {
       key: ANNOTATION_PENDING_ACTION,
       what: "annotation",

@@ -25,6 +25,7 @@ function passContext(): { c: ManagedContext<{ slug: string }, Status, string>; m
     saveStatus: () => Promise.resolve(),
     requeueAfter: () => undefined,
     hold: () => Promise.resolve(undefined),
+    recording: () => Promise.resolve([]),
   };
   return { c, made: () => made };
 }
@@ -48,6 +49,8 @@ describe("derivedContext", () => {
       "peers",
       "saveStatus",
       "requeueAfter",
+      "hold",
+      "recording",
     ] as const) {
       expect(next[field]).toBe(c[field]);
     }

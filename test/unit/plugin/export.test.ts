@@ -263,6 +263,19 @@ describe("the export's manifest of an object", () => {
     });
   });
 
+  it("keeps the project a membership or a sync recorded, which their deletion reads once the Project is gone", () => {
+    const annotations = { "keyward.dev/project-id": "p-1" };
+    expect(plugin.manifestOf(served("ProjectMembership", { annotations }, { projectId: "p-1" }), memberships).metadata).toEqual({
+      name: "shop",
+      namespace: "payments",
+      annotations,
+    });
+    expect(plugin.manifestOf(served("SecretSync", { annotations }, { syncId: "s-1" }), secretSyncs).metadata["annotations"]).toEqual({
+      "keyward.dev/external-id": "s-1",
+      ...annotations,
+    });
+  });
+
   it("writes no namespace for a cluster-scoped kind, and no pin for an object without an id yet", () => {
     const m = plugin.manifestOf(served("ClusterProviderConfig", { namespace: undefined }, {}), clusterConfigs);
     expect(m.metadata).toEqual({ name: "shop" });

@@ -28,12 +28,13 @@ const bare: KindModule<unknown, unknown, unknown> = {
 };
 
 describe("each fact of a kind, declared once on its Kind record", () => {
-  it("names status fields the kind's CRD has: its external id, its actions' handled values, the fields its annotations mirror", () => {
+  it("names status fields the kind's CRD has: its external id, its actions' handled values, the fields its annotations mirror or record", () => {
     for (const k of kinds) {
       const fields = statusFields(k);
       const named = [
         ...(k.externalId === undefined ? [] : [k.externalId]),
         ...Object.values(kindDurableFields(k)).map((d) => (typeof d === "string" ? d : d.field)),
+        ...(k.metadata ?? []).flatMap((m) => (m.scope === undefined ? [] : [m.scope])),
       ];
       for (const field of named) expect(fields, `${k.ref.kind}: status.${field}`).toContain(field);
     }
@@ -53,6 +54,10 @@ describe("each fact of a kind, declared once on its Kind record", () => {
     const membership = managedModuleOf(byName("ProjectMembership"), bare);
     expect(membership.guardCreate).toBe(false);
     expect(membership.durable).toBeUndefined();
+    // The project a member or a sync lives in is recorded, never mirrored back into status.
+    for (const m of [membership, sync]) expect(m.scope).toEqual({ annotation: "keyward.dev/project-id", field: "projectId" });
+    expect(Object.keys(sync.durable ?? {})).not.toContain("keyward.dev/project-id");
+    expect(project.scope).toBeUndefined();
   });
 
   it("refuses a module that declares one of them again (it could disagree with the Kind)", () => {

@@ -210,22 +210,36 @@ describe("claimant", () => {
   const me = obj("b", "bob", "2026-01-02T00:00:00Z", {}, { username: "Bob@example.com" });
 
   it("names the older resource managing the same user of the same project", () => {
-    const older = obj("a", "bob", "2026-01-01T00:00:00Z", { projectId: "p1" }, { username: "bob@example.com" });
+    const older = obj("a", "bob", "2026-01-01T00:00:00Z", { projectId: "p1", membershipId: "m-1" }, { username: "bob@example.com" });
     expect(claimant(me, [older], "p1", subjectKey(me.spec as { username: string }, {})!)?.metadata.namespace).toBe("a");
   });
 
   it("ignores other projects, other subjects, younger and deleting resources", () => {
-    const otherProject = obj("a", "x", "2026-01-01T00:00:00Z", { projectId: "p2" }, { username: "bob@example.com" });
-    const otherUser = obj("a", "y", "2026-01-01T00:00:00Z", { projectId: "p1" }, { username: "carol@example.com" });
-    const younger = obj("c", "z", "2026-01-03T00:00:00Z", { projectId: "p1" }, { username: "bob@example.com" });
-    const deleting = obj("d", "w", "2026-01-01T00:00:00Z", { projectId: "p1" }, { username: "bob@example.com" }, true);
+    const held = { projectId: "p1", membershipId: "m-1" };
+    const otherProject = obj("a", "x", "2026-01-01T00:00:00Z", { ...held, projectId: "p2" }, { username: "bob@example.com" });
+    const otherUser = obj("a", "y", "2026-01-01T00:00:00Z", held, { username: "carol@example.com" });
+    const younger = obj("c", "z", "2026-01-03T00:00:00Z", held, { username: "bob@example.com" });
+    const deleting = obj("d", "w", "2026-01-01T00:00:00Z", held, { username: "bob@example.com" }, true);
     expect(claimant(me, [otherProject, otherUser, younger, deleting], "p1", "user:bob@example.com")).toBeUndefined();
   });
 
   it("compares groups by their resolved id", () => {
-    const group = obj("a", "g", "2026-01-01T00:00:00Z", { projectId: "p1", groupId: "g-1" }, { group: { slug: "platform" } });
+    const group = obj(
+      "a",
+      "g",
+      "2026-01-01T00:00:00Z",
+      { projectId: "p1", groupId: "g-1", groupMembershipId: "gm-1" },
+      { group: { slug: "platform" } },
+    );
     expect(subjectKey({}, { groupId: "g-1" })).toBe("group:g-1");
     expect(claimant(me, [group], "p1", "group:g-1")?.metadata.name).toBe("g");
     expect(subjectKey({}, {})).toBeUndefined();
+  });
+
+  it("ignores an older resource that records the project but not the member: it is waiting (SubjectClaimed), not managing", () => {
+    // Two created at once: the younger took the member's lock first, so the older waits and
+    // records only the project. Counted, it would make the younger yield too, and neither manages.
+    const waiting = obj("a", "bob", "2026-01-01T00:00:00Z", { projectId: "p1" }, { username: "bob@example.com" });
+    expect(claimant(me, [waiting], "p1", "user:bob@example.com")).toBeUndefined();
   });
 });
