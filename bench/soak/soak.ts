@@ -666,7 +666,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
         }
       }),
     );
-    if (options.minutes >= 2) {
+    if (options.minutes >= 3) {
       loops.push(
         (async () => {
           for (const at of [0.3, 0.55]) {
