@@ -217,7 +217,7 @@ export function kindSite(options: KindSiteOptions): Site {
         await execFileAsync(docker, ["inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", node])
       ).stdout.trim();
       const admin = `http://${nodeIp}:${nodePort}/_emulator`;
-      const call = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
+      const once = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
         const response = await fetch(`${admin}${path}`, {
           method,
           ...(body === undefined ? {} : { body: JSON.stringify(body), headers: { "content-type": "application/json" } }),
@@ -225,6 +225,19 @@ export function kindSite(options: KindSiteOptions): Site {
         });
         if (!response.ok) throw new Error(`emulator admin ${method} ${path}: ${response.status}`);
         return (await response.json()) as T;
+      };
+      // GET and PUT are tried again when the node's port does not answer (a busy node): a fault
+      // left on past its window would shape the quiet tail. DELETE (the log's take) and POST are
+      // not: done twice they would lose calls or seed twice.
+      const call = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
+        for (let attempt = 1; ; attempt++) {
+          try {
+            return await once<T>(method, path, body);
+          } catch (error) {
+            if ((method !== "GET" && method !== "PUT") || attempt >= 5) throw error;
+            await sleep(2_000);
+          }
+        }
       };
       for (let i = 0; ; i++) {
         const ok = await call("GET", "/healthz").then(
