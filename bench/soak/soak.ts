@@ -2,32 +2,29 @@
 // invariants judged from outside (judge.ts) and health over time (health.ts). See
 // docs/contributing/benchmarks.md, "The soak".
 //
-//   npm run soak -- --minutes 5 --seed 7 [--namespaces 20] [--replicas 3] [--tail-minutes 5]
+//   npm run soak -- --minutes 5 --seed 7 [--namespaces 20] [--replicas 3] [--tail-minutes 5] [--on kind]
 //
-// keyward runs as processes of src/main.ts (one, or --replicas N with sharding) against a control
-// plane of its own (kube-apiserver + etcd, restarted during the run) and the emulator in this
-// process. Exit status: 0 when every invariant holds, 1 otherwise.
+// Where keyward runs is a site (site.ts): by default processes of src/main.ts (one, or --replicas
+// N with sharding) against a control plane of the soak's own and the emulator in this process
+// (local.ts); with --on kind, the packaged chart in a kind cluster with the emulator in it
+// (kind.ts). Exit status: 0 when every invariant holds, 1 otherwise.
 import { execFile } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs, promisify } from "node:util";
 import { setTimeout as sleep } from "node:timers/promises";
 import { CoordinationV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
-import { ensureBinaries, repoRoot } from "../../test/controlplane/binaries.ts";
-import { startControlPlane, type ControlPlane } from "../../test/controlplane/controlplane.ts";
-import { waitForCrdsEstablished } from "../../test/controlplane/crds-established.ts";
-import { loadDefaultSeed } from "../../test/emulator/default-seed.ts";
+import { repoRoot } from "../../test/controlplane/binaries.ts";
 import { principalOf } from "../../test/emulator/pipeline.ts";
-import { startEmulator, type Emulator, type Faults, type RecordedRequest } from "../../test/emulator/server.ts";
+import type { Faults, RecordedRequest } from "../../test/emulator/server.ts";
 import { ALLOWED_BASE_URLS_ANNOTATION, CREDENTIALS_LABEL } from "../../src/resources/provider/credentials.ts";
-import { startKeyward, type KeywardProcess } from "../support/keyward.ts";
-import { rssBytes } from "../support/proc.ts";
 import { parseRequestCounts } from "../support/apiserver-metrics.ts";
 import { judge, type Call, type FinalObject, type Lineage, type ServiceState, type Verdict } from "./judge.ts";
 import { brokenBuild, patches, type BrokenBuild } from "./broken.ts";
 import { laterSlopes, metricSum, plotSvg, seriesCount, type Sample } from "./health.ts";
-import { startProxyThread, type TcpProxy } from "./tcp-proxy.ts";
+import { kindContextFromUp, kindSite, type KindContext } from "./kind.ts";
+import { localSite } from "./local.ts";
+import type { Site } from "./site.ts";
 import {
   accessTokenManifest,
   createRandom,
@@ -55,7 +52,6 @@ const REMOVE_REQUESTED = "keyward.dev/remove-secrets-requested-at";
 const SHARED_CONFIG = "soak-shared";
 const CREDENTIALS_NAMESPACE = "soak-credentials";
 const SHARED_TOKEN_SECRET = "soak-shared-token";
-const LEADER_LEASE = "keyward-leader";
 const usesSharedConfig = (index: number): boolean => index % 4 === 3;
 
 export interface SoakOptions {
@@ -77,6 +73,10 @@ export interface SoakOptions {
   leaseSeconds?: number;
   /** keyward's entry point (default src/main.ts): a patched copy proves the soak catches a broken build. */
   keywardScript?: string;
+  /** Where keyward runs (site.ts): processes on a control plane of the soak's own (default), or the chart on kind. */
+  on?: "local" | "kind";
+  /** With on: "kind", the cluster and artifacts (default: hack/e2e/up.sh builds or reuses them). */
+  kind?: KindContext;
   log?: (line: string) => void;
 }
 
@@ -99,6 +99,8 @@ export interface SoakReport {
   replicasLeft: number;
   /** A keyward process's apiserver connections (its watches among them) reset at the TCP proxy: times, and connections. */
   connectionCuts: { times: number; connections: number };
+  /** On kind: pods evicted through the Eviction API, and evictions the PodDisruptionBudget refused. */
+  evictions: { evicted: number; refused: number };
   apiserverRestarts: number;
   /** ProviderConfig and ClusterProviderConfig spec changes and credential rotations, by kind. */
   providerChanges: Record<string, number>;
@@ -110,18 +112,6 @@ export interface SoakReport {
   health: { samples: number; later: ReturnType<typeof laterSlopes>; maxRssMb: number; queueDepthAtEnd: number };
   files: { report: string; plot: string };
   passed: boolean;
-}
-
-interface Replica {
-  identity: string;
-  proc: KeywardProcess | undefined;
-  /** Its way to the apiserver (its own kubeconfig points here), to cut its connections. */
-  proxy: TcpProxy;
-  /** Scaled down: stopped for good, the supervisor leaves it stopped. */
-  removed: boolean;
-  starts: number;
-  /** The soak is killing or restarting it: the supervisor leaves it alone. */
-  busy: boolean;
 }
 
 const fallbackLog = (line: string): void => {
@@ -141,14 +131,20 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   const stamp = new Date(began).toISOString().replace(/[:.]/g, "-");
   const base = join(options.outDir, `soak-${options.seed}-${stamp}`);
 
-  const plane = await startControlPlane({ binaries: await ensureBinaries({ log }), withControllerManager: false, log });
-  const cleanup: Array<() => Promise<unknown>> = [() => plane.stop()];
-  const replicas: Replica[] = [];
-  let emulator: Emulator | undefined;
+  const events: { t: number; what: string }[] = [];
+  const site: Site =
+    options.on === "kind"
+      ? kindSite({ context: options.kind ?? (await kindContextFromUp()), log })
+      : await localSite({
+          base,
+          ...(options.leaseSeconds !== undefined ? { leaseSeconds: options.leaseSeconds } : {}),
+          ...(options.keywardScript !== undefined ? { keywardScript: options.keywardScript } : {}),
+          log,
+          note: (what) => events.push({ t: t(), what }),
+        });
   try {
-    await installCrds(plane);
     const kc = new KubeConfig();
-    kc.loadFromFile(plane.kubeconfigPath);
+    kc.loadFromFile(site.kubeconfigPath);
     const core = kc.makeApiClient(CoreV1Api);
     const custom = kc.makeApiClient(CustomObjectsApi);
 
@@ -169,74 +165,26 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       ...namespaces.filter((ns) => !sharedNamespaces.includes(ns)),
       ...(sharedNamespaces.length > 0 ? [SHARED_CONFIG] : []),
     ];
-    emulator = await startEmulator({ tokens: credentialOwners.flatMap(tokensOf), seed: loadDefaultSeed(), jobDelayMs: 200 });
-    const emu = emulator;
-    cleanup.unshift(() => emu.close());
+    const service = await site.open(credentialOwners.flatMap(tokensOf));
     for (const ns of namespaces) {
       await core.createNamespace({ body: { metadata: { name: ns } } });
-      if (!sharedNamespaces.includes(ns)) await installProviderConfig(core, custom, ns, emu.url, tokensOf(ns)[0]);
+      if (!sharedNamespaces.includes(ns)) await installProviderConfig(core, custom, ns, service.url, tokensOf(ns)[0]);
     }
     if (sharedNamespaces.length > 0) {
       await core.createNamespace({ body: { metadata: { name: CREDENTIALS_NAMESPACE } } });
-      await installClusterProviderConfig(core, custom, sharedNamespaces, emu.url, tokensOf(SHARED_CONFIG)[0]);
+      await installClusterProviderConfig(core, custom, sharedNamespaces, service.url, tokensOf(SHARED_CONFIG)[0]);
     }
     const principalsOf = new Map(
       namespaces.map((ns) => [ns, new Set(tokensOf(sharedNamespaces.includes(ns) ? SHARED_CONFIG : ns).map(principalOf))]),
     );
 
-    // keyward: one process, or replicas with sharding. Each reaches the apiserver through a TCP
-    // proxy of its own (a kubeconfig naming it), so the soak can cut one process's connections.
     const sharded = options.replicas > 1;
-    // Short Leases make failover quick; a busy machine may need longer ones (renewals answered late).
-    const leaseSeconds = options.leaseSeconds ?? 6;
-    const kubeconfigDir = mkdtempSync(join(tmpdir(), "keyward-soak-kubeconfig-"));
-    cleanup.push(() => Promise.resolve(rmSync(kubeconfigDir, { recursive: true, force: true })));
-    const apiserverUrl = new URL(plane.server);
-    const kubeconfigText = readFileSync(plane.kubeconfigPath, "utf8");
-    if (!kubeconfigText.includes(plane.server)) throw new Error("the control plane's kubeconfig does not name its server");
-    const proxies = startProxyThread();
-    cleanup.push(() => proxies.close());
-    const newReplica = async (identity: string): Promise<Replica> => {
-      const proxy = await proxies.open(apiserverUrl.hostname, Number(apiserverUrl.port));
-      writeFileSync(join(kubeconfigDir, identity), kubeconfigText.replaceAll(plane.server, `https://127.0.0.1:${proxy.port}`), {
-        mode: 0o600,
-      });
-      return { identity, proc: undefined, proxy, removed: false, starts: 0, busy: false };
-    };
-    const startReplica = async (r: Replica): Promise<void> => {
-      r.starts += 1;
-      const extraArgs = sharded
-        ? ["--sharding", "true", "--leader-elect", "true", "--leader-election-namespace", "default", "--identity", r.identity]
-        : [];
-      r.proc = await startKeyward({
-        entry: "src",
-        ...(options.keywardScript ? { script: options.keywardScript } : {}),
-        kubeconfigPath: join(kubeconfigDir, r.identity),
-        namespace: namespaces.join(","),
-        resyncInterval: "60s",
-        logPath: `${base}-${r.identity}.log`,
-        extraArgs: [
-          ...extraArgs,
-          ...(sharedNamespaces.length > 0 ? ["--cluster-provider-configs", "true", "--credentials-namespace", CREDENTIALS_NAMESPACE] : []),
-          "--lease-duration",
-          `${leaseSeconds}s`,
-          "--renew-deadline",
-          `${Math.max(1, Math.round((leaseSeconds * 2) / 3))}s`,
-          "--retry-period",
-          "1s",
-        ],
-      });
-      await r.proc.waitReady(120_000);
-    };
-    for (let i = 0; i < options.replicas; i++) replicas.push(await newReplica(`soak-r${i}`));
-    cleanup.unshift(async () => {
-      for (const r of replicas) await r.proc?.stop(10_000);
+    await site.startKeyward({
+      namespaces,
+      clusterProviderConfigs: sharedNamespaces.length > 0,
+      credentialsNamespace: CREDENTIALS_NAMESPACE,
+      replicas: options.replicas,
     });
-    // A replica that exits before it is ready (a leader whose first renewals a busy apiserver
-    // answered too late exits by design) is started again by the supervisor below, as a kubelet would.
-    await Promise.all(
-      replicas.map((r) => startReplica(r).catch((error: unknown) => log(`start of ${r.identity} failed: ${String(error)}`))),
-    );
     log(
       `keyward up (${options.replicas} ${sharded ? "sharded replicas" : "process"}), ${namespaces.length} namespaces (${sharedNamespaces.length} on the ClusterProviderConfig)`,
     );
@@ -257,17 +205,14 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       count(`workload request failed: ${String(code ?? "no answer")}`);
       if (code === 422) log(`the apiserver refused a workload request: ${String((error as { body?: unknown }).body).slice(0, 300)}`);
     };
-    const events: { t: number; what: string }[] = [];
     const samples: Sample[] = [];
     let peakLive = 0;
 
-    const drain = (): void => {
-      for (const r of emu.requests()) calls.push(compact(r));
-      emu.clearRequests();
+    const drain = async (): Promise<void> => {
+      for (const r of await service.takeRequests()) calls.push(compact(r));
     };
     const snapshotState = async (): Promise<ServiceState> => {
-      const response = await fetch(`${emu.url}/_emulator/state`);
-      const state = (await response.json()) as ServiceState;
+      const state = await service.state();
       for (const p of Object.values(state.projects)) addTo(projectIdsBySlug, p.slug, p.id);
       for (const s of Object.values(state.syncs)) addTo(syncIdsByName, s.name, s.id);
       return state;
@@ -343,7 +288,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       const name = `p${n}`;
       const slug = `${prefix}-${ns.slice(5)}-p${n}`;
       // alice is a member of each project from its creation (the interface cannot add members).
-      emu.seed({ memberships: [{ projectSlug: slug, username: membershipUser, roles: [{ role: "member" }] }] });
+      await service.seed({ memberships: [{ projectSlug: slug, username: membershipUser, roles: [{ role: "member" }] }] });
       await create(
         ns,
         "Project",
@@ -557,12 +502,12 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     const until = async (end: number, body: () => Promise<void>): Promise<void> => {
       while (Date.now() < end) await body();
     };
+    const evictions = { evicted: 0, refused: 0 };
     let stopSampling = false;
-    const active = (): Replica[] => replicas.filter((r) => !r.removed);
     const coordination = kc.makeApiClient(CoordinationV1Api);
     const leader = async (): Promise<string | undefined> => {
       try {
-        const lease = await coordination.readNamespacedLease({ name: LEADER_LEASE, namespace: "default" });
+        const lease = await coordination.readNamespacedLease(site.leaderLease);
         return lease.spec?.holderIdentity ?? undefined;
       } catch {
         return undefined;
@@ -585,9 +530,9 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
         const faults = faultKinds[kind]?.() ?? {};
         scheduled[kind] = (scheduled[kind] ?? 0) + 1;
         events.push({ t: t(), what: `fault: ${kind}` });
-        emu.setFaults(faults);
+        await service.setFaults(faults).catch((error: unknown) => log(`setting faults failed: ${String(error)}`));
         await sleep(5_000 + faultRandom.int(10_000));
-        emu.setFaults({});
+        await service.setFaults({}).catch((error: unknown) => log(`clearing faults failed: ${String(error)}`));
       }),
     );
     loops.push(
@@ -596,77 +541,71 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
         if (Date.now() >= killsEnd) return;
         // With sharding, every other kill is aimed at the leader (the Lease's holder).
         const holder = sharded && killRandom.chance(0.5) ? await leader() : undefined;
-        const candidates = active().filter((x) => !x.busy && x.proc?.hasExited() === false);
-        const r = candidates.find((x) => x.identity === holder) ?? (candidates.length > 0 ? killRandom.pick(candidates) : undefined);
-        if (!r) return;
-        r.busy = true;
-        const isLeader = holder !== undefined && r.identity === holder;
-        events.push({ t: t(), what: `SIGKILL ${r.identity}${isLeader ? " (leader)" : ""}` });
-        await r.proc?.kill();
+        const candidates = await site.killable();
+        const target = candidates.find((x) => x === holder) ?? (candidates.length > 0 ? killRandom.pick(candidates) : undefined);
+        if (target === undefined) return;
+        const isLeader = holder !== undefined && target === holder;
+        const at = t();
+        let how: string;
+        try {
+          how = await site.kill(target, killRandom);
+        } catch (error) {
+          log(`kill of ${target} failed: ${String(error)}`);
+          return;
+        }
+        events.push({ t: at, what: `${how}${isLeader ? " (leader)" : ""}` });
         keywardKills += 1;
         if (isLeader) leaderKills += 1;
-        await sleep(1_000 + killRandom.int(4_000));
-        await startReplica(r).catch((error: unknown) => log(`restart of ${r.identity} failed: ${String(error)}`));
-        r.busy = false;
       }),
     );
-    // As a kubelet restarts a container that exited (a replica that lost its lease exits by design).
-    let selfExits = 0;
-    const supervisor = (async () => {
-      while (!stopSampling) {
-        for (const r of replicas) {
-          // Checked and taken at once, item by item: the kill loop may have taken it meanwhile, and
-          // two starts of one replica would leave a second process of its identity behind.
-          if (r.busy || r.removed || r.proc?.hasExited() !== true) continue;
-          r.busy = true;
-          selfExits += 1;
-          events.push({ t: t(), what: `${r.identity} exited; restarted` });
-          await sleep(1_000);
-          await startReplica(r).catch((error: unknown) => log(`restart of ${r.identity} failed: ${String(error)}`));
-          r.busy = false;
-        }
-        await sleep(1_000);
-      }
-    })();
-    if (sharded) {
+    const scale = site.scale;
+    if (sharded && scale) {
       // Replicas join and leave, as a Deployment scaled between replicas-1 and replicas+1: a leave
       // is a SIGTERM (the replica hands its share on), a join a new identity. Back to --replicas
       // at the end of the window.
       const scaleRandom = createRandom(options.seed * 7919 + 3);
-      let nextIdentity = options.replicas;
       const join = async (): Promise<void> => {
-        const r = await newReplica(`soak-r${nextIdentity++}`);
-        r.busy = true;
-        replicas.push(r);
-        events.push({ t: t(), what: `${r.identity} joins` });
+        events.push({ t: t(), what: `${await scale.join()} joins` });
         replicasJoined += 1;
-        await startReplica(r).catch((error: unknown) => log(`start of ${r.identity} failed: ${String(error)}`));
-        r.busy = false;
       };
       const leave = async (): Promise<void> => {
-        const candidates = active().filter((x) => !x.busy);
-        if (candidates.length === 0) return;
-        const r = scaleRandom.pick(candidates);
-        r.busy = true;
-        r.removed = true;
-        events.push({ t: t(), what: `${r.identity} leaves` });
+        const at = t();
+        const identity = await scale.leave(scaleRandom);
+        if (identity === undefined) return;
+        events.push({ t: at, what: `${identity} leaves` });
         replicasLeft += 1;
-        await r.proc?.stop(15_000);
-        r.proc = undefined;
-        r.busy = false;
       };
       loops.push(
         (async () => {
           await until(killsEnd, async () => {
             await sleep(every + scaleRandom.int(every));
             if (Date.now() >= killsEnd) return;
-            const n = active().length;
+            const n = scale.size();
             const grow = n <= Math.max(1, options.replicas - 1) ? true : n >= options.replicas + 1 ? false : scaleRandom.chance(0.5);
             await (grow ? join() : leave());
           });
-          while (active().length < options.replicas) await join();
-          while (active().length > options.replicas) await leave();
+          while (scale.size() < options.replicas) await join();
+          while (scale.size() > options.replicas) await leave();
         })(),
+      );
+    }
+    const evict = site.evict?.bind(site);
+    if (evict) {
+      const evictRandom = createRandom(options.seed * 7919 + 6);
+      loops.push(
+        // Evictions (a node drain's requests) through the whole kill window: the PodDisruptionBudget decides.
+        until(killsEnd, async () => {
+          await sleep(every + evictRandom.int(every));
+          if (Date.now() >= killsEnd || apiserverDown) return;
+          const done = await evict(evictRandom).catch((error: unknown) => {
+            failed(error);
+            return undefined;
+          });
+          if (!done) return;
+          if (done.evicted) evictions.evicted += 1;
+          else evictions.refused += 1;
+          events.push({ t: t(), what: `evict ${done.identity}${done.evicted ? "" : ": refused by the PodDisruptionBudget"}` });
+        }),
       );
     }
     loops.push(
@@ -675,13 +614,11 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       until(chaosEnd, async () => {
         await sleep(every * 0.75 + cutRandom.int(every));
         if (Date.now() >= chaosEnd) return;
-        const targets = active().filter((r) => r.proc !== undefined);
-        if (targets.length === 0) return;
-        const r = cutRandom.pick(targets);
-        const n = await r.proxy.cut();
+        const cut = await site.cut?.(cutRandom);
+        if (!cut) return;
         connectionCuts.times += 1;
-        connectionCuts.connections += n;
-        events.push({ t: t(), what: `cut ${r.identity}'s ${n} apiserver connections` });
+        connectionCuts.connections += cut.connections;
+        events.push({ t: t(), what: `cut ${cut.identity}'s ${cut.connections} apiserver connections` });
       }),
     );
     loops.push(
@@ -736,7 +673,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
             await sleep(Math.max(0, churnStart + options.minutes * 60_000 * at - Date.now()));
             apiserverDown = true;
             events.push({ t: t(), what: "kube-apiserver restart" });
-            await plane.restartApiserver().catch((error: unknown) => log(`apiserver restart failed: ${String(error)}`));
+            await site.restartApiserver().catch((error: unknown) => log(`apiserver restart failed: ${String(error)}`));
             apiserverRestarts += 1;
             apiserverDown = false;
           }
@@ -746,13 +683,13 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     const observerLoop = (async () => {
       let i = 0;
       while (!stopSampling) {
-        drain();
+        await drain().catch(() => undefined);
         if (!apiserverDown) await observe().catch(() => undefined);
         if (i++ % 3 === 0) await snapshotState().catch(() => undefined);
         await sleep(2_000);
       }
     })();
-    const sampler = createSampler(plane, replicas, t, samples, () => live.size);
+    const sampler = createSampler(site, t, samples, () => live.size);
     const samplerLoop = (async () => {
       while (!stopSampling) {
         await sampler().catch(() => undefined);
@@ -768,7 +705,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
 
     await Promise.all(loops);
     // ---- the quiet tail
-    emu.setFaults({});
+    await service.setFaults({});
     events.push({ t: t(), what: "quiet tail" });
     log("quiet tail: faults off, workload stopped");
     const tailStart = Date.now();
@@ -788,8 +725,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     await sampler().catch(() => undefined);
     stopSampling = true;
     clearInterval(progress);
-    await Promise.all([observerLoop, samplerLoop, supervisor]);
-    drain();
+    await Promise.all([observerLoop, samplerLoop]);
+    await drain();
     await observe();
     const final = await snapshotState();
     for (const [k, l] of lineages) {
@@ -814,7 +751,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       scheduled,
       calls,
       keywardKills,
-      selfExits,
+      selfExits: await site.selfExits(),
       apiserverRestarts,
       settledAfterSeconds,
       verdicts,
@@ -827,6 +764,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
         replicasJoined,
         replicasLeft,
         connectionCuts,
+        evictions,
         providerChanges,
         temporaryRoles: { declared: temporaryRolesDeclared, endedAtService: endedTemporaryRoles(final, prefix, Date.now()) },
       },
@@ -840,7 +778,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     );
     return report;
   } finally {
-    for (const step of cleanup) await step().catch(() => undefined);
+    await site.close();
   }
 }
 
@@ -933,18 +871,6 @@ function addTo(map: Map<string, Set<string>>, key: string, value: string): void 
   map.set(key, set);
 }
 
-async function installCrds(plane: ControlPlane): Promise<void> {
-  const dir = join(repoRoot, "crds");
-  const files = readdirSync(dir)
-    .filter((name) => /\.ya?ml$/.test(name) && !name.startsWith("kustomization"))
-    .flatMap((name) => ["-f", join(dir, name)]);
-  const kubectl = plane.binaries.kubectl ?? "kubectl";
-  const run = async (args: string[]): Promise<string> =>
-    (await execFileAsync(kubectl, ["--kubeconfig", plane.kubeconfigPath, ...args])).stdout;
-  await run(["apply", "--server-side", ...files]);
-  await waitForCrdsEstablished(run, files);
-}
-
 // A 3 s timeout: the latency faults (4 s) hang past it.
 const connection = (baseUrl: string, secret: string): Record<string, unknown> => ({
   baseUrl,
@@ -1002,27 +928,17 @@ async function installClusterProviderConfig(
   });
 }
 
-/** One health sample per running keyward: RSS from /proc, the rest from its /metrics. */
-function createSampler(
-  plane: ControlPlane,
-  replicas: readonly Replica[],
-  t: () => number,
-  samples: Sample[],
-  liveObjects: () => number,
-): () => Promise<void> {
+/** One health sample per running keyward (its RSS and /metrics, as the site reads them), and the apiserver's request rate. */
+function createSampler(site: Site, t: () => number, samples: Sample[], liveObjects: () => number): () => Promise<void> {
   const previous = new Map<number, { t: number; service: number }>();
   let apiserverBefore: { t: number; total: number } | undefined;
   return async () => {
     const now = t();
     let apiserverRps = 0;
     try {
-      const { stdout } = await execFileAsync(
-        plane.binaries.kubectl ?? "kubectl",
-        ["--kubeconfig", plane.kubeconfigPath, "get", "--raw", "/metrics"],
-        {
-          maxBuffer: 256 * 1024 * 1024,
-        },
-      );
+      const { stdout } = await execFileAsync(site.kubectl, ["--kubeconfig", site.kubeconfigPath, "get", "--raw", "/metrics"], {
+        maxBuffer: 256 * 1024 * 1024,
+      });
       const total = [...parseRequestCounts(stdout).values()].reduce((a, b) => a + b, 0);
       if (apiserverBefore && now > apiserverBefore.t)
         apiserverRps = Math.max(0, (total - apiserverBefore.total) / (now - apiserverBefore.t));
@@ -1030,28 +946,19 @@ function createSampler(
     } catch {
       // the apiserver is restarting
     }
-    for (const r of replicas) {
-      const proc = r.proc;
-      if (!proc) continue;
-      let text: string;
-      let rss: number;
-      try {
-        rss = rssBytes(proc.pid);
-        text = await proc.metrics();
-      } catch {
-        continue;
-      }
+    for (const k of await site.sample()) {
+      const text = k.metrics;
       const service = metricSum(text, "keyward_api_requests_total") ?? 0;
-      const before = previous.get(proc.pid);
-      previous.set(proc.pid, { t: now, service });
+      const before = previous.get(k.pid);
+      previous.set(k.pid, { t: now, service });
       const heap = metricSum(text, "nodejs_heap_size_used_bytes");
       const handles = metricSum(text, "nodejs_active_handles_total");
       const lag = metricSum(text, "nodejs_eventloop_lag_p99_seconds");
       samples.push({
         t: Math.round(now),
-        replica: r.identity,
-        pid: proc.pid,
-        rssMb: Math.round((rss / 2 ** 20) * 10) / 10,
+        replica: k.identity,
+        pid: k.pid,
+        rssMb: Math.round((k.rssBytes / 2 ** 20) * 10) / 10,
         ...(heap !== undefined ? { heapUsedMb: Math.round((heap / 2 ** 20) * 10) / 10 } : {}),
         ...(handles !== undefined ? { handles } : {}),
         ...(lag !== undefined ? { eventLoopLagP99Ms: Math.round(lag * 1e4) / 10 } : {}),
@@ -1082,7 +989,14 @@ function summarise(x: {
   base: string;
   more: Pick<
     SoakReport,
-    "rampSeconds" | "leaderKills" | "replicasJoined" | "replicasLeft" | "connectionCuts" | "providerChanges" | "temporaryRoles"
+    | "rampSeconds"
+    | "leaderKills"
+    | "replicasJoined"
+    | "replicasLeft"
+    | "connectionCuts"
+    | "evictions"
+    | "providerChanges"
+    | "temporaryRoles"
   >;
 }): SoakReport {
   const tally = (keys: readonly string[]): Record<string, number> => {
@@ -1148,7 +1062,7 @@ export function printReport(report: SoakReport, print: (line: string) => void = 
     `ramp ${report.rampSeconds} s; temporary roles declared ${report.temporaryRoles.declared}, ended at the service ${report.temporaryRoles.endedAtService}; provider changes ${JSON.stringify(report.providerChanges)}`,
   );
   print(
-    `keyward SIGKILLs ${report.keywardKills} (leader ${report.leaderKills}), exits restarted ${report.keywardExitsRestarted}, replicas joined ${report.replicasJoined} left ${report.replicasLeft}, connection cuts ${report.connectionCuts.times} (${report.connectionCuts.connections} connections), apiserver restarts ${report.apiserverRestarts}, service calls ${report.serviceCalls.total}`,
+    `keyward SIGKILLs ${report.keywardKills} (leader ${report.leaderKills}), exits restarted ${report.keywardExitsRestarted}, replicas joined ${report.replicasJoined} left ${report.replicasLeft}, evictions ${report.evictions.evicted} (refused ${report.evictions.refused}), connection cuts ${report.connectionCuts.times} (${report.connectionCuts.connections} connections), apiserver restarts ${report.apiserverRestarts}, service calls ${report.serviceCalls.total}`,
   );
   print(
     `settled ${report.settledAfterSeconds === undefined ? "NOT within the tail" : `${report.settledAfterSeconds} s into the quiet tail`}`,
@@ -1178,9 +1092,13 @@ async function main(): Promise<void> {
       out: { type: "string", default: join(repoRoot, "bench", "soak", "out") },
       "keyward-script": { type: "string" },
       break: { type: "string" },
+      on: { type: "string", default: "local" },
     },
   });
   const outDir = values.out;
+  if (values.on !== "local" && values.on !== "kind") throw new Error("--on: local or kind");
+  if (values.on === "kind" && (values.break !== undefined || values["keyward-script"] !== undefined))
+    throw new Error("--on kind runs the release's image: --break and --keyward-script are for the local site");
   const broken = values.break;
   if (broken !== undefined && !(broken in patches)) throw new Error(`--break: one of ${Object.keys(patches).join(", ")}`);
   const patched = broken === undefined ? undefined : brokenBuild(broken as BrokenBuild);
@@ -1194,6 +1112,7 @@ async function main(): Promise<void> {
     objectsPerNamespace: Number(values["objects-per-namespace"]),
     leaseSeconds: Number(values["lease-seconds"]),
     outDir,
+    on: values.on,
     ...(patched ? { keywardScript: patched.script } : values["keyward-script"] ? { keywardScript: values["keyward-script"] } : {}),
   });
   printReport(report);

@@ -2,9 +2,8 @@
 // kind, the node image, the cluster, keyward's release artifacts as `npm run release` makes them
 // — the image loaded into the cluster from its OCI archive, the packaged chart — and the
 // emulator's image) and prints KEY=VALUE lines; they reach the test files through provide/inject.
-import { spawn } from "node:child_process";
-import { join, resolve } from "node:path";
 import type { TestProject } from "vitest/node";
+import { upScript } from "../../bench/soak/kind.ts";
 
 export interface E2eContext {
   kubeconfig: string;
@@ -42,27 +41,10 @@ declare module "vitest" {
   }
 }
 
-const repoRoot = resolve(import.meta.dirname, "..", "..");
-
 export default async function setup(project: TestProject): Promise<void> {
   const started = Date.now();
-  const out = await new Promise<string>((resolvePromise, reject) => {
-    const child = spawn("bash", [join(repoRoot, "hack", "e2e", "up.sh")], { cwd: repoRoot, stdio: ["ignore", "pipe", "inherit"] });
-    let stdout = "";
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
-    child.on("error", reject);
-    child.on("close", (code) => (code === 0 ? resolvePromise(stdout) : reject(new Error(`hack/e2e/up.sh exited with ${code}`))));
-  });
-  const values = new Map<string, string>();
-  for (const line of out.split("\n")) {
-    const m = /^([A-Z_]+)=(.*)$/.exec(line.trim());
-    if (m?.[1] !== undefined && m[2] !== undefined) values.set(m[1], m[2]);
-  }
-  const get = (key: string): string => {
-    const value = values.get(key);
-    if (value === undefined || value === "") throw new Error(`hack/e2e/up.sh printed no ${key}`);
-    return value;
-  };
+  const values = await upScript();
+  const get = values.get;
   const context: E2eContext = {
     kubeconfig: get("KUBECONFIG"),
     kubectl: get("KUBECTL"),

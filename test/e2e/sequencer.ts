@@ -7,6 +7,7 @@
 import { basename } from "node:path";
 import { BaseSequencer, type TestSpecification } from "vitest/node";
 
+// soak.test.ts before it: the soak removes its release and namespaces at its end.
 // upgrade.test.ts last: it puts the previous release's CRDs in place (and back at its end), and
 // no other file's keyward may run while it counts the writes to its objects.
 // first-hour.test.ts first: it starts from a cluster without keyward's CRDs (and removes them).
@@ -20,6 +21,7 @@ export const e2eFileOrder = [
   "sharding.test.ts",
   "scale.test.ts",
   "argocd.test.ts",
+  "soak.test.ts",
   "upgrade.test.ts",
 ];
 

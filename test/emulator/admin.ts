@@ -26,9 +26,12 @@ type AdminHandler = (ops: AdminOps, body: unknown) => unknown;
 const handlers: Record<string, AdminHandler> = {
   "GET /_emulator/healthz": () => ({ ok: true }),
   "GET /_emulator/requests": (ops) => ({ requests: ops.requests() }),
+  // What was cleared comes back: a reader that drains the log over HTTP misses nothing recorded
+  // between a GET and a DELETE.
   "DELETE /_emulator/requests": (ops) => {
+    const requests = ops.requests();
     ops.clearRequests();
-    return { ok: true };
+    return { ok: true, requests };
   },
   "GET /_emulator/faults": (ops) => ({ faults: ops.faults() }),
   "PUT /_emulator/faults": (ops, body) => {

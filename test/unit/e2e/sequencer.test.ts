@@ -23,6 +23,7 @@ describe("the e2e files' declared order", () => {
       "sharding.test.ts",
       "scale.test.ts",
       "namespaced.test.ts",
+      "soak.test.ts",
       "check.test.ts",
     ].map((f) => ({
       moduleId: join(e2eDir, f),
