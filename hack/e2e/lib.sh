@@ -7,7 +7,10 @@ REPO_ROOT="$(cd "$E2E_DIR/../.." && pwd)"
 CACHE_ROOT="${KEYWARD_CACHE_DIR:-$HOME/.cache/keyward}"
 E2E_CACHE="$CACHE_ROOT/e2e"
 
-K8S_VERSION=v1.36.3          # hack/e2e/go/kube/go.mod; hack/controlplane-go/kube/v1.36 builds the same release
+# The Kubernetes release the kind cluster runs: the one hack/e2e/go/kube/go.mod builds, generated
+# from the oldest supported minor's control-plane module (hack/controlplane-go/update.ts --e2e).
+K8S_VERSION=$(sed -n 's|^[[:space:]]*k8s.io/kubernetes \(v[0-9][^ ]*\).*|\1|p' "$E2E_DIR/go/kube/go.mod")
+[[ $K8S_VERSION =~ ^v1\.[0-9]+\.[0-9]+$ ]] || { echo "hack/e2e/go/kube/go.mod requires no k8s.io/kubernetes release" >&2; exit 1; }
 KIND_VERSION=v0.32.0         # hack/e2e/go/kind/go.mod
 ARGOCD_VERSION=v3.6.1        # hack/e2e/go/argocd/go.mod
 ARGOCD_GOTOOLCHAIN=go1.27.4  # argo-cd v3.6's go.mod says go 1.27.0

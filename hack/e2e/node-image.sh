@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Prints the kind node image for the e2e cluster, building it when needed:
 #   1. $KEYWARD_E2E_NODE_IMAGE when set;
-#   2. kind's own public node image when a registry answers (`docker pull` works);
+#   2. kind's public node image of $K8S_VERSION when a registry serves it (`docker pull` works):
+#      kind's default image when it is that release, else kindest/node:$K8S_VERSION;
 #   3. else an offline node image built here, tagged keyward-e2e/node:<k8s>-<hash of its inputs>
 #      (reused while that tag exists in dockerd):
 #      a Debian bookworm root filesystem (debootstrap: systemd, containerd, runc, CNI plugins),
@@ -17,6 +18,8 @@ if [[ -n ${KEYWARD_E2E_NODE_IMAGE:-} ]]; then echo "$KEYWARD_E2E_NODE_IMAGE"; ex
 KIND_SRC=$(module_source "$E2E_DIR/go/kind" sigs.k8s.io/kind)
 PUBLIC_IMAGE=$(sed -n 's/^const Image = "\(.*\)"$/\1/p' "$KIND_SRC/pkg/apis/config/defaults/image.go")
 [[ -n $PUBLIC_IMAGE ]] || die "no default node image in $KIND_SRC/pkg/apis/config/defaults/image.go"
+# The e2e runs its own release (the oldest supported), rarely the one kind defaults to.
+[[ $PUBLIC_IMAGE == "kindest/node:$K8S_VERSION@"* ]] || PUBLIC_IMAGE="kindest/node:$K8S_VERSION"
 
 if docker image inspect "$PUBLIC_IMAGE" >/dev/null 2>&1 ||
   { [[ -z ${KEYWARD_E2E_OFFLINE:-} ]] && timeout 300 "$(docker_cli)" pull -q "$PUBLIC_IMAGE" >/dev/null 2>&1; }; then

@@ -1,11 +1,14 @@
 // The Kubernetes minors keyward's control plane can be built at: one Go module per minor under
 // hack/controlplane-go/kube/v1.Y/, whose go.mod requires the patch release. The minor `npm test`
-// runs on is named in hack/controlplane-go/test-version (read by scripts too).
+// runs on is named in hack/controlplane-go/test-version (read by scripts too); the release the
+// kind e2e runs is the one hack/e2e/go/kube/go.mod builds (generated from one of those modules).
 import { readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { requiredVersion } from "./gomod.ts";
 
 export const goModulesDir = resolve(import.meta.dirname, "..", "..", "hack", "controlplane-go");
+/** The module of the kind e2e's node components (hack/controlplane-go/update.ts --e2e). */
+export const e2eKubeModuleDir = resolve(import.meta.dirname, "..", "..", "hack", "e2e", "go", "kube");
 
 /** v1.36.3 -> v1.36 */
 export function minorOf(version: string): string {
@@ -36,6 +39,13 @@ export function kubernetesVersionOf(minor: string): string {
   const goMod = readFileSync(join(kubeModuleDir(minor), "go.mod"), "utf8");
   const version = requiredVersion(goMod, "k8s.io/kubernetes");
   if (version === undefined) throw new Error(`hack/controlplane-go/kube/${minor}/go.mod does not require k8s.io/kubernetes`);
+  return version;
+}
+
+/** The Kubernetes release the kind e2e runs (hack/e2e/lib.sh reads the same line as K8S_VERSION). */
+export function e2eKubernetesVersion(): string {
+  const version = requiredVersion(readFileSync(join(e2eKubeModuleDir, "go.mod"), "utf8"), "k8s.io/kubernetes");
+  if (version === undefined) throw new Error("hack/e2e/go/kube/go.mod does not require k8s.io/kubernetes");
   return version;
 }
 

@@ -5,6 +5,7 @@
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { Bom } from "../../hack/release/sbom.ts";
+import { e2eKubernetesVersion, minorOf, supportedMinors } from "../controlplane/versions.ts";
 import {
   apply,
   context,
@@ -95,6 +96,16 @@ describe("keyward installed by its chart", () => {
     // Leave nothing running for the next file (helm uninstall is also what the last test checks).
     await uninstallKeyward(release, systemNs);
   }, 300_000);
+
+  test("the cluster runs the e2e's Kubernetes release, the oldest supported minor: its apiserver and its kubelet", async () => {
+    const version = await kubectlJson<{ serverVersion: { gitVersion: string } }>(["version", "-o", "json"]);
+    const nodes = await kubectlJson<List<KubeObject & { status: { nodeInfo: { kubeletVersion: string } } }>>(["get", "nodes"]);
+    const minors = [version.serverVersion.gitVersion, ...nodes.items.map((n) => n.status.nodeInfo.kubeletVersion)].map(minorOf);
+    // A cluster of one's own (KEYWARD_E2E_KUBECONFIG) runs whichever supported minor it runs.
+    const expected = process.env.KEYWARD_E2E_KUBECONFIG ? minors[0] : minorOf(e2eKubernetesVersion());
+    expect(supportedMinors()).toContain(expected);
+    expect(minors).toEqual(minors.map(() => expected));
+  });
 
   test("the pods run with the chart's security context and memory limit, and pass their probes", async () => {
     const pods = await waitFor(
