@@ -19,6 +19,8 @@ function tree(pkgVersion: string, chartVersion: string, appVersion: string): str
   mkdirSync(join(dir, "hack", "e2e"), { recursive: true });
   cpSync(join(repoRoot, "hack", "release.sh"), join(dir, "hack", "release.sh"));
   cpSync(join(repoRoot, "hack", "e2e", "lib.sh"), join(dir, "hack", "e2e", "lib.sh"));
+  // lib.sh reads the e2e's Kubernetes release from its module.
+  cpSync(join(repoRoot, "hack", "e2e", "go", "kube", "go.mod"), join(dir, "hack", "e2e", "go", "kube", "go.mod"));
   symlinkSync(join(repoRoot, "node_modules"), join(dir, "node_modules"));
   const pkg = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { version: string };
   writeFileSync(join(dir, "package.json"), JSON.stringify({ ...pkg, version: pkgVersion }));
