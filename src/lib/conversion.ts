@@ -40,7 +40,15 @@ export type Edit =
    * struct (`struct`) at the object `path` names, whose presence stands for `flag: true`.
    * `fields` maps each older field to its name in the struct.
    */
-  | { op: "presence"; path: string; flag: string; struct: string; fields: Readonly<Record<string, string>> }
+  | {
+      op: "presence";
+      path: string;
+      flag: string;
+      struct: string;
+      fields: Readonly<Record<string, string>>;
+      /** The struct's fields its schema requires (what the flag's rules required of a true flag). */
+      required?: readonly string[];
+    }
   /**
    * A union: the string `discriminator` and the object `config` become the object `union`, holding
    * `type` (the member's name in the newer version) and one struct per member holding `config`'s

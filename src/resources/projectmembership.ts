@@ -648,13 +648,10 @@ export const v1beta1: VersionChange = {
       flag: "isTemporary",
       struct: "temporary",
       fields: { temporaryMode: "mode", temporaryRange: "range", temporaryAccessStartTime: "startTime" },
+      // mode too: its default fills it in
+      required: ["mode", "range", "startTime"],
     },
     { op: "default", path: "spec.roles[].temporary.mode", value: "Relative" },
-    {
-      op: "rule",
-      path: "spec.roles[].temporary",
-      to: { rule: "has(self.range) && has(self.startTime)", message: "a temporary role needs range and startTime" },
-    },
     {
       op: "rule",
       path: "spec",
