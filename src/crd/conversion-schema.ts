@@ -302,7 +302,7 @@ function applyEdit(root: Node, edit: Edit, variants: readonly Node[], kind: stri
 
 /** The spec schemas of a kind's zod union, one per variant (its own fields only), each under a root like the CRD's. */
 function variantRoots(kind: Kind): Node[] {
-  const def = (kind.crd.spec)._zod.def as { type: string; options?: z.ZodType[] };
+  const def = kind.crd.spec._zod.def as { type: string; options?: z.ZodType[] };
   if (def.type !== "union" || !def.options) return [];
   return def.options.map((option) => ({ type: "object", properties: { spec: structuralSchema(option) } }));
 }

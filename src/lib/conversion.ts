@@ -51,16 +51,17 @@ export type Edit =
     }
   /**
    * A union: the string `discriminator` and the object `config` become the object `union`, holding
-   * `type` (the member's name in the newer version) and one struct per member holding `config`'s
-   * fields and the fields `moves` names (older path → name in the struct). A field one member
-   * moves is no field of the others' (it rides in the annotation there).
+   * `type` (the member's name in the newer version) and one struct per member holding the `fields`
+   * of `config` it has and the fields `moves` names (older path → name in the struct). A field of
+   * `config` a member lacks, or one another member moves, has no place in it (it rides in the
+   * annotation).
    */
   | {
       op: "union";
       discriminator: string;
       config: string;
       union: string;
-      members: Readonly<Record<string, { type: string; member: string; moves?: Readonly<Record<string, string>> }>>;
+      members: Readonly<Record<string, UnionMember>>;
     }
   /** Schema only, values pass unchanged: a list becomes a list-map keyed by `keys`. */
   | { op: "listMap"; path: string; keys: readonly string[] }
@@ -70,6 +71,14 @@ export type Edit =
   | { op: "default"; path: string; value: Json }
   /** Schema only: a CEL rule on the node at `path` replaced (`from` its rule text), added (no `from`) or dropped (no `to`). */
   | { op: "rule"; path: string; from?: string; to?: SchemaRule };
+
+/** One member of a union edit: its `type`, the name of its struct, the `config` fields it has, and what it `moves` in. */
+export interface UnionMember {
+  type: string;
+  member: string;
+  fields: readonly string[];
+  moves?: Readonly<Record<string, string>>;
+}
 
 /** The change of one kind from `from` to `to`. */
 export interface VersionChange {
@@ -271,21 +280,29 @@ function unionForward(root: Obj, edit: Extract<Edit, { op: "union" }>): void {
     throw new ConversionError(edit.discriminator, `${JSON.stringify(value)} is not one of ${Object.keys(edit.members).join(", ")}`);
   }
   if (config !== undefined && !isObj(config)) throw new ConversionError(edit.config, `must be an object, not ${typeName(config)}`);
-  const struct: Obj = { ...config };
-  let present = config !== undefined;
-  for (const m of Object.values(edit.members)) {
-    for (const [older, name] of Object.entries(m.moves ?? {})) {
-      const segments = segmentsOf(older);
-      const moved = take(root, segments, 1);
-      // another member's field has no place in this one
-      if (moved === undefined || m !== member) continue;
-      if (struct[name] !== undefined) throw new ConversionError(older, `${edit.config}.${name} is set too`);
-      struct[name] = moved;
-      present = true;
-    }
+  const struct: Obj = {};
+  for (const key of member?.fields ?? []) if (config?.[key] !== undefined) struct[key] = config[key];
+  const moved = takeMoves(root, edit, member);
+  for (const [name, value] of Object.entries(moved)) {
+    if (struct[name] !== undefined) throw new ConversionError(edit.config, `${name} is set here and moved in too`);
+    struct[name] = value;
   }
   if (member === undefined) return;
+  const present = config !== undefined || Object.keys(moved).length > 0;
   put(root, segmentsOf(edit.union), present ? { type: member.type, [member.member]: struct } : { type: member.type }, "");
+}
+
+/** Takes every member's moved fields out of `root`; those of `member`, by their name in its struct. */
+function takeMoves(root: Obj, edit: Extract<Edit, { op: "union" }>, member: UnionMember | undefined): Obj {
+  const out: Obj = {};
+  for (const m of Object.values(edit.members)) {
+    for (const [older, name] of Object.entries(m.moves ?? {})) {
+      const value = take(root, segmentsOf(older), 1);
+      // another member's field has no place in this one
+      if (value !== undefined && m === member) out[name] = value;
+    }
+  }
+  return out;
 }
 
 function unionBackward(root: Obj, edit: Extract<Edit, { op: "union" }>): void {

@@ -373,7 +373,12 @@ export function timeEdits(...paths: string[]): Edit[] {
   return paths.map((path) => ({ op: "format", path, format: "date-time" }));
 }
 
+/** A name (or path) with its trailing initialism in capitals: `projectId` → `projectID`, `selectedRepositoryIds` → `selectedRepositoryIDs`. */
+export function initialism(name: string): string {
+  return name.replace(/(Id|Url|Uuid)(?=$|s$)/, (m) => m.toUpperCase());
+}
+
 /** Renames spelling an initialism in capitals: `status.projectId` → `status.projectID`. */
 export function initialismEdits(...paths: string[]): Edit[] {
-  return paths.map((from) => ({ op: "rename", from, to: from.replace(/(Id|Url|Uuid)(?=$|s$)/, (m) => m.toUpperCase()) }));
+  return paths.map((from) => ({ op: "rename", from, to: initialism(from) }));
 }

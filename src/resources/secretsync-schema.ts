@@ -29,6 +29,7 @@ import {
   bounds,
   commonStatus,
   conditionEdits,
+  initialism,
   initialismEdits,
   kindRef,
   managementPolicy,
@@ -428,6 +429,16 @@ export const crdSource: CrdSource = {
   ],
 };
 
+const specConfigs = {
+  "workflow-engine": workflowEngineSpecConfig,
+  "code-host": codeHostSpecConfig,
+  "data-platform": dataPlatformSpecConfig,
+  "cloud-secrets-manager": cloudSecretsManagerSpecConfig,
+  "app-platform": appPlatformSpecConfig,
+  "git-host": gitHostSpecConfig,
+  monitoring: monitoringSpecConfig,
+} satisfies Record<Destination, z.ZodObject>;
+
 /** CamelCase, as a Kubernetes enum is spelled: `code-host` → `CodeHost`. */
 const camel = (value: string): string => value.replace(/(^|-)([a-z])/g, (_, _dash: string, c: string) => c.toUpperCase());
 const lowerFirst = (value: string): string => value.charAt(0).toLowerCase() + value.slice(1);
@@ -482,6 +493,7 @@ export const v1beta1: VersionChange = {
           {
             type: camel(d),
             member: lowerFirst(camel(d)),
+            fields: Object.keys(specConfigs[d].shape).map(initialism),
             ...(d === "cloud-secrets-manager"
               ? {
                   moves: {
