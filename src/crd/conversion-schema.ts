@@ -148,7 +148,6 @@ function mapEnum(root: Node, edit: Extract<Edit, { op: "enum" }>): void {
 function presence(root: Node, edit: Extract<Edit, { op: "presence" }>, kind: string): void {
   const item = nodeAt(root, segmentsOf(edit.path));
   if (!item?.properties) fail(kind, edit, "no object there");
-  const flag = item.properties[edit.flag];
   const names = [edit.flag, ...Object.keys(edit.fields)];
   const properties: Record<string, Node> = {};
   for (const [older, newer] of Object.entries(edit.fields)) {
@@ -158,7 +157,7 @@ function presence(root: Node, edit: Extract<Edit, { op: "presence" }>, kind: str
   }
   item.properties = Object.fromEntries(Object.entries(item.properties).filter(([k]) => !names.includes(k)));
   item.properties[edit.struct] = {
-    description: `Set for a temporary grant, absent for a permanent one (v1alpha1: ${edit.flag}). ${flag?.description ?? ""}`.trim(),
+    description: `Present for a temporary role, absent for a permanent one (v1alpha1: ${edit.flag}: true and the fields below).`,
     type: "object",
     properties,
     ...(edit.required ? { required: [...edit.required] } : {}),
