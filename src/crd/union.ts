@@ -382,3 +382,12 @@ export function mergeUnion(variants: readonly JSONSchemaProps[], discriminator: 
     fail(where, "a union mixing objects or arrays with other shapes cannot be expressed");
   return mergeScalarUnion(variants, where);
 }
+
+/**
+ * The rules restoring what one variant narrows of the `merged` node (a field it requires, a field
+ * it lacks, an enum or bound of its own), each true when `when` is (the object is of another
+ * variant): for a union whose discriminator is not a property of the merged node itself.
+ */
+export function narrowingRules(variant: JSONSchemaProps, merged: JSONSchemaProps, when: string, label: string): ValidationRule[] {
+  return objectChecks(variant, merged, "self", [], []).map((check) => checkRule(check, when, label));
+}

@@ -49,6 +49,8 @@ import type { Kind, KindModule } from "./kind.ts";
 import { connectVia, type ProviderResolver } from "./provider/resolver.ts";
 import { renewBeforeSchema } from "./provider/crd-fields.ts";
 import { InvalidTokenLifetimeError, renewalPlan, renewWaitMs, rfc3339, tokenExpiry, type RenewalPlan } from "./provider/token-schedule.ts";
+import type { Edit, VersionChange } from "../lib/conversion.ts";
+import { conditionEdits, initialismEdits, providerUserEdits, timeEdits, V1BETA1 } from "./common.ts";
 
 export const ref = kindRef("AccessToken", "accesstokens");
 
@@ -714,9 +716,23 @@ export function accessTokenModule(deps: {
   };
 }
 
+/** How v1alpha1 becomes v1beta1 (docs/api-review.md). */
+export const v1beta1: VersionChange = {
+  from: ref.version,
+  to: V1BETA1,
+  edits: [
+    ...conditionEdits,
+    ...providerUserEdits,
+    ...initialismEdits("spec.identityId", "status.tokenId", "status.identityId"),
+    ...Object.entries(defaultSecretKeys).map(([key, value]): Edit => ({ op: "default", path: `spec.secretKeys.${key}`, value })),
+    ...timeEdits("status.expiresAt", "status.renewAt", "status.lastIssuedAt"),
+  ],
+};
+
 export const kind: Kind = {
   ref,
   crd: crdSource,
+  conversion: v1beta1,
   reasons: {
     SecretMissing: {
       means: "failed",

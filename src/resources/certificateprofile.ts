@@ -39,6 +39,8 @@ import { createSharedListing, DEFAULT_LISTING_TTL_MS, isSteady, listedOrTooLarge
 import { connectVia, type ProviderResolver } from "./provider/resolver.ts";
 import { resolveProjectId } from "./refs.ts";
 import type { Kind, KindModule } from "./kind.ts";
+import type { VersionChange } from "../lib/conversion.ts";
+import { conditionEdits, initialismEdits, V1BETA1 } from "./common.ts";
 
 export const ref = kindRef("CertificateProfile", "certificateprofiles");
 
@@ -314,9 +316,31 @@ export function certificateProfileModule(deps: {
   };
 }
 
+/** How v1alpha1 becomes v1beta1 (docs/api-review.md): ids spelled as initialisms. */
+export const v1beta1: VersionChange = {
+  from: ref.version,
+  to: V1BETA1,
+  edits: [
+    ...conditionEdits,
+    { op: "default", path: "spec.providerConfigRef.kind", value: "ProviderConfig" },
+    ...initialismEdits(
+      "spec.projectId",
+      "status.profileId",
+      "status.projectId",
+      "status.caId",
+      "status.certificateTemplateId",
+      "status.estConfigId",
+      "status.apiConfigId",
+      "status.acmeConfigId",
+      "status.acmeConfig.directoryUrl",
+    ),
+  ],
+};
+
 export const kind: Kind = {
   ref,
   crd: crdSource,
+  conversion: v1beta1,
   reasons: {
     NotListed: { means: "retrying", doc: "The profile exists but the service's listing does not show it yet." },
   },

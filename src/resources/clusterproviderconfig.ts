@@ -37,6 +37,9 @@ import type { ConfigPlace, Connector } from "./provider/connector.ts";
 import type { ClusterConnect, ProviderResolver } from "./provider/resolver.ts";
 import { checkConnection } from "./provider/connection-check.ts";
 import type { Kind } from "./kind.ts";
+import type { VersionChange } from "../lib/conversion.ts";
+import { V1BETA1 } from "./common.ts";
+import { providerConfigV1beta1Edits } from "./provider/crd-fields.ts";
 
 export const ref: KindRef = { ...kindRef("ClusterProviderConfig", "clusterproviderconfigs"), clusterScoped: true };
 
@@ -284,9 +287,13 @@ export const namespaceWatch: SecondaryWatch = {
     (primaries?.() ?? []).filter((o) => o.metadata.namespace === ns.metadata.name && usesClusterConfig(o)).map(keyOf),
 };
 
+/** How v1alpha1 becomes v1beta1 (docs/api-review.md): the provider kinds' shared edits. */
+export const v1beta1: VersionChange = { from: ref.version, to: V1BETA1, edits: providerConfigV1beta1Edits };
+
 export const kind: Kind = {
   ref,
   crd: crdSource,
+  conversion: v1beta1,
   reasons: {
     NotAllowed: { means: "failed", doc: "The ClusterProviderConfig does not allow the resource's namespace." },
   },

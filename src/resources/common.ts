@@ -8,6 +8,7 @@ import type { SecondaryWatch } from "../engine/controller.ts";
 import { kubeJson } from "../kube/rest.ts";
 import { ageColumn, conditionColumn } from "../engine/kind.ts";
 import { ANNOTATION_PAUSED, FINALIZER } from "../engine/meta.ts";
+import type { Edit } from "../lib/conversion.ts";
 
 // The size of every string, list and map of every CRD (spec and status). The apiserver stores an
 // object of up to ~1.5 MiB and costs CEL rules by these bounds, and keyward parses specs with
@@ -365,4 +366,41 @@ export async function freshReferrers(
 /** Names for a condition message: the first five, then how many more. */
 export function someNames(names: readonly string[]): string {
   return names.slice(0, 5).join(", ") + (names.length > 5 ? `, and ${names.length - 5} more` : "");
+}
+
+// ---------------------------------------------------------------- v1beta1 (docs/api-review.md)
+
+/** The version every kind's v1alpha1 becomes: its edits are declared beside each kind's schemas. */
+export const V1BETA1 = "v1beta1";
+
+/**
+ * What changes on every kind from v1alpha1 to v1beta1: conditions become a list-map keyed by type
+ * (server-side apply addresses one condition), with metav1.Condition's date-time and reason
+ * pattern.
+ */
+export const conditionEdits: readonly Edit[] = [
+  { op: "listMap", path: "status.conditions", keys: ["type"] },
+  { op: "format", path: "status.conditions[].lastTransitionTime", format: "date-time" },
+  { op: "format", path: "status.conditions[].reason", pattern: "^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$" },
+];
+
+/** A kind with spec.providerConfigRef and spec.managementPolicy: their code defaults go into the schema. */
+export const providerUserEdits: readonly Edit[] = [
+  { op: "default", path: "spec.providerConfigRef.kind", value: "ProviderConfig" },
+  { op: "default", path: "spec.managementPolicy", value: "Default" },
+];
+
+/** Status times keyward writes (RFC 3339) get the date-time format. */
+export function timeEdits(...paths: string[]): Edit[] {
+  return paths.map((path) => ({ op: "format", path, format: "date-time" }));
+}
+
+/** A name (or path) with its trailing initialism in capitals: `projectId` → `projectID`, `selectedRepositoryIds` → `selectedRepositoryIDs`. */
+export function initialism(name: string): string {
+  return name.replace(/(Id|Url|Uuid)(?=$|s$)/, (m) => m.toUpperCase());
+}
+
+/** Renames spelling an initialism in capitals: `status.projectId` → `status.projectID`. */
+export function initialismEdits(...paths: string[]): Edit[] {
+  return paths.map((from) => ({ op: "rename", from, to: initialism(from) }));
 }

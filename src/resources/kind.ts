@@ -14,6 +14,7 @@ import type { MetadataKey } from "./common.ts";
 
 export type { MetadataKey } from "./common.ts";
 import type { SharedInformer } from "../kube/informer.ts";
+import type { VersionChange } from "../lib/conversion.ts";
 
 export interface KindDeps {
   kube: Kube;
@@ -89,6 +90,11 @@ export interface Kind extends KindDescriptor<KindDeps> {
   actions?: Readonly<Record<string, ActionDescriptor>>;
   /** The other labels, annotations and finalizers keyward reads or writes for this kind. */
   metadata?: readonly MetadataKey[];
+  /**
+   * How its v1alpha1 becomes v1beta1 (docs/api-review.md): the conversion both ways
+   * (src/resources/conversion.ts) and the v1beta1 schema (src/crd/conversion-schema.ts) derive from it.
+   */
+  conversion: VersionChange;
 }
 
 /**

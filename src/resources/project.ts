@@ -30,6 +30,8 @@ import {
 import { createSharedListing, DEFAULT_LISTING_TTL_MS, isSteady, listedOrTooLarge, listingScope, type SharedListing } from "./listing.ts";
 import { connectVia, type ProviderResolver } from "./provider/resolver.ts";
 import type { Kind, KindModule } from "./kind.ts";
+import type { VersionChange } from "../lib/conversion.ts";
+import { conditionEdits, initialismEdits, providerUserEdits, V1BETA1 } from "./common.ts";
 
 export const ref = kindRef("Project", "projects");
 
@@ -444,9 +446,40 @@ export function dependentGoneWatch(kind: KindRef): SecondaryWatch {
   };
 }
 
+/** How v1alpha1 becomes v1beta1 (docs/api-review.md). */
+export const v1beta1: VersionChange = {
+  from: ref.version,
+  to: V1BETA1,
+  edits: [
+    ...conditionEdits,
+    ...providerUserEdits,
+    {
+      op: "enum",
+      path: "spec.type",
+      values: {
+        "secret-manager": "SecretManager",
+        "cert-manager": "CertManager",
+        kms: "KMS",
+        ssh: "SSH",
+        "secret-scanning": "SecretScanning",
+        pam: "PAM",
+      },
+    },
+    { op: "rename", from: "spec.shouldCreateDefaultEnvs", to: "spec.createDefaultEnvironments" },
+    { op: "default", path: "spec.createDefaultEnvironments", value: true },
+    { op: "rename", from: "spec.hasDeleteProtection", to: "spec.deleteProtection" },
+    { op: "rename", from: "status.hasDeleteProtection", to: "status.deleteProtection" },
+    { op: "rename", from: "spec.pitVersionLimit", to: "spec.pointInTimeVersionLimit" },
+    ...initialismEdits("spec.kmsKeyId", "status.projectId", "status.orgId"),
+    { op: "default", path: "spec.creationPolicy", value: "Create" },
+    { op: "default", path: "spec.deletionPolicy", value: "Retain" },
+  ],
+};
+
 export const kind: Kind = {
   ref,
   crd: crdSource,
+  conversion: v1beta1,
   reasons: {
     Adopted: { means: "done", doc: "keyward took over an existing project with the slug (creationPolicy Adopt or CreateOrAdopt)." },
     AlreadyExists: { means: "failed", doc: "creationPolicy Create and a project with the slug exists." },

@@ -40,6 +40,8 @@ import { createSharedListing, DEFAULT_LISTING_TTL_MS, isSteady, listedOrTooLarge
 import { connectVia, type ProviderResolver } from "./provider/resolver.ts";
 import { projectIdForCleanup, resolveProjectId } from "./refs.ts";
 import type { Kind, KindModule } from "./kind.ts";
+import type { VersionChange } from "../lib/conversion.ts";
+import { conditionEdits, initialismEdits, providerUserEdits, timeEdits, V1BETA1 } from "./common.ts";
 
 export const ref = kindRef("ProjectMembership", "projectmemberships");
 
@@ -631,9 +633,51 @@ export function projectMembershipModule(deps: {
   };
 }
 
+/** How v1alpha1 becomes v1beta1 (docs/api-review.md): a temporary role is one optional struct. */
+export const v1beta1: VersionChange = {
+  from: ref.version,
+  to: V1BETA1,
+  edits: [
+    ...conditionEdits,
+    ...providerUserEdits,
+    ...initialismEdits(
+      "spec.projectId",
+      "status.projectId",
+      "status.membershipId",
+      "status.userId",
+      "status.groupMembershipId",
+      "status.groupId",
+    ),
+    { op: "enum", path: "spec.roles[].temporaryMode", values: { relative: "Relative" } },
+    {
+      op: "presence",
+      path: "spec.roles[]",
+      flag: "isTemporary",
+      struct: "temporary",
+      fields: { temporaryMode: "mode", temporaryRange: "range", temporaryAccessStartTime: "startTime" },
+      // mode too: its default fills it in
+      required: ["mode", "range", "startTime"],
+    },
+    { op: "default", path: "spec.roles[].temporary.mode", value: "Relative" },
+    {
+      op: "rule",
+      path: "spec",
+      from: "!has(self.username) || self.roles.exists(r, !has(r.isTemporary) || !r.isTemporary)",
+      to: {
+        rule: "!has(self.username) || self.roles.exists(r, !has(r.temporary))",
+        message: "a user membership needs at least one permanent role (the service requires it)",
+      },
+    },
+    { op: "default", path: "spec.deletionPolicy", value: "Retain" },
+    { op: "default", path: "spec.revokeRole", value: DEFAULT_REVOKE_ROLE },
+    ...timeEdits("status.nextTemporaryAccessEndTime"),
+  ],
+};
+
 export const kind: Kind = {
   ref,
   crd: crdSource,
+  conversion: v1beta1,
   reasons: {
     AmbiguousGroup: { means: "failed", doc: "The group selector matches more than one group." },
     MemberNotFound: { means: "failed", doc: "The user or group is not a member of the project and keyward may not add it." },

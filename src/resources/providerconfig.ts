@@ -32,6 +32,9 @@ import { CREDENTIALS_SELECTOR, credentialsSecretKeys } from "./provider/credenti
 import { createConnector, type Connector, type SecretReader } from "./provider/connector.ts";
 import { dispatchByKind, type ClusterConnect, type ProviderResolver } from "./provider/resolver.ts";
 import type { Kind } from "./kind.ts";
+import type { VersionChange } from "../lib/conversion.ts";
+import { V1BETA1 } from "./common.ts";
+import { providerConfigV1beta1Edits } from "./provider/crd-fields.ts";
 
 export const ref = kindRef("ProviderConfig", "providerconfigs");
 
@@ -211,9 +214,13 @@ export const dependentsWatch = referrersWatch(
   providerConfigChangeMatters,
 );
 
+/** How v1alpha1 becomes v1beta1 (docs/api-review.md): the provider kinds' shared edits. */
+export const v1beta1: VersionChange = { from: ref.version, to: V1BETA1, edits: providerConfigV1beta1Edits };
+
 export const kind: Kind = {
   ref,
   crd: crdSource,
+  conversion: v1beta1,
   reasons: {
     InUse: { means: "retrying", doc: "Being deleted: waits until no resource names it (the message names them)." },
   },

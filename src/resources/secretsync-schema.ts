@@ -10,6 +10,7 @@ import {
   cloudSecretsManagerConfigSchema,
   codeHostConfigSchema,
   dataPlatformConfigSchema,
+  destinations,
   gitHostConfigSchema,
   importCapable,
   initialSyncBehaviors,
@@ -22,7 +23,23 @@ import {
 } from "../api/index.ts";
 import { exactlyOneOf, immutable } from "../engine/cel.ts";
 import type { CrdSource } from "../engine/kind.ts";
-import { ageColumn, bounds, commonStatus, kindRef, managementPolicy, projectId, projectRef, providerConfigRef } from "./common.ts";
+import type { VersionChange } from "../lib/conversion.ts";
+import {
+  ageColumn,
+  bounds,
+  commonStatus,
+  conditionEdits,
+  initialism,
+  initialismEdits,
+  kindRef,
+  managementPolicy,
+  projectId,
+  projectRef,
+  providerConfigRef,
+  providerUserEdits,
+  timeEdits,
+  V1BETA1,
+} from "./common.ts";
 
 export const ref = kindRef("SecretSync", "secretsyncs");
 
@@ -409,5 +426,97 @@ export const crdSource: CrdSource = {
     { name: "Synced", type: "string", jsonPath: `.status.conditions[?(@.type=="Synced")].status`, priority: 1 },
     { name: "Sync-ID", type: "string", jsonPath: ".status.syncId", priority: 1 },
     ageColumn,
+  ],
+};
+
+const specConfigs = {
+  "workflow-engine": workflowEngineSpecConfig,
+  "code-host": codeHostSpecConfig,
+  "data-platform": dataPlatformSpecConfig,
+  "cloud-secrets-manager": cloudSecretsManagerSpecConfig,
+  "app-platform": appPlatformSpecConfig,
+  "git-host": gitHostSpecConfig,
+  monitoring: monitoringSpecConfig,
+} satisfies Record<Destination, z.ZodObject>;
+
+/** CamelCase, as a Kubernetes enum is spelled: `code-host` → `CodeHost`. */
+const camel = (value: string): string => value.replace(/(^|-)([a-z])/g, (_, _dash: string, c: string) => c.toUpperCase());
+const lowerFirst = (value: string): string => value.charAt(0).toLowerCase() + value.slice(1);
+
+/**
+ * How v1alpha1 becomes v1beta1 (docs/api-review.md): `destination` and `destinationConfig`
+ * become the union `destination {type, <member>}`, one member per destination, and the sync
+ * options only cloud-secrets-manager takes move into its member.
+ */
+export const v1beta1: VersionChange = {
+  from: ref.version,
+  to: V1BETA1,
+  edits: [
+    ...conditionEdits,
+    ...providerUserEdits,
+    ...initialismEdits(
+      "spec.projectId",
+      "spec.syncId",
+      "spec.connectionId",
+      "spec.syncOptions.keyId",
+      "spec.destinationConfig.selectedRepositoryIds",
+      "spec.destinationConfig.appId",
+      "spec.destinationConfig.environmentId",
+      "spec.destinationConfig.accountId",
+      "spec.destinationConfig.groupId",
+      "status.syncId",
+      "status.projectId",
+      "status.connectionId",
+      "status.lastSyncJobId",
+      "status.lastImportJobId",
+      "status.lastRemoveJobId",
+      "status.pendingRequest.lastJobId",
+      "status.deletionRemoval.lastJobId",
+    ),
+    { op: "rename", from: "spec.isAutoSyncEnabled", to: "spec.autoSync" },
+    { op: "rename", from: "status.isAutoSyncEnabled", to: "status.autoSync" },
+    {
+      op: "enum",
+      path: "spec.syncOptions.initialSyncBehavior",
+      values: Object.fromEntries(initialSyncBehaviors.map((b) => [b, camel(b)])),
+    },
+    { op: "enum", path: "spec.destinationConfig.mappingBehavior", values: { "one-to-one": "OneToOne" } },
+    { op: "enum", path: "spec.destinationConfig.visibility", values: { all: "All" } },
+    {
+      op: "union",
+      discriminator: "spec.destination",
+      config: "spec.destinationConfig",
+      union: "spec.destination",
+      members: Object.fromEntries(
+        destinations.map((d) => [
+          d,
+          {
+            type: camel(d),
+            member: lowerFirst(camel(d)),
+            fields: Object.keys(specConfigs[d].shape).map(initialism),
+            ...(d === "cloud-secrets-manager"
+              ? {
+                  moves: {
+                    "spec.syncOptions.keyID": "keyID",
+                    "spec.syncOptions.tags": "tags",
+                    "spec.syncOptions.syncSecretMetadataAsTags": "syncSecretMetadataAsTags",
+                  },
+                }
+              : {}),
+          },
+        ]),
+      ),
+    },
+    { op: "default", path: "spec.deletionPolicy", value: "Retain" },
+    ...timeEdits(
+      "status.lastSyncedAt",
+      "status.lastImportedAt",
+      "status.lastRemovedAt",
+      "status.pendingRequest.markedAt",
+      "status.pendingRequest.lastJobAt",
+      "status.deletionRemoval.markedAt",
+      "status.deletionRemoval.lastJobAt",
+      "status.deletionRemoval.retryAt",
+    ),
   ],
 };

@@ -65,6 +65,7 @@ import { connectVia, type ProviderResolver } from "./provider/resolver.ts";
 import { asProjectId, projectIdForCleanup, projectRecordedIn, resolveProjectId } from "./refs.ts";
 import {
   crdSource,
+  v1beta1,
   RECENT_REQUESTS_KEPT,
   ref,
   specSchema,
@@ -836,6 +837,7 @@ function pluginAction(request: RequestAction, job: JobKind): ActionDescriptor {
 export const kind: Kind = {
   ref,
   crd: crdSource,
+  conversion: v1beta1,
   reasons: {
     AlreadyExists: { means: "failed", doc: "A sync with the name exists at the service and is not this resource's." },
     CreateOutcomeUnknown: {

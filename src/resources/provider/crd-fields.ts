@@ -6,7 +6,9 @@
 // never a kind's file.
 import { z } from "zod";
 import type { PrinterColumn } from "../../engine/kind.ts";
-import { ageColumn, bounds } from "../common.ts";
+import { ageColumn, bounds, conditionEdits, initialismEdits, timeEdits } from "../common.ts";
+import type { Edit } from "../../lib/conversion.ts";
+import { DEFAULT_CREDENTIALS_KEY } from "./credentials.ts";
 import { GO_DURATION_PATTERN } from "../../lib/duration.ts";
 
 /** A Secret and the key in it that holds a token. */
@@ -76,4 +78,13 @@ export const providerConfigColumns: PrinterColumn[] = [
   { name: "Reason", type: "string", jsonPath: `.status.conditions[?(@.type=="Ready")].reason`, priority: 1 },
   { name: "Token-Expires", type: "string", jsonPath: ".status.tokenExpiresAt", priority: 1 },
   ageColumn,
+];
+
+/** What both provider kinds change from v1alpha1 to v1beta1 (docs/api-review.md), beside each kind's own. */
+export const providerConfigV1beta1Edits: readonly Edit[] = [
+  ...conditionEdits,
+  ...initialismEdits("spec.baseUrl", "spec.tokenAuth.identityId", "status.baseUrl"),
+  { op: "default", path: "spec.credentialsSecretRef.key", value: DEFAULT_CREDENTIALS_KEY },
+  { op: "default", path: "spec.tokenAuth.bootstrapSecretRef.key", value: DEFAULT_CREDENTIALS_KEY },
+  ...timeEdits("status.tokenExpiresAt", "status.tokenRenewAt"),
 ];

@@ -22,6 +22,9 @@ import type { MetadataKey } from "../common.ts";
 
 /** The label, set by someone who may write the Secret, that lets keyward use it as credentials. */
 export const CREDENTIALS_LABEL = "keyward.dev/credentials";
+
+/** The key of a credentials Secret holding the token when the reference names none. */
+export const DEFAULT_CREDENTIALS_KEY = "token";
 /** The label selector of the Secret cache: marked Secrets only. */
 export const CREDENTIALS_SELECTOR = `${CREDENTIALS_LABEL}=true`;
 /** On a marked Secret: the base URLs (comma-separated) its token may be sent to. */
@@ -78,7 +81,7 @@ export function tokenFrom(
   baseUrl: string,
   adminAllowed: readonly string[],
 ): string {
-  const key = where.key ?? "token";
+  const key = where.key ?? DEFAULT_CREDENTIALS_KEY;
   const id = `Secret ${keyString(where)}`;
   if (!secret) throw new ReconcileError("CredentialsNotFound", `${id} does not exist`, { retryable: true });
   if (!isMarkedCredentials(secret)) {

@@ -172,6 +172,8 @@ export function widgetKind(store: WidgetStore): Kind {
     crd: crdSource,
     reasons,
     refers: {},
+    // the Widget has one version
+    conversion: { from: ref.version, to: ref.version, edits: [] },
     serviceIdFields: ["id"],
     // The store assigns the id on create: the create rule's mark precedes the call.
     externalId: "id",
