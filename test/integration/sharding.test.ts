@@ -11,8 +11,8 @@ import { loadDefaultSeed } from "../emulator/default-seed.ts";
 import { createTestNamespace, testKubeconfigPath, testKubectlPath, waitFor, type TestNamespace } from "../controlplane/testenv.ts";
 import { freePort } from "../controlplane/controlplane.ts";
 import { shares } from "./support/shard-replicas.ts";
-import { shardKey } from "../../src/engine/sharder.ts";
-import { DRAIN_LABEL, SHARD_LABEL } from "../../src/engine/shard-plan.ts";
+import { shardKey } from "../../src/shard/sharder.ts";
+import { DRAIN_LABEL, SHARD_LABEL } from "../../src/shard/plan.ts";
 import { GROUP, VERSION, type KubeObject } from "../../src/engine/types.ts";
 import {
   condition,

@@ -5,7 +5,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { freePort } from "../../controlplane/controlplane.ts";
 import { testKubeconfigPath } from "../../controlplane/testenv.ts";
 import { boundLoads, createRing, type Ring } from "../../../src/lib/ring.ts";
-import { shardKey } from "../../../src/engine/sharder.ts";
+import { shardKey } from "../../../src/shard/sharder.ts";
 
 export interface Replica {
   identity: string;
