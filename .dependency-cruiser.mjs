@@ -6,10 +6,10 @@
 //   src/api (the service client, no Kubernetes)   src/kube (the Kubernetes runtime client)
 //                      ↑                                       ↑
 //                      │                      src/engine (generic: knows no kind)
-//                      │                                       ↑
-//   src/resources (the kinds; src/resources/provider/ their shared plumbing)
-//     ↑
-//   src/operator.ts, src/main.ts, src/uninstall.ts, src/endpoints.ts, src/config.ts
+//                      │                                       ↑            ↑
+//   src/resources (the kinds; src/resources/provider/ their shared plumbing)  src/shard (sharding:
+//     ↑                                                                        the engine's seams)
+//   src/operator.ts, src/main.ts, src/uninstall.ts, src/endpoints.ts, src/config.ts   ↑
 //
 //   src/crd: generation, build time only: the CRDs and the other files derived from the kind
 //   registry (src/resources/registry.ts); only hack/, test/ and bench/ load it.
@@ -58,9 +58,24 @@ export default {
       name: "engine-knows-no-kind",
       severity: "error",
       comment:
-        "src/engine is generic: it imports src/kube, src/lib and src/log.ts, never a kind (src/resources), the service client (src/api) or src/crd.",
+        "src/engine is generic: it imports src/kube, src/lib and src/log.ts, never a kind (src/resources), the service client (src/api), sharding (src/shard: it fills in the engine's seams) or src/crd.",
       from: { path: "^src/engine/" },
       to: { path: "^src/", pathNot: "^src/(engine/|kube/|lib/|log\\.ts$)" },
+    },
+    {
+      name: "sharding-in-one-room",
+      comment:
+        "src/shard (sharding: the Shard, its fence, its step before each pass, membership, the sharder) plugs into the engine's seams: it imports src/engine, src/kube, src/lib and src/log.ts, never the service client, a kind or src/crd. Nothing below the entry points imports it (engine-knows-no-kind, kube-is-below-the-engine, the kinds' rule).",
+      severity: "error",
+      from: { path: "^src/shard/" },
+      to: { path: "^src/", pathNot: "^src/(shard/|engine/|kube/|lib/|log\\.ts$)" },
+    },
+    {
+      name: "kinds-know-no-sharding",
+      severity: "error",
+      comment: "The kinds read the engine's Ownership seam; what sharding is lives in src/shard, which only the entry points import.",
+      from: { path: "^src/resources/" },
+      to: { path: "^src/shard/" },
     },
     {
       name: "resources-below-the-operator",
@@ -94,9 +109,9 @@ export default {
       name: "crd-reads-only-descriptions",
       severity: "error",
       comment:
-        "Generation (src/crd) reads the kinds through the registry and their descriptor type (src/resources/registry.ts, kind.ts), the engine's descriptions and src/lib; never a kind file directly or the entry points.",
+        "Generation (src/crd) reads the kinds through the registry and their descriptor type (src/resources/registry.ts, kind.ts), the engine's descriptions, the shard labels it documents (src/shard/plan.ts) and src/lib; never a kind file directly or the entry points.",
       from: { path: "^src/crd/" },
-      to: { path: "^src/", pathNot: "^src/(crd/|lib/|engine/|resources/(registry|kind)\\.ts$)" },
+      to: { path: "^src/", pathNot: "^src/(crd/|lib/|engine/|shard/plan\\.ts$|resources/(registry|kind)\\.ts$)" },
     },
     {
       name: "crd-is-build-time-only",

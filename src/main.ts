@@ -8,8 +8,8 @@ import { guardUncaughtExceptions } from "./process-guard.ts";
 import { loadKubeConfig, createKube } from "./kube/client.ts";
 import type { KubeSource } from "./kube/kubeconfig.ts";
 import { runLeaderElection } from "./kube/lease.ts";
-import { awaitJoin, awaitNoShards, HANDSHAKE_ANNOTATION, runShardLease, shardLeasePrefix } from "./kube/shards.ts";
-import { createSharder, shardMetrics, type Sharder } from "./engine/sharder.ts";
+import { awaitNoShards } from "./shard/leases.ts";
+import { shardReplica, type ShardReplica } from "./shard/replica.ts";
 import { createOperator, type Operator } from "./operator.ts";
 import { setResponseBudget } from "./api/http.ts";
 import { startEndpoints, type Health } from "./endpoints.ts";
@@ -41,10 +41,10 @@ async function run(config: Config, log: Logger): Promise<void> {
       .slice(0, 50)}-${randomUUID().slice(0, 8)}`;
   const leaseNamespace = config.leaderElectionNamespace ?? podNamespace();
   // With sharding nothing is sent unless this replica holds its shard Lease (docs/sharding.md).
-  const fence = { holds: (): boolean => false };
+  const replica = config.sharding ? replicaOf(config, kc, identity, leaseNamespace, log) : undefined;
   const operator: Operator = createOperator({
     holderNamespace: leaseNamespace,
-    ...(config.sharding ? { shard: { identity, holds: () => fence.holds() } } : {}),
+    ...(replica ? { shard: replica.shard } : {}),
     kc,
     log,
     namespaces: config.namespaces,
@@ -98,11 +98,11 @@ async function run(config: Config, log: Logger): Promise<void> {
     identity,
     leaseNamespace,
     operator,
+    replica,
     start: () => {
       starting = startOrExit();
     },
   });
-  fence.holds = () => leases.holds();
   if (leases.standbyReady) health.ready = true; // a standby replica is healthy and ready; it just does not reconcile
 
   const signal = await stopSignal;
@@ -129,13 +129,13 @@ interface LeaseDeps {
   identity: string;
   leaseNamespace: string;
   operator: Operator;
+  /** With sharding: this replica's membership (src/shard/replica.ts). */
+  replica: ShardReplica | undefined;
   /** Starts reconciling (exits the process when that fails). */
   start: () => void;
 }
 
 interface Leases {
-  /** With sharding: this replica holds its shard Lease now (renewed within its deadline, not taken over). */
-  holds(): boolean;
   /** A standby replica (leader election without sharding) is ready while it waits. */
   standbyReady: boolean;
   /** Stops the sharder, and a start still waiting after joining the shards. */
@@ -144,112 +144,80 @@ interface Leases {
   release(): Promise<void>;
 }
 
+/** This sharded replica: its Shard before the operator, its Leases through the process's own access. */
+function replicaOf(config: Config, kc: KubeSource, identity: string, leaseNamespace: string, log: Logger): ShardReplica {
+  const group = config.leaderElectionId;
+  return shardReplica({
+    kube: createKube(kc),
+    leaseNamespace,
+    group,
+    identity,
+    namespaces: config.namespaces,
+    ...leaseTimes(config),
+    logger: log,
+  });
+}
+
+function leaseTimes(config: Config): { leaseDurationMs: number; renewDeadlineMs: number; retryPeriodMs: number } {
+  return { leaseDurationMs: config.leaseDuration, renewDeadlineMs: config.renewDeadline, retryPeriodMs: config.retryPeriod };
+}
+
 /**
  * Who reconciles what: without leader election, this process everything; with it, the leader
  * everything; with sharding (docs/sharding.md), every replica its own share while it holds its
- * shard Lease, and the leader also assigns the shares.
+ * shard Lease, and the leader also assigns the shares (src/shard/replica.ts).
  */
 function runLeases(d: LeaseDeps): Leases {
   const { config, log } = d;
-  const times = { leaseDurationMs: config.leaseDuration, renewDeadlineMs: config.renewDeadline, retryPeriodMs: config.retryPeriod };
-  const exitOnLoss = (what: string) => (): void => {
+  const exitOnLoss = (what: string): void => {
     // A replica that lost its lease must not keep reconciling next to the one that took over.
     log.warn(`lost ${what}; exiting`);
     process.exit(1);
   };
   if (!config.leaderElect) {
     d.start();
-    return { holds: () => true, standbyReady: false, stopSharder: () => undefined, release: () => Promise.resolve() };
+    return { standbyReady: false, stopSharder: () => undefined, release: () => Promise.resolve() };
+  }
+  if (d.replica) {
+    const membership = d.replica.run({
+      kinds: d.operator.kinds,
+      registry: d.operator.metrics.registry,
+      start: d.start,
+      lost: exitOnLoss,
+      fatal: (err) => {
+        log.fatal({ err: String(err) }, "could not start the sharder");
+        process.exit(1);
+      },
+    });
+    return { standbyReady: false, stopSharder: () => membership.stop(), release: () => membership.release() };
   }
   const kube = createKube(d.kc);
-  const lease = { kube, namespace: d.leaseNamespace, identity: d.identity, ...times, logger: log };
-  // A replica reconciles only once the leader acknowledged this process's incarnation on its shard
-  // Lease (the join handshake, docs/sharding.md): had this identity been taken for gone (a crash, a
-  // restart under the same pod name), a sharder pass may still be moving its objects away, and the
-  // leader acknowledges only after every pass planned before it saw this incarnation has ended.
-  const joining = new AbortController();
-  const incarnation = randomUUID();
-  const shardLease = config.sharding
-    ? runShardLease({
-        ...lease,
-        group: config.leaderElectionId,
-        incarnation,
-        onJoined: () => {
-          log.info({ incarnation }, "joined the shards; reconciling once the leader acknowledges this incarnation");
-          void awaitJoin({
-            kube,
-            namespace: d.leaseNamespace,
-            shardLease: `${shardLeasePrefix(config.leaderElectionId)}${d.identity}`,
-            leaderLease: config.leaderElectionId,
-            incarnation,
-            pollMs: config.retryPeriod,
-            fallbackMs: config.leaseDuration + config.retryPeriod,
-            signal: joining.signal,
-            logger: log,
-          }).then((joined) => {
-            if (joined) d.start();
-          });
-        },
-        onLost: exitOnLoss("the shard lease"),
-      })
-    : undefined;
-  let sharder: Sharder | undefined;
+  const waiting = new AbortController();
   const election = runLeaderElection({
-    ...lease,
+    kube,
+    namespace: d.leaseNamespace,
+    identity: d.identity,
+    ...leaseTimes(config),
+    logger: log,
     name: config.leaderElectionId,
-    // Its replicas wait for this leader's acknowledgement of their joins (shards.ts).
-    ...(config.sharding ? { annotations: { [HANDSHAKE_ANNOTATION]: d.identity } } : {}),
     onStartedLeading: () => {
       // Sharding turned off while sharded replicas still run: they may still be reconciling their
       // shares, so this leader waits until the sharding marker they keep alive is dead.
-      if (!config.sharding) {
-        void awaitNoShards({
-          kube,
-          namespace: d.leaseNamespace,
-          group: config.leaderElectionId,
-          leaseDurationMs: config.leaseDuration,
-          pollMs: config.retryPeriod,
-          signal: joining.signal,
-          logger: log,
-        }).then((clear) => {
-          if (clear) d.start();
-        });
-        return;
-      }
-      // Cluster-scoped kinds are the leader's (docs/sharding.md). Losing the leader Lease ends the
-      // process (onStoppedLeading), so this is never taken back.
-      d.operator.lead();
-      sharder = createSharder({
+      void awaitNoShards({
         kube,
-        kinds: d.operator.kinds,
-        namespaces: config.namespaces,
-        leaseNamespace: d.leaseNamespace,
-        leasePrefix: shardLeasePrefix(config.leaderElectionId),
+        namespace: d.leaseNamespace,
+        group: config.leaderElectionId,
+        leaseDurationMs: config.leaseDuration,
         pollMs: config.retryPeriod,
-        // Gone for good: a Lease nobody renewed for 20 lease durations (a released one at once).
-        staleAfterMs: 20 * config.leaseDuration,
+        signal: waiting.signal,
         logger: log,
-        onPass: shardMetrics(d.operator.metrics.registry),
-      });
-      sharder.start().catch((err: unknown) => {
-        log.fatal({ err: String(err) }, "could not start the sharder");
-        process.exit(1);
+      }).then((clear) => {
+        if (clear) d.start();
       });
     },
-    onStoppedLeading: exitOnLoss("leadership"),
+    onStoppedLeading: () => exitOnLoss("leadership"),
   });
-  return {
-    holds: () => shardLease?.holds() ?? true,
-    standbyReady: !config.sharding,
-    stopSharder: () => {
-      joining.abort();
-      sharder?.stop();
-    },
-    async release() {
-      await shardLease?.stop();
-      await election.stop();
-    },
-  };
+  return { standbyReady: true, stopSharder: () => waiting.abort(), release: () => election.stop() };
 }
 
 /**

@@ -4,12 +4,10 @@
 import { Counter, Gauge, Histogram } from "prom-client";
 import type { Logger } from "./log.ts";
 import { createKube, withCache, type KindRef, type Kube } from "./kube/client.ts";
-import { patchMetadata } from "./kube/objects.ts";
-import { createRequestLimiter, DEFAULT_KUBE_API_LIMIT, fenceWrites, limitRequests, type RequestLimit } from "./kube/rest.ts";
-import { RELEASE_LABELS, createLeadership, inShare, shardSelector, type Leadership } from "./engine/shard-plan.ts";
-import { shardedKinds } from "./engine/sharder.ts";
+import { createRequestLimiter, DEFAULT_KUBE_API_LIMIT, limitRequests, type RequestLimit } from "./kube/rest.ts";
+import type { Shard } from "./shard/shard.ts";
 import { createEventRecorder, type EventRecorder } from "./kube/events.ts";
-import { createController, type ControllerOptions, type SecondaryWatch } from "./engine/controller.ts";
+import { createController, type Controller, type ControllerOptions, type SecondaryWatch } from "./engine/controller.ts";
 import { defaultMaxInFlightPerNamespace } from "./engine/queue.ts";
 import { ANNOTATION_EXTERNAL_ID } from "./engine/holder.ts";
 import { CREATE_GUARD_ANNOTATIONS } from "./engine/create-rule.ts";
@@ -67,19 +65,12 @@ export interface OperatorOptions {
   /** The kinds served; default the registry (src/resources/registry.ts). Tests add a test-only kind. */
   kinds?: readonly Kind[];
   /**
-   * Sharding (docs/sharding.md): this replica's identity. Namespaced kinds are watched with its
-   * shard label only; a cluster-scoped kind is cached whole (every replica reads them) and
-   * reconciled by the leader only (lead(): this replica holds the leader Lease).
-   * Absent: every object is this replica's.
+   * Sharding (docs/sharding.md, src/shard/shard.ts): this replica. Namespaced kinds are watched
+   * with its shard label only; a cluster-scoped kind is cached whole (every replica reads them) and
+   * reconciled by the leader only. While it does not hold its shard Lease, no pass starts and no
+   * apiserver write or service call is sent. Absent: every object is this process's.
    */
-  shard?: {
-    identity: string;
-    /**
-     * The fence: whether this replica holds its shard Lease now (lease.ts holds). While it does not,
-     * no pass starts, and no apiserver write or service call is sent. Absent: always.
-     */
-    holds?: () => boolean;
-  };
+  shard?: Shard;
 }
 
 export interface Operator {
@@ -89,8 +80,6 @@ export interface Operator {
   kinds: readonly KindRef[];
   start(): Promise<void>;
   stop(): Promise<void>;
-  /** With sharding: this replica now holds the leader Lease and reconciles the cluster-scoped kinds. */
-  lead(): void;
 }
 
 function apiMetrics(metrics: Metrics): (info: { operation: string; status: number | "error"; durationMs: number }) => void {
@@ -123,11 +112,9 @@ export function createOperator(opts: OperatorOptions): Operator {
   const kube = withCache(direct, informers);
   const events = createEventRecorder(kube, { component: "keyward", logger: log });
   const { providers, cluster } = providerPlumbing(opts, { kube, log, events, metrics });
-  // Sharding: a pass acts only on an object whose shard label, as the pass read it, names this replica.
-  const identity = opts.shard?.identity;
-  const owns = identity === undefined ? undefined : (obj: KubeObject): boolean => inShare(obj.metadata, identity);
+  const { shard } = opts;
   const locks = holderLocks(direct, opts.holderNamespace ?? "default", opts.namespaces);
-  const managed = managedFactory({ kube, events, log, metrics, informers, claims, owns, locks });
+  const managed = managedFactory({ kube, events, log, metrics, informers, claims, shard, locks });
   const deps: Omit<KindDeps, "managed"> = {
     kube,
     events,
@@ -142,26 +129,23 @@ export function createOperator(opts: OperatorOptions): Operator {
     providerConfigUsers: providerConfigUsers(served),
     projectDependents: projectDependents(served),
     accessTokenNamespaces: opts.accessTokenNamespaces ?? [],
-    ...(owns ? { owns } : {}),
+    ...(shard ? { ownership: shard } : {}),
   };
   const controllerParts = served.flatMap((k) => {
     // What the Kind declares (its reasons, external id, durable fields) goes with its managed reconciler.
     const parts = k.controller({ ...deps, managed: (module, peers) => managed(managedModuleOf(k, module), peers) });
     return parts ? [{ kind: k, parts }] : [];
   });
-  const leadership = createLeadership();
   const controllers = controllerParts.map(({ kind, parts }) =>
-    createController(
-      controllerOptions(kind, parts, { opts, kube, log, metrics, informers, claims, leadership, clusterServed: cluster !== undefined }),
-    ),
+    createController(controllerOptions(kind, parts, { opts, kube, log, metrics, informers, claims, clusterServed: cluster !== undefined })),
   );
   const names = controllerParts.map(({ kind }) => kind.ref.kind.toLowerCase());
+  const following = shard ? controllerParts.flatMap(({ kind }, i) => shard.follow(kind.ref, controllers[i] as Controller) ?? []) : [];
 
   return {
     metrics,
     kube,
     kinds: controllerParts.map(({ kind }) => kind.ref),
-    lead: () => leadership.set(true),
     async start() {
       await cluster?.start();
       await Promise.all(controllers.map((c) => c.start()));
@@ -169,6 +153,7 @@ export function createOperator(opts: OperatorOptions): Operator {
     },
     async stop() {
       await Promise.all(controllers.map((c) => c.stop()));
+      for (const off of following) off();
       caches.stop();
       cluster?.stop();
       await events.flush();
@@ -178,16 +163,15 @@ export function createOperator(opts: OperatorOptions): Operator {
 }
 
 /**
- * The operator's apiserver access. With the fence, an access of its own (same connections and
+ * The operator's apiserver access. Sharded, a fenced access of its own (same connections and
  * credential): the fence and the rate limit hold for the operator's requests, never for the Lease
  * renewals and the sharder's patches main.ts sends from the same kubeconfig.
  */
 function operatorAccess(opts: OperatorOptions): Kube {
   const shared = createKube(opts.kc);
-  const direct: Kube = opts.shard?.holds ? { access: { ...shared.access } } : shared;
+  const direct: Kube = opts.shard ? { access: opts.shard.fenced(shared.access) } : shared;
   // Every apiserver request of the operator but its watches waits its turn, fairly between kinds.
   limitRequests(direct.access, createRequestLimiter(opts.kubeApiLimit ?? DEFAULT_KUBE_API_LIMIT));
-  fenceWrites(direct.access, opts.shard?.holds);
   return direct;
 }
 
@@ -209,7 +193,7 @@ function operatorCaches(kube: Kube, opts: OperatorOptions, served: readonly Kind
   };
   const informers = createInformerFactory(kube, {
     ...base,
-    ...(opts.shard ? { shard: { selector: shardSelector(opts.shard.identity), selects: shardSelects(served) } } : {}),
+    ...(opts.shard ? { selection: opts.shard.selection(served.map((k) => k.ref)) } : {}),
   });
   const everywhere = opts.shard ? createInformerFactory(kube, base) : informers;
   const claims = opts.shard ? claimViews(kube, opts, metrics) : undefined;
@@ -236,7 +220,7 @@ function managedFactory(d: {
   metrics: Metrics;
   informers: InformerFactory;
   claims: ClaimViews | undefined;
-  owns: ((obj: KubeObject) => boolean) | undefined;
+  shard: Shard | undefined;
   locks: HolderLocks;
 }): ManagedFactory {
   return (module, peers) => {
@@ -248,7 +232,7 @@ function managedFactory(d: {
       metrics: d.metrics,
       cache: d.informers.get(module.ref),
       ...(peers ? { peers } : {}),
-      ...(d.owns ? { owns: d.owns } : {}),
+      ...(d.shard ? { ownership: d.shard } : {}),
       ...(claimed ? { claims: claimed } : {}),
       locks: d.locks,
     });
@@ -266,22 +250,23 @@ function controllerOptions(
     metrics: Metrics;
     informers: InformerFactory;
     claims: ClaimViews | undefined;
-    leadership: Leadership;
     clusterServed: boolean;
   },
 ): ControllerOptions {
   const { opts } = d;
   const name = kind.ref.kind.toLowerCase();
+  const logger = d.log.child({ controller: name });
+  const cache = d.informers.get(kind.ref);
   return {
     name,
     kube: d.kube,
     kind: kind.ref,
-    reconcile: parts.reconcile,
+    reconcile: opts.shard ? opts.shard.sharded(parts.reconcile, { kind: kind.ref, kube: d.kube, cache, logger }) : parts.reconcile,
     concurrency: opts.concurrency,
     maxInFlightPerNamespace: opts.maxInFlightPerNamespace ?? defaultMaxInFlightPerNamespace(opts.concurrency, opts.namespaces),
     resyncIntervalMs: opts.resyncIntervalMs,
     namespaces: opts.namespaces,
-    logger: d.log.child({ controller: name }),
+    logger,
     metrics: d.metrics,
     informers: d.informers,
     ownAnnotations: [
@@ -294,7 +279,6 @@ function controllerOptions(
     ownLabels: [EXTERNAL_ID_LABEL],
     watches: [...(parts.watches ?? []), ...derivedWatches(kind, d.clusterServed), ...(d.claims?.watches(kind.ref) ?? [])],
     ...(opts.stopGraceMs !== undefined ? { stopGraceMs: opts.stopGraceMs } : {}),
-    ...(opts.shard ? { shard: controllerShard(opts.shard, d.leadership, d.kube, kind.ref) } : {}),
   };
 }
 
@@ -370,30 +354,6 @@ function cachedObjectsGauge(metrics: Metrics, served: readonly Kind[], informers
   });
 }
 
-/** Namespaced kinds keyward serves are watched by shard; everything else (Secrets, cluster-scoped kinds) whole. */
-function shardSelects(served: readonly Kind[]): (kind: KindRef) => boolean {
-  const sharded = new Set(served.filter((k) => !k.ref.clusterScoped).map((k) => `${k.ref.group}/${k.ref.plural}`));
-  return (kind) => sharded.has(`${kind.group}/${kind.plural}`);
-}
-
-/** A sharded kind's objects go by their shard label; a cluster-scoped kind's are all the leader's. */
-function controllerShard(
-  shard: NonNullable<OperatorOptions["shard"]>,
-  leadership: Leadership,
-  kube: Kube,
-  kind: KindRef,
-): NonNullable<ControllerOptions["shard"]> {
-  const base = { identity: shard.identity, release: releaser(kube, kind), ...(shard.holds ? { holds: shard.holds } : {}) };
-  return shardedKinds([kind]).length > 0 ? base : { ...base, leadership };
-}
-
-/** Lets go of a drained object: its shard labels come off, on the version this replica holds only. */
-function releaser(kube: Kube, kind: KindRef): (obj: KubeObject) => Promise<void> {
-  return async (obj) => {
-    await patchMetadata(kube, kind, obj.metadata, { labels: { ...RELEASE_LABELS } }, { base: obj, exact: true });
-  };
-}
-
 /**
  * The connector (API clients per credential), the providerConfigRef resolver every kind connects
  * through and, when served, ClusterProviderConfigs.
@@ -408,7 +368,8 @@ function providerPlumbing(
     allowedBaseUrls: opts.allowedBaseUrls ?? [],
     ...(opts.maxResponseBytes !== undefined ? { maxResponseBytes: opts.maxResponseBytes } : {}),
     ...(opts.maxRequestTimeoutMs !== undefined ? { maxRequestTimeoutMs: opts.maxRequestTimeoutMs } : {}),
-    ...(opts.shard?.holds ? { admit: opts.shard.holds } : {}),
+    // The fence on service calls (src/shard/fence.ts).
+    ...(opts.shard ? { admit: opts.shard.holds } : {}),
   });
   let cluster: clusterProviderConfig.ClusterProviderConfigs | undefined;
   const providers = providerConfig.createProviderResolver({ kube: d.kube, log: d.log, connector, cluster: () => cluster?.connect });

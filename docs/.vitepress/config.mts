@@ -80,6 +80,7 @@ export default defineConfig({
           { text: "Quick start, layout and tests", link: "/contributing/" },
           { text: "Architecture and guarantees", link: "/architecture" },
           { text: "Sharding design", link: "/sharding" },
+          { text: "Where things live: design notes", link: "/contributing/architecture" },
           { text: "Benchmarks", link: "/contributing/benchmarks" },
           { text: "Releasing", link: "/contributing/releasing" },
           { text: "CI", link: "/contributing/ci" },

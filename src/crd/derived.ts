@@ -7,7 +7,7 @@ import type { Kind } from "../resources/kind.ts";
 import { ANNOTATION_EXTERNAL_ID } from "../engine/holder.ts";
 import { ANNOTATION_PAUSED, HANDLED_PREFIX } from "../engine/meta.ts";
 import { CREATE_GUARD_ANNOTATIONS } from "../engine/create-rule.ts";
-import { DRAIN_LABEL, SHARD_LABEL } from "../engine/shard-plan.ts";
+import { DRAIN_LABEL, SHARD_LABEL } from "../shard/plan.ts";
 import { apiReference, apiReferenceFile } from "./reference.ts";
 import { destinationOptions, destinationPage, destinationsIndex, destinationsOf, destinationsTable } from "./destinations-doc.ts";
 import { structuralSchema } from "./schema.ts";

@@ -5,7 +5,7 @@
 // reach it unescaped.
 import { ANNOTATION_CREATE_STARTED, LEGACY_CREATE_PENDING, LEGACY_CREATE_SUCCEEDED } from "../engine/create-rule.ts";
 import { ANNOTATION_EXTERNAL_ID } from "../engine/holder.ts";
-import { DRAIN_LABEL, SHARD_LABEL } from "../engine/shard-plan.ts";
+import { DRAIN_LABEL, SHARD_LABEL } from "../shard/plan.ts";
 import type { Kind, MetadataKey } from "../resources/kind.ts";
 import { crdFromSources, type JSONSchemaProps } from "./crd.ts";
 

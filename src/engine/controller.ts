@@ -7,12 +7,11 @@ import type { Kube, KindRef } from "../kube/client.ts";
 import { createInformerFactory, type InformerFactory, type SharedInformer } from "../kube/informer.ts";
 import { keyString, parseKeyString } from "../kube/keys.ts";
 import { errorSummary } from "../kube/rest.ts";
-import { getObject, isConflict } from "../kube/objects.ts";
+import { isConflict } from "../kube/objects.ts";
 import { jitterInterval, type BackoffPolicy } from "../lib/backoff.ts";
 import { queueObserver, trackActiveWorkers, type Metrics, type ReconcileResult } from "./metrics.ts";
 import { createWorkQueue, type WorkQueue, type WorkQueueOptions } from "./queue.ts";
-import { shardStanding, type Leadership } from "./shard-plan.ts";
-import { done, type KubeObject, type ObjectKey, type Outcome, type ReconcileFn } from "./types.ts";
+import { type KubeObject, type ObjectKey, type Outcome, type ReconcileFn } from "./types.ts";
 
 export type WatchEventType = "add" | "update" | "delete";
 
@@ -68,20 +67,6 @@ export interface ControllerOptions {
   informerRestartBackoff?: { baseMs: number; maxMs: number };
   /** How long stop() lets in-flight reconciles run before aborting their signal. Default 25 s. */
   stopGraceMs?: number;
-  /**
-   * Sharding (docs/sharding.md): only objects whose shard label names `identity` are reconciled;
-   * one the sharder asks to drain is let go by `release` (which removes the labels) instead of
-   * reconciled. The work queue never hands one key to two workers, so a pass in flight ends first.
-   * With `leadership` (a cluster-scoped kind) labels do not count: the leader reconciles every
-   * object of the kind, and a replica that starts to lead queues them all.
-   */
-  shard?: {
-    identity: string;
-    release: (obj: KubeObject) => Promise<void>;
-    leadership?: Leadership;
-    /** This replica holds its shard Lease now (lease.ts holds); absent: always. No pass starts otherwise. */
-    holds?: () => boolean;
-  };
 }
 
 export interface Controller {
@@ -123,7 +108,6 @@ export function createController(opts: ControllerOptions): Controller {
     });
   const { informers, unsubscribe } = subscribeInformers(opts, factory, queue);
   const primary = informers[0] as SharedInformer;
-  const share = opts.shard ? sharing(opts, primary, queue, log, unsubscribe) : undefined;
   const abort = new AbortController();
   let stopping = false;
   let workers: Promise<void>[] = [];
@@ -144,7 +128,7 @@ export function createController(opts: ControllerOptions): Controller {
   const processKey = async (key: string): Promise<void> => {
     active.inc();
     const endTimer = opts.metrics.reconcileTime.startTimer(labels);
-    const outcome = await (share ? reconcileShare(share, key, reconcileOnce) : reconcileOnce(key));
+    const outcome = await reconcileOnce(key);
     endTimer();
     active.dec();
     const result = settle(queue, opts.metrics, labels, key, outcome);
@@ -192,124 +176,6 @@ export function createController(opts: ControllerOptions): Controller {
     cached: (key) => primary.get(key),
     list: () => primary.list(),
   };
-}
-
-type Share = {
-  shard: NonNullable<ControllerOptions["shard"]>;
-  primary: SharedInformer;
-  releases: ReleaseSchedule;
-  log: Logger;
-  /** Reads the object at the apiserver (a cache miss). */
-  read: (key: ObjectKey) => Promise<KubeObject | undefined>;
-  /** Lets go of a key that is not this replica's: its delayed requeue dropped, what the kind keeps for it forgotten. */
-  letGo: (key: string) => void;
-};
-
-/** A sharded controller's state: its releases' schedule; with leadership, every object queued when this replica starts to lead. */
-function sharing(opts: ControllerOptions, primary: SharedInformer, queue: WorkQueue, log: Logger, unsubscribe: (() => void)[]): Share {
-  const shard = opts.shard as NonNullable<ControllerOptions["shard"]>;
-  const { leadership } = shard;
-  if (leadership) unsubscribe.push(leadership.onLeading(() => primary.list().forEach((o) => queue.add(keyString(o.metadata)))));
-  return {
-    shard,
-    primary,
-    releases: releaseSchedule(),
-    log,
-    read: (key) => getObject(opts.kube, opts.kind, key),
-    letGo: (key) => {
-      queue.cancelDelayed(key);
-      queue.forget(key);
-      opts.reconcile.forget?.(parseKeyString(key));
-    },
-  };
-}
-
-/**
- * With sharding: reconciles the object only when it is this replica's; lets it go when the sharder
- * asks it to drain. A key missing from the cache (deleted, or gone from this replica's label
- * selection: the DELETED event of a release, an older requeue timer) is looked up at the
- * apiserver first: gone, it gets its pass (the reconcile lets go of what it kept); another
- * replica's (or nobody's yet), it is let go without a pass — no call, no write, no requeue — as
- * is a cached object that is not this replica's. A cluster-scoped kind (`leadership`) is the
- * leader's, whatever its labels.
- */
-async function reconcileShare(share: Share, key: string, reconcileOnce: (key: string) => Promise<Outcome>): Promise<Outcome> {
-  const { shard, primary, releases, log } = share;
-  // The fence: a replica whose shard Lease is not renewed in time (or was taken over) acts on nothing.
-  if (shard.holds && !shard.holds()) return { type: "retryable", error: new Error("this replica does not hold its shard Lease") };
-  if (shard.leadership) return shard.leadership.leads() ? reconcileOnce(key) : done();
-  let obj: KubeObject | undefined;
-  try {
-    obj = primary.get(parseKeyString(key)) ?? (await share.read(parseKeyString(key)));
-  } catch (err) {
-    return { type: "retryable", error: new Error(`could not read the object to check its shard: ${errorSummary(err)}`) };
-  }
-  if (!obj) {
-    releases.forget(key);
-    return reconcileOnce(key);
-  }
-  const standing = shardStanding(obj.metadata.labels, shard.identity);
-  if (standing !== "draining") releases.forget(key);
-  switch (standing) {
-    case "own":
-      return reconcileOnce(key);
-    case "foreign":
-      share.letGo(key);
-      return done();
-    default:
-      return releaseShare(shard.release, obj, releases, log);
-  }
-}
-
-/** A failed release is tried again after 250 ms, doubling to at most this: never the object's own backoff. */
-export const RELEASE_RETRY_MAX_MS = 5_000;
-const RELEASE_RETRY_BASE_MS = 250;
-
-export interface ReleaseSchedule {
-  /** The wait before the next try of a release that just failed. */
-  next(key: string): number;
-  forget(key: string): void;
-}
-
-/** Each draining key's own short backoff for its release (reset when it is let go or stops draining). */
-export function releaseSchedule(): ReleaseSchedule {
-  const failures = new Map<string, number>();
-  return {
-    next(key) {
-      const n = failures.get(key) ?? 0;
-      failures.set(key, n + 1);
-      return Math.min(RELEASE_RETRY_MAX_MS, RELEASE_RETRY_BASE_MS * 2 ** Math.min(n, 20));
-    },
-    forget: (key) => void failures.delete(key),
-  };
-}
-
-/**
- * Lets a drained object go. The release is conditional on the version this replica holds, so a
- * stale cache can never remove the next owner's label. A failure (a 409: the newer version may
- * be this replica's own status write, which wakes nothing) comes back on the release's own short
- * schedule, not the object's backoff: a key that failed its reconciles for a while would
- * otherwise wait up to 5 minutes, draining, reconciled by nobody. By the next try the cache holds
- * the newer version, or the object is gone.
- */
-export async function releaseShare(
-  release: (obj: KubeObject) => Promise<void>,
-  obj: KubeObject,
-  releases: ReleaseSchedule,
-  log: Logger,
-): Promise<Outcome> {
-  const key = keyString(obj.metadata);
-  try {
-    await release(obj);
-    releases.forget(key);
-    log.info({ key }, "let go of a drained object");
-    return done();
-  } catch (err) {
-    const afterMs = releases.next(key);
-    const why = isConflict(err) ? "the object changed while it was let go" : errorSummary(err);
-    log.info({ key, afterMs, err: why }, "could not let go of a drained object yet; trying again soon");
-    return { type: "requeueAfter", afterMs };
-  }
 }
 
 /** Outcome -> what the queue does next, and the result label controller-runtime would use. */

@@ -45,8 +45,10 @@ import {
   retryable,
   terminal,
   throttled,
+  actsOn,
   type KubeObject,
   type ObjectKey,
+  type Ownership,
   type Outcome,
   type ReconcileFn,
 } from "./types.ts";
@@ -84,11 +86,8 @@ export interface ManagedDeps {
   metrics?: Metrics;
   /** The claim rule's locks (holder.ts): absent, a claim is judged on the caches alone. */
   locks?: HolderLocks;
-  /**
-   * Sharding: whether this replica may act on the object as the pass read it (shard-plan.ts
-   * inShare). One that is not is let go as if gone: no call, no write. Absent: every object.
-   */
-  owns?: (obj: KubeObject) => boolean;
+  /** Which objects a pass acts on, and how it writes them (types.ts Ownership); absent: every object. */
+  ownership?: Ownership;
 }
 
 /** What a pass needs beyond the reconciler's deps: the kind's progress reasons and the status fields it keeps in metadata. */
@@ -141,8 +140,8 @@ export function managedReconciler<Spec, Status, Conn, External>(
   const reconcile: ReconcileFn = async (key, signal) => {
     const obj = (await readObject(deps, module.ref, key, written)) as KubeObject<unknown, Partial<Status>> | undefined;
     const series = { kind: module.ref.kind, namespace: key.namespace, name: key.name };
-    // Gone, or (sharding) not this replica's as read: nothing is called or written for it here.
-    if (!obj || (deps.owns && !deps.owns(obj as KubeObject))) {
+    // Gone, or not this process's as read: nothing is called or written for it here.
+    if (!obj || !actsOn(deps.ownership, obj as KubeObject)) {
       forget(key);
       return gone();
     }
@@ -152,8 +151,8 @@ export function managedReconciler<Spec, Status, Conn, External>(
     } finally {
       if (!run.heldBack) deps.claims?.release(key);
       // What a pass leaves (a copy for the next pass, the ready series) is kept only while the
-      // object is in the cache: one that left it mid-pass (deleted, or, sharded, gone from this
-      // replica's share) is not brought back. A delete event still to come drops the copy, and the
+      // object is in the cache: one that left it mid-pass (deleted, or gone from this process's
+      // share) is not brought back. A delete event still to come drops the copy, and the
       // pass it queues (after this one) forgets the rest. The copy is kept as the cache keeps
       // objects (slim): the same shape whichever copy a pass reads.
       const cached = deps.cache?.get(key);
@@ -737,17 +736,12 @@ class Run<Spec, Status, Conn, External> {
     return recording ? { [EXTERNAL_ID_LABEL]: idDigest(id) } : undefined;
   }
 
-  /**
-   * Sharding: every write of a pass is conditional on the version the pass holds (its read, then
-   * its own last write). Another replica's write in between — the object handed to it mid-pass —
-   * is a 409 that ends the pass before any further write or call: a copy this replica no longer
-   * owns is never written back (it could erase the new owner's pending marks).
-   */
+  /** Every write only on the version this pass holds: the Ownership's write policy. */
   private get exact(): boolean {
-    return this.deps.owns !== undefined;
+    return this.deps.ownership?.exactWrites === true;
   }
 
-  /** `exact`: only on the version this pass holds (a 409 otherwise, which ends the pass); always so with sharding. */
+  /** `exact`: only on the version this pass holds (a 409 otherwise, which ends the pass); always so when the Ownership says. */
   private async patchMeta(change: MetadataChange, exact = false): Promise<void> {
     const patched = await patchMetadata(this.deps.kube, this.module.ref, this.key, change, {
       base: this.obj as KubeObject,

@@ -2,13 +2,13 @@
 // object shapes live in src/kube/types.ts and are re-exported here.
 
 export * from "../kube/types.ts";
-import type { ObjectKey } from "../kube/types.ts";
+import type { KubeObject, ObjectKey } from "../kube/types.ts";
 
 /**
  * What a reconcile asks of the work queue next (ACK's requeue intent, typed).
- * - done: steady state; the periodic resync still applies. `gone`: the object is gone (or, sharded,
- *   no longer this replica's): a requeue still waiting for it is dropped too, so nothing of it
- *   stays in the queue.
+ * - done: steady state; the periodic resync still applies. `gone`: the object is gone (or no
+ *   longer this process's: Ownership): a requeue still waiting for it is dropped too, so nothing
+ *   of it stays in the queue.
  * - requeueAfter: come back after a delay without counting as a failure (a job still running).
  * - retryable: failed, try again with per-key exponential backoff (never sooner than retryAfterMs
  *   when the service said so).
@@ -33,8 +33,30 @@ export const throttled = (afterMs: number): Outcome => ({ type: "throttled", aft
 
 /**
  * One reconcile of one key. The engine's controller calls it; it never throws on purpose.
- * `forget`, when given, drops what the kind keeps for an object that is no longer this replica's
- * to act on (sharding: it left this replica's share) without a pass: its clients, minted token,
- * metric series — what the pass of an object gone from Kubernetes drops.
+ * `forget`, when given, drops what the kind keeps for an object that is no longer this process's
+ * to act on (Ownership) without a pass: its clients, minted token, metric series — what the pass
+ * of an object gone from Kubernetes drops.
  */
 export type ReconcileFn = ((key: ObjectKey, signal: AbortSignal) => Promise<Outcome>) & { forget?: (key: ObjectKey) => void };
+
+/**
+ * Which objects this process acts on, and how its passes write them: the seam a process serving
+ * a part of the objects fills in (sharding, src/shard/shard.ts). Absent: every object, and each
+ * write merged onto the latest version.
+ */
+export interface Ownership {
+  /** Whether a pass may act on the object as it read it; one it may not is let go as if gone: no call, no write. */
+  owns(obj: KubeObject): boolean;
+  /**
+   * Every write of a pass only on the version the pass holds (its read, then its own last write):
+   * another's write in between — the object handed to another process mid-pass — is a 409 that
+   * ends the pass before any further write or call, so a copy this process no longer owns is never
+   * written back (it could erase the new owner's pending marks).
+   */
+  exactWrites: boolean;
+}
+
+/** Whether a pass may act on `obj` as read: always without an Ownership. */
+export function actsOn(ownership: Ownership | undefined, obj: KubeObject): boolean {
+  return ownership === undefined || ownership.owns(obj);
+}

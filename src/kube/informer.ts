@@ -497,11 +497,10 @@ export interface InformerFactory extends CacheReader {
 export interface InformerFactoryOptions {
   namespaces?: string[];
   /**
-   * Sharding (docs/sharding.md): the kinds for which `selector` (this replica's shard label) is
-   * added to every informer, so the cache, every lookup and every watch of those kinds see only
-   * this replica's share.
+   * The kinds for which `selector` is added to every informer, so the cache, every lookup and
+   * every watch of those kinds see only that selection (sharding: this replica's share).
    */
-  shard?: { selector: string; selects: (kind: KindRef) => boolean };
+  selection?: { selector: string; selects: (kind: KindRef) => boolean };
   /** Every informer caches metadata only (PartialObjectMetadata). */
   metadataOnly?: boolean;
   /** What every informer's cache keeps of an object (WatchKindOptions.transform), given its kind. */
@@ -515,8 +514,8 @@ export function createInformerFactory(kube: Kube, opts: InformerFactoryOptions):
   const informers = new Map<string, SharedInformer>();
   const transform = opts.transform;
   const selectorOf = (kind: KindRef, labelSelector?: string): string | undefined => {
-    const shard = opts.shard?.selects(kind) ? opts.shard.selector : undefined;
-    return [shard, labelSelector].filter((s) => s !== undefined && s !== "").join(",") || undefined;
+    const selected = opts.selection?.selects(kind) ? opts.selection.selector : undefined;
+    return [selected, labelSelector].filter((s) => s !== undefined && s !== "").join(",") || undefined;
   };
   const idOf = (kind: KindRef, labelSelector?: string): string =>
     `${kind.group}/${kind.version}/${kind.plural}?${selectorOf(kind, labelSelector) ?? ""}`;

@@ -33,6 +33,11 @@ export interface KubeAccess {
   source: string;
   /** The deadline of one apiserver request (not of a watch's stream); default DEFAULT_KUBE_REQUEST_TIMEOUT_MS. */
   requestTimeoutMs?: number;
+  /**
+   * Middleware asked right before each request is sent, after its turn and its credential: a throw
+   * refuses it unsent. Given when the access is made (sharding's fence: src/shard/fence.ts).
+   */
+  beforeSend?: (method: string, path: string) => void;
 }
 
 const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";

@@ -255,26 +255,6 @@ export function limitRequests(access: KubeAccess, limiter: RequestLimiter | unde
   else limiters.delete(access);
 }
 
-const fences = new WeakMap<KubeAccess, () => boolean>();
-
-/**
- * Sharding's fence on keyward's own writes: every request of `access` other than a GET is refused
- * unsent (KubeFencedError) while `holds` says no — this replica's shard Lease is not renewed within
- * its deadline, or the leader took it over. The Lease's own renewals use another access.
- */
-export function fenceWrites(access: KubeAccess, holds: (() => boolean) | undefined): void {
-  if (holds) fences.set(access, holds);
-  else fences.delete(access);
-}
-
-/** A write refused unsent by fenceWrites. */
-export class KubeFencedError extends Error {
-  override readonly name = "KubeFencedError";
-  constructor(method: string, path: string) {
-    super(`${method} ${path}: not sent: this replica no longer holds its shard Lease`);
-  }
-}
-
 function isWatch(req: KubeRequest): boolean {
   const watch = req.query?.["watch"];
   return watch === true || watch === "true" || watch === 1 || watch === "1";
@@ -370,8 +350,8 @@ export function requestTarget(server: string, path: string, query?: KubeRequest[
  */
 export async function kubeRequest(access: KubeAccess, req: KubeRequest, authorization?: string, timeoutMs?: number): Promise<KubeResponse> {
   const method = req.method ?? "GET";
-  // Checked right before sending, after any wait for a token or a turn.
-  if (method !== "GET" && fences.get(access)?.() === false) throw new KubeFencedError(method, req.path);
+  // Right before sending, after any wait for a token or a turn.
+  access.beforeSend?.(method, req.path);
   const target = requestTarget(access.server, req.path, req.query);
   const headers: Record<string, string> = { accept: req.accept ?? "application/json", "user-agent": USER_AGENT };
   const header = authorization ?? (await access.authorization());

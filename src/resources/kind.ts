@@ -8,7 +8,7 @@ import type { KindDescriptor } from "../engine/kind.ts";
 import type { ManagedModule } from "../engine/module.ts";
 import type { DurableField, DurableFields } from "../engine/meta.ts";
 import type { Metrics } from "../engine/metrics.ts";
-import type { KubeObject, ReconcileFn } from "../engine/types.ts";
+import type { KubeObject, Ownership, ReconcileFn } from "../engine/types.ts";
 import type { ProviderResolver } from "./provider/resolver.ts";
 import type { MetadataKey } from "./common.ts";
 
@@ -48,11 +48,11 @@ export interface KindDeps {
   /** Where AccessTokens are served and write their Secrets (--access-token-namespaces); empty: every watched namespace. */
   accessTokenNamespaces: readonly string[];
   /**
-   * Sharding: whether this replica may act on an object of a namespaced kind as a pass read it
-   * (its shard label names this replica). A reconcile that reads its object other than through
-   * `managed` checks it before any call or write. Absent without sharding.
+   * Which objects this process acts on, and how it writes them (the engine's Ownership). A
+   * reconcile that reads its object other than through `managed` checks it (actsOn) before any
+   * call or write, and follows its write policy. Absent: every object.
    */
-  owns?: (obj: KubeObject) => boolean;
+  ownership?: Ownership;
 }
 
 /** An on-demand action requested by annotation (kubectl keyward sync / remove-secrets reads these). */

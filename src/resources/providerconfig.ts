@@ -12,7 +12,7 @@ import { dataOmitted } from "../kube/informer.ts";
 import { secretKind, type KindRef, type Kube } from "../kube/client.ts";
 import type { EventRecorder } from "../kube/events.ts";
 import { ReconcileError } from "../engine/errors.ts";
-import { done, gone, requeueAfter, type KubeObject, type ObjectKey, type ReconcileFn } from "../engine/types.ts";
+import { actsOn, done, gone, requeueAfter, type KubeObject, type ObjectKey, type Ownership, type ReconcileFn } from "../engine/types.ts";
 import { exactlyOneOf } from "../engine/cel.ts";
 import { createSpecCache } from "../engine/spec-cache.ts";
 import type { CrdSource } from "../engine/kind.ts";
@@ -111,7 +111,7 @@ export function createProviderResolver(deps: {
   async function readSpec(namespace: string, name: string): Promise<ProviderConfigSpec> {
     const obj = await readCached(deps.kube, ref, { namespace, name });
     if (!obj) {
-      // Gone (or never made): nothing is kept for it, also on a replica whose shard it is not in.
+      // Gone (or never made): nothing is kept for it, also in a process whose share it is not in.
       connector.forget(`ProviderConfig/${namespace}/${name}`);
       specs.forget({ namespace, name });
       throw new ReconcileError("ProviderConfigNotFound", `ProviderConfig ${namespace}/${name} does not exist`, { retryable: true });
@@ -152,8 +152,8 @@ interface ReconcileDeps {
   recheckMs: number;
   /** The kinds whose spec.providerConfigRef may name a ProviderConfig. */
   users: KindRef[];
-  /** Sharding: whether this replica may act on the ProviderConfig as read (shard-plan.ts inShare); absent: always. */
-  owns?: (obj: KubeObject) => boolean;
+  /** Which ProviderConfigs this process acts on, and how it writes them; absent: every one. */
+  ownership?: Ownership;
 }
 
 /** ProviderConfig's own reconcile: does the service answer with this token? */
@@ -161,9 +161,9 @@ export function providerConfigReconciler(deps: ReconcileDeps): ReconcileFn {
   const forget = (key: ObjectKey): void => deps.providers.forget(`ProviderConfig/${key.namespace}/${key.name}`);
   const reconcile: ReconcileFn = async (key) => {
     const pc = (await readCached(deps.kube, ref, key)) as ProviderConfigObject | undefined;
-    // Gone, or (sharding) another replica's as read: its clients, connections and minted token go
+    // Gone, or another process's as read: its clients, connections and minted token go
     // with it, and nothing is checked, minted or written here.
-    if (!pc || (deps.owns && !deps.owns(pc as KubeObject))) {
+    if (!pc || !actsOn(deps.ownership, pc as KubeObject)) {
       forget(key);
       return gone();
     }
@@ -171,7 +171,7 @@ export function providerConfigReconciler(deps: ReconcileDeps): ReconcileFn {
     const secretRecheckMs = await hold(deps, ref, pc);
     const secret = tokenSecretName(pc.spec);
     const check = await checkConnection(
-      { ...deps, exact: deps.owns !== undefined },
+      { ...deps, exact: deps.ownership?.exactWrites === true },
       {
         ref,
         obj: pc,
@@ -249,7 +249,7 @@ export const kind: Kind = {
       log: d.log,
       recheckMs: d.resyncIntervalMs,
       users: [...d.providerConfigUsers],
-      ...(d.owns ? { owns: d.owns } : {}),
+      ...(d.ownership ? { ownership: d.ownership } : {}),
     }),
     watches: [credentialsSecretWatch],
   }),

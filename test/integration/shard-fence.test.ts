@@ -10,7 +10,7 @@ import { CoordinationV1Api, V1MicroTime, type KubeConfig } from "@kubernetes/cli
 import type { Emulator } from "../emulator/server.ts";
 import { loadDefaultSeed } from "../emulator/default-seed.ts";
 import { createTestNamespace, waitFor, type TestNamespace } from "../controlplane/testenv.ts";
-import { SHARD_LABEL } from "../../src/engine/shard-plan.ts";
+import { SHARD_LABEL } from "../../src/shard/plan.ts";
 import {
   condition,
   createCustom,

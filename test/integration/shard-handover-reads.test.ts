@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
 import type { Emulator } from "../emulator/server.ts";
 import { createTestNamespace, waitFor, type TestNamespace } from "../controlplane/testenv.ts";
-import { DRAIN_LABEL, SHARD_LABEL } from "../../src/engine/shard-plan.ts";
+import { DRAIN_LABEL, SHARD_LABEL } from "../../src/shard/plan.ts";
 import { GROUP, VERSION, type KubeObject } from "../../src/engine/types.ts";
 import { condition, createCustom, credentialsLabels, startTestEnv, type TestEnv } from "./support/keyward.ts";
 import { joiningIdentity, shareOwner, shares, startReplica, stopReplicas, type Replica } from "./support/shard-replicas.ts";

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CoordinationV1Api, V1MicroTime, type KubeConfig } from "@kubernetes/client-node";
 import type { Emulator } from "../emulator/server.ts";
 import { createTestNamespace, waitFor, type TestNamespace } from "../controlplane/testenv.ts";
-import { SHARD_LABEL } from "../../src/engine/shard-plan.ts";
+import { SHARD_LABEL } from "../../src/shard/plan.ts";
 import {
   condition,
   createCustom,

@@ -2,17 +2,16 @@
 // --sharding) share 300 Projects and 12 SecretSyncs over 12 namespaces. One replica is SIGKILLed
 // and another added while Projects are created and sync requests are annotated; the service's
 // request log must show one create per Project and one sync-secrets call per request.
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn } from "node:child_process";
 import { dirname } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CoordinationV1Api, CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
 import type { Emulator } from "../emulator/server.ts";
 import { loadDefaultSeed } from "../emulator/default-seed.ts";
 import { createTestNamespace, testKubeconfigPath, testKubectlPath, waitFor, type TestNamespace } from "../controlplane/testenv.ts";
-import { freePort } from "../controlplane/controlplane.ts";
-import { shares } from "./support/shard-replicas.ts";
-import { shardKey } from "../../src/engine/sharder.ts";
-import { DRAIN_LABEL, SHARD_LABEL } from "../../src/engine/shard-plan.ts";
+import { alive, shares, startReplica as startShardReplica, type Replica } from "./support/shard-replicas.ts";
+import { shardKey } from "../../src/shard/sharder.ts";
+import { DRAIN_LABEL, SHARD_LABEL } from "../../src/shard/plan.ts";
 import { GROUP, VERSION, type KubeObject } from "../../src/engine/types.ts";
 import {
   condition,
@@ -38,60 +37,14 @@ let leaseNs: TestNamespace;
 const namespaces: TestNamespace[] = [];
 const replicas: Replica[] = [];
 
-interface Replica {
-  identity: string;
-  child: ChildProcess;
-  logs: string[];
-  metricsPort: number;
-  started: Promise<void>;
-  exited: Promise<string>;
-}
-
 async function startReplica(identity: string): Promise<Replica> {
-  const metricsPort = await freePort();
-  const args = [
-    "src/main.ts",
-    ...["--namespaces", namespaces.map((n) => n.name).join(",")],
-    ...["--sharding", "true", "--leader-elect", "true", "--leader-election-namespace", leaseNs.name, "--identity", identity],
-    ...["--lease-duration", "6s", "--renew-deadline", "4s", "--retry-period", "1s", "--resync-interval", "10m"],
-    ...["--metrics-port", String(metricsPort), "--health-port", String(await freePort())],
-    ...["--bind-address", "127.0.0.1", "--metrics-auth", "localhost"],
-  ];
-  const child = spawn(process.execPath, args, {
-    stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, KUBECONFIG: testKubeconfigPath() },
-  });
-  const logs: string[] = [];
-  let markStarted: () => void = () => undefined;
-  const started = new Promise<void>((resolve) => (markStarted = resolve));
-  const take = (chunk: Buffer): void => {
-    for (const line of chunk.toString("utf8").split("\n").filter(Boolean)) {
-      logs.push(line);
-      if (line.includes('"keyward started"')) markStarted();
-    }
-  };
-  child.stdout?.on("data", take);
-  child.stderr?.on("data", take);
-  const exited = new Promise<string>((resolve) => child.on("exit", (code, signal) => resolve(signal ?? String(code))));
-  const replica = {
-    identity,
-    child,
-    logs,
-    metricsPort,
-    started: Promise.race([
-      started,
-      exited.then((how) => Promise.reject(new Error(`${identity} exited (${how}):\n${logs.slice(-20).join("\n")}`))),
-    ]),
-    exited,
-  };
+  const replica = await startShardReplica(identity, { namespaces: namespaceNames(), leaseNamespace: leaseNs.name, anyBaseUrl: false });
   replicas.push(replica);
   return replica;
 }
 
 /** The test's namespaces: every one holds objects, so the sharder's shares are over all of them. */
 const namespaceNames = (): string[] => namespaces.map((n) => n.name);
-
-const alive = (r: Replica): boolean => r.child.exitCode === null && r.child.signalCode === null;
 
 /** An identity (from a fixed list) the sharder gives at least one of the namespaces, next to `others`. */
 function identityOwningSome(prefix: string, others: readonly string[]): string {

@@ -9,8 +9,8 @@ import { createKube, resourcePath } from "../../../src/kube/client.ts";
 import { leaseKind } from "../../../src/kube/lease.ts";
 import { kubeJson } from "../../../src/kube/rest.ts";
 import { createLogger } from "../../../src/log.ts";
-import { deleteShardLease } from "../../../src/engine/sharder.ts";
-import type { ShardLease } from "../../../src/kube/shards.ts";
+import { deleteShardLease } from "../../../src/shard/sharder.ts";
+import type { ShardLease } from "../../../src/shard/leases.ts";
 
 let ns: TestNamespace;
 const quiet = createLogger({ level: "silent" }, new Writable({ write: (_c, _e, cb) => cb() }));

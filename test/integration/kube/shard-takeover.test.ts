@@ -5,8 +5,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKube, type Kube } from "../../../src/kube/client.ts";
 import type { LeaderElection } from "../../../src/kube/lease.ts";
-import { shardLeasePrefix, type ShardLease } from "../../../src/kube/shards.ts";
-import { takeOverDead } from "../../../src/engine/sharder.ts";
+import { shardLeasePrefix, type ShardLease } from "../../../src/shard/leases.ts";
+import { takeOverDead } from "../../../src/shard/sharder.ts";
 import { createLogger } from "../../../src/log.ts";
 import { kubeJson } from "../../../src/kube/rest.ts";
 import { isConflict } from "../../../src/kube/objects.ts";

@@ -1,9 +1,9 @@
-// Shard membership on real Leases (src/kube/shards.ts): replicas join by taking their own Lease,
+// Shard membership on real Leases (src/shard/leases.ts): replicas join by taking their own Lease,
 // leave by releasing it, and drop out when they stop renewing.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKube, type Kube } from "../../../src/kube/client.ts";
 import type { LeaderElection } from "../../../src/kube/lease.ts";
-import { createShardObserver, shardLeasePrefix, type ShardLease } from "../../../src/kube/shards.ts";
+import { createShardObserver, shardLeasePrefix, type ShardLease } from "../../../src/shard/leases.ts";
 import { createLogger } from "../../../src/log.ts";
 import { kubeJson } from "../../../src/kube/rest.ts";
 import { createTestNamespace, testKubeConfig, waitFor, type TestNamespace } from "../../controlplane/testenv.ts";
@@ -26,7 +26,7 @@ afterAll(async () => {
   await ns?.cleanup();
 });
 
-// As the sharder does (src/engine/sharder.ts): one list, judged by one observer over time.
+// As the sharder does (src/shard/sharder.ts): one list, judged by one observer over time.
 const observer = createShardObserver(shardLeasePrefix("keyward"));
 async function listLiveShards(namespace: string): Promise<string[]> {
   const list = await kubeJson<{ items?: ShardLease[] }>(kube.access, {

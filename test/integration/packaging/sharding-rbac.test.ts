@@ -14,7 +14,7 @@ import { createTestNamespace, kubectl, testKubeConfig, waitFor, type TestNamespa
 import { freePort } from "../../controlplane/controlplane.ts";
 import { loadDefaultSeed } from "../../emulator/default-seed.ts";
 import { startEmulator, type Emulator } from "../../emulator/server.ts";
-import { SHARD_LABEL } from "../../../src/engine/shard-plan.ts";
+import { SHARD_LABEL } from "../../../src/shard/plan.ts";
 import { ALLOWED_BASE_URLS_ANNOTATION, CREDENTIALS_LABEL } from "../../../src/resources/provider/credentials.ts";
 import { parseYamlDocuments, renderChart } from "../../unit/chart/helm.ts";
 import { condition, createCustom, getCustom, isReady } from "../support/keyward.ts";

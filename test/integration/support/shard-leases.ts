@@ -1,8 +1,8 @@
-// Shard Leases run in the test process (src/kube/shards.ts), without the rest of keyward: each
+// Shard Leases run in the test process (src/shard/leases.ts), without the rest of keyward: each
 // records its joins and losses as events, and every one started is stopped by stopAll().
 import type { Kube } from "../../../src/kube/client.ts";
 import type { LeaderElection } from "../../../src/kube/lease.ts";
-import { runShardLease } from "../../../src/kube/shards.ts";
+import { runShardLease } from "../../../src/shard/leases.ts";
 import type { Logger } from "../../../src/log.ts";
 
 export interface ShardLeaseHarness {

@@ -5,7 +5,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { freePort } from "../../controlplane/controlplane.ts";
 import { testKubeconfigPath } from "../../controlplane/testenv.ts";
 import { boundLoads, createRing, type Ring } from "../../../src/lib/ring.ts";
-import { shardKey } from "../../../src/engine/sharder.ts";
+import { shardKey } from "../../../src/shard/sharder.ts";
 
 export interface Replica {
   identity: string;
@@ -21,6 +21,8 @@ export interface ReplicaOptions {
   leaseNamespace: string;
   /** More flags, after the defaults (a later flag wins). */
   args?: readonly string[];
+  /** --allowed-base-urls '*' (default true); false: keyward's default, a token's Secret says where it may go. */
+  anyBaseUrl?: boolean;
 }
 
 export async function startReplica(identity: string, opts: ReplicaOptions): Promise<Replica> {
@@ -31,7 +33,8 @@ export async function startReplica(identity: string, opts: ReplicaOptions): Prom
     ...["--sharding", "true", "--leader-elect", "true", "--leader-election-namespace", opts.leaseNamespace, "--identity", identity],
     ...["--lease-duration", "6s", "--renew-deadline", "4s", "--retry-period", "1s", "--resync-interval", "10m"],
     ...["--metrics-port", String(metricsPort), "--health-port", String(await freePort())],
-    ...["--bind-address", "127.0.0.1", "--metrics-auth", "localhost", "--allowed-base-urls", "*"],
+    ...["--bind-address", "127.0.0.1", "--metrics-auth", "localhost"],
+    ...(opts.anyBaseUrl === false ? [] : ["--allowed-base-urls", "*"]),
     ...(opts.args ?? []),
   ];
   const child = spawn(process.execPath, args, {

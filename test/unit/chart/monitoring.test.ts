@@ -9,8 +9,9 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { KubeConfig } from "@kubernetes/client-node";
 import { createLogger } from "../../../src/log.ts";
-import { shardMetrics } from "../../../src/engine/sharder.ts";
+import { shardMetrics } from "../../../src/shard/sharder.ts";
 import { createOperator } from "../../../src/operator.ts";
+import { createShard } from "../../../src/shard/shard.ts";
 import { chartDir, findDoc, helm, parseYamlDocuments, promtoolBinary, renderChart, run, templateArgs, type Doc } from "./helm.ts";
 
 /** The per-object gauges the alerts read (definitions: charts/keyward/README.md, "Alerts"): exported, as gauges. */
@@ -38,7 +39,7 @@ async function exportedMetrics(): Promise<Map<string, string>> {
     namespaces: [],
     concurrency: 1,
     resyncIntervalMs: 60_000,
-    shard: { identity: "monitoring-test" },
+    shard: createShard({ identity: "monitoring-test" }),
   });
   // The sharder's gauges, which the leader exports with sharding on.
   shardMetrics(operator.metrics.registry);

@@ -17,8 +17,8 @@ import {
   secretWriterGrants,
   uninstallGrants,
 } from "./helm.ts";
-import { shardedKinds } from "../../../src/engine/sharder.ts";
-import { shardingMarkerName } from "../../../src/kube/shards.ts";
+import { shardedKinds } from "../../../src/shard/sharder.ts";
+import { shardingMarkerName } from "../../../src/shard/leases.ts";
 import { kinds } from "../../../src/resources/registry.ts";
 
 const srcDir = join(repoRoot, "src");
@@ -87,7 +87,7 @@ function neededGrants(): Map<string, string> {
   // the labels to let one go (patchMetadata with the kind a variable: the regexes above cannot
   // see it), so every such kind needs patch, a cluster-scoped one too if it were sharded.
   for (const ref of shardedKinds(kinds.map((k) => k.ref))) {
-    add(`keyward.dev/${ref.plural}: patch`, `src/engine/sharder.ts: shard labels of ${ref.plural} (shardedKinds)`);
+    add(`keyward.dev/${ref.plural}: patch`, `src/shard/sharder.ts: shard labels of ${ref.plural} (shardedKinds)`);
   }
   // An owner reference with blockOwnerDeletion: true needs update on the owner's /finalizers
   // (the OwnerReferencesPermissionEnforcement admission plugin). The owner is the kind whose

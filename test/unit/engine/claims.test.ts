@@ -11,6 +11,7 @@ import type { KubeAccess } from "../../../src/kube/kubeconfig.ts";
 import type { KubeObject } from "../../../src/kube/types.ts";
 import { createLogger } from "../../../src/log.ts";
 import { createOperator } from "../../../src/operator.ts";
+import { createShard } from "../../../src/shard/shard.ts";
 import { loopbackAccess, serverUrl } from "../../support/loopback-access.ts";
 
 const projectKind = { group: "keyward.dev", version: "v1alpha1", plural: "projects", kind: "Project" };
@@ -366,7 +367,7 @@ describe("the operator's informers", () => {
       namespaces: ["team-a"],
       concurrency: 1,
       resyncIntervalMs: 600_000,
-      ...(shard ? { shard: { identity: "kw-a" } } : {}),
+      ...(shard ? { shard: createShard({ identity: "kw-a" }) } : {}),
     });
     await operator.start();
     // Every informer has listed and is watching.

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createShardObserver, shardLeasePrefix, type ShardLease } from "../../../src/kube/shards.ts";
+import { createShardObserver, shardLeasePrefix, type ShardLease } from "../../../src/shard/leases.ts";
 
 const lease = (name: string, holder: string, renewTime: string, seconds = 15, resourceVersion = "1"): ShardLease => ({
   metadata: { name, resourceVersion },

@@ -18,13 +18,13 @@ import { watchKind, type Informer, type InformerEventType } from "../kube/inform
 import { keyString } from "../kube/keys.ts";
 import { patchMetadata, isConflict, isKubeNotFound } from "../kube/objects.ts";
 import { errorSummary, kubeJson } from "../kube/rest.ts";
-import { createShardObserver, joinPending, JOINED_ANNOTATION, type ShardLease } from "../kube/shards.ts";
+import { createShardObserver, joinPending, JOINED_ANNOTATION, type ShardLease } from "./leases.ts";
 import { leaseKind } from "../kube/lease.ts";
 import { listAll } from "../kube/watch.ts";
 import { boundLoads, createRing, type Ring } from "../lib/ring.ts";
 import { interruptibleSleep } from "../lib/backoff.ts";
-import { DRAIN_LABEL, SHARD_LABEL, shardChanges, shardLabels, type ShardChange } from "./shard-plan.ts";
-import type { KubeObject } from "./types.ts";
+import { DRAIN_LABEL, SHARD_LABEL, shardChanges, shardLabels, type ShardChange } from "./plan.ts";
+import type { KubeObject } from "../engine/types.ts";
 import { Gauge, type Registry } from "prom-client";
 
 export interface SharderOptions {

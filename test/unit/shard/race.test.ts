@@ -17,10 +17,10 @@
 // KEYWARD_RACE_RUNS sets the number of schedules.
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { createShardObserver, joinPending, type ShardLease } from "../../../src/kube/shards.ts";
+import { createShardObserver, joinPending, type ShardLease } from "../../../src/shard/leases.ts";
 import { boundLoads, createRing, type Ring } from "../../../src/lib/ring.ts";
-import { shardChanges, type ShardChange } from "../../../src/engine/shard-plan.ts";
-import { shardKey } from "../../../src/engine/sharder.ts";
+import { shardChanges, type ShardChange } from "../../../src/shard/plan.ts";
+import { shardKey } from "../../../src/shard/sharder.ts";
 
 const STEP_MS = 250;
 // 6 s / 4 s / 1 s, the integration tests' Lease times, in steps.

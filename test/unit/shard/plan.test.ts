@@ -10,8 +10,8 @@ import {
   shardSelector,
   shardStanding,
   type ShardedObject,
-} from "../../../src/engine/shard-plan.ts";
-import { shardKey } from "../../../src/engine/sharder.ts";
+} from "../../../src/shard/plan.ts";
+import { shardKey } from "../../../src/shard/sharder.ts";
 
 const owners = (map: Record<string, string>) => (key: string) => map[key];
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { DRAIN_LABEL, SHARD_LABEL } from "../../../src/engine/shard-plan.ts";
-import { EMPTY_NAMESPACE_GRACE_MS, plansAgain, rememberKeys, shardMetadata, sharesOf } from "../../../src/engine/sharder.ts";
+import { DRAIN_LABEL, SHARD_LABEL } from "../../../src/shard/plan.ts";
+import { EMPTY_NAMESPACE_GRACE_MS, plansAgain, rememberKeys, shardMetadata, sharesOf } from "../../../src/shard/sharder.ts";
 import { createRing } from "../../../src/lib/ring.ts";
 import type { KubeObject } from "../../../src/engine/types.ts";
 

@@ -7,10 +7,10 @@
 // membership protocol: no gossip, no extra service (timebertt/kubernetes-controller-sharding
 // does the same).
 import type { Logger } from "../log.ts";
-import { resourcePath, type Kube } from "./client.ts";
-import { leaseExpired, leaseKind, runLeaderElection, type LeaderElection, type LeaseTimes } from "./lease.ts";
-import { isConflict, isKubeNotFound } from "./objects.ts";
-import { errorSummary, kubeJson } from "./rest.ts";
+import { resourcePath, type Kube } from "../kube/client.ts";
+import { leaseExpired, leaseKind, runLeaderElection, type LeaderElection, type LeaseTimes } from "../kube/lease.ts";
+import { isConflict, isKubeNotFound } from "../kube/objects.ts";
+import { errorSummary, kubeJson } from "../kube/rest.ts";
 import { interruptibleSleep } from "../lib/backoff.ts";
 
 /**

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { Writable } from "node:stream";
-import { RELEASE_RETRY_MAX_MS, releaseSchedule, releaseShare } from "../../../src/engine/controller.ts";
+import { RELEASE_RETRY_MAX_MS, releaseSchedule, releaseShare } from "../../../src/shard/reconcile.ts";
 import type { KubeObject } from "../../../src/engine/types.ts";
 import { createLogger } from "../../../src/log.ts";
 
