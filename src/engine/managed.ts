@@ -545,7 +545,10 @@ class Run<Spec, Status, Conn, External> {
         : {}),
       ...(addFinalizer ? { finalizers: { add: FINALIZER } } : {}),
     };
-    if (guard || addFinalizer) await this.patchMeta(mark, true);
+    // The object read may be gone already: deleted before this pass added the finalizer (the
+    // apiserver let it go at once) while the pass read a copy or waited on observe. Nothing is
+    // created for it: a create now would be left at the service with no resource to delete it.
+    if ((guard || addFinalizer) && !(await this.patchMeta(mark, true))) return gone();
     // An id left in status by an external object that is gone would hide the mark after a crash:
     // it goes now, after the mark's precondition held (a write only on this rare path).
     if (guard && this.kindStatus[guard.idField] !== undefined) {
@@ -747,13 +750,17 @@ class Run<Spec, Status, Conn, External> {
     return this.deps.owns !== undefined;
   }
 
-  /** `exact`: only on the version this pass holds (a 409 otherwise, which ends the pass); always so with sharding. */
-  private async patchMeta(change: MetadataChange, exact = false): Promise<void> {
+  /**
+   * `exact`: only on the version this pass holds (a 409 otherwise, which ends the pass); always so
+   * with sharding. False when the object is gone from the apiserver (a 404).
+   */
+  private async patchMeta(change: MetadataChange, exact = false): Promise<boolean> {
     const patched = await patchMetadata(this.deps.kube, this.module.ref, this.key, change, {
       base: this.obj as KubeObject,
       exact: exact || this.exact,
     });
     if (patched) this.obj = patched as KubeObject<unknown, Partial<Status>>;
+    return patched !== undefined;
   }
 
   /** ObserveOnly never calls the service, so it never needs a finalizer, whatever the kind says. */
