@@ -466,9 +466,11 @@ class Run<Spec, Status, Conn, External> {
     // A create adds the finalizer in the same patch as its pending mark.
     if (!observed.exists) return this.whenAbsent(c, observed, needsFinalizer && !hasFinalizer);
     // The scope the cleanup will need rides in the finalizer's write, before any call of this pass.
+    // An object gone by then (deleted before it held the finalizer) is not acted for: no update,
+    // no action on an external object it found.
     if (needsFinalizer && !hasFinalizer) {
       const scope = this.module.scope ? this.kindStatus[this.module.scope.field] : undefined;
-      await this.patchMeta({ finalizers: { add: FINALIZER }, annotations: this.scopeRecord(scope, true) });
+      if (!(await this.patchMeta({ finalizers: { add: FINALIZER }, annotations: this.scopeRecord(scope, true) }))) return gone();
     }
     return this.reconcileExisting(c, observed);
   }
