@@ -465,9 +465,11 @@ class Run<Spec, Status, Conn, External> {
     // A create adds the finalizer in the same patch as its pending mark.
     if (!observed.exists) return this.whenAbsent(c, observed, needsFinalizer && !hasFinalizer);
     // The scope the cleanup will need rides in the finalizer's write, before any call of this pass.
+    // An object gone by then (deleted before it held the finalizer) is not acted for: no update,
+    // no action on an external object it found.
     if (needsFinalizer && !hasFinalizer) {
       const scope = this.module.scope ? this.kindStatus[this.module.scope.field] : undefined;
-      await this.patchMeta({ finalizers: { add: FINALIZER }, annotations: this.scopeRecord(scope, true) });
+      if (!(await this.patchMeta({ finalizers: { add: FINALIZER }, annotations: this.scopeRecord(scope, true) }))) return gone();
     }
     return this.reconcileExisting(c, observed);
   }
@@ -544,7 +546,10 @@ class Run<Spec, Status, Conn, External> {
         : {}),
       ...(addFinalizer ? { finalizers: { add: FINALIZER } } : {}),
     };
-    if (guard || addFinalizer) await this.patchMeta(mark, true);
+    // The object read may be gone already: deleted before this pass added the finalizer (the
+    // apiserver let it go at once) while the pass read a copy or waited on observe. Nothing is
+    // created for it: a create now would be left at the service with no resource to delete it.
+    if ((guard || addFinalizer) && !(await this.patchMeta(mark, true))) return gone();
     // An id left in status by an external object that is gone would hide the mark after a crash:
     // it goes now, after the mark's precondition held (a write only on this rare path).
     if (guard && this.kindStatus[guard.idField] !== undefined) {
@@ -741,13 +746,17 @@ class Run<Spec, Status, Conn, External> {
     return this.deps.ownership?.exactWrites === true;
   }
 
-  /** `exact`: only on the version this pass holds (a 409 otherwise, which ends the pass); always so when the Ownership says. */
-  private async patchMeta(change: MetadataChange, exact = false): Promise<void> {
+  /**
+   * `exact`: only on the version this pass holds (a 409 otherwise, which ends the pass); always so
+   * when the Ownership says. False when the object is gone from the apiserver (a 404).
+   */
+  private async patchMeta(change: MetadataChange, exact = false): Promise<boolean> {
     const patched = await patchMetadata(this.deps.kube, this.module.ref, this.key, change, {
       base: this.obj as KubeObject,
       exact: exact || this.exact,
     });
     if (patched) this.obj = patched as KubeObject<unknown, Partial<Status>>;
+    return patched !== undefined;
   }
 
   /** ObserveOnly never calls the service, so it never needs a finalizer, whatever the kind says. */
