@@ -123,9 +123,16 @@ async function streamWatch(kube: Kube, path: string, opts: WatchOptions, signal:
   if (signal.aborted) stream.abort();
   signal.addEventListener("abort", follow, { once: true });
   try {
-    const response = await withDeadline(kube.access, request, (headersSignal) => {
+    const response = await withDeadline(kube.access, request, async (headersSignal) => {
+      // Only until the headers are in, and taken off then: headersSignal is an AbortSignal.any
+      // whose deadline never aborts once its timer is cleared, and Node keeps such a signal with
+      // a listener (and all the listener reaches: this request, its stream) for good.
       headersSignal.addEventListener("abort", follow, { once: true });
-      return kubeRequest(kube.access, { ...request, signal: stream.signal });
+      try {
+        return await kubeRequest(kube.access, { ...request, signal: stream.signal });
+      } finally {
+        headersSignal.removeEventListener("abort", follow);
+      }
     });
     return await readWatch(response, path, opts, touch);
   } finally {

@@ -68,15 +68,17 @@ export function interruptibleSleep(ms: number, signal: AbortSignal): Promise<voi
       resolve();
       return;
     }
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener(
-      "abort",
-      () => {
-        clearTimeout(timer);
-        resolve();
-      },
-      { once: true },
-    );
+    // The listener goes when the time is up: a loop sleeping on one long-lived signal (the
+    // lease's renewals, once a retry period) would otherwise add one per sleep, for good.
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      resolve();
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener("abort", onAbort, { once: true });
   });
 }
 

@@ -1,5 +1,6 @@
+import { getEventListeners } from "node:events";
 import { describe, expect, it } from "vitest";
-import { backoffCeiling, backoffDelay, jitterInterval } from "../../../src/lib/backoff.ts";
+import { backoffCeiling, backoffDelay, interruptibleSleep, jitterInterval } from "../../../src/lib/backoff.ts";
 
 const policy = { baseMs: 100, maxMs: 10_000 };
 
@@ -47,5 +48,23 @@ describe("backoff", () => {
     expect(jitterInterval(1000, 0.1, () => 0)).toBe(900);
     expect(jitterInterval(1000, 0.1, () => 1)).toBe(1100);
     expect(jitterInterval(1000, 0.1, () => 0.5)).toBe(1000);
+  });
+});
+
+describe("interruptibleSleep", () => {
+  it("a sleep that ran its time leaves no listener on the signal, however many ran on it", async () => {
+    // The lease's renew loop sleeps on one signal for the whole election, once a retry period:
+    // a listener left per sleep kept each sleep's closure for good.
+    const stop = new AbortController();
+    for (let i = 0; i < 5; i += 1) await interruptibleSleep(1, stop.signal);
+    expect(getEventListeners(stop.signal, "abort")).toHaveLength(0);
+  });
+
+  it("an abort still ends a sleep at once", async () => {
+    const stop = new AbortController();
+    const sleeping = interruptibleSleep(60_000, stop.signal);
+    stop.abort();
+    await sleeping;
+    expect(getEventListeners(stop.signal, "abort")).toHaveLength(0);
   });
 });
