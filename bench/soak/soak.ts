@@ -217,13 +217,19 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       for (const s of Object.values(state.syncs)) addTo(syncIdsByName, s.name, s.id);
       return state;
     };
+    const ownNamespaces = new Set(namespaces);
     const observe = async (): Promise<void> => {
       const listed = new Map<string, LiveObject>();
       for (const kind of Object.keys(plurals) as Kind[]) {
         const list = (await custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: plurals[kind] })) as {
           items: LiveObject[];
         };
-        for (const item of list.items) listed.set(lineageKey(kind, item.metadata.namespace, item.metadata.name), { ...item, kind });
+        // Only the soak's own namespaces: a shared cluster (the kind e2e) holds other tests' objects,
+        // which another service manages.
+        for (const item of list.items) {
+          if (!ownNamespaces.has(item.metadata.namespace ?? "")) continue;
+          listed.set(lineageKey(kind, item.metadata.namespace, item.metadata.name), { ...item, kind });
+        }
       }
       const seenAt = Date.now();
       live.clear();
