@@ -15,6 +15,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { repoRoot } from "../../test/controlplane/binaries.ts";
 import { waitForCrdsEstablished } from "../../test/controlplane/crds-established.ts";
+import { emulatorManifests, emulatorServiceUrl } from "../../test/emulator/manifests.ts";
 import type { RecordedRequest } from "../../test/emulator/types.ts";
 import type { ServiceState } from "./judge.ts";
 import type { KeywardConfig, KeywardSample, ServiceAdmin, Site } from "./site.ts";
@@ -82,7 +83,7 @@ export async function kindContextFromUp(): Promise<KindContext> {
 const KEYWARD_NAMESPACE = "soak-keyward";
 const EMULATOR_NAMESPACE = "soak-emulator";
 const RELEASE = "keyward";
-const EMULATOR_URL = `http://emulator.${EMULATOR_NAMESPACE}.svc:8080`;
+const EMULATOR_URL = emulatorServiceUrl(EMULATOR_NAMESPACE);
 const METRICS_READER = "soak-metrics-reader";
 const TOKEN_FILE = "/tmp/keyward-soak-metrics-token";
 const soakNamespace = (name: string): boolean => name.startsWith("soak-");
@@ -161,7 +162,6 @@ export function kindSite(options: KindSiteOptions): Site {
       await kubectl(["apply", "--server-side", "--force-conflicts", "-f", dir]);
       await waitForCrdsEstablished(kubectl, files);
 
-      const labels = { "app.kubernetes.io/name": "emulator" };
       const objects = [
         { apiVersion: "v1", kind: "Namespace", metadata: { name: EMULATOR_NAMESPACE } },
         // The tokens the service accepts: keyward's credential Secrets hold them too.
@@ -171,39 +171,15 @@ export function kindSite(options: KindSiteOptions): Site {
           metadata: { name: "emulator-tokens", namespace: EMULATOR_NAMESPACE },
           stringData: { tokens: tokens.join(",") },
         },
-        {
-          apiVersion: "apps/v1",
-          kind: "Deployment",
-          metadata: { name: "emulator", namespace: EMULATOR_NAMESPACE, labels },
-          spec: {
-            replicas: 1,
-            selector: { matchLabels: labels },
-            template: {
-              metadata: { labels },
-              spec: {
-                containers: [
-                  {
-                    name: "emulator",
-                    image: context.emulatorImage,
-                    imagePullPolicy: "IfNotPresent",
-                    // As the local site's in-process emulator: no rate limit of its own (the faults bring 429s), jobs of 200 ms.
-                    args: ["--no-rate-limit", "--job-delay-ms", "200"],
-                    env: [{ name: "EMULATOR_TOKENS", valueFrom: { secretKeyRef: { name: "emulator-tokens", key: "tokens" } } }],
-                    ports: [{ name: "http", containerPort: 8080 }],
-                    readinessProbe: { httpGet: { path: "/_emulator/healthz", port: "http" }, periodSeconds: 2 },
-                  },
-                ],
-              },
-            },
-          },
-        },
-        {
-          apiVersion: "v1",
-          kind: "Service",
-          metadata: { name: "emulator", namespace: EMULATOR_NAMESPACE, labels },
-          // A NodePort: the soak reaches the admin API on the node's address, also while the apiserver restarts.
-          spec: { type: "NodePort", selector: labels, ports: [{ name: "http", port: 8080, targetPort: "http" }] },
-        },
+        ...emulatorManifests({
+          namespace: EMULATOR_NAMESPACE,
+          image: context.emulatorImage,
+          // As the local site's in-process emulator: no rate limit of its own (the faults bring 429s), jobs of 200 ms.
+          args: ["--no-rate-limit", "--job-delay-ms", "200"],
+          env: [{ name: "EMULATOR_TOKENS", valueFrom: { secretKeyRef: { name: "emulator-tokens", key: "tokens" } } }],
+          // The soak reaches the admin API on the node's address, also while the apiserver restarts.
+          serviceType: "NodePort",
+        }),
       ];
       await kubectl(
         ["apply", "--server-side", "--force-conflicts", "-f", "-"],

@@ -9,6 +9,7 @@ import { parseYamlDocuments, type Doc } from "../unit/chart/helm.ts";
 import { readFileSync } from "node:fs";
 import type { E2eContext } from "./global-setup.ts";
 import { waitForCrdsEstablished } from "../controlplane/crds-established.ts";
+import { emulatorManifests, emulatorServiceUrl } from "../emulator/manifests.ts";
 
 export const repoRoot = resolve(import.meta.dirname, "..", "..");
 export const chartDir = join(repoRoot, "charts", "keyward");
@@ -187,44 +188,9 @@ export function providerResources(baseUrl: string, spec: Record<string, unknown>
 
 /** The emulator as a Deployment + Service `emulator` (port 8080) in `namespace`. */
 export async function deployEmulator(namespace: string, extraArgs: string[] = []): Promise<Emulator> {
-  const labels = { "app.kubernetes.io/name": "emulator" };
-  await apply(
-    [
-      {
-        apiVersion: "apps/v1",
-        kind: "Deployment",
-        metadata: { name: "emulator", namespace, labels },
-        spec: {
-          replicas: 1,
-          selector: { matchLabels: labels },
-          template: {
-            metadata: { labels },
-            spec: {
-              containers: [
-                {
-                  name: "emulator",
-                  image: context().emulatorImage,
-                  imagePullPolicy: "IfNotPresent",
-                  args: ["--token", emulatorToken, ...extraArgs],
-                  ports: [{ name: "http", containerPort: 8080 }],
-                  readinessProbe: { httpGet: { path: "/_emulator/healthz", port: "http" }, periodSeconds: 2 },
-                },
-              ],
-            },
-          },
-        },
-      },
-      {
-        apiVersion: "v1",
-        kind: "Service",
-        metadata: { name: "emulator", namespace, labels },
-        spec: { selector: labels, ports: [{ name: "http", port: 8080, targetPort: "http" }] },
-      },
-    ],
-    namespace,
-  );
+  await apply(emulatorManifests({ namespace, image: context().emulatorImage, args: ["--token", emulatorToken, ...extraArgs] }), namespace);
   await kubectl(["-n", namespace, "rollout", "status", "deployment/emulator", "--timeout=180s"]);
-  return { namespace, baseUrl: `http://emulator.${namespace}.svc:8080` };
+  return { namespace, baseUrl: emulatorServiceUrl(namespace) };
 }
 
 /** GET (or another method) on the emulator's admin API through the API server's service proxy. */
