@@ -9,7 +9,11 @@
 //                      │                                       ↑            ↑
 //   src/resources (the kinds; src/resources/provider/ their shared plumbing)  src/shard (sharding:
 //     ↑                                                                        the engine's seams)
-//   src/operator.ts, src/main.ts, src/uninstall.ts, src/endpoints.ts, src/config.ts   ↑
+//   src/operator.ts (the builder: a controller per served kind)                     ↑
+//     ↑    ↘ src/manager/caches.ts (the manager's caches: kube, engine, shard) ──────────┘
+//   src/manager/ (the manager: leases, lifecycle, the process's run)
+//     ↑
+//   src/main.ts, src/uninstall.ts, src/endpoints.ts, src/config.ts
 //
 //   src/crd: generation, build time only: the CRDs and the other files derived from the kind
 //   registry (src/resources/registry.ts); only hack/, test/ and bench/ load it.
@@ -18,7 +22,7 @@
 // too. Type-only imports count (tsPreCompilationDeps): a type circle or a type import upward
 // is the same coupling as a value one, only erased later.
 
-const TOP = "^src/(operator|main|uninstall|endpoints|config)\\.ts$";
+const TOP = "^src/((operator|main|uninstall|endpoints|config)\\.ts$|manager/)";
 // The kind files of src/resources: every file directly in it but the plumbing every kind shares.
 const KIND_FILES = "^src/resources/[^/]+\\.ts$";
 const SHARED_RESOURCE_FILES = "^src/resources/(common|listing|reasons)\\.ts$";
@@ -88,9 +92,40 @@ export default {
     {
       name: "provider-plumbing-knows-no-kind",
       severity: "error",
-      comment: "src/resources/provider/ is plumbing the kinds share: it imports no kind file (only the shared common, listing, reasons).",
-      from: { path: "^src/resources/provider/" },
+      comment:
+        "src/resources/provider/ is plumbing the kinds share: it imports no kind file (only the shared common, listing, reasons). plumbing.ts is the one exception: it joins the two provider kinds' connections over one connector for the entry point, and no kind imports it (no-circular).",
+      from: { path: "^src/resources/provider/", pathNot: "^src/resources/provider/plumbing\\.ts$" },
       to: { path: KIND_FILES, pathNot: SHARED_RESOURCE_FILES },
+    },
+    {
+      name: "provider-plumbing-for-the-entry-point",
+      severity: "error",
+      comment: "The operator's provider plumbing (src/resources/provider/plumbing.ts) is built by the entry point, never by a kind.",
+      from: { path: "^src/resources/" },
+      to: { path: "^src/resources/provider/plumbing\\.ts$" },
+    },
+    {
+      name: "the-builder-knows-no-particular-kind",
+      severity: "error",
+      comment:
+        "src/operator.ts builds the controllers from the registry: it imports the registry, the Kind descriptor and the provider plumbing, never a particular kind's file (a kind's watches and wake-ups are declared on its Kind record).",
+      from: { path: "^src/(operator\\.ts$|manager/)" },
+      to: { path: KIND_FILES, pathNot: "^src/resources/(registry|kind)\\.ts$" },
+    },
+    {
+      name: "manager-caches-below-the-builder",
+      severity: "error",
+      comment:
+        "src/manager/caches.ts (informers, claim views, their gauges) is what the builder builds on: it imports src/engine, src/kube, src/shard, src/lib and src/log.ts only, never the builder, the rest of the manager or a kind.",
+      from: { path: "^src/manager/caches\\.ts$" },
+      to: { path: "^src/", pathNot: "^src/(engine/|kube/|shard/|lib/|log\\.ts$)" },
+    },
+    {
+      name: "only-main-runs-the-manager",
+      severity: "error",
+      comment: "The manager (src/manager/ but its caches) runs the process: only src/main.ts imports it.",
+      from: { path: "^src/", pathNot: "^src/(main\\.ts$|manager/)" },
+      to: { path: "^src/manager/", pathNot: "^src/manager/caches\\.ts$" },
     },
     {
       name: "kinds-know-no-other-kind",

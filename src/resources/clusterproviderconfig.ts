@@ -298,6 +298,7 @@ export const kind: Kind = {
     NotAllowed: { means: "failed", doc: "The ClusterProviderConfig does not allow the resource's namespace." },
   },
   refers: {},
+  wakesReferrers: { as: "providerConfig", watches: [usersWatch, namespaceWatch] },
   metadata: credentialsSecretKeys("in keyward's credentials namespace"),
   controller: (d) => (d.cluster ? { reconcile: d.cluster.reconcile } : undefined),
 };

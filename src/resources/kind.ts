@@ -4,6 +4,7 @@
 import type { Logger } from "../log.ts";
 import type { Kube, KindRef } from "../kube/client.ts";
 import type { EventRecorder } from "../kube/events.ts";
+import type { SecondaryWatch } from "../engine/controller.ts";
 import type { KindDescriptor } from "../engine/kind.ts";
 import type { ManagedModule } from "../engine/module.ts";
 import type { DurableField, DurableFields } from "../engine/meta.ts";
@@ -79,6 +80,12 @@ export interface Kind extends KindDescriptor<KindDeps> {
    * (a Project's change wakes it; the Project's deletion at the service waits for it).
    */
   refers: { providerConfig?: boolean; project?: boolean };
+  /**
+   * The wake-ups this kind gives the kinds whose `refers` names it `as` (controller-runtime's
+   * Watches, declared once by the kind watched): a change of one of its objects reconciles the
+   * objects that refer to it at once. Given only while this kind is served (its controller on).
+   */
+  wakesReferrers?: { as: keyof Kind["refers"]; watches: readonly SecondaryWatch[] };
   /** The status fields holding the external object's id (kubectl keyward status). */
   serviceIdFields?: readonly string[];
   /**
@@ -135,4 +142,16 @@ export function managedModuleOf<S, T, C, E>(kind: Kind, module: KindModule<S, T,
     ...(Object.keys(durable).length > 0 ? { durable: durable as NonNullable<ManagedModule<S, T, C, E>["durable"]> } : {}),
     ...(scope?.scope !== undefined ? { scope: { annotation: scope.key, field: scope.scope as keyof T & string } } : {}),
   };
+}
+
+/**
+ * The wake-ups `kind` gets from what it refers to: the watches each kind of `served` declares for
+ * its referrers (wakesReferrers). `served` are the kinds whose controller is on, so a kind not
+ * served (ClusterProviderConfig without --cluster-provider-configs) wakes nobody.
+ */
+export function referrerWatches(kind: Kind, served: readonly Kind[]): SecondaryWatch[] {
+  return served.flatMap((watched) => {
+    const wakes = watched.wakesReferrers;
+    return wakes && kind.refers[wakes.as] === true ? wakes.watches : [];
+  });
 }

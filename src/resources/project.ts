@@ -487,6 +487,7 @@ export const kind: Kind = {
     InUse: { means: "retrying", doc: "Being deleted: the project is deleted at the service once the resources using it are gone." },
   },
   refers: { providerConfig: true },
+  wakesReferrers: { as: "project", watches: [dependentsWatch] },
   serviceIdFields: ["projectId"],
   externalId: "projectId",
   metadata: [pausedKey, finalizerKey("deletionPolicy is Delete")],

@@ -225,6 +225,7 @@ export const kind: Kind = {
     InUse: { means: "retrying", doc: "Being deleted: waits until no resource names it (the message names them)." },
   },
   refers: {},
+  wakesReferrers: { as: "providerConfig", watches: [dependentsWatch] },
   metadata: [
     ...credentialsSecretKeys("in the ProviderConfig's namespace"),
     {

@@ -54,6 +54,7 @@ describe("the running operator's module graph", () => {
     for (const file of [
       "src/main.ts",
       "src/operator.ts",
+      "src/manager/manager.ts",
       "src/kube/client.ts",
       "src/kube/informer.ts",
       "src/kube/kubeconfig.ts",

@@ -10,10 +10,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { crdFromSources, crdToYaml } from "../../../src/crd/crd.ts";
 import { ANNOTATION_CREATE_STARTED, LEGACY_CREATE_PENDING, LEGACY_CREATE_SUCCEEDED } from "../../../src/engine/create-rule.ts";
 import { ANNOTATION_PAUSED, FINALIZER } from "../../../src/engine/meta.ts";
-import type { Condition, KubeObject } from "../../../src/engine/types.ts";
+import { GROUP, VERSION, type Condition, type KubeObject } from "../../../src/engine/types.ts";
 import { isKubeNotFound, statusCodeOf } from "../../../src/kube/objects.ts";
 import { createLogger } from "../../../src/log.ts";
 import { createOperator, type Operator } from "../../../src/operator.ts";
+import { kind as projectKind } from "../../../src/resources/project.ts";
 import { waitForCrdsEstablished } from "../../controlplane/crds-established.ts";
 import {
   applyYaml,
@@ -542,5 +543,78 @@ describe("the Widget kind, served by createOperator({ kinds: [widget] })", () =>
     expect((await eventOf(taken, "WidgetTaken")).type).toBe("Warning");
     expect(calls("kept", "create")).toBe(1);
     expect(stored("kept")).toHaveLength(1);
+  });
+});
+
+describe("the Widget kind served next to Project: createOperator({ kinds: [project, widget] })", () => {
+  // Widget declares refers.project and no watch of its own; the Project kind declares the wake-up
+  // it gives its referrers, so a Project's change reconciles the Widgets naming it at once.
+  // The same store as above: its ids are unique, and the claim rule's id locks are cluster-wide.
+  const wakeStore = store;
+  let wakeNs!: TestNamespace;
+  let wakeOperator: Operator | undefined;
+  const wakeLogs: string[] = [];
+  const wakeCalls = (name: string): number => wakeStore.count({ name: storeName({ namespace: wakeNs.name, name }) });
+  const wakeCustom = (plural: string, group = ref.group, version = ref.version) => ({ group, version, namespace: wakeNs.name, plural });
+  const settledWidget = (name: string) =>
+    waitFor(
+      async () => {
+        const obj = (await apis.custom.getNamespacedCustomObject({ ...wakeCustom(ref.plural), name })) as KubeObject;
+        return settled(obj) ? obj : undefined;
+      },
+      { timeoutMs: 60_000, description: `Widget ${name} settled` },
+    ).catch(async (err: unknown) => {
+      const last = JSON.stringify(await apis.custom.getNamespacedCustomObject({ ...wakeCustom(ref.plural), name }));
+      throw new Error(`${String(err)}\nlast seen: ${last}\nkeyward's last log lines:\n${wakeLogs.slice(-30).join("\n")}`, { cause: err });
+    });
+
+  beforeAll(async () => {
+    wakeNs = await createTestNamespace("widget-wakeups");
+    wakeOperator = createOperator({
+      kc: testKubeConfig(),
+      log: createLogger(
+        { level: "debug" },
+        new Writable({
+          write(chunk: Buffer, _enc, cb) {
+            wakeLogs.push(...chunk.toString("utf8").split("\n").filter(Boolean));
+            cb();
+          },
+        }),
+      ),
+      namespaces: [wakeNs.name],
+      concurrency: 2,
+      // No resync within the test: only an event brings a settled Widget back.
+      resyncIntervalMs: 600_000,
+      kinds: [projectKind, widgetKind(wakeStore)],
+    });
+    await wakeOperator.start();
+  });
+
+  afterAll(async () => {
+    await wakeOperator?.stop();
+    await wakeNs?.cleanup();
+  });
+
+  it("reconciles a Widget naming a Project when that Project changes, and not a Widget naming none", async () => {
+    for (const [name, spec] of [
+      ["follower", { size: 2, color: "green", projectRef: { name: "shop" } }],
+      ["bystander", { size: 2, color: "green" }],
+    ] as const) {
+      const body = { apiVersion: `${ref.group}/${ref.version}`, kind: ref.kind, metadata: { name }, spec };
+      await apis.custom.createNamespacedCustomObject({ ...wakeCustom(ref.plural), body });
+    }
+    await settledWidget("follower");
+    await settledWidget("bystander");
+    await sleep(QUIET_MS);
+    const before = { follower: wakeCalls("follower"), bystander: wakeCalls("bystander") };
+
+    const project = { apiVersion: `${GROUP}/${VERSION}`, kind: "Project", metadata: { name: "shop" }, spec: {} };
+    await apis.custom.createNamespacedCustomObject({ ...wakeCustom("projects", GROUP, VERSION), body: project });
+    await waitFor(() => Promise.resolve(wakeCalls("follower") > before.follower ? true : undefined), {
+      timeoutMs: 30_000,
+      description: "the Widget naming Project shop to be reconciled after the Project appeared",
+    });
+    await sleep(QUIET_MS);
+    expect(wakeCalls("bystander")).toBe(before.bystander);
   });
 });

@@ -1,22 +1,22 @@
-// Widget: a test-only kind (group test.keyward.dev), written the way a kind of src/resources is —
-// a zod spec and status, a CRD source, a reason table and a ManagedModule — whose external system
-// is an in-process widget store (store.ts). It proves the engine (src/engine/managed.ts) and
-// createOperator's wiring on a kind keyward does not ship: nothing in src knows of it, it is in
-// no registry, and nothing derived from the registry (CRDs, docs/kinds.md, health.lua, the
-// kubectl plugin) includes it. Serving it takes `createOperator({ kinds: [widgetKind(store)] })`.
+// Widget: a test-only kind (group test.keyward.dev) over an in-process widget store (store.ts),
+// written against the seams a kind of src/resources uses — its Kind record (src/resources/kind.ts)
+// and its module (src/engine/module.ts) — and nothing else: no file of src names it, it is in no
+// registry, and serving it takes `createOperator({ kinds: [...] })`. It declares what it refers to
+// (refers.project: spec.projectRef), so a served Project's change wakes it with no wiring of its
+// own (the Project kind declares the wake-ups it gives its referrers).
 import { z } from "zod";
 import type { CrdSource, ReasonTable } from "../../../src/engine/kind.ts";
 import { ReconcileError } from "../../../src/engine/errors.ts";
-import { type DeleteResult, type ManagedContext, type Observation } from "../../../src/engine/module.ts";
+import type { DeleteResult, ManagedContext, Observation } from "../../../src/engine/module.ts";
 import type { KindRef } from "../../../src/kube/client.ts";
-import { ageColumn, commonStatus, isObserveOnly, managementPolicy, readyColumns } from "../../../src/resources/common.ts";
+import { ageColumn, commonStatus, isObserveOnly, managementPolicy, projectRef, readyColumns } from "../../../src/resources/common.ts";
 import type { Kind, KindModule } from "../../../src/resources/kind.ts";
 import { isStoreNotFound, widgetColors, type StoredWidget, type WidgetStore } from "./store.ts";
 
 export const ref: KindRef = { group: "test.keyward.dev", version: "v1alpha1", kind: "Widget", plural: "widgets" };
 
-/** How soon a painting widget is looked at again. */
-export const PAINT_RECHECK_MS = 200;
+/** How soon a widget being repainted is looked at again. */
+const PAINT_RECHECK_MS = 200;
 
 export const specSchema = z
   .object({
@@ -27,20 +27,21 @@ export const specSchema = z
       .optional()
       .describe("Retain (default): deleting the resource leaves the widget in the store. Delete: delete it there too."),
     managementPolicy: managementPolicy.optional(),
+    projectRef: projectRef.optional(),
   })
   .strict()
-  // A rule the CRD cannot carry (a refinement has no schema form): the apiserver admits a gold
-  // widget of size 5, keyward's own parse refuses it (InvalidSpec).
+  // A rule with no schema form: the apiserver admits a gold widget of size 5, the kind's parse
+  // refuses it (the engine's InvalidSpec).
   .refine((s) => s.color !== "gold" || s.size <= 3, { message: "a gold widget is at most size 3", path: ["size"] });
-export type WidgetSpec = z.infer<typeof specSchema>;
+type WidgetSpec = z.infer<typeof specSchema>;
 
-export const statusSchema = z.object({
+const statusSchema = z.object({
   ...commonStatus,
   id: z.string().optional().describe("The widget's id in the store."),
   size: z.number().int().optional().describe("The widget's size in the store."),
   color: z.string().optional().describe("The widget's color in the store."),
 });
-export type WidgetStatus = z.infer<typeof statusSchema>;
+type WidgetStatus = z.infer<typeof statusSchema>;
 
 export const crdSource: CrdSource = {
   ...ref,
@@ -63,95 +64,79 @@ export const crdSource: CrdSource = {
   ],
 };
 
-export const reasons = {
+const reasons = {
   Painting: { means: "progress", doc: "The store is repainting the widget after its color changed." },
   WidgetMissing: { means: "failed", doc: "managementPolicy ObserveOnly, and the store has no widget of this name." },
   WidgetTaken: { means: "failed", doc: "The store holds a widget of this name that this resource did not create." },
 } as const satisfies ReasonTable;
 
 type Ctx = ManagedContext<WidgetSpec, WidgetStatus, WidgetStore>;
+type Seen = Observation<WidgetStatus, StoredWidget>;
 
-/** The widget's name in the store: its natural key, so a create whose answer was lost can be found. */
+/** The widget's name in the store, its natural key: a create whose answer was lost is found by it. */
 export function storeName(key: { namespace: string; name: string }): string {
   return `${key.namespace}/${key.name}`;
 }
 
+/** The widget this resource stands for: by its id, else by its name when that is known to be ours. */
 async function find(c: Ctx): Promise<StoredWidget | undefined> {
-  if (c.status.id) {
-    const byId = await c.conn.get(c.status.id);
-    if (byId) return byId;
-  }
-  // Being deleted, only what is known to be ours counts: a widget of the same name made since by
-  // someone else is never deleted in this resource's name.
+  const byId = c.status.id ? await c.conn.get(c.status.id) : undefined;
+  if (byId) return byId;
+  // Being deleted, a widget of the name made since by someone else is never deleted in our name.
   if (c.obj.metadata.deletionTimestamp !== undefined && !c.createPending) return undefined;
   const name = storeName(c.key);
   const byName = await c.conn.find(name);
-  if (!byName) return undefined;
-  // A create that was marked pending and never confirmed: found by its name, it is ours.
-  if (c.createPending || c.observeOnly || byName.id === c.status.id) return byName;
+  if (!byName || c.createPending || c.observeOnly || byName.id === c.status.id) return byName;
   throw new ReconcileError("WidgetTaken", `the store already holds widget ${byName.id} named ${name}, which this resource did not create`, {
     retryable: false,
   });
 }
 
-function observed(c: Ctx, w: StoredWidget): Observation<WidgetStatus, StoredWidget> {
-  const diff = [...(w.size !== c.spec.size ? ["size"] : []), ...(w.color !== c.spec.color ? ["color"] : [])];
-  return {
-    exists: true,
-    upToDate: diff.length === 0,
-    diff,
-    status: { id: w.id, size: w.size, color: w.color },
-    external: w,
-    ...(w.painting
-      ? {
-          readiness: { ready: false, reason: "Painting", message: `the store is painting widget ${w.id} ${w.color}` },
-          requeueAfterMs: PAINT_RECHECK_MS,
-        }
-      : {}),
-  };
+function seen(c: Ctx, w: StoredWidget): Seen {
+  const diff = (["size", "color"] as const).filter((field) => w[field] !== c.spec[field]);
+  const painting = w.painting
+    ? {
+        readiness: { ready: false, reason: "Painting", message: `the store is painting widget ${w.id} ${w.color}` },
+        requeueAfterMs: PAINT_RECHECK_MS,
+      }
+    : {};
+  return { exists: true, upToDate: diff.length === 0, diff, status: { id: w.id, size: w.size, color: w.color }, external: w, ...painting };
 }
 
-async function observe(c: Ctx): Promise<Observation<WidgetStatus, StoredWidget>> {
+async function observe(c: Ctx): Promise<Seen> {
   const w = await find(c);
-  if (w) return observed(c, w);
+  if (w) return seen(c, w);
   if (!c.observeOnly) return { exists: false, upToDate: false, status: {} };
-  return {
-    exists: false,
-    upToDate: false,
-    status: { id: null, size: null, color: null },
-    absent: {
-      reason: "WidgetMissing",
-      message: `the store has no widget named ${storeName(c.key)} (managementPolicy ObserveOnly: none is made)`,
-    },
+  const absent = {
+    reason: "WidgetMissing",
+    message: `the store has no widget named ${storeName(c.key)} (managementPolicy ObserveOnly: none is made)`,
   };
+  return { exists: false, upToDate: false, status: { id: null, size: null, color: null }, absent };
 }
 
-async function create(c: Ctx): Promise<Observation<WidgetStatus, StoredWidget>> {
-  const w = await c.conn.create({ name: storeName(c.key), size: c.spec.size, color: c.spec.color });
-  return observed(c, w);
+async function create(c: Ctx): Promise<Seen> {
+  return seen(c, await c.conn.create({ name: storeName(c.key), size: c.spec.size, color: c.spec.color }));
 }
 
-async function update(c: Ctx, obs: Observation<WidgetStatus, StoredWidget>): Promise<Partial<WidgetStatus>> {
-  const id = obs.status.id;
-  if (!id) throw new ReconcileError("NotFound", "the widget's id is unknown", { retryable: true });
-  const w = await c.conn.update(id, { size: c.spec.size, color: c.spec.color });
-  // Repainting: the next pass reports it (Ready=False Painting) until the store is done.
+async function update(c: Ctx, obs: Seen): Promise<Partial<WidgetStatus>> {
+  if (!obs.status.id) throw new ReconcileError("NotFound", "the widget's id is unknown", { retryable: true });
+  const w = await c.conn.update(obs.status.id, { size: c.spec.size, color: c.spec.color });
+  // Repainting: the next pass reports Ready=False Painting until the store is done.
   if (w.painting) c.requeueAfter(PAINT_RECHECK_MS);
   return { id: w.id, size: w.size, color: w.color };
 }
 
-async function remove(c: Ctx, obs: Observation<WidgetStatus, StoredWidget>): Promise<DeleteResult> {
-  const id = obs.status.id;
-  if (!id) return { done: true };
+async function remove(c: Ctx, obs: Seen): Promise<DeleteResult> {
+  if (!obs.status.id) return { done: true };
   try {
-    await c.conn.delete(id);
+    await c.conn.delete(obs.status.id);
   } catch (err) {
     if (!isStoreNotFound(err)) throw err;
   }
   return { done: true };
 }
 
-export function widgetModule(store: WidgetStore): KindModule<WidgetSpec, WidgetStatus, WidgetStore, StoredWidget> {
+function widgetModule(store: WidgetStore): KindModule<WidgetSpec, WidgetStatus, WidgetStore, StoredWidget> {
   return {
     ref,
     parseSpec: (raw) => specSchema.parse(raw),
@@ -171,9 +156,9 @@ export function widgetKind(store: WidgetStore): Kind {
     ref,
     crd: crdSource,
     reasons,
-    refers: {},
-    // the Widget has one version
+    // One version: nothing to convert.
     conversion: { from: ref.version, to: ref.version, edits: [] },
+    refers: { project: true },
     serviceIdFields: ["id"],
     // The store assigns the id on create: the create rule's mark precedes the call.
     externalId: "id",
