@@ -12,6 +12,8 @@ import type { KubeAccess } from "../../../src/kube/kubeconfig.ts";
 import { ensureBinaries } from "../../controlplane/binaries.ts";
 import { startControlPlane, type ControlPlane } from "../../controlplane/controlplane.ts";
 import { createTestNamespace, testKubeConfig, waitFor, type TestNamespace } from "../../controlplane/testenv.ts";
+import { startEmulator } from "../../emulator/server.ts";
+import { createReadyProjects, installProvider, startKeyward, type RunningKeyward } from "../support/keyward.ts";
 
 const existingCluster = Boolean(process.env.KEYWARD_E2E_KUBECONFIG);
 
@@ -88,20 +90,22 @@ describe("the apiserver's 429s (a priority level that rejects)", () => {
   let ns!: TestNamespace;
   const admin = createKube(testKubeConfig());
   const account = "creator";
-  let names!: { level: string; schema: string };
+  let names!: { level: string; schema: string; binding: string };
+  let creatorKc!: KubeConfig;
   let schemaUid = "";
   let creator!: Kube;
 
   beforeAll(async () => {
     ns = await createTestNamespace("apf-429");
-    names = { level: `keyward-test-${ns.name}`, schema: `keyward-test-${ns.name}` };
+    names = { level: `keyward-test-${ns.name}`, schema: `keyward-test-${ns.name}`, binding: `keyward-test-${ns.name}` };
     const post = (path: string, body: unknown): Promise<{ metadata: { uid: string } }> =>
       kubeJson(admin.access, { method: "POST", path, body });
     // A ServiceAccount may create ConfigMaps here; its requests go to a level of about 3 seats that rejects what does not fit.
     await post(`/api/v1/namespaces/${ns.name}/serviceaccounts`, { metadata: { name: account } });
-    await post(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns.name}/rolebindings`, {
-      metadata: { name: account },
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "edit" },
+    // All of keyward's rights (its Leases in "default" too); not system:masters, so not exempt from APF.
+    await post("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
+      metadata: { name: names.binding },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "cluster-admin" },
       subjects: [{ kind: "ServiceAccount", name: account, namespace: ns.name }],
     });
     await post("/apis/flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations", {
@@ -140,6 +144,7 @@ describe("the apiserver's 429s (a priority level that rejects)", () => {
       contexts: [{ name: account, cluster: "test", user: account }],
       currentContext: account,
     });
+    creatorKc = kc;
     creator = createKube(kc);
   });
 
@@ -147,15 +152,15 @@ describe("the apiserver's 429s (a priority level that rejects)", () => {
     for (const path of [
       `/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas/${names.schema}`,
       `/apis/flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations/${names.level}`,
+      `/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/${names.binding}`,
     ])
       await kubeJson(admin.access, { method: "DELETE", path }).catch(() => undefined);
     await ns?.cleanup();
   });
 
-  it("every create lands exactly once; the Retry-After held the requests back, counted", async () => {
-    const path = `/api/v1/namespaces/${ns.name}/configmaps`;
-    // The apiserver applies a new FlowSchema a moment later: wait until its answers name it.
-    await waitFor(
+  /** The apiserver applies a new FlowSchema a moment later: wait until its answers name it. */
+  const classified = (path: string): Promise<true> =>
+    waitFor(
       async () => {
         const response = await creator.access.dispatcher.request({
           origin: new URL(creator.access.server).origin,
@@ -168,6 +173,10 @@ describe("the apiserver's 429s (a priority level that rejects)", () => {
       },
       { timeoutMs: 60_000, description: "the apiserver classifies the account's requests with the test's FlowSchema" },
     );
+
+  it("every create lands exactly once; the Retry-After held the requests back, counted", async () => {
+    const path = `/api/v1/namespaces/${ns.name}/configmaps`;
+    await classified(path);
 
     const { access, limiter, sent } = limitedAccess(creator);
     const creates = 100;
@@ -194,5 +203,36 @@ describe("the apiserver's 429s (a priority level that rejects)", () => {
     const names = created.map((c) => c.metadata.name).sort();
     expect(new Set(names).size).toBe(creates);
     expect(listed.items.map((c) => c.metadata.name).sort()).toEqual(names);
+  });
+
+  it("keyward under that level: every Project Ready and created once at the service, the 429s in its metrics", async () => {
+    const token = "apf-429-token";
+    const emulator = await startEmulator({ tokens: [token] });
+    let keyward: RunningKeyward | undefined;
+    try {
+      await installProvider(testKubeConfig(), ns.name, emulator.url, token);
+      await classified(`/apis/keyward.dev/v1alpha1/namespaces/${ns.name}/projects`);
+      keyward = await startKeyward(creatorKc, { namespaces: [ns.name], concurrency: 16 });
+      const names = Array.from({ length: 40 }, (_, i) => `p${String(i)}`);
+      await createReadyProjects(testKubeConfig(), ns.name, names, (name) => ({
+        slug: `${name}-apf`,
+        description: "created under a full priority level",
+      }));
+      const creates = emulator.requests().filter((r) => r.operation === "createProject" && r.status === 200);
+      expect(creates).toHaveLength(names.length);
+      const metric = async (
+        counter: { get(): Promise<{ values: { value: number; labels: object }[] }> },
+        labels: object = {},
+      ): Promise<number> =>
+        (await counter.get()).values
+          .filter((v) => Object.entries(labels).every(([k, x]) => (v.labels as Record<string, unknown>)[k] === x))
+          .reduce((n, v) => n + v.value, 0);
+      expect(await metric(keyward.operator.metrics.kubeApiThrottled)).toBeGreaterThan(0);
+      expect(await metric(keyward.operator.metrics.kubeApiWaits, { reason: "retry_after" })).toBeGreaterThan(0);
+      expect(await metric(keyward.operator.metrics.kubeApiWaits, { reason: "client_limit" })).toBe(0);
+    } finally {
+      await keyward?.stop();
+      await emulator.close();
+    }
   });
 });
