@@ -145,10 +145,11 @@ export const DEFAULT_KUBE_API_LIMIT: RequestLimit = { qps: "auto", burst: 600 };
 /**
  * How long a 429 holds back every request of the limiter: its Retry-After (delay-seconds, as the
  * apiserver sends), at least MIN_HOLD_MS (absent, 0 or garbage: the apiserver's own usual 1 s),
- * at most MAX_HOLD_MS, so a broken or hostile value cannot stall keyward.
+ * at most MAX_HOLD_MS, so a broken or hostile value cannot stall keyward: half the default
+ * --renew-deadline, as without sharding the leader election's Lease renewals share this limiter.
  */
 export const MIN_HOLD_MS = 1_000;
-export const MAX_HOLD_MS = 10_000;
+export const MAX_HOLD_MS = 5_000;
 
 export function retryAfterHoldMs(header: string | string[] | undefined): number {
   const text = (Array.isArray(header) ? header[0] : header)?.trim() ?? "";
