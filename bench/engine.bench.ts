@@ -76,6 +76,15 @@ const STEADY_RESYNC = env["ENGINE_BENCH_RESYNC"] ?? "10s";
 const STEADY_RESYNCS = Number(env["ENGINE_BENCH_STEADY_RESYNCS"] ?? 3);
 // keyward's workers (its default, 4, unless ENGINE_BENCH_CONCURRENCY), and the floors' calls in flight.
 const CONCURRENCY = Number(env["ENGINE_BENCH_CONCURRENCY"] ?? 4);
+// keyward's client-side apiserver limit (--kube-api-qps, --kube-api-burst): unset, its defaults
+// (the chart's: auto, 600); ENGINE_BENCH_KUBE_API_QPS=300 for a fixed cap whatever the apiserver
+// shows, 1000 with ENGINE_BENCH_KUBE_API_BURST=2000 for the Go peer's.
+const KUBE_API_QPS = env["ENGINE_BENCH_KUBE_API_QPS"];
+const KUBE_API_BURST = env["ENGINE_BENCH_KUBE_API_BURST"];
+const KUBE_API_ARGS: readonly string[] = [
+  ...(KUBE_API_QPS ? ["--kube-api-qps", KUBE_API_QPS] : []),
+  ...(KUBE_API_BURST ? ["--kube-api-burst", KUBE_API_BURST] : []),
+];
 const CREATES_IN_FLIGHT = 32;
 const TOKEN = "bench-engine-token";
 // The ProviderConfig's client-side limit at its maximum: the figures are the engine's, not its limiter's.
@@ -255,6 +264,7 @@ async function startIdle(
     namespace,
     resyncInterval: CREATE_RESYNC,
     logPath,
+    extraArgs: KUBE_API_ARGS,
   });
   try {
     await keyward.waitReady(60_000);
@@ -391,6 +401,7 @@ async function runKeyward(
       namespace,
       resyncInterval: STEADY_RESYNC,
       logPath,
+      extraArgs: KUBE_API_ARGS,
     });
     const restarted = keyward;
     const [restartReadyMs, restartMs] = await Promise.all([
@@ -818,6 +829,7 @@ function report(cluster: BenchCluster, idle: Array<{ entry: Entry; rss: number }
 
   console.log(
     `kube-apiserver ${cluster.kubeVersion}; keyward from ${ENTRY}/ as a child process (node ${process.version}), concurrency ${CONCURRENCY}, ` +
+      `apiserver limit --kube-api-qps ${KUBE_API_QPS || "auto (default)"} --kube-api-burst ${KUBE_API_BURST || "600 (default)"}, ` +
       `no leader election, resync ${CREATE_RESYNC} while creating and ${STEADY_RESYNC} after the restart; ${CREATES_IN_FLIGHT} creates in flight; ` +
       `emulator in a worker thread of the bench, no rate limit, reset before each run.`,
   );

@@ -53,6 +53,15 @@ const byteSize = size.pipe(
     .min(1024)
     .max(1024 ** 3),
 );
+/** "auto", or requests a second from 0 to 10,000. */
+const apiQps = z.string().transform((s, ctx): number | "auto" => {
+  const text = s.trim();
+  if (text === "auto") return "auto";
+  const qps = Number(text);
+  if (text !== "" && Number.isFinite(qps) && qps >= 0 && qps <= 10_000) return qps;
+  ctx.addIssue({ code: "custom", message: `"${s}" is neither auto nor a number from 0 to 10000` });
+  return z.NEVER;
+});
 const bool = z.enum(["true", "false", "1", "0", "yes", "no"]).transform((s) => s === "true" || s === "1" || s === "yes");
 
 export const configSchema = z
@@ -95,8 +104,9 @@ export const configSchema = z
     // Each apiserver request (headers and body; a watch's headers, not its stream) must be answered within this.
     kubeRequestTimeout: duration.pipe(z.number().min(100).max(600_000)).default(30_000),
     // The client-side limit on apiserver requests (watches exempt), shared fairly between kinds
-    // (src/kube/rest.ts createRequestLimiter): a sustained rate and a burst; 0 qps: no limit.
-    kubeApiQps: z.coerce.number().min(0).max(10_000).default(DEFAULT_KUBE_API_LIMIT.qps),
+    // (src/kube/rest.ts createRequestLimiter): a sustained rate and a burst; 0 qps: no limit;
+    // auto: none while the apiserver shows API Priority and Fairness, else AUTO_FALLBACK_QPS.
+    kubeApiQps: apiQps.default(DEFAULT_KUBE_API_LIMIT.qps),
     kubeApiBurst: z.coerce.number().int().min(1).max(20_000).default(DEFAULT_KUBE_API_LIMIT.burst),
     // An exec credential plugin of the kubeconfig is killed after this.
     execPluginTimeout: duration.pipe(z.number().min(100).max(600_000)).default(30_000),

@@ -79,9 +79,9 @@ export interface Operator {
 }
 
 export function createOperator(opts: OperatorOptions): Operator {
-  const direct = operatorAccess(opts);
-  const served = opts.kinds ?? kinds;
   const metrics = opts.metrics ?? createMetrics();
+  const direct = operatorAccess(opts, metrics);
+  const served = opts.kinds ?? kinds;
   const log = opts.log;
   const caches = createCaches(direct, { namespaces: opts.namespaces, log, metrics, served: served.map((k) => k.ref), shard: opts.shard });
   const { informers, claims } = caches;
@@ -144,11 +144,17 @@ export function createOperator(opts: OperatorOptions): Operator {
  * credential): the fence and the rate limit hold for the operator's requests, never for the Lease
  * renewals and the sharder's patches main.ts sends from the same kubeconfig.
  */
-function operatorAccess(opts: OperatorOptions): Kube {
+function operatorAccess(opts: OperatorOptions, metrics: Metrics): Kube {
   const shared = createKube(opts.kc);
   const direct: Kube = opts.shard ? { access: opts.shard.fenced(shared.access) } : shared;
   // Every apiserver request of the operator but its watches waits its turn, fairly between kinds.
-  limitRequests(direct.access, createRequestLimiter(opts.kubeApiLimit ?? DEFAULT_KUBE_API_LIMIT));
+  limitRequests(
+    direct.access,
+    createRequestLimiter(opts.kubeApiLimit ?? DEFAULT_KUBE_API_LIMIT, undefined, {
+      onWait: (reason) => metrics.kubeApiWaits.inc({ reason }),
+      onThrottled: () => metrics.kubeApiThrottled.inc(),
+    }),
+  );
   return direct;
 }
 

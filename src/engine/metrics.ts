@@ -21,6 +21,10 @@ export interface Metrics {
   workqueueQueueDuration: Histogram<"name">;
   workqueueWorkDuration: Histogram<"name">;
   informerRestarts: Counter<"kind">;
+  /** apiserver requests that waited before being sent: for the client-side rate, or behind a 429's Retry-After. */
+  kubeApiWaits: Counter<"reason">;
+  /** The apiserver's 429 answers (each holds keyward's requests back for its Retry-After). */
+  kubeApiThrottled: Counter;
   /** Per controller, its number of busy workers, read at scrape time (trackActiveWorkers). */
   activeWorkerReaders: LiveReaders;
   /** Per queue name, its depth, read at scrape time (queueObserver). */
@@ -128,6 +132,18 @@ export function createMetrics(): Metrics {
       "keyward_informer_restarts_total",
       "Times an informer's list/watch was restarted after an error or an expired resourceVersion",
       ["kind"],
+    ),
+    kubeApiWaits: counter(
+      r,
+      "keyward_kube_api_request_waits_total",
+      "apiserver requests that waited before being sent, by reason: client_limit (--kube-api-qps) or retry_after (an apiserver 429)",
+      ["reason"],
+    ),
+    kubeApiThrottled: counter(
+      r,
+      "keyward_kube_api_throttled_total",
+      "apiserver answers 429 Too Many Requests (API Priority and Fairness or max-in-flight)",
+      [],
     ),
     activeWorkerReaders,
     queueDepthReaders,

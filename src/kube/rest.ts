@@ -76,8 +76,8 @@ function requestTimeoutMs(access: KubeAccess): number {
 
 /**
  * What a request passes before it is sent: its turn under the client-side limit (every request
- * but a watch; --kube-api-qps/--kube-api-burst, waited outside any deadline, as client-go's rate
- * limiter does), then the credential (access.authorization(): an exec plugin may take up to its own timeout).
+ * but a watch; --kube-api-qps/--kube-api-burst and any 429's Retry-After, waited outside any
+ * deadline, as client-go's rate limiter does), then the credential (access.authorization(): an exec plugin may take up to its own timeout).
  * A deadline starts only after both, so a plugin that never answers fails with its own error
  * naming the plugin and its timeout instead of being reported as a silent apiserver.
  */
@@ -121,29 +121,78 @@ function isUndiciTimeout(err: unknown): boolean {
 
 /** The client-side apiserver limit: requests per second and the burst above it. */
 export interface RequestLimit {
-  /** Sustained requests per second; 0 or less: no limit. */
-  qps: number;
+  /**
+   * Sustained requests per second; 0: no limit. "auto": none while the apiserver's answers show
+   * API Priority and Fairness (it queues and throttles each flow itself), AUTO_FALLBACK_QPS while
+   * they do not (an apiserver without it, or before its first answer).
+   */
+  qps: number | "auto";
   /** Requests that may go at once after a quiet spell (the bucket's size); at least 1. */
   burst: number;
 }
 
 /**
- * The default: 50 a second, bursts of 100. client-go's 5/10 is for kubectl-like clients, and
- * controller-runtime's 20/30 would hold a create of 1,000 objects (4 apiserver requests each, and
- * their Events) to more than 200 s; the apiserver's own API Priority and Fairness protects it from
- * many clients, this from keyward alone: a hot loop or a wave of wake-ups stays under 3,000
- * requests a minute.
+ * The rate of "auto" where the apiserver does not show API Priority and Fairness: above the
+ * ~280-380 requests a second keyward makes while creating on two cores unthrottled
+ * (bench/RESULTS.md), while a runaway loop is still held to 18,000 requests a minute. With APF
+ * no fixed cap, as controller-runtime and Flux: a fixed one only slowed a create wave that the
+ * apiserver would have served (4 requests per object: 75 objects a second at 300).
  */
-// Above the ~280-380 requests a second keyward makes while creating on two cores unthrottled
-// (bench/RESULTS.md), so a create wave is not slowed on a small cluster, while a runaway loop is
-// still held to 18,000 requests a minute; the apiserver's priority and fairness does the rest.
-export const DEFAULT_KUBE_API_LIMIT: RequestLimit = { qps: 300, burst: 600 };
+export const AUTO_FALLBACK_QPS = 300;
+
+export const DEFAULT_KUBE_API_LIMIT: RequestLimit = { qps: "auto", burst: 600 };
+
+/**
+ * How long a 429 holds back every request of the limiter: its Retry-After (delay-seconds, as the
+ * apiserver sends), at least MIN_HOLD_MS (absent, 0 or garbage: the apiserver's own usual 1 s),
+ * at most MAX_HOLD_MS, so a broken or hostile value cannot stall keyward: half the default
+ * --renew-deadline, as without sharding the leader election's Lease renewals share this limiter.
+ */
+export const MIN_HOLD_MS = 1_000;
+export const MAX_HOLD_MS = 5_000;
+
+export function retryAfterHoldMs(header: string | string[] | undefined): number {
+  const text = (Array.isArray(header) ? header[0] : header)?.trim() ?? "";
+  const seconds = /^\d{1,9}$/.test(text) ? Number(text) : 0;
+  return Math.min(MAX_HOLD_MS, Math.max(MIN_HOLD_MS, seconds * 1000));
+}
+
+/** The response headers by which an apiserver shows that API Priority and Fairness classified the request. */
+const APF_HEADERS = ["x-kubernetes-pf-flowschema-uid", "x-kubernetes-pf-prioritylevel-uid"] as const;
+
+export type ResponseHeaders = Record<string, string | string[] | undefined>;
+
+export function showsPriorityAndFairness(headers: ResponseHeaders): boolean {
+  return APF_HEADERS.some((name) => headers[name] !== undefined);
+}
+
+/** What the limiter made wait, for tests and metrics. */
+export interface LimiterStats {
+  /** Requests that waited for a token of the client-side rate. */
+  limitWaits: number;
+  /** 429 answers, each holding every request back for its Retry-After. */
+  throttled: number;
+  /** Requests that waited behind a 429's Retry-After. */
+  retryAfterWaits: number;
+  /** "auto": whether the last answer showed API Priority and Fairness; undefined before any. */
+  priorityAndFairness: boolean | undefined;
+}
+
+export interface LimiterHooks {
+  /** A request starts waiting: for a token, or behind a Retry-After. */
+  onWait?(reason: "client_limit" | "retry_after"): void;
+  /** A 429 answer, holding requests back for `holdMs`. */
+  onThrottled?(holdMs: number): void;
+}
 
 export interface RequestLimiter {
   /** Resolves when a request of `kind` may go; rejects with the signal's reason if aborted first. */
   acquire(kind: string, signal?: AbortSignal): Promise<void>;
-  /** Requests waiting, per kind (for tests and metrics). */
+  /** An answer's status and headers: API Priority and Fairness shown or not, a 429's Retry-After. */
+  observe(status: number, headers: ResponseHeaders): void;
+  /** Requests waiting for a token, per kind (for tests and metrics). */
   waiting(): Record<string, number>;
+  stats(): LimiterStats;
 }
 
 export interface LimiterClock {
@@ -168,16 +217,79 @@ interface Waiter {
   onAbort: (() => void) | undefined;
 }
 
+function abortReason(signal: AbortSignal): Error {
+  return signal.reason instanceof Error ? signal.reason : new Error(String(signal.reason));
+}
+
 /**
  * One token bucket (client-go's flowcontrol.NewTokenBucketRateLimiter: `qps` a second, `burst`
  * at most) shared by every kind, and fair between kinds: a request that finds others waiting
  * queues behind them in its kind's queue, and freed tokens go round the kinds with a waiting
  * request in turn, so a burst of Project status writes cannot starve a lease renewal, an Event
- * or a SecretSync's write (API Priority and Fairness' fair queuing, in small).
+ * or a SecretSync's write (API Priority and Fairness' fair queuing, in small). With "auto" the
+ * bucket applies only while the apiserver's last answer did not show API Priority and Fairness.
+ *
+ * A 429 (whatever the rate) holds every request back until its Retry-After has passed, those of
+ * that moment and any made meanwhile, then lets them go in the order they came, spread over the
+ * hold's length (a second at most), not all at once: one gate instead of each request finding its own 429 and
+ * retrying on its own (a thundering herd against an apiserver that just said it is full).
  */
-export function createRequestLimiter(limit: RequestLimit, clock: LimiterClock = realClock): RequestLimiter {
-  const burst = Math.max(1, Math.floor(limit.burst));
-  const perMs = limit.qps / 1000;
+export function createRequestLimiter(limit: RequestLimit, clock: LimiterClock = realClock, hooks: LimiterHooks = {}): RequestLimiter {
+  let apf: boolean | undefined;
+  const stats = { limitWaits: 0, throttled: 0, retryAfterWaits: 0 };
+  const bucket = createFairBucket(
+    () => (limit.qps !== "auto" ? limit.qps : apf === true ? 0 : AUTO_FALLBACK_QPS) / 1000,
+    limit.burst,
+    clock,
+    () => {
+      stats.limitWaits++;
+      hooks.onWait?.("client_limit");
+    },
+  );
+  const gate = createRetryAfterGate(clock);
+
+  return {
+    async acquire(kind, signal) {
+      signal?.throwIfAborted();
+      // A request released from one hold may meet the next: it waits again, still in its turn.
+      while (clock.now() < gate.until()) {
+        stats.retryAfterWaits++;
+        hooks.onWait?.("retry_after");
+        await gate.wait(signal);
+        signal?.throwIfAborted();
+      }
+      return bucket.take(kind, signal);
+    },
+    observe(status, headers) {
+      if (limit.qps === "auto") {
+        const shown = showsPriorityAndFairness(headers);
+        // An answer that did not pass the apiserver's filters (a 401, a proxy's error) says nothing either way.
+        if (shown || (status !== 401 && status < 500)) {
+          apf = shown;
+          // Those waiting for a token go now.
+          if (shown) bucket.pump();
+        }
+      }
+      if (status === 429) {
+        const holdMs = retryAfterHoldMs(headers["retry-after"]);
+        stats.throttled++;
+        hooks.onThrottled?.(holdMs);
+        gate.hold(holdMs);
+      }
+    },
+    waiting: () => bucket.waiting(),
+    stats: () => ({ ...stats, priorityAndFairness: apf }),
+  };
+}
+
+/** The token bucket, fair between kinds, at `perMs()` tokens a millisecond (0 or less: none needed). */
+function createFairBucket(
+  perMs: () => number,
+  size: number,
+  clock: LimiterClock,
+  onWait: () => void,
+): { take(kind: string, signal: AbortSignal | undefined): Promise<void>; pump(): void; waiting(): Record<string, number> } {
+  const burst = Math.max(1, Math.floor(size));
   let tokens = burst;
   let last = clock.now();
   const queues = new Map<string, Waiter[]>();
@@ -185,24 +297,25 @@ export function createRequestLimiter(limit: RequestLimit, clock: LimiterClock = 
 
   const refill = (): void => {
     const now = clock.now();
-    tokens = Math.min(burst, tokens + Math.max(0, now - last) * perMs);
+    tokens = Math.min(burst, tokens + Math.max(0, now - last) * perMs());
     last = now;
   };
   const pending = (): number => [...queues.values()].reduce((n, q) => n + q.length, 0);
   const pump = (): void => {
     refill();
-    while (tokens >= 1 && queues.size > 0) {
+    const unlimited = perMs() <= 0;
+    while ((unlimited || tokens >= 1) && queues.size > 0) {
       // Round robin: the first kind in the map goes, then moves to the back if it still waits.
       const [kind, queue] = queues.entries().next().value as [string, Waiter[]];
       queues.delete(kind);
       const waiter = queue.shift() as Waiter;
       if (queue.length > 0) queues.set(kind, queue);
-      tokens -= 1;
+      if (!unlimited) tokens -= 1;
       if (waiter.onAbort) waiter.signal?.removeEventListener("abort", waiter.onAbort);
       waiter.resolve();
     }
     if (queues.size > 0 && !cancelTimer) {
-      const waitMs = Math.max(1, Math.ceil((1 - tokens) / perMs));
+      const waitMs = Math.max(1, Math.ceil((1 - tokens) / perMs()));
       cancelTimer = clock.after(waitMs, () => {
         cancelTimer = undefined;
         pump();
@@ -210,40 +323,102 @@ export function createRequestLimiter(limit: RequestLimit, clock: LimiterClock = 
     }
   };
 
-  return {
-    acquire(kind, signal) {
-      if (perMs <= 0) return Promise.resolve();
-      signal?.throwIfAborted();
-      refill();
-      if (queues.size === 0 && tokens >= 1) {
-        tokens -= 1;
-        return Promise.resolve();
+  const take = (kind: string, signal: AbortSignal | undefined): Promise<void> => {
+    if (perMs() <= 0) return Promise.resolve();
+    refill();
+    if (queues.size === 0 && tokens >= 1) {
+      tokens -= 1;
+      return Promise.resolve();
+    }
+    onWait();
+    return new Promise<void>((resolve, reject) => {
+      const waiter: Waiter = { resolve, reject, signal, onAbort: undefined };
+      if (signal) {
+        waiter.onAbort = () => {
+          const queue = queues.get(kind);
+          const at = queue?.indexOf(waiter) ?? -1;
+          if (queue && at >= 0) {
+            queue.splice(at, 1);
+            if (queue.length === 0) queues.delete(kind);
+          }
+          if (queues.size === 0 && pending() === 0 && cancelTimer) {
+            cancelTimer();
+            cancelTimer = undefined;
+          }
+          reject(abortReason(signal));
+        };
+        signal.addEventListener("abort", waiter.onAbort, { once: true });
       }
-      return new Promise<void>((resolve, reject) => {
+      const queue = queues.get(kind);
+      if (queue) queue.push(waiter);
+      else queues.set(kind, [waiter]);
+      pump();
+    });
+  };
+
+  return {
+    take,
+    pump: () => {
+      if (queues.size > 0) pump();
+    },
+    waiting: () => Object.fromEntries([...queues].map(([kind, q]) => [kind, q.length])),
+  };
+}
+
+/** Requests held back until a time, then let go in the order they came, spread out. */
+interface RetryAfterGate {
+  /** The clock's time until which requests are held. */
+  until(): number;
+  /** Holds requests for `ms` from now (a later end than one already set wins). */
+  hold(ms: number): void;
+  /** Resolves at this waiter's turn after the hold; rejects with the signal's reason if aborted first. */
+  wait(signal: AbortSignal | undefined): Promise<void>;
+}
+
+function createRetryAfterGate(clock: LimiterClock): RetryAfterGate {
+  let heldUntil = 0;
+  let lastHoldMs = 0;
+  let held: Waiter[] = [];
+  let releaseTimer: (() => void) | undefined;
+  const release = (): void => {
+    releaseTimer = undefined;
+    const wait = heldUntil - clock.now();
+    if (wait > 0) {
+      releaseTimer = clock.after(wait, release);
+      return;
+    }
+    const going = held;
+    held = [];
+    const windowMs = Math.min(1_000, lastHoldMs);
+    going.forEach((waiter, i) => {
+      const go = (): void => {
+        if (waiter.onAbort) waiter.signal?.removeEventListener("abort", waiter.onAbort);
+        waiter.resolve();
+      };
+      const at = Math.floor((i * windowMs) / going.length);
+      if (at === 0) go();
+      else clock.after(at, go);
+    });
+  };
+  return {
+    until: () => heldUntil,
+    hold(ms) {
+      heldUntil = Math.max(heldUntil, clock.now() + ms);
+      lastHoldMs = ms;
+    },
+    wait: (signal) =>
+      new Promise<void>((resolve, reject) => {
         const waiter: Waiter = { resolve, reject, signal, onAbort: undefined };
         if (signal) {
           waiter.onAbort = () => {
-            const queue = queues.get(kind);
-            const at = queue?.indexOf(waiter) ?? -1;
-            if (queue && at >= 0) {
-              queue.splice(at, 1);
-              if (queue.length === 0) queues.delete(kind);
-            }
-            if (queues.size === 0 && pending() === 0 && cancelTimer) {
-              cancelTimer();
-              cancelTimer = undefined;
-            }
-            reject(signal.reason instanceof Error ? signal.reason : new Error(String(signal.reason)));
+            held = held.filter((w) => w !== waiter);
+            reject(abortReason(signal));
           };
           signal.addEventListener("abort", waiter.onAbort, { once: true });
         }
-        const queue = queues.get(kind);
-        if (queue) queue.push(waiter);
-        else queues.set(kind, [waiter]);
-        pump();
-      });
-    },
-    waiting: () => Object.fromEntries([...queues].map(([kind, q]) => [kind, q.length])),
+        held.push(waiter);
+        releaseTimer ??= clock.after(Math.max(1, heldUntil - clock.now()), release);
+      }),
   };
 }
 
@@ -357,7 +532,7 @@ export async function kubeRequest(access: KubeAccess, req: KubeRequest, authoriz
   const header = authorization ?? (await access.authorization());
   if (header) headers["authorization"] = header;
   if (req.body !== undefined) headers["content-type"] = req.contentType ?? "application/json";
-  return access.dispatcher.request({
+  const response = await access.dispatcher.request({
     origin: target.origin,
     path: target.path,
     method,
@@ -366,7 +541,19 @@ export async function kubeRequest(access: KubeAccess, req: KubeRequest, authoriz
     signal: req.signal ?? null,
     ...(timeoutMs !== undefined ? { headersTimeout: timeoutMs, bodyTimeout: timeoutMs } : {}),
   });
+  // Every answer, watches' included, tells the limiter whether the apiserver throttles by itself
+  // and when it says to wait.
+  limiters.get(access)?.observe(response.statusCode, response.headers);
+  return response;
 }
+
+/**
+ * Times one request is sent while the apiserver answers 429 (client-go's default maxRetries is
+ * 10): a 429 was not served, so sending it again is safe for any verb; each goes again only
+ * after the Retry-After, in its turn with every other request held back by it. The last 429
+ * goes to the caller, retryable (the work queue's backoff).
+ */
+export const MAX_THROTTLED_ATTEMPTS = 10;
 
 /**
  * A JSON request, answered within the access's request timeout, else KubeTimeoutError; a non-2xx
@@ -378,20 +565,26 @@ export async function kubeRequest(access: KubeAccess, req: KubeRequest, authoriz
  * connection health check: an apiserver gone without a FIN, behind a load balancer that failed over).
  */
 export async function kubeJson<T>(access: KubeAccess, req: KubeRequest): Promise<T> {
-  const authorization = await admit(access, req);
   const ms = requestTimeoutMs(access);
-  let status: number;
-  let text: string;
-  try {
-    const response = await kubeRequest(access, req, authorization, ms);
-    status = response.statusCode;
-    text = await response.body.text();
-  } catch (err) {
-    if (isUndiciTimeout(err) && !req.signal?.aborted) throw new KubeTimeoutError(req.method ?? "GET", req.path, ms);
-    throw err;
+  // Only a limited access (the operator's) sends again after a 429: its limiter holds the retry
+  // back with everything else; the leader election's Lease renewals keep their own schedule.
+  const attempts = limiters.has(access) ? MAX_THROTTLED_ATTEMPTS : 1;
+  for (let attempt = 1; ; attempt++) {
+    const authorization = await admit(access, req);
+    let status: number;
+    let text: string;
+    try {
+      const response = await kubeRequest(access, req, authorization, ms);
+      status = response.statusCode;
+      text = await response.body.text();
+    } catch (err) {
+      if (isUndiciTimeout(err) && !req.signal?.aborted) throw new KubeTimeoutError(req.method ?? "GET", req.path, ms);
+      throw err;
+    }
+    if (status === 429 && attempt < attempts) continue;
+    if (status < 200 || status > 299) throw errorFrom(status, text, nodeHttp.STATUS_CODES[status] ?? "");
+    return JSON.parse(text) as T;
   }
-  if (status < 200 || status > 299) throw errorFrom(status, text, nodeHttp.STATUS_CODES[status] ?? "");
-  return JSON.parse(text) as T;
 }
 
 /** The error for an apiserver answer: its Status message and reason when the body is a Status. */

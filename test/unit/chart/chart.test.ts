@@ -182,7 +182,7 @@ describe("default values", () => {
       NODE_OPTIONS: "--max-semi-space-size=1 --max-old-space-size=144",
       CONCURRENCY: "4",
       MAX_REQUEST_TIMEOUT: "30s",
-      KUBE_API_QPS: "300",
+      KUBE_API_QPS: "auto",
       KUBE_API_BURST: "600",
       RESYNC_INTERVAL: "10m",
       LOG_LEVEL: "info",

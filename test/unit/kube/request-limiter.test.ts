@@ -2,7 +2,15 @@
 // every kind, fair between kinds, watches exempt. Driven by a fake clock; counts, never time.
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { createRequestLimiter, limitRequests, requestKind, withDeadline, type LimiterClock } from "../../../src/kube/rest.ts";
+import {
+  createRequestLimiter,
+  limitRequests,
+  MAX_HOLD_MS,
+  requestKind,
+  retryAfterHoldMs,
+  withDeadline,
+  type LimiterClock,
+} from "../../../src/kube/rest.ts";
 import type { KubeAccess } from "../../../src/kube/kubeconfig.ts";
 
 function fakeClock(): LimiterClock & { advance(ms: number): Promise<void> } {
@@ -177,5 +185,136 @@ describe("request limiter", () => {
     await flush();
     expect(sent).toBe(5);
     limitRequests(access, undefined);
+  });
+});
+
+const APF = { "x-kubernetes-pf-flowschema-uid": "f", "x-kubernetes-pf-prioritylevel-uid": "p" };
+
+describe("request limiter: auto follows the apiserver", () => {
+  it("no bucket while the answers show API Priority and Fairness, counting no wait", async () => {
+    const limiter = createRequestLimiter({ qps: "auto", burst: 5 }, fakeClock());
+    limiter.observe(200, APF);
+    const granted: string[] = [];
+    start(limiter, "a", 1000, granted);
+    await flush();
+    expect(granted).toHaveLength(1000);
+    expect(limiter.stats()).toMatchObject({ limitWaits: 0, priorityAndFairness: true });
+  });
+
+  it("the fallback rate where they do not, and before the first answer", async () => {
+    const clock = fakeClock();
+    const limiter = createRequestLimiter({ qps: "auto", burst: 5 }, clock);
+    const granted: string[] = [];
+    start(limiter, "a", 10, granted);
+    await flush();
+    expect(granted).toHaveLength(5);
+    expect(limiter.stats()).toMatchObject({ limitWaits: 5, priorityAndFairness: undefined });
+    limiter.observe(200, {});
+    await clock.advance(10);
+    // 300 a second: about 3 more in 10 ms, not the other 5.
+    expect(granted.length).toBeGreaterThanOrEqual(7);
+    expect(granted.length).toBeLessThanOrEqual(8);
+    expect(limiter.stats().priorityAndFairness).toBe(false);
+  });
+
+  it("an answer showing it releases the requests waiting for a token at once", async () => {
+    const limiter = createRequestLimiter({ qps: "auto", burst: 2 }, fakeClock());
+    const granted: string[] = [];
+    start(limiter, "a", 50, granted);
+    await flush();
+    expect(granted).toHaveLength(2);
+    limiter.observe(404, APF);
+    await flush();
+    expect(granted).toHaveLength(50);
+  });
+
+  it("a 401 or a proxy's 5xx without the headers says nothing about the apiserver", () => {
+    const limiter = createRequestLimiter({ qps: "auto", burst: 2 }, fakeClock());
+    limiter.observe(200, APF);
+    limiter.observe(401, {});
+    limiter.observe(502, {});
+    expect(limiter.stats().priorityAndFairness).toBe(true);
+    limiter.observe(200, {});
+    expect(limiter.stats().priorityAndFairness).toBe(false);
+  });
+
+  it("a number is kept whatever the apiserver shows", async () => {
+    const limiter = createRequestLimiter({ qps: 10, burst: 2 }, fakeClock());
+    limiter.observe(200, APF);
+    const granted: string[] = [];
+    start(limiter, "a", 5, granted);
+    await flush();
+    expect(granted).toHaveLength(2);
+    expect(limiter.stats().limitWaits).toBe(3);
+  });
+});
+
+describe("request limiter: a 429 holds every request back for its Retry-After", () => {
+  it("Retry-After: whole seconds, at least 1 s, at most MAX_HOLD_MS, garbage the 1 s default", () => {
+    expect(retryAfterHoldMs("3")).toBe(3000);
+    expect(retryAfterHoldMs(["2", "9"])).toBe(2000);
+    for (const garbage of [undefined, "", "0", "-5", "1.5", "soon", "Wed, 21 Oct 2015 07:28:00 GMT", "1e9"])
+      expect(retryAfterHoldMs(garbage)).toBe(1000);
+    expect(retryAfterHoldMs("86400")).toBe(MAX_HOLD_MS);
+    expect(retryAfterHoldMs("999999999")).toBe(MAX_HOLD_MS);
+  });
+
+  it("holds the requests of that moment and later ones together, then lets them go spread over the hold, in order", async () => {
+    const clock = fakeClock();
+    const hooks = { waits: [] as string[], throttled: [] as number[] };
+    const limiter = createRequestLimiter({ qps: "auto", burst: 5 }, clock, {
+      onWait: (reason) => hooks.waits.push(reason),
+      onThrottled: (ms) => hooks.throttled.push(ms),
+    });
+    limiter.observe(429, { ...APF, "retry-after": "2" });
+    const granted: string[] = [];
+    start(limiter, "a", 10, granted);
+    await clock.advance(1000);
+    start(limiter, "b", 10, granted);
+    await clock.advance(999);
+    expect(granted).toEqual([]);
+    await clock.advance(1);
+    // The first at the end of the hold; the twenty over the next second (2 s hold, a second at most).
+    expect(granted).toEqual(["a0"]);
+    await clock.advance(500);
+    expect(granted).toHaveLength(11); // one every 50 ms
+    await clock.advance(500);
+    expect(granted).toEqual([
+      ...Array.from({ length: 10 }, (_, i) => `a${String(i)}`),
+      ...Array.from({ length: 10 }, (_, i) => `b${String(i)}`),
+    ]);
+    expect(limiter.stats()).toMatchObject({ throttled: 1, retryAfterWaits: 20, limitWaits: 0 });
+    expect(hooks).toEqual({ waits: Array<string>(20).fill("retry_after"), throttled: [2000] });
+  });
+
+  it("a hostile Retry-After holds for MAX_HOLD_MS, not longer", async () => {
+    const clock = fakeClock();
+    const limiter = createRequestLimiter({ qps: 0, burst: 1 }, clock);
+    limiter.observe(429, { "retry-after": "31536000" });
+    const granted: string[] = [];
+    start(limiter, "a", 1, granted);
+    await clock.advance(MAX_HOLD_MS - 1);
+    expect(granted).toEqual([]);
+    await clock.advance(1);
+    expect(granted).toEqual(["a0"]);
+  });
+
+  it("a request released into a new hold waits again; an aborted one leaves", async () => {
+    const clock = fakeClock();
+    const limiter = createRequestLimiter({ qps: 0, burst: 1 }, clock);
+    limiter.observe(429, { "retry-after": "1" });
+    const granted: string[] = [];
+    const abort = new AbortController();
+    start(limiter, "a", 4, granted);
+    const leaving = limiter.acquire("b", abort.signal);
+    await clock.advance(500);
+    abort.abort(new Error("stopped"));
+    await expect(leaving).rejects.toThrow("stopped");
+    await clock.advance(500);
+    expect(granted).toEqual(["a0"]);
+    limiter.observe(429, { "retry-after": "1" });
+    await clock.advance(2000);
+    expect(granted).toEqual(["a0", "a1", "a2", "a3"]);
+    expect(limiter.stats().retryAfterWaits).toBe(8);
   });
 });
