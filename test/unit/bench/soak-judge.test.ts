@@ -154,9 +154,32 @@ describe("the soak's judge", () => {
       users: { U1: { id: "U1", username: "alice@example.com" } },
       memberships: { M1: { id: "M1", projectId: "P1", userId: "U1", roles: [{ role: "member" }] } },
     };
-    const after = broken({ ...e, final, lineages: [...e.lineages, membership(2_000)] });
+    // It reached the project's members (a lookup of its member) and left the role: a violation.
+    const reached = [...e.calls, call({ operation: "getMembershipDetails", path: "/api/v1/projects/P1/memberships/details", at: 1_500 })];
+    const after = broken({ ...e, calls: reached, final, lineages: [...e.lineages, membership(2_000)] });
     expect(after["the service holds exactly what the live resources declare"]).toEqual(["ProjectMembership a/m-p1 (Revoke): roles member"]);
-    expect(broken({ ...e, final, lineages: [...e.lineages, membership(900)] })).toEqual({});
+    expect(broken({ ...e, calls: reached, final, lineages: [...e.lineages, membership(900)] })).toEqual({});
+  });
+
+  it("counts apart a Revoke membership released without a call: it never reached its project's members", () => {
+    const e = evidence();
+    const final = {
+      ...e.final,
+      users: { U1: { id: "U1", username: "alice@example.com" } },
+      memberships: { M1: { id: "M1", projectId: "P1", userId: "U1", roles: [{ role: "member" }] } },
+    };
+    const gone = lineage({
+      kind: "ProjectMembership",
+      name: "m-p1",
+      projectName: "p1",
+      deletionPolicy: "Revoke",
+      deleteRequestedAt: 1_900,
+      goneAt: 2_000,
+    });
+    const verdicts = judge({ ...e, final, lineages: [...e.lineages, gone] });
+    const matches = verdicts.find((v) => v.name === "the service holds exactly what the live resources declare");
+    expect(matches?.violations).toEqual([]);
+    expect(matches?.notes).toEqual(["ProjectMembership a/m-p1 (Revoke): roles member left; it never reached its project's members"]);
   });
 
   it("reports a live resource not Ready at its generation", () => {
