@@ -15,6 +15,7 @@ import { setResponseBudget } from "./api/http.ts";
 import { startEndpoints, type Health } from "./endpoints.ts";
 import { createMetricsAuthorizer } from "./kube/metrics-auth.ts";
 import { releaseFinalizers, stopDeployment } from "./uninstall.ts";
+import { startConversionWebhook, type ConversionWebhook } from "./webhook/webhook.ts";
 import { readFileSync, existsSync } from "node:fs";
 import { hostname } from "node:os";
 import { randomUUID } from "node:crypto";
@@ -75,6 +76,7 @@ async function run(config: Config, log: Logger): Promise<void> {
     health,
     ...(config.metricsAuth === "kubernetes" ? { authorizer: createMetricsAuthorizer({ access: kc }) } : {}),
   });
+  const webhook = conversionWebhook(config, kc, log);
   // Listening before anything starts, so a SIGTERM during start is a graceful stop too.
   const stopSignal = Promise.race([once(process, "SIGTERM").then(() => "SIGTERM"), once(process, "SIGINT").then(() => "SIGINT")]);
   let starting: Promise<void> | undefined;
@@ -118,8 +120,19 @@ async function run(config: Config, log: Logger): Promise<void> {
   leases.stopSharder();
   if (started) await operator.stop();
   await leases.release();
-  await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
+  await Promise.all([...servers.map((s) => new Promise((resolve) => s.close(resolve))), webhook?.stop()]);
   log.info("bye");
+}
+
+/** The conversion webhook (src/webhook) when configured: every replica serves it, before and apart from leader election. */
+function conversionWebhook(config: Config, kc: KubeSource, log: Logger): ConversionWebhook | undefined {
+  const common = { kube: createKube(kc), log, port: config.webhookPort, bindAddress: config.bindAddress };
+  if (config.webhookCertDir) return startConversionWebhook({ ...common, certDir: config.webhookCertDir });
+  if (!config.webhookService) return undefined;
+  return startConversionWebhook({
+    ...common,
+    selfSigned: { namespace: podNamespace(), service: config.webhookService, secretName: config.webhookSecret },
+  });
 }
 
 interface LeaseDeps {
