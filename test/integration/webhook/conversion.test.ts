@@ -19,7 +19,7 @@ import { createLogger } from "../../../src/log.ts";
 import { convert, type ConvertibleObject } from "../../../src/resources/conversion.ts";
 import type { Kind } from "../../../src/resources/kind.ts";
 import { kinds } from "../../../src/resources/registry.ts";
-import { SECRET_KEYS } from "../../../src/webhook/keeper.ts";
+import { SECRET_KEYS, injectCaBundle } from "../../../src/webhook/keeper.ts";
 import { startConversionWebhook, type ConversionWebhook } from "../../../src/webhook/webhook.ts";
 import { freePort } from "../../controlplane/controlplane.ts";
 import { waitForCrdsEstablished } from "../../controlplane/crds-established.ts";
@@ -163,6 +163,13 @@ describe.skipIf(existingCluster)("the conversion webhook on a real apiserver", (
       expect(live.spec.conversion.strategy).toBe("Webhook");
       expect(live.spec.conversion.webhook.clientConfig).toEqual({ url, caBundle: bundle });
     }
+    // a bundle the CRDs already hold is not written again; another webhook's CRDs are left alone
+    const names = crds.map((c) => c.metadata.name);
+    const pem = Buffer.from(bundle ?? "", "base64").toString("utf8");
+    expect(await injectCaBundle(createKube(testKubeConfig()), names, pem, (config) => config.url === url)).toEqual([]);
+    expect(
+      await injectCaBundle(createKube(testKubeConfig()), names, "other", (config) => config.url === "https://elsewhere/convert"),
+    ).toEqual([]);
   });
 
   it("serves every sample (every kind, every destination) created as v1alpha1 as v1beta1, and back", async () => {
