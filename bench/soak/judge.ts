@@ -173,6 +173,7 @@ function actionsOnce(e: Evidence, on: CallsOn): Verdict {
 /** No write on a resource's external object once the resource was gone from the apiserver. */
 function nothingAfterDeletion(e: Evidence, on: CallsOn): Verdict {
   const violations: string[] = [];
+  const notes: string[] = [];
   let checked = 0;
   const ops: Record<string, (c: Call) => boolean> = {
     Project: (c) => c.operation === "updateProject" || c.operation === "deleteProject",
@@ -189,9 +190,19 @@ function nothingAfterDeletion(e: Evidence, on: CallsOn): Verdict {
     const late = on(ids).filter(
       (c) => writeMethods.has(c.method) && landed(c) && c.fault !== "client-gone" && c.at > (l.goneAt ?? 0) && relevant(c),
     );
-    for (const c of late) violations.push(`${key(l)}: ${c.operation} ${c.path} ${c.at - (l.goneAt ?? 0)} ms after it was gone`);
+    // Without a finalizer (deletionPolicy Retain of a Project or a ProjectMembership) a resource
+    // is gone the moment it is deleted: a pass already under way, or one whose cache had not yet
+    // seen the deletion, may still apply its spec once, which Retain leaves at the service anyway
+    // (docs/architecture.md, "A deleted object leaves nothing"). Counted apart; a SecretSync's
+    // call, a delete, or a write after a finalizer's release stays a violation.
+    const unfenced = (l.kind === "Project" || l.kind === "ProjectMembership") && (l.deletionPolicy ?? "Retain") === "Retain";
+    for (const c of late) {
+      const line = `${key(l)}: ${c.operation} ${c.path} ${c.at - (l.goneAt ?? 0)} ms after it was gone`;
+      if (unfenced && (c.operation === "updateProject" || c.operation === "updateMembership")) notes.push(`${line} (Retain, no finalizer)`);
+      else violations.push(line);
+    }
   }
-  return { name: "no action after its resource was deleted", checked, violations };
+  return { name: "no action after its resource was deleted", checked, violations, notes };
 }
 
 /** After the quiet tail the service holds what the live resources declare, and nothing a deletion removed. */

@@ -119,6 +119,21 @@ describe("the soak's judge", () => {
     expect(broken({ ...e, lineages: gone, final, calls: [...e.calls, deleteCall, { ...late, fault: "client-gone" }] })).toEqual({});
   });
 
+  it("counts apart a Retain Project's update after it was gone (no finalizer), and reports a Delete Project's", () => {
+    const e = evidence();
+    const goneWith = (deletionPolicy: string): Lineage[] =>
+      e.lineages.map((l) =>
+        l.kind === "Project" ? { ...l, deletionPolicy, deleteRequestedAt: 2_000, goneAt: 3_000, final: undefined } : l,
+      );
+    const late = call({ operation: "updateProject", method: "PATCH", path: "/api/v1/projects/P1", at: 3_400 });
+    const name = "no action after its resource was deleted";
+    const retained = judge({ ...e, lineages: goneWith("Retain"), calls: [...e.calls, late] }).find((v) => v.name === name);
+    expect(retained?.violations).toEqual([]);
+    expect(retained?.notes).toEqual(["Project a/p1: updateProject /api/v1/projects/P1 400 ms after it was gone (Retain, no finalizer)"]);
+    const deleted = judge({ ...e, lineages: goneWith("Delete"), calls: [...e.calls, late] }).find((v) => v.name === name);
+    expect(deleted?.violations).toEqual(["Project a/p1: updateProject /api/v1/projects/P1 400 ms after it was gone"]);
+  });
+
   it("reports what a deletion left at the service, what is missing, and an object no resource declares", () => {
     const e = evidence();
     const deleted = e.lineages.map((l) =>
