@@ -265,8 +265,9 @@ function serviceMatches(e: Evidence): Verdict {
         // recorded on itself, is released without a call (docs/architecture.md, "Across a
         // cluster's life"): it never reached the project's members, and the member the runner
         // seeded stays. Counted apart; one that reached them and left the role is a violation.
-        const reached = e.calls.some((c) => [...projectIds].some((id) => c.path.startsWith(`/api/v1/projects/${id}/memberships`)));
         if (goneFirst) continue;
+        const prefixes = [...projectIds].map((id) => `/api/v1/projects/${id}/memberships`);
+        const reached = e.calls.some((c) => prefixes.some((prefix) => c.path.startsWith(prefix)));
         if (reached) violations.push(`${key(l)} (Revoke): roles ${roles.join(",")}`);
         else notes.push(`${key(l)} (Revoke): roles ${roles.join(",")} left; it never reached its project's members`);
       }
