@@ -6,8 +6,12 @@
 // - the server ending a watch (its timeout) resumes from the last resourceVersion seen;
 // - 410 Gone (resourceVersion too old) relists, at once when the watch had delivered events,
 //   else after the backoff (a server answering every watch with 410 is no relist storm);
-// - any other failure (network, 404 while a CRD is gone, 5xx) counts a restart, waits a
-//   jittered exponential backoff and relists.
+// - a connection lost mid-watch (reset, idle, a deadline) resumes from the last resourceVersion
+//   seen, as client-go's reflector does: the watch replays what was missed, and a 410 relists;
+// - an answer of the apiserver's own (404 while a CRD is gone, 5xx, 403) relists;
+// - either way the restart waits a jittered exponential backoff, whose count starts again after a
+//   watch that was healthy (it delivered events or ran a while): a lost connection once a minute
+//   must not grow the wait of the next one, or the cache lags the apiserver by the backoff's cap.
 // A relist replaces the cache and reports the difference (deletes for objects that vanished
 // meanwhile), so the cache stays consistent whatever was missed.
 import type { Logger } from "../log.ts";
@@ -365,8 +369,8 @@ function cannotStream(d: ScopeDeps, err: unknown, start: StreamedStart | undefin
 // last resourceVersion seen.
 async function runScope(d: ScopeDeps, scope: string | undefined): Promise<void> {
   const reading = readingOf(d);
-  const restart = (reason: string, attempt: number): void => {
-    d.log.warn({ namespace: scope ?? "*", reason, attempt }, "informer restarting its list/watch");
+  const restart = (reason: string, attempt: number, resumeFrom?: string): void => {
+    d.log.warn({ namespace: scope ?? "*", reason, attempt, ...(resumeFrom ? { resumeFrom } : {}) }, "informer restarting its list/watch");
     d.opts.onRestart?.(reason);
   };
   let resourceVersion: string | undefined;
@@ -374,6 +378,8 @@ async function runScope(d: ScopeDeps, scope: string | undefined): Promise<void> 
   let listOnce = false;
   while (!d.signal.aborted) {
     let start: StreamedStart | undefined;
+    let began = Date.now();
+    let delivered = 0;
     try {
       if (resourceVersion === undefined && (listOnce || listsOnly.has(d.kube.access))) {
         resourceVersion = await listScope(d, scope, reading);
@@ -381,12 +387,13 @@ async function runScope(d: ScopeDeps, scope: string | undefined): Promise<void> 
       } else if (resourceVersion === undefined) {
         start = streamedStart(d, scope, reading, (rv) => (resourceVersion = rv));
       }
-      const began = Date.now();
+      began = Date.now();
       const ended = await watchOnce(d.kube, d.path, {
         ...reading.selector,
         timeoutSeconds: d.opts.watchTimeoutSeconds ?? randomWatchTimeoutSeconds(),
         ...(start ? start.watch : { resourceVersion, signal: d.signal }),
         onEvent: (type, obj) => {
+          delivered += 1;
           if (start?.take(type, obj)) return;
           resourceVersion = obj.metadata.resourceVersion ?? resourceVersion;
           d.store.onWatchEvent(type, obj);
@@ -414,11 +421,14 @@ async function runScope(d: ScopeDeps, scope: string | undefined): Promise<void> 
       }
     } catch (err) {
       if (d.signal.aborted) return;
-      resourceVersion = undefined;
+      if (delivered > 0 || Date.now() - began >= MIN_HEALTHY_WATCH_MS) failures = 0;
+      // Only a state fully in (resourceVersion set) is resumed; an answer of the apiserver's own
+      // may mean the resource itself changed (a CRD deleted), which a relist sees.
+      if (err instanceof KubeApiError) resourceVersion = undefined;
       const fallback = cannotStream(d, err, start);
       if (fallback === "lists") continue;
       listOnce = fallback === "listOnce";
-      restart(errorSummary(err), failures);
+      restart(errorSummary(err), failures, resourceVersion);
       await interruptibleSleep(backoffDelay(failures, d.backoff), d.signal);
       failures += 1;
     } finally {
