@@ -31,9 +31,18 @@ export interface SharedListing<T> {
 /**
  * `now` is the clock of the TTL; the sweep that drops listings nobody used for a TTL runs on every
  * get once a TTL has passed since the last, and on a timer (unref'd) while any listing is held, so
- * an idle keyward lets go of them too.
+ * an idle keyward lets go of them too. `wanted`, when given, is asked once per listing for the
+ * ids a steady pass may look up (those keyward's own resources record); every other item is
+ * dropped as the answer is read, so a listing holds what keyward manages, not all the service
+ * keeps: a token that sees a whole organisation's projects (and those Retain deletions leave
+ * behind, more every day) costs memory by keyward's resources alone.
  */
-export function createSharedListing<T>(idOf: (item: T) => string, ttlMs: number, now: () => number = Date.now): SharedListing<T> {
+export function createSharedListing<T>(
+  idOf: (item: T) => string,
+  ttlMs: number,
+  now: () => number = Date.now,
+  wanted?: () => ReadonlySet<string>,
+): SharedListing<T> {
   const listings = new Map<string, { at: number; items: Promise<Map<string, T>> }>();
   let lastSweep = now();
   let timer: NodeJS.Timeout | undefined;
@@ -56,7 +65,15 @@ export function createSharedListing<T>(idOf: (item: T) => string, ttlMs: number,
       if (now() - lastSweep >= ttlMs) sweep();
       const cached = listings.get(scope);
       if (cached && now() - cached.at < ttlMs) return cached.items;
-      const items = list().then((all) => new Map(all.map((item) => [idOf(item), item])));
+      const items = list().then((all) => {
+        const keep = wanted?.();
+        const byId = new Map<string, T>();
+        for (const item of all) {
+          const id = idOf(item);
+          if (!keep || keep.has(id)) byId.set(id, item);
+        }
+        return byId;
+      });
       const entry = { at: now(), items };
       listings.set(scope, entry);
       arm();

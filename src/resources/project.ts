@@ -6,6 +6,7 @@ import { isApiError, isServiceNotFound, type ApiClient, type Project, type Updat
 import type { CrdSource } from "../engine/kind.ts";
 import { duplicateWhilePending, externalIdMismatch, ReconcileError } from "../engine/errors.ts";
 import { FINALIZER } from "../engine/meta.ts";
+import { ANNOTATION_EXTERNAL_ID } from "../engine/holder.ts";
 import { type DeleteResult, type ManagedContext, type Observation } from "../engine/module.ts";
 import type { KubeObject, ObjectMeta } from "../engine/types.ts";
 import type { SecondaryWatch } from "../engine/controller.ts";
@@ -403,10 +404,18 @@ async function remove(
 export function projectModule(deps: {
   providers: ProviderResolver;
   listingTtlMs?: number;
+  /** The Projects keyward holds (its cache): a listing keeps only the projects they record. */
+  cached?: () => readonly KubeObject[];
   /** The kinds whose resources use a project (spec.projectRef / spec.projectId) and may hold a finalizer for it. */
   dependentKinds?: readonly KindRef[];
 }): KindModule<ProjectSpec, ProjectStatus, ApiClient, Project> {
-  const listing = createSharedListing<Project>((p) => p.id, deps.listingTtlMs ?? DEFAULT_LISTING_TTL_MS);
+  const cached = deps.cached;
+  const listing = createSharedListing<Project>(
+    (p) => p.id,
+    deps.listingTtlMs ?? DEFAULT_LISTING_TTL_MS,
+    Date.now,
+    cached && (() => recordedProjectIds(cached())),
+  );
   return {
     ref,
     parseSpec: (raw) => specSchema.parse(raw),
@@ -418,6 +427,18 @@ export function projectModule(deps: {
     delete: (c, obs) => remove(listing, deps.dependentKinds ?? [], c, obs),
     observeOnly: isObserveOnly,
   };
+}
+
+/** The project ids Project resources record: in metadata (what outlives status) or status. */
+function recordedProjectIds(objs: readonly KubeObject[]): Set<string> {
+  const ids = new Set<string>();
+  for (const o of objs) {
+    const fromMetadata = o.metadata.annotations?.[ANNOTATION_EXTERNAL_ID];
+    const fromStatus = (o.status as { projectId?: unknown } | undefined)?.projectId;
+    if (fromMetadata) ids.add(fromMetadata);
+    if (typeof fromStatus === "string" && fromStatus !== "") ids.add(fromStatus);
+  }
+  return ids;
 }
 
 /** Kinds with spec.projectRef: a Project's change (its id arriving in status, mostly) reconciles them at once. */
@@ -492,7 +513,14 @@ export const kind: Kind = {
   externalId: "projectId",
   metadata: [pausedKey, finalizerKey("deletionPolicy is Delete")],
   controller: (d) => ({
-    reconcile: d.managed(projectModule({ providers: d.providers, listingTtlMs: d.listingTtlMs, dependentKinds: d.projectDependents })),
+    reconcile: d.managed(
+      projectModule({
+        providers: d.providers,
+        listingTtlMs: d.listingTtlMs,
+        dependentKinds: d.projectDependents,
+        cached: () => d.cached(ref),
+      }),
+    ),
     watches: d.projectDependents.map(dependentGoneWatch),
   }),
 };

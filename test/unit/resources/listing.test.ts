@@ -30,6 +30,31 @@ describe("createSharedListing", () => {
     expect(calls).toBe(3);
   });
 
+  it("keeps only the items `wanted` names, asked once per listing: the service's other objects cost no memory", async () => {
+    let asked = 0;
+    let ours = new Set(["a", "c"]);
+    let t = 0;
+    const listing = createSharedListing<{ id: string }>(
+      (x) => x.id,
+      1_000,
+      () => t,
+      () => {
+        asked += 1;
+        return ours;
+      },
+    );
+    const list = (): Promise<{ id: string }[]> => Promise.resolve(["a", "b", "c", "d", "e"].map((id) => ({ id })));
+    const first = await listing.get("pc", list);
+    expect([...first.keys()]).toEqual(["a", "c"]);
+    await listing.get("pc", list);
+    expect(asked).toBe(1);
+    // A resource that recorded its id since: the next listing keeps its object.
+    ours = new Set(["a", "c", "e"]);
+    t = 1_000;
+    expect([...(await listing.get("pc", list)).keys()]).toEqual(["a", "c", "e"]);
+    expect(asked).toBe(2);
+  });
+
   it("lists again after keyward writes to the scope, and never keeps a failed listing", async () => {
     let calls = 0;
     let fail = true;
