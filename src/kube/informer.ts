@@ -151,25 +151,85 @@ function slimSecretData(secret: KubeObject & { data?: Record<string, string>; st
   Object.defineProperty(secret, OMITTED, { value: true, enumerable: false });
 }
 
-// The informer's cache: applies list results and watch events, and reports each real change.
-function createStore(kind: KindRef, emit: Emit, transform?: (obj: KubeObject) => KubeObject) {
-  const cache = new Map<string, KubeObject>();
+/**
+ * The objects of one cache by namespace, then name. No key string per object ("namespace/name",
+ * a string of its own for each), and one namespace string for all of a namespace's objects where
+ * each parsed object carried a copy of its own: some 40–100 bytes less per object in every cache,
+ * and the sharder and claim views hold one per object of the whole cluster.
+ */
+export interface ObjectTable {
+  get(namespace: string | undefined, name: string): KubeObject | undefined;
+  /** Stores `obj` under its namespace and name (its namespace string replaced by the table's own). */
+  set(obj: KubeObject): void;
+  delete(namespace: string | undefined, name: string): boolean;
+  values(): IterableIterator<KubeObject>;
+  /** The objects of one namespace ("" or undefined: the cluster-scoped ones). */
+  valuesIn(namespace: string | undefined): IterableIterator<KubeObject>;
+  readonly size: number;
+}
+
+export function createObjectTable(): ObjectTable {
+  const namespaces = new Map<string, { namespace: string | undefined; names: Map<string, KubeObject> }>();
+  let size = 0;
+  return {
+    get: (namespace, name) => namespaces.get(namespace ?? "")?.names.get(name),
+    set(obj) {
+      const meta = obj.metadata;
+      let entry = namespaces.get(meta.namespace ?? "");
+      if (!entry) {
+        entry = { namespace: meta.namespace, names: new Map() };
+        namespaces.set(meta.namespace ?? "", entry);
+      } else if (entry.namespace !== undefined) {
+        meta.namespace = entry.namespace;
+      }
+      const before = entry.names.size;
+      entry.names.set(meta.name, obj);
+      size += entry.names.size - before;
+    },
+    delete(namespace, name) {
+      const entry = namespaces.get(namespace ?? "");
+      if (!entry?.names.delete(name)) return false;
+      size -= 1;
+      if (entry.names.size === 0) namespaces.delete(namespace ?? "");
+      return true;
+    },
+    *values() {
+      for (const { names } of namespaces.values()) yield* names.values();
+    },
+    *valuesIn(namespace) {
+      const entry = namespaces.get(namespace ?? "");
+      if (entry) yield* entry.names.values();
+    },
+    get size() {
+      return size;
+    },
+  };
+}
+
+/**
+ * The informer's cache (exported for tests): applies list results and watch events, keeps what
+ * `slim` and `transform` leave of each object, and reports each real change.
+ */
+export function createStore(kind: KindRef, emit: Emit, transform?: (obj: KubeObject) => KubeObject) {
+  const cache = createObjectTable();
+  const apiVersion = apiVersionOf(kind);
   const withKind = (obj: KubeObject): KubeObject => {
-    // Items of core lists carry no apiVersion/kind; the controller and events need them.
-    if (!obj.apiVersion) obj.apiVersion = apiVersionOf(kind);
-    if (!obj.kind) obj.kind = kind.kind;
+    // Items of core lists carry no apiVersion/kind; the controller and events need them. Those
+    // that do carry the kind's own, each parsed into a string of its own (JSON.parse shares only
+    // the shortest): one shared copy instead, ~40 bytes less per cached object in every cache.
+    if (!obj.apiVersion || obj.apiVersion === apiVersion) obj.apiVersion = apiVersion;
+    if (!obj.kind || obj.kind === kind.kind) obj.kind = kind.kind;
     return obj;
   };
   const upsert = (obj: KubeObject): void => {
-    const key = keyString(obj.metadata);
-    const old = cache.get(key);
+    const old = cache.get(obj.metadata.namespace, obj.metadata.name);
     if (old && old.metadata.resourceVersion === obj.metadata.resourceVersion) return;
     const kept = withKind(transform ? transform(slim(obj, kind)) : slim(obj, kind));
-    cache.set(key, kept);
+    cache.set(kept);
     emit(old ? "update" : "add", kept, old);
   };
   const remove = (obj: KubeObject): void => {
-    if (cache.delete(keyString(obj.metadata))) emit("delete", withKind(transform ? transform(slim(obj, kind)) : obj));
+    if (cache.delete(obj.metadata.namespace, obj.metadata.name)) emit("delete", withKind(transform ? transform(slim(obj, kind)) : obj));
   };
   return {
     cache,
@@ -180,9 +240,10 @@ function createStore(kind: KindRef, emit: Emit, transform?: (obj: KubeObject) =>
     /** A fresh list of one scope (a namespace, or undefined for all): report what vanished. */
     replaceScope(scope: string | undefined, items: KubeObject[]): void {
       const fresh = new Set(items.map((o) => keyString(o.metadata)));
-      for (const [key, obj] of cache) {
-        if ((scope === undefined || obj.metadata.namespace === scope) && !fresh.has(key)) {
-          cache.delete(key);
+      // Deleting from a Map while iterating it is safe: the iteration goes on with what is left.
+      for (const obj of scope === undefined ? cache.values() : cache.valuesIn(scope)) {
+        if (!fresh.has(keyString(obj.metadata))) {
+          cache.delete(obj.metadata.namespace, obj.metadata.name);
           emit("delete", obj);
         }
       }
@@ -471,7 +532,7 @@ export function watchKind(kube: Kube, kind: KindRef, opts: WatchKindOptions): In
     },
     list: () => [...store.cache.values()],
     size: () => store.cache.size,
-    get: (key) => store.cache.get(keyString(key)),
+    get: (key) => store.cache.get(key.namespace, key.name),
     hasSynced: () => synced.size === scopes.length,
   };
 }
