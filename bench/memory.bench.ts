@@ -118,7 +118,7 @@ export default async function memoryBench(): Promise<void> {
       // The same identity: its objects stay labelled for it, so a restart relabels nothing.
       keyward = await start("km-0", dist);
       // The restart's first pass: one reconcile of every Project.
-      while (total(parseReconciles(await keyward.metrics(), "project")) < N) await sleep(500);
+      while ((await reconciled(keyward)) < N) await sleep(500);
       await sleep(5_000);
       points.push(await measure(`${dist}: after a restart, first pass done`, keyward));
     }
@@ -137,6 +137,16 @@ export default async function memoryBench(): Promise<void> {
       `${p.label}: peak RSS ${p.peakRssMb.toFixed(1)} MB; resident ${p.anonMb.toFixed(1)} anonymous + ${p.fileMb.toFixed(1)} file-backed MB`,
     );
     if (p.heap) console.log(formatHeap(p.heap));
+  }
+}
+
+/** Project reconciles so far; 0 while /metrics does not answer (a restart's first pass on a loaded machine can reset it). */
+async function reconciled(k: KeywardProcess): Promise<number> {
+  if (k.hasExited()) throw new Error("keyward exited during its first pass; see its log");
+  try {
+    return total(parseReconciles(await k.metrics(), "project"));
+  } catch {
+    return 0;
   }
 }
 
