@@ -15,16 +15,17 @@ import { ANNOTATION_EXTERNAL_ID } from "./holder.ts";
 import type { KubeObject, ObjectKey } from "./types.ts";
 
 /**
- * What the claim view keeps of an object: its name, namespace, UID, creation time (the rule's
- * order), resourceVersion (the informer's) and its keyward.dev/external-id annotation (the id it
- * names); no other annotation, label, owner reference or managedFields.
+ * What the claim view keeps of an object: its name, namespace, UID, resourceVersion (the
+ * informer's) and its keyward.dev/external-id annotation (the id it names); no other annotation,
+ * label, owner reference or managedFields. Not its creation time either: the rule orders rivals
+ * on the whole objects it reads (claimHolder), and every replica holds one of these per object of
+ * the kind in the cluster, so each field costs that many times over.
  */
 export function claimMetadata(obj: KubeObject, kind: KindRef): KubeObject {
   const m = obj.metadata;
   const id = m.annotations?.[ANNOTATION_EXTERNAL_ID];
   const metadata: KubeObject["metadata"] = { name: m.name, namespace: m.namespace };
   if (m.uid !== undefined) metadata.uid = m.uid;
-  if (m.creationTimestamp !== undefined) metadata.creationTimestamp = m.creationTimestamp;
   if (m.resourceVersion !== undefined) metadata.resourceVersion = m.resourceVersion;
   if (id !== undefined) metadata.annotations = { [ANNOTATION_EXTERNAL_ID]: id };
   // No spec: PartialObjectMetadata has none, and nothing reads one from this view.

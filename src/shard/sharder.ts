@@ -68,14 +68,14 @@ export function shardedKinds(kinds: readonly KindRef[]): KindRef[] {
 }
 
 /**
- * What the sharder's cache keeps of an object: its name and namespace (the ring key), UID,
- * resourceVersion (a label patch is conditional on it) and keyward's shard labels; no other label,
- * annotation, finalizer or owner reference. The leader holds one per object of every sharded kind.
+ * What the sharder's cache keeps of an object: its name and namespace (the ring key),
+ * resourceVersion (a label patch is conditional on it) and keyward's shard labels; no UID (a pass
+ * never reads one), no other label, annotation, finalizer or owner reference. The leader holds one
+ * per object of every sharded kind in the cluster, not only its share.
  */
 export function shardMetadata(obj: KubeObject, kind: KindRef): KubeObject {
   const m = obj.metadata;
   const metadata: KubeObject["metadata"] = { name: m.name, namespace: m.namespace };
-  if (m.uid !== undefined) metadata.uid = m.uid;
   if (m.resourceVersion !== undefined) metadata.resourceVersion = m.resourceVersion;
   const owner = m.labels?.[SHARD_LABEL];
   const drain = m.labels?.[DRAIN_LABEL];

@@ -51,7 +51,6 @@ const trimmed = (name: string, namespace: string): KubeObject =>
       namespace,
       uid: `uid-${namespace}-${name}`,
       resourceVersion: "7",
-      creationTimestamp: "2026-01-01T00:00:00Z",
       annotations: { [ANNOTATION_EXTERNAL_ID]: "p-1" },
     },
   }) as unknown as KubeObject;
@@ -64,13 +63,7 @@ describe("claimMetadata", () => {
   it("an object naming no id keeps no annotations at all", () => {
     const o = partial("shop", "a", { annotations: { note: "n" } });
     expect(claimMetadata(o, projectKind).metadata.annotations).toBeUndefined();
-    expect(Object.keys(claimMetadata(o, projectKind).metadata).sort()).toEqual([
-      "creationTimestamp",
-      "name",
-      "namespace",
-      "resourceVersion",
-      "uid",
-    ]);
+    expect(Object.keys(claimMetadata(o, projectKind).metadata).sort()).toEqual(["name", "namespace", "resourceVersion", "uid"]);
   });
 
   it("is idempotent (a listed object is trimmed as its page arrives and again as it is stored)", () => {

@@ -30,7 +30,7 @@ function watched(labels: Record<string, string>, resourceVersion = "41"): KubeOb
 }
 
 describe("the sharder's cache (shardMetadata)", () => {
-  it("keeps the ring key, UID, resourceVersion and the shard labels, nothing else", () => {
+  it("keeps the ring key, resourceVersion and the shard labels, nothing else (no UID)", () => {
     const kept = shardMetadata(watched({ [SHARD_LABEL]: "kw-0", [DRAIN_LABEL]: "true" }), projects);
     expect(kept).toEqual({
       apiVersion: "keyward.dev/v1alpha1",
@@ -38,7 +38,6 @@ describe("the sharder's cache (shardMetadata)", () => {
       metadata: {
         name: "payments",
         namespace: "team-a",
-        uid: "6f1c1d0e-3c55-4a8e-9a57-0b8a6f3c2d11",
         resourceVersion: "41",
         labels: { [SHARD_LABEL]: "kw-0", [DRAIN_LABEL]: "true" },
       },
