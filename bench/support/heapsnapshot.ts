@@ -1,7 +1,9 @@
 // A V8 heap snapshot (.heapsnapshot, as --heapsnapshot-signal writes it) summarised: self size by
 // constructor, and the objects that retain the most (dominator tree, weak edges left out), each
 // named by the path that holds it (its dominators' edge names), e.g. `(context).cache` — what
-// owns the memory. Run on a file: `node --max-old-space-size=4096 bench/support/heapsnapshot.ts F`.
+// owns the memory. Run on a file: `node --max-old-space-size=4096 bench/support/heapsnapshot.ts F`;
+// `… heapsnapshot.ts --diff A B`: what grew from A to B (a pair taken in one process, minutes
+// apart), by constructor and by owner.
 
 export interface Snapshot {
   snapshot: {
@@ -187,7 +189,51 @@ export function summarise(s: Snapshot, ownersShown = 20): HeapSummary {
   return { totalBytes, nodes: count, byConstructor, owners, duplicateStrings };
 }
 
-if (import.meta.main) {
+/** What grew from `a` to `b`: the constructors and owners whose bytes changed most, largest growth first. */
+export function heapGrowth(
+  a: HeapSummary,
+  b: HeapSummary,
+  shown = 25,
+): { totalBytes: number; byConstructor: { name: string; bytes: number; count: number }[]; owners: { name: string; bytes: number }[] } {
+  const delta = <T extends { name: string; bytes: number }>(
+    before: T[],
+    after: T[],
+    extra: (x: T | undefined, y: T | undefined) => object,
+  ) => {
+    const names = new Set([...before.map((x) => x.name), ...after.map((y) => y.name)]);
+    const byName = (list: T[], name: string): T | undefined => list.find((x) => x.name === name);
+    return [...names]
+      .map((name) => {
+        const x = byName(before, name);
+        const y = byName(after, name);
+        return { name, bytes: (y?.bytes ?? 0) - (x?.bytes ?? 0), ...extra(x, y) };
+      })
+      .sort((p, q) => Math.abs(q.bytes) - Math.abs(p.bytes))
+      .slice(0, shown);
+  };
+  return {
+    totalBytes: b.totalBytes - a.totalBytes,
+    byConstructor: delta(a.byConstructor, b.byConstructor, (x, y) => ({ count: (y?.count ?? 0) - (x?.count ?? 0) })) as {
+      name: string;
+      bytes: number;
+      count: number;
+    }[],
+    owners: delta(a.owners, b.owners, () => ({})),
+  };
+}
+
+if (import.meta.main && process.argv[2] === "--diff") {
+  const { readFileSync } = await import("node:fs");
+  const [fileA, fileB] = process.argv.slice(3);
+  if (!fileA || !fileB) throw new Error("--diff A B: two .heapsnapshot files");
+  const read = (f: string): HeapSummary => summarise(JSON.parse(readFileSync(f, "utf8")) as Snapshot, 60);
+  const g = heapGrowth(read(fileA), read(fileB));
+  const mb = (b: number): string => `${b >= 0 ? "+" : ""}${(b / 2 ** 20).toFixed(2)}`;
+  console.log(`${fileA} → ${fileB}: ${mb(g.totalBytes)} MB`);
+  for (const c of g.byConstructor) console.log(`  ${c.name.padEnd(44)} ${mb(c.bytes).padStart(8)} MB ${String(c.count).padStart(9)}`);
+  console.log("retained by owner:");
+  for (const o of g.owners) console.log(`  ${mb(o.bytes).padStart(8)} MB  ${o.name}`);
+} else if (import.meta.main) {
   const { readFileSync } = await import("node:fs");
   for (const file of process.argv.slice(2)) {
     const h = summarise(JSON.parse(readFileSync(file, "utf8")) as Snapshot, 30);
