@@ -197,8 +197,8 @@ function nothingAfterDeletion(e: Evidence, on: CallsOn): Verdict {
     // call, a delete, or a write after a finalizer's release stays a violation.
     const unfenced = (l.kind === "Project" || l.kind === "ProjectMembership") && (l.deletionPolicy ?? "Retain") === "Retain";
     for (const c of late) {
-      const line = `${key(l)}: ${c.operation} ${c.path} ${c.at - (l.goneAt ?? 0)} ms after it was gone`;
-      if (unfenced && (c.operation === "updateProject" || c.operation === "updateMembership")) notes.push(`${line} (Retain, no finalizer)`);
+      const line = `${key(l)} (${l.deletionPolicy ?? "Retain"}): ${c.operation} ${c.path} ${c.at - (l.goneAt ?? 0)} ms after it was gone`;
+      if (unfenced && (c.operation === "updateProject" || c.operation === "updateMembership")) notes.push(`${line} (no finalizer)`);
       else violations.push(line);
     }
   }

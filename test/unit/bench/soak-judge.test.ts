@@ -115,7 +115,7 @@ describe("the soak's judge", () => {
     const late = call({ operation: "updateSecretSync", method: "PATCH", path: "/api/v1/secret-syncs/monitoring/S1", at: 3_500 });
     expect(
       broken({ ...e, lineages: gone, final, calls: [...e.calls, deleteCall, late] })["no action after its resource was deleted"],
-    ).toEqual(["SecretSync a/k-s1: updateSecretSync /api/v1/secret-syncs/monitoring/S1 500 ms after it was gone"]);
+    ).toEqual(["SecretSync a/k-s1 (Delete): updateSecretSync /api/v1/secret-syncs/monitoring/S1 500 ms after it was gone"]);
     expect(broken({ ...e, lineages: gone, final, calls: [...e.calls, deleteCall, { ...late, fault: "client-gone" }] })).toEqual({});
   });
 
@@ -129,9 +129,9 @@ describe("the soak's judge", () => {
     const name = "no action after its resource was deleted";
     const retained = judge({ ...e, lineages: goneWith("Retain"), calls: [...e.calls, late] }).find((v) => v.name === name);
     expect(retained?.violations).toEqual([]);
-    expect(retained?.notes).toEqual(["Project a/p1: updateProject /api/v1/projects/P1 400 ms after it was gone (Retain, no finalizer)"]);
+    expect(retained?.notes).toEqual(["Project a/p1 (Retain): updateProject /api/v1/projects/P1 400 ms after it was gone (no finalizer)"]);
     const deleted = judge({ ...e, lineages: goneWith("Delete"), calls: [...e.calls, late] }).find((v) => v.name === name);
-    expect(deleted?.violations).toEqual(["Project a/p1: updateProject /api/v1/projects/P1 400 ms after it was gone"]);
+    expect(deleted?.violations).toEqual(["Project a/p1 (Delete): updateProject /api/v1/projects/P1 400 ms after it was gone"]);
   });
 
   it("reports what a deletion left at the service, what is missing, and an object no resource declares", () => {
