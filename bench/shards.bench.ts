@@ -52,6 +52,8 @@ interface Run {
   residentMb: ResidentSplit[];
   cachedProjects: number[];
   apiRequestsPerObject: number;
+  /** The same requests by verb and resource, per object (the bench's creates taken off `create projects`). */
+  apiRequestsByKind: [string, number][];
   killToReconciledMs?: number;
   killedShare?: number;
 }
@@ -131,7 +133,12 @@ async function runOnce(ctx: Ctx, replicas: number): Promise<Run> {
     await sleep(2_000);
     const delta = countsDelta(before, await apiCounts(ctx));
     // keyward's own: namespaced requests, less the bench's N creates.
-    const keywardRequests = [...delta.entries()].filter(([k]) => !k.endsWith("(all namespaces)")).reduce((s, [, v]) => s + v, 0) - N;
+    const namespaced = [...delta.entries()].filter(([k]) => !k.endsWith("(all namespaces)"));
+    const keywardRequests = namespaced.reduce((s, [, v]) => s + v, 0) - N;
+    const apiRequestsByKind = namespaced
+      .map(([k, v]): [string, number] => [k, (k === "create projects" ? v - N : v) / N])
+      .filter(([, perObject]) => perObject > 0)
+      .sort((a, b) => b[1] - a[1]);
     const cachedProjects = await Promise.all(keywards.map(async (k) => cachedOf(await k.metrics())));
     const run: Run = {
       replicas,
@@ -143,6 +150,7 @@ async function runOnce(ctx: Ctx, replicas: number): Promise<Run> {
       }),
       cachedProjects,
       apiRequestsPerObject: keywardRequests / N,
+      apiRequestsByKind,
     };
     if (replicas > 1) Object.assign(run, await killOne(ctx, keywards, identities, leaseNamespace));
     return run;
@@ -226,4 +234,8 @@ function report(cluster: BenchCluster, runs: readonly Run[]): void {
       "shard labels and Lease renewals included. kill: SIGKILL of a replica that is not the leader, until the survivors' Project reconciles\n" +
       "have grown by its share (Lease expiry + relabelling + first passes).",
   );
+  for (const r of runs) {
+    console.log(`\n${r.replicas} replica(s), apiserver requests per object by verb and resource:`);
+    for (const [kind, perObject] of r.apiRequestsByKind) console.log(`  ${perObject.toFixed(3).padStart(7)}  ${kind}`);
+  }
 }
