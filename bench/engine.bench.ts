@@ -94,10 +94,16 @@ const TOKEN = "bench-engine-token";
 const FLOOR_MAX_N = Number(env["ENGINE_BENCH_FLOOR_MAX"] ?? 1000);
 const readyTimeoutMs = (n: number): number => 120_000 + 300 * n;
 // keyward's resources at the apiserver, namespaced requests only (the bench's watch is across
-// namespaces). Leases: keyward runs without leader election, so these are kube-apiserver's own
-// heartbeat, shown but left out of the totals.
+// namespaces). Leases are two things: kube-apiserver's own heartbeat (its identity Lease, a GET
+// and a PUT every 10 s) and keyward's claim locks (a GET per create, a POST per adoption; keyward
+// runs without leader election here, so it PUTs none). The totals count keyward's: the GETs
+// beyond the PUTs, and every POST and DELETE.
 const keywardKey = /^\S+ (projects|providerconfigs|secrets|events|leases)(\/\S+)?$/;
 const isLease = (key: string): boolean => / leases/.test(key);
+const claimLockRequests = (counts: ReadonlyMap<string, number>, writesOnly = false): number => {
+  const n = (verb: string): number => counts.get(`${verb} leases`) ?? 0;
+  return (writesOnly ? 0 : Math.max(0, n("GET") - n("PUT"))) + n("POST") + n("DELETE");
+};
 
 const progress = (line: string): void => {
   process.stderr.write(`[engine.bench ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
@@ -786,8 +792,8 @@ const isRead = (key: string): boolean => key.startsWith("GET ");
 const isWrite = (key: string): boolean => !key.startsWith("GET ") && !key.startsWith("LIST ") && !key.startsWith("WATCH ");
 const sumWhere = (counts: ReadonlyMap<string, number>, pick: (key: string) => boolean): number =>
   [...counts].filter(([key]) => pick(key)).reduce((sum, [, v]) => sum + v, 0);
-const apiTotal = (w: Window): number => sumWhere(w.api, (k) => !isLease(k));
-const apiWrites = (w: Window): number => sumWhere(w.api, (k) => !isLease(k) && isWrite(k));
+const apiTotal = (w: Window): number => sumWhere(w.api, (k) => !isLease(k)) + claimLockRequests(w.api);
+const apiWrites = (w: Window): number => sumWhere(w.api, (k) => !isLease(k) && isWrite(k)) + claimLockRequests(w.api, true);
 /** Steady-state figures per object per resync: divided by the project reconciles in the window. */
 const perResync = (count: number, w: Window): number => (w.reconciles === 0 ? Number.NaN : count / w.reconciles);
 
@@ -1102,9 +1108,9 @@ the process started (the figure a memory limit must allow), VmRSS = now, split i
 malloc, stacks) and RssFile (the runtime's binary and libraries paged in; a Go binary pages in far
 less). CPU = utime + stime from /proc/<pid>/stat. apiserver requests = the kube-apiserver's
 apiserver_request_total for projects, providerconfigs, secrets, events and leases, namespaced requests
-only (the bench's watch runs across namespaces; its creates are subtracted); leases are
-kube-apiserver's own heartbeat (keyward runs without leader election) and are left out of the
-totals. Service requests = the emulator's log (GET = read).
+only (the bench's watch runs across namespaces; its creates are subtracted); of the leases, the
+totals count keyward's claim locks (the GETs beyond kube-apiserver's heartbeat PUTs, every POST and
+DELETE), not the heartbeat. Service requests = the emulator's log (GET = read).
 "Per object per resync" divides by the project reconciles in the window (one per object per resync when
 the engine wakes on resync only). The floor is what the service alone needs for N creates, 4 in flight.
 kube-apiserver CPU is its whole process: it includes serving the bench's N creates and its watch.
@@ -1164,7 +1170,7 @@ function peerRows(row: RowFn): Record<string, string>[] {
       ),
       row(`    ${name}: apiserver requests / object (keyward's in the row below)`, (runs) =>
         med(
-          runsWith(runs).map(([r, g]) => sumWhere(g.api, (k) => !isLease(k)) / r.n),
+          runsWith(runs).map(([r, g]) => (sumWhere(g.api, (k) => !isLease(k)) + claimLockRequests(g.api)) / r.n),
           f2,
         ),
       ),
