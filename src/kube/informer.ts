@@ -463,72 +463,101 @@ function cannotStream(d: ScopeDeps, err: unknown, start: StreamedStart | undefin
 // last resourceVersion seen.
 async function runScope(d: ScopeDeps, scope: string | undefined): Promise<void> {
   const reading = readingOf(d);
-  const restart = (reason: string, attempt: number, resumeFrom?: string): void => {
-    d.log.warn({ namespace: scope ?? "*", reason, attempt, ...(resumeFrom ? { resumeFrom } : {}) }, "informer restarting its list/watch");
-    d.opts.onRestart?.(reason);
+  const at: ScopePosition = {
+    resourceVersion: undefined,
+    failures: 0,
+    listOnce: false,
+    restart: (reason, resumeFrom) => {
+      d.log.warn(
+        { namespace: scope ?? "*", reason, attempt: at.failures, ...(resumeFrom ? { resumeFrom } : {}) },
+        "informer restarting its list/watch",
+      );
+      d.opts.onRestart?.(reason);
+    },
   };
-  let resourceVersion: string | undefined;
-  let failures = 0;
-  let listOnce = false;
   while (!d.signal.aborted) {
     let start: StreamedStart | undefined;
     let began = Date.now();
     let delivered = 0;
+    const healthy = (): boolean => delivered > 0 || Date.now() - began >= MIN_HEALTHY_WATCH_MS;
     try {
-      if (resourceVersion === undefined && (listOnce || listsOnly.has(d.kube.access))) {
-        resourceVersion = await listScope(d, scope, reading);
-        listOnce = false;
-      } else if (resourceVersion === undefined) {
-        start = streamedStart(d, scope, reading, (rv) => (resourceVersion = rv));
+      if (at.resourceVersion === undefined && (at.listOnce || listsOnly.has(d.kube.access))) {
+        at.resourceVersion = await listScope(d, scope, reading);
+        at.listOnce = false;
+      } else if (at.resourceVersion === undefined) {
+        start = streamedStart(d, scope, reading, (rv) => (at.resourceVersion = rv));
       }
       began = Date.now();
       const ended = await watchOnce(d.kube, d.path, {
         ...reading.selector,
         timeoutSeconds: d.opts.watchTimeoutSeconds ?? randomWatchTimeoutSeconds(),
-        ...(start ? start.watch : { resourceVersion, signal: d.signal }),
+        ...(start ? start.watch : { resourceVersion: at.resourceVersion, signal: d.signal }),
         onEvent: (type, obj) => {
           delivered += 1;
           if (start?.take(type, obj)) return;
-          resourceVersion = obj.metadata.resourceVersion ?? resourceVersion;
+          at.resourceVersion = obj.metadata.resourceVersion ?? at.resourceVersion;
           d.store.onWatchEvent(type, obj);
         },
       });
       if (d.signal.aborted) return;
-      if (start && !start.state.done) {
-        unstreamed(d, ended);
-        continue;
-      }
-      if (ended.end === "gone") {
-        resourceVersion = undefined;
-        restart("resourceVersion expired (410 Gone): relisting", failures);
-        // A watch that is gone before delivering anything, again and again, would be a relist
-        // storm (a whole list per round trip): it backs off like a failure. One that delivered
-        // events first relists at once, as client-go's reflector does.
-        if (ended.events === 0) {
-          await interruptibleSleep(backoffDelay(failures, d.backoff), d.signal);
-          failures += 1;
-        }
-      } else if (ended.events > 0 || Date.now() - began >= MIN_HEALTHY_WATCH_MS) {
-        failures = 0;
-      } else {
-        throw new Error("watch closed at once without delivering anything");
-      }
+      if (start && !start.state.done) unstreamed(d, ended);
+      else await watchEnded(d, at, ended, healthy());
     } catch (err) {
       if (d.signal.aborted) return;
-      if (delivered > 0 || Date.now() - began >= MIN_HEALTHY_WATCH_MS) failures = 0;
-      // Only a state fully in (resourceVersion set) is resumed; an answer of the apiserver's own
-      // may mean the resource itself changed (a CRD deleted), which a relist sees.
-      if (err instanceof KubeApiError) resourceVersion = undefined;
-      const fallback = cannotStream(d, err, start);
-      if (fallback === "lists") continue;
-      listOnce = fallback === "listOnce";
-      restart(errorSummary(err), failures, resourceVersion);
-      await interruptibleSleep(backoffDelay(failures, d.backoff), d.signal);
-      failures += 1;
+      await watchFailed(d, at, err, start, healthy());
     } finally {
       start?.quiet.clear();
     }
   }
+}
+
+/** Where a scope's list/watch stands between rounds: what to resume from, and its failures in a row. */
+interface ScopePosition {
+  resourceVersion: string | undefined;
+  failures: number;
+  listOnce: boolean;
+  restart: (reason: string, resumeFrom?: string) => void;
+}
+
+/** The server ended a watch of changes: resume from the last resourceVersion, or relist on 410. */
+async function watchEnded(d: ScopeDeps, at: ScopePosition, ended: WatchEnd, healthy: boolean): Promise<void> {
+  if (ended.end === "gone") {
+    at.resourceVersion = undefined;
+    at.restart("resourceVersion expired (410 Gone): relisting");
+    // A watch that is gone before delivering anything, again and again, would be a relist
+    // storm (a whole list per round trip): it backs off like a failure. One that delivered
+    // events first relists at once, as client-go's reflector does.
+    if (ended.events === 0) {
+      await interruptibleSleep(backoffDelay(at.failures, d.backoff), d.signal);
+      at.failures += 1;
+    }
+  } else if (healthy) {
+    at.failures = 0;
+  } else {
+    throw new Error("watch closed at once without delivering anything");
+  }
+}
+
+/**
+ * A list or watch failed. A lost connection resumes from the last resourceVersion (only a state
+ * fully in has one); an answer of the apiserver's own may mean the resource itself changed (a CRD
+ * deleted), which a relist sees. The backoff's count starts again after a healthy watch.
+ */
+async function watchFailed(
+  d: ScopeDeps,
+  at: ScopePosition,
+  err: unknown,
+  start: StreamedStart | undefined,
+  healthy: boolean,
+): Promise<void> {
+  if (healthy) at.failures = 0;
+  if (err instanceof KubeApiError) at.resourceVersion = undefined;
+  const fallback = cannotStream(d, err, start);
+  if (fallback === "lists") return;
+  at.listOnce = fallback === "listOnce";
+  at.restart(errorSummary(err), at.resourceVersion);
+  await interruptibleSleep(backoffDelay(at.failures, d.backoff), d.signal);
+  at.failures += 1;
 }
 
 export function watchKind(kube: Kube, kind: KindRef, opts: WatchKindOptions): Informer {
