@@ -119,6 +119,10 @@ interface Window {
   /** Mean seconds per project reconcile, and mean wait in the work queue before it. */
   reconcileSeconds: number;
   queueSeconds: number;
+  /** apiserver requests keyward held back: by its own client-side limit, and for a 429's Retry-After; and the 429s. */
+  heldByLimit: number;
+  heldByRetryAfter: number;
+  throttled: number;
   cpuS: number;
   apiserverCpuS: number;
 }
@@ -718,6 +722,7 @@ interface Snapshot {
   reconciles: Map<string, number>;
   reconcileTime: { sum: number; count: number };
   queueTime: { sum: number; count: number };
+  waits: { clientLimit: number; retryAfter: number; throttled: number };
   cpuS: number;
   apiserverCpuS: number;
 }
@@ -736,6 +741,11 @@ async function snapshot(ctx: Ctx, keyward: KeywardProcess | undefined): Promise<
     reconciles: parseReconciles(own, "project"),
     reconcileTime: parseHistogram(own, "controller_runtime_reconcile_time_seconds", "controller", "project"),
     queueTime: parseHistogram(own, "workqueue_queue_duration_seconds", "name", "project"),
+    waits: {
+      clientLimit: metricValue(own, "keyward_kube_api_request_waits_total", 'reason="client_limit"'),
+      retryAfter: metricValue(own, "keyward_kube_api_request_waits_total", 'reason="retry_after"'),
+      throttled: metricValue(own, "keyward_kube_api_throttled_total"),
+    },
     cpuS: keyward ? cpuSeconds(keyward.pid) : 0,
     apiserverCpuS: pid === undefined ? Number.NaN : cpuSeconds(pid),
   };
@@ -752,9 +762,22 @@ function windowBetween(a: Snapshot, b: Snapshot): Window {
     reconcileResults,
     reconcileSeconds: meanBetween(a.reconcileTime, b.reconcileTime),
     queueSeconds: meanBetween(a.queueTime, b.queueTime),
+    heldByLimit: b.waits.clientLimit - a.waits.clientLimit,
+    heldByRetryAfter: b.waits.retryAfter - a.waits.retryAfter,
+    throttled: b.waits.throttled - a.waits.throttled,
     cpuS: b.cpuS - a.cpuS,
     apiserverCpuS: b.apiserverCpuS - a.apiserverCpuS,
   };
+}
+
+/** One counter's value in a Prometheus text (0 when absent), the sample whose labels contain `labels`. */
+function metricValue(text: string, name: string, labels = ""): number {
+  for (const line of text.split("\n")) {
+    if (!line.startsWith(name) || !line.includes(labels)) continue;
+    const rest = line.slice(name.length);
+    if (rest.startsWith("{") || rest.startsWith(" ")) return Number(line.slice(line.lastIndexOf(" ") + 1)) || 0;
+  }
+  return 0;
 }
 
 const meanBetween = (a: { sum: number; count: number }, b: { sum: number; count: number }): number =>
@@ -922,6 +945,24 @@ function report(cluster: BenchCluster, idle: Array<{ entry: Entry; rss: number }
             each(runs, (r) => 1000 * r.create.queueSeconds),
             sec,
           )}`,
+      ),
+      row(
+        "  apiserver requests held by keyward's own limit / for a 429 (429s), creating",
+        (runs) =>
+          [
+            med(
+              each(runs, (r) => r.create.heldByLimit),
+              (v) => v.toFixed(0),
+            ),
+            med(
+              each(runs, (r) => r.create.heldByRetryAfter),
+              (v) => v.toFixed(0),
+            ),
+          ].join(" / ") +
+          ` (${med(
+            each(runs, (r) => r.create.throttled),
+            (v) => v.toFixed(0),
+          )})`,
       ),
       row("service reads / object while creating", (runs) =>
         med(

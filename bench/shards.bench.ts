@@ -52,7 +52,7 @@ interface Run {
   residentMb: ResidentSplit[];
   cachedProjects: number[];
   apiRequestsPerObject: number;
-  /** The same requests by verb and resource, per object (the bench's creates taken off `create projects`). */
+  /** The same requests by verb and resource, per object (the bench's creates taken off `POST projects`). */
   apiRequestsByKind: [string, number][];
   killToReconciledMs?: number;
   killedShare?: number;
@@ -136,7 +136,7 @@ async function runOnce(ctx: Ctx, replicas: number): Promise<Run> {
     const namespaced = [...delta.entries()].filter(([k]) => !k.endsWith("(all namespaces)"));
     const keywardRequests = namespaced.reduce((s, [, v]) => s + v, 0) - N;
     const apiRequestsByKind = namespaced
-      .map(([k, v]): [string, number] => [k, (k === "create projects" ? v - N : v) / N])
+      .map(([k, v]): [string, number] => [k, (k === "POST projects" ? v - N : v) / N])
       .filter(([, perObject]) => perObject > 0)
       .sort((a, b) => b[1] - a[1]);
     const cachedProjects = await Promise.all(keywards.map(async (k) => cachedOf(await k.metrics())));
