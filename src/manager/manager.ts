@@ -12,6 +12,8 @@ import type { ShardReplica } from "../shard/replica.ts";
 import { createOperator, type Operator, type OperatorOptions } from "../operator.ts";
 import { processIdentity, replicaOf, runLeases } from "./leases.ts";
 import { runLifecycle } from "./lifecycle.ts";
+import { createKube } from "../kube/client.ts";
+import { startConversionWebhook, type ConversionWebhook } from "../webhook/webhook.ts";
 
 export interface Manager {
   operator: Operator;
@@ -47,6 +49,7 @@ export function createManager(config: Config, log: Logger): Manager {
         log,
         kc,
         operator,
+        webhook: () => conversionWebhook(config, kc, log),
         leases: (start) => runLeases({ config, kc, log, identity, leaseNamespace, operator, replica, start }),
       }),
   };
@@ -77,4 +80,15 @@ function operatorOptions(
       ? { clusterProviderConfigs: { credentialsNamespace: config.credentialsNamespace ?? podNamespace() } }
       : {}),
   };
+}
+
+/** The conversion webhook (src/webhook) when configured: every replica serves it, before and apart from leader election. */
+function conversionWebhook(config: Config, kc: KubeSource, log: Logger): ConversionWebhook | undefined {
+  const common = { kube: createKube(kc), log, port: config.webhookPort, bindAddress: config.bindAddress };
+  if (config.webhookCertDir) return startConversionWebhook({ ...common, certDir: config.webhookCertDir });
+  if (!config.webhookService) return undefined;
+  return startConversionWebhook({
+    ...common,
+    selfSigned: { namespace: podNamespace(), service: config.webhookService, secretName: config.webhookSecret },
+  });
 }

@@ -77,7 +77,7 @@ async function expectSyncHandled(namespace: string, service: Emulator): Promise<
   const sync = await waitFor(
     "the requested sync handled",
     async () => {
-      const obj = await kubectlJson(["-n", namespace, "get", "secretsyncs.keyward.dev", "payments-monitoring"]);
+      const obj = await kubectlJson(["-n", namespace, "get", "secretsyncs.v1alpha1.keyward.dev", "payments-monitoring"]);
       const requested = obj.metadata.annotations?.["keyward.dev/sync-requested-at"];
       return requested !== undefined && obj.status?.["lastHandledSyncRequest"] === requested ? obj : undefined;
     },

@@ -253,10 +253,16 @@ its kind in every namespace, so nothing that merely stops rendering them may del
   then shows them OutOfSync instead of deleting them.
 */}}
 {{- define "keyward.crdAnnotations" -}}
+{{- $lines := list -}}
 {{- if .Values.crds.keep -}}
-helm.sh/resource-policy: keep
-argocd.argoproj.io/sync-options: Prune=false,Delete=false
-{{- end }}
+{{- $lines = append $lines "helm.sh/resource-policy: keep" -}}
+{{- $lines = append $lines "argocd.argoproj.io/sync-options: Prune=false,Delete=false" -}}
+{{- end -}}
+{{- /* cert-manager's CA injector writes the Certificate's CA into the CRDs' caBundle. */ -}}
+{{- if and .Values.webhook.enabled .Values.webhook.certManager.enabled -}}
+{{- $lines = append $lines (printf "cert-manager.io/inject-ca-from: %s/%s-webhook" .Release.Namespace (include "keyward.fullname" .)) -}}
+{{- end -}}
+{{- join "\n" $lines -}}
 {{- end }}
 
 {{/*
@@ -311,4 +317,18 @@ notes say so) rather than fail the whole install, failIfMissing fails, alwaysRen
 {{- fail (printf "%s.enabled: the cluster serves no monitoring.coreos.com/v1 %s; install prometheus-operator's CRDs first, or set %s.renderMode skipIfMissing" .key .kind .key) }}
 {{- end }}
 {{- end }}
+{{- end }}
+
+{{/*
+keyward's CRDs by name (as the chart's templates/crds render them): the webhook's ClusterRole may
+write the caBundle of these and no other CRD.
+*/}}
+{{- define "keyward.crdNames" -}}
+- accesstokens.keyward.dev
+- certificateprofiles.keyward.dev
+- clusterproviderconfigs.keyward.dev
+- projectmemberships.keyward.dev
+- projects.keyward.dev
+- providerconfigs.keyward.dev
+- secretsyncs.keyward.dev
 {{- end }}

@@ -107,19 +107,24 @@ describe("default values", () => {
       "ClusterRole//kw-keyward-metrics-reader",
       "ClusterRole//kw-keyward-secret-writer",
       "ClusterRole//kw-keyward-view",
+      "ClusterRole//kw-keyward-webhook",
       "ClusterRoleBinding//kw-keyward",
       "ClusterRoleBinding//kw-keyward-metrics-auth",
       "ClusterRoleBinding//kw-keyward-secret-writer",
+      "ClusterRoleBinding//kw-keyward-webhook",
       "Deployment/keyward-system/kw-keyward",
       "Job/keyward-system/kw-keyward-uninstall",
       "NetworkPolicy/keyward-system/kw-keyward",
       "Role/keyward-system/kw-keyward-holders",
       "Role/keyward-system/kw-keyward-leader-election",
       "Role/keyward-system/kw-keyward-uninstall",
+      "Role/keyward-system/kw-keyward-webhook",
       "RoleBinding/keyward-system/kw-keyward-holders",
       "RoleBinding/keyward-system/kw-keyward-leader-election",
       "RoleBinding/keyward-system/kw-keyward-uninstall",
+      "RoleBinding/keyward-system/kw-keyward-webhook",
       "Service/keyward-system/kw-keyward-metrics",
+      "Service/keyward-system/kw-keyward-webhook",
       "ServiceAccount/keyward-system/kw-keyward",
     ]);
     expect(kinds(defaults).filter((k) => k.startsWith("CustomResourceDefinition/"))).toEqual(crdKinds());
@@ -166,8 +171,9 @@ describe("default values", () => {
     expect(c.ports.map((p) => [p.name, p.containerPort])).toEqual([
       ["metrics", 8080],
       ["health", 8081],
+      ["webhook", 9443],
     ]);
-    const service = findDoc(defaults, "Service") as unknown as {
+    const service = findDoc(defaults, "Service", "kw-keyward-metrics") as unknown as {
       spec: { ports: { port: number; targetPort: string }[]; selector: object };
     };
     expect(service.spec.ports[0]).toMatchObject({ port: 8080, targetPort: "metrics" });
@@ -196,19 +202,25 @@ describe("default values", () => {
       LEADER_ELECT: "true",
       LEADER_ELECTION_NAMESPACE: "keyward-system",
       LEADER_ELECTION_ID: "kw-keyward-leader",
+      WEBHOOK_PORT: "9443",
+      WEBHOOK_SERVICE: "kw-keyward-webhook",
+      WEBHOOK_SECRET: "kw-keyward-webhook-tls",
     });
   });
 });
 
 describe("a namespaced install (watchNamespaces: [a, b])", () => {
-  it("renders no cluster-scoped object but the CRDs, even with rbac.aggregateToDefaultRoles (the default) on", () => {
-    expect(namespaced.filter((d) => d.kind.startsWith("Cluster")).map((d) => `${d.kind}/${d.metadata.name}`)).toEqual([]);
+  it("renders no cluster-scoped object but the CRDs and the webhook's ClusterRole on them, even with rbac.aggregateToDefaultRoles (the default) on", () => {
+    const webhookRbac = ["ClusterRole/kw-keyward-webhook", "ClusterRoleBinding/kw-keyward-webhook"];
+    expect(namespaced.filter((d) => d.kind.startsWith("Cluster")).map((d) => `${d.kind}/${d.metadata.name}`)).toEqual(webhookRbac);
     expect(
       namespaced
         .filter((d) => d.metadata.namespace === undefined && d.kind !== "CustomResourceDefinition")
         .map((d) => `${d.kind}/${d.metadata.name}`),
-    ).toEqual([]);
+    ).toEqual(webhookRbac);
     expect(kinds(namespaced)).toEqual([
+      "ClusterRole//kw-keyward-webhook",
+      "ClusterRoleBinding//kw-keyward-webhook",
       ...crdKinds(),
       "Deployment/keyward-system/kw-keyward",
       "Job/keyward-system/kw-keyward-uninstall",
@@ -220,6 +232,7 @@ describe("a namespaced install (watchNamespaces: [a, b])", () => {
       "Role/keyward-system/kw-keyward-holders",
       "Role/keyward-system/kw-keyward-leader-election",
       "Role/keyward-system/kw-keyward-uninstall",
+      "Role/keyward-system/kw-keyward-webhook",
       "RoleBinding/a/kw-keyward",
       "RoleBinding/a/kw-keyward-secret-writer",
       "RoleBinding/b/kw-keyward",
@@ -227,7 +240,9 @@ describe("a namespaced install (watchNamespaces: [a, b])", () => {
       "RoleBinding/keyward-system/kw-keyward-holders",
       "RoleBinding/keyward-system/kw-keyward-leader-election",
       "RoleBinding/keyward-system/kw-keyward-uninstall",
+      "RoleBinding/keyward-system/kw-keyward-webhook",
       "Service/keyward-system/kw-keyward-metrics",
+      "Service/keyward-system/kw-keyward-webhook",
       "ServiceAccount/keyward-system/kw-keyward",
     ]);
   });
@@ -274,16 +289,19 @@ describe("every option on (values-all.yaml)", () => {
       "Role/keyward-system/keyward-operator-holders",
       "Role/keyward-system/keyward-operator-leader-election",
       "Role/keyward-system/keyward-operator-uninstall",
+      "Role/keyward-system/keyward-operator-webhook",
       "Role/team-a/keyward-operator",
       "Role/team-a/keyward-operator-secret-writer",
       "Role/team-b/keyward-operator",
       "RoleBinding/keyward-system/keyward-operator-holders",
       "RoleBinding/keyward-system/keyward-operator-leader-election",
       "RoleBinding/keyward-system/keyward-operator-uninstall",
+      "RoleBinding/keyward-system/keyward-operator-webhook",
       "RoleBinding/team-a/keyward-operator",
       "RoleBinding/team-a/keyward-operator-secret-writer",
       "RoleBinding/team-b/keyward-operator",
       "Service/keyward-system/keyward-operator-metrics",
+      "Service/keyward-system/keyward-operator-webhook",
       "ServiceAccount/keyward-system/keyward-sa",
       "ServiceMonitor/keyward-system/keyward-operator",
     ]);
@@ -338,6 +356,8 @@ describe("every option on (values-all.yaml)", () => {
         ingress: [
           { ports: [{ port: 9090 }], from: [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "monitoring" } } }] },
           { ports: [{ port: 9091 }] },
+          // the apiserver, from its addresses, calls the conversion webhook
+          { ports: [{ port: 9443 }], from: [{ ipBlock: { cidr: "192.168.10.0/28" } }] },
         ],
         egress: [
           { ports: [{ port: 6443 }], to: [{ ipBlock: { cidr: "192.168.10.0/28" } }] },
@@ -388,6 +408,7 @@ describe("every option on (values-all.yaml)", () => {
       "keyward-operator-metrics-auth",
       "keyward-operator-metrics-reader",
       "keyward-operator-view",
+      "keyward-operator-webhook",
     ]);
   });
 
@@ -450,14 +471,14 @@ describe("clusterProviderConfig", () => {
     });
   });
 
-  it("is ignored by a namespaced install, which renders nothing cluster-scoped but the CRDs", async () => {
+  it("is ignored by a namespaced install, which renders nothing cluster-scoped but the CRDs and the webhook's ClusterRole on them", async () => {
     const docs = parseYamlDocuments(await renderChart({ setJson: { ...values, watchNamespaces: ["a"] } }));
     expect(
       docs
         .filter((d) => d.kind !== "CustomResourceDefinition")
         .filter((d) => d.kind.startsWith("Cluster") || d.metadata.namespace === undefined)
-        .map((d) => d.kind),
-    ).toEqual([]);
+        .map((d) => `${d.kind}/${d.metadata.name}`),
+    ).toEqual(["ClusterRole/kw-keyward-webhook", "ClusterRoleBinding/kw-keyward-webhook"]);
     expect(docs.some((d) => d.metadata.name === "kw-keyward-credentials")).toBe(false);
     expect(envOf(docs)["CLUSTER_PROVIDER_CONFIGS"]).toBeUndefined();
   });
@@ -508,10 +529,13 @@ describe("metrics.port equal to health.port", () => {
   it("renders one containerPort, with the probes and the Service on it", async () => {
     const docs = parseYamlDocuments(await renderChart({ setJson: { metrics: { port: 9000 }, health: { port: 9000 } } }));
     const c = container(docs);
-    expect(c.ports.map((p) => [p.name, p.containerPort])).toEqual([["metrics", 9000]]);
+    expect(c.ports.map((p) => [p.name, p.containerPort])).toEqual([
+      ["metrics", 9000],
+      ["webhook", 9443],
+    ]);
     expect(c.livenessProbe.httpGet).toEqual({ path: "/healthz", port: "metrics" });
     expect(c.readinessProbe.httpGet).toEqual({ path: "/readyz", port: "metrics" });
-    const service = findDoc(docs, "Service") as unknown as { spec: { ports: { targetPort: string }[] } };
+    const service = findDoc(docs, "Service", "kw-keyward-metrics") as unknown as { spec: { ports: { targetPort: string }[] } };
     expect(service.spec.ports.map((p) => p.targetPort)).toEqual(["metrics"]);
     // keyward serves /metrics, /healthz and /readyz from one server when the two are equal (src/main.ts).
     expect(envOf(docs)).toMatchObject({ METRICS_PORT: "9000", HEALTH_PORT: "9000" });
@@ -543,11 +567,11 @@ const dnsRule: NetworkPolicyRule = {
 };
 
 describe("the NetworkPolicy", () => {
-  it("by default selects keyward's pods, admits the metrics and health ports, and lets out the apiserver, DNS and 443", () => {
+  it("by default selects keyward's pods, admits the metrics, health and webhook ports, and lets out the apiserver, DNS and 443", () => {
     const np = networkPolicy(defaults);
     expect(np.podSelector.matchLabels).toEqual({ "app.kubernetes.io/name": "keyward", "app.kubernetes.io/instance": "kw" });
     expect(np.policyTypes).toEqual(["Ingress", "Egress"]);
-    expect(np.ingress).toEqual([{ ports: tcp(8080) }, { ports: tcp(8081) }]);
+    expect(np.ingress).toEqual([{ ports: tcp(8080) }, { ports: tcp(8081) }, { ports: tcp(9443) }]);
     // No allowedBaseUrls: the service may be anywhere, so servicePorts (443) to any address.
     expect(np.egress).toEqual([{ ports: tcp(443, 6443) }, dnsRule, { ports: tcp(443) }]);
   });
@@ -610,7 +634,7 @@ describe("the NetworkPolicy", () => {
       ),
     );
     // One port serves metrics and health: one ingress rule, restricted to the scrapers given.
-    expect(np.ingress).toEqual([{ ports: tcp(9000), from: [scraper] }]);
+    expect(np.ingress).toEqual([{ ports: tcp(9000), from: [scraper] }, { ports: tcp(9443) }]);
     expect(np.egress).toEqual([{ ports: tcp(443, 6443) }, { ...dnsRule, to: [dnsPeer] }, { ports: tcp(443) }, { ports: tcp(8443) }, extra]);
   });
 
@@ -952,7 +976,15 @@ describe("the chart's CRDs (crds.enabled, crds.keep)", () => {
       const crd = rendered.get(generated.metadata.name);
       if (!crd) throw new Error(`the chart renders no ${generated.metadata.name}`);
       const { labels: _labels, annotations: _annotations, ...metadata } = crd.metadata as Meta & Doc["metadata"];
-      expect({ ...crd, metadata }, file).toEqual(generated);
+      // the conversion webhook is the release's Service, in the release's namespace
+      const ownService = structuredClone(generated) as Doc & { spec: { conversion: { webhook: { clientConfig: { service: object } } } } };
+      ownService.spec.conversion.webhook.clientConfig.service = {
+        namespace: "keyward-system",
+        name: "kw-keyward-webhook",
+        path: "/convert",
+        port: 443,
+      };
+      expect({ ...crd, metadata }, file).toEqual(ownService);
     }
   });
 });
@@ -1048,5 +1080,92 @@ describe("ServiceMonitor and PrometheusRule where the cluster serves no promethe
       await renderChart({ setJson: { prometheusRule: { enabled: true, renderMode: "alwaysRender" } }, monitoringCrds: false }),
     );
     expect(always.map((d) => d.kind)).toContain("PrometheusRule");
+  });
+});
+
+describe("the conversion webhook (webhook)", () => {
+  type ServiceDoc = Doc & { spec: { selector: Record<string, string>; ports: { port: number; targetPort: string }[] } };
+  const crdNames = (): string[] => rootCrdFiles().map((f) => f.slice(0, -".yaml".length));
+
+  it("is a Service on 443 to every keyward pod's webhook port, with keyward's own CA by default", () => {
+    const service = findDoc(defaults, "Service", "kw-keyward-webhook") as ServiceDoc;
+    expect(service.spec.ports).toEqual([{ name: "webhook", port: 443, targetPort: "webhook", protocol: "TCP" }]);
+    expect(service.spec.selector).toEqual({ "app.kubernetes.io/name": "keyward", "app.kubernetes.io/instance": "kw" });
+    expect(envOf(defaults)).toMatchObject({ WEBHOOK_SERVICE: "kw-keyward-webhook", WEBHOOK_SECRET: "kw-keyward-webhook-tls" });
+    expect(envOf(defaults)).not.toHaveProperty("WEBHOOK_CERT_DIR");
+  });
+
+  it("may create Secrets, read and update only its TLS Secret, and read and patch only keyward's CRDs", () => {
+    expect(rulesOf(findDoc(defaults, "Role", "kw-keyward-webhook", "keyward-system"))).toEqual(
+      flattenRules([
+        { apiGroups: [""], resources: ["secrets"], verbs: ["create"] },
+        { apiGroups: [""], resources: ["secrets"], resourceNames: ["kw-keyward-webhook-tls"], verbs: ["get", "update"] },
+      ]),
+    );
+    expect(rulesOf(findDoc(defaults, "ClusterRole", "kw-keyward-webhook"))).toEqual(
+      flattenRules([
+        {
+          apiGroups: ["apiextensions.k8s.io"],
+          resources: ["customresourcedefinitions"],
+          resourceNames: crdNames(),
+          verbs: ["get", "patch"],
+        },
+      ]),
+    );
+  });
+
+  it("is covered by the PodDisruptionBudget: it selects the same pods", async () => {
+    const docs = parseYamlDocuments(await renderChart({ setJson: { replicas: 2 } }));
+    const pdb = findDoc(docs, "PodDisruptionBudget") as Doc & { spec: { selector: { matchLabels: object } } };
+    expect(pdb.spec.selector.matchLabels).toEqual((findDoc(docs, "Service", "kw-keyward-webhook") as ServiceDoc).spec.selector);
+  });
+
+  it("with webhook.certManager.enabled: a cert-manager Issuer and Certificate, mounted, the CA injected by cert-manager, no RBAC of keyward's own", async () => {
+    const docs = parseYamlDocuments(await renderChart({ setJson: { webhook: { certManager: { enabled: true } } } }));
+    expect(findDoc(docs, "Certificate", "kw-keyward-webhook")).toMatchObject({
+      spec: {
+        secretName: "kw-keyward-webhook-tls",
+        issuerRef: { kind: "Issuer", name: "kw-keyward-webhook" },
+        dnsNames: ["kw-keyward-webhook.keyward-system.svc", "kw-keyward-webhook.keyward-system.svc.cluster.local"],
+      },
+    });
+    expect(findDoc(docs, "Issuer", "kw-keyward-webhook")).toMatchObject({ spec: { selfSigned: {} } });
+    for (const crd of docs.filter((d) => d.kind === "CustomResourceDefinition")) {
+      expect((crd.metadata as { annotations?: Record<string, string> }).annotations).toMatchObject({
+        "cert-manager.io/inject-ca-from": "keyward-system/kw-keyward-webhook",
+        "helm.sh/resource-policy": "keep",
+      });
+    }
+    const env = envOf(docs);
+    expect(env["WEBHOOK_CERT_DIR"]).toBe("/var/run/keyward/webhook-tls");
+    expect(env).not.toHaveProperty("WEBHOOK_SERVICE");
+    expect(container(docs).volumeMounts).toContainEqual({ name: "webhook-tls", mountPath: "/var/run/keyward/webhook-tls", readOnly: true });
+    expect(podSpec(docs).volumes).toContainEqual({ name: "webhook-tls", secret: { secretName: "kw-keyward-webhook-tls" } });
+    expect(
+      docs
+        .filter((d) => d.metadata.name === "kw-keyward-webhook")
+        .map((d) => d.kind)
+        .sort(),
+    ).toEqual(["Certificate", "Issuer", "Service"]);
+  });
+});
+
+describe("webhook.enabled=false", () => {
+  it("renders the CRDs in their storage version alone, without a conversion webhook, and nothing of the webhook", async () => {
+    const docs = parseYamlDocuments(await renderChart({ setJson: { webhook: { enabled: false } } }));
+    const crds = docs.filter((d) => d.kind === "CustomResourceDefinition") as (Doc & {
+      spec: { versions: { name: string }[]; conversion?: unknown };
+    })[];
+    expect(crds).toHaveLength(rootCrdFiles().length);
+    for (const crd of crds) {
+      expect(
+        crd.spec.versions.map((v) => v.name),
+        crd.metadata.name,
+      ).toEqual(["v1alpha1"]);
+      expect(crd.spec.conversion, crd.metadata.name).toBeUndefined();
+    }
+    expect(docs.filter((d) => d.metadata.name.endsWith("-webhook")).map((d) => d.kind)).toEqual([]);
+    expect(Object.keys(envOf(docs)).filter((k) => k.startsWith("WEBHOOK_"))).toEqual([]);
+    expect(container(docs).ports.map((p) => p.name)).not.toContain("webhook");
   });
 });

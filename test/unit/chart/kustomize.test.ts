@@ -105,3 +105,45 @@ describe("config/manager", () => {
     expect(c?.["volumeMounts"]).toEqual([{ name: "tmp", mountPath: "/tmp" }]);
   });
 });
+
+describe("the conversion webhook in the kustomize install", () => {
+  it("names the Service the generated CRDs call, and grants its Secret and those CRDs alone", () => {
+    const k = kustomization("default");
+    expect(k.resources).toContain("webhook_service.yaml");
+    const service = readYamlFile(join(config, "default", "webhook_service.yaml"))[0] as unknown as { metadata: { name: string } };
+    const serviceName = `${k.namePrefix ?? ""}${service.metadata.name}`;
+    const env =
+      (
+        findDoc(readYamlFile(join(config, "manager", "manager.yaml")), "Deployment") as unknown as {
+          spec: { template: { spec: { containers: { env: { name: string; value?: string }[] }[] } } };
+        }
+      ).spec.template.spec.containers[0]?.env ?? [];
+    const value = (name: string): string | undefined => env.find((e) => e.name === name)?.value;
+    expect(value("WEBHOOK_SERVICE")).toBe(serviceName);
+    const crdFiles = readdirSync(join(config, "crd", "bases")).filter((f) => f.endsWith(".yaml"));
+    for (const file of crdFiles) {
+      const crd = readYamlFile(join(config, "crd", "bases", file))[0] as unknown as {
+        spec: { conversion: { webhook: { clientConfig: { service: { namespace: string; name: string } } } } };
+      };
+      expect(crd.spec.conversion.webhook.clientConfig.service, file).toMatchObject({ namespace: k.namespace, name: serviceName });
+    }
+    const [role, , clusterRole] = readYamlFile(join(config, "rbac", "webhook_role.yaml")) as unknown as { rules: PolicyRule[] }[];
+    expect(flattenRules(role?.rules ?? [])).toEqual(
+      flattenRules([
+        { apiGroups: [""], resources: ["secrets"], verbs: ["create"] },
+        { apiGroups: [""], resources: ["secrets"], resourceNames: [value("WEBHOOK_SECRET") ?? "?"], verbs: ["get", "update"] },
+      ]),
+    );
+    expect(flattenRules(clusterRole?.rules ?? [])).toEqual(
+      flattenRules([
+        {
+          apiGroups: ["apiextensions.k8s.io"],
+          resources: ["customresourcedefinitions"],
+          resourceNames: crdFiles.map((f) => f.slice(0, -".yaml".length)),
+          verbs: ["get", "patch"],
+        },
+      ]),
+    );
+    expect(kustomization("rbac").resources).toContain("webhook_role.yaml");
+  });
+});
