@@ -1363,14 +1363,6 @@ function neededAccess(env, podNamespace) {
         { group: "authorization.k8s.io", resource: "subjectaccessreviews", verbs: ["create"] },
       ],
     );
-  // The conversion webhook with keyward's own CA: its TLS Secret, and the caBundle of its CRDs.
-  if (env.WEBHOOK_SERVICE) {
-    const secrets = (/** @type {string[]} */ verbs) => [{ group: "", resource: "secrets", verbs }];
-    add([podNamespace], secrets(["create"]));
-    add([podNamespace], secrets(["get", "update"]), env.WEBHOOK_SECRET || "keyward-webhook-tls");
-    for (const crd of Object.keys(CRDS))
-      add([""], [{ group: "apiextensions.k8s.io", resource: "customresourcedefinitions", verbs: ["get", "patch"] }], crd);
-  }
   if (env.LEADER_ELECT === "true" && env.LEADER_ELECTION_ID) {
     const ns = [env.LEADER_ELECTION_NAMESPACE || podNamespace];
     const leases = (/** @type {string[]} */ verbs) => [{ group: "coordination.k8s.io", resource: "leases", verbs }];

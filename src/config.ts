@@ -110,10 +110,10 @@ export const configSchema = z
     kubeApiBurst: z.coerce.number().int().min(1).max(20_000).default(DEFAULT_KUBE_API_LIMIT.burst),
     // An exec credential plugin of the kubeconfig is killed after this.
     execPluginTimeout: duration.pipe(z.number().min(100).max(600_000)).default(30_000),
-    // The conversion webhook (src/webhook): served on this port by every replica once it has a
-    // certificate, from keyward's own CA (--webhook-service names the Service whose DNS names the
-    // certificate carries; the CA and certificate are kept in the Secret --webhook-secret) or from
-    // tls.crt and tls.key in --webhook-cert-dir (cert-manager's). Neither set: no webhook.
+    // `keyward webhook` only (src/webhook/run.ts): the conversion webhook, served on this port
+    // once it has a certificate, from keyward's own CA (--webhook-service names the Service whose
+    // DNS names the certificate carries; the CA and certificate are kept in the Secret
+    // --webhook-secret) or from tls.crt and tls.key in --webhook-cert-dir (cert-manager's).
     webhookPort: z.coerce.number().int().min(0).max(65535).default(9443),
     webhookService: z
       .string()
@@ -237,6 +237,10 @@ const settings = {
 const flagName = (key: string): string => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 
 export const usage = `keyward — Kubernetes operator for the secrets service
+
+  keyward [flags]             the operator
+  keyward webhook [flags]     the conversion webhook alone (--webhook-*, --health-port)
+  keyward uninstall [flags]   release keyward's finalizers (the chart's pre-delete hook)
 
 Every setting is a flag or an environment variable (the flag wins):
 ${Object.entries(settings)

@@ -1,5 +1,6 @@
 // keyward's process: flags → configuration → the manager (src/manager/manager.ts: caches,
-// leases, lifecycle), which runs until SIGTERM; or `keyward uninstall`.
+// leases, lifecycle), which runs until SIGTERM; or `keyward webhook` (the conversion webhook
+// alone, src/webhook/run.ts); or `keyward uninstall`.
 import { loadConfig, usage, type Config } from "./config.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { guardUncaughtExceptions } from "./process-guard.ts";
@@ -7,6 +8,7 @@ import { loadKubeConfig, createKube } from "./kube/client.ts";
 import { setResponseBudget } from "./api/http.ts";
 import { createManager } from "./manager/manager.ts";
 import { releaseFinalizers, stopDeployment } from "./uninstall.ts";
+import { runWebhook } from "./webhook/run.ts";
 
 /**
  * `keyward uninstall [flags]`: releases keyward's finalizers in the namespaces the flags name
@@ -26,9 +28,12 @@ async function uninstall(config: Config, log: Logger): Promise<void> {
   log.info({ released: released.length }, "released keyward's finalizers");
 }
 
+const modes = ["uninstall", "webhook"] as const;
+type Mode = (typeof modes)[number] | "run";
+
 export async function main(argv: string[]): Promise<void> {
-  const mode = argv[0] === "uninstall" ? "uninstall" : "run";
-  if (mode === "uninstall") argv = argv.slice(1);
+  const mode: Mode = modes.find((m) => m === argv[0]) ?? "run";
+  if (mode !== "run") argv = argv.slice(1);
   if (argv.includes("--help") || argv.includes("-h")) {
     process.stdout.write(`${usage}\n`);
     return;
@@ -44,6 +49,7 @@ export async function main(argv: string[]): Promise<void> {
   const log = createLogger({ level: config.logLevel });
   guardUncaughtExceptions(log);
   if (mode === "uninstall") await uninstall(config, log);
+  else if (mode === "webhook") await runWebhook(config, log);
   else {
     // One budget for the response bodies of every service client of this process.
     setResponseBudget(config.responseBudgetBytes, config.maxResponseBytes);

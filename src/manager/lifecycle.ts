@@ -16,8 +16,6 @@ export interface LifecycleDeps {
   log: Logger;
   kc: KubeAccess;
   operator: Operator;
-  /** Starts the conversion webhook when configured: every replica serves it, leader or not. */
-  webhook?: () => { stop(): Promise<void> } | undefined;
   /** Takes the leases; `start` starts reconciling once they allow it. */
   leases: (start: () => void) => Leases;
 }
@@ -33,7 +31,6 @@ export async function runLifecycle(d: LifecycleDeps): Promise<void> {
     health,
     ...(config.metricsAuth === "kubernetes" ? { authorizer: createMetricsAuthorizer({ access: d.kc }) } : {}),
   });
-  const webhook = d.webhook?.();
   // Listening before anything starts, so a SIGTERM during start is a graceful stop too.
   const stopSignal = Promise.race([once(process, "SIGTERM").then(() => "SIGTERM"), once(process, "SIGINT").then(() => "SIGINT")]);
   const starter = operatorStarter(d.operator, health, log);
@@ -43,7 +40,7 @@ export async function runLifecycle(d: LifecycleDeps): Promise<void> {
   const signal = await stopSignal;
   log.info({ signal }, "shutting down: no new work, finishing in-flight reconciles");
   health.ready = false;
-  await shutdown(config, log, { starter, leases, servers, webhook });
+  await shutdown(config, log, { starter, leases, servers });
 }
 
 /**
@@ -54,12 +51,7 @@ export async function runLifecycle(d: LifecycleDeps): Promise<void> {
 async function shutdown(
   config: Config,
   log: Logger,
-  d: {
-    starter: OperatorStarter;
-    leases: Leases;
-    servers: { close(cb: () => void): unknown }[];
-    webhook: { stop(): Promise<void> } | undefined;
-  },
+  d: { starter: OperatorStarter; leases: Leases; servers: { close(cb: () => void): unknown }[] },
 ): Promise<void> {
   const timer = setTimeout(() => {
     log.error("shutdown timed out; exiting");
@@ -70,8 +62,7 @@ async function shutdown(
   d.leases.stopSharder();
   await d.starter.stop();
   await d.leases.release();
-  // The webhook goes last: until the pod is gone the apiserver may still send it conversions.
-  await Promise.all([...d.servers.map((s) => new Promise<void>((resolve) => s.close(resolve))), d.webhook?.stop()]);
+  await Promise.all(d.servers.map((s) => new Promise<void>((resolve) => s.close(resolve))));
   log.info("bye");
 }
 

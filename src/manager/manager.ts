@@ -2,29 +2,20 @@
 // apiserver access, the operator built over its caches (src/operator.ts, src/manager/caches.ts),
 // the metrics, the leases (leader election and, with sharding, this replica's membership:
 // leases.ts) and the lifecycle (lifecycle.ts: start, stop with its grace, the release order).
-import { readFileSync, existsSync } from "node:fs";
 import { collectDefaultMetrics } from "prom-client";
 import type { Config } from "../config.ts";
 import type { Logger } from "../log.ts";
-import { loadKubeConfig } from "../kube/client.ts";
+import { loadKubeConfig, podNamespace } from "../kube/client.ts";
 import type { KubeSource } from "../kube/kubeconfig.ts";
 import type { ShardReplica } from "../shard/replica.ts";
 import { createOperator, type Operator, type OperatorOptions } from "../operator.ts";
 import { processIdentity, replicaOf, runLeases } from "./leases.ts";
 import { runLifecycle } from "./lifecycle.ts";
-import { createKube } from "../kube/client.ts";
-import { startConversionWebhook, type ConversionWebhook } from "../webhook/webhook.ts";
 
 export interface Manager {
   operator: Operator;
   /** Runs until SIGTERM or SIGINT, then stops gracefully. */
   run(): Promise<void>;
-}
-
-/** keyward's own namespace: the pod's, else "default" (a process outside a cluster). */
-export function podNamespace(): string {
-  const path = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
-  return existsSync(path) ? readFileSync(path, "utf8").trim() : "default";
 }
 
 export function createManager(config: Config, log: Logger): Manager {
@@ -49,7 +40,6 @@ export function createManager(config: Config, log: Logger): Manager {
         log,
         kc,
         operator,
-        webhook: () => conversionWebhook(config, kc, log),
         leases: (start) => runLeases({ config, kc, log, identity, leaseNamespace, operator, replica, start }),
       }),
   };
@@ -80,15 +70,4 @@ function operatorOptions(
       ? { clusterProviderConfigs: { credentialsNamespace: config.credentialsNamespace ?? podNamespace() } }
       : {}),
   };
-}
-
-/** The conversion webhook (src/webhook) when configured: every replica serves it, before and apart from leader election. */
-function conversionWebhook(config: Config, kc: KubeSource, log: Logger): ConversionWebhook | undefined {
-  const common = { kube: createKube(kc), log, port: config.webhookPort, bindAddress: config.bindAddress };
-  if (config.webhookCertDir) return startConversionWebhook({ ...common, certDir: config.webhookCertDir });
-  if (!config.webhookService) return undefined;
-  return startConversionWebhook({
-    ...common,
-    selfSigned: { namespace: podNamespace(), service: config.webhookService, secretName: config.webhookSecret },
-  });
 }

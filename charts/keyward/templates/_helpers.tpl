@@ -37,6 +37,29 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: keyward
 {{- end }}
 
+{{/*
+The webhook's pods and objects (templates/webhook.yaml): a name label of their own, so neither the
+operator's Deployment, Service, PodDisruptionBudget nor NetworkPolicy selects a webhook pod, and
+the webhook's Service selects webhook pods only.
+*/}}
+{{- define "keyward.webhookName" -}}
+{{- printf "%s-webhook" (include "keyward.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "keyward.webhookSelectorLabels" -}}
+app.kubernetes.io/name: {{ printf "%s-webhook" (include "keyward.name" .) | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "keyward.webhookLabels" -}}
+helm.sh/chart: {{ include "keyward.chart" . }}
+{{ include "keyward.webhookSelectorLabels" . }}
+app.kubernetes.io/component: webhook
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: keyward
+{{- end }}
+
 {{- define "keyward.serviceAccountName" -}}
 {{- if .Values.serviceAccount.create }}
 {{- default (include "keyward.fullname" .) .Values.serviceAccount.name }}

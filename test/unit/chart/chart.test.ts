@@ -48,16 +48,17 @@ interface PodSpec {
   imagePullSecrets?: { name: string }[];
 }
 
-const podSpec = (docs: Doc[]): PodSpec =>
-  (findDoc(docs, "Deployment") as unknown as { spec: { template: { spec: PodSpec } } }).spec.template.spec;
-const container = (docs: Doc[]): Container => {
-  const c = podSpec(docs).containers[0];
+/** The operator's Deployment's pod (the first Deployment rendered), or the named Deployment's. */
+const podSpec = (docs: Doc[], name?: string): PodSpec =>
+  (findDoc(docs, "Deployment", name) as unknown as { spec: { template: { spec: PodSpec } } }).spec.template.spec;
+const container = (docs: Doc[], name?: string): Container => {
+  const c = podSpec(docs, name).containers[0];
   if (!c) throw new Error("no container");
   return c;
 };
-const envOf = (docs: Doc[]): Record<string, string | undefined> =>
+const envOf = (docs: Doc[], name?: string): Record<string, string | undefined> =>
   Object.fromEntries(
-    container(docs).env.map((e) => [
+    container(docs, name).env.map((e) => [
       e.name,
       e.value ?? (e.valueFrom?.fieldRef ? `fieldRef:${e.valueFrom.fieldRef.fieldPath}` : "valueFrom"),
     ]),
@@ -113,8 +114,11 @@ describe("default values", () => {
       "ClusterRoleBinding//kw-keyward-secret-writer",
       "ClusterRoleBinding//kw-keyward-webhook",
       "Deployment/keyward-system/kw-keyward",
+      "Deployment/keyward-system/kw-keyward-webhook",
       "Job/keyward-system/kw-keyward-uninstall",
       "NetworkPolicy/keyward-system/kw-keyward",
+      "NetworkPolicy/keyward-system/kw-keyward-webhook",
+      "PodDisruptionBudget/keyward-system/kw-keyward-webhook",
       "Role/keyward-system/kw-keyward-holders",
       "Role/keyward-system/kw-keyward-leader-election",
       "Role/keyward-system/kw-keyward-uninstall",
@@ -126,6 +130,7 @@ describe("default values", () => {
       "Service/keyward-system/kw-keyward-metrics",
       "Service/keyward-system/kw-keyward-webhook",
       "ServiceAccount/keyward-system/kw-keyward",
+      "ServiceAccount/keyward-system/kw-keyward-webhook",
     ]);
     expect(kinds(defaults).filter((k) => k.startsWith("CustomResourceDefinition/"))).toEqual(crdKinds());
   });
@@ -171,7 +176,6 @@ describe("default values", () => {
     expect(c.ports.map((p) => [p.name, p.containerPort])).toEqual([
       ["metrics", 8080],
       ["health", 8081],
-      ["webhook", 9443],
     ]);
     const service = findDoc(defaults, "Service", "kw-keyward-metrics") as unknown as {
       spec: { ports: { port: number; targetPort: string }[]; selector: object };
@@ -202,9 +206,6 @@ describe("default values", () => {
       LEADER_ELECT: "true",
       LEADER_ELECTION_NAMESPACE: "keyward-system",
       LEADER_ELECTION_ID: "kw-keyward-leader",
-      WEBHOOK_PORT: "9443",
-      WEBHOOK_SERVICE: "kw-keyward-webhook",
-      WEBHOOK_SECRET: "kw-keyward-webhook-tls",
     });
   });
 });
@@ -223,8 +224,11 @@ describe("a namespaced install (watchNamespaces: [a, b])", () => {
       "ClusterRoleBinding//kw-keyward-webhook",
       ...crdKinds(),
       "Deployment/keyward-system/kw-keyward",
+      "Deployment/keyward-system/kw-keyward-webhook",
       "Job/keyward-system/kw-keyward-uninstall",
       "NetworkPolicy/keyward-system/kw-keyward",
+      "NetworkPolicy/keyward-system/kw-keyward-webhook",
+      "PodDisruptionBudget/keyward-system/kw-keyward-webhook",
       "Role/a/kw-keyward",
       "Role/a/kw-keyward-secret-writer",
       "Role/b/kw-keyward",
@@ -244,6 +248,7 @@ describe("a namespaced install (watchNamespaces: [a, b])", () => {
       "Service/keyward-system/kw-keyward-metrics",
       "Service/keyward-system/kw-keyward-webhook",
       "ServiceAccount/keyward-system/kw-keyward",
+      "ServiceAccount/keyward-system/kw-keyward-webhook",
     ]);
   });
 
@@ -281,9 +286,12 @@ describe("every option on (values-all.yaml)", () => {
       "ConfigMap/keyward-system/internal-ca",
       "ConfigMap/keyward-system/keyward-operator-dashboard",
       "Deployment/keyward-system/keyward-operator",
+      "Deployment/keyward-system/keyward-operator-webhook",
       "Job/keyward-system/keyward-operator-uninstall",
       "NetworkPolicy/keyward-system/keyward-operator",
+      "NetworkPolicy/keyward-system/keyward-operator-webhook",
       "PodDisruptionBudget/keyward-system/keyward-operator",
+      "PodDisruptionBudget/keyward-system/keyward-operator-webhook",
       "PrometheusRule/keyward-system/keyward-operator",
       "ProviderConfig/keyward-system/default",
       "Role/keyward-system/keyward-operator-holders",
@@ -302,6 +310,7 @@ describe("every option on (values-all.yaml)", () => {
       "RoleBinding/team-b/keyward-operator",
       "Service/keyward-system/keyward-operator-metrics",
       "Service/keyward-system/keyward-operator-webhook",
+      "ServiceAccount/keyward-system/keyward-operator-webhook",
       "ServiceAccount/keyward-system/keyward-sa",
       "ServiceMonitor/keyward-system/keyward-operator",
     ]);
@@ -350,14 +359,12 @@ describe("every option on (values-all.yaml)", () => {
     expect(findDoc(everything, "ProviderConfig")).toMatchObject({
       spec: { baseUrl: "https://secrets.example.test/api", credentialsSecretRef: { name: "keyward-token", key: "access-token" } },
     });
-    expect(findDoc(everything, "PodDisruptionBudget")).toMatchObject({ spec: { maxUnavailable: 1 } });
-    expect(findDoc(everything, "NetworkPolicy")).toMatchObject({
+    expect(findDoc(everything, "PodDisruptionBudget", "keyward-operator")).toMatchObject({ spec: { maxUnavailable: 1 } });
+    expect(findDoc(everything, "NetworkPolicy", "keyward-operator")).toMatchObject({
       spec: {
         ingress: [
           { ports: [{ port: 9090 }], from: [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "monitoring" } } }] },
           { ports: [{ port: 9091 }] },
-          // the apiserver, from its addresses, calls the conversion webhook
-          { ports: [{ port: 9443 }], from: [{ ipBlock: { cidr: "192.168.10.0/28" } }] },
         ],
         egress: [
           { ports: [{ port: 6443 }], to: [{ ipBlock: { cidr: "192.168.10.0/28" } }] },
@@ -415,8 +422,8 @@ describe("every option on (values-all.yaml)", () => {
   it("renders a PodDisruptionBudget only with more than one replica", async () => {
     const one = parseYamlDocuments(await renderChart({ setJson: { replicas: 1 } }));
     const two = parseYamlDocuments(await renderChart({ setJson: { replicas: 2 } }));
-    expect(one.some((d) => d.kind === "PodDisruptionBudget")).toBe(false);
-    expect(findDoc(two, "PodDisruptionBudget")).toMatchObject({ spec: { minAvailable: 1 } });
+    expect(one.some((d) => d.kind === "PodDisruptionBudget" && d.metadata.name === "kw-keyward")).toBe(false);
+    expect(findDoc(two, "PodDisruptionBudget", "kw-keyward")).toMatchObject({ spec: { minAvailable: 1 } });
   });
 });
 
@@ -521,7 +528,7 @@ describe("a PodDisruptionBudget", () => {
 
   it("does not check minAvailable without a budget (one replica)", async () => {
     const docs = parseYamlDocuments(await renderChart({ setJson: { replicas: 1, podDisruptionBudget: { minAvailable: 1 } } }));
-    expect(docs.some((d) => d.kind === "PodDisruptionBudget")).toBe(false);
+    expect(docs.some((d) => d.kind === "PodDisruptionBudget" && d.metadata.name === "kw-keyward")).toBe(false);
   });
 });
 
@@ -529,10 +536,7 @@ describe("metrics.port equal to health.port", () => {
   it("renders one containerPort, with the probes and the Service on it", async () => {
     const docs = parseYamlDocuments(await renderChart({ setJson: { metrics: { port: 9000 }, health: { port: 9000 } } }));
     const c = container(docs);
-    expect(c.ports.map((p) => [p.name, p.containerPort])).toEqual([
-      ["metrics", 9000],
-      ["webhook", 9443],
-    ]);
+    expect(c.ports.map((p) => [p.name, p.containerPort])).toEqual([["metrics", 9000]]);
     expect(c.livenessProbe.httpGet).toEqual({ path: "/healthz", port: "metrics" });
     expect(c.readinessProbe.httpGet).toEqual({ path: "/readyz", port: "metrics" });
     const service = findDoc(docs, "Service", "kw-keyward-metrics") as unknown as { spec: { ports: { targetPort: string }[] } };
@@ -557,7 +561,8 @@ interface NetworkPolicySpec {
   ingress: NetworkPolicyRule[];
   egress: NetworkPolicyRule[];
 }
-const networkPolicy = (docs: Doc[]): NetworkPolicySpec => (findDoc(docs, "NetworkPolicy") as unknown as { spec: NetworkPolicySpec }).spec;
+const networkPolicy = (docs: Doc[], name?: string): NetworkPolicySpec =>
+  (findDoc(docs, "NetworkPolicy", name) as unknown as { spec: NetworkPolicySpec }).spec;
 const tcp = (...ports: number[]): PolicyPort[] => ports.map((port) => ({ port, protocol: "TCP" }));
 const dnsRule: NetworkPolicyRule = {
   ports: [
@@ -567,11 +572,11 @@ const dnsRule: NetworkPolicyRule = {
 };
 
 describe("the NetworkPolicy", () => {
-  it("by default selects keyward's pods, admits the metrics, health and webhook ports, and lets out the apiserver, DNS and 443", () => {
+  it("by default selects keyward's pods, admits the metrics and health ports, and lets out the apiserver, DNS and 443", () => {
     const np = networkPolicy(defaults);
     expect(np.podSelector.matchLabels).toEqual({ "app.kubernetes.io/name": "keyward", "app.kubernetes.io/instance": "kw" });
     expect(np.policyTypes).toEqual(["Ingress", "Egress"]);
-    expect(np.ingress).toEqual([{ ports: tcp(8080) }, { ports: tcp(8081) }, { ports: tcp(9443) }]);
+    expect(np.ingress).toEqual([{ ports: tcp(8080) }, { ports: tcp(8081) }]);
     // No allowedBaseUrls: the service may be anywhere, so servicePorts (443) to any address.
     expect(np.egress).toEqual([{ ports: tcp(443, 6443) }, dnsRule, { ports: tcp(443) }]);
   });
@@ -634,7 +639,7 @@ describe("the NetworkPolicy", () => {
       ),
     );
     // One port serves metrics and health: one ingress rule, restricted to the scrapers given.
-    expect(np.ingress).toEqual([{ ports: tcp(9000), from: [scraper] }, { ports: tcp(9443) }]);
+    expect(np.ingress).toEqual([{ ports: tcp(9000), from: [scraper] }]);
     expect(np.egress).toEqual([{ ports: tcp(443, 6443) }, { ...dnsRule, to: [dnsPeer] }, { ports: tcp(443) }, { ports: tcp(8443) }, extra]);
   });
 
@@ -1085,14 +1090,126 @@ describe("ServiceMonitor and PrometheusRule where the cluster serves no promethe
 
 describe("the conversion webhook (webhook)", () => {
   type ServiceDoc = Doc & { spec: { selector: Record<string, string>; ports: { port: number; targetPort: string }[] } };
+  type DeploymentDoc = Doc & {
+    spec: {
+      replicas: number;
+      selector: { matchLabels: Record<string, string> };
+      template: { metadata: { labels: Record<string, string> } };
+    };
+  };
   const crdNames = (): string[] => rootCrdFiles().map((f) => f.slice(0, -".yaml".length));
+  const webhookPods = { "app.kubernetes.io/name": "keyward-webhook", "app.kubernetes.io/instance": "kw" };
+  const matches = (selector: Record<string, string>, labels: Record<string, string>): boolean =>
+    Object.entries(selector).every(([k, v]) => labels[k] === v);
 
-  it("is a Service on 443 to every keyward pod's webhook port, with keyward's own CA by default", () => {
+  it("is a Deployment of its own, `keyward webhook` of the same image, two replicas, with keyward's own CA by default", () => {
+    const deployment = findDoc(defaults, "Deployment", "kw-keyward-webhook") as DeploymentDoc;
+    expect(deployment.spec.replicas).toBe(2);
+    const c = container(defaults, "kw-keyward-webhook");
+    expect(c.image).toBe(container(defaults).image);
+    expect((c as unknown as { args: string[] }).args).toEqual(["webhook"]);
+    expect(envOf(defaults, "kw-keyward-webhook")).toEqual({
+      NODE_OPTIONS: "--max-semi-space-size=1 --max-old-space-size=64",
+      LOG_LEVEL: "info",
+      HEALTH_PORT: "8081",
+      KUBE_REQUEST_TIMEOUT: "30s",
+      WEBHOOK_PORT: "9443",
+      WEBHOOK_SERVICE: "kw-keyward-webhook",
+      WEBHOOK_SECRET: "kw-keyward-webhook-tls",
+    });
+    expect(c.ports.map((p) => [p.name, p.containerPort])).toEqual([
+      ["webhook", 9443],
+      ["health", 8081],
+    ]);
+    expect(c.readinessProbe.httpGet).toEqual({ path: "/readyz", port: "health" });
+    expect(c.securityContext).toEqual(container(defaults).securityContext);
+    const pod = podSpec(defaults, "kw-keyward-webhook");
+    expect(pod.serviceAccountName).toBe("kw-keyward-webhook");
+    expect(pod.topologySpreadConstraints).toEqual([
+      {
+        maxSkew: 1,
+        topologyKey: "kubernetes.io/hostname",
+        whenUnsatisfiable: "ScheduleAnyway",
+        labelSelector: { matchLabels: webhookPods },
+      },
+    ]);
+  });
+
+  it("leaves the operator's pods without the webhook: no port, no WEBHOOK_ setting, no webhook RBAC on its ServiceAccount", () => {
+    expect(container(defaults).ports.map((p) => p.name)).not.toContain("webhook");
+    expect(Object.keys(envOf(defaults)).filter((k) => k.startsWith("WEBHOOK_"))).toEqual([]);
+    for (const kind of ["RoleBinding", "ClusterRoleBinding"]) {
+      const binding = findDoc(defaults, kind, "kw-keyward-webhook") as unknown as { subjects: object[] };
+      expect(binding.subjects).toEqual([{ kind: "ServiceAccount", name: "kw-keyward-webhook", namespace: "keyward-system" }]);
+    }
+  });
+
+  it("keeps the two sets of pods apart: each Deployment, Service, PodDisruptionBudget and NetworkPolicy selects its own pods only", async () => {
+    const docs = parseYamlDocuments(await renderChart({ setJson: { replicas: 2 } }));
+    const operator = (findDoc(docs, "Deployment", "kw-keyward") as DeploymentDoc).spec.template.metadata.labels;
+    const webhook = (findDoc(docs, "Deployment", "kw-keyward-webhook") as DeploymentDoc).spec.template.metadata.labels;
+    const selectors: [string, Record<string, string>, "operator" | "webhook"][] = [
+      ["Deployment kw-keyward", (findDoc(docs, "Deployment", "kw-keyward") as DeploymentDoc).spec.selector.matchLabels, "operator"],
+      ["Service kw-keyward-metrics", (findDoc(docs, "Service", "kw-keyward-metrics") as ServiceDoc).spec.selector, "operator"],
+      ["NetworkPolicy kw-keyward", networkPolicy(docs, "kw-keyward").podSelector.matchLabels, "operator"],
+      [
+        "Deployment kw-keyward-webhook",
+        (findDoc(docs, "Deployment", "kw-keyward-webhook") as DeploymentDoc).spec.selector.matchLabels,
+        "webhook",
+      ],
+      ["Service kw-keyward-webhook", (findDoc(docs, "Service", "kw-keyward-webhook") as ServiceDoc).spec.selector, "webhook"],
+      ["NetworkPolicy kw-keyward-webhook", networkPolicy(docs, "kw-keyward-webhook").podSelector.matchLabels, "webhook"],
+    ];
+    for (const name of ["kw-keyward", "kw-keyward-webhook"]) {
+      const pdb = findDoc(docs, "PodDisruptionBudget", name) as Doc & { spec: { selector: { matchLabels: Record<string, string> } } };
+      selectors.push([`PodDisruptionBudget ${name}`, pdb.spec.selector.matchLabels, name === "kw-keyward" ? "operator" : "webhook"]);
+    }
+    for (const [what, selector, own] of selectors) {
+      expect([matches(selector, operator), matches(selector, webhook)], what).toEqual([own === "operator", own === "webhook"]);
+    }
+  });
+
+  it("is a Service on 443 to the webhook pods' port, admitted by their NetworkPolicy, with a PodDisruptionBudget of minAvailable 1", async () => {
     const service = findDoc(defaults, "Service", "kw-keyward-webhook") as ServiceDoc;
     expect(service.spec.ports).toEqual([{ name: "webhook", port: 443, targetPort: "webhook", protocol: "TCP" }]);
-    expect(service.spec.selector).toEqual({ "app.kubernetes.io/name": "keyward", "app.kubernetes.io/instance": "kw" });
-    expect(envOf(defaults)).toMatchObject({ WEBHOOK_SERVICE: "kw-keyward-webhook", WEBHOOK_SECRET: "kw-keyward-webhook-tls" });
-    expect(envOf(defaults)).not.toHaveProperty("WEBHOOK_CERT_DIR");
+    expect(service.spec.selector).toEqual(webhookPods);
+    const np = networkPolicy(defaults, "kw-keyward-webhook");
+    expect(np.ingress).toEqual([{ ports: tcp(9443) }, { ports: tcp(8081) }]);
+    expect(np.egress).toEqual([{ ports: tcp(443, 6443) }, dnsRule]);
+    expect(findDoc(defaults, "PodDisruptionBudget", "kw-keyward-webhook")).toMatchObject({
+      spec: { minAvailable: 1, selector: { matchLabels: webhookPods } },
+    });
+    const one = parseYamlDocuments(await renderChart({ setJson: { webhook: { replicas: 1 } } }));
+    expect(one.some((d) => d.kind === "PodDisruptionBudget" && d.metadata.name === "kw-keyward-webhook")).toBe(false);
+  });
+
+  it("passes its values through (values-all.yaml): replicas, resources, V8 flags, affinity, spread, the apiserver's addresses", () => {
+    expect((findDoc(everything, "Deployment", "keyward-operator-webhook") as DeploymentDoc).spec.replicas).toBe(3);
+    const c = container(everything, "keyward-operator-webhook");
+    expect((c as unknown as { resources: object }).resources).toEqual({
+      requests: { cpu: "20m", memory: "100Mi" },
+      limits: { memory: "200Mi" },
+    });
+    expect(envOf(everything, "keyward-operator-webhook")).toMatchObject({
+      NODE_OPTIONS: "--max-old-space-size=80",
+      LOG_LEVEL: "debug",
+      HEALTH_PORT: "9091",
+    });
+    const pod = podSpec(everything, "keyward-operator-webhook");
+    expect(pod.affinity).toHaveProperty("podAntiAffinity");
+    expect(pod.nodeSelector).toEqual({ "kubernetes.io/os": "linux" });
+    expect(pod.topologySpreadConstraints).toEqual([
+      {
+        maxSkew: 1,
+        topologyKey: "topology.kubernetes.io/zone",
+        whenUnsatisfiable: "DoNotSchedule",
+        labelSelector: { matchLabels: { "app.kubernetes.io/name": "kw-webhook", "app.kubernetes.io/instance": "kw" } },
+      },
+    ]);
+    expect(networkPolicy(everything, "keyward-operator-webhook").ingress).toEqual([
+      { ports: tcp(9443), from: [{ ipBlock: { cidr: "192.168.10.0/28" } }] },
+      { ports: tcp(9091) },
+    ]);
   });
 
   it("may create Secrets, read and update only its TLS Secret, and read and patch only keyward's CRDs", () => {
@@ -1114,13 +1231,7 @@ describe("the conversion webhook (webhook)", () => {
     );
   });
 
-  it("is covered by the PodDisruptionBudget: it selects the same pods", async () => {
-    const docs = parseYamlDocuments(await renderChart({ setJson: { replicas: 2 } }));
-    const pdb = findDoc(docs, "PodDisruptionBudget") as Doc & { spec: { selector: { matchLabels: object } } };
-    expect(pdb.spec.selector.matchLabels).toEqual((findDoc(docs, "Service", "kw-keyward-webhook") as ServiceDoc).spec.selector);
-  });
-
-  it("with webhook.certManager.enabled: a cert-manager Issuer and Certificate, mounted, the CA injected by cert-manager, no RBAC of keyward's own", async () => {
+  it("with webhook.certManager.enabled: a cert-manager Issuer and Certificate, mounted, the CA injected by cert-manager, no RBAC and no token", async () => {
     const docs = parseYamlDocuments(await renderChart({ setJson: { webhook: { certManager: { enabled: true } } } }));
     expect(findDoc(docs, "Certificate", "kw-keyward-webhook")).toMatchObject({
       spec: {
@@ -1136,17 +1247,23 @@ describe("the conversion webhook (webhook)", () => {
         "helm.sh/resource-policy": "keep",
       });
     }
-    const env = envOf(docs);
+    const env = envOf(docs, "kw-keyward-webhook");
     expect(env["WEBHOOK_CERT_DIR"]).toBe("/var/run/keyward/webhook-tls");
     expect(env).not.toHaveProperty("WEBHOOK_SERVICE");
-    expect(container(docs).volumeMounts).toContainEqual({ name: "webhook-tls", mountPath: "/var/run/keyward/webhook-tls", readOnly: true });
-    expect(podSpec(docs).volumes).toContainEqual({ name: "webhook-tls", secret: { secretName: "kw-keyward-webhook-tls" } });
+    expect(container(docs, "kw-keyward-webhook").volumeMounts).toContainEqual({
+      name: "webhook-tls",
+      mountPath: "/var/run/keyward/webhook-tls",
+      readOnly: true,
+    });
+    const pod = podSpec(docs, "kw-keyward-webhook") as PodSpec & { automountServiceAccountToken: boolean };
+    expect(pod.volumes).toContainEqual({ name: "webhook-tls", secret: { secretName: "kw-keyward-webhook-tls" } });
+    expect(pod.automountServiceAccountToken).toBe(false);
     expect(
       docs
         .filter((d) => d.metadata.name === "kw-keyward-webhook")
         .map((d) => d.kind)
         .sort(),
-    ).toEqual(["Certificate", "Issuer", "Service"]);
+    ).toEqual(["Certificate", "Deployment", "Issuer", "NetworkPolicy", "PodDisruptionBudget", "Service", "ServiceAccount"]);
   });
 });
 
@@ -1165,7 +1282,5 @@ describe("webhook.enabled=false", () => {
       expect(crd.spec.conversion, crd.metadata.name).toBeUndefined();
     }
     expect(docs.filter((d) => d.metadata.name.endsWith("-webhook")).map((d) => d.kind)).toEqual([]);
-    expect(Object.keys(envOf(docs)).filter((k) => k.startsWith("WEBHOOK_"))).toEqual([]);
-    expect(container(docs).ports.map((p) => p.name)).not.toContain("webhook");
   });
 });
