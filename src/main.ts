@@ -4,16 +4,20 @@
 import { loadConfig, usage, type Config } from "./config.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { guardUncaughtExceptions } from "./process-guard.ts";
-import { loadKubeConfig, createKube } from "./kube/client.ts";
+import { loadKubeConfig, createKube, podNamespace } from "./kube/client.ts";
 import { setResponseBudget } from "./api/http.ts";
 import { createManager } from "./manager/manager.ts";
-import { releaseFinalizers, stopDeployment } from "./uninstall.ts";
+import { releaseFinalizers, stopConversion, stopDeployment } from "./uninstall.ts";
+import { kinds as registry } from "./resources/registry.ts";
+import { callsService } from "./webhook/keeper.ts";
+import { crdNamesOf } from "./webhook/webhook.ts";
 import { runWebhook } from "./webhook/run.ts";
 
 /**
  * `keyward uninstall [flags]`: releases keyward's finalizers in the namespaces the flags name
  * (src/uninstall.ts); with --stop-deployment (the chart's pre-delete hook) it first scales
- * keyward's Deployment to 0 and waits for its pods to go.
+ * keyward's Deployment to 0 and waits for its pods to go; with --webhook-service it then takes the
+ * conversion webhook out of keyward's CRDs that call that Service.
  */
 async function uninstall(config: Config, log: Logger): Promise<void> {
   const kc = loadKubeConfig(config.kubeconfig ? { kubeconfigPath: config.kubeconfig } : {});
@@ -26,6 +30,11 @@ async function uninstall(config: Config, log: Logger): Promise<void> {
     log,
   });
   log.info({ released: released.length }, "released keyward's finalizers");
+  // The chart's pre-delete hook: the webhook's Deployment goes with the release, the CRDs stay.
+  if (config.webhookService) {
+    const changed = await stopConversion(kube, crdNamesOf(registry), callsService(podNamespace(), config.webhookService), log);
+    log.info({ crds: changed.length }, "keyward's CRDs serve their stored version alone");
+  }
 }
 
 const modes = ["uninstall", "webhook"] as const;

@@ -144,10 +144,16 @@ describe("helm install --dry-run=server", () => {
     expect(notes).toMatch(
       /The release has no cluster-scoped objects[\s\S]*except the seven CRDs[\s\S]*and the ClusterRole kw-keyward-webhook/,
     );
-    // the webhook's ClusterRole (keyward's CRDs' caBundle, nothing else) and its binding, no other
+    // the webhook's ClusterRole (keyward's CRDs' caBundle, nothing else) and its binding, and the
+    // uninstall hook's (those CRDs' webhook taken out, during helm uninstall only); no other
     const manifest = result.stdout.slice(0, result.stdout.indexOf("NOTES:"));
     const cluster = [...manifest.matchAll(/^kind: (Cluster\w+)\nmetadata:\n {2}name: ([\w-]+)/gm)].map((m) => `${m[1]}/${m[2]}`);
-    expect(cluster).toEqual(["ClusterRole/kw-keyward-webhook", "ClusterRoleBinding/kw-keyward-webhook"]);
+    expect(cluster.sort()).toEqual([
+      "ClusterRole/kw-keyward-uninstall",
+      "ClusterRole/kw-keyward-webhook",
+      "ClusterRoleBinding/kw-keyward-uninstall",
+      "ClusterRoleBinding/kw-keyward-webhook",
+    ]);
   });
 
   it("with the ServiceMonitor: the apiserver accepts the scraper identity, and the notes name it", async () => {

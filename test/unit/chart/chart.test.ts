@@ -107,11 +107,13 @@ describe("default values", () => {
       "ClusterRole//kw-keyward-metrics-auth",
       "ClusterRole//kw-keyward-metrics-reader",
       "ClusterRole//kw-keyward-secret-writer",
+      "ClusterRole//kw-keyward-uninstall",
       "ClusterRole//kw-keyward-view",
       "ClusterRole//kw-keyward-webhook",
       "ClusterRoleBinding//kw-keyward",
       "ClusterRoleBinding//kw-keyward-metrics-auth",
       "ClusterRoleBinding//kw-keyward-secret-writer",
+      "ClusterRoleBinding//kw-keyward-uninstall",
       "ClusterRoleBinding//kw-keyward-webhook",
       "Deployment/keyward-system/kw-keyward",
       "Deployment/keyward-system/kw-keyward-webhook",
@@ -211,16 +213,29 @@ describe("default values", () => {
 });
 
 describe("a namespaced install (watchNamespaces: [a, b])", () => {
-  it("renders no cluster-scoped object but the CRDs and the webhook's ClusterRole on them, even with rbac.aggregateToDefaultRoles (the default) on", () => {
-    const webhookRbac = ["ClusterRole/kw-keyward-webhook", "ClusterRoleBinding/kw-keyward-webhook"];
-    expect(namespaced.filter((d) => d.kind.startsWith("Cluster")).map((d) => `${d.kind}/${d.metadata.name}`)).toEqual(webhookRbac);
+  it("renders no cluster-scoped object but the CRDs and the ClusterRoles on them of the webhook and the uninstall hook, even with rbac.aggregateToDefaultRoles (the default) on", () => {
+    const webhookRbac = [
+      "ClusterRole/kw-keyward-uninstall",
+      "ClusterRole/kw-keyward-webhook",
+      "ClusterRoleBinding/kw-keyward-uninstall",
+      "ClusterRoleBinding/kw-keyward-webhook",
+    ];
+    expect(
+      namespaced
+        .filter((d) => d.kind.startsWith("Cluster"))
+        .map((d) => `${d.kind}/${d.metadata.name}`)
+        .sort(),
+    ).toEqual(webhookRbac);
     expect(
       namespaced
         .filter((d) => d.metadata.namespace === undefined && d.kind !== "CustomResourceDefinition")
-        .map((d) => `${d.kind}/${d.metadata.name}`),
+        .map((d) => `${d.kind}/${d.metadata.name}`)
+        .sort(),
     ).toEqual(webhookRbac);
     expect(kinds(namespaced)).toEqual([
+      "ClusterRole//kw-keyward-uninstall",
       "ClusterRole//kw-keyward-webhook",
+      "ClusterRoleBinding//kw-keyward-uninstall",
       "ClusterRoleBinding//kw-keyward-webhook",
       ...crdKinds(),
       "Deployment/keyward-system/kw-keyward",
@@ -414,6 +429,7 @@ describe("every option on (values-all.yaml)", () => {
       "keyward-operator-edit",
       "keyward-operator-metrics-auth",
       "keyward-operator-metrics-reader",
+      "keyward-operator-uninstall",
       "keyward-operator-view",
       "keyward-operator-webhook",
     ]);
@@ -478,14 +494,20 @@ describe("clusterProviderConfig", () => {
     });
   });
 
-  it("is ignored by a namespaced install, which renders nothing cluster-scoped but the CRDs and the webhook's ClusterRole on them", async () => {
+  it("is ignored by a namespaced install, which renders nothing cluster-scoped but the CRDs and the ClusterRoles on them", async () => {
     const docs = parseYamlDocuments(await renderChart({ setJson: { ...values, watchNamespaces: ["a"] } }));
     expect(
       docs
         .filter((d) => d.kind !== "CustomResourceDefinition")
         .filter((d) => d.kind.startsWith("Cluster") || d.metadata.namespace === undefined)
-        .map((d) => `${d.kind}/${d.metadata.name}`),
-    ).toEqual(["ClusterRole/kw-keyward-webhook", "ClusterRoleBinding/kw-keyward-webhook"]);
+        .map((d) => `${d.kind}/${d.metadata.name}`)
+        .sort(),
+    ).toEqual([
+      "ClusterRole/kw-keyward-uninstall",
+      "ClusterRole/kw-keyward-webhook",
+      "ClusterRoleBinding/kw-keyward-uninstall",
+      "ClusterRoleBinding/kw-keyward-webhook",
+    ]);
     expect(docs.some((d) => d.metadata.name === "kw-keyward-credentials")).toBe(false);
     expect(envOf(docs)["CLUSTER_PROVIDER_CONFIGS"]).toBeUndefined();
   });
@@ -1025,6 +1047,37 @@ describe("the uninstall hook (uninstall.releaseFinalizers, on by default)", () =
     expect(rulesOf(findDoc(defaults, "Role", "kw-keyward-uninstall", "keyward-system"))).toEqual(uninstallGrants("kw-keyward"));
     const binding = findDoc(defaults, "RoleBinding", "kw-keyward-uninstall") as unknown as { subjects: object[] };
     expect(binding.subjects).toEqual([{ kind: "ServiceAccount", name: "kw-keyward", namespace: "keyward-system" }]);
+  });
+
+  it("then takes the conversion webhook out of keyward's CRDs: WEBHOOK_SERVICE, and get/update of those CRDs alone, granted as hooks for the uninstall only", async () => {
+    const env = Object.fromEntries((job(defaults).spec.template.spec.containers[0]?.env ?? []).map((e) => [e.name, e.value]));
+    expect(env["WEBHOOK_SERVICE"]).toBe("kw-keyward-webhook");
+    const crdNames = rootCrdFiles().map((f) => f.slice(0, -".yaml".length));
+    const role = findDoc(defaults, "ClusterRole", "kw-keyward-uninstall");
+    expect(rulesOf(role)).toEqual(
+      flattenRules([
+        {
+          apiGroups: ["apiextensions.k8s.io"],
+          resources: ["customresourcedefinitions"],
+          resourceNames: crdNames,
+          verbs: ["get", "update"],
+        },
+      ]),
+    );
+    const binding = findDoc(defaults, "ClusterRoleBinding", "kw-keyward-uninstall") as unknown as { subjects: object[] };
+    expect(binding.subjects).toEqual([{ kind: "ServiceAccount", name: "kw-keyward", namespace: "keyward-system" }]);
+    for (const doc of [role, binding as unknown as Doc]) {
+      expect((doc.metadata as { annotations?: Record<string, string> }).annotations).toMatchObject({
+        "helm.sh/hook": "pre-delete",
+        "helm.sh/hook-weight": "-1",
+        "helm.sh/hook-delete-policy": "before-hook-creation,hook-succeeded",
+      });
+    }
+    const off = parseYamlDocuments(await renderChart({ setJson: { webhook: { enabled: false } } }));
+    expect(kinds(off).filter((k) => k.startsWith("Cluster") && k.includes("uninstall"))).toEqual([]);
+    expect(Object.fromEntries((job(off).spec.template.spec.containers[0]?.env ?? []).map((e) => [e.name, e.value]))).not.toHaveProperty(
+      "WEBHOOK_SERVICE",
+    );
   });
 
   it("renders nothing with uninstall.releaseFinalizers false", async () => {
