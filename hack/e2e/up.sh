@@ -36,7 +36,7 @@ fi
 # first, then keyward's finalizers (on its objects and on the token Secrets it holds), then the
 # namespaces.
 kubectl() { "$kubectl_dir/kubectl" --kubeconfig "$kubeconfig" "$@"; }
-# Only what the e2e creates: namespaces kw-e2e-*, its releases kw-e2e, kw-ns, kw-shard, kw-scale, kw-argo, kw-upgrade, kw-check.
+# Only what the e2e creates: namespaces kw-e2e-*, its releases kw-e2e, kw-ns, kw-shard, kw-scale, kw-argo, kw-upgrade, kw-check, kw-conv.
 leftovers=$(kubectl get namespaces -o name | sed -n 's|^namespace/\(kw-e2e-.*\)$|\1|p')
 if [[ -n $leftovers ]]; then
   log "removing what an earlier run left: $(echo $leftovers)"
@@ -45,7 +45,9 @@ if [[ -n $leftovers ]]; then
   done
   # One kind at a time: a kind whose CRD is gone (Argo CD's, after an interrupted run) must not
   # hide the others' finalizers.
-  kinds="secrets providerconfigs.keyward.dev projects.keyward.dev projectmemberships.keyward.dev secretsyncs.keyward.dev accesstokens.keyward.dev certificateprofiles.keyward.dev applications.argoproj.io"
+  # keyward's kinds by their stored version: an unqualified read goes through the conversion
+  # webhook, which the releases just uninstalled took with them.
+  kinds="secrets providerconfigs.v1alpha1.keyward.dev projects.v1alpha1.keyward.dev projectmemberships.v1alpha1.keyward.dev secretsyncs.v1alpha1.keyward.dev accesstokens.v1alpha1.keyward.dev certificateprofiles.v1alpha1.keyward.dev applications.argoproj.io"
   for ns in $leftovers; do
     for kind in $kinds; do
       # A kind whose CRD is not installed (Argo CD's before its file ran) lists nothing.
@@ -56,7 +58,7 @@ if [[ -n $leftovers ]]; then
   kubectl delete namespace $leftovers --wait=true --timeout=300s >&2
 fi
 # Cluster-scoped objects of keyward installs that no helm release owns any more (Argo CD's).
-kubectl delete clusterrole,clusterrolebinding -l 'app.kubernetes.io/name=keyward,app.kubernetes.io/instance in (kw-e2e,kw-ns,kw-shard,kw-scale,kw-argo,kw-upgrade,kw-check)' --ignore-not-found >&2
+kubectl delete clusterrole,clusterrolebinding -l 'app.kubernetes.io/name in (keyward,keyward-webhook),app.kubernetes.io/instance in (kw-e2e,kw-ns,kw-shard,kw-scale,kw-argo,kw-upgrade,kw-check,kw-conv)' --ignore-not-found >&2
 kubectl delete clusterrolebinding kw-e2e-argocd --ignore-not-found >&2
 
 # keyward's release artifacts, as `npm run release` makes them (the image is built once, here):

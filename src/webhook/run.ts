@@ -14,7 +14,8 @@ import { startConversionWebhook, type ConversionWebhookOptions } from "./webhook
  * How long a stopping pod keeps serving after SIGTERM, not ready: the apiserver picks a webhook
  * endpoint per request from the Service's EndpointSlices, which drop a terminating pod only after
  * the kubelet and the endpoint controller have seen it go; a review sent meanwhile still finds a
- * server. Well below the pod's grace period (30 s).
+ * server, and its answer closes the connection (drain), so the next review goes elsewhere. Well
+ * below the pod's grace period (30 s).
  */
 export const DRAIN_MS = 5_000;
 
@@ -41,6 +42,7 @@ export async function runWebhook(config: Config, log: Logger, drainMs = DRAIN_MS
   const signal = await stopSignal;
   log.info({ signal, drainMs }, "webhook stopping: not ready, still serving while the endpoints drop this pod");
   health.ready = false;
+  webhook.drain();
   await new Promise((resolve) => setTimeout(resolve, drainMs));
   await Promise.all([webhook.stop(), new Promise<void>((resolve) => probes.close(() => resolve()))]);
   log.info("bye");

@@ -40,6 +40,12 @@ export interface WebhookServer {
   readonly port: number;
   /** Serves `certificate` from the next TLS handshake on; connections already open keep theirs. */
   setCertificate(certificate: ServingCertificate): void;
+  /**
+   * From now on every answer closes its connection (`connection: close`): a stopping pod's
+   * clients open their next connection elsewhere instead of reusing one this server is about to
+   * close, which a client may already be writing a review on when the close arrives.
+   */
+  drain(): void;
   close(): Promise<void>;
 }
 
@@ -79,7 +85,9 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
   const max = opts.maxBodyBytes ?? DEFAULT_MAX_REVIEW_BYTES;
   const timeoutMs = opts.timeoutMs ?? DEFAULT_REVIEW_TIMEOUT_MS;
   const { log } = opts;
+  let draining = false;
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    if (draining) res.setHeader("connection", "close");
     const path = (req.url ?? "/").split("?")[0];
     if (path !== CONVERT_PATH) return answer(res, 404, { message: "not found" });
     if (req.method !== "POST") return answer(res, 405, { message: "POST a ConversionReview" });
@@ -122,7 +130,9 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
       });
     },
   );
-  server.keepAliveTimeout = 30_000;
+  // Longer than the apiserver's idle-connection timeout (90 s, Go's default): the client closes an
+  // idle connection before this server does, never while it may be sending a review on it.
+  server.keepAliveTimeout = 120_000;
   server.listen(opts.port, opts.bindAddress);
   await once(server, "listening");
   const address = server.address();
@@ -131,6 +141,9 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
     port,
     setCertificate(certificate) {
       server.setSecureContext({ cert: certificate.cert, key: certificate.key, minVersion: "TLSv1.2" });
+    },
+    drain() {
+      draining = true;
     },
     close: () =>
       new Promise<void>((resolve) => {

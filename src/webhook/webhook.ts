@@ -49,13 +49,20 @@ export interface ConversionWebhookOptions {
 export interface ConversionWebhook {
   /** Resolves once the server listens with a certificate. */
   readonly serving: Promise<WebhookServer>;
+  /** Every answer from now on closes its connection (WebhookServer.drain). */
+  drain(): void;
   stop(): Promise<void>;
 }
 
 /** The CRD name of each kind keyward serves: `<plural>.<group>`. */
 export const crdNamesOf = (kinds: readonly Kind[]): string[] => kinds.map((k) => `${k.ref.plural}.${k.ref.group}`);
 
-const DEFAULT_INTERVAL_MS = 5 * 60 * 1000;
+/**
+ * A CRD created again (deleted and put back by a helm upgrade, restored from a backup) has no
+ * caBundle, and reads through the webhook fail until a pass writes it: every 30 s bounds that,
+ * for 8 reads a pass (the Secret and the seven CRDs) and a write only when something differs.
+ */
+const DEFAULT_INTERVAL_MS = 30 * 1000;
 /** A failed pass (apiserver unreachable, a conflict lost three times) is retried sooner than the interval. */
 const RETRY_MS = 5_000;
 
@@ -95,6 +102,7 @@ export function startConversionWebhook(opts: ConversionWebhookOptions): Conversi
   let server: WebhookServer | undefined;
   let served: ServingCertificate | undefined;
   let stopped = false;
+  let draining = false;
   let timer: NodeJS.Timeout | undefined;
   let resolveServing: (s: WebhookServer) => void = () => undefined;
   const serving = new Promise<WebhookServer>((resolve) => (resolveServing = resolve));
@@ -110,6 +118,7 @@ export function startConversionWebhook(opts: ConversionWebhookOptions): Conversi
         ...(opts.kinds ? { kinds: opts.kinds } : {}),
       });
       served = cert;
+      if (draining) server.drain();
       if (stopped) {
         await server.close();
         return;
@@ -146,6 +155,10 @@ export function startConversionWebhook(opts: ConversionWebhookOptions): Conversi
 
   return {
     serving,
+    drain() {
+      draining = true;
+      server?.drain();
+    },
     async stop() {
       stopped = true;
       if (timer) clearTimeout(timer);

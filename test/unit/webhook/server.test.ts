@@ -1,7 +1,7 @@
 // The conversion webhook's HTTPS server on loopback (src/webhook/server.ts): answers POST /convert,
 // refuses other paths, methods and media types, bounds a body in bytes and in time, and serves a
 // swapped certificate from the next connection on without a restart.
-import { request } from "node:https";
+import { Agent, request } from "node:https";
 import type { TLSSocket } from "node:tls";
 import { X509Certificate } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -20,11 +20,21 @@ interface Answer {
   status: number;
   body: string;
   peer: string;
+  connection: string | undefined;
 }
 
 function call(
   server: WebhookServer,
-  opts: { method?: string; path?: string; type?: string; body?: string | Buffer; ca?: string; stall?: boolean; chunked?: boolean },
+  opts: {
+    method?: string;
+    path?: string;
+    type?: string;
+    body?: string | Buffer;
+    ca?: string;
+    stall?: boolean;
+    chunked?: boolean;
+    agent?: Agent;
+  },
 ): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const req = request(
@@ -34,14 +44,14 @@ function call(
         method: opts.method ?? "POST",
         path: opts.path ?? "/convert",
         ca: opts.ca ?? first[SECRET_KEYS.bundle],
-        agent: false,
+        agent: opts.agent ?? false,
         headers: { "content-type": opts.type ?? "application/json", ...(opts.chunked ? { "transfer-encoding": "chunked" } : {}) },
       },
       (res) => {
         const peer = (res.socket as TLSSocket).getPeerCertificate().fingerprint256;
         let body = "";
         res.on("data", (c: Buffer) => (body += c.toString()));
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, body, peer }));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body, peer, connection: res.headers.connection }));
       },
     );
     req.on("error", reject);
@@ -125,5 +135,27 @@ describe("the conversion webhook server", () => {
     expect(after.peer).toBe(new X509Certificate(second[SECRET_KEYS.cert] ?? "").fingerprint256);
     // the old CA no longer verifies it
     await expect(call(server, { body: review, ca: first[SECRET_KEYS.bundle] })).rejects.toThrow();
+  });
+});
+
+describe("a draining server (a stopping webhook pod)", () => {
+  it("keeps connections alive until drain(), then closes each after its answer", async () => {
+    const server = await startWebhookServer({
+      port: 0,
+      bindAddress: "127.0.0.1",
+      certificate: pair(first),
+      log: createLogger({ level: "fatal" }),
+    });
+    const agent = new Agent({ keepAlive: true });
+    try {
+      const before = await call(server, { body: review, agent });
+      expect([before.status, before.connection]).toEqual([200, "keep-alive"]);
+      server.drain();
+      const after = await call(server, { body: review, agent });
+      expect([after.status, after.connection]).toEqual([200, "close"]);
+    } finally {
+      agent.destroy();
+      await server.close();
+    }
   });
 });
