@@ -43,6 +43,18 @@ if [[ -n $leftovers ]]; then
   for ns in $leftovers; do
     for r in $("$helm" list -n "$ns" -q --kubeconfig "$kubeconfig"); do "$helm" uninstall "$r" -n "$ns" --wait --kubeconfig "$kubeconfig" >&2; done
   done
+  # keyward's CRDs whose conversion webhook is gone or about to go with these namespaces: served
+  # in their stored version alone with conversion None, as helm uninstall's hook leaves them, or
+  # listing, patching and deleting their objects (and the namespaces holding them) would fail.
+  for crd in $(kubectl get crd -o name | sed -n 's|^customresourcedefinition.apiextensions.k8s.io/\(.*\.keyward\.dev\)$|\1|p'); do
+    svc=$(kubectl get crd "$crd" -o jsonpath='{.spec.conversion.webhook.clientConfig.service.namespace}/{.spec.conversion.webhook.clientConfig.service.name}')
+    [[ $svc == / ]] && continue
+    if [[ " $(echo $leftovers) " != *" ${svc%%/*} "* ]] && kubectl -n "${svc%%/*}" get service "${svc#*/}" >/dev/null 2>&1; then continue; fi
+    log "CRD $crd converts through $svc, which is gone: serving its stored version alone"
+    kubectl get crd "$crd" -o json |
+      node -e 'const c = JSON.parse(require("fs").readFileSync(0, "utf8")); c.spec.versions = c.spec.versions.map((v) => (v.storage ? v : { ...v, served: false })); c.spec.conversion = { strategy: "None" }; process.stdout.write(JSON.stringify(c));' |
+      kubectl replace -f - >&2
+  done
   # One kind at a time: a kind whose CRD is gone (Argo CD's, after an interrupted run) must not
   # hide the others' finalizers.
   # keyward's kinds by their stored version: an unqualified read goes through the conversion
@@ -51,7 +63,8 @@ if [[ -n $leftovers ]]; then
   for ns in $leftovers; do
     for kind in $kinds; do
       # A kind whose CRD is not installed (Argo CD's before its file ran) lists nothing.
-      { kubectl get "$kind" -n "$ns" -o name 2>/dev/null || true; } |
+      # -o name prints the kind's unqualified type: each object is patched through $kind instead.
+      { kubectl get "$kind" -n "$ns" -o name 2>/dev/null || true; } | sed "s|^[^/]*/|$kind/|" |
         xargs -r -P 4 -I{} "$kubectl_dir/kubectl" --kubeconfig "$kubeconfig" patch -n "$ns" {} --type merge -p '{"metadata":{"finalizers":null}}' >/dev/null
     done
   done
