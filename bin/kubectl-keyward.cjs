@@ -334,7 +334,8 @@ Usage:
 
   kubectl keyward check [-n NAMESPACE | -A] [--wait [--timeout 5m]]
       Checks an install, one line per check, with what to do about each failure: keyward's CRDs
-      present, Established and of this version; per install, a Ready keyward pod
+      present, Established and of this version; their conversion webhook answering (a ready
+      endpoint, a caBundle, a v1beta1 read); per install, a Ready keyward pod
       (app.kubernetes.io/name=keyward, any namespace) and, with leader election, a Ready one holding
       and renewing its Lease; its ServiceAccount allowed what keyward does (SubjectAccessReviews);
       every ProviderConfig of the namespace (-A: every one, and the ClusterProviderConfigs) Ready.
