@@ -288,7 +288,18 @@ const RBAC = {
   ],
 };
 // END generated
-const SYNC_RESOURCE = `secretsyncs.${GROUP}`;
+/**
+ * A keyward resource type by the version its CRD stores (`secretsyncs.v1alpha1.keyward.dev`): the
+ * apiserver reads and writes it without converting, so it needs no conversion webhook running. A
+ * type this plugin does not know keeps its unqualified name.
+ * @param {string} resource `<plural>.keyward.dev`
+ */
+function stored(resource) {
+  const version = CRDS[/** @type {keyof typeof CRDS} */ (resource)]?.version;
+  return version === undefined ? resource : `${resource.slice(0, -GROUP.length)}${version}.${GROUP}`;
+}
+
+const SYNC_RESOURCE = stored(`secretsyncs.${GROUP}`);
 
 /** Exit codes, documented in --help. */
 const EXIT = { ok: 0, failed: 1, usage: 2, notFound: 3, timeout: 4 };
@@ -323,7 +334,8 @@ Usage:
 
   kubectl keyward check [-n NAMESPACE | -A] [--wait [--timeout 5m]]
       Checks an install, one line per check, with what to do about each failure: keyward's CRDs
-      present, Established and of this version; per install, a Ready keyward pod
+      present, Established and of this version; their conversion webhook answering (a ready
+      endpoint, a caBundle, a v1beta1 read); per install, a Ready keyward pod
       (app.kubernetes.io/name=keyward, any namespace) and, with leader election, a Ready one holding
       and renewing its Lease; its ServiceAccount allowed what keyward does (SubjectAccessReviews);
       every ProviderConfig of the namespace (-A: every one, and the ClusterProviderConfigs) Ready.
@@ -668,7 +680,7 @@ async function waitForJob(args, name, { action, actionName, value, before }) {
 
 // ---------------------------------------------------------------- status
 
-/** @typedef {{ resource: string; kind: string; namespaced: boolean; names: string[] }} ApiResource names: kind, plural and short names, lower case */
+/** @typedef {{ resource: string; read: string; kind: string; namespaced: boolean; names: string[] }} ApiResource names: kind, plural and short names, lower case; read: the resource by its stored version */
 
 /** Every resource type of the keyward.dev API group the cluster serves. @param {Args} args @returns {Promise<ApiResource[]>} */
 async function keywardResources(args) {
@@ -683,7 +695,8 @@ async function keywardResources(args) {
       const kind = f[f.length - 1] ?? "";
       const shortNames = f.length >= 5 ? (f[1] ?? "").split(",") : [];
       const names = [kind.toLowerCase(), f[0] ?? "", ...shortNames].filter((n) => n !== "");
-      return { resource: `${f[0] ?? ""}.${GROUP}`, kind, namespaced: f[f.length - 2] === "true", names };
+      const resource = `${f[0] ?? ""}.${GROUP}`;
+      return { resource, read: stored(resource), kind, namespaced: f[f.length - 2] === "true", names };
     });
   if (found.length === 0)
     throw new CliError(`keyward's CRDs are not installed in this cluster: it serves no resource of the ${GROUP} API group`, EXIT.notFound);
@@ -733,7 +746,7 @@ async function status(args) {
   const scope = args.allNamespaces ? ["--all-namespaces"] : nsFlags(args);
   const results = await Promise.all(
     resources.map(async (res) => {
-      const r = await kubectl(args, ["get", res.resource, "--output", "json", ...(res.namespaced ? scope : [])]);
+      const r = await kubectl(args, ["get", res.read, "--output", "json", ...(res.namespaced ? scope : [])]);
       if (r.code !== 0) return { res, error: kubectlMessage(r.stderr), items: [] };
       const list = /** @type {{ items?: KubeObject[] }} */ (JSON.parse(r.stdout));
       return { res, error: undefined, items: list.items ?? [] };
@@ -1033,7 +1046,7 @@ async function exportResources(args) {
   const scope = args.allNamespaces ? ["--all-namespaces"] : nsFlags(args);
   const results = await Promise.all(
     resources.map(async (res) => {
-      const r = await kubectl(args, ["get", res.resource, "--output", "json", ...(res.namespaced ? scope : [])]);
+      const r = await kubectl(args, ["get", res.read, "--output", "json", ...(res.namespaced ? scope : [])]);
       if (r.code !== 0) return { res, error: kubectlMessage(r.stderr), items: [] };
       const list = /** @type {{ items?: FullObject[] }} */ (JSON.parse(r.stdout));
       return { res, error: undefined, items: list.items ?? [] };
@@ -1465,7 +1478,7 @@ async function checkProviderConfigs(args) {
   let count = 0;
   for (const res of resources) {
     const scope = res.namespaced ? (args.allNamespaces ? ["--all-namespaces"] : nsFlags(args)) : [];
-    const found = await list(args, ["get", res.resource, ...scope]);
+    const found = await list(args, ["get", res.read, ...scope]);
     if ("error" in found) {
       findings.push({ ok: false, what: `could not list ${res.resource}: ${found.error}` });
       continue;
@@ -1492,14 +1505,113 @@ async function checkProviderConfigs(args) {
   return findings;
 }
 
+/**
+ * @typedef {{ metadata: { name: string }; spec: { versions?: { name: string; served?: boolean; storage?: boolean }[];
+ *   conversion?: { strategy?: string; webhook?: { clientConfig?: { service?: { namespace?: string; name?: string }; url?: string; caBundle?: string } } } } }} ConvertingCrd
+ * @typedef {{ endpoints?: { conditions?: { ready?: boolean } }[] }} EndpointSlice
+ */
+
+/** How reads behave while a CRD's conversion webhook does not answer: what check says with a failing webhook. @param {string} plural @param {string} storage */
+const webhookDownNote = (plural, storage) =>
+  `reads of the other versions, and reads that name no version (kubectl get ${plural}.${GROUP}), fail; reads of ${storage} by name (kubectl get ${plural}.${storage}.${GROUP}) work`;
+
+/** The plural of one of keyward's CRDs and the version it stores. @param {ConvertingCrd} crd */
+const pluralAndStorage = (crd) => ({
+  plural: crd.metadata.name.slice(0, -GROUP.length - 1),
+  storage: (crd.spec.versions ?? []).find((v) => v.storage)?.name ?? "v1alpha1",
+});
+
+/** The webhook's Service has a ready endpoint, or the finding that says it has none. @param {Args} args @param {string} service namespace/name @param {ConvertingCrd} crd @returns {Promise<Finding | undefined>} */
+async function webhookEndpoints(args, service, crd) {
+  const [ns = "", name = ""] = service.split("/");
+  const slices = await list(args, ["get", "endpointslices.discovery.k8s.io", "-n", ns, "--selector", `kubernetes.io/service-name=${name}`]);
+  if ("error" in slices)
+    return { ok: false, what: `could not list the endpoints of the conversion webhook's Service ${service}: ${slices.error}` };
+  // An endpoint whose readiness is unknown counts as ready (the EndpointSlice API's rule).
+  const ready = slices.items.flatMap((/** @type {EndpointSlice} */ e) => e.endpoints ?? []).filter((e) => e.conditions?.ready !== false);
+  if (ready.length > 0) return undefined;
+  const { plural, storage } = pluralAndStorage(crd);
+  return {
+    ok: false,
+    what: `conversion webhook: its Service ${service} has no ready endpoint, so ${webhookDownNote(plural, storage)}`,
+    fix: `kubectl -n ${ns} get deployment,pods -l app.kubernetes.io/component=webhook; kubectl -n ${ns} describe deployment ${name}`,
+  };
+}
+
+/**
+ * One object of each kind (when there is one) read in every served version but the stored one:
+ * the apiserver converts it through the webhook, over TLS checked against the CRD's caBundle.
+ * @param {Args} args @param {string} service @param {ConvertingCrd[]} crds @returns {Promise<Finding>}
+ */
+async function convertThrough(args, service, crds) {
+  let converted = 0;
+  for (const crd of crds) {
+    const { plural, storage } = pluralAndStorage(crd);
+    for (const version of (crd.spec.versions ?? []).filter((v) => v.served && !v.storage).map((v) => v.name)) {
+      const r = await kubectl(args, ["get", "--raw", `/apis/${GROUP}/${version}/${plural}?limit=1`]);
+      if (r.code !== 0)
+        return {
+          ok: false,
+          what: `conversion webhook: a read of ${plural}.${version}.${GROUP} failed (${kubectlMessage(r.stderr)}), so ${webhookDownNote(plural, storage)}`,
+          fix: /x509|certificate/.test(r.stderr)
+            ? "the CRD's caBundle does not verify the webhook's certificate: see the logs of the webhook's pods (they write it), or cert-manager's CA injector with webhook.certManager.enabled"
+            : `kubectl describe crd ${crd.metadata.name}; see the logs of the webhook's pods`,
+        };
+      /** @type {{ items?: unknown[] }} */
+      const page = JSON.parse(r.stdout);
+      if ((page.items ?? []).length > 0) converted++;
+    }
+  }
+  const what =
+    converted > 0 ? `objects of ${converted} kind(s) read in every served version` : "no object to convert yet, every CRD has a caBundle";
+  return { ok: true, what: `conversion webhook${service ? ` (Service ${service})` : ""} answers: ${what}` };
+}
+
+/**
+ * The conversion webhook of keyward's CRDs that convert through one: the Service each calls has a
+ * ready endpoint, every CRD has a caBundle, and a stored object reads in the other versions.
+ * @param {Args} args @returns {Promise<Finding[]>}
+ */
+async function checkConversion(args) {
+  const found = await list(args, ["get", "customresourcedefinitions.apiextensions.k8s.io"]);
+  // checkCrds has said why the CRDs cannot be read.
+  if ("error" in found) return [];
+  /** @type {Map<string, ConvertingCrd[]>} */
+  const byService = new Map();
+  for (const crd of /** @type {ConvertingCrd[]} */ (found.items)) {
+    if (!(crd.metadata.name in CRDS) || crd.spec.conversion?.strategy !== "Webhook") continue;
+    const svc = crd.spec.conversion.webhook?.clientConfig?.service;
+    const key = svc?.namespace && svc.name ? `${svc.namespace}/${svc.name}` : "";
+    byService.set(key, [...(byService.get(key) ?? []), crd]);
+  }
+  /** @type {Finding[]} */
+  const findings = [];
+  for (const [service, crds] of byService) {
+    const first = /** @type {ConvertingCrd} */ (crds[0]);
+    const down = service !== "" ? await webhookEndpoints(args, service, first) : undefined;
+    const caMissing = crds.filter((c) => !c.spec.conversion?.webhook?.clientConfig?.caBundle).map((c) => c.metadata.name);
+    const { plural, storage } = pluralAndStorage(first);
+    if (down) findings.push(down);
+    else if (caMissing.length > 0)
+      findings.push({
+        ok: false,
+        what: `conversion webhook: CRD ${caMissing.join(", ")} has no caBundle yet, so ${webhookDownNote(plural, storage)}`,
+        fix: "keyward's webhook writes it once it runs (see the logs of its pods); with webhook.certManager.enabled, cert-manager's CA injector does",
+      });
+    else findings.push(await convertThrough(args, service, crds));
+  }
+  return findings;
+}
+
 /** @param {Args} args @returns {Promise<Finding[]>} */
 async function checkOnce(args) {
   const crds = await checkCrds(args);
   const controller = await checkController(args);
   const rbac = await checkRbac(args, controller.installs);
   // Without the CRDs there is no provider config to read.
+  const conversion = await checkConversion(args);
   const configs = crds.every((f) => f.ok) ? await checkProviderConfigs(args) : [];
-  return [...crds, ...controller.findings, ...rbac, ...configs];
+  return [...crds, ...conversion, ...controller.findings, ...rbac, ...configs];
 }
 
 /** @param {Finding[]} findings */

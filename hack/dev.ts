@@ -10,6 +10,7 @@ import { createLogger } from "../src/log.ts";
 import { loadKubeConfig } from "../src/kube/client.ts";
 import { createOperator } from "../src/operator.ts";
 import { waitForCrdsEstablished } from "../test/controlplane/crds-established.ts";
+import { storageVersionCrdDir } from "../test/controlplane/crds-without-webhook.ts";
 import { prepareEmulatorState } from "./dev-state.ts";
 
 const run = promisify(execFile);
@@ -57,8 +58,10 @@ async function main(): Promise<void> {
   });
   console.log(`emulator at ${emulator.url} (token: dev-token, state in .keyward/emulator.json)`);
 
-  await kubectl(["apply", "--server-side", "-f", "crds/"]);
-  await waitForCrdsEstablished(async (args) => (await kubectl(args)).stdout, ["-f", "crds/"], 60_000);
+  // v1alpha1 alone: the in-process operator serves no conversion webhook.
+  const crds = await storageVersionCrdDir("crds");
+  await kubectl(["apply", "--server-side", "--force-conflicts", "-f", crds]);
+  await waitForCrdsEstablished(async (args) => (await kubectl(args)).stdout, ["-f", crds], 60_000);
   await kubectl(["apply", "-n", NAMESPACE, "-k", "config/samples/"]);
   console.log(`CRDs installed; samples applied in namespace ${NAMESPACE}`);
 

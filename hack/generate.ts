@@ -10,7 +10,7 @@
 // the registry generates (CI and tests).
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { crdFileProblems, renderCrdFiles, writeCrdFiles } from "../src/crd/files.ts";
+import { crdFileProblems, renderKindCrdFiles, writeCrdFiles } from "../src/crd/files.ts";
 import { derivedFileProblems, writeDerivedFiles } from "../src/crd/derived-files.ts";
 import { kinds } from "../src/resources/registry.ts";
 import { renderArgoCdFiles } from "./tools/render-argocd-cm.ts";
@@ -18,7 +18,7 @@ import { renderArgoCdFiles } from "./tools/render-argocd-cm.ts";
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const check = process.argv.includes("--check");
 
-const files = renderCrdFiles(kinds.map((k) => k.crd));
+const files = renderKindCrdFiles(kinds);
 if (check) {
   const problems = [...crdFileProblems(root, files), ...(await derivedFileProblems(root))];
   for (const { path, problem } of problems) console.error(`${problem}: ${path}`);

@@ -110,6 +110,22 @@ export const configSchema = z
     kubeApiBurst: z.coerce.number().int().min(1).max(20_000).default(DEFAULT_KUBE_API_LIMIT.burst),
     // An exec credential plugin of the kubeconfig is killed after this.
     execPluginTimeout: duration.pipe(z.number().min(100).max(600_000)).default(30_000),
+    // `keyward webhook` only (src/webhook/run.ts): the conversion webhook, served on this port
+    // once it has a certificate, from keyward's own CA (--webhook-service names the Service whose
+    // DNS names the certificate carries; the CA and certificate are kept in the Secret
+    // --webhook-secret) or from tls.crt and tls.key in --webhook-cert-dir (cert-manager's).
+    webhookPort: z.coerce.number().int().min(0).max(65535).default(9443),
+    webhookService: z
+      .string()
+      .regex(/^[a-z]([-a-z0-9]*[a-z0-9])?$/)
+      .max(63)
+      .optional(),
+    webhookSecret: z
+      .string()
+      .regex(/^[a-z0-9]([-.a-z0-9]*[a-z0-9])?$/)
+      .max(253)
+      .default("keyward-webhook-tls"),
+    webhookCertDir: z.string().min(1).optional(),
     // `keyward uninstall` only (the chart's pre-delete hook): keyward's Deployment, scaled to 0 and
     // waited for before the finalizers are released, as namespace/name.
     stopDeployment: z
@@ -160,6 +176,10 @@ export const configSchema = z
       "must be at least twice --max-response-bytes (one namespace may hold a response of that size; another's must still fit beside it)",
     path: ["responseBudgetBytes"],
   })
+  .refine((c) => c.webhookService === undefined || c.webhookCertDir === undefined, {
+    message: "the webhook's certificate is keyward's own (--webhook-service) or mounted (--webhook-cert-dir), not both",
+    path: ["webhookCertDir"],
+  })
   // The sharder runs on the leader; a replica's identity is its shard label's value.
   .refine((c) => !c.sharding || c.leaderElect, {
     message: "sharding needs leader election (--leader-elect true): the leader assigns the objects",
@@ -208,11 +228,19 @@ const settings = {
   kubeApiBurst: "KUBE_API_BURST",
   execPluginTimeout: "EXEC_PLUGIN_TIMEOUT",
   stopDeployment: "STOP_DEPLOYMENT",
+  webhookPort: "WEBHOOK_PORT",
+  webhookService: "WEBHOOK_SERVICE",
+  webhookSecret: "WEBHOOK_SECRET",
+  webhookCertDir: "WEBHOOK_CERT_DIR",
 } as const satisfies Record<keyof Config, string>;
 
 const flagName = (key: string): string => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 
 export const usage = `keyward — Kubernetes operator for the secrets service
+
+  keyward [flags]             the operator
+  keyward webhook [flags]     the conversion webhook alone (--webhook-*, --health-port)
+  keyward uninstall [flags]   release keyward's finalizers (the chart's pre-delete hook)
 
 Every setting is a flag or an environment variable (the flag wins):
 ${Object.entries(settings)

@@ -45,14 +45,25 @@ function startHttp(port: number, host: string, handler: (path: string, req: Inco
   return server;
 }
 
-/** Starts the servers (one when the ports are equal); resolves once they listen. */
-export async function startEndpoints(opts: EndpointsOptions): Promise<Server[]> {
-  const { registry, health, authorizer } = opts;
-  const probes = (path: string): Answer => {
+const probesOf =
+  (health: Health) =>
+  (path: string): Answer => {
     if (path === "/healthz" || path === "/livez") return { status: 200, body: "ok" };
     if (path === "/readyz") return health.ready ? { status: 200, body: "ok" } : { status: 503, body: "not ready" };
     return { status: 404, body: "not found" };
   };
+
+/** /healthz and /readyz alone (the webhook's process, which has no metrics); resolves once it listens. */
+export async function startProbes(port: number, bindAddress: string, health: Health): Promise<Server> {
+  const server = startHttp(port, bindAddress, probesOf(health));
+  if (!server.listening) await once(server, "listening");
+  return server;
+}
+
+/** Starts the servers (one when the ports are equal); resolves once they listen. */
+export async function startEndpoints(opts: EndpointsOptions): Promise<Server[]> {
+  const { registry, health, authorizer } = opts;
+  const probes = probesOf(health);
   const metrics = async (path: string, req: IncomingMessage): Promise<Answer> => {
     if (path !== "/metrics") return probes(path);
     if (authorizer) {

@@ -4,11 +4,12 @@
 // - keyward.dev/in-use on ProviderConfigs and on the credentials Secrets they hold;
 // - keyward.dev/finalizer on managed resources: their deletion no longer reaches the service,
 //   which is what uninstalling the operator means (the objects at the service stay as they are).
-// Nothing is deleted, in Kubernetes or at the service.
+// Nothing is deleted, in Kubernetes or at the service. Then, with the release's conversion webhook
+// about to go, keyward's CRDs serve their stored version alone (stopConversion).
 import type { Logger } from "./log.ts";
 import { deploymentKind, podKind, resourcePath, secretKind, type KindRef, type Kube } from "./kube/client.ts";
 import { patchMetadata } from "./kube/objects.ts";
-import { isKubeNotFound } from "./kube/objects.ts";
+import { isConflict, isKubeNotFound } from "./kube/objects.ts";
 import { keyOf, keyString, parseKeyString } from "./kube/keys.ts";
 import { kubeJson, MERGE_PATCH } from "./kube/rest.ts";
 import type { KubeObject } from "./kube/types.ts";
@@ -22,6 +23,7 @@ import { ref as syncRef } from "./resources/secretsync-schema.ts";
 import { ref as tokenRef } from "./resources/accesstoken.ts";
 import { ref as profileRef } from "./resources/certificateprofile.ts";
 import { ref as clusterProviderConfigRef } from "./resources/clusterproviderconfig.ts";
+import type { ClientConfig } from "./webhook/keeper.ts";
 
 export const KEYWARD_FINALIZERS = [IN_USE_FINALIZER, FINALIZER] as const;
 
@@ -129,4 +131,61 @@ export async function stopDeployment(kube: Kube, ref: DeploymentRef, log: Logger
       throw new Error(`${String(pods.items?.length)} pod(s) of deployment ${keyString(ref)} still running after ${timeoutMs / 1000}s`);
     await new Promise((resolve) => setTimeout(resolve, 1_000));
   }
+}
+
+interface CrdVersion {
+  name: string;
+  served: boolean;
+  storage: boolean;
+}
+
+interface ConvertingCrd {
+  metadata: { name: string; resourceVersion?: string };
+  spec: { versions: CrdVersion[]; conversion?: { strategy?: string; webhook?: { clientConfig?: ClientConfig } } };
+}
+
+/**
+ * keyward's CRDs outlive the release (crds.keep), its conversion webhook does not: once the
+ * objects' finalizers are released, each CRD whose webhook is `ours` stops serving every version
+ * but the stored one and converts with strategy None, so a leftover object still reads, updates
+ * and deletes with no webhook running (through a read naming no version too). Returns the CRDs
+ * changed. A CRD not installed, converting through another release's webhook or already without
+ * one is left alone; a conflict (someone else's write) is retried on a fresh read.
+ */
+export async function stopConversion(
+  kube: Kube,
+  crdNames: readonly string[],
+  ours: (config: ClientConfig) => boolean,
+  log: Logger,
+): Promise<string[]> {
+  const changed: string[] = [];
+  for (const name of crdNames) {
+    const path = `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${encodeURIComponent(name)}`;
+    for (let attempt = 0; ; attempt++) {
+      let crd: ConvertingCrd;
+      try {
+        crd = await kubeJson<ConvertingCrd>(kube.access, { path });
+      } catch (err) {
+        if (isKubeNotFound(err)) break;
+        throw err;
+      }
+      const config = crd.spec.conversion?.webhook?.clientConfig;
+      if (crd.spec.conversion?.strategy !== "Webhook" || !config || !ours(config)) break;
+      const versions = crd.spec.versions.map((v) => (v.storage ? v : { ...v, served: false }));
+      try {
+        await kubeJson(kube.access, {
+          method: "PUT",
+          path,
+          body: { ...crd, spec: { ...crd.spec, versions, conversion: { strategy: "None" } } },
+        });
+      } catch (err) {
+        if (isConflict(err) && attempt < 3) continue;
+        throw err;
+      }
+      changed.push(name);
+      log.info({ crd: name, served: versions.filter((v) => v.served).map((v) => v.name) }, "conversion webhook taken out of the CRD");
+      break;
+    }
+  }
+  return changed;
 }

@@ -36,27 +36,42 @@ fi
 # first, then keyward's finalizers (on its objects and on the token Secrets it holds), then the
 # namespaces.
 kubectl() { "$kubectl_dir/kubectl" --kubeconfig "$kubeconfig" "$@"; }
-# Only what the e2e creates: namespaces kw-e2e-*, its releases kw-e2e, kw-ns, kw-shard, kw-scale, kw-argo, kw-upgrade, kw-check.
+# Only what the e2e creates: namespaces kw-e2e-*, its releases kw-e2e, kw-ns, kw-shard, kw-scale, kw-argo, kw-upgrade, kw-check, kw-conv.
 leftovers=$(kubectl get namespaces -o name | sed -n 's|^namespace/\(kw-e2e-.*\)$|\1|p')
 if [[ -n $leftovers ]]; then
   log "removing what an earlier run left: $(echo $leftovers)"
   for ns in $leftovers; do
     for r in $("$helm" list -n "$ns" -q --kubeconfig "$kubeconfig"); do "$helm" uninstall "$r" -n "$ns" --wait --kubeconfig "$kubeconfig" >&2; done
   done
+  # keyward's CRDs whose conversion webhook is gone or about to go with these namespaces: served
+  # in their stored version alone with conversion None, as helm uninstall's hook leaves them, or
+  # listing, patching and deleting their objects (and the namespaces holding them) would fail.
+  for crd in $(kubectl get crd -o name | sed -n 's|^customresourcedefinition.apiextensions.k8s.io/\(.*\.keyward\.dev\)$|\1|p'); do
+    svc=$(kubectl get crd "$crd" -o jsonpath='{.spec.conversion.webhook.clientConfig.service.namespace}/{.spec.conversion.webhook.clientConfig.service.name}')
+    [[ $svc == / ]] && continue
+    if [[ " $(echo $leftovers) " != *" ${svc%%/*} "* ]] && kubectl -n "${svc%%/*}" get service "${svc#*/}" >/dev/null 2>&1; then continue; fi
+    log "CRD $crd converts through $svc, which is gone: serving its stored version alone"
+    kubectl get crd "$crd" -o json |
+      node -e 'const c = JSON.parse(require("fs").readFileSync(0, "utf8")); c.spec.versions = c.spec.versions.map((v) => (v.storage ? v : { ...v, served: false })); c.spec.conversion = { strategy: "None" }; process.stdout.write(JSON.stringify(c));' |
+      kubectl replace -f - >&2
+  done
   # One kind at a time: a kind whose CRD is gone (Argo CD's, after an interrupted run) must not
   # hide the others' finalizers.
-  kinds="secrets providerconfigs.keyward.dev projects.keyward.dev projectmemberships.keyward.dev secretsyncs.keyward.dev accesstokens.keyward.dev certificateprofiles.keyward.dev applications.argoproj.io"
+  # keyward's kinds by their stored version: an unqualified read goes through the conversion
+  # webhook, which the releases just uninstalled took with them.
+  kinds="secrets providerconfigs.v1alpha1.keyward.dev projects.v1alpha1.keyward.dev projectmemberships.v1alpha1.keyward.dev secretsyncs.v1alpha1.keyward.dev accesstokens.v1alpha1.keyward.dev certificateprofiles.v1alpha1.keyward.dev applications.argoproj.io"
   for ns in $leftovers; do
     for kind in $kinds; do
       # A kind whose CRD is not installed (Argo CD's before its file ran) lists nothing.
-      { kubectl get "$kind" -n "$ns" -o name 2>/dev/null || true; } |
+      # -o name prints the kind's unqualified type: each object is patched through $kind instead.
+      { kubectl get "$kind" -n "$ns" -o name 2>/dev/null || true; } | sed "s|^[^/]*/|$kind/|" |
         xargs -r -P 4 -I{} "$kubectl_dir/kubectl" --kubeconfig "$kubeconfig" patch -n "$ns" {} --type merge -p '{"metadata":{"finalizers":null}}' >/dev/null
     done
   done
   kubectl delete namespace $leftovers --wait=true --timeout=300s >&2
 fi
 # Cluster-scoped objects of keyward installs that no helm release owns any more (Argo CD's).
-kubectl delete clusterrole,clusterrolebinding -l 'app.kubernetes.io/name=keyward,app.kubernetes.io/instance in (kw-e2e,kw-ns,kw-shard,kw-scale,kw-argo,kw-upgrade,kw-check)' --ignore-not-found >&2
+kubectl delete clusterrole,clusterrolebinding -l 'app.kubernetes.io/name in (keyward,keyward-webhook),app.kubernetes.io/instance in (kw-e2e,kw-ns,kw-shard,kw-scale,kw-argo,kw-upgrade,kw-check,kw-conv)' --ignore-not-found >&2
 kubectl delete clusterrolebinding kw-e2e-argocd --ignore-not-found >&2
 
 # keyward's release artifacts, as `npm run release` makes them (the image is built once, here):

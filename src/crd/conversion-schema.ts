@@ -5,15 +5,14 @@
 // member lists only its destination's fields), and the schema-only edits add list-map keys,
 // formats, defaults and rules.
 //
-// Not served yet: a served v1beta1 needs the conversion webhook. Tests read these schemas
-// (v1beta1Version, and a lone-version CRD on the real apiserver); switching them on is giving
-// crdFromSources the extra version and the webhook's conversion stanza.
+// servedCrd serves v1beta1 beside v1alpha1 (the storage version in this release), converted by
+// keyward's webhook (src/webhook).
 import { z } from "zod";
 import type { Kind } from "../resources/kind.ts";
 import { segmentsOf, type Edit } from "../lib/conversion.ts";
 import { celField, celString } from "../engine/cel.ts";
 import type { PrinterColumn } from "../engine/kind.ts";
-import { crdFromSources, type CustomResourceDefinitionVersion } from "./crd.ts";
+import { crdFromSources, type CustomResourceDefinition, type CustomResourceDefinitionVersion, type WebhookClientConfig } from "./crd.ts";
 import { orderSchema, structuralSchema, structuralViolations } from "./schema.ts";
 import type { JSONSchemaProps, ValidationRule } from "./types.ts";
 import { narrowingRules } from "./union.ts";
@@ -371,5 +370,30 @@ export function v1beta1Version(kind: Kind): CustomResourceDefinitionVersion {
     schema: { openAPIV3Schema: v1beta1Schema(kind) },
     subresources: { status: {} },
     ...(columns ? { additionalPrinterColumns: columns } : {}),
+  };
+}
+
+/**
+ * The conversion webhook's Service in the generated plain manifests (crds/, config/crd/bases): the
+ * kustomize install's (config/default: namespace keyward-system, names prefixed keyward-). The
+ * chart's CRD templates name the release's Service instead (files.ts).
+ */
+export const WEBHOOK_SERVICE = { namespace: "keyward-system", name: "keyward-webhook", path: "/convert", port: 443 } as const;
+
+/**
+ * A kind's CRD as served: v1alpha1 (storage) and, when the kind has one, v1beta1, converted by the
+ * webhook `clientConfig` names (the caBundle is written into the cluster's CRD by keyward, or by
+ * cert-manager's CA injector).
+ */
+export function servedCrd(kind: Kind, clientConfig: WebhookClientConfig = { service: { ...WEBHOOK_SERVICE } }): CustomResourceDefinition {
+  const crd = crdFromSources(kind.crd);
+  if (kind.conversion.from === kind.conversion.to) return crd;
+  return {
+    ...crd,
+    spec: {
+      ...crd.spec,
+      versions: [...crd.spec.versions, v1beta1Version(kind)],
+      conversion: { strategy: "Webhook", webhook: { conversionReviewVersions: ["v1"], clientConfig } },
+    },
   };
 }

@@ -29,8 +29,18 @@ export type CustomResourceDefinition = {
     names: { kind: string; listKind: string; plural: string; singular: string; shortNames?: string[]; categories?: string[] };
     scope: "Namespaced" | "Cluster";
     versions: CustomResourceDefinitionVersion[];
+    conversion?: CustomResourceConversion;
   };
 };
+
+/** Where the apiserver sends a ConversionReview: a Service in the cluster, or a URL (tests). */
+export type WebhookClientConfig =
+  { service: { namespace: string; name: string; path: string; port: number }; caBundle?: string } | { url: string; caBundle?: string };
+
+export interface CustomResourceConversion {
+  strategy: "Webhook";
+  webhook: { conversionReviewVersions: ["v1"]; clientConfig: WebhookClientConfig };
+}
 
 function withRules(node: JSONSchemaProps, rules: readonly ValidationRule[] | undefined): JSONSchemaProps {
   if (!rules || rules.length === 0) return node;

@@ -1,5 +1,6 @@
 // How keyward reaches the apiserver: its access (URL, TLS, credential — kubeconfig.ts) and the
 // shared informers whose caches reads go to.
+import { existsSync, readFileSync } from "node:fs";
 import type { KubeObject, ObjectKey } from "./types.ts";
 import { accessFrom, loadKubeAccess, type KubeAccess, type KubeSource, type LoadOptions } from "./kubeconfig.ts";
 
@@ -49,6 +50,12 @@ export interface Kube {
 }
 
 /** An explicit path, else $KUBECONFIG, else the in-cluster service account, else ~/.kube/config. */
+/** The process's own namespace: its pod's, else "default" (a process outside a cluster). */
+export function podNamespace(): string {
+  const path = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
+  return existsSync(path) ? readFileSync(path, "utf8").trim() : "default";
+}
+
 export function loadKubeConfig(opts: LoadOptions = {}): KubeAccess {
   return loadKubeAccess(opts);
 }

@@ -2,11 +2,10 @@
 // apiserver access, the operator built over its caches (src/operator.ts, src/manager/caches.ts),
 // the metrics, the leases (leader election and, with sharding, this replica's membership:
 // leases.ts) and the lifecycle (lifecycle.ts: start, stop with its grace, the release order).
-import { readFileSync, existsSync } from "node:fs";
 import { collectDefaultMetrics } from "prom-client";
 import type { Config } from "../config.ts";
 import type { Logger } from "../log.ts";
-import { loadKubeConfig } from "../kube/client.ts";
+import { loadKubeConfig, podNamespace } from "../kube/client.ts";
 import type { KubeSource } from "../kube/kubeconfig.ts";
 import type { ShardReplica } from "../shard/replica.ts";
 import { createOperator, type Operator, type OperatorOptions } from "../operator.ts";
@@ -17,12 +16,6 @@ export interface Manager {
   operator: Operator;
   /** Runs until SIGTERM or SIGINT, then stops gracefully. */
   run(): Promise<void>;
-}
-
-/** keyward's own namespace: the pod's, else "default" (a process outside a cluster). */
-export function podNamespace(): string {
-  const path = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
-  return existsSync(path) ? readFileSync(path, "utf8").trim() : "default";
 }
 
 export function createManager(config: Config, log: Logger): Manager {

@@ -9,6 +9,7 @@ import type { TestProject } from "vitest/node";
 import { ensureBinaries, repoRoot } from "./binaries.ts";
 import { startControlPlane } from "./controlplane.ts";
 import { waitForCrdsEstablished } from "./crds-established.ts";
+import { storageVersionCrdDir } from "./crds-without-webhook.ts";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -32,7 +33,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   process.env.KEYWARD_TEST_KUBECONFIG = cluster.kubeconfig;
   process.env.KEYWARD_TEST_KUBECTL = cluster.kubectl;
   try {
-    await installCrds(cluster);
+    await installCrds(cluster, process.env.KEYWARD_E2E_KUBECONFIG ? undefined : await storageVersionCrdDir(join(repoRoot, "crds")));
   } catch (error) {
     await cluster.stop();
     throw error;
@@ -68,11 +69,15 @@ async function provideCluster(): Promise<Cluster> {
   return { kubeconfig: plane.kubeconfigPath, kubectl: binaries.kubectl ?? "kubectl", controllerManager, stop: plane.stop };
 }
 
-/** Applies crds/*.yaml (when other engineers have generated any) and waits until they are served. */
-async function installCrds(cluster: Cluster): Promise<void> {
-  const crdsDir = join(repoRoot, "crds");
+/**
+ * Applies crds/*.yaml (when other engineers have generated any) and waits until they are served.
+ * On the suite's own control plane, where no keyward webhook runs, `storageOnlyDir` holds them in
+ * their storage version alone (crds-without-webhook.ts).
+ */
+async function installCrds(cluster: Cluster, storageOnlyDir?: string): Promise<void> {
+  const crdsDir = storageOnlyDir ?? join(repoRoot, "crds");
   const files = (await readdir(crdsDir).catch(() => []))
-    .filter((name) => /\.ya?ml$/.test(name) && !name.startsWith("kustomization"))
+    .filter((name) => /\.(ya?ml|json)$/.test(name) && !name.startsWith("kustomization"))
     .sort()
     .map((name) => join(crdsDir, name));
   if (files.length === 0) return;

@@ -397,7 +397,7 @@ describe("a real Argo CD managing keyward and its resources", () => {
     const provider = a.status?.resources?.find((r) => r.kind === "ProviderConfig");
     expect(provider?.health?.message).toBe("Waiting for keyward to reconcile");
     // Wave 1 has not been applied: the Project does not exist yet.
-    const projects = await kubectlJson<{ items: unknown[] }>(["-n", samplesNs, "get", "projects.keyward.dev"]);
+    const projects = await kubectlJson<{ items: unknown[] }>(["-n", samplesNs, "get", "projects.v1alpha1.keyward.dev"]);
     expect(projects.items).toEqual([]);
   }, 400_000);
 
@@ -442,9 +442,9 @@ describe("a real Argo CD managing keyward and its resources", () => {
     // keyward, installed by this Application, reconciles the Application's own ProviderConfig.
     const provider = a.status?.resources?.find((r) => r.kind === "ProviderConfig");
     expect(provider?.health?.status).toBe("Healthy");
-    expect(ready(await kubectlJson(["-n", keywardNs, "get", "providerconfigs.keyward.dev", provider?.name ?? "default"]))?.status).toBe(
-      "True",
-    );
+    expect(
+      ready(await kubectlJson(["-n", keywardNs, "get", "providerconfigs.v1alpha1.keyward.dev", provider?.name ?? "default"]))?.status,
+    ).toBe("True");
     expect((a.status?.resources ?? []).filter((r) => r.status !== "Synced").map((r) => `${r.kind}/${r.name}`)).toEqual([]);
     await kubectl(["-n", keywardNs, "rollout", "status", "deployment/kw-argo-keyward", "--timeout=300s"]);
     // No diff from the chart's own objects (defaulted Deployment fields, the CRDs' status): a
@@ -482,7 +482,7 @@ describe("a real Argo CD managing keyward and its resources", () => {
     const startedAt = before.status?.operationState?.startedAt;
     // What keyward wrote into objects Argo CD manages: status and its annotation on the Project,
     // its finalizer on the token Secret (marked as credentials by the user; keyward adds no label).
-    const project = await kubectlJson(["-n", samplesNs, "get", "projects.keyward.dev", "payments"]);
+    const project = await kubectlJson(["-n", samplesNs, "get", "projects.v1alpha1.keyward.dev", "payments"]);
     expect(Object.keys(project.metadata.annotations ?? {})).toContain("keyward.dev/create-started");
     expect(project.status?.conditions?.length).toBeGreaterThan(0);
     const secret = await kubectlJson(["-n", samplesNs, "get", "secret", "keyward-token"]);
@@ -517,7 +517,7 @@ describe("a real Argo CD managing keyward and its resources", () => {
     const handled = await waitFor(
       `SecretSync ${name}: ${value} handled`,
       async () => {
-        const o = await kubectlJson(["-n", samplesNs, "get", "secretsyncs.keyward.dev", name]);
+        const o = await kubectlJson(["-n", samplesNs, "get", "secretsyncs.v1alpha1.keyward.dev", name]);
         return o.status?.["lastHandledSyncRequest"] === value && o.metadata.annotations?.["handled.keyward.dev/sync-requested-at"] === value
           ? o
           : undefined;
@@ -538,7 +538,7 @@ describe("a real Argo CD managing keyward and its resources", () => {
       expect((after.status?.resources ?? []).filter((r) => r.status !== "Synced").map((r) => `${r.kind}/${r.name}`)).toEqual([]);
       expect(after.status?.operationState?.startedAt).toBe(startedAt);
     }
-    const live = await kubectlJson(["-n", samplesNs, "get", "secretsyncs.keyward.dev", name]);
+    const live = await kubectlJson(["-n", samplesNs, "get", "secretsyncs.v1alpha1.keyward.dev", name]);
     expect(live.metadata.annotations?.["handled.keyward.dev/sync-requested-at"]).toBe(value);
     // One sync-secrets call for the value, none again.
     const syncId = handled.status?.["syncId"];
@@ -554,7 +554,7 @@ describe("a real Argo CD managing keyward and its resources", () => {
     const a = await waitApp("keyward-degraded", "the ProviderConfig Degraded", (x) =>
       (x.status?.resources ?? []).some((r) => r.kind === "ProviderConfig" && r.health?.status === "Degraded"),
     );
-    const provider = await kubectlJson(["-n", degradedNs, "get", "providerconfigs.keyward.dev", "default"]);
+    const provider = await kubectlJson(["-n", degradedNs, "get", "providerconfigs.v1alpha1.keyward.dev", "default"]);
     const condition = ready(provider);
     expect(condition?.status).toBe("False");
     expect(a.status?.resources?.find((r) => r.kind === "ProviderConfig")?.health?.message).toContain(condition?.reason ?? "no reason");

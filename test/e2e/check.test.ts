@@ -77,7 +77,7 @@ async function readyReason(namespace: string, name: string, reason: string): Pro
   return waitFor(
     `ProviderConfig ${namespace}/${name} Ready reason ${reason}`,
     async () => {
-      const pc = await kubectlJson(["-n", namespace, "get", "providerconfigs.keyward.dev", name]);
+      const pc = await kubectlJson(["-n", namespace, "get", "providerconfigs.v1alpha1.keyward.dev", name]);
       return ready(pc)?.reason === reason ? pc : undefined;
     },
     180_000,

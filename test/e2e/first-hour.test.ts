@@ -77,7 +77,7 @@ async function expectSyncHandled(namespace: string, service: Emulator): Promise<
   const sync = await waitFor(
     "the requested sync handled",
     async () => {
-      const obj = await kubectlJson(["-n", namespace, "get", "secretsyncs.keyward.dev", "payments-monitoring"]);
+      const obj = await kubectlJson(["-n", namespace, "get", "secretsyncs.v1alpha1.keyward.dev", "payments-monitoring"]);
       const requested = obj.metadata.annotations?.["keyward.dev/sync-requested-at"];
       return requested !== undefined && obj.status?.["lastHandledSyncRequest"] === requested ? obj : undefined;
     },
@@ -165,7 +165,16 @@ describe("a platform engineer's first hour", () => {
     await waitFor(
       "keyward's pods gone",
       async () =>
-        (await kubectlJson<List>(["-n", systemNs, "get", "pods", "-l", `app.kubernetes.io/instance=${release}`])).items.length === 0
+        (
+          await kubectlJson<List>([
+            "-n",
+            systemNs,
+            "get",
+            "pods",
+            "-l",
+            `app.kubernetes.io/name=keyward,app.kubernetes.io/instance=${release}`,
+          ])
+        ).items.length === 0
           ? true
           : undefined,
       180_000,
@@ -173,6 +182,12 @@ describe("a platform engineer's first hour", () => {
     const down = await runBlock("kubectl keyward check -A\n", { cwd: binDir, binDir, env: { KUBECONFIG: context().kubeconfig } });
     expect(down.code).toBe(1);
     expect(down.stdout).toMatch(/^FAIL {2}controller: no keyward pod/m);
+    // The conversion webhook runs apart: with the operator at 0, a read naming no version (v1beta1) still works.
+    expect(down.stdout).toMatch(
+      new RegExp(`^ok {4}conversion webhook \\(Service ${systemNs}/${release}-keyward-webhook\\) answers: objects of`, "m"),
+    );
+    const unqualified = await kubectlJson<{ apiVersion: string }>(["-n", systemNs, "get", "providerconfigs.keyward.dev", "default"]);
+    expect(unqualified.apiVersion).toBe("keyward.dev/v1beta1");
     await kubectl(["-n", systemNs, "scale", deployment, "--replicas=1"]);
     await kubectl(["-n", systemNs, "rollout", "status", deployment, "--timeout=180s"]);
   }, 900_000);

@@ -98,7 +98,7 @@ describe(`${count} Projects`, () => {
       async () => {
         const memory = await kubeletMemory(pod).catch(() => ({ peak: undefined, workingSet: undefined }));
         workingSetMax = Math.max(workingSetMax, memory.workingSet ?? 0);
-        const projects = await kubectlJson<List>(["-n", projectsNs, "get", "projects.keyward.dev"]);
+        const projects = await kubectlJson<List>(["-n", projectsNs, "get", "projects.v1alpha1.keyward.dev"]);
         readyCount = projects.items.filter((p) => ready(p)?.status === "True").length;
         return readyCount === count ? true : undefined;
       },

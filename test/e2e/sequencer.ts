@@ -11,6 +11,8 @@ import { BaseSequencer, type TestSpecification } from "vitest/node";
 // upgrade.test.ts last: it puts the previous release's CRDs in place (and back at its end), and
 // no other file's keyward may run while it counts the writes to its objects.
 // first-hour.test.ts first: it starts from a cluster without keyward's CRDs (and removes them).
+// conversion.test.ts after argocd.test.ts: it scales its operator to 0 and deletes webhook pods,
+// with no other file's release installed.
 // check.test.ts next: it deletes the ClusterProviderConfig CRD (and its release puts it back)
 // before any file has made a ClusterProviderConfig.
 export const e2eFileOrder = [
@@ -21,6 +23,7 @@ export const e2eFileOrder = [
   "sharding.test.ts",
   "scale.test.ts",
   "argocd.test.ts",
+  "conversion.test.ts",
   "soak.test.ts",
   "upgrade.test.ts",
 ];

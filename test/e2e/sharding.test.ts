@@ -85,7 +85,7 @@ async function leaderPod(): Promise<string | undefined> {
 }
 
 function clusterProviderConfig(): Promise<KubeObject> {
-  return kubectlJson(["get", "clusterproviderconfigs.keyward.dev", CLUSTER_PROVIDER_CONFIG]);
+  return kubectlJson(["get", "clusterproviderconfigs.v1alpha1.keyward.dev", CLUSTER_PROVIDER_CONFIG]);
 }
 
 /** The ClusterProviderConfig once its status describes its current spec and says Ready. */

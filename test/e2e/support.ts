@@ -9,6 +9,7 @@ import { parseYamlDocuments, type Doc } from "../unit/chart/helm.ts";
 import { readFileSync } from "node:fs";
 import type { E2eContext } from "./global-setup.ts";
 import { waitForCrdsEstablished } from "../controlplane/crds-established.ts";
+import { storageVersionCrdDir } from "../controlplane/crds-without-webhook.ts";
 import { emulatorManifests, emulatorServiceUrl } from "../emulator/manifests.ts";
 
 export const repoRoot = resolve(import.meta.dirname, "..", "..");
@@ -142,7 +143,7 @@ export async function createNamespace(name: string): Promise<string> {
     await kubectl(["delete", "namespace", name, "--wait=false"]);
     const secrets = (await kubectlJson<List>(["-n", name, "get", "secrets"]).catch(() => ({ items: [] }))).items;
     for (const obj of [...(await keywardObjects(name).catch(() => [])), ...secrets]) {
-      const resource = obj.kind === "Secret" ? "secrets" : `${obj.kind.toLowerCase()}s.keyward.dev`;
+      const resource = obj.kind === "Secret" ? "secrets" : `${obj.kind.toLowerCase()}s.v1alpha1.keyward.dev`;
       await kubectlResult(["-n", name, "patch", resource, obj.metadata.name, "--type", "merge", "-p", '{"metadata":{"finalizers":null}}']);
     }
     await kubectl(["wait", "--for=delete", `namespace/${name}`, "--timeout=180s"], { allowFailure: true });
@@ -242,14 +243,21 @@ export function imageValues(image: string): string[] {
 /**
  * keyward's CRDs (crds/, the same the chart's templates render) applied and Established, as a user applies them before
  * anything that creates keyward resources: a file that needs them must not rely on an earlier
- * file's `helm install` having left them.
+ * file's `helm install` having left them. In their stored version alone, as `helm uninstall`
+ * leaves them: crds/ converts through the kustomize install's webhook (keyward-webhook in
+ * keyward-system), which no e2e file runs, and with objects of earlier files in the cluster every
+ * read in v1beta1 (Argo CD's cache lists in it) would fail until a release puts its own CRDs in.
  */
 export async function installCrds(): Promise<void> {
   const dir = join(repoRoot, "crds");
   const names = readdirSync(dir)
     .filter((f) => f.endsWith(".yaml"))
     .map((f) => `crd/${f.slice(0, -".yaml".length)}`);
-  await kubectl(["apply", "--server-side", "--force-conflicts", "-f", dir]);
+  const storageOnly = await storageVersionCrdDir(dir);
+  await kubectl(["apply", "--server-side", "--force-conflicts", "-f", storageOnly]);
+  // An apply leaves fields other managers own (an earlier release's v1beta1 and webhook): the
+  // replace makes each CRD exactly that.
+  await kubectl(["replace", "-f", storageOnly]);
   await waitForCrdsEstablished(kubectl, names);
 }
 
@@ -293,8 +301,16 @@ export async function installKeyward(release: string, namespace: string, extra: 
   ]);
 }
 
+/** The operator's pods of a release (not its conversion webhook's, whose name label is keyward-webhook). */
 export async function keywardPods(namespace: string, release: string): Promise<KubeObject[]> {
-  const pods = await kubectlJson<List>(["-n", namespace, "get", "pods", "-l", `app.kubernetes.io/instance=${release}`]);
+  const pods = await kubectlJson<List>([
+    "-n",
+    namespace,
+    "get",
+    "pods",
+    "-l",
+    `app.kubernetes.io/name=keyward,app.kubernetes.io/instance=${release}`,
+  ]);
   return pods.items;
 }
 
@@ -321,8 +337,9 @@ export function samples(baseUrl: string): Doc[] {
 
 export const keywardKinds = ["providerconfigs", "projects", "projectmemberships", "secretsyncs", "accesstokens", "certificateprofiles"];
 
+/** keyward's objects of a namespace in v1alpha1, whose fields the e2e files read (v1beta1 renames some: syncID, projectID). */
 export async function keywardObjects(namespace: string): Promise<KubeObject[]> {
-  return (await kubectlJson<List>(["-n", namespace, "get", keywardKinds.map((k) => `${k}.keyward.dev`).join(",")])).items;
+  return (await kubectlJson<List>(["-n", namespace, "get", keywardKinds.map((k) => `${k}.v1alpha1.keyward.dev`).join(",")])).items;
 }
 
 export function describeReadiness(objects: KubeObject[]): string {

@@ -28,6 +28,7 @@ import {
 } from "./support/keyward.ts";
 import type { KubeObject } from "../../src/engine/types.ts";
 import { waitForCrdsEstablished } from "../controlplane/crds-established.ts";
+import { storageVersionCrdDir } from "../controlplane/crds-without-webhook.ts";
 
 const execFileAsync = promisify(execFile);
 const TOKEN = "kw-test-apiserver-restart-token-51c2e8";
@@ -36,12 +37,10 @@ const namespace = "apiserver-restart";
 // Restarting an apiserver needs one of our own; an existing cluster (KEYWARD_E2E_KUBECONFIG) gives none.
 const existingCluster = Boolean(process.env.KEYWARD_E2E_KUBECONFIG);
 
-/** kubectl apply of crds/ against `plane`, then wait until the apiserver serves them. */
+/** kubectl apply of crds/ (in their storage version: no webhook runs here) against `plane`, then wait until the apiserver serves them. */
 async function installCrds(plane: ControlPlane): Promise<void> {
-  const crdsDir = join(repoRoot, "crds");
-  const files = (await readdir(crdsDir))
-    .filter((name) => /\.ya?ml$/.test(name) && !name.startsWith("kustomization"))
-    .map((name) => join(crdsDir, name));
+  const crdsDir = await storageVersionCrdDir(join(repoRoot, "crds"));
+  const files = (await readdir(crdsDir)).filter((name) => name.endsWith(".json")).map((name) => join(crdsDir, name));
   const fileArgs = files.flatMap((file) => ["-f", file]);
   const kubectl = plane.binaries.kubectl ?? "kubectl";
   await execFileAsync(kubectl, ["--kubeconfig", plane.kubeconfigPath, "apply", "--server-side", ...fileArgs]);

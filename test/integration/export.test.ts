@@ -341,11 +341,11 @@ describe("kubectl keyward export, of objects an older keyward left", () => {
   });
 
   it("exports nothing when a type cannot be listed, exit 1", async () => {
-    // A kubectl that is refused the SecretSyncs, as RBAC would.
+    // A kubectl that is refused the SecretSyncs (read by their stored version), as RBAC would.
     const refusing = join(installed.binDir, "kubectl-refusing");
     writeFileSync(
       refusing,
-      `#!/bin/sh\ncase "$*" in *secretsyncs.keyward.dev*) echo 'Error from server (Forbidden): secretsyncs.keyward.dev is forbidden' >&2; exit 1;; esac\nexec ${testKubectlPath()} "$@"\n`,
+      `#!/bin/sh\ncase "$*" in *secretsyncs.*keyward.dev*) echo 'Error from server (Forbidden): secretsyncs.keyward.dev is forbidden' >&2; exit 1;; esac\nexec ${testKubectlPath()} "$@"\n`,
     );
     chmodSync(refusing, 0o755);
     const r = await plugin(["export", "-n", legacy.name], { KUBECTL: refusing });

@@ -37,6 +37,29 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: keyward
 {{- end }}
 
+{{/*
+The webhook's pods and objects (templates/webhook.yaml): a name label of their own, so neither the
+operator's Deployment, Service, PodDisruptionBudget nor NetworkPolicy selects a webhook pod, and
+the webhook's Service selects webhook pods only.
+*/}}
+{{- define "keyward.webhookName" -}}
+{{- printf "%s-webhook" (include "keyward.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "keyward.webhookSelectorLabels" -}}
+app.kubernetes.io/name: {{ printf "%s-webhook" (include "keyward.name" .) | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "keyward.webhookLabels" -}}
+helm.sh/chart: {{ include "keyward.chart" . }}
+{{ include "keyward.webhookSelectorLabels" . }}
+app.kubernetes.io/component: webhook
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: keyward
+{{- end }}
+
 {{- define "keyward.serviceAccountName" -}}
 {{- if .Values.serviceAccount.create }}
 {{- default (include "keyward.fullname" .) .Values.serviceAccount.name }}
@@ -253,10 +276,16 @@ its kind in every namespace, so nothing that merely stops rendering them may del
   then shows them OutOfSync instead of deleting them.
 */}}
 {{- define "keyward.crdAnnotations" -}}
+{{- $lines := list -}}
 {{- if .Values.crds.keep -}}
-helm.sh/resource-policy: keep
-argocd.argoproj.io/sync-options: Prune=false,Delete=false
-{{- end }}
+{{- $lines = append $lines "helm.sh/resource-policy: keep" -}}
+{{- $lines = append $lines "argocd.argoproj.io/sync-options: Prune=false,Delete=false" -}}
+{{- end -}}
+{{- /* cert-manager's CA injector writes the Certificate's CA into the CRDs' caBundle. */ -}}
+{{- if and .Values.webhook.enabled .Values.webhook.certManager.enabled -}}
+{{- $lines = append $lines (printf "cert-manager.io/inject-ca-from: %s/%s-webhook" .Release.Namespace (include "keyward.fullname" .)) -}}
+{{- end -}}
+{{- join "\n" $lines -}}
 {{- end }}
 
 {{/*
@@ -311,4 +340,18 @@ notes say so) rather than fail the whole install, failIfMissing fails, alwaysRen
 {{- fail (printf "%s.enabled: the cluster serves no monitoring.coreos.com/v1 %s; install prometheus-operator's CRDs first, or set %s.renderMode skipIfMissing" .key .kind .key) }}
 {{- end }}
 {{- end }}
+{{- end }}
+
+{{/*
+keyward's CRDs by name (as the chart's templates/crds render them): the webhook's ClusterRole may
+write the caBundle of these and no other CRD.
+*/}}
+{{- define "keyward.crdNames" -}}
+- accesstokens.keyward.dev
+- certificateprofiles.keyward.dev
+- clusterproviderconfigs.keyward.dev
+- projectmemberships.keyward.dev
+- projects.keyward.dev
+- providerconfigs.keyward.dev
+- secretsyncs.keyward.dev
 {{- end }}

@@ -14,6 +14,7 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync } from "nod
 import { tmpdir } from "node:os";
 import { delimiter, isAbsolute, join } from "node:path";
 import { promisify } from "node:util";
+import { storageVersionOnly } from "../../controlplane/crds-without-webhook.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   createTestNamespace,
@@ -133,6 +134,9 @@ let otherGroup: WidgetCrd | undefined;
 
 /** Values that keep the release from needing pods: no pre-delete hook, nothing aggregated into the shared built-in roles. */
 const values = ["--set", "uninstall.releaseFinalizers=false", "--set", "rbac.aggregateToDefaultRoles=false"];
+// The working tree's chart with the shared CRDs' spec as the suite installed it: v1alpha1 alone
+// (no webhook runs here; with webhook.enabled the CRDs would serve v1beta1 through one).
+const currentValues = [...values, "--set", "webhook.enabled=false"];
 
 const helmIn = (args: string[]) => helm([...args, "--namespace", namespace(), "--kubeconfig", testKubeconfigPath()]);
 
@@ -219,7 +223,7 @@ describe("upgrading from a release whose CRDs came from the chart's crds/ folder
   });
 
   it("without the migration, helm upgrade fails with Helm's ownership error and changes nothing", async () => {
-    const result = await helmIn(["upgrade", release, chartDir, ...values]);
+    const result = await helmIn(["upgrade", release, chartDir, ...currentValues]);
     expect(result.code).not.toBe(0);
     expect(result.stderr).toMatch(
       /Unable to continue with update: CustomResourceDefinition "[a-z0-9]+\.keyward\.dev" in namespace "" exists and cannot be imported into the current release: invalid ownership metadata/,
@@ -250,7 +254,7 @@ describe("upgrading from a release whose CRDs came from the chart's crds/ folder
     const migrated = await getCrds();
 
     // As the README says: the release's values again, on the new chart's defaults.
-    const result = await helmIn(["upgrade", release, chartDir, "--reset-then-reuse-values", "--debug"]);
+    const result = await helmIn(["upgrade", release, chartDir, "--reset-then-reuse-values", "--set", "webhook.enabled=false", "--debug"]);
     expect(result.code, result.stderr).toBe(0);
     // Helm itself wrote every CRD (its debug log names each patch); whatever else writes the shared
     // CRDs meanwhile, this is the release's doing.
@@ -267,7 +271,7 @@ describe("upgrading from a release whose CRDs came from the chart's crds/ folder
     const generated = new Map(
       crdNames().map((n) => [
         n,
-        parseYamlDocuments(readFileSync(join(repoRoot, "crds", `${n}.yaml`), "utf8"))[0] as Doc & { spec: object },
+        storageVersionOnly(readFileSync(join(repoRoot, "crds", `${n}.yaml`), "utf8")) as unknown as Doc & { spec: object },
       ]),
     );
     for (const [name, crd] of await getCrds()) {
@@ -281,7 +285,7 @@ describe("upgrading from a release whose CRDs came from the chart's crds/ folder
       expect(crd.metadata.labels, name).toMatchObject({ "app.kubernetes.io/managed-by": "Helm", "app.kubernetes.io/component": "crds" });
       expect(crd.metadata.resourceVersion, name).not.toBe(migrated.get(name)?.metadata.resourceVersion);
       expect(crd.metadata.uid, name).toBe(crdsBefore.get(name)?.metadata.uid);
-      // The schema is the working tree's generated one.
+      // The schema is the working tree's generated one (in its storage version alone: webhook.enabled=false).
       expect(crd.spec, name).toMatchObject(generated.get(name)?.spec ?? { missing: name });
     }
     await expectCrdsAndProjectKept();
@@ -298,7 +302,7 @@ describe("upgrading from a release whose CRDs came from the chart's crds/ folder
   });
 
   it("helm upgrade after the rollback needs no migration, and helm uninstall leaves the CRDs and the resources", async () => {
-    const upgraded = await helmIn(["upgrade", release, chartDir, ...values]);
+    const upgraded = await helmIn(["upgrade", release, chartDir, ...currentValues]);
     expect(upgraded.code, upgraded.stderr).toBe(0);
     const result = await helmIn(["uninstall", release]);
     expect(result.code, result.stderr).toBe(0);

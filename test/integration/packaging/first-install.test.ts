@@ -2,9 +2,13 @@
 // that has never seen keyward: a control plane of this file's own, without keyward's CRDs, where
 // `helm install` must create the CRDs and the provider configs in one command; `helm upgrade`
 // leaves them alone until they are handed to the release as docs/install.md says, and changes them
-// after; `helm uninstall` leaves them. No pods run here (no nodes):
-// the uninstall skips the pre-delete Job (--no-hooks); the kind e2e runs it for real.
+// after; `helm uninstall` leaves them. No pods run here (no nodes): no conversion webhook either,
+// so objects are read by their stored version (providerconfigs.v1alpha1.keyward.dev), and a read
+// naming no version fails as docs/install.md says; the uninstall skips the pre-delete Job
+// (--no-hooks); the kind e2e runs it for real.
 import { execFile } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureBinaries } from "../../controlplane/binaries.ts";
@@ -70,8 +74,8 @@ const release = (verb: "install" | "upgrade", baseUrl: string) =>
   ]);
 const manifest = async (): Promise<string> =>
   (await helm(["get", "manifest", "kw", "-n", ns, "--kubeconfig", plane.kubeconfigPath])).stdout;
-const providerConfig = () => kubectlJson<Cr>(["-n", ns, "get", "providerconfigs.keyward.dev", "default"]);
-const clusterProviderConfig = () => kubectlJson<Cr>(["get", "clusterproviderconfigs.keyward.dev", "shared"]);
+const providerConfig = () => kubectlJson<Cr>(["-n", ns, "get", "providerconfigs.v1alpha1.keyward.dev", "default"]);
+const clusterProviderConfig = () => kubectlJson<Cr>(["get", "clusterproviderconfigs.v1alpha1.keyward.dev", "shared"]);
 
 describe("ServiceMonitor and PrometheusRule on a cluster without prometheus-operator's CRDs", () => {
   it("are left out of the install, whose notes say so, rather than failing it", async () => {
@@ -117,6 +121,43 @@ describe("a first install with the chart's provider configs, on a cluster withou
     );
   });
 
+  it("without a webhook pod a read naming no version fails with the conversion error, one of v1alpha1 by name works, and check names the webhook", async () => {
+    const unqualified = await execFileAsync(kubectlBin, [
+      "--kubeconfig",
+      plane.kubeconfigPath,
+      "-n",
+      ns,
+      "get",
+      "providerconfigs.keyward.dev",
+      "default",
+    ]).then(
+      () => ({ code: 0, stderr: "" }),
+      (err: unknown) => {
+        const { code, stderr } = err as { code?: number; stderr?: string };
+        return { code: code ?? -1, stderr: stderr ?? "" };
+      },
+    );
+    expect(unqualified.code).not.toBe(0);
+    expect(unqualified.stderr).toMatch(/conversion webhook for keyward\.dev\/v1alpha1, Kind=ProviderConfig failed/);
+    // The read docs/install.md tells users to make meanwhile, run as written.
+    const documented = /^kubectl (-n keyward-system get providerconfigs\.v1alpha1\.keyward\.dev default)$/m.exec(
+      readFileSync(join(chartDir, "..", "..", "docs", "install.md"), "utf8"),
+    );
+    expect(documented?.[1]).toBeDefined();
+    const read = await execFileAsync(kubectlBin, ["--kubeconfig", plane.kubeconfigPath, ...(documented?.[1] ?? "").split(" ")]);
+    expect(read.stdout).toMatch(/^default\s/m);
+    const r = await check(["-A"]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(
+      new RegExp(
+        `^FAIL {2}conversion webhook: its Service ${ns}/kw-keyward-webhook has no ready endpoint, so reads of the other versions, and reads that name no version \\(kubectl get (\\w+)\\.keyward\\.dev\\), fail; reads of v1alpha1 by name \\(kubectl get \\1\\.v1alpha1\\.keyward\\.dev\\) work\n {6}fix: kubectl -n ${ns} get deployment,pods -l app\\.kubernetes\\.io/component=webhook; kubectl -n ${ns} describe deployment kw-keyward-webhook$`,
+        "m",
+      ),
+    );
+    // The plugin itself reads the stored version: the provider configs are still listed and judged.
+    expect(r.stdout).toMatch(new RegExp(`^FAIL {2}ProviderConfig ${ns}/default not Ready: no status yet`, "m"));
+  });
+
   it("helm upgrade leaves them alone, and its notes say they are not the release's and how to change them", async () => {
     const upgrade = await release("upgrade", "https://other.example.com");
     expect(upgrade.code, upgrade.stderr).toBe(0);
@@ -134,7 +175,10 @@ describe("a first install with the chart's provider configs, on a cluster withou
   it("handed to the release as the install docs say, the next upgrades change them", async () => {
     // docs/install.md, "Provider configs from the chart".
     const kubectl = (args: string[]) => execFileAsync(kubectlBin, ["--kubeconfig", plane.kubeconfigPath, ...args]);
-    for (const target of [["-n", ns, "providerconfigs.keyward.dev/default"], ["clusterproviderconfigs.keyward.dev/shared"]]) {
+    for (const target of [
+      ["-n", ns, "providerconfigs.v1alpha1.keyward.dev/default"],
+      ["clusterproviderconfigs.v1alpha1.keyward.dev/shared"],
+    ]) {
       await kubectl([
         "annotate",
         ...target,

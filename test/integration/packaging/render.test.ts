@@ -131,7 +131,7 @@ describe("helm template | kubectl apply --dry-run=server", () => {
 });
 
 describe("helm install --dry-run=server", () => {
-  it("notes of a namespaced install name the CRDs as its only cluster-scoped objects", async () => {
+  it("notes of a namespaced install name the CRDs and the webhook's ClusterRole as its only cluster-scoped objects", async () => {
     const result = await helm([
       ...["install", "kw", chartDir, "--namespace", release.name, "--dry-run=server", "--kubeconfig", testKubeconfigPath()],
       // The suite's CRDs were applied without Helm's ownership metadata: a real install takes them over.
@@ -141,8 +141,19 @@ describe("helm install --dry-run=server", () => {
     expect(result.code, result.stderr).toBe(0);
     const notes = result.stdout.slice(result.stdout.indexOf("NOTES:"));
     expect(notes).toContain(`only in: ${watchedA.name}`);
-    expect(notes).toMatch(/The release has no cluster-scoped objects[\s\S]*except the seven CRDs/);
-    expect(result.stdout.slice(0, result.stdout.indexOf("NOTES:"))).not.toMatch(/^kind: Cluster/m);
+    expect(notes).toMatch(
+      /The release has no cluster-scoped objects[\s\S]*except the seven CRDs[\s\S]*and the ClusterRole kw-keyward-webhook/,
+    );
+    // the webhook's ClusterRole (keyward's CRDs' caBundle, nothing else) and its binding, and the
+    // uninstall hook's (those CRDs' webhook taken out, during helm uninstall only); no other
+    const manifest = result.stdout.slice(0, result.stdout.indexOf("NOTES:"));
+    const cluster = [...manifest.matchAll(/^kind: (Cluster\w+)\nmetadata:\n {2}name: ([\w-]+)/gm)].map((m) => `${m[1]}/${m[2]}`);
+    expect(cluster.sort()).toEqual([
+      "ClusterRole/kw-keyward-uninstall",
+      "ClusterRole/kw-keyward-webhook",
+      "ClusterRoleBinding/kw-keyward-uninstall",
+      "ClusterRoleBinding/kw-keyward-webhook",
+    ]);
   });
 
   it("with the ServiceMonitor: the apiserver accepts the scraper identity, and the notes name it", async () => {

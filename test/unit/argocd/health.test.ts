@@ -250,13 +250,17 @@ describe("nothing keyward writes makes Argo CD report OutOfSync", () => {
     );
   }
 
-  it("the CRDs default nothing into an object, so the stored spec is what Git says", () => {
+  // v1alpha1 only: v1beta1 moves the defaults into its schema (docs/api-review.md), and an Argo CD
+  // Application of v1beta1 manifests with no permanent diff is still to be proved.
+  it("the CRDs default nothing into a v1alpha1 object, so the stored spec is what Git says", () => {
     const dir = join(repoRoot, "crds");
     const files = readdirSync(dir).filter((f) => f.endsWith(".yaml"));
     expect(files.length).toBeGreaterThan(0);
     for (const file of files) {
       const [crd] = readYamlFile(join(dir, file)) as unknown as [{ spec: { versions: { name: string; schema: unknown; subresources?: { status?: object } }[] } }];
-      for (const version of crd.spec.versions) {
+      const alpha = crd.spec.versions.filter((v) => v.name === "v1alpha1");
+      expect(alpha, file).toHaveLength(1);
+      for (const version of alpha) {
         expect(defaults(version.schema, `${file}:${version.name}`)).toEqual([]);
         // status lives behind the /status subresource, which Argo CD does not diff
         expect(version.subresources?.status).toEqual({});

@@ -48,16 +48,17 @@ interface PodSpec {
   imagePullSecrets?: { name: string }[];
 }
 
-const podSpec = (docs: Doc[]): PodSpec =>
-  (findDoc(docs, "Deployment") as unknown as { spec: { template: { spec: PodSpec } } }).spec.template.spec;
-const container = (docs: Doc[]): Container => {
-  const c = podSpec(docs).containers[0];
+/** The operator's Deployment's pod (the first Deployment rendered), or the named Deployment's. */
+const podSpec = (docs: Doc[], name?: string): PodSpec =>
+  (findDoc(docs, "Deployment", name) as unknown as { spec: { template: { spec: PodSpec } } }).spec.template.spec;
+const container = (docs: Doc[], name?: string): Container => {
+  const c = podSpec(docs, name).containers[0];
   if (!c) throw new Error("no container");
   return c;
 };
-const envOf = (docs: Doc[]): Record<string, string | undefined> =>
+const envOf = (docs: Doc[], name?: string): Record<string, string | undefined> =>
   Object.fromEntries(
-    container(docs).env.map((e) => [
+    container(docs, name).env.map((e) => [
       e.name,
       e.value ?? (e.valueFrom?.fieldRef ? `fieldRef:${e.valueFrom.fieldRef.fieldPath}` : "valueFrom"),
     ]),
@@ -106,21 +107,32 @@ describe("default values", () => {
       "ClusterRole//kw-keyward-metrics-auth",
       "ClusterRole//kw-keyward-metrics-reader",
       "ClusterRole//kw-keyward-secret-writer",
+      "ClusterRole//kw-keyward-uninstall",
       "ClusterRole//kw-keyward-view",
+      "ClusterRole//kw-keyward-webhook",
       "ClusterRoleBinding//kw-keyward",
       "ClusterRoleBinding//kw-keyward-metrics-auth",
       "ClusterRoleBinding//kw-keyward-secret-writer",
+      "ClusterRoleBinding//kw-keyward-uninstall",
+      "ClusterRoleBinding//kw-keyward-webhook",
       "Deployment/keyward-system/kw-keyward",
+      "Deployment/keyward-system/kw-keyward-webhook",
       "Job/keyward-system/kw-keyward-uninstall",
       "NetworkPolicy/keyward-system/kw-keyward",
+      "NetworkPolicy/keyward-system/kw-keyward-webhook",
+      "PodDisruptionBudget/keyward-system/kw-keyward-webhook",
       "Role/keyward-system/kw-keyward-holders",
       "Role/keyward-system/kw-keyward-leader-election",
       "Role/keyward-system/kw-keyward-uninstall",
+      "Role/keyward-system/kw-keyward-webhook",
       "RoleBinding/keyward-system/kw-keyward-holders",
       "RoleBinding/keyward-system/kw-keyward-leader-election",
       "RoleBinding/keyward-system/kw-keyward-uninstall",
+      "RoleBinding/keyward-system/kw-keyward-webhook",
       "Service/keyward-system/kw-keyward-metrics",
+      "Service/keyward-system/kw-keyward-webhook",
       "ServiceAccount/keyward-system/kw-keyward",
+      "ServiceAccount/keyward-system/kw-keyward-webhook",
     ]);
     expect(kinds(defaults).filter((k) => k.startsWith("CustomResourceDefinition/"))).toEqual(crdKinds());
   });
@@ -167,7 +179,7 @@ describe("default values", () => {
       ["metrics", 8080],
       ["health", 8081],
     ]);
-    const service = findDoc(defaults, "Service") as unknown as {
+    const service = findDoc(defaults, "Service", "kw-keyward-metrics") as unknown as {
       spec: { ports: { port: number; targetPort: string }[]; selector: object };
     };
     expect(service.spec.ports[0]).toMatchObject({ port: 8080, targetPort: "metrics" });
@@ -201,18 +213,37 @@ describe("default values", () => {
 });
 
 describe("a namespaced install (watchNamespaces: [a, b])", () => {
-  it("renders no cluster-scoped object but the CRDs, even with rbac.aggregateToDefaultRoles (the default) on", () => {
-    expect(namespaced.filter((d) => d.kind.startsWith("Cluster")).map((d) => `${d.kind}/${d.metadata.name}`)).toEqual([]);
+  it("renders no cluster-scoped object but the CRDs and the ClusterRoles on them of the webhook and the uninstall hook, even with rbac.aggregateToDefaultRoles (the default) on", () => {
+    const webhookRbac = [
+      "ClusterRole/kw-keyward-uninstall",
+      "ClusterRole/kw-keyward-webhook",
+      "ClusterRoleBinding/kw-keyward-uninstall",
+      "ClusterRoleBinding/kw-keyward-webhook",
+    ];
+    expect(
+      namespaced
+        .filter((d) => d.kind.startsWith("Cluster"))
+        .map((d) => `${d.kind}/${d.metadata.name}`)
+        .sort(),
+    ).toEqual(webhookRbac);
     expect(
       namespaced
         .filter((d) => d.metadata.namespace === undefined && d.kind !== "CustomResourceDefinition")
-        .map((d) => `${d.kind}/${d.metadata.name}`),
-    ).toEqual([]);
+        .map((d) => `${d.kind}/${d.metadata.name}`)
+        .sort(),
+    ).toEqual(webhookRbac);
     expect(kinds(namespaced)).toEqual([
+      "ClusterRole//kw-keyward-uninstall",
+      "ClusterRole//kw-keyward-webhook",
+      "ClusterRoleBinding//kw-keyward-uninstall",
+      "ClusterRoleBinding//kw-keyward-webhook",
       ...crdKinds(),
       "Deployment/keyward-system/kw-keyward",
+      "Deployment/keyward-system/kw-keyward-webhook",
       "Job/keyward-system/kw-keyward-uninstall",
       "NetworkPolicy/keyward-system/kw-keyward",
+      "NetworkPolicy/keyward-system/kw-keyward-webhook",
+      "PodDisruptionBudget/keyward-system/kw-keyward-webhook",
       "Role/a/kw-keyward",
       "Role/a/kw-keyward-secret-writer",
       "Role/b/kw-keyward",
@@ -220,6 +251,7 @@ describe("a namespaced install (watchNamespaces: [a, b])", () => {
       "Role/keyward-system/kw-keyward-holders",
       "Role/keyward-system/kw-keyward-leader-election",
       "Role/keyward-system/kw-keyward-uninstall",
+      "Role/keyward-system/kw-keyward-webhook",
       "RoleBinding/a/kw-keyward",
       "RoleBinding/a/kw-keyward-secret-writer",
       "RoleBinding/b/kw-keyward",
@@ -227,8 +259,11 @@ describe("a namespaced install (watchNamespaces: [a, b])", () => {
       "RoleBinding/keyward-system/kw-keyward-holders",
       "RoleBinding/keyward-system/kw-keyward-leader-election",
       "RoleBinding/keyward-system/kw-keyward-uninstall",
+      "RoleBinding/keyward-system/kw-keyward-webhook",
       "Service/keyward-system/kw-keyward-metrics",
+      "Service/keyward-system/kw-keyward-webhook",
       "ServiceAccount/keyward-system/kw-keyward",
+      "ServiceAccount/keyward-system/kw-keyward-webhook",
     ]);
   });
 
@@ -266,24 +301,31 @@ describe("every option on (values-all.yaml)", () => {
       "ConfigMap/keyward-system/internal-ca",
       "ConfigMap/keyward-system/keyward-operator-dashboard",
       "Deployment/keyward-system/keyward-operator",
+      "Deployment/keyward-system/keyward-operator-webhook",
       "Job/keyward-system/keyward-operator-uninstall",
       "NetworkPolicy/keyward-system/keyward-operator",
+      "NetworkPolicy/keyward-system/keyward-operator-webhook",
       "PodDisruptionBudget/keyward-system/keyward-operator",
+      "PodDisruptionBudget/keyward-system/keyward-operator-webhook",
       "PrometheusRule/keyward-system/keyward-operator",
       "ProviderConfig/keyward-system/default",
       "Role/keyward-system/keyward-operator-holders",
       "Role/keyward-system/keyward-operator-leader-election",
       "Role/keyward-system/keyward-operator-uninstall",
+      "Role/keyward-system/keyward-operator-webhook",
       "Role/team-a/keyward-operator",
       "Role/team-a/keyward-operator-secret-writer",
       "Role/team-b/keyward-operator",
       "RoleBinding/keyward-system/keyward-operator-holders",
       "RoleBinding/keyward-system/keyward-operator-leader-election",
       "RoleBinding/keyward-system/keyward-operator-uninstall",
+      "RoleBinding/keyward-system/keyward-operator-webhook",
       "RoleBinding/team-a/keyward-operator",
       "RoleBinding/team-a/keyward-operator-secret-writer",
       "RoleBinding/team-b/keyward-operator",
       "Service/keyward-system/keyward-operator-metrics",
+      "Service/keyward-system/keyward-operator-webhook",
+      "ServiceAccount/keyward-system/keyward-operator-webhook",
       "ServiceAccount/keyward-system/keyward-sa",
       "ServiceMonitor/keyward-system/keyward-operator",
     ]);
@@ -332,8 +374,8 @@ describe("every option on (values-all.yaml)", () => {
     expect(findDoc(everything, "ProviderConfig")).toMatchObject({
       spec: { baseUrl: "https://secrets.example.test/api", credentialsSecretRef: { name: "keyward-token", key: "access-token" } },
     });
-    expect(findDoc(everything, "PodDisruptionBudget")).toMatchObject({ spec: { maxUnavailable: 1 } });
-    expect(findDoc(everything, "NetworkPolicy")).toMatchObject({
+    expect(findDoc(everything, "PodDisruptionBudget", "keyward-operator")).toMatchObject({ spec: { maxUnavailable: 1 } });
+    expect(findDoc(everything, "NetworkPolicy", "keyward-operator")).toMatchObject({
       spec: {
         ingress: [
           { ports: [{ port: 9090 }], from: [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "monitoring" } } }] },
@@ -387,15 +429,17 @@ describe("every option on (values-all.yaml)", () => {
       "keyward-operator-edit",
       "keyward-operator-metrics-auth",
       "keyward-operator-metrics-reader",
+      "keyward-operator-uninstall",
       "keyward-operator-view",
+      "keyward-operator-webhook",
     ]);
   });
 
   it("renders a PodDisruptionBudget only with more than one replica", async () => {
     const one = parseYamlDocuments(await renderChart({ setJson: { replicas: 1 } }));
     const two = parseYamlDocuments(await renderChart({ setJson: { replicas: 2 } }));
-    expect(one.some((d) => d.kind === "PodDisruptionBudget")).toBe(false);
-    expect(findDoc(two, "PodDisruptionBudget")).toMatchObject({ spec: { minAvailable: 1 } });
+    expect(one.some((d) => d.kind === "PodDisruptionBudget" && d.metadata.name === "kw-keyward")).toBe(false);
+    expect(findDoc(two, "PodDisruptionBudget", "kw-keyward")).toMatchObject({ spec: { minAvailable: 1 } });
   });
 });
 
@@ -450,14 +494,20 @@ describe("clusterProviderConfig", () => {
     });
   });
 
-  it("is ignored by a namespaced install, which renders nothing cluster-scoped but the CRDs", async () => {
+  it("is ignored by a namespaced install, which renders nothing cluster-scoped but the CRDs and the ClusterRoles on them", async () => {
     const docs = parseYamlDocuments(await renderChart({ setJson: { ...values, watchNamespaces: ["a"] } }));
     expect(
       docs
         .filter((d) => d.kind !== "CustomResourceDefinition")
         .filter((d) => d.kind.startsWith("Cluster") || d.metadata.namespace === undefined)
-        .map((d) => d.kind),
-    ).toEqual([]);
+        .map((d) => `${d.kind}/${d.metadata.name}`)
+        .sort(),
+    ).toEqual([
+      "ClusterRole/kw-keyward-uninstall",
+      "ClusterRole/kw-keyward-webhook",
+      "ClusterRoleBinding/kw-keyward-uninstall",
+      "ClusterRoleBinding/kw-keyward-webhook",
+    ]);
     expect(docs.some((d) => d.metadata.name === "kw-keyward-credentials")).toBe(false);
     expect(envOf(docs)["CLUSTER_PROVIDER_CONFIGS"]).toBeUndefined();
   });
@@ -500,7 +550,7 @@ describe("a PodDisruptionBudget", () => {
 
   it("does not check minAvailable without a budget (one replica)", async () => {
     const docs = parseYamlDocuments(await renderChart({ setJson: { replicas: 1, podDisruptionBudget: { minAvailable: 1 } } }));
-    expect(docs.some((d) => d.kind === "PodDisruptionBudget")).toBe(false);
+    expect(docs.some((d) => d.kind === "PodDisruptionBudget" && d.metadata.name === "kw-keyward")).toBe(false);
   });
 });
 
@@ -511,7 +561,7 @@ describe("metrics.port equal to health.port", () => {
     expect(c.ports.map((p) => [p.name, p.containerPort])).toEqual([["metrics", 9000]]);
     expect(c.livenessProbe.httpGet).toEqual({ path: "/healthz", port: "metrics" });
     expect(c.readinessProbe.httpGet).toEqual({ path: "/readyz", port: "metrics" });
-    const service = findDoc(docs, "Service") as unknown as { spec: { ports: { targetPort: string }[] } };
+    const service = findDoc(docs, "Service", "kw-keyward-metrics") as unknown as { spec: { ports: { targetPort: string }[] } };
     expect(service.spec.ports.map((p) => p.targetPort)).toEqual(["metrics"]);
     // keyward serves /metrics, /healthz and /readyz from one server when the two are equal (src/main.ts).
     expect(envOf(docs)).toMatchObject({ METRICS_PORT: "9000", HEALTH_PORT: "9000" });
@@ -533,7 +583,8 @@ interface NetworkPolicySpec {
   ingress: NetworkPolicyRule[];
   egress: NetworkPolicyRule[];
 }
-const networkPolicy = (docs: Doc[]): NetworkPolicySpec => (findDoc(docs, "NetworkPolicy") as unknown as { spec: NetworkPolicySpec }).spec;
+const networkPolicy = (docs: Doc[], name?: string): NetworkPolicySpec =>
+  (findDoc(docs, "NetworkPolicy", name) as unknown as { spec: NetworkPolicySpec }).spec;
 const tcp = (...ports: number[]): PolicyPort[] => ports.map((port) => ({ port, protocol: "TCP" }));
 const dnsRule: NetworkPolicyRule = {
   ports: [
@@ -952,7 +1003,15 @@ describe("the chart's CRDs (crds.enabled, crds.keep)", () => {
       const crd = rendered.get(generated.metadata.name);
       if (!crd) throw new Error(`the chart renders no ${generated.metadata.name}`);
       const { labels: _labels, annotations: _annotations, ...metadata } = crd.metadata as Meta & Doc["metadata"];
-      expect({ ...crd, metadata }, file).toEqual(generated);
+      // the conversion webhook is the release's Service, in the release's namespace
+      const ownService = structuredClone(generated) as Doc & { spec: { conversion: { webhook: { clientConfig: { service: object } } } } };
+      ownService.spec.conversion.webhook.clientConfig.service = {
+        namespace: "keyward-system",
+        name: "kw-keyward-webhook",
+        path: "/convert",
+        port: 443,
+      };
+      expect({ ...crd, metadata }, file).toEqual(ownService);
     }
   });
 });
@@ -988,6 +1047,37 @@ describe("the uninstall hook (uninstall.releaseFinalizers, on by default)", () =
     expect(rulesOf(findDoc(defaults, "Role", "kw-keyward-uninstall", "keyward-system"))).toEqual(uninstallGrants("kw-keyward"));
     const binding = findDoc(defaults, "RoleBinding", "kw-keyward-uninstall") as unknown as { subjects: object[] };
     expect(binding.subjects).toEqual([{ kind: "ServiceAccount", name: "kw-keyward", namespace: "keyward-system" }]);
+  });
+
+  it("then takes the conversion webhook out of keyward's CRDs: WEBHOOK_SERVICE, and get/update of those CRDs alone, granted as hooks for the uninstall only", async () => {
+    const env = Object.fromEntries((job(defaults).spec.template.spec.containers[0]?.env ?? []).map((e) => [e.name, e.value]));
+    expect(env["WEBHOOK_SERVICE"]).toBe("kw-keyward-webhook");
+    const crdNames = rootCrdFiles().map((f) => f.slice(0, -".yaml".length));
+    const role = findDoc(defaults, "ClusterRole", "kw-keyward-uninstall");
+    expect(rulesOf(role)).toEqual(
+      flattenRules([
+        {
+          apiGroups: ["apiextensions.k8s.io"],
+          resources: ["customresourcedefinitions"],
+          resourceNames: crdNames,
+          verbs: ["get", "update"],
+        },
+      ]),
+    );
+    const binding = findDoc(defaults, "ClusterRoleBinding", "kw-keyward-uninstall") as unknown as { subjects: object[] };
+    expect(binding.subjects).toEqual([{ kind: "ServiceAccount", name: "kw-keyward", namespace: "keyward-system" }]);
+    for (const doc of [role, binding as unknown as Doc]) {
+      expect((doc.metadata as { annotations?: Record<string, string> }).annotations).toMatchObject({
+        "helm.sh/hook": "pre-delete",
+        "helm.sh/hook-weight": "-1",
+        "helm.sh/hook-delete-policy": "before-hook-creation,hook-succeeded",
+      });
+    }
+    const off = parseYamlDocuments(await renderChart({ setJson: { webhook: { enabled: false } } }));
+    expect(kinds(off).filter((k) => k.startsWith("Cluster") && k.includes("uninstall"))).toEqual([]);
+    expect(Object.fromEntries((job(off).spec.template.spec.containers[0]?.env ?? []).map((e) => [e.name, e.value]))).not.toHaveProperty(
+      "WEBHOOK_SERVICE",
+    );
   });
 
   it("renders nothing with uninstall.releaseFinalizers false", async () => {
@@ -1048,5 +1138,202 @@ describe("ServiceMonitor and PrometheusRule where the cluster serves no promethe
       await renderChart({ setJson: { prometheusRule: { enabled: true, renderMode: "alwaysRender" } }, monitoringCrds: false }),
     );
     expect(always.map((d) => d.kind)).toContain("PrometheusRule");
+  });
+});
+
+describe("the conversion webhook (webhook)", () => {
+  type ServiceDoc = Doc & { spec: { selector: Record<string, string>; ports: { port: number; targetPort: string }[] } };
+  type DeploymentDoc = Doc & {
+    spec: {
+      replicas: number;
+      selector: { matchLabels: Record<string, string> };
+      template: { metadata: { labels: Record<string, string> } };
+    };
+  };
+  const crdNames = (): string[] => rootCrdFiles().map((f) => f.slice(0, -".yaml".length));
+  const webhookPods = { "app.kubernetes.io/name": "keyward-webhook", "app.kubernetes.io/instance": "kw" };
+  const matches = (selector: Record<string, string>, labels: Record<string, string>): boolean =>
+    Object.entries(selector).every(([k, v]) => labels[k] === v);
+
+  it("is a Deployment of its own, `keyward webhook` of the same image, two replicas, with keyward's own CA by default", () => {
+    const deployment = findDoc(defaults, "Deployment", "kw-keyward-webhook") as DeploymentDoc;
+    expect(deployment.spec.replicas).toBe(2);
+    const c = container(defaults, "kw-keyward-webhook");
+    expect(c.image).toBe(container(defaults).image);
+    expect((c as unknown as { args: string[] }).args).toEqual(["webhook"]);
+    expect(envOf(defaults, "kw-keyward-webhook")).toEqual({
+      NODE_OPTIONS: "--max-semi-space-size=1 --max-old-space-size=64",
+      LOG_LEVEL: "info",
+      HEALTH_PORT: "8081",
+      KUBE_REQUEST_TIMEOUT: "30s",
+      WEBHOOK_PORT: "9443",
+      WEBHOOK_SERVICE: "kw-keyward-webhook",
+      WEBHOOK_SECRET: "kw-keyward-webhook-tls",
+    });
+    expect(c.ports.map((p) => [p.name, p.containerPort])).toEqual([
+      ["webhook", 9443],
+      ["health", 8081],
+    ]);
+    expect(c.readinessProbe.httpGet).toEqual({ path: "/readyz", port: "health" });
+    expect(c.securityContext).toEqual(container(defaults).securityContext);
+    const pod = podSpec(defaults, "kw-keyward-webhook");
+    expect(pod.serviceAccountName).toBe("kw-keyward-webhook");
+    expect(pod.topologySpreadConstraints).toEqual([
+      {
+        maxSkew: 1,
+        topologyKey: "kubernetes.io/hostname",
+        whenUnsatisfiable: "ScheduleAnyway",
+        labelSelector: { matchLabels: webhookPods },
+      },
+    ]);
+  });
+
+  it("leaves the operator's pods without the webhook: no port, no WEBHOOK_ setting, no webhook RBAC on its ServiceAccount", () => {
+    expect(container(defaults).ports.map((p) => p.name)).not.toContain("webhook");
+    expect(Object.keys(envOf(defaults)).filter((k) => k.startsWith("WEBHOOK_"))).toEqual([]);
+    for (const kind of ["RoleBinding", "ClusterRoleBinding"]) {
+      const binding = findDoc(defaults, kind, "kw-keyward-webhook") as unknown as { subjects: object[] };
+      expect(binding.subjects).toEqual([{ kind: "ServiceAccount", name: "kw-keyward-webhook", namespace: "keyward-system" }]);
+    }
+  });
+
+  it("keeps the two sets of pods apart: each Deployment, Service, PodDisruptionBudget and NetworkPolicy selects its own pods only", async () => {
+    const docs = parseYamlDocuments(await renderChart({ setJson: { replicas: 2 } }));
+    const operator = (findDoc(docs, "Deployment", "kw-keyward") as DeploymentDoc).spec.template.metadata.labels;
+    const webhook = (findDoc(docs, "Deployment", "kw-keyward-webhook") as DeploymentDoc).spec.template.metadata.labels;
+    const selectors: [string, Record<string, string>, "operator" | "webhook"][] = [
+      ["Deployment kw-keyward", (findDoc(docs, "Deployment", "kw-keyward") as DeploymentDoc).spec.selector.matchLabels, "operator"],
+      ["Service kw-keyward-metrics", (findDoc(docs, "Service", "kw-keyward-metrics") as ServiceDoc).spec.selector, "operator"],
+      ["NetworkPolicy kw-keyward", networkPolicy(docs, "kw-keyward").podSelector.matchLabels, "operator"],
+      [
+        "Deployment kw-keyward-webhook",
+        (findDoc(docs, "Deployment", "kw-keyward-webhook") as DeploymentDoc).spec.selector.matchLabels,
+        "webhook",
+      ],
+      ["Service kw-keyward-webhook", (findDoc(docs, "Service", "kw-keyward-webhook") as ServiceDoc).spec.selector, "webhook"],
+      ["NetworkPolicy kw-keyward-webhook", networkPolicy(docs, "kw-keyward-webhook").podSelector.matchLabels, "webhook"],
+    ];
+    for (const name of ["kw-keyward", "kw-keyward-webhook"]) {
+      const pdb = findDoc(docs, "PodDisruptionBudget", name) as Doc & { spec: { selector: { matchLabels: Record<string, string> } } };
+      selectors.push([`PodDisruptionBudget ${name}`, pdb.spec.selector.matchLabels, name === "kw-keyward" ? "operator" : "webhook"]);
+    }
+    for (const [what, selector, own] of selectors) {
+      expect([matches(selector, operator), matches(selector, webhook)], what).toEqual([own === "operator", own === "webhook"]);
+    }
+  });
+
+  it("is a Service on 443 to the webhook pods' port, admitted by their NetworkPolicy, with a PodDisruptionBudget of minAvailable 1", async () => {
+    const service = findDoc(defaults, "Service", "kw-keyward-webhook") as ServiceDoc;
+    expect(service.spec.ports).toEqual([{ name: "webhook", port: 443, targetPort: "webhook", protocol: "TCP" }]);
+    expect(service.spec.selector).toEqual(webhookPods);
+    const np = networkPolicy(defaults, "kw-keyward-webhook");
+    expect(np.ingress).toEqual([{ ports: tcp(9443) }, { ports: tcp(8081) }]);
+    expect(np.egress).toEqual([{ ports: tcp(443, 6443) }, dnsRule]);
+    expect(findDoc(defaults, "PodDisruptionBudget", "kw-keyward-webhook")).toMatchObject({
+      spec: { minAvailable: 1, selector: { matchLabels: webhookPods } },
+    });
+    const one = parseYamlDocuments(await renderChart({ setJson: { webhook: { replicas: 1 } } }));
+    expect(one.some((d) => d.kind === "PodDisruptionBudget" && d.metadata.name === "kw-keyward-webhook")).toBe(false);
+  });
+
+  it("passes its values through (values-all.yaml): replicas, resources, V8 flags, affinity, spread, the apiserver's addresses", () => {
+    expect((findDoc(everything, "Deployment", "keyward-operator-webhook") as DeploymentDoc).spec.replicas).toBe(3);
+    const c = container(everything, "keyward-operator-webhook");
+    expect((c as unknown as { resources: object }).resources).toEqual({
+      requests: { cpu: "20m", memory: "100Mi" },
+      limits: { memory: "200Mi" },
+    });
+    expect(envOf(everything, "keyward-operator-webhook")).toMatchObject({
+      NODE_OPTIONS: "--max-old-space-size=80",
+      LOG_LEVEL: "debug",
+      HEALTH_PORT: "9091",
+    });
+    const pod = podSpec(everything, "keyward-operator-webhook");
+    expect(pod.affinity).toHaveProperty("podAntiAffinity");
+    expect(pod.nodeSelector).toEqual({ "kubernetes.io/os": "linux" });
+    expect(pod.topologySpreadConstraints).toEqual([
+      {
+        maxSkew: 1,
+        topologyKey: "topology.kubernetes.io/zone",
+        whenUnsatisfiable: "DoNotSchedule",
+        labelSelector: { matchLabels: { "app.kubernetes.io/name": "kw-webhook", "app.kubernetes.io/instance": "kw" } },
+      },
+    ]);
+    expect(networkPolicy(everything, "keyward-operator-webhook").ingress).toEqual([
+      { ports: tcp(9443), from: [{ ipBlock: { cidr: "192.168.10.0/28" } }] },
+      { ports: tcp(9091) },
+    ]);
+  });
+
+  it("may create Secrets, read and update only its TLS Secret, and read and patch only keyward's CRDs", () => {
+    expect(rulesOf(findDoc(defaults, "Role", "kw-keyward-webhook", "keyward-system"))).toEqual(
+      flattenRules([
+        { apiGroups: [""], resources: ["secrets"], verbs: ["create"] },
+        { apiGroups: [""], resources: ["secrets"], resourceNames: ["kw-keyward-webhook-tls"], verbs: ["get", "update"] },
+      ]),
+    );
+    expect(rulesOf(findDoc(defaults, "ClusterRole", "kw-keyward-webhook"))).toEqual(
+      flattenRules([
+        {
+          apiGroups: ["apiextensions.k8s.io"],
+          resources: ["customresourcedefinitions"],
+          resourceNames: crdNames(),
+          verbs: ["get", "patch"],
+        },
+      ]),
+    );
+  });
+
+  it("with webhook.certManager.enabled: a cert-manager Issuer and Certificate, mounted, the CA injected by cert-manager, no RBAC and no token", async () => {
+    const docs = parseYamlDocuments(await renderChart({ setJson: { webhook: { certManager: { enabled: true } } } }));
+    expect(findDoc(docs, "Certificate", "kw-keyward-webhook")).toMatchObject({
+      spec: {
+        secretName: "kw-keyward-webhook-tls",
+        issuerRef: { kind: "Issuer", name: "kw-keyward-webhook" },
+        dnsNames: ["kw-keyward-webhook.keyward-system.svc", "kw-keyward-webhook.keyward-system.svc.cluster.local"],
+      },
+    });
+    expect(findDoc(docs, "Issuer", "kw-keyward-webhook")).toMatchObject({ spec: { selfSigned: {} } });
+    for (const crd of docs.filter((d) => d.kind === "CustomResourceDefinition")) {
+      expect((crd.metadata as { annotations?: Record<string, string> }).annotations).toMatchObject({
+        "cert-manager.io/inject-ca-from": "keyward-system/kw-keyward-webhook",
+        "helm.sh/resource-policy": "keep",
+      });
+    }
+    const env = envOf(docs, "kw-keyward-webhook");
+    expect(env["WEBHOOK_CERT_DIR"]).toBe("/var/run/keyward/webhook-tls");
+    expect(env).not.toHaveProperty("WEBHOOK_SERVICE");
+    expect(container(docs, "kw-keyward-webhook").volumeMounts).toContainEqual({
+      name: "webhook-tls",
+      mountPath: "/var/run/keyward/webhook-tls",
+      readOnly: true,
+    });
+    const pod = podSpec(docs, "kw-keyward-webhook") as PodSpec & { automountServiceAccountToken: boolean };
+    expect(pod.volumes).toContainEqual({ name: "webhook-tls", secret: { secretName: "kw-keyward-webhook-tls" } });
+    expect(pod.automountServiceAccountToken).toBe(false);
+    expect(
+      docs
+        .filter((d) => d.metadata.name === "kw-keyward-webhook")
+        .map((d) => d.kind)
+        .sort(),
+    ).toEqual(["Certificate", "Deployment", "Issuer", "NetworkPolicy", "PodDisruptionBudget", "Service", "ServiceAccount"]);
+  });
+});
+
+describe("webhook.enabled=false", () => {
+  it("renders the CRDs in their storage version alone, without a conversion webhook, and nothing of the webhook", async () => {
+    const docs = parseYamlDocuments(await renderChart({ setJson: { webhook: { enabled: false } } }));
+    const crds = docs.filter((d) => d.kind === "CustomResourceDefinition") as (Doc & {
+      spec: { versions: { name: string }[]; conversion?: unknown };
+    })[];
+    expect(crds).toHaveLength(rootCrdFiles().length);
+    for (const crd of crds) {
+      expect(
+        crd.spec.versions.map((v) => v.name),
+        crd.metadata.name,
+      ).toEqual(["v1alpha1"]);
+      expect(crd.spec.conversion, crd.metadata.name).toBeUndefined();
+    }
+    expect(docs.filter((d) => d.metadata.name.endsWith("-webhook")).map((d) => d.kind)).toEqual([]);
   });
 });

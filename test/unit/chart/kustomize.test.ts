@@ -105,3 +105,89 @@ describe("config/manager", () => {
     expect(c?.["volumeMounts"]).toEqual([{ name: "tmp", mountPath: "/tmp" }]);
   });
 });
+
+describe("the conversion webhook in the kustomize install", () => {
+  interface DeploymentDoc {
+    metadata: { name: string };
+    spec: {
+      selector: { matchLabels: Record<string, string> };
+      template: {
+        metadata: { labels: Record<string, string> };
+        spec: {
+          serviceAccountName: string;
+          containers: { args?: string[]; env: { name: string; value?: string }[]; ports: { name: string }[] }[];
+        };
+      };
+    };
+  }
+  const deployment = (dir: string, file: string): DeploymentDoc =>
+    findDoc(readYamlFile(join(config, dir, file)), "Deployment") as unknown as DeploymentDoc;
+  const matches = (selector: Record<string, string>, labels: Record<string, string>): boolean =>
+    Object.entries(selector).every(([k, v]) => labels[k] === v);
+
+  it("is a Deployment of its own (config/webhook, `keyward webhook`), and the manager's pods serve no webhook", () => {
+    expect(kustomization("default").resources).toContain("../webhook");
+    const webhook = deployment("webhook", "deployment.yaml");
+    const manager = deployment("manager", "manager.yaml");
+    expect(webhook.spec.template.spec.containers[0]?.args).toEqual(["webhook"]);
+    expect(webhook.spec.template.spec.serviceAccountName).toBe("webhook");
+    expect(manager.spec.template.spec.containers[0]?.env.filter((e) => e.name.startsWith("WEBHOOK_"))).toEqual([]);
+    expect(manager.spec.template.spec.containers[0]?.ports.map((p) => p.name)).not.toContain("webhook");
+    // Neither Deployment selects the other's pods, and the Service and budget select the webhook's alone.
+    expect(matches(manager.spec.selector.matchLabels, webhook.spec.template.metadata.labels)).toBe(false);
+    expect(matches(webhook.spec.selector.matchLabels, manager.spec.template.metadata.labels)).toBe(false);
+    const service = readYamlFile(join(config, "webhook", "service.yaml"))[0] as unknown as { spec: { selector: Record<string, string> } };
+    const pdb = readYamlFile(join(config, "webhook", "pdb.yaml"))[0] as unknown as {
+      spec: { minAvailable: number; selector: { matchLabels: Record<string, string> } };
+    };
+    for (const selector of [service.spec.selector, pdb.spec.selector.matchLabels]) {
+      expect(matches(selector, webhook.spec.template.metadata.labels)).toBe(true);
+      expect(matches(selector, manager.spec.template.metadata.labels)).toBe(false);
+    }
+    expect(pdb.spec.minAvailable).toBe(1);
+  });
+
+  it("names the Service the generated CRDs call, and grants the webhook's ServiceAccount its Secret and those CRDs alone", () => {
+    const k = kustomization("default");
+    const w = kustomization("webhook");
+    expect(w.resources).toEqual(
+      expect.arrayContaining(["service.yaml", "role.yaml", "deployment.yaml", "service_account.yaml", "pdb.yaml"]),
+    );
+    const service = readYamlFile(join(config, "webhook", "service.yaml"))[0] as unknown as { metadata: { name: string } };
+    const serviceName = `${k.namePrefix ?? ""}${service.metadata.name}`;
+    const env = deployment("webhook", "deployment.yaml").spec.template.spec.containers[0]?.env ?? [];
+    const value = (name: string): string | undefined => env.find((e) => e.name === name)?.value;
+    expect(value("WEBHOOK_SERVICE")).toBe(serviceName);
+    const crdFiles = readdirSync(join(config, "crd", "bases")).filter((f) => f.endsWith(".yaml"));
+    for (const file of crdFiles) {
+      const crd = readYamlFile(join(config, "crd", "bases", file))[0] as unknown as {
+        spec: { conversion: { webhook: { clientConfig: { service: { namespace: string; name: string } } } } };
+      };
+      expect(crd.spec.conversion.webhook.clientConfig.service, file).toMatchObject({ namespace: k.namespace, name: serviceName });
+    }
+    const [role, binding, clusterRole, clusterBinding] = readYamlFile(join(config, "webhook", "role.yaml")) as unknown as {
+      rules: PolicyRule[];
+      subjects?: { name: string }[];
+    }[];
+    expect(flattenRules(role?.rules ?? [])).toEqual(
+      flattenRules([
+        { apiGroups: [""], resources: ["secrets"], verbs: ["create"] },
+        { apiGroups: [""], resources: ["secrets"], resourceNames: [value("WEBHOOK_SECRET") ?? "?"], verbs: ["get", "update"] },
+      ]),
+    );
+    expect(flattenRules(clusterRole?.rules ?? [])).toEqual(
+      flattenRules([
+        {
+          apiGroups: ["apiextensions.k8s.io"],
+          resources: ["customresourcedefinitions"],
+          resourceNames: crdFiles.map((f) => f.slice(0, -".yaml".length)),
+          verbs: ["get", "patch"],
+        },
+      ]),
+    );
+    expect([binding?.subjects, clusterBinding?.subjects]).toEqual([
+      [expect.objectContaining({ name: "webhook" })],
+      [expect.objectContaining({ name: "webhook" })],
+    ]);
+  });
+});

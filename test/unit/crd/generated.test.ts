@@ -2,7 +2,7 @@
 // `npm run generate` (or a hand edit of a generated file) fails here.
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { crdDirs, crdFileProblems, renderCrdFiles } from "../../../src/crd/files.ts";
+import { crdDirs, crdFileProblems, renderKindCrdFiles } from "../../../src/crd/files.ts";
 import { derivedFileProblems } from "../../../src/crd/derived-files.ts";
 import { kinds } from "../../../src/resources/registry.ts";
 
@@ -11,7 +11,7 @@ const crdSources = kinds.map((k) => k.crd);
 const repoRoot = fileURLToPath(new URL("../../..", import.meta.url));
 
 describe("committed CRDs", () => {
-  const files = renderCrdFiles(crdSources);
+  const files = renderKindCrdFiles(kinds);
 
   it("generate one file per kind", () => {
     expect(files.size).toBe(crdSources.length);

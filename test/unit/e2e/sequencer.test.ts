@@ -24,6 +24,7 @@ describe("the e2e files' declared order", () => {
       "scale.test.ts",
       "namespaced.test.ts",
       "soak.test.ts",
+      "conversion.test.ts",
       "check.test.ts",
     ].map((f) => ({
       moduleId: join(e2eDir, f),
