@@ -273,6 +273,37 @@ describe("kubectl keyward check", () => {
     }
   });
 
+  it("checks ClusterProviderConfigs with -A only: one not Ready fails -A, never a namespace's check", async () => {
+    const name = `${ns}-cluster`;
+    const cpc = {
+      apiVersion: "keyward.dev/v1alpha1",
+      kind: "ClusterProviderConfig",
+      metadata: { name },
+      spec: { baseUrl: "http://127.0.0.1:9", credentialsSecretRef: { name: "absent", key: "token" }, namespaces: [ns] },
+    };
+    const applied = await kubectl(["apply", "-f", "-"], { input: JSON.stringify(cpc) });
+    expect(applied.code, applied.stderr).toBe(0);
+    try {
+      // (The namespace may hold other tests' failing ProviderConfigs: only the lines are compared.)
+      const namespaced = await check(["-n", ns]);
+      expect(namespaced.stdout).toMatch(/^(ok|FAIL) +ProviderConfig /m);
+      expect(namespaced.stdout).not.toContain(`ClusterProviderConfig ${name}`);
+      const everywhere = await check(["-A"]);
+      expect(everywhere.code).toBe(1);
+      expect(everywhere.stdout).toMatch(new RegExp(`^FAIL {2}ClusterProviderConfig ${name} not Ready`, "m"));
+    } finally {
+      await kubectl([
+        "patch",
+        "clusterproviderconfigs.v1alpha1.keyward.dev",
+        name,
+        "--type=merge",
+        "-p",
+        '{"metadata":{"finalizers":null}}',
+      ]);
+      await kubectl(["delete", "clusterproviderconfigs.v1alpha1.keyward.dev", name, "--ignore-not-found"]);
+    }
+  });
+
   it("refuses arguments it does not take", async () => {
     expect((await check(["extra"])).code).toBe(2);
     expect((await check(["-n", ns, "-A"])).code).toBe(2);
