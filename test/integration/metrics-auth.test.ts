@@ -87,7 +87,7 @@ beforeAll(async () => {
       namespace: ns.name,
       setJson: { rbac: { aggregateToDefaultRoles: false }, metrics: { readers: [{ kind: "ServiceAccount", name: "scraper" }] } },
     }),
-  ).filter((d) => d.kind === "ServiceAccount" || d.metadata.name.includes("-metrics-"));
+  ).filter((d) => (d.kind === "ServiceAccount" && d.metadata.name === `${release}-keyward`) || d.metadata.name.includes("-metrics-"));
   expect(docs.map((d) => `${d.kind}/${d.metadata.name}`).sort()).toEqual([
     `ClusterRole/${release}-keyward-metrics-auth`,
     `ClusterRole/${release}-keyward-metrics-reader`,
