@@ -17,8 +17,11 @@
 // - Confirmed: the id is recorded (status and keyward.dev/external-id). The mark stays as a record
 //   of when.
 //
-// Being deleted while Started with nothing found, the resource is released only once the mark is
-// LATE_COMMIT_WINDOW_MS old: an attempt the service applies late is then found and deleted.
+// Being deleted while Started, the resource is released only once the mark is
+// LATE_COMMIT_WINDOW_MS old, looking by the natural key until then: an attempt the service applies
+// late is then found and deleted. Also after it found and deleted one: that was one attempt's
+// commit, and a later attempt (sent while the first had not landed yet) may commit once the key
+// is free again.
 //
 // A natural key inside a parent (a sync's name in its project) is looked up, while Started, in the
 // parent the attempt was sent to: the mark records it (its scope). Being deleted, the resource

@@ -608,22 +608,41 @@ class Run<Spec, Status, Conn, External> {
         return requeueAfter(result.requeueAfterMs);
       }
       c.event("Normal", "Deleted", "deleted the external object");
+      // Found by its natural key while a create was unconfirmed: that was one attempt's commit,
+      // and a later attempt, sent when this one had not yet landed, may commit now that the key
+      // is free again (seed 16 of the soak: two creates of one sync landed, the first deleted).
+      if (c.createPending) {
+        const waiting = await this.waitForLateCommit();
+        if (waiting) return waiting;
+      }
     } else if (!obs.exists && obs.vanished) {
       await this.writeStatus({ ready: { type: "Ready", status: "False", reason: obs.vanished.reason, message: obs.vanished.message } });
       c.event("Warning", obs.vanished.reason, obs.vanished.message);
     } else if (!obs.exists && c.createPending) {
       // A create whose outcome is unknown may still commit (create-rule.ts): released now, the
       // resource would leave what it commits behind.
-      const late = releaseWhileStarted(this.obj.metadata.annotations?.[ANNOTATION_CREATE_STARTED], this.now().getTime());
-      if (late !== "release") {
-        const message = `a create whose outcome is unknown may still commit at the service; the deletion looks for it again until ${Math.ceil(late.wait / 1000)} s from now, then lets the resource go`;
-        await this.writeStatus({ ready: { type: "Ready", status: "False", reason: "CreatePending", message } });
-        return requeueAfter(Math.min(late.wait, 5_000));
-      }
+      const waiting = await this.waitForLateCommit();
+      if (waiting) return waiting;
     }
     await this.releaseLock();
     await this.patchMeta({ finalizers: { remove: FINALIZER } });
     return done();
+  }
+
+  /**
+   * Being deleted while its create is unconfirmed: until the late-commit window after the last
+   * attempt's mark has passed, the resource stays, Ready False CreatePending, and looks again.
+   * The id of what this pass found and deleted is not kept, so the next pass looks by the natural
+   * key (create-rule.ts). Undefined once the window has passed.
+   */
+  private async waitForLateCommit(): Promise<Outcome | undefined> {
+    const late = releaseWhileStarted(this.obj.metadata.annotations?.[ANNOTATION_CREATE_STARTED], this.now().getTime());
+    if (late === "release") return undefined;
+    const guard = this.module.guardCreate;
+    if (guard) this.mergeStatus({ [guard.idField]: null } as StatusPatch<Status>);
+    const message = `a create whose outcome is unknown may still commit at the service; the deletion looks for it again until ${Math.ceil(late.wait / 1000)} s from now, then lets the resource go`;
+    await this.writeStatus({ ready: { type: "Ready", status: "False", reason: "CreatePending", message } });
+    return requeueAfter(Math.min(late.wait, 5_000));
   }
 
   /**

@@ -24,11 +24,11 @@ export interface FaultState {
    */
   held(filter?: { clientGone?: boolean }): number;
   /**
-   * Ends every hold now; returns how many. A test that needs a held request to land after some
-   * other event (a retry refused, a deletion's lookup) releases it when it has seen that event,
-   * instead of betting on a latency outlasting it on a slow machine.
+   * Ends every hold now (or the `count` oldest); returns how many. A test that needs a held
+   * request to land after some other event (a retry refused, a deletion's lookup) releases it when
+   * it has seen that event, instead of betting on a latency outlasting it on a slow machine.
    */
-  release(): number;
+  release(count?: number): number;
 }
 
 export function createFaultState(): FaultState {
@@ -73,8 +73,8 @@ export function createFaultState(): FaultState {
     },
     held: (filter) =>
       filter?.clientGone === undefined ? holds.size : [...holds.values()].filter((h) => h.clientGone === filter.clientGone).length,
-    release() {
-      const now = [...holds.keys()];
+    release(count) {
+      const now = [...holds.keys()].slice(0, count ?? holds.size);
       for (const release of now) release();
       return now.length;
     },

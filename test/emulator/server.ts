@@ -145,7 +145,7 @@ export async function startEmulator(opts: EmulatorOptions): Promise<Emulator> {
     clearRequests: admin.clearRequests,
     setFaults: admin.setFaults,
     heldRequests: (filter) => faults.held(filter),
-    releaseHeld: () => faults.release(),
+    releaseHeld: (count) => faults.release(count),
     seed: admin.seed,
     setJobOutcome: admin.setJobOutcome,
     addMember: (m) => void admin.addMember(m),

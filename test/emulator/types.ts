@@ -34,10 +34,10 @@ export interface Emulator {
    */
   heldRequests(filter?: { clientGone?: boolean }): number;
   /**
-   * Ends every latency hold now (returns how many): a held request then lands (landsWithoutClient)
+   * Ends every latency hold now, or the `count` oldest (returns how many): a held request then lands (landsWithoutClient)
    * or is answered. Tests order a late commit after an event this way, not by a latency.
    */
-  releaseHeld(): number;
+  releaseHeld(count?: number): number;
   seed(s: Seed): void;
   setJobOutcome(o: JobOutcome): void;
   addMember(m: MemberSeed): void;

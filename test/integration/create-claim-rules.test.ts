@@ -218,6 +218,44 @@ describe("the create rule, being deleted", () => {
   });
 });
 
+describe("the create rule, being deleted after two attempts", () => {
+  it("deletes the first attempt's commit, then waits for and deletes the second's before it lets the resource go", async () => {
+    // Both attempts time out (1 s) while the service holds them: the second was sent after a
+    // lookup by slug found nothing, since the first had not landed. The resource is deleted; the
+    // first commits and the deletion finds and deletes it; only then does the second commit, with
+    // the slug free again. Seed 16 of the soak left such a second commit behind.
+    await mergePatchCustom(kc, a.name, "providerconfigs", "default", { spec: { timeoutSeconds: 1 } });
+    const match = { method: "POST", pathPattern: "^/api/v2/workspace$" };
+    const since = emulator.requests().length;
+    emulator.setFaults({ match, latencyMs: HOLD_CAP_MS, landsWithoutClient: true });
+    try {
+      await createCustom(kc, a.name, "projects", project("twice", { slug: "late-twice", deletionPolicy: "Delete" }));
+      await waitFor(() => Promise.resolve(emulator.heldRequests({ clientGone: true }) >= 2 ? true : undefined), {
+        timeoutMs: 60_000,
+        description: "two create attempts held, both given up on",
+      });
+      await deleteCustom(kc, a.name, "projects", "twice");
+      expect(emulator.releaseHeld(1)).toBe(1);
+      await waitFor(() => Promise.resolve(opsFrom("deleteProject", since) > 0 ? true : undefined), {
+        timeoutMs: 60_000,
+        description: "the first attempt's commit found and deleted",
+      });
+      // The later attempts (one, or two when a third was sent before the deletion).
+      expect(emulator.releaseHeld()).toBeGreaterThanOrEqual(1);
+      await gone(a.name, "projects", "twice");
+    } finally {
+      emulator.setFaults({});
+      await mergePatchCustom(kc, a.name, "providerconfigs", "default", { spec: { timeoutSeconds: 5 } });
+    }
+    // Two landed (the slug lets one at a time), and each was deleted: nothing left.
+    const committed = ops("createProject", since).filter((r) => r.status === 200);
+    expect(committed.map((r) => r.fault)).toEqual(["client-gone", "client-gone"]);
+    expect(ops("deleteProject", since)).toHaveLength(committed.length);
+    const left = await fetch(`${emulator.url}/api/v1/projects/slug/late-twice`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(left.status).toBe(404);
+  });
+});
+
 describe("the create rule, being deleted with its project", () => {
   it("looks a late-committed sync up in the project its create was sent to, when that Project resource is gone too", async () => {
     // The Project keeps its project at the service (Retain) and goes at once; the sync's create
