@@ -25,7 +25,7 @@ export const engineReasons = {
   },
   CreatePending: {
     means: "retrying",
-    doc: "A create's outcome is unknown: the service reports the object's natural key taken (keyward looks it up again and records it when it is this resource's own create, committed late), or, being deleted, nothing is found yet (the deletion looks again for a minute after the create started, then lets the resource go).",
+    doc: "A create's outcome is unknown: the service reports the object's natural key taken (keyward looks it up again and records it when it is this resource's own create, committed late), or, being deleted, a create may still land (the deletion looks again, and deletes what it finds, for a minute after the last attempt started, then lets the resource go).",
   },
   InvalidSpec: { means: "failed", doc: "The spec fails keyward's schema; the message names the fields." },
   NotFound: { means: "failed", doc: "The external object does not exist and keyward may not create it." },
