@@ -139,7 +139,11 @@ export function kindSite(options: KindSiteOptions): Site {
   };
 
   const keywardPods = async (): Promise<{ name: string; restarts: number }[]> => {
-    const pods = await core.listNamespacedPod({ namespace: KEYWARD_NAMESPACE, labelSelector: `app.kubernetes.io/instance=${RELEASE}` });
+    // The operator's pods only: the release's conversion webhook pods share its instance label.
+    const pods = await core.listNamespacedPod({
+      namespace: KEYWARD_NAMESPACE,
+      labelSelector: `app.kubernetes.io/name=keyward,app.kubernetes.io/instance=${RELEASE}`,
+    });
     return pods.items
       .filter((p) => p.metadata?.deletionTimestamp === undefined && p.status?.phase === "Running")
       .map((p) => ({
