@@ -299,6 +299,16 @@ export async function exposedTexts(
     return result.stdout;
   };
   const events = await read("events");
-  const objects = kinds === undefined ? "" : await read(kinds);
+  // Qualified by group: other files on the shared control plane install test CRDs of the same
+  // plurals in groups of their own (v1beta1 ones win kubectl's short-name resolution).
+  const objects =
+    kinds === undefined
+      ? ""
+      : await read(
+          kinds
+            .split(",")
+            .map((k) => (k.includes(".") ? k : `${k}.keyward.dev`))
+            .join(","),
+        );
   return { events, objects, all: [logs.join("\n"), events, objects] };
 }
