@@ -125,7 +125,7 @@ describe("a ClusterProviderConfig selecting namespaces by label", () => {
     const ready = cpc.status?.conditions?.find((x) => x.type === "Ready");
     expect(ready?.status).toBe("True");
     expect(cpc.status?.credentialsNamespace).toBe(ns.creds.name);
-    const table = await kubectl(["get", "clusterproviderconfig", CPC]);
+    const table = await kubectl(["get", "clusterproviderconfigs.v1alpha1.keyward.dev", CPC]);
     expect(table.stdout).toMatch(/NAME\s+URL\s+READY\s+AGE/);
     expect(table.stdout).toContain("True");
   });
