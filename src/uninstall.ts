@@ -7,9 +7,8 @@
 // Nothing is deleted, in Kubernetes or at the service. Then, with the release's conversion webhook
 // about to go, keyward's CRDs serve their stored version alone (stopConversion).
 import type { Logger } from "./log.ts";
-import { deploymentKind, podKind, resourcePath, secretKind, type KindRef, type Kube } from "./kube/client.ts";
-import { patchMetadata } from "./kube/objects.ts";
-import { isConflict, isKubeNotFound } from "./kube/objects.ts";
+import { crdKind, deploymentKind, podKind, resourcePath, secretKind, type KindRef, type Kube } from "./kube/client.ts";
+import { getObject, isConflict, isKubeNotFound, patchMetadata } from "./kube/objects.ts";
 import { keyOf, keyString, parseKeyString } from "./kube/keys.ts";
 import { kubeJson, MERGE_PATCH } from "./kube/rest.ts";
 import type { KubeObject } from "./kube/types.ts";
@@ -160,15 +159,10 @@ export async function stopConversion(
 ): Promise<string[]> {
   const changed: string[] = [];
   for (const name of crdNames) {
-    const path = `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${encodeURIComponent(name)}`;
+    const path = resourcePath(crdKind, undefined, name);
     for (let attempt = 0; ; attempt++) {
-      let crd: ConvertingCrd;
-      try {
-        crd = await kubeJson<ConvertingCrd>(kube.access, { path });
-      } catch (err) {
-        if (isKubeNotFound(err)) break;
-        throw err;
-      }
+      const crd = (await getObject(kube, crdKind, { namespace: "", name })) as ConvertingCrd | undefined;
+      if (!crd) break;
       const config = crd.spec.conversion?.webhook?.clientConfig;
       if (crd.spec.conversion?.strategy !== "Webhook" || !config || !ours(config)) break;
       const versions = crd.spec.versions.map((v) => (v.storage ? v : { ...v, served: false }));

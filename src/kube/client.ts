@@ -22,6 +22,13 @@ export const secretKind: KindRef = { group: "", version: "v1", plural: "secrets"
 export const deploymentKind: KindRef = { group: "apps", version: "v1", plural: "deployments", kind: "Deployment" };
 export const podKind: KindRef = { group: "", version: "v1", plural: "pods", kind: "Pod" };
 export const namespaceKind: KindRef = { group: "", version: "v1", plural: "namespaces", kind: "Namespace", clusterScoped: true };
+export const crdKind: KindRef = {
+  group: "apiextensions.k8s.io",
+  version: "v1",
+  plural: "customresourcedefinitions",
+  kind: "CustomResourceDefinition",
+  clusterScoped: true,
+};
 
 /** One kind's cache, as a reader sees it (an informer of informer.ts). */
 export interface CachedKind {

@@ -4,8 +4,8 @@
 // them due (an update on the resourceVersion read: a conflict means another replica renewed
 // first). Each replica serves the Secret's certificate and writes the Secret's CA bundle into the
 // caBundle of each CRD whose conversion goes to the webhook, only when it differs.
-import type { Kube } from "../kube/client.ts";
-import { isConflict, isKubeNotFound } from "../kube/objects.ts";
+import { crdKind, resourcePath, type Kube } from "../kube/client.ts";
+import { getObject, isConflict, isKubeNotFound } from "../kube/objects.ts";
 import { MERGE_PATCH, kubeJson } from "../kube/rest.ts";
 import {
   certFacts,
@@ -194,20 +194,13 @@ export async function injectCaBundle(
   const want = b64(bundle);
   const written: string[] = [];
   for (const name of crdNames) {
-    const path = `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${encodeURIComponent(name)}`;
-    let crd: CrdObject;
-    try {
-      crd = await kubeJson<CrdObject>(kube.access, { path });
-    } catch (err) {
-      if (isKubeNotFound(err)) continue;
-      throw err;
-    }
-    const conversion = crd.spec?.conversion;
+    const crd = (await getObject(kube, crdKind, { namespace: "", name })) as CrdObject | undefined;
+    const conversion = crd?.spec?.conversion;
     const config = conversion?.webhook?.clientConfig;
     if (conversion?.strategy !== "Webhook" || !config || !ours(config) || config.caBundle === want) continue;
     await kubeJson(kube.access, {
       method: "PATCH",
-      path,
+      path: resourcePath(crdKind, undefined, name),
       contentType: MERGE_PATCH,
       body: { spec: { conversion: { webhook: { clientConfig: { caBundle: want } } } } },
     });
