@@ -138,8 +138,8 @@ describe("kubectl keyward export, of objects an older keyward left", () => {
     env.onStop(async () => {
       await releaseAll(legacy.name);
       await legacy.cleanup();
-      await kubectl(["patch", "clusterproviderconfigs", cpcName, "--type=merge", "-p", '{"metadata":{"finalizers":null}}']);
-      await kubectl(["delete", "clusterproviderconfigs", cpcName, "--ignore-not-found"]);
+      await kubectl(["patch", "clusterproviderconfigs.keyward.dev", cpcName, "--type=merge", "-p", '{"metadata":{"finalizers":null}}']);
+      await kubectl(["delete", "clusterproviderconfigs.keyward.dev", cpcName, "--ignore-not-found"]);
     });
     const owner = await kc
       .makeApiClient(CoreV1Api)
@@ -191,7 +191,7 @@ describe("kubectl keyward export, of objects an older keyward left", () => {
     );
     await patch(ns, "secretsyncs/leaving", { status: { syncId: "sync-leaving" } }, "status");
     // Being deleted: its finalizer holds it.
-    await mustKubectl(["delete", "secretsyncs/leaving", "-n", ns, "--wait=false"]);
+    await mustKubectl(["delete", "secretsyncs.keyward.dev/leaving", "-n", ns, "--wait=false"]);
   });
 
   it("-n: every namespaced kind in the registry's order, the ids pinned, keyward's record and the cluster's own fields gone", async () => {

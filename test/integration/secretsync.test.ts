@@ -578,7 +578,7 @@ describe("SecretSync", () => {
   });
 
   it("prints destination, sync status, last synced, Ready and Age, and Synced and the id with -o wide", async () => {
-    const plain = await kubectl(["get", "secretsyncs", "to-monitoring", "-n", ns.name]);
+    const plain = await kubectl(["get", "secretsyncs.keyward.dev", "to-monitoring", "-n", ns.name]);
     expect(plain.stdout.split("\n")[0]?.split(/\s+/).filter(Boolean)).toEqual([
       "NAME",
       "DESTINATION",
@@ -588,7 +588,7 @@ describe("SecretSync", () => {
       "AGE",
     ]);
     expect(plain.stdout.split("\n")[1]).toMatch(/^to-monitoring\s+monitoring\s+succeeded\s+\S+\s+True\s+/);
-    const wide = await kubectl(["get", "secretsyncs", "to-monitoring", "-n", ns.name, "-o", "wide"]);
+    const wide = await kubectl(["get", "secretsyncs.keyward.dev", "to-monitoring", "-n", ns.name, "-o", "wide"]);
     const id = syncIdOf(await readySync("to-monitoring"));
     expect(wide.stdout.split("\n")[0]).toMatch(/SYNCED\s+SYNC-ID/);
     expect(wide.stdout).toContain(id);
