@@ -318,7 +318,7 @@ Usage:
   kubectl keyward status [-n NAMESPACE | -A]
       One table of every keyward resource: kind, namespace, name, Ready, reason, service id and
       last sync. -A: every namespace, and the cluster-scoped kinds too.
-  kubectl keyward export [KIND...] [-n NAMESPACE | -A] [-o yaml|json] [--dir DIR] [--observe-only]
+  kubectl keyward export [KIND...] [-n NAMESPACE | -A] [-o yaml|json] [--dir DIR] [--observe-only] [--api-version V]
       The keyward resources as manifests to commit, for a cluster rebuilt from Git: apiVersion,
       kind, name, namespace, labels, annotations and spec, with keyward.dev/external-id (the
       service's id, from status or else the annotation: keyward finds that object instead of
@@ -351,6 +351,9 @@ Options:
                          drill in another cluster: keyward there reads the service, never writes
       --dir DIR          export: one file per object, DIR/<namespace>/<kind>-<name>.yaml
                          (cluster-scoped kinds in DIR/_cluster); prints each path
+      --api-version V    export: the version to write (default: the one the cluster prefers,
+                         v1beta1 where it is served; v1alpha1 is what is stored, read without
+                         the conversion webhook)
       --kubeconfig PATH, --context NAME, --cluster NAME, --user NAME
                          passed to kubectl, as kubectl takes them
   -h, --help             this help
@@ -375,7 +378,8 @@ class CliError extends Error {
 
 /**
  * @typedef {{ namespace?: string; allNamespaces: boolean; wait: boolean; timeoutMs?: number;
- *   output?: "yaml" | "json"; dir?: string; observeOnly: boolean; kubeFlags: string[]; help: boolean; positionals: string[] }} Args
+ *   output?: "yaml" | "json"; dir?: string; observeOnly: boolean; apiVersion?: string; kubeFlags: string[]; help: boolean;
+ *   positionals: string[] }} Args
  */
 
 /** @param {string} text @returns {number} milliseconds */
@@ -387,6 +391,18 @@ function parseDuration(text) {
   const ms = n * unit;
   if (ms <= 0) throw new CliError(`invalid --timeout ${JSON.stringify(text)}: it must be more than 0`, EXIT.usage);
   return ms;
+}
+
+/**
+ * --api-version: a version of the keyward.dev group, with or without the group.
+ * @param {string | undefined} text @returns {string | undefined} the version alone
+ */
+function apiVersionOf(text) {
+  if (text === undefined) return undefined;
+  const version = text.startsWith(`${GROUP}/`) ? text.slice(GROUP.length + 1) : text;
+  if (!/^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$/.test(version))
+    throw new CliError(`invalid --api-version ${JSON.stringify(text)}: use a version of ${GROUP}, such as v1beta1`, EXIT.usage);
+  return version;
 }
 
 /** @param {string[]} argv @returns {Args} */
@@ -406,6 +422,7 @@ function parseCommandLine(argv) {
         output: { type: "string", short: "o" },
         dir: { type: "string" },
         "observe-only": { type: "boolean" },
+        "api-version": { type: "string" },
         kubeconfig: { type: "string" },
         context: { type: "string" },
         cluster: { type: "string" },
@@ -436,6 +453,7 @@ function parseCommandLine(argv) {
     throw new CliError(`invalid --output ${JSON.stringify(output)}: use yaml or json`, EXIT.usage);
   const dir = str("dir");
   if (dir === "") throw new CliError("--dir must not be empty", EXIT.usage);
+  const apiVersion = apiVersionOf(str("api-version"));
   return {
     ...(namespace !== undefined ? { namespace } : {}),
     allNamespaces: v["all-namespaces"] === true,
@@ -444,6 +462,7 @@ function parseCommandLine(argv) {
     ...(output !== undefined ? { output } : {}),
     ...(dir !== undefined ? { dir } : {}),
     observeOnly: v["observe-only"] === true,
+    ...(apiVersion !== undefined ? { apiVersion } : {}),
     kubeFlags,
     help: v.help === true,
     positionals: parsed.positionals,
@@ -680,7 +699,11 @@ async function waitForJob(args, name, { action, actionName, value, before }) {
 
 // ---------------------------------------------------------------- status
 
-/** @typedef {{ resource: string; read: string; kind: string; namespaced: boolean; names: string[] }} ApiResource names: kind, plural and short names, lower case; read: the resource by its stored version */
+/**
+ * @typedef {{ resource: string; read: string; preferred: string; kind: string; namespaced: boolean; names: string[] }} ApiResource
+ * names: kind, plural and short names, lower case; read: the resource by its stored version;
+ * preferred: the version the cluster serves a read that names none in (discovery's).
+ */
 
 /** Every resource type of the keyward.dev API group the cluster serves. @param {Args} args @returns {Promise<ApiResource[]>} */
 async function keywardResources(args) {
@@ -696,7 +719,9 @@ async function keywardResources(args) {
       const shortNames = f.length >= 5 ? (f[1] ?? "").split(",") : [];
       const names = [kind.toLowerCase(), f[0] ?? "", ...shortNames].filter((n) => n !== "");
       const resource = `${f[0] ?? ""}.${GROUP}`;
-      return { resource, read: stored(resource), kind, namespaced: f[f.length - 2] === "true", names };
+      const read = stored(resource);
+      const preferred = (f[f.length - 3] ?? "").split("/")[1] ?? versionOf(read, resource);
+      return { resource, read, preferred, kind, namespaced: f[f.length - 2] === "true", names };
     });
   if (found.length === 0)
     throw new CliError(`keyward's CRDs are not installed in this cluster: it serves no resource of the ${GROUP} API group`, EXIT.notFound);
@@ -1033,6 +1058,20 @@ function selectResources(all, words, allNamespaces) {
   return all.filter((r) => picked.has(r));
 }
 
+/** The version in `<plural>.<version>.keyward.dev`. @param {string} typed @param {string} resource `<plural>.keyward.dev` */
+const versionOf = (typed, resource) => typed.slice(resource.length - GROUP.length, -GROUP.length - 1);
+
+/**
+ * Why a type could not be listed. A version other than the stored one is converted by keyward's
+ * webhook, which may not be running: the stored version reads without it.
+ * @param {string} typed @param {ApiResource} res @param {string} message
+ */
+function readError(typed, res, message) {
+  return typed === res.read
+    ? message
+    : `${message} (${typed} is converted by keyward's webhook: \`kubectl keyward check\` says whether it answers; --api-version ${versionOf(res.read, res.resource)} reads what is stored, unconverted)`;
+}
+
 /**
  * Prints (or writes under --dir) the keyward resources as manifests to commit. All or nothing: a
  * type that cannot be listed exports nothing, as a partial export would leave objects out of Git.
@@ -1046,8 +1085,9 @@ async function exportResources(args) {
   const scope = args.allNamespaces ? ["--all-namespaces"] : nsFlags(args);
   const results = await Promise.all(
     resources.map(async (res) => {
-      const r = await kubectl(args, ["get", res.read, "--output", "json", ...(res.namespaced ? scope : [])]);
-      if (r.code !== 0) return { res, error: kubectlMessage(r.stderr), items: [] };
+      const typed = `${res.resource.slice(0, -GROUP.length)}${args.apiVersion ?? res.preferred}.${GROUP}`;
+      const r = await kubectl(args, ["get", typed, "--output", "json", ...(res.namespaced ? scope : [])]);
+      if (r.code !== 0) return { res, error: readError(typed, res, kubectlMessage(r.stderr)), items: [] };
       const list = /** @type {{ items?: FullObject[] }} */ (JSON.parse(r.stdout));
       return { res, error: undefined, items: list.items ?? [] };
     }),
@@ -1658,8 +1698,8 @@ async function main(argv) {
     return EXIT.ok;
   }
   const sub = { ...args, positionals: rest };
-  if (command !== "export" && (args.output !== undefined || args.dir !== undefined || args.observeOnly))
-    throw new CliError("--output, --dir and --observe-only apply to export", EXIT.usage);
+  if (command !== "export" && (args.output !== undefined || args.dir !== undefined || args.observeOnly || args.apiVersion !== undefined))
+    throw new CliError("--output, --dir, --observe-only and --api-version apply to export", EXIT.usage);
   switch (command) {
     case "sync":
     case "remove-secrets":
