@@ -81,9 +81,27 @@ export function chartCrdTemplate(text: string): string {
     "  annotations:\n",
     "    {{- . | nindent 4 }}\n",
     "  {{- end }}\n",
-    servedOnlyWithWebhook(spec.replace(service, release)),
+    servedOnlyWithWebhook(storageFromValues(spec.replace(service, release))),
     "{{- end }}\n",
   ].join("");
+}
+
+const storedVersion = (name: string, storage: boolean): string => `  - name: ${name}\n    served: true\n    storage: ${String(storage)}\n`;
+
+/**
+ * crds.storageVersion picks which version of a CRD serving both is stored (the next minor's
+ * switch, run ahead by a user; `helm rollback` switches back): the generated CRD keeps v1alpha1
+ * as storage, the template only decides which of the two says `storage: true`.
+ */
+function storageFromValues(spec: string): string {
+  if (!spec.includes("\n  - name: v1beta1\n")) return spec;
+  const alpha = storedVersion("v1alpha1", true);
+  const beta = storedVersion("v1beta1", false);
+  if (!spec.includes(alpha) || !spec.includes(beta))
+    throw new Error("a CRD serving v1beta1 whose versions are not v1alpha1 (storage) then v1beta1");
+  const chosen = (name: string): string =>
+    `  - name: ${name}\n    served: true\n    storage: {{ eq (include "keyward.crdStorageVersion" .) "${name}" }}\n`;
+  return spec.replace(alpha, chosen("v1alpha1")).replace(beta, chosen("v1beta1"));
 }
 
 /**

@@ -4,16 +4,21 @@
 // they are Ready and steady; then, with a sync request pending on every SecretSync and new
 // Projects being created, the CRDs are handed to the release (the chart README's "Upgrading")
 // and `helm upgrade` moves to this tree's chart and image; then `helm rollback` goes back to
-// revision 1. After each step, from the emulator's request log and from a watch of every object:
+// revision 1. Between the two, the storage switch a later release makes: with objects written in
+// both versions, `helm upgrade --reuse-values --set crds.storageVersion=v1beta1`, the stored
+// objects rewritten and storedVersions set as docs/compatibility.md says (its shell block, run
+// as written), then `helm rollback` one step and the same with v1alpha1; what etcd holds is read
+// from etcd itself. After each step, from the emulator's request log and from a watch of every object:
 // nothing created twice, each request value called exactly once, everything Ready with the same
 // service ids, and at most one write per steady object (no reconcile storm).
 import { execFile } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 import { loadAll } from "js-yaml";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { clusterName } from "../../bench/soak/kind.ts";
 import type { PreviousRelease } from "./global-setup.ts";
 import {
   apply,
@@ -30,7 +35,9 @@ import {
   keywardPods,
   kubectl,
   kubectlJson,
+  keywardKinds,
   ready,
+  repoRoot,
   samples,
   waitFor,
   type Condition,
@@ -73,6 +80,8 @@ interface Pod extends KubeObject {
 let previous: PreviousRelease;
 let emulator: Emulator;
 let expectedObjects = 0;
+/** Between the switch to v1beta1 storage and the rewrite back in v1alpha1. */
+let storageSwitched = false;
 /** The keyward CRDs as this file found them, put back at the end (other files' releases may own them). */
 let crdsFound: KubeObject[] = [];
 
@@ -90,6 +99,116 @@ const project = (slug: string): unknown => ({
 
 async function keywardCrds(): Promise<KubeObject[]> {
   return (await kubectlJson<List>(["get", "crd"])).items.filter((c) => c.metadata.name.endsWith(".keyward.dev"));
+}
+
+/** The documented shell block whose text includes `marker`, from `file` (a Markdown file of the repository). */
+function documentedBlock(file: string, marker: string): string {
+  const text = readFileSync(join(repoRoot, file), "utf8");
+  const block = [...text.matchAll(/^```sh\n([\s\S]*?)^```$/gm)].map((m) => m[1] ?? "").find((b) => b.includes(marker));
+  if (block === undefined) throw new Error(`${file} has no shell block with ${marker}: update this test with the documented step`);
+  return block;
+}
+
+/** Runs a documented shell block against the e2e cluster, as a user's shell would. */
+async function runDocumented(script: string): Promise<void> {
+  await run("bash", ["-euo", "pipefail", "-c", script], {
+    env: { ...process.env, KUBECONFIG: context().kubeconfig, PATH: `${dirname(context().kubectl)}:${process.env["PATH"] ?? ""}` },
+  });
+}
+
+/**
+ * docs/compatibility.md's rewrite of the stored objects in `version` (its block setting VERSION=),
+ * run as written. The doc says to run it again after a conflict (keyward wrote an object between
+ * the read and the replace): so does this, a few times, and says how many runs it took.
+ */
+async function migrateStorage(version: string): Promise<number> {
+  const block = documentedBlock("docs/compatibility.md", "storedVersions");
+  const assignment = /^VERSION=\S+$/m;
+  expect(block, "docs/compatibility.md's storage migration sets VERSION=").toMatch(assignment);
+  const script = block.replace(assignment, `VERSION=${version}`);
+  for (let runs = 1; ; runs++) {
+    try {
+      await runDocumented(script);
+      return runs;
+    } catch (err) {
+      if (runs >= 5) throw err;
+      console.log(`[upgrade.test] storage migration run ${runs} failed, run again: ${String(err).slice(0, 500)}`);
+    }
+  }
+}
+
+/** docs/compatibility.md's `helm upgrade ... --set crds.storageVersion=v1beta1`: its flags after the release's namespace. */
+function documentedSwitchFlags(): string[] {
+  const line = documentedBlock("docs/compatibility.md", "crds.storageVersion=v1beta1")
+    .split("\n")
+    .find((l) => l.startsWith("helm upgrade "));
+  const flags = line?.split(" -n keyward-system ")[1]?.split(" ");
+  if (!flags) throw new Error("docs/compatibility.md's storage switch is not `helm upgrade keyward <chart> ... -n keyward-system <flags>`");
+  return flags;
+}
+
+/**
+ * The version (apiVersion) each keyward object of the namespace is stored in, read from etcd
+ * itself: its JSON gateway, with the apiserver's etcd client certificate, on the kind node (the
+ * etcd image has no etcdctl).
+ */
+async function storedVersions(): Promise<Record<string, string>> {
+  const b64 = (s: string): string => Buffer.from(s).toString("base64");
+  const range = JSON.stringify({ key: b64("/registry/keyward.dev/"), range_end: b64("/registry/keyward.dev0") });
+  const pki = "/etc/kubernetes/pki";
+  const script = [
+    `curl -sSf --cacert ${pki}/etcd/ca.crt --cert ${pki}/apiserver-etcd-client.crt --key ${pki}/apiserver-etcd-client.key`,
+    `-X POST https://127.0.0.1:2379/v3/kv/range -d '${range}'`,
+  ].join(" ");
+  const docker = existsSync("/usr/bin/docker") ? "/usr/bin/docker" : "docker";
+  const out = (await run(docker, ["exec", `${clusterName()}-control-plane`, "bash", "-c", script], { maxBuffer: 64 * 1024 * 1024 })).stdout;
+  const stored = ((JSON.parse(out) as { kvs?: { value: string }[] }).kvs ?? [])
+    .map((kv) => JSON.parse(Buffer.from(kv.value, "base64").toString("utf8")) as KubeObject)
+    .filter((o) => o.metadata.namespace === ns);
+  return Object.fromEntries(stored.map((o) => [objectKey(o), o.apiVersion]));
+}
+
+interface StorageCrd extends KubeObject {
+  spec: { versions: { name: string; storage: boolean }[] };
+  status?: { storedVersions?: string[] };
+}
+
+/** Each keyward CRD's storage version (spec) and storedVersions (status). */
+async function crdStorage(): Promise<Record<string, { storage: string[]; stored: string[] }>> {
+  return Object.fromEntries(
+    ((await keywardCrds()) as StorageCrd[]).map((c) => [
+      c.metadata.name,
+      { storage: c.spec.versions.filter((v) => v.storage).map((v) => v.name), stored: c.status?.storedVersions ?? [] },
+    ]),
+  );
+}
+
+/** Kind → each spec field's default in the v1beta1 schema of its CRD. */
+async function betaSpecDefaults(): Promise<Record<string, Record<string, unknown>>> {
+  type Schema = { properties?: Record<string, Schema>; default?: unknown };
+  const crds = (await keywardCrds()) as (KubeObject & {
+    spec: { names: { kind: string }; versions: { name: string; schema: { openAPIV3Schema: Schema } }[] };
+  })[];
+  return Object.fromEntries(
+    crds.map((crd) => {
+      const beta = crd.spec.versions.find((v) => v.name === "v1beta1");
+      const fields = beta?.schema.openAPIV3Schema.properties?.["spec"]?.properties ?? {};
+      return [crd.spec.names.kind, Object.fromEntries(Object.entries(fields).map(([f, schema]) => [f, schema.default]))];
+    }),
+  );
+}
+
+/** What a conversion must keep, of every keyward object of the namespace read in `version`. */
+async function contents(version: string): Promise<Record<string, unknown>> {
+  const list = await kubectlJson<List>(["-n", ns, "get", keywardKinds.map((k) => `${k}.${version}.keyward.dev`).join(","), "-o", "json"]);
+  return Object.fromEntries(
+    list.items
+      .filter((o) => !rotating.has(objectKey(o)))
+      .map((o) => {
+        const { uid, labels, annotations, finalizers } = o.metadata as KubeObject["metadata"] & { uid: string; finalizers?: string[] };
+        return [`${o.apiVersion} ${objectKey(o)}`, { uid, labels, annotations, finalizers, spec: o.spec }];
+      }),
+  );
 }
 
 /** `kubectl replace` of CRDs (a PUT: spec, labels and annotations become exactly these). */
@@ -353,6 +472,15 @@ describe("upgrade from the previous release and rollback", () => {
 
   afterAll(async () => {
     recorder?.stop();
+    // A failure between the storage switch and its rollback: v1alpha1 stored again, and the
+    // objects rewritten in it, so the CRDs below can go back to serving v1alpha1 alone.
+    if (storageSwitched) {
+      await helm([
+        ...["upgrade", release, context().keywardChart, "-n", systemNs, "--reuse-values", "--set", "crds.storageVersion=v1alpha1"],
+        ...["--wait", "--timeout", "5m"],
+      ]);
+      await migrateStorage("v1alpha1");
+    }
     await uninstallKeyward(release, systemNs);
     // The CRDs as they were before this file (their spec, and which release owned them).
     if (crdsFound.length > 0) await replaceCrds(crdsFound);
@@ -440,6 +568,123 @@ describe("upgrade from the previous release and rollback", () => {
     // The upgraded keyward's one write: the external id, in metadata.
     expectExternalIds(upgraded);
   }, 900_000);
+
+  test("storage switched to v1beta1 and the objects rewritten, rolled back one step and rewritten in v1alpha1: nothing repeated or lost, keyward writes status once at most", async () => {
+    expect(upgraded.length).toBe(expectedObjects);
+    // Objects written in both versions before the switch: one Project created as v1beta1.
+    const beta = await kubectlJson(["-n", ns, "get", "projects.v1beta1.keyward.dev", inflight[0] ?? "", "-o", "json"]);
+    const betaSpec = { ...beta.spec, name: "storage-beta", slug: "storage-beta" };
+    await apply([{ apiVersion: "keyward.dev/v1beta1", kind: "Project", metadata: { name: "storage-beta" }, spec: betaSpec }], ns);
+    expectedObjects += 1;
+    recorder = await recordWrites(ns, (key) => !rotating.has(key));
+    let objects = await settle(context().keywardImage, recorder);
+    recorder.stop();
+    expect(await crdStorage()).toEqual(
+      Object.fromEntries(Object.keys(await crdStorage()).map((n) => [n, { storage: ["v1alpha1"], stored: ["v1alpha1"] }])),
+    );
+    const stored = await storedVersions();
+    expect(Object.keys(stored).length, "every object of the namespace found in etcd").toBe(expectedObjects);
+    expect(new Set(Object.values(stored))).toEqual(new Set(["keyward.dev/v1alpha1"]));
+
+    const requestsBefore = await emulatorRequests(emulator);
+    const triggersBefore = triggersBySync(requestsBefore, objects);
+    const idsBefore = serviceIds(objects);
+    const alphaBefore = await contents("v1alpha1");
+    const betaBefore = await contents("v1beta1");
+
+    // The switch, with the documented flags, then the rewrite.
+    recorder = await recordWrites(ns, (key) => !rotating.has(key));
+    const flags = documentedSwitchFlags();
+    expect(flags).toEqual(["--reuse-values", "--set", "crds.storageVersion=v1beta1"]);
+    storageSwitched = true;
+    await helm(["upgrade", release, context().keywardChart, "-n", systemNs, ...flags, "--wait", "--timeout", "5m"]);
+    const switched = await crdStorage();
+    for (const [name, s] of Object.entries(switched)) {
+      expect(s, name).toEqual({ storage: ["v1beta1"], stored: ["v1alpha1", "v1beta1"] });
+    }
+    // One Project created as v1alpha1 after the switch: stored as v1beta1 from the start.
+    await apply([project("storage-alpha")], ns);
+    expectedObjects += 1;
+    const runs = await migrateStorage("v1beta1");
+    console.log(`[upgrade.test] storage migration to v1beta1: ${runs} run(s) of the documented commands`);
+    objects = await settle(context().keywardImage, recorder);
+    recorder.stop();
+    expect(await crdStorage()).toEqual(
+      Object.fromEntries(Object.keys(switched).map((n) => [n, { storage: ["v1beta1"], stored: ["v1beta1"] }])),
+    );
+    const rewritten = await storedVersions();
+    expect(Object.keys(rewritten).length).toBe(expectedObjects);
+    expect(new Set(Object.values(rewritten))).toEqual(new Set(["keyward.dev/v1beta1"]));
+    // Read in both versions as before the switch (the new Project aside). v1beta1 exactly; v1alpha1
+    // with every field it had, and any field it had not at its default: the rewrite is a write in
+    // v1beta1, whose schema states the defaults keyward applied in code (creationPolicy, ...).
+    const without = (c: Record<string, unknown>): Record<string, unknown> =>
+      Object.fromEntries(Object.entries(c).filter(([k]) => !k.endsWith("Project/storage-alpha")));
+    const alphaAfter = without(await contents("v1alpha1"));
+    expect(Object.keys(alphaAfter).sort()).toEqual(Object.keys(alphaBefore).sort());
+    expect(alphaAfter).toMatchObject(alphaBefore);
+    const specOf = (c: unknown): unknown => (c as { spec?: unknown } | undefined)?.spec;
+    const explicit = Object.entries(alphaAfter).map(([k, v]) => [k, changedFields(specOf(alphaBefore[k]), specOf(v))]);
+    console.log(`[upgrade.test] v1alpha1 fields the rewrite made explicit: ${JSON.stringify(Object.fromEntries(explicit))}`);
+    // v1beta1 likewise, and each field it gained is at its default in v1beta1's schema.
+    const betaAfter = without(await contents("v1beta1"));
+    expect(Object.keys(betaAfter).sort()).toEqual(Object.keys(betaBefore).sort());
+    expect(betaAfter).toMatchObject(betaBefore);
+    const defaults = await betaSpecDefaults();
+    const notDefault = Object.entries(betaAfter).flatMap(([key, after]) => {
+      const kind = key.split(" ")[1]?.split("/")[0] ?? "";
+      const spec = (specOf(after) ?? {}) as Record<string, unknown>;
+      return changedFields(specOf(betaBefore[key]), spec)
+        .filter((field) => JSON.stringify(spec[field]) !== JSON.stringify(defaults[kind]?.[field]))
+        .map((field) => `${key} spec.${field}=${JSON.stringify(spec[field])}`);
+    });
+    expect(notDefault, "fields the rewrite added to v1beta1 reads, other than at their schema default").toEqual([]);
+
+    let requests = await emulatorRequests(emulator);
+    expectCreatedOnce(requests, objects);
+    expect(triggersBySync(requests, objects)).toEqual(triggersBefore);
+    let ids = serviceIds(objects);
+    expect(Object.fromEntries([...idsBefore].map(([k]) => [k, ids.get(k)]))).toEqual(Object.fromEntries(idsBefore));
+    expect(objects.filter((o) => ready(o)?.status !== "True")).toEqual([]);
+    // The rewrite writes every object once; keyward then writes at most its status once (the
+    // status of the new generation, where the rewrite made a default explicit), nothing else.
+    let counted = writesPerObject(recorder, (key) => (key === "Project/storage-alpha" ? undefined : 0));
+    expect(Object.keys(counted.counts).length).toBe(expectedObjects - 1 - rotating.size);
+    console.log(`[upgrade.test] writes after the storage switch and the rewrite: ${JSON.stringify(counted.changes)}`);
+    expect(Object.entries(counted.counts).filter(([, n]) => n < 1 || n > 2)).toEqual([]);
+    const beyondStatus = Object.entries(counted.changes).flatMap(([key, writes]) =>
+      writes.slice(1).flatMap((w) => w.filter((f) => !f.startsWith("status.")).map((f) => `${key} ${f}`)),
+    );
+    expect(beyondStatus, "keyward's writes after the rewrite change status only").toEqual([]);
+
+    // Rolled back one step: v1alpha1 stored again, and every object rewritten in it.
+    const rolledBackBefore = await contents("v1alpha1");
+    recorder = await recordWrites(ns, (key) => !rotating.has(key));
+    const rollback = documentedBlock("docs/compatibility.md", "helm rollback keyward -n keyward-system").trim();
+    expect(rollback).toBe("helm rollback keyward -n keyward-system");
+    await helm(["rollback", release, "-n", systemNs, "--wait", "--timeout", "5m"]);
+    for (const [name, s] of Object.entries(await crdStorage()))
+      expect(s, name).toEqual({ storage: ["v1alpha1"], stored: ["v1beta1", "v1alpha1"] });
+    console.log(`[upgrade.test] storage migration to v1alpha1: ${await migrateStorage("v1alpha1")} run(s) of the documented commands`);
+    objects = await settle(context().keywardImage, recorder);
+    recorder.stop();
+    expect(await crdStorage()).toEqual(
+      Object.fromEntries(Object.keys(switched).map((n) => [n, { storage: ["v1alpha1"], stored: ["v1alpha1"] }])),
+    );
+    storageSwitched = false;
+    expect(new Set(Object.values(await storedVersions()))).toEqual(new Set(["keyward.dev/v1alpha1"]));
+    expect(await contents("v1alpha1")).toEqual(rolledBackBefore);
+    requests = await emulatorRequests(emulator);
+    expectCreatedOnce(requests, objects);
+    expect(triggersBySync(requests, objects)).toEqual(triggersBefore);
+    ids = serviceIds(objects);
+    expect(Object.fromEntries([...idsBefore].map(([k]) => [k, ids.get(k)]))).toEqual(Object.fromEntries(idsBefore));
+    expect(objects.filter((o) => ready(o)?.status !== "True")).toEqual([]);
+    counted = writesPerObject(recorder, () => 0);
+    expect(Object.keys(counted.counts).length).toBe(expectedObjects - rotating.size);
+    expectAtMostOneWrite("after the rollback of the storage switch and the rewrite", recorder, counted);
+    upgraded = objects;
+  }, 1_200_000);
 
   test("helm rollback to revision 1: the previous release again, nothing repeated, one write per object at most", async () => {
     expect(upgraded.length).toBe(expectedObjects);

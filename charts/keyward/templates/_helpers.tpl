@@ -265,6 +265,17 @@ app.kubernetes.io/component: crds
 {{- end }}
 
 {{/*
+The version the CRDs store (crds.storageVersion). v1beta1 is served only with the conversion
+webhook, so storing it without the webhook would render CRDs with no storage version.
+*/}}
+{{- define "keyward.crdStorageVersion" -}}
+{{- if and (eq .Values.crds.storageVersion "v1beta1") (not .Values.webhook.enabled) -}}
+{{- fail "crds.storageVersion=v1beta1 needs webhook.enabled: v1beta1 is served only through the conversion webhook" -}}
+{{- end -}}
+{{- .Values.crds.storageVersion -}}
+{{- end }}
+
+{{/*
 Annotations of keyward's CRDs, with crds.keep: deleting a CRD deletes every custom resource of
 its kind in every namespace, so nothing that merely stops rendering them may delete them.
 - helm.sh/resource-policy: keep — helm uninstall, a rollback to a release without them, and an

@@ -1337,3 +1337,31 @@ describe("webhook.enabled=false", () => {
     expect(docs.filter((d) => d.metadata.name.endsWith("-webhook")).map((d) => d.kind)).toEqual([]);
   });
 });
+
+describe("crds.storageVersion", () => {
+  type VersionedCrd = Doc & { spec: { versions: { name: string; storage: boolean }[] } };
+  const stored = (docs: Doc[]): Record<string, string[]> =>
+    Object.fromEntries(
+      (docs.filter((d) => d.kind === "CustomResourceDefinition") as VersionedCrd[]).map((crd) => [
+        crd.metadata.name,
+        crd.spec.versions.filter((v) => v.storage).map((v) => v.name),
+      ]),
+    );
+
+  it("stores v1alpha1 by default and v1beta1 when set, in every CRD, one version each", async () => {
+    const byDefault = stored(parseYamlDocuments(await renderChart()));
+    expect(Object.keys(byDefault)).toHaveLength(rootCrdFiles().length);
+    expect(Object.values(byDefault)).toEqual(rootCrdFiles().map(() => ["v1alpha1"]));
+    const beta = stored(parseYamlDocuments(await renderChart({ setJson: { crds: { storageVersion: "v1beta1" } } })));
+    expect(Object.values(beta)).toEqual(rootCrdFiles().map(() => ["v1beta1"]));
+  });
+
+  it("refuses v1beta1 without the webhook, and any other version", async () => {
+    const noWebhook = await helm(templateArgs({ setJson: { crds: { storageVersion: "v1beta1" }, webhook: { enabled: false } } }));
+    expect(noWebhook.code).not.toBe(0);
+    expect(noWebhook.stderr).toContain("crds.storageVersion=v1beta1 needs webhook.enabled");
+    const other = await helm(templateArgs({ setJson: { crds: { storageVersion: "v1" } } }));
+    expect(other.code).not.toBe(0);
+    expect(other.stderr).toContain("/crds/storageVersion");
+  });
+});
