@@ -101,7 +101,17 @@ function storageFromValues(spec: string): string {
     throw new Error("a CRD serving v1beta1 whose versions are not v1alpha1 (storage) then v1beta1");
   const chosen = (name: string): string =>
     `  - name: ${name}\n    served: true\n    storage: {{ eq (include "keyward.crdStorageVersion" .) "${name}" }}\n`;
-  return spec.replace(alpha, chosen("v1alpha1")).replace(beta, chosen("v1beta1"));
+  const kind = /\n {4}kind: ([A-Za-z]+)\n/.exec(spec)?.[1];
+  if (kind === undefined) throw new Error("a CRD without names.kind");
+  // Deprecated from the switch on, as docs/compatibility.md promises: kubectl, Argo CD and every
+  // other client see the apiserver's warning naming the version to move to.
+  const deprecated = [
+    `    {{- if eq (include "keyward.crdStorageVersion" .) "v1beta1" }}\n`,
+    "    deprecated: true\n",
+    `    deprecationWarning: keyward.dev/v1alpha1 ${kind} is deprecated; use keyward.dev/v1beta1 ${kind}\n`,
+    "    {{- end }}\n",
+  ].join("");
+  return spec.replace(alpha, chosen("v1alpha1") + deprecated).replace(beta, chosen("v1beta1"));
 }
 
 /**

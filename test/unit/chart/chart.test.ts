@@ -1356,6 +1356,32 @@ describe("crds.storageVersion", () => {
     expect(Object.values(beta)).toEqual(rootCrdFiles().map(() => ["v1beta1"]));
   });
 
+  it("deprecates v1alpha1 once v1beta1 is stored, with a warning naming the replacement, and not before", async () => {
+    type Version = { name: string; deprecated?: boolean; deprecationWarning?: string };
+    const versions = (docs: Doc[]): [string, Version[]][] =>
+      (
+        docs.filter((d) => d.kind === "CustomResourceDefinition") as (Doc & { spec: { names: { kind: string }; versions: Version[] } })[]
+      ).map((crd) => [crd.spec.names.kind, crd.spec.versions]);
+    for (const [, vs] of versions(parseYamlDocuments(await renderChart()))) {
+      for (const v of vs) expect(v, v.name).not.toHaveProperty("deprecated");
+    }
+    const beta = versions(parseYamlDocuments(await renderChart({ setJson: { crds: { storageVersion: "v1beta1" } } })));
+    expect(beta).toHaveLength(rootCrdFiles().length);
+    for (const [kind, vs] of beta) {
+      expect(
+        vs.find((v) => v.name === "v1alpha1"),
+        kind,
+      ).toMatchObject({
+        deprecated: true,
+        deprecationWarning: `keyward.dev/v1alpha1 ${kind} is deprecated; use keyward.dev/v1beta1 ${kind}`,
+      });
+      expect(
+        vs.find((v) => v.name === "v1beta1"),
+        kind,
+      ).not.toHaveProperty("deprecated");
+    }
+  });
+
   it("refuses v1beta1 without the webhook, and any other version", async () => {
     const noWebhook = await helm(templateArgs({ setJson: { crds: { storageVersion: "v1beta1" }, webhook: { enabled: false } } }));
     expect(noWebhook.code).not.toBe(0);
