@@ -159,7 +159,6 @@ export async function stopConversion(
 ): Promise<string[]> {
   const changed: string[] = [];
   for (const name of crdNames) {
-    const path = resourcePath(crdKind, undefined, name);
     for (let attempt = 0; ; attempt++) {
       const crd = (await getObject(kube, crdKind, { namespace: "", name })) as ConvertingCrd | undefined;
       if (!crd) break;
@@ -169,7 +168,7 @@ export async function stopConversion(
       try {
         await kubeJson(kube.access, {
           method: "PUT",
-          path,
+          path: resourcePath(crdKind, undefined, name),
           body: { ...crd, spec: { ...crd.spec, versions, conversion: { strategy: "None" } } },
         });
       } catch (err) {
