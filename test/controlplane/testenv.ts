@@ -87,9 +87,12 @@ export async function kubectlStdout(args: string[]): Promise<string> {
   return result.stdout;
 }
 
-export function kubectl(args: string[], opts: { input?: string } = {}): Promise<KubectlResult> {
+/** `kubeconfig`: a control plane of the test's own instead of the suite's. */
+export function kubectl(args: string[], opts: { input?: string; kubeconfig?: string } = {}): Promise<KubectlResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(testKubectlPath(), ["--kubeconfig", testKubeconfigPath(), ...args], { stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn(testKubectlPath(), ["--kubeconfig", opts.kubeconfig ?? testKubeconfigPath(), ...args], {
+      stdio: ["pipe", "pipe", "pipe"],
+    });
     let stdout = "";
     let stderr = "";
     child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));

@@ -4,7 +4,6 @@
 // Objects created as v1alpha1 export as v1beta1, the version the cluster prefers, and the export
 // applies as it is; --api-version v1alpha1 writes what is stored; with the webhook gone, the
 // default export fails whole, naming the way out, and --api-version v1alpha1 still exports.
-import { spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
@@ -20,7 +19,7 @@ import { kinds } from "../../../src/resources/registry.ts";
 import { startConversionWebhook, type ConversionWebhook } from "../../../src/webhook/webhook.ts";
 import { freePort, startControlPlane, type ControlPlane } from "../../controlplane/controlplane.ts";
 import { waitForCrdsEstablished } from "../../controlplane/crds-established.ts";
-import { testKubectlPath, waitFor } from "../../controlplane/testenv.ts";
+import { kubectl as testKubectl, waitFor } from "../../controlplane/testenv.ts";
 import { installPlugin, type InstalledPlugin } from "../support/plugin.ts";
 
 // The webhook listens on this machine's loopback, and the file starts its own apiserver.
@@ -53,17 +52,7 @@ describe.skipIf(existingCluster)("kubectl keyward export where v1beta1 is served
   let plugin: InstalledPlugin;
   const crdNames = kinds.map((k) => `${k.crd.plural}.${k.ref.group}`);
 
-  const kubectl = (args: string[], input = ""): Promise<{ code: number; stdout: string; stderr: string }> =>
-    new Promise((resolve, reject) => {
-      const child = spawn(testKubectlPath(), ["--kubeconfig", plane.kubeconfigPath, ...args], { stdio: ["pipe", "pipe", "pipe"] });
-      let stdout = "";
-      let stderr = "";
-      child.stdout.setEncoding("utf8").on("data", (c: string) => (stdout += c));
-      child.stderr.setEncoding("utf8").on("data", (c: string) => (stderr += c));
-      child.on("error", reject);
-      child.on("close", (code) => resolve({ code: code ?? -1, stdout, stderr }));
-      child.stdin.end(input);
-    });
+  const kubectl = (args: string[], input = "") => testKubectl(args, { input, kubeconfig: plane.kubeconfigPath });
   const mustKubectl = async (args: string[], input = ""): Promise<string> => {
     const r = await kubectl(args, input);
     if (r.code !== 0) throw new Error(`kubectl ${args.join(" ")}: ${r.stderr.trim()}`);
