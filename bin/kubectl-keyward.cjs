@@ -65,10 +65,16 @@ const ACTIONS = {
 };
 /** The annotation holding an object's id at the service (mirrors the kind's EXTERNAL_ID_FIELD). */
 const EXTERNAL_ID = "keyward.dev/external-id";
-/** The status field EXTERNAL_ID mirrors, by kind: what an object from an older keyward has only there. */
+/** The status field EXTERNAL_ID mirrors, by kind and version: what an object from an older keyward has only there. */
 const EXTERNAL_ID_FIELD = {
-  Project: "projectId",
-  SecretSync: "syncId",
+  Project: {
+    v1alpha1: "projectId",
+    v1beta1: "projectID",
+  },
+  SecretSync: {
+    v1alpha1: "syncId",
+    v1beta1: "syncID",
+  },
 };
 /** The prefix of keyward's ledger of handled action values: rewritten at every action, a backup's to keep, never Git's. */
 const HANDLED_PREFIX = "handled.keyward.dev/";
@@ -822,9 +828,27 @@ const byCodeUnits = (a, b) => (a < b ? -1 : a > b ? 1 : 0);
  * @typedef {{ apiVersion: string | undefined; kind: string; metadata: Record<string, unknown> } & Record<string, unknown>} Manifest
  */
 
+/**
+ * The status field holding the service's id, for a kind that pins it, in the version obj was read
+ * in (export reads the version the cluster prefers). @param {FullObject} obj @param {ApiResource} res
+ * @returns {string | undefined}
+ */
+function idField(obj, res) {
+  const byVersion = EXTERNAL_ID_FIELD[/** @type {keyof typeof EXTERNAL_ID_FIELD} */ (res.kind)];
+  if (byVersion === undefined) return undefined;
+  const version = /** @type {keyof typeof byVersion} */ ((obj.apiVersion ?? "").split("/")[1] ?? "");
+  const field = byVersion[version];
+  if (field === undefined)
+    throw new CliError(
+      `${res.kind} ${obj.metadata.name} was read as ${obj.apiVersion ?? "no version"}, which this plugin does not know: upgrade the plugin`,
+      EXIT.failed,
+    );
+  return field;
+}
+
 /** The service's id in status, for a kind that pins it. @param {FullObject} obj @param {ApiResource} res */
 function idInStatus(obj, res) {
-  const field = EXTERNAL_ID_FIELD[/** @type {keyof typeof EXTERNAL_ID_FIELD} */ (res.kind)];
+  const field = idField(obj, res);
   return field === undefined ? undefined : text(obj.status?.[field]);
 }
 
@@ -899,7 +923,7 @@ function exportNotes(obj, res, m) {
   const notes = [];
   if (obj.metadata.deletionTimestamp !== undefined) notes.push(`${ref} is being deleted; exported as it is`);
   const annotations = /** @type {Record<string, string> | undefined} */ (m.metadata.annotations);
-  const field = EXTERNAL_ID_FIELD[/** @type {keyof typeof EXTERNAL_ID_FIELD} */ (res.kind)];
+  const field = idField(obj, res);
   const inStatus = idInStatus(obj, res);
   const annotated = text(obj.metadata.annotations?.[EXTERNAL_ID]);
   if (inStatus !== undefined && annotated !== undefined && inStatus !== annotated) {

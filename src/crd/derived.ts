@@ -13,6 +13,7 @@ import { destinationOptions, destinationPage, destinationsIndex, destinationsOf,
 import { structuralSchema } from "./schema.ts";
 import { crdFromSources } from "./crd.ts";
 import { REQUEST_TIME } from "../lib/request-time.ts";
+import { convertObject } from "../lib/conversion.ts";
 
 export const pluginFile = "bin/kubectl-keyward.cjs";
 export const healthFile = "argocd/health.lua";
@@ -74,6 +75,24 @@ function need(path: string, current: string | undefined): string {
 }
 
 /**
+ * The status field holding a kind's external id in each version it is served in, as the kind's own
+ * conversion renames it (v1beta1 spells the initialism in capitals: projectId → projectID).
+ */
+function externalIdFields(kind: Kind, field: string): Record<string, string> {
+  const { from, to } = kind.conversion;
+  const probe = "\u0000external-id";
+  const stored = { apiVersion: `${kind.ref.group}/${from}`, kind: kind.ref.kind, metadata: { name: "probe" }, status: { [field]: probe } };
+  return Object.fromEntries(
+    [...new Set([from, to])].map((version) => {
+      const status = (convertObject(stored, kind.conversion, version).status ?? {}) as Record<string, unknown>;
+      const named = Object.keys(status).find((key) => status[key] === probe);
+      if (named === undefined) throw new Error(`${kind.ref.kind} ${version}: the conversion drops status.${field}`);
+      return [version, named];
+    }),
+  );
+}
+
+/**
  * The plugin's constants: API group, annotations, kinds in display order, service ids, actions, and
  * what `export` keeps (the external-id pin) and drops (the ledger of handled values, create guard,
  * shard labels).
@@ -82,7 +101,9 @@ export function pluginConstants(kinds: readonly Kind[], paused: string): string 
   const group = kinds[0]?.ref.group ?? "";
   const serviceIds = Object.fromEntries(kinds.flatMap((k) => (k.serviceIdFields ? [[k.ref.kind, k.serviceIdFields]] : [])));
   const actions = Object.assign({}, ...kinds.map((k) => k.actions ?? {})) as Record<string, unknown>;
-  const externalIds = Object.fromEntries(kinds.flatMap((k) => (k.externalId !== undefined ? [[k.ref.kind, k.externalId]] : [])));
+  const externalIds = Object.fromEntries(
+    kinds.flatMap((k) => (k.externalId !== undefined ? [[k.ref.kind, externalIdFields(k, k.externalId)]] : [])),
+  );
   const observeOnly = kinds
     .filter((k) => structuralSchema(k.crd.spec).properties?.["managementPolicy"] !== undefined)
     .map((k) => k.ref.kind);
@@ -100,7 +121,7 @@ export function pluginConstants(kinds: readonly Kind[], paused: string): string 
     `const ACTIONS = ${json(actions)};`,
     "/** The annotation holding an object's id at the service (mirrors the kind's EXTERNAL_ID_FIELD). */",
     `const EXTERNAL_ID = ${JSON.stringify(ANNOTATION_EXTERNAL_ID)};`,
-    "/** The status field EXTERNAL_ID mirrors, by kind: what an object from an older keyward has only there. */",
+    "/** The status field EXTERNAL_ID mirrors, by kind and version: what an object from an older keyward has only there. */",
     `const EXTERNAL_ID_FIELD = ${json(externalIds)};`,
     "/** The prefix of keyward's ledger of handled action values: rewritten at every action, a backup's to keep, never Git's. */",
     `const HANDLED_PREFIX = ${JSON.stringify(HANDLED_PREFIX)};`,
