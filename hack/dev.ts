@@ -9,8 +9,7 @@ import { startEmulator } from "../test/emulator/server.ts";
 import { createLogger } from "../src/log.ts";
 import { loadKubeConfig } from "../src/kube/client.ts";
 import { createOperator } from "../src/operator.ts";
-import { waitForCrdsEstablished } from "../test/controlplane/crds-established.ts";
-import { storageVersionCrdDir } from "../test/controlplane/crds-without-webhook.ts";
+import { installCrdsWithWebhook } from "../test/controlplane/crds-with-webhook.ts";
 import { prepareEmulatorState } from "./dev-state.ts";
 
 const run = promisify(execFile);
@@ -58,10 +57,18 @@ async function main(): Promise<void> {
   });
   console.log(`emulator at ${emulator.url} (token: dev-token, state in .keyward/emulator.json)`);
 
-  // v1alpha1 alone: the in-process operator serves no conversion webhook.
-  const crds = await storageVersionCrdDir("crds");
-  await kubectl(["apply", "--server-side", "--force-conflicts", "-f", crds]);
-  await waitForCrdsEstablished(async (args) => (await kubectl(args)).stdout, ["-f", crds], 60_000);
+  // Both versions, as a release serves them: the samples are v1beta1, converted by keyward's
+  // webhook, run here beside the operator.
+  const crds = await installCrdsWithWebhook({
+    kubeconfig: cp.kubeconfig,
+    kubectl: (args, input) =>
+      new Promise((res, rej) => {
+        const child = execFile("kubectl", args, { env, cwd: root }, (error, stdout, stderr) =>
+          error ? rej(new Error(`kubectl ${args.slice(0, 2).join(" ")}: ${stderr.trim() || error.message}`)) : res(stdout),
+        );
+        child.stdin?.end(input ?? "");
+      }),
+  });
   await kubectl(["apply", "-n", NAMESPACE, "-k", "config/samples/"]);
   console.log(`CRDs installed; samples applied in namespace ${NAMESPACE}`);
 
@@ -85,6 +92,7 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     await operator.stop();
+    await crds.stop();
     await emulator.close();
     process.exit(code);
   };

@@ -1,5 +1,6 @@
 // vitest globalSetup of the integration project: one control plane per run (or an existing
-// cluster named by KEYWARD_E2E_KUBECONFIG), keyward's CRDs installed, and the kubeconfig and
+// cluster named by KEYWARD_E2E_KUBECONFIG), keyward's CRDs installed (v1beta1 served beside the stored
+// v1alpha1, converted by keyward's webhook in this process: crds-with-webhook.ts), and the kubeconfig and
 // kubectl paths handed to test files through provide/inject and KEYWARD_TEST_* env vars.
 import { execFile } from "node:child_process";
 import { readdir } from "node:fs/promises";
@@ -9,7 +10,7 @@ import type { TestProject } from "vitest/node";
 import { ensureBinaries, repoRoot } from "./binaries.ts";
 import { startControlPlane } from "./controlplane.ts";
 import { waitForCrdsEstablished } from "./crds-established.ts";
-import { storageVersionCrdDir } from "./crds-without-webhook.ts";
+import { installCrdsWithWebhook } from "./crds-with-webhook.ts";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -32,13 +33,32 @@ export default async function setup(project: TestProject): Promise<() => Promise
   project.provide("keywardControllerManager", cluster.controllerManager);
   process.env.KEYWARD_TEST_KUBECONFIG = cluster.kubeconfig;
   process.env.KEYWARD_TEST_KUBECTL = cluster.kubectl;
+  if (process.env.KEYWARD_E2E_KUBECONFIG) {
+    await installCrds(cluster);
+    return cluster.stop;
+  }
   try {
-    await installCrds(cluster, process.env.KEYWARD_E2E_KUBECONFIG ? undefined : await storageVersionCrdDir(join(repoRoot, "crds")));
+    const served = await installCrdsWithWebhook({ kubeconfig: cluster.kubeconfig, kubectl: kubectlOf(cluster) });
+    log(`installed keyward's CRDs, v1beta1 converted by keyward's webhook at ${served.url}`);
+    return async () => {
+      await served.stop();
+      await cluster.stop();
+    };
   } catch (error) {
     await cluster.stop();
     throw error;
   }
-  return cluster.stop;
+}
+
+function kubectlOf(cluster: Cluster): (args: string[], input?: string) => Promise<string> {
+  return (args, input) =>
+    new Promise((resolve, reject) => {
+      const child = execFile(cluster.kubectl, ["--kubeconfig", cluster.kubeconfig, ...args], (error, stdout, stderr) => {
+        if (error) reject(new Error(`kubectl ${args.slice(0, 2).join(" ")} failed: ${stderr.trim() || error.message}`));
+        else resolve(stdout);
+      });
+      child.stdin?.end(input ?? "");
+    });
 }
 
 interface Cluster {
@@ -70,12 +90,11 @@ async function provideCluster(): Promise<Cluster> {
 }
 
 /**
- * Applies crds/*.yaml (when other engineers have generated any) and waits until they are served.
- * On the suite's own control plane, where no keyward webhook runs, `storageOnlyDir` holds them in
- * their storage version alone (crds-without-webhook.ts).
+ * An existing cluster (a kind cluster with keyward's release, whose webhook converts): applies
+ * crds/*.yaml and waits until they are served.
  */
-async function installCrds(cluster: Cluster, storageOnlyDir?: string): Promise<void> {
-  const crdsDir = storageOnlyDir ?? join(repoRoot, "crds");
+async function installCrds(cluster: Cluster): Promise<void> {
+  const crdsDir = join(repoRoot, "crds");
   const files = (await readdir(crdsDir).catch(() => []))
     .filter((name) => /\.(ya?ml|json)$/.test(name) && !name.startsWith("kustomization"))
     .sort()

@@ -11,12 +11,16 @@
 //   docs/argocd.md says) runs once, and the Application stays Synced, with no self-heal sync,
 //   while keyward records it handled in handled.keyward.dev/ (which the manifests, like
 //   `kubectl keyward export`'s, do not set);
+// - a later commit moving every manifest from v1alpha1 (as first committed) to v1beta1 (as
+//   config/samples writes them) applies with no call to the service and leaves the Application
+//   Synced, with no diff on hard refreshes;
 // - an Application with a token the service refuses: its ProviderConfig is Degraded.
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { convert, type ConvertibleObject } from "../../src/resources/conversion.ts";
 import { waitForCrdsEstablished } from "../controlplane/crds-established.ts";
 import {
   apply,
@@ -28,9 +32,11 @@ import {
   installCrds,
   kubectl,
   kubectlJson,
+  keywardObjects,
   ready,
   repoRoot,
   samples,
+  waitAllReady,
   waitFor,
   type Emulator,
   type KubeObject,
@@ -142,7 +148,8 @@ function gitBundle(): Buffer {
     };
     mkdirSync(join(work, "keyward"), { recursive: true });
     mkdirSync(join(work, "degraded"), { recursive: true });
-    samples(emulator.baseUrl).forEach((doc, i) => {
+    // In v1alpha1, as a user's Git held them before v1beta1: a later test moves them.
+    samples(emulator.baseUrl, "v1alpha1").forEach((doc, i) => {
       const metadata = doc.metadata as KubeObject["metadata"];
       metadata.annotations = { ...metadata.annotations, "argocd.argoproj.io/sync-wave": wave[doc.kind] ?? "3" };
       const path = `keyward/${String(i).padStart(2, "0")}-${doc.kind.toLowerCase()}-${doc.metadata.name}.json`;
@@ -170,22 +177,33 @@ function gitBundle(): Buffer {
 }
 
 /**
- * A later commit to the repository the git daemon serves, as a user pushes one: `path` gets
- * `content`. Returns the new revision.
+ * A later commit to the repository the git daemon serves, as a user pushes one: each path of
+ * `files` gets its content (sent as a tar archive on stdin). Returns the new revision.
  */
-async function commitToGit(path: string, content: string, message: string): Promise<string> {
+async function commitToGit(files: Record<string, string>, message: string): Promise<string> {
+  const dir = mkdtempSync(join(tmpdir(), "keyward-e2e-commit-"));
+  let archive: Buffer;
+  try {
+    for (const [path, content] of Object.entries(files)) {
+      mkdirSync(join(dir, path, ".."), { recursive: true });
+      writeFileSync(join(dir, path), content);
+    }
+    archive = execFileSync("tar", ["-c", "-C", dir, ...Object.keys(files)]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
   const script = [
     "set -e",
     "rm -rf /tmp/work",
     // -b main: the bare repository cloned from the bundle has no HEAD branch to check out.
     "git clone -q -b main /tmp/repos/keyward.git /tmp/work",
-    `cat > /tmp/work/${path}`,
+    "tar -x -C /tmp/work",
     "cd /tmp/work",
     `git -c user.name=e2e -c user.email=e2e@localhost commit -q -am ${JSON.stringify(message)}`,
     "git push -q origin main",
     "git rev-parse HEAD",
   ].join("; ");
-  const out = await kubectl(["-n", argoNs, "exec", "-i", "deploy/argocd-git", "--", "sh", "-c", script], { input: content });
+  const out = await kubectl(["-n", argoNs, "exec", "-i", "deploy/argocd-git", "--", "sh", "-c", script], { input: archive });
   return out.trim().split("\n").pop() ?? "";
 }
 
@@ -510,7 +528,8 @@ describe("a real Argo CD managing keyward and its resources", () => {
       metadata: { ...file.doc.metadata, annotations: { ...file.doc.metadata.annotations, "keyward.dev/sync-requested-at": value } },
     };
     expect(Object.keys(requested.metadata.annotations).filter((k) => k.startsWith("handled.keyward.dev/"))).toEqual([]);
-    const revision = await commitToGit(file.path, JSON.stringify(requested, null, 2), "request a sync of payments-app-platform");
+    const revision = await commitToGit({ [file.path]: JSON.stringify(requested, null, 2) }, "request a sync of payments-app-platform");
+    committed.set(`SecretSync/${name}`, { path: file.path, doc: requested });
     await hardRefresh("keyward-samples");
 
     // Argo CD applies the commit; keyward runs the sync and writes its record into the object.
@@ -547,6 +566,55 @@ describe("a real Argo CD managing keyward and its resources", () => {
       (r) => r.seq > mark && r.operation === "triggerSecretSync" && r.path.includes(syncId) && r.status < 400,
     );
     expect(triggers.map((r) => r.path)).toHaveLength(1);
+  }, 900_000);
+
+  test("a commit moving every manifest to v1beta1 applies with no call to the service, and the Application stays Synced", async () => {
+    await waitApp("keyward-samples", "settled", settled);
+    const mark = Math.max(0, ...(await emulatorRequests(emulator)).map((r) => r.seq));
+    const before = new Map((await keywardObjects(samplesNs)).map((o) => [`${o.kind}/${o.metadata.name}`, o]));
+    // config/samples as written (v1beta1), with what this repository adds: the base URL, the
+    // waves and the sync request committed above. The same objects as the v1alpha1 manifests.
+    const files: Record<string, string> = {};
+    for (const doc of samples(emulator.baseUrl, "v1beta1").filter((d) => d.apiVersion === "keyward.dev/v1beta1")) {
+      const key = `${doc.kind}/${doc.metadata.name}`;
+      const old = committed.get(key);
+      if (!old) throw new Error(`${key} was not committed`);
+      const beta = { ...doc, metadata: { ...doc.metadata, annotations: old.doc.metadata.annotations } } as unknown as KubeObject;
+      expect(beta, key).toEqual(convert(old.doc as unknown as ConvertibleObject, "v1beta1"));
+      files[old.path] = JSON.stringify(beta, null, 2);
+      committed.set(key, { path: old.path, doc: beta });
+    }
+    expect(Object.keys(files)).toHaveLength(before.size);
+    const revision = await commitToGit(files, "keyward's manifests in v1beta1");
+    await hardRefresh("keyward-samples");
+    const applied = await waitApp(
+      "keyward-samples",
+      `revision ${revision} applied and settled`,
+      (a) => settled(a) && a.status?.sync?.revision === revision,
+    );
+    const startedAt = applied.status?.operationState?.startedAt;
+    for (let i = 0; i < 2; i++) {
+      const after = await hardRefresh("keyward-samples");
+      expect(after.status?.sync?.status, summary(after)).toBe("Synced");
+      expect((after.status?.resources ?? []).filter((r) => r.status !== "Synced").map((r) => `${r.kind}/${r.name}`)).toEqual([]);
+      expect(after.status?.operationState?.startedAt).toBe(startedAt);
+    }
+    // Argo CD applied v1beta1 (its last-applied record says so), to the same objects, still Ready
+    // with the same service ids.
+    const after = await waitAllReady(samplesNs, before.size, 300_000);
+    for (const o of after) {
+      const key = `${o.kind}/${o.metadata.name}`;
+      const lastApplied = o.metadata.annotations?.["kubectl.kubernetes.io/last-applied-configuration"] ?? "{}";
+      expect((JSON.parse(lastApplied) as { apiVersion?: string }).apiVersion, key).toBe("keyward.dev/v1beta1");
+      expect(o.metadata.uid, key).toBe(before.get(key)?.metadata.uid);
+      for (const id of ["projectId", "syncId", "membershipId", "profileId"])
+        expect(o.status?.[id], `${key} ${id}`).toEqual(before.get(key)?.status?.[id]);
+    }
+    // Nothing written at the service but the short-lived token's renewals.
+    const writes = (await emulatorRequests(emulator)).filter(
+      (r) => r.seq > mark && r.method !== "GET" && r.status < 400 && !/token|login/i.test(r.operation),
+    );
+    expect(writes.map((r) => `${r.method} ${r.path} (${r.operation})`)).toEqual([]);
   }, 900_000);
 
   test("a ProviderConfig whose token the service refuses is Degraded", async () => {

@@ -5,9 +5,7 @@
 // version (v1beta1) still work. Then the webhook's pods are deleted one at a time, each replaced
 // and Ready before the next, while two clients read and write in both versions straight to the
 // apiserver: every failed request is counted, and none may fail.
-import { readFileSync } from "node:fs";
 import { request, Agent } from "node:https";
-import { join } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -20,14 +18,13 @@ import {
   kubectl,
   kubectlJson,
   kubectlResult,
-  repoRoot,
   samples,
   uninstallKeyward,
   waitFor,
   type KubeObject,
   type List,
 } from "./support.ts";
-import { parseYamlDocuments } from "../unit/chart/helm.ts";
+import { keywardSamples } from "../support/samples.ts";
 
 const release = "kw-conv";
 const systemNs = "kw-e2e-conv-system";
@@ -54,9 +51,7 @@ const read = (o: { kind: string; metadata: { name: string } }, version: string):
 
 /** The sample ClusterProviderConfig, its Secret in keyward's namespace. */
 function clusterProviderConfig(): Obj {
-  const [doc] = parseYamlDocuments(
-    readFileSync(join(repoRoot, "config", "samples", "clusterproviderconfig.yaml"), "utf8"),
-  ) as unknown as Obj[];
+  const [doc] = keywardSamples("v1alpha1", ["clusterproviderconfig.yaml"]) as Obj[];
   if (!doc) throw new Error("no ClusterProviderConfig sample");
   return { ...doc, metadata: { name: "kw-e2e-conv-shared" }, spec: { ...doc.spec, baseUrl: BASE_URL } };
 }
@@ -176,7 +171,7 @@ describe("the conversion webhook on kind", () => {
   }, 300_000);
 
   it("every kind created as v1alpha1 reads as v1beta1, and written back from it reads as the same v1alpha1; one written as v1beta1 reads as v1alpha1", async () => {
-    const docs = [...samples(BASE_URL), clusterProviderConfig()] as Obj[];
+    const docs = [...samples(BASE_URL, "v1alpha1"), clusterProviderConfig()] as Obj[];
     await apply(
       docs.filter((d) => d.kind === "Secret"),
       teamNs,

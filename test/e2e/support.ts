@@ -11,6 +11,7 @@ import type { E2eContext } from "./global-setup.ts";
 import { waitForCrdsEstablished } from "../controlplane/crds-established.ts";
 import { storageVersionCrdDir } from "../controlplane/crds-without-webhook.ts";
 import { emulatorManifests, emulatorServiceUrl } from "../emulator/manifests.ts";
+import { keywardSamples, sampleFiles, samplesDir } from "../support/samples.ts";
 
 export const repoRoot = resolve(import.meta.dirname, "..", "..");
 export const chartDir = join(repoRoot, "charts", "keyward");
@@ -20,7 +21,7 @@ export function context(): E2eContext {
 }
 
 export interface RunOptions {
-  input?: string;
+  input?: string | Buffer;
   /** Resolve with the result instead of throwing on a non-zero exit. */
   allowFailure?: boolean;
 }
@@ -315,20 +316,20 @@ export async function keywardPods(namespace: string, release: string): Promise<K
 }
 
 /**
- * The namespaced samples of config/samples, the ProviderConfigs (and the base URLs their
- * Secrets allow, keyward.dev/allowed-base-urls) pointed at `baseUrl`. The
- * ClusterProviderConfig sample is left out: it is cluster-scoped, served only by a cluster-wide
- * install with clusterProviderConfig enabled, and no namespaced sample refers to it.
+ * The namespaced samples of config/samples in `version` (as written: v1beta1), the
+ * ProviderConfigs (and the base URLs their Secrets allow, keyward.dev/allowed-base-urls) pointed
+ * at `baseUrl`. The ClusterProviderConfig sample is left out: it is cluster-scoped, served only by
+ * a cluster-wide install with clusterProviderConfig enabled, and no namespaced sample refers to it.
  */
-export function samples(baseUrl: string): Doc[] {
-  const dir = join(repoRoot, "config", "samples");
-  const docs = readdirSync(dir)
-    .filter((f) => f.endsWith(".yaml") && f !== "kustomization.yaml")
-    .sort()
-    .flatMap((f) => parseYamlDocuments(readFileSync(join(dir, f), "utf8")))
+export function samples(baseUrl: string, version: "v1alpha1" | "v1beta1" = "v1beta1"): Doc[] {
+  const docs = sampleFiles()
+    .flatMap((f) => {
+      const secrets = parseYamlDocuments(readFileSync(join(samplesDir, f), "utf8")).filter((d) => d.kind === "Secret");
+      return [...secrets, ...(keywardSamples(version, [f]) as unknown as Doc[])];
+    })
     .filter((doc) => doc.kind !== "ClusterProviderConfig");
   for (const doc of docs) {
-    if (doc.kind === "ProviderConfig") (doc["spec"] as { baseUrl: string }).baseUrl = baseUrl;
+    if (doc.kind === "ProviderConfig") (doc["spec"] as Record<string, string>)[version === "v1alpha1" ? "baseUrl" : "baseURL"] = baseUrl;
     const annotations = (doc["metadata"] as { annotations?: Record<string, string> }).annotations;
     if (doc.kind === "Secret" && annotations?.["keyward.dev/allowed-base-urls"]) annotations["keyward.dev/allowed-base-urls"] = baseUrl;
   }

@@ -22,13 +22,17 @@ import { installPlugin, type InstalledPlugin } from "./support/plugin.ts";
 import type { KubeObject } from "../../src/engine/types.ts";
 
 const TOKEN = "kw-export-token-4e7b1c9a";
-const API_VERSION = "keyward.dev/v1alpha1";
+// The version the cluster prefers, which export writes: the suite's control plane serves v1beta1
+// through keyward's webhook, as a release does.
+const API_VERSION = "keyward.dev/v1beta1";
 const EXTERNAL_ID = "keyward.dev/external-id";
 const HANDLED_SYNC = "handled.keyward.dev/sync-requested-at";
 const HANDLED_REMOVE = "handled.keyward.dev/remove-secrets-requested-at";
 const SYNC_REQUESTED = "keyward.dev/sync-requested-at";
 /** The namespaced kinds, by plural (the registry's order). */
-const PLURALS = ["providerconfigs", "projects", "projectmemberships", "accesstokens", "certificateprofiles", "secretsyncs"];
+const PLURALS = ["providerconfigs", "projects", "projectmemberships", "accesstokens", "certificateprofiles", "secretsyncs"].map(
+  (p) => `${p}.keyward.dev`,
+);
 const samplesDir = new URL("../../config/samples/", import.meta.url);
 
 let env: TestEnv;
@@ -173,23 +177,23 @@ describe("kubectl keyward export, of objects an older keyward left", () => {
 
     // Status as an older keyward wrote it: the ids and handled values there only.
     const ns = legacy.name;
-    await patch(ns, "projects/payments", { status: { projectId: "project-from-status" } }, "status");
-    await patch(ns, "projectmemberships/payments-bob", { status: { membershipId: "membership-1" } }, "status");
-    await patch(ns, "accesstokens/ci-pipeline", { status: { tokenId: "token-1" } }, "status");
-    await patch(ns, "certificateprofiles/web-servers", { status: { profileId: "profile-1" } }, "status");
+    await patch(ns, "projects.v1alpha1.keyward.dev/payments", { status: { projectId: "project-from-status" } }, "status");
+    await patch(ns, "projectmemberships.v1alpha1.keyward.dev/payments-bob", { status: { membershipId: "membership-1" } }, "status");
+    await patch(ns, "accesstokens.v1alpha1.keyward.dev/ci-pipeline", { status: { tokenId: "token-1" } }, "status");
+    await patch(ns, "certificateprofiles.v1alpha1.keyward.dev/web-servers", { status: { profileId: "profile-1" } }, "status");
     const oldStatus = {
       syncId: "sync-old",
       lastHandledSyncRequest: "2026-03-01T00:00:00Z",
       lastHandledRemoveSecretsRequest: "2026-02-01T00:00:00Z",
     };
-    await patch(ns, "secretsyncs/old", { status: oldStatus }, "status");
+    await patch(ns, "secretsyncs.v1alpha1.keyward.dev/old", { status: oldStatus }, "status");
     await patch(
       ns,
-      "secretsyncs/pinned",
+      "secretsyncs.v1alpha1.keyward.dev/pinned",
       { status: { syncId: "sync-from-status", lastHandledSyncRequest: "2026-01-01T00:00:00Z" } },
       "status",
     );
-    await patch(ns, "secretsyncs/leaving", { status: { syncId: "sync-leaving" } }, "status");
+    await patch(ns, "secretsyncs.v1alpha1.keyward.dev/leaving", { status: { syncId: "sync-leaving" } }, "status");
     // Being deleted: its finalizer holds it.
     await mustKubectl(["delete", "secretsyncs.keyward.dev/leaving", "-n", ns, "--wait=false"]);
   });
@@ -202,6 +206,22 @@ describe("kubectl keyward export, of objects an older keyward left", () => {
       `# to a cluster rebuilt from it. ${EXTERNAL_ID} pins each object to its object at the service\n# (Project, SecretSync)`,
     );
     const docs = loadAll(r.stdout) as Manifest[];
+    const served = new Map(
+      (
+        JSON.parse(
+          await mustKubectl([
+            "get",
+            PLURALS.map((p) => p.replace(".keyward.dev", ".v1beta1.keyward.dev")).join(","),
+            "-n",
+            legacy.name,
+            "-o",
+            "json",
+          ]),
+        ) as {
+          items: Manifest[];
+        }
+      ).items.map((o) => [ref(o), o]),
+    );
     expect(docs.map(ref)).toEqual([
       "ProviderConfig/default",
       "Project/payments",
@@ -216,7 +236,9 @@ describe("kubectl keyward export, of objects an older keyward left", () => {
     for (const d of docs) {
       expect(Object.keys(d), ref(d)).toEqual(["apiVersion", "kind", "metadata", "spec"]);
       expect(d.apiVersion).toBe(API_VERSION);
-      expect(d.spec, ref(d)).toEqual(applied.get(ref(d))?.spec);
+      // What was applied, with the defaults the apiserver wrote in: the object as served.
+      expect(d.spec, ref(d)).toMatchObject(applied.get(ref(d))?.spec ?? {});
+      expect(d.spec, ref(d)).toEqual(served.get(ref(d))?.spec);
       expect(
         Object.keys(d.metadata).filter((k) => !["name", "namespace", "labels", "annotations"].includes(k)),
         ref(d),
@@ -271,7 +293,7 @@ describe("kubectl keyward export, of objects an older keyward left", () => {
       `warning: SecretSync ${legacy.name}/fresh has no id at the service yet, but a create was started: export it again once it is Ready`,
     );
     expect(r.stderr).toContain(
-      `warning: SecretSync ${legacy.name}/pinned: ${EXTERNAL_ID} sync-annotated differs from status.syncId sync-from-status; status is exported`,
+      `warning: SecretSync ${legacy.name}/pinned: ${EXTERNAL_ID} sync-annotated differs from status.syncID sync-from-status; status is exported`,
     );
     expect(r.stdout).not.toContain(cpcName);
   });

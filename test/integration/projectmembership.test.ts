@@ -325,7 +325,7 @@ describe("ProjectMembership", () => {
     expect(onlyTemporary.stderr).toContain("at least one permanent role");
     const moved = await kubectl([
       "patch",
-      "projectmembership",
+      "projectmemberships.keyward.dev",
       "alice",
       "-n",
       ns.name,

@@ -331,7 +331,7 @@ describe("SecretSync", () => {
     );
     const patched = await kubectl([
       "patch",
-      "secretsync",
+      "secretsyncs.keyward.dev",
       "fixed-destination",
       "-n",
       ns.name,

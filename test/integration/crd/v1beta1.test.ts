@@ -5,10 +5,8 @@
 // destination), converted to v1beta1, is created and read back with the schema's defaults; `kubectl
 // explain` of a destination member shows only that destination's fields; and an object that breaks
 // the union's rules is refused with the field named.
-import { readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
-import { loadAll } from "js-yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { keywardSamples } from "../../support/samples.ts";
 import { crdToYaml, type CustomResourceDefinition } from "../../../src/crd/crd.ts";
 import { v1beta1Version } from "../../../src/crd/conversion-schema.ts";
 import { toYaml } from "../../../src/crd/yaml.ts";
@@ -18,7 +16,6 @@ import { waitForCrdsEstablished } from "../../controlplane/crds-established.ts";
 import { applyYaml, createTestNamespace, kubectl, kubectlStdout, waitFor, type TestNamespace } from "../../controlplane/testenv.ts";
 
 const GROUP = "beta.test.keyward.dev";
-const samplesDir = join(import.meta.dirname, "..", "..", "..", "config", "samples");
 
 function testCrd(kind: (typeof kinds)[number]): CustomResourceDefinition {
   const src = kind.crd;
@@ -38,16 +35,7 @@ function testCrd(kind: (typeof kinds)[number]): CustomResourceDefinition {
 
 const crds = kinds.map(testCrd);
 
-function samples(): ConvertibleObject[] {
-  return (
-    readdirSync(samplesDir)
-      .filter((f) => f.endsWith(".yaml") && f !== "kustomization.yaml")
-      .sort()
-      .flatMap((f) => loadAll(readFileSync(join(samplesDir, f), "utf8")) as ConvertibleObject[])
-      // the samples' Secrets are not keyward's
-      .filter((o) => o.apiVersion.startsWith("keyward.dev/"))
-  );
-}
+const samples = (): ConvertibleObject[] => keywardSamples("v1beta1");
 
 /** A v1alpha1 object as a v1beta1 one of the test group. */
 function inTestGroup(obj: ConvertibleObject): ConvertibleObject {

@@ -5,28 +5,23 @@
 // ("Upgrading") are run, then succeeds and the release owns the CRDs with their keep policy;
 // `helm rollback` to the 0.2.0 revision and `helm uninstall` leave the CRDs and the resources.
 //
-// The CRDs are cluster-wide and shared with every other file of the run: this file changes only
-// their metadata (never their spec, so no other file's watch is disturbed) and puts back the
-// labels and annotations it touched when it ends.
+// On a control plane of this file's own: the release takes the CRDs over, and with no pods to run
+// a webhook they serve v1alpha1 alone (webhook.enabled=false), which the suite's shared plane,
+// serving v1beta1 through keyward's webhook, must keep doing for every other file.
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { delimiter, isAbsolute, join } from "node:path";
 import { promisify } from "node:util";
-import { storageVersionOnly } from "../../controlplane/crds-without-webhook.ts";
+import { KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  createTestNamespace,
-  kubectl,
-  kubectlStdout,
-  testApis,
-  testKubeconfigPath,
-  testKubectlPath,
-  type TestNamespace,
-} from "../../controlplane/testenv.ts";
+import { startControlPlane, type ControlPlane } from "../../controlplane/controlplane.ts";
+import { waitForCrdsEstablished } from "../../controlplane/crds-established.ts";
+import { storageVersionCrdDir, storageVersionOnly } from "../../controlplane/crds-without-webhook.ts";
+import { kubectl as testKubectl, testApis, testKubectlPath, type KubectlResult } from "../../controlplane/testenv.ts";
 import { chartDir, helm, parseYamlDocuments, repoRoot, type Doc } from "../../unit/chart/helm.ts";
-import { widgetCrd, type WidgetCrd } from "../support/throwaway-crd.ts";
+import { widgetCrd } from "../support/throwaway-crd.ts";
 
 const execFileAsync = promisify(execFile);
 
@@ -41,22 +36,17 @@ interface Crd {
   spec: { group: string };
 }
 
-/** The labels and annotations the migration and the chart put on the CRDs: what this file puts back. */
-const touchedLabels = [
-  "app.kubernetes.io/managed-by",
-  "app.kubernetes.io/name",
-  "app.kubernetes.io/instance",
-  "app.kubernetes.io/version",
-  "app.kubernetes.io/part-of",
-  "app.kubernetes.io/component",
-  "helm.sh/chart",
-];
-const touchedAnnotations = [
-  "meta.helm.sh/release-name",
-  "meta.helm.sh/release-namespace",
-  "helm.sh/resource-policy",
-  "argocd.argoproj.io/sync-options",
-];
+// Helm, kubectl and the migration script run against this file's control plane.
+const existingCluster = Boolean(process.env["KEYWARD_E2E_KUBECONFIG"]);
+let plane: ControlPlane;
+
+const kubectl = (args: string[], opts: { input?: string } = {}): Promise<KubectlResult> =>
+  testKubectl(args, { ...opts, kubeconfig: plane.kubeconfigPath });
+async function kubectlStdout(args: string[]): Promise<string> {
+  const result = await kubectl(args);
+  if (result.code !== 0) throw new Error(`kubectl ${args.join(" ")}: ${result.stderr.trim()}`);
+  return result.stdout;
+}
 
 /** The newest release of CHANGELOG.md (the first `## [x.y.z]` after `## [Unreleased]`) and its `Commit:`. */
 function previousRelease(): { version: string; commit: string } {
@@ -103,7 +93,7 @@ function documentedMigration(): string {
   return block;
 }
 
-/** The keyward.dev CRDs the suite installed (global setup, from crds/). */
+/** The keyward.dev CRDs, as generated into crds/. */
 function crdNames(): string[] {
   return readdirSync(join(repoRoot, "crds"))
     .filter((f) => f.endsWith(".yaml"))
@@ -122,23 +112,20 @@ async function crdsOwnedBy(release: string): Promise<Crd[]> {
   return list.items.filter((c) => c.metadata.annotations?.["meta.helm.sh/release-name"] === release);
 }
 
-const namespace = (): string => ns.name;
-let ns: TestNamespace;
+const namespace = (): string => "crd-upgrade";
 let release: string;
 let previous: { version: string; commit: string; chart: string };
 let work: string;
-/** The CRDs as this file found them: their touched labels and annotations are put back at the end. */
+/** The CRDs as the suite's global setup would install them, before the previous release. */
 let crdsBefore: Map<string, Crd>;
-/** A CRD of another group whose name also ends in .keyward.dev, which the migration must leave alone. */
-let otherGroup: WidgetCrd | undefined;
 
 /** Values that keep the release from needing pods: no pre-delete hook, nothing aggregated into the shared built-in roles. */
 const values = ["--set", "uninstall.releaseFinalizers=false", "--set", "rbac.aggregateToDefaultRoles=false"];
-// The working tree's chart with the shared CRDs' spec as the suite installed it: v1alpha1 alone
-// (no webhook runs here; with webhook.enabled the CRDs would serve v1beta1 through one).
+// The working tree's chart with the CRDs' spec as installed: v1alpha1 alone (no pods, so no
+// webhook runs here; with webhook.enabled the CRDs would serve v1beta1 through one).
 const currentValues = [...values, "--set", "webhook.enabled=false"];
 
-const helmIn = (args: string[]) => helm([...args, "--namespace", namespace(), "--kubeconfig", testKubeconfigPath()]);
+const helmIn = (args: string[]) => helm([...args, "--namespace", namespace(), "--kubeconfig", plane.kubeconfigPath]);
 
 async function history(): Promise<{ revision: number; status: string; chart: string }[]> {
   const result = await helmIn(["history", release, "-o", "json"]);
@@ -172,37 +159,26 @@ async function expectCrdsAndProjectKept(): Promise<void> {
 }
 
 beforeAll(async () => {
-  ns = await createTestNamespace("crd-upgrade");
+  if (existingCluster) return;
+  plane = await startControlPlane({ withControllerManager: false });
+  const storageOnly = await storageVersionCrdDir(join(repoRoot, "crds"));
+  await kubectlStdout(["apply", "--server-side", "-f", storageOnly]);
+  await waitForCrdsEstablished(kubectlStdout, ["-f", storageOnly]);
+  await kubectlStdout(["create", "namespace", namespace()]);
   release = `kw-crdup-${randomBytes(3).toString("hex")}`;
   work = mkdtempSync(join(tmpdir(), "keyward-crd-upgrade-"));
   const { version, commit } = previousRelease();
   previous = { version, commit, chart: await chartAt(commit, version, work) };
   crdsBefore = await getCrds();
-  expect([...crdsBefore.keys()].sort(), "the suite's CRDs (global setup)").toEqual(crdNames());
-});
+  expect([...crdsBefore.keys()].sort(), "keyward's CRDs, installed").toEqual(crdNames());
+}, 240_000);
 
 afterAll(async () => {
-  if (release) await helmIn(["uninstall", release, "--ignore-not-found", "--no-hooks"]);
-  // Put back what the migration and the release changed on the shared CRDs (metadata only).
-  if (crdsBefore) {
-    for (const [name, before] of crdsBefore) {
-      const restore = (keys: string[], old: Record<string, string> | undefined) =>
-        Object.fromEntries(keys.map((k) => [k, old?.[k] ?? null]));
-      const patch = {
-        metadata: {
-          labels: restore(touchedLabels, before.metadata.labels),
-          annotations: restore(touchedAnnotations, before.metadata.annotations),
-        },
-      };
-      await kubectl(["patch", "crd", name, "--type", "merge", "-p", JSON.stringify(patch)]);
-    }
-  }
-  await otherGroup?.delete();
-  await ns?.cleanup();
+  await plane?.stop();
   if (work) rmSync(work, { recursive: true, force: true });
 });
 
-describe("upgrading from a release whose CRDs came from the chart's crds/ folder", () => {
+describe.skipIf(existingCluster)("upgrading from a release whose CRDs came from the chart's crds/ folder", () => {
   it("installs the previous release's chart (CHANGELOG.md's newest release, from git history)", async () => {
     expect(readdirSync(join(previous.chart, "crds")).length, `${previous.version}'s chart has a crds/ folder`).toBeGreaterThan(0);
     const result = await helmIn(["install", release, previous.chart, ...values]);
@@ -238,16 +214,16 @@ describe("upgrading from a release whose CRDs came from the chart's crds/ folder
     // The README's block as it is, but for the release's name and namespace.
     const script = documentedMigration();
     expect(script).toMatch(/^RELEASE=\S+ NAMESPACE=\S+$/m);
-    const other = widgetCrd(testApis());
+    const other = widgetCrd(testApis(kubeConfigOf(plane)));
+    // A CRD of another group whose name also ends in .keyward.dev, which the migration must leave alone.
     await other.create();
-    otherGroup = other;
     expect(`${other.kind.plural}.${other.kind.group}`).toMatch(/\.keyward\.dev$/);
     const bin = mkdtempSync(join(work, "bin-"));
     const kubectlPath = testKubectlPath();
     if (isAbsolute(kubectlPath)) symlinkSync(kubectlPath, join(bin, "kubectl"));
     const migration = script.replace(/^RELEASE=\S+ NAMESPACE=\S+$/m, `RELEASE=${release} NAMESPACE=${namespace()}`);
     await execFileAsync("bash", ["-euo", "pipefail", "-c", migration], {
-      env: { ...process.env, PATH: `${bin}${delimiter}${process.env["PATH"] ?? ""}`, KUBECONFIG: testKubeconfigPath() },
+      env: { ...process.env, PATH: `${bin}${delimiter}${process.env["PATH"] ?? ""}`, KUBECONFIG: plane.kubeconfigPath },
     });
     // Only keyward.dev's CRDs: not another group's, even one whose name ends in .keyward.dev.
     expect((await crdsOwnedBy(release)).map((c) => c.metadata.name).sort()).toEqual(crdNames());
@@ -256,8 +232,7 @@ describe("upgrading from a release whose CRDs came from the chart's crds/ folder
     // As the README says: the release's values again, on the new chart's defaults.
     const result = await helmIn(["upgrade", release, chartDir, "--reset-then-reuse-values", "--set", "webhook.enabled=false", "--debug"]);
     expect(result.code, result.stderr).toBe(0);
-    // Helm itself wrote every CRD (its debug log names each patch); whatever else writes the shared
-    // CRDs meanwhile, this is the release's doing.
+    // Helm itself wrote every CRD (its debug log names each patch).
     const patched = [...result.stderr.matchAll(/Patch CustomResourceDefinition "([a-z0-9.]+)"/g)].map((m) => m[1]);
     expect(patched.sort()).toEqual(crdNames());
     expect((await history()).map((h) => [h.revision, h.status])).toEqual([
@@ -312,3 +287,9 @@ describe("upgrading from a release whose CRDs came from the chart's crds/ folder
     await expectCrdsAndProjectKept();
   });
 });
+
+function kubeConfigOf(cp: ControlPlane): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromFile(cp.kubeconfigPath);
+  return kc;
+}

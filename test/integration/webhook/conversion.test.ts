@@ -7,10 +7,8 @@
 // with the field named in the apiserver's error, a list holding it refused whole; and `kubectl
 // explain` of each destination member lists exactly that member's fields.
 import { randomBytes } from "node:crypto";
-import { readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
-import { loadAll } from "js-yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { keywardSamples } from "../../support/samples.ts";
 import { crdToYaml, type CustomResourceDefinition, type JSONSchemaProps } from "../../../src/crd/crd.ts";
 import { servedCrd } from "../../../src/crd/conversion-schema.ts";
 import { toYaml } from "../../../src/crd/yaml.ts";
@@ -37,7 +35,6 @@ import {
 const existingCluster = Boolean(process.env["KEYWARD_E2E_KUBECONFIG"]);
 
 const GROUP = `c${randomBytes(4).toString("hex")}.test.keyward.dev`;
-const samplesDir = join(import.meta.dirname, "..", "..", "..", "config", "samples");
 
 /** keyward's kinds, served in the test's group (the webhook converts these). */
 const testKinds: Kind[] = kinds.map((k) => ({ ...k, ref: { ...k.ref, group: GROUP } }));
@@ -67,13 +64,9 @@ type Obj = ConvertibleObject & {
   spec: Record<string, ConvertibleObject[string]>;
 };
 
+/** Every sample in v1alpha1, moved to this file's group. */
 function samples(): Obj[] {
-  return readdirSync(samplesDir)
-    .filter((f) => f.endsWith(".yaml") && f !== "kustomization.yaml")
-    .sort()
-    .flatMap((f) => loadAll(readFileSync(join(samplesDir, f), "utf8")) as Obj[])
-    .filter((o) => o.apiVersion.startsWith("keyward.dev/"))
-    .map((o) => ({ ...o, apiVersion: `${GROUP}/v1alpha1` }));
+  return keywardSamples("v1alpha1").map((o) => ({ ...o, apiVersion: `${GROUP}/v1alpha1` }));
 }
 
 const clusterScoped = (kind: string): boolean => testKinds.find((k) => k.ref.kind === kind)?.crd.scope === "Cluster";

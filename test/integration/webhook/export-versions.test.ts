@@ -4,11 +4,10 @@
 // Objects created as v1alpha1 export as v1beta1, the version the cluster prefers, and the export
 // applies as it is; --api-version v1alpha1 writes what is stored; with the webhook gone, the
 // default export fails whole, naming the way out, and --api-version v1alpha1 still exports.
-import { readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
 import { loadAll } from "js-yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { keywardSamples } from "../../support/samples.ts";
 import { crdToYaml } from "../../../src/crd/crd.ts";
 import { servedCrd } from "../../../src/crd/conversion-schema.ts";
 import { toYaml } from "../../../src/crd/yaml.ts";
@@ -25,7 +24,6 @@ import { installPlugin, type InstalledPlugin } from "../support/plugin.ts";
 // The webhook listens on this machine's loopback, and the file starts its own apiserver.
 const existingCluster = Boolean(process.env["KEYWARD_E2E_KUBECONFIG"]);
 
-const samplesDir = join(import.meta.dirname, "..", "..", "..", "config", "samples");
 const NS = "team-a";
 
 type Obj = ConvertibleObject & {
@@ -36,11 +34,8 @@ type Obj = ConvertibleObject & {
 /** Every namespaced sample (every namespaced kind, every destination), as v1alpha1. */
 function namespacedSamples(): Obj[] {
   const clusterScoped = new Set(kinds.filter((k) => k.crd.scope === "Cluster").map((k) => k.ref.kind));
-  return readdirSync(samplesDir)
-    .filter((f) => f.endsWith(".yaml") && f !== "kustomization.yaml")
-    .sort()
-    .flatMap((f) => loadAll(readFileSync(join(samplesDir, f), "utf8")) as Obj[])
-    .filter((o) => o.apiVersion === "keyward.dev/v1alpha1" && !clusterScoped.has(o.kind))
+  return keywardSamples("v1alpha1")
+    .filter((o) => !clusterScoped.has(o.kind))
     .map((o) => ({ ...o, metadata: { ...o.metadata, namespace: NS } }));
 }
 

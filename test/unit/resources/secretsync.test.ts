@@ -1,10 +1,9 @@
 // SecretSync's pure parts: the spec schema (per destination), the diff that becomes an update
 // body, the status mirrored from the service's record, Ready, and the pending-mark check.
 import { readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { loadYaml } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
+import { keywardSamples } from "../../support/samples.ts";
 import { connectionAppByDestination, destinations, KEY_SCHEMA_PATTERN, type SecretSync } from "../../../src/api/index.ts";
 import { crdFromSources } from "../../../src/crd/crd.ts";
 import {
@@ -252,7 +251,9 @@ describe("the samples", () => {
   });
 
   it.each(files)("%s is a valid spec naming the Project payments and a seeded connection of its kind", (file) => {
-    const doc = loadYaml<{ kind: string; spec: unknown }>(readFileSync(join(samplesDir, file), "utf8"));
+    // In v1alpha1, the version specSchema is: the samples are v1beta1.
+    const [doc] = keywardSamples("v1alpha1", [file]);
+    if (!doc) throw new Error(`${file} holds no keyward object`);
     expect(doc.kind).toBe("SecretSync");
     const parsed = specSchema.parse(doc.spec);
     expect(parsed.projectRef).toEqual({ name: "payments" });

@@ -6,11 +6,9 @@
 // size of the issues; and a spec the zod schema accepts also passes the generated CRD's
 // structural limits (type, length, items, enum, pattern, range, required), which kubectl apply
 // enforces. Fixed seeds; fast-check shrinks a failure to a small spec.
-import { readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
 import fc from "fast-check";
-import { loadAll } from "js-yaml";
 import { afterAll, describe, expect, it } from "vitest";
+import { keywardSamples } from "../../support/samples.ts";
 import type { z } from "zod";
 import { MAX_SPEC_MESSAGE, specErrorMessage } from "../../../src/engine/errors.ts";
 import { crdFromSources } from "../../../src/crd/crd.ts";
@@ -24,7 +22,6 @@ import * as providerConfig from "../../../src/resources/providerconfig.ts";
 import * as secretSync from "../../../src/resources/secretsync.ts";
 
 const SEED = 0x73706563; // "spec"
-const samplesDir = join(import.meta.dirname, "..", "..", "..", "config", "samples");
 
 interface Schema {
   type?: string;
@@ -53,11 +50,11 @@ interface Kind {
   samples: unknown[];
 }
 
+/** The samples' specs of a kind, in v1alpha1: the version these schemas are. */
 function samplesOf(kind: string): unknown[] {
-  const docs = readdirSync(samplesDir)
-    .filter((f) => f.endsWith(".yaml") && f !== "kustomization.yaml")
-    .flatMap((f) => loadAll(readFileSync(join(samplesDir, f), "utf8")) as { kind?: string; spec?: unknown }[]);
-  return docs.filter((d) => d?.kind === kind).map((d) => d.spec);
+  return keywardSamples("v1alpha1")
+    .filter((d) => d.kind === kind)
+    .map((d) => d.spec);
 }
 
 const schemas: Record<string, z.ZodType> = {
