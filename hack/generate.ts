@@ -2,9 +2,9 @@
 // the CRD of every kind into crds/ and config/crd/bases/, and as a template of the chart into
 // charts/keyward/templates/crds/ (deleting CRD files no kind produces any more, and any left in the
 // chart's former crds/ folder), the kubectl plugin's constants, the Argo CD health check's reason
-// tables (and the Argo CD files rendered from health.lua), docs/kinds.md, docs/reference/api.md (every
-// kind's fields and the labels and annotations keyward uses), the options tables of docs/destinations/
-// (each destination's SecretSync fields) and docs/reference/values.md (every chart
+// tables (and the Argo CD files rendered from health.lua), docs/kinds.md, docs/reference/api.md and api-v1alpha1.md
+// (every kind's fields, in v1beta1 and in v1alpha1, and the labels and annotations keyward uses), the
+// options tables of docs/destinations/ (each destination's SecretSync fields in v1beta1) and docs/reference/values.md (every chart
 // value, from charts/keyward/values.schema.json and values.yaml).
 // `npm run generate -- --check` changes nothing and exits 1 when a file on disk differs from what
 // the registry generates (CI and tests).

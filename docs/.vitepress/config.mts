@@ -68,6 +68,7 @@ export default defineConfig({
         text: "Reference",
         items: [
           { text: "API reference", link: "/reference/api" },
+          { text: "API reference: v1alpha1", link: "/reference/api-v1alpha1" },
           { text: "Helm values", link: "/reference/values" },
           { text: "Conditions and troubleshooting by reason", link: "/kinds" },
           { text: "Versions and compatibility", link: "/compatibility" },

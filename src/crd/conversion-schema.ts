@@ -320,24 +320,75 @@ function proseRewrites(edits: readonly Edit[]): [RegExp, string][] {
   return out;
 }
 
-/** The v1beta1 openAPIV3Schema of a kind: its v1alpha1 schema with its declared edits applied. */
-export function v1beta1Schema(kind: Kind): JSONSchemaProps {
+/** Prose of v1alpha1 (a description, a document) respelled as v1beta1 names its fields and values. */
+export function v1beta1Prose(kind: Kind): (text: string) => string {
+  const rewrites = proseRewrites(kind.conversion.edits);
+  return (text) => rewrites.reduce((t, [re, to]) => t.replace(re, to), text);
+}
+
+/**
+ * The v1beta1 schema of a kind, and its union's variants (roots like the schema's) as the union
+ * edit left them, by their v1alpha1 discriminator value.
+ */
+function derive(kind: Kind): { schema: JSONSchemaProps; variants: Map<string, Node> } {
   const name = kind.ref.kind;
   const [alpha] = crdFromSources(kind.crd).spec.versions;
   if (!alpha) throw new Error(`${name}: no v1alpha1 version`);
   const root = structuredClone(alpha.schema.openAPIV3Schema);
   const variants = variantRoots(kind);
+  const unionEdit = kind.conversion.edits.find((e): e is UnionEdit => e.op === "union");
+  const values = variants.map((v) => (unionEdit ? nodeAt(v, segmentsOf(unionEdit.discriminator))?.enum?.[0] : undefined));
   for (const edit of kind.conversion.edits) {
     applyEdit(root, edit, variants, name);
     // the variants' specs follow every rename and respelling up to the union that reads them
     if (edit.op === "rename" || edit.op === "enum") for (const v of variants) applyEdit(v, edit, [], name);
   }
-  const rewrites = proseRewrites(kind.conversion.edits);
-  rewriteText(root, (text) => rewrites.reduce((t, [re, to]) => t.replace(re, to), text));
+  const prose = v1beta1Prose(kind);
+  for (const node of [root, ...variants]) rewriteText(node, prose);
   const ordered = orderSchema(root);
   const problems = structuralViolations(ordered);
   if (problems.length > 0) throw new Error(`${name} v1beta1: not a structural schema:\n${problems.join("\n")}`);
-  return ordered;
+  const byValue = new Map<string, Node>();
+  variants.forEach((v, i) => {
+    const value = values[i];
+    if (typeof value === "string") byValue.set(value, orderSchema(v));
+  });
+  return { schema: ordered, variants: byValue };
+}
+
+/** The v1beta1 openAPIV3Schema of a kind: its v1alpha1 schema with its declared edits applied. */
+export function v1beta1Schema(kind: Kind): JSONSchemaProps {
+  return derive(kind).schema;
+}
+
+/** One member of a kind's v1beta1 union, with what its v1alpha1 variant becomes in v1beta1. */
+export interface UnionMemberSchema {
+  /** The discriminator's value in v1alpha1 (`code-host`) and in v1beta1 (`CodeHost`). */
+  from: string;
+  type: string;
+  /** The union's path (`spec.destination`) and the member's field in it (`codeHost`). */
+  union: string;
+  member: string;
+  /** The member's struct, as the v1beta1 schema has it. */
+  struct: JSONSchemaProps;
+  /** The variant's spec outside the union, in v1beta1: what this member's objects take besides it. */
+  spec: JSONSchemaProps;
+}
+
+/** The members of a kind's v1beta1 union, in the union edit's order; none for a kind without a union edit. */
+export function v1beta1UnionMembers(kind: Kind): UnionMemberSchema[] {
+  const edit = kind.conversion.edits.find((e): e is UnionEdit => e.op === "union");
+  if (!edit) return [];
+  const { schema, variants } = derive(kind);
+  const unionPath = segmentsOf(edit.union);
+  const unionNode = nodeAt(schema, unionPath);
+  return Object.entries(edit.members).map(([from, m]) => {
+    const struct = unionNode?.properties?.[m.member];
+    const variant = variants.get(from);
+    const spec = variant ? nodeAt(variant, unionPath.slice(0, -1)) : undefined;
+    if (!struct || !spec) throw new Error(`${kind.ref.kind} v1beta1: no member ${m.member} or no variant for ${from}`);
+    return { from, type: m.type, union: edit.union, member: m.member, struct, spec };
+  });
 }
 
 /** A printer column's JSON path in v1beta1: renamed fields respelled, a union's discriminator read from its type. */

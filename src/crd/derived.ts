@@ -1,6 +1,6 @@
 // Files derived from the kind registry besides the CRDs (`npm run generate` writes them, a test
 // fails when one is stale): the kubectl plugin's constants, the reason tables of the Argo CD health
-// check, docs/kinds.md, docs/reference/api.md and the destination pages' options. Each generated part sits between marker lines in a file that is
+// check, docs/kinds.md, the API reference (docs/reference/api*.md) and the destination pages' options. Each generated part sits between marker lines in a file that is
 // otherwise written by hand, or is a whole generated file.
 import type { ReasonInfo } from "../engine/kind.ts";
 import type { Kind } from "../resources/kind.ts";
@@ -8,7 +8,7 @@ import { ANNOTATION_EXTERNAL_ID } from "../engine/holder.ts";
 import { ANNOTATION_PAUSED, HANDLED_PREFIX } from "../engine/meta.ts";
 import { CREATE_GUARD_ANNOTATIONS } from "../engine/create-rule.ts";
 import { DRAIN_LABEL, SHARD_LABEL } from "../shard/plan.ts";
-import { apiReference, apiReferenceFile } from "./reference.ts";
+import { apiReference, apiReferencePages } from "./reference.ts";
 import { destinationOptions, destinationPage, destinationsIndex, destinationsOf, destinationsTable } from "./destinations-doc.ts";
 import { structuralSchema } from "./schema.ts";
 import { crdFromSources } from "./crd.ts";
@@ -375,7 +375,7 @@ export function derivedFiles(kinds: readonly Kind[], registry: Registry, paused:
     { path: pluginFile, render: (cur) => replaceGenerated(need(pluginFile, cur), "//", pluginConstants(kinds, paused)) },
     { path: healthFile, render: (cur) => replaceGenerated(need(healthFile, cur), "--", healthTables(registry)) },
     { path: kindsDocFile, render: () => kindsDoc(kinds, registry) },
-    { path: apiReferenceFile, render: () => apiReference(kinds) },
+    ...apiReferencePages(kinds).map((page) => ({ path: page.path, render: () => apiReference(kinds, page) })),
     markdownPart(destinationsIndex, "destinations", () => destinationsTable(kinds)),
     ...destinationsOf(kinds).map((d) => markdownPart(destinationPage(d), "options", () => destinationOptions(kinds, d))),
   ];

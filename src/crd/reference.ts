@@ -1,15 +1,37 @@
-// docs/reference/api.md: the API reference of every kind, rendered from the registry and the CRDs
-// it generates (so every field's type, bounds, default and description are the apiserver's own),
-// and the labels, annotations and finalizers keyward reads and writes. Plain markdown tables the
+// docs/reference/api.md and api-<version>.md: the API reference of every kind, one page per version
+// served (the version to write first), rendered from the registry and the CRDs it generates (so
+// every field's type, bounds, default and description are the apiserver's own), and the labels,
+// annotations and finalizers keyward reads and writes. Plain markdown tables the
 // docs site (VitePress, which compiles each page as a Vue template) renders: `{{` and `<` never
 // reach it unescaped.
 import { ANNOTATION_CREATE_STARTED, LEGACY_CREATE_PENDING, LEGACY_CREATE_SUCCEEDED } from "../engine/create-rule.ts";
 import { ANNOTATION_EXTERNAL_ID } from "../engine/holder.ts";
 import { DRAIN_LABEL, SHARD_LABEL } from "../shard/plan.ts";
 import type { Kind, MetadataKey } from "../resources/kind.ts";
-import { crdFromSources, type JSONSchemaProps } from "./crd.ts";
+import type { JSONSchemaProps } from "./crd.ts";
+import { servedCrd, v1beta1Prose } from "./conversion-schema.ts";
 
 export const apiReferenceFile = "docs/reference/api.md";
+
+/** A page of the API reference: the version it documents, and where it is written. */
+export interface ApiReferencePage {
+  version: string;
+  path: string;
+  /** The page's link from another page of docs/reference/. */
+  link: string;
+}
+
+/**
+ * The pages of the API reference: the newest version, the one to write, at docs/reference/api.md,
+ * then each older version served at docs/reference/api-<version>.md.
+ */
+export function apiReferencePages(kinds: readonly Kind[]): ApiReferencePage[] {
+  const versions = [...new Set(kinds.flatMap((k) => [k.conversion.to, k.conversion.from]))];
+  return versions.map((version, i) => {
+    const path = i === 0 ? apiReferenceFile : apiReferenceFile.replace(/\.md$/, `-${version}.md`);
+    return { version, path, link: path.slice(path.lastIndexOf("/") + 1) };
+  });
+}
 
 /** Text for a markdown table cell or paragraph: no raw HTML, no Vue interpolation, no cell break. */
 export function mdText(text: string): string {
@@ -155,26 +177,44 @@ function registryKeys(k: Kind): MetadataKey[] {
   return keys;
 }
 
-function metadataTable(keys: readonly MetadataKey[]): string[] {
+function metadataTable(keys: readonly MetadataKey[], prose: (text: string) => string = (text) => text): string[] {
   if (keys.length === 0) return ["None.", ""];
   return [
     "| key | what | on | set by | meaning |",
     "|---|---|---|---|---|",
-    ...keys.map((m) => `| ${mdCode(m.key)} | ${m.what} | ${mdText(m.on ?? "the resource")} | ${m.by} | ${mdText(m.doc)} |`),
+    ...keys.map((m) => `| ${mdCode(m.key)} | ${m.what} | ${mdText(m.on ?? "the resource")} | ${m.by} | ${mdText(prose(m.doc))} |`),
     "",
   ];
 }
 
 const anchor = (kind: string): string => kind.toLowerCase();
 
-function kindSection(k: Kind): string[] {
-  const crd = crdFromSources(k.crd);
-  const lines: string[] = [`## ${k.ref.kind}`, "", mdText(k.crd.description), ""];
+/** Descriptions keyward writes by hand name v1alpha1's fields; in v1beta1 they are respelled as its schema is. */
+function proseIn(k: Kind, version: string): (text: string) => string {
+  return version === k.conversion.to && k.conversion.from !== k.conversion.to ? v1beta1Prose(k) : (text) => text;
+}
+
+function columnsTable(columns: readonly { name: string; type: string; jsonPath: string; priority?: number }[]): string[] {
+  if (columns.length === 0) return ["None.", ""];
+  return [
+    "| column | type | JSONPath | shown |",
+    "|---|---|---|---|",
+    ...columns.map((c) => `| ${c.name} | ${c.type} | ${mdCode(c.jsonPath)} | ${c.priority ? "with `-o wide`" : "always"} |`),
+    "",
+  ];
+}
+
+function kindSection(k: Kind, versionName: string): string[] {
+  const crd = servedCrd(k);
+  const version = crd.spec.versions.find((v) => v.name === versionName);
+  if (!version) throw new Error(`${k.ref.kind} is not served in ${versionName}`);
+  const prose = proseIn(k, versionName);
+  const lines: string[] = [`## ${k.ref.kind}`, "", mdText(prose(k.crd.description)), ""];
   const names = crd.spec.names;
   lines.push(
     "| | |",
     "|---|---|",
-    `| apiVersion | ${mdCode(`${crd.spec.group}/${crd.spec.versions.map((v) => v.name).join(", ")}`)} |`,
+    `| apiVersion | ${mdCode(`${crd.spec.group}/${version.name}`)} |`,
     `| kind | ${mdCode(names.kind)} |`,
     `| scope | ${crd.spec.scope} |`,
     `| resource | ${mdCode(`${names.plural}.${crd.spec.group}`)} (singular ${mdCode(names.singular)}) |`,
@@ -182,38 +222,25 @@ function kindSection(k: Kind): string[] {
     `| categories | ${(names.categories ?? []).map(mdCode).join(", ") || "—"} |`,
     "",
   );
-  for (const version of crd.spec.versions) {
-    const schema = version.schema.openAPIV3Schema;
-    const heading = crd.spec.versions.length > 1 ? ` (${version.name})` : "";
-    lines.push(`### Printer columns${heading}`, "");
-    const columns = version.additionalPrinterColumns ?? [];
-    if (columns.length === 0) lines.push("None.", "");
-    else {
+  const schema = version.schema.openAPIV3Schema;
+  lines.push("### Printer columns", "", ...columnsTable(version.additionalPrinterColumns ?? []));
+  for (const part of ["spec", "status"] as const) {
+    const node = schema.properties?.[part];
+    lines.push(`### ${part}`, "");
+    if (node?.description) lines.push(mdText(node.description), "");
+    if (part === "spec" && schema.required?.includes("spec")) lines.push("spec is required.", "");
+    const rules = [...(node?.["x-kubernetes-validations"] ?? []), ...(part === "spec" ? (schema["x-kubernetes-validations"] ?? []) : [])];
+    if (rules.length > 0) {
       lines.push(
-        "| column | type | JSONPath | shown |",
-        "|---|---|---|---|",
-        ...columns.map((c) => `| ${c.name} | ${c.type} | ${mdCode(c.jsonPath)} | ${c.priority ? "with `-o wide`" : "always"} |`),
+        "Rules the apiserver checks on it:",
+        "",
+        ...rules.map((r) => `- ${mdText(r.message ?? r.messageExpression ?? r.rule)}`),
         "",
       );
     }
-    for (const part of ["spec", "status"] as const) {
-      const node = schema.properties?.[part];
-      lines.push(`### ${part}${heading}`, "");
-      if (node?.description) lines.push(mdText(node.description), "");
-      if (part === "spec" && schema.required?.includes("spec")) lines.push("spec is required.", "");
-      const rules = [...(node?.["x-kubernetes-validations"] ?? []), ...(part === "spec" ? (schema["x-kubernetes-validations"] ?? []) : [])];
-      if (rules.length > 0) {
-        lines.push(
-          "Rules the apiserver checks on it:",
-          "",
-          ...rules.map((r) => `- ${mdText(r.message ?? r.messageExpression ?? r.rule)}`),
-          "",
-        );
-      }
-      lines.push(...fieldTable(node, part));
-    }
+    lines.push(...fieldTable(node, part));
   }
-  lines.push(`### Labels, annotations and finalizers`, "", ...metadataTable([...registryKeys(k), ...(k.metadata ?? [])]));
+  lines.push(`### Labels, annotations and finalizers`, "", ...metadataTable([...registryKeys(k), ...(k.metadata ?? [])], prose));
   return lines;
 }
 
@@ -233,24 +260,58 @@ const shardKeys: MetadataKey[] = [
   },
 ];
 
-export function apiReference(kinds: readonly Kind[]): string {
+/** The paragraph that places a page's version among the others. */
+function versionNote(page: ApiReferencePage, pages: readonly ApiReferencePage[]): string[] {
+  const [newest] = pages;
+  if (!newest) return [];
+  const others = pages.filter((p) => p.version !== page.version).map((p) => `[${mdCode(p.version)}](${p.link})`);
+  if (page.version === newest.version) {
+    return [
+      `This page documents ${mdCode(page.version)}, the version to write manifests in. ${others.join(", ")} is served`,
+      "beside it and converted by keyward's conversion webhook; it is the version objects are stored in",
+      "until the storage version is switched, and the only one a cluster serves with the webhook off",
+      "(chart value `webhook.enabled=false`). [The v1beta1 API](../api-review.md) lists every change",
+      "between them, and [Versions and compatibility](../compatibility.md#how-v1beta1-arrives) how they",
+      "are served.",
+      "",
+    ];
+  }
+  return [
+    `This page documents ${mdCode(page.version)}: served beside ${mdCode(newest.version)}, the version objects are`,
+    "stored in until the storage version is switched, and the only one a cluster serves with keyward's",
+    `conversion webhook off (chart value \`webhook.enabled=false\`). Write new manifests in ${mdCode(newest.version)}:`,
+    `[API reference](${newest.link}). [The v1beta1 API](../api-review.md) lists every change between them.`,
+    "",
+  ];
+}
+
+/** A page of the API reference: by default the first, of the version to write. */
+export function apiReference(kinds: readonly Kind[], which?: ApiReferencePage): string {
+  const pages = apiReferencePages(kinds);
+  const page = which ?? pages[0];
+  if (!page) throw new Error("no kinds, no API reference");
+  const newest = page.version === pages[0]?.version;
   const group = kinds[0]?.ref.group ?? "";
+  const explain = newest
+    ? "`kubectl explain <resource>.spec`"
+    : `\`kubectl explain <resource>.spec --api-version ${group}/${page.version}\``;
   const lines = [
     "<!-- Generated by `npm run generate` from src/resources/registry.ts; do not edit. -->",
-    "# API reference",
+    newest ? "# API reference" : `# API reference: ${page.version}`,
     "",
-    `Every kind of the API group ${mdCode(group)}, every field of its spec and status as the CRD defines it`,
-    "(the apiserver checks the types, bounds, patterns and rules below when an object is written), and",
-    "the labels, annotations and finalizers keyward reads and writes. `kubectl explain <resource>.spec`",
+    `Every kind of the API group ${mdCode(group)} in ${mdCode(page.version)}, every field of its spec and status as the`,
+    "CRD defines it (the apiserver checks the types, bounds, patterns and rules below when an object is",
+    `written), and the labels, annotations and finalizers keyward reads and writes. ${explain}`,
     "prints the same descriptions. status is keyward's: it writes every status field, a person never does.",
     "Condition reasons and what to do about each: [kinds and reasons](../kinds.md).",
     "",
+    ...versionNote(page, pages),
     "Paths: `a.b` a field of an object, `a[]` the items of a list, `a.*` the values of a map.",
     "",
     ...kinds.map((k) => `- [${k.ref.kind}](#${anchor(k.ref.kind)})`),
     "- [Labels on every kind](#labels-on-every-kind)",
     "",
-    ...kinds.flatMap(kindSection),
+    ...kinds.flatMap((k) => kindSection(k, page.version)),
     "## Labels on every kind",
     "",
     ...metadataTable(shardKeys),

@@ -2,7 +2,7 @@
 // them to one): no CEL rule or column still reads a v1alpha1 name, each SecretSync member holds its
 // destination's fields only, and what the review names is where it says.
 import { describe, expect, it } from "vitest";
-import { v1beta1Schema, v1beta1Version } from "../../../src/crd/conversion-schema.ts";
+import { v1beta1Schema, v1beta1UnionMembers, v1beta1Version } from "../../../src/crd/conversion-schema.ts";
 import type { JSONSchemaProps } from "../../../src/crd/types.ts";
 import { kinds } from "../../../src/resources/registry.ts";
 
@@ -85,5 +85,34 @@ describe("v1beta1 schemas", () => {
     expect(Object.keys(role.properties!)).toEqual(["role", "temporary"]);
     expect(role.properties!["temporary"]!.required).toEqual(["mode", "range", "startTime"]);
     expect(role.properties!["temporary"]!.properties!["mode"]).toMatchObject({ enum: ["Relative"], default: "Relative" });
+  });
+});
+
+describe("v1beta1UnionMembers (the destination pages' tables)", () => {
+  const members = v1beta1UnionMembers(kindNamed("SecretSync"));
+  const member = (from: string) => members.find((m) => m.from === from)!;
+
+  it("one per destination, each with its v1alpha1 value, its type, and its struct as the v1beta1 schema has it", () => {
+    expect(members.map((m) => [m.from, m.type, m.member])).toContainEqual(["code-host", "CodeHost", "codeHost"]);
+    expect(members).toHaveLength(7);
+    const union = spec("SecretSync").properties!["destination"]!;
+    for (const m of members) expect(m.struct).toEqual(union.properties![m.member]);
+  });
+
+  it("each variant's spec in v1beta1: its own initialSyncBehavior values, respelled, and no field the union took", () => {
+    const behaviors = (from: string) => member(from).spec.properties!["syncOptions"]!.properties!["initialSyncBehavior"]!.enum;
+    expect(behaviors("code-host")).toEqual(["OverwriteDestination"]);
+    expect(behaviors("cloud-secrets-manager")).toEqual(["OverwriteDestination", "ImportPrioritizeSource", "ImportPrioritizeDestination"]);
+    for (const m of members) {
+      expect(Object.keys(m.spec.properties!), m.from).not.toContain("destination");
+      expect(Object.keys(m.spec.properties!), m.from).not.toContain("destinationConfig");
+      expect(Object.keys(m.spec.properties!), m.from).toContain("connectionID");
+      expect(Object.keys(m.spec.properties!["syncOptions"]!.properties!), m.from).not.toContain("keyID");
+    }
+    expect(Object.keys(member("cloud-secrets-manager").struct.properties!)).toEqual(expect.arrayContaining(["keyID", "tags"]));
+  });
+
+  it("none for a kind without a union", () => {
+    expect(v1beta1UnionMembers(kindNamed("Project"))).toEqual([]);
   });
 });

@@ -7,6 +7,8 @@ import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { connectionAppByDestination, destinations, operations } from "../../../src/api/index.ts";
+import { destinationMembers } from "../../../src/crd/destinations-doc.ts";
+import { kinds } from "../../../src/resources/registry.ts";
 import { markdownBlocks } from "./blocks.ts";
 import { documentedCalls, isDocumented } from "./calls.ts";
 
@@ -20,7 +22,10 @@ describe("the destination pages", () => {
     const app = connectionAppByDestination[d];
     expect(page).toContain(`of kind \`${app}\``);
     expect(page).toContain(`writes through: \`${app}\``);
-    expect(page).toContain(`destination: ${d}\n`);
+    // its sample names the destination by its v1beta1 type
+    const type = destinationMembers(kinds).find((m) => m.from === d)?.type;
+    expect(type).toBeDefined();
+    expect(page).toContain(`\n    type: ${type}\n`);
   });
 
   it("are linked from the index, the connect page and the site's sidebar", () => {
