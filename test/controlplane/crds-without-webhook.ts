@@ -1,8 +1,9 @@
-// keyward's CRDs for a cluster where no keyward conversion webhook runs (the integration suite's own
-// control plane, `npm run dev`): each served in its storage version alone, without the webhook.
-// As generated they also serve v1beta1, whose reads go through the webhook; with none running, any
-// read in the preferred version (v1beta1: `kubectl get secretsyncs`, the namespace controller's
-// deletions) would fail. test/integration/webhook/conversion.test.ts serves both versions.
+// keyward's CRDs for a control plane where no keyward conversion webhook runs (a test's own, which
+// it restarts or upgrades, and the kind e2e's before a release is installed): each served in its
+// storage version alone, without the webhook. As generated they also serve v1beta1, whose reads go
+// through the webhook; with none running, any read in the preferred version (v1beta1: `kubectl get
+// secretsyncs`, the namespace controller's deletions) would fail. The suite's shared control plane
+// runs the webhook: crds-with-webhook.ts.
 import { mkdtemp, readdir, readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

@@ -17,7 +17,7 @@ describe("README.md", () => {
     const { version } = JSON.parse(await readFile(join(root, "package.json"), "utf8")) as { version: string };
     const commands = [
       `docker build -t <registry>/keyward:${version} . && docker push <registry>/keyward:${version}`,
-      "helm install keyward charts/keyward -n keyward-system --create-namespace --set image.repository=<registry>/keyward",
+      "helm install keyward charts/keyward -n keyward-system --create-namespace --set image.repository=<registry>/keyward --wait",
       "npm ci && npm run dev",
       "npm ci && npm test",
     ];
