@@ -141,6 +141,53 @@ interface CrdVersion {
 interface ConvertingCrd {
   metadata: { name: string; resourceVersion?: string };
   spec: { versions: CrdVersion[]; conversion?: { strategy?: string; webhook?: { clientConfig?: ClientConfig } } };
+  status?: { storedVersions?: string[] };
+}
+
+/** One of our CRDs whose objects may be stored in more than one version. */
+export interface MixedStorage {
+  crd: string;
+  storedVersions: string[];
+}
+
+/** The CRD `name` when its conversion is the webhook `ours` recognizes, else undefined. */
+async function ourConvertingCrd(kube: Kube, name: string, ours: (config: ClientConfig) => boolean): Promise<ConvertingCrd | undefined> {
+  const crd = (await getObject(kube, crdKind, { namespace: "", name })) as ConvertingCrd | undefined;
+  const config = crd?.spec.conversion?.webhook?.clientConfig;
+  return crd?.spec.conversion?.strategy === "Webhook" && config && ours(config) ? crd : undefined;
+}
+
+/**
+ * Our converting CRDs that list more than one stored version: after a storage switch whose
+ * rewrite has not run, some objects are still in the old version, and with conversion None the
+ * apiserver would serve them under the new one's name unconverted (their fields misnamed, and
+ * dropped by the schema on the next write). Uninstalling then must wait for the rewrite.
+ */
+export async function mixedStorage(
+  kube: Kube,
+  crdNames: readonly string[],
+  ours: (config: ClientConfig) => boolean,
+): Promise<MixedStorage[]> {
+  const mixed: MixedStorage[] = [];
+  for (const name of crdNames) {
+    const storedVersions = (await ourConvertingCrd(kube, name, ours))?.status?.storedVersions ?? [];
+    if (storedVersions.length > 1) mixed.push({ crd: name, storedVersions });
+  }
+  return mixed;
+}
+
+export class MixedStorageError extends Error {
+  readonly mixed: MixedStorage[];
+  constructor(mixed: MixedStorage[]) {
+    super(
+      `keyward's CRDs may hold objects stored in more than one version (${mixed
+        .map((m) => `${m.crd}: ${m.storedVersions.join(", ")}`)
+        .join("; ")}): without the conversion webhook they would read unconverted. Rewrite them in the storage version and ` +
+        "set status.storedVersions to it, as docs/compatibility.md (Switching the storage version) shows, then uninstall again; nothing was changed",
+    );
+    this.name = "MixedStorageError";
+    this.mixed = mixed;
+  }
 }
 
 /**
@@ -149,7 +196,8 @@ interface ConvertingCrd {
  * but the stored one and converts with strategy None, so a leftover object still reads, updates
  * and deletes with no webhook running (through a read naming no version too). Returns the CRDs
  * changed. A CRD not installed, converting through another release's webhook or already without
- * one is left alone; a conflict (someone else's write) is retried on a fresh read.
+ * one is left alone; a conflict (someone else's write) is retried on a fresh read. Refused with a
+ * MixedStorageError, before any CRD is changed, while one of ours lists two stored versions.
  */
 export async function stopConversion(
   kube: Kube,
@@ -157,13 +205,13 @@ export async function stopConversion(
   ours: (config: ClientConfig) => boolean,
   log: Logger,
 ): Promise<string[]> {
+  const mixed = await mixedStorage(kube, crdNames, ours);
+  if (mixed.length > 0) throw new MixedStorageError(mixed);
   const changed: string[] = [];
   for (const name of crdNames) {
     for (let attempt = 0; ; attempt++) {
-      const crd = (await getObject(kube, crdKind, { namespace: "", name })) as ConvertingCrd | undefined;
+      const crd = await ourConvertingCrd(kube, name, ours);
       if (!crd) break;
-      const config = crd.spec.conversion?.webhook?.clientConfig;
-      if (crd.spec.conversion?.strategy !== "Webhook" || !config || !ours(config)) break;
       const versions = crd.spec.versions.map((v) => (v.storage ? v : { ...v, served: false }));
       try {
         await kubeJson(kube.access, {

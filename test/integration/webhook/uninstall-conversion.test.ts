@@ -4,7 +4,8 @@
 // the uninstall's last step a read naming no version fails; after stopConversion (the pre-delete
 // Job's, src/uninstall.ts) the CRDs serve v1alpha1 alone with conversion None, and the leftover
 // objects read, update and delete with no webhook. A CRD calling another release's webhook is
-// left as it is.
+// left as it is. While a CRD lists two stored versions (a storage switch whose rewrite has not
+// run), the step is refused and no CRD changes: those objects would read unconverted.
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { crdToYaml, type CustomResourceDefinition } from "../../../src/crd/crd.ts";
@@ -13,7 +14,7 @@ import { createKube } from "../../../src/kube/client.ts";
 import { createLogger } from "../../../src/log.ts";
 import type { Kind } from "../../../src/resources/kind.ts";
 import { kinds } from "../../../src/resources/registry.ts";
-import { stopConversion } from "../../../src/uninstall.ts";
+import { MixedStorageError, mixedStorage, stopConversion } from "../../../src/uninstall.ts";
 import { callsService } from "../../../src/webhook/keeper.ts";
 import { waitForCrdsEstablished } from "../../controlplane/crds-established.ts";
 import {
@@ -95,6 +96,47 @@ describe.skipIf(existingCluster)("the uninstall's last step: keyward's CRDs with
       ]);
     await ns?.cleanup();
     await kubectl(["delete", "crd", ...[...crds, other].map((c) => c.metadata.name), "--wait=false"]);
+  });
+
+  it("is refused, changing no CRD, while a CRD lists two stored versions (a storage switch not yet rewritten)", async () => {
+    const kube = createKube(testKubeConfig());
+    const log = createLogger({ level: "fatal" });
+    const names = [...crds, other].map((c) => c.metadata.name);
+    const mixed = crds[0]?.metadata.name ?? "";
+    const storedVersions = (versions: string[]) =>
+      kubectlStdout([
+        "patch",
+        "crd",
+        mixed,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        JSON.stringify({ status: { storedVersions: versions } }),
+      ]);
+    await storedVersions(["v1alpha1", "v1beta1"]);
+    try {
+      expect(await mixedStorage(kube, names, callsService(ns.name, SERVICE))).toEqual([
+        { crd: mixed, storedVersions: ["v1alpha1", "v1beta1"] },
+      ]);
+      const refused = await stopConversion(kube, names, callsService(ns.name, SERVICE), log).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect(refused).toBeInstanceOf(MixedStorageError);
+      expect((refused as Error).message).toContain(`${mixed}: v1alpha1, v1beta1`);
+      expect((refused as Error).message).toContain("Switching the storage version");
+      for (const c of crds) {
+        const live = JSON.parse(await kubectlStdout(["get", "crd", c.metadata.name, "-o", "json"])) as {
+          spec: { conversion: { strategy: string } };
+        };
+        expect(live.spec.conversion.strategy, c.metadata.name).toBe("Webhook");
+      }
+      // Another release's CRD in two versions is not ours to judge.
+      expect(await mixedStorage(kube, names, callsService(ns.name, "another-release-webhook"))).toEqual([]);
+    } finally {
+      // The rewrite's last step.
+      await storedVersions(["v1alpha1"]);
+    }
   });
 
   it("before: with no webhook pod a read naming no version fails; after: v1alpha1 alone is served and the objects read, update and delete", async () => {
