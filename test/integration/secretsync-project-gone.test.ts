@@ -65,7 +65,7 @@ it("removes the secrets of a sync known only from its own create's announcement 
   // What a create pass that died after announcing the id and before its status write leaves.
   const strip = await kubectl([
     "patch",
-    "secretsyncs.keyward.dev",
+    "secretsyncs.v1alpha1.keyward.dev",
     "leaky",
     "-n",
     ns.name,

@@ -1,6 +1,7 @@
 // SecretSync end to end: a real kube-apiserver, the emulator over HTTP, keyward in-process.
 // The bodies the service received are read from the emulator's request log.
 import { fileURLToPath } from "node:url";
+import { keywardSamples } from "../support/samples.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { startEmulator, type Emulator } from "../emulator/server.ts";
@@ -329,9 +330,10 @@ describe("SecretSync", () => {
       PLURAL,
       secretSync("fixed-destination", baseSpec("data-platform", { scope: "workspace" }, { isAutoSyncEnabled: false })),
     );
+    // In v1alpha1's shape, through v1alpha1 (a read naming no version is v1beta1's).
     const patched = await kubectl([
       "patch",
-      "secretsyncs.keyward.dev",
+      "secretsyncs.v1alpha1.keyward.dev",
       "fixed-destination",
       "-n",
       ns.name,
@@ -344,6 +346,15 @@ describe("SecretSync", () => {
     ]);
     expect(patched.code).not.toBe(0);
     expect(patched.stderr).toMatch(/destination is immutable/);
+    // And in v1beta1's: the union member replaced whole.
+    const monitoring = keywardSamples("v1beta1", ["secretsync-monitoring.yaml"])[0]?.spec["destination"];
+    const replace = [{ op: "replace", path: "/spec/destination", value: monitoring }];
+    const replaced = await kubectl([
+      ...["patch", "secretsyncs.v1beta1.keyward.dev", "fixed-destination", "-n", ns.name],
+      ...["--type", "json", "-p", JSON.stringify(replace)],
+    ]);
+    expect(replaced.code).not.toBe(0);
+    expect(replaced.stderr).toMatch(/destination is immutable/);
   });
 
   it("asks for spec.name when metadata.name is longer than a sync name may be", async () => {
@@ -587,7 +598,10 @@ describe("SecretSync", () => {
       "READY",
       "AGE",
     ]);
-    expect(plain.stdout.split("\n")[1]).toMatch(/^to-monitoring\s+monitoring\s+succeeded\s+\S+\s+True\s+/);
+    // A read naming no version is v1beta1's: its destination type; v1alpha1 prints the service's word.
+    expect(plain.stdout.split("\n")[1]).toMatch(/^to-monitoring\s+Monitoring\s+succeeded\s+\S+\s+True\s+/);
+    const alpha = await kubectl(["get", "secretsyncs.v1alpha1.keyward.dev", "to-monitoring", "-n", ns.name]);
+    expect(alpha.stdout.split("\n")[1]).toMatch(/^to-monitoring\s+monitoring\s+succeeded\s+\S+\s+True\s+/);
     const wide = await kubectl(["get", "secretsyncs.keyward.dev", "to-monitoring", "-n", ns.name, "-o", "wide"]);
     const id = syncIdOf(await readySync("to-monitoring"));
     expect(wide.stdout.split("\n")[0]).toMatch(/SYNCED\s+SYNC-ID/);
