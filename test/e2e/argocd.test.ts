@@ -12,9 +12,10 @@
 //   while keyward records it handled in handled.keyward.dev/ (which the manifests, like
 //   `kubectl keyward export`'s, do not set);
 // - a later commit moving every manifest from v1alpha1 (as first committed) to v1beta1 (as
-//   config/samples writes them) applies with no call to the service and leaves the Application
-//   Synced, with no diff on hard refreshes;
-// - an Application with a token the service refuses: its ProviderConfig is Degraded.
+//   config/samples writes them) is in sync as it is (Argo CD applies nothing), and one more
+//   adding a label is applied as v1beta1; neither calls the service, and hard refreshes find no
+//   diff;
+// - an Application with a token the service refuses, its ProviderConfig a v1beta1 manifest: Degraded.
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -62,7 +63,7 @@ interface Application extends KubeObject {
   status?: KubeObject["status"] & {
     sync?: { status?: string; revision?: string };
     health?: { status?: string };
-    operationState?: { phase?: string; startedAt?: string; message?: string };
+    operationState?: { phase?: string; startedAt?: string; message?: string; syncResult?: { revision?: string } };
     resources?: ResourceStatus[];
   };
 }
@@ -156,7 +157,10 @@ function gitBundle(): Buffer {
       writeFileSync(join(work, path), JSON.stringify(doc, null, 2));
       committed.set(`${doc.kind}/${doc.metadata.name}`, { path, doc });
       if (doc.kind === "Secret" || doc.kind === "ProviderConfig") {
-        const copy = JSON.parse(JSON.stringify(doc)) as Record<string, unknown>;
+        // The ProviderConfig in v1beta1: an Application that creates its objects in that version.
+        const copy = (
+          doc.kind === "ProviderConfig" ? convert(doc as unknown as ConvertibleObject, "v1beta1") : JSON.parse(JSON.stringify(doc))
+        ) as Record<string, unknown>;
         if (doc.kind === "Secret") copy["stringData"] = { token: "a-token-the-service-refuses" };
         writeFileSync(join(work, "degraded", `${doc.kind.toLowerCase()}.json`), JSON.stringify(copy, null, 2));
       }
@@ -568,44 +572,58 @@ describe("a real Argo CD managing keyward and its resources", () => {
     expect(triggers.map((r) => r.path)).toHaveLength(1);
   }, 900_000);
 
-  test("a commit moving every manifest to v1beta1 applies with no call to the service, and the Application stays Synced", async () => {
-    await waitApp("keyward-samples", "settled", settled);
+  test("manifests moved to v1beta1 are in sync as they are, and applied as v1beta1 with a change, with no call to the service", async () => {
+    const settledBefore = await waitApp("keyward-samples", "settled", settled);
     const mark = Math.max(0, ...(await emulatorRequests(emulator)).map((r) => r.seq));
     const before = new Map((await keywardObjects(samplesNs)).map((o) => [`${o.kind}/${o.metadata.name}`, o]));
     // config/samples as written (v1beta1), with what this repository adds: the base URL, the
     // waves and the sync request committed above. The same objects as the v1alpha1 manifests.
-    const files: Record<string, string> = {};
-    for (const doc of samples(emulator.baseUrl, "v1beta1").filter((d) => d.apiVersion === "keyward.dev/v1beta1")) {
-      const key = `${doc.kind}/${doc.metadata.name}`;
-      const old = committed.get(key);
-      if (!old) throw new Error(`${key} was not committed`);
-      const beta = { ...doc, metadata: { ...doc.metadata, annotations: old.doc.metadata.annotations } } as unknown as KubeObject;
-      expect(beta, key).toEqual(convert(old.doc as unknown as ConvertibleObject, "v1beta1"));
-      files[old.path] = JSON.stringify(beta, null, 2);
-      committed.set(key, { path: old.path, doc: beta });
-    }
-    expect(Object.keys(files)).toHaveLength(before.size);
-    const revision = await commitToGit(files, "keyward's manifests in v1beta1");
+    const moved = (labels: Record<string, string>): Record<string, string> => {
+      const files: Record<string, string> = {};
+      for (const doc of samples(emulator.baseUrl, "v1beta1").filter((d) => d.apiVersion === "keyward.dev/v1beta1")) {
+        const key = `${doc.kind}/${doc.metadata.name}`;
+        const old = committed.get(key);
+        if (!old) throw new Error(`${key} was not committed`);
+        const beta = { ...doc, metadata: { ...doc.metadata, annotations: old.doc.metadata.annotations } } as unknown as KubeObject;
+        if (Object.keys(labels).length === 0) expect(beta, key).toEqual(convert(old.doc as unknown as ConvertibleObject, "v1beta1"));
+        else beta.metadata.labels = { ...beta.metadata.labels, ...labels };
+        files[old.path] = JSON.stringify(beta, null, 2);
+        committed.set(key, { path: old.path, doc: beta });
+      }
+      expect(Object.keys(files)).toHaveLength(before.size);
+      return files;
+    };
+    const noDiff = async (startedAt: string | undefined): Promise<void> => {
+      for (let i = 0; i < 2; i++) {
+        const after = await hardRefresh("keyward-samples");
+        expect(after.status?.sync?.status, summary(after)).toBe("Synced");
+        expect((after.status?.resources ?? []).filter((r) => r.status !== "Synced").map((r) => `${r.kind}/${r.name}`)).toEqual([]);
+        expect(after.status?.operationState?.startedAt).toBe(startedAt);
+      }
+    };
+
+    // The same objects in v1beta1: Argo CD compares them with the live ones and finds nothing to apply.
+    const same = await commitToGit(moved({}), "keyward's manifests in v1beta1");
+    await hardRefresh("keyward-samples");
+    const compared = await waitApp("keyward-samples", `revision ${same} compared`, (a) => settled(a) && a.status?.sync?.revision === same);
+    expect(compared.status?.operationState?.startedAt).toBe(settledBefore.status?.operationState?.startedAt);
+    await noDiff(settledBefore.status?.operationState?.startedAt);
+
+    // A change in v1beta1 manifests (a label on each): Argo CD applies every object as v1beta1.
+    const labelled = await commitToGit(moved({ "example.com/api": "v1beta1" }), "label keyward's manifests");
     await hardRefresh("keyward-samples");
     const applied = await waitApp(
       "keyward-samples",
-      `revision ${revision} applied and settled`,
-      (a) => settled(a) && a.status?.sync?.revision === revision,
+      `revision ${labelled} applied and settled`,
+      (a) => settled(a) && a.status?.sync?.revision === labelled && a.status.operationState?.syncResult?.revision === labelled,
     );
-    const startedAt = applied.status?.operationState?.startedAt;
-    for (let i = 0; i < 2; i++) {
-      const after = await hardRefresh("keyward-samples");
-      expect(after.status?.sync?.status, summary(after)).toBe("Synced");
-      expect((after.status?.resources ?? []).filter((r) => r.status !== "Synced").map((r) => `${r.kind}/${r.name}`)).toEqual([]);
-      expect(after.status?.operationState?.startedAt).toBe(startedAt);
-    }
-    // Argo CD applied v1beta1 (its last-applied record says so), to the same objects, still Ready
-    // with the same service ids.
+    await noDiff(applied.status?.operationState?.startedAt);
     const after = await waitAllReady(samplesNs, before.size, 300_000);
     for (const o of after) {
       const key = `${o.kind}/${o.metadata.name}`;
       const lastApplied = o.metadata.annotations?.["kubectl.kubernetes.io/last-applied-configuration"] ?? "{}";
       expect((JSON.parse(lastApplied) as { apiVersion?: string }).apiVersion, key).toBe("keyward.dev/v1beta1");
+      expect(o.metadata.labels?.["example.com/api"], key).toBe("v1beta1");
       expect(o.metadata.uid, key).toBe(before.get(key)?.metadata.uid);
       for (const id of ["projectId", "syncId", "membershipId", "profileId"])
         expect(o.status?.[id], `${key} ${id}`).toEqual(before.get(key)?.status?.[id]);
@@ -623,6 +641,9 @@ describe("a real Argo CD managing keyward and its resources", () => {
       (x.status?.resources ?? []).some((r) => r.kind === "ProviderConfig" && r.health?.status === "Degraded"),
     );
     const provider = await kubectlJson(["-n", degradedNs, "get", "providerconfigs.v1alpha1.keyward.dev", "default"]);
+    // Created by Argo CD from a v1beta1 manifest.
+    const lastApplied = provider.metadata.annotations?.["kubectl.kubernetes.io/last-applied-configuration"] ?? "{}";
+    expect((JSON.parse(lastApplied) as { apiVersion?: string }).apiVersion).toBe("keyward.dev/v1beta1");
     const condition = ready(provider);
     expect(condition?.status).toBe("False");
     expect(a.status?.resources?.find((r) => r.kind === "ProviderConfig")?.health?.message).toContain(condition?.reason ?? "no reason");

@@ -462,7 +462,8 @@ describe("upgrade from the previous release and rollback", () => {
       ...userValues(),
     ]);
     await createNamespace(ns);
-    const docs = samples(emulator.baseUrl);
+    // v1alpha1: the previous release serves nothing else.
+    const docs = samples(emulator.baseUrl, "v1alpha1");
     expectedObjects = docs.filter((d) => d.apiVersion.startsWith("keyward.dev/")).length;
     recorder = await recordWrites(ns, (key) => !rotating.has(key));
     await apply(docs, ns);
