@@ -781,6 +781,10 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     writeFileSync(`${base}.json`, `${JSON.stringify({ ...report, samples, events }, null, 1)}\n`);
     // The call log as judged, one request a line: what a violation is read against afterwards.
     writeFileSync(`${base}-calls.jsonl`, calls.map((c) => `${JSON.stringify(c)}\n`).join(""));
+    // And the rest of the evidence: without each resource's delete and gone times, and the service's
+    // final state, a violation's resource could only be placed by replaying the seed's schedule.
+    writeFileSync(`${base}-lineages.jsonl`, [...lineages.values()].map((l) => `${JSON.stringify(l)}\n`).join(""));
+    writeFileSync(`${base}-state.json`, `${JSON.stringify(final, null, 1)}\n`);
     writeFileSync(
       `${base}.svg`,
       plotSvg(samples, events, `keyward soak, seed ${options.seed}, ${options.minutes} min, ${options.replicas} replica(s)`),
