@@ -35,6 +35,11 @@ export interface Lineage {
   /** Epoch ms: the workload asked the apiserver to delete it; and when a list first missed it. */
   deleteRequestedAt?: number;
   goneAt?: number;
+  /**
+   * One of the runner's lists saw keyward's finalizer on it: keyward had taken on what its
+   * deletion owes (a Revoke). A resource deleted before keyward added the finalizer never held it.
+   */
+  heldFinalizer?: boolean;
   /** The object as the apiserver holds it after the quiet tail (absent once gone). */
   final?: FinalObject;
 }
@@ -96,7 +101,7 @@ export function judge(e: Evidence): Verdict[] {
   const byId = new Map<string, Call[]>();
   for (const c of e.calls) for (const part of new Set(c.path.split("/"))) byId.set(part, [...(byId.get(part) ?? []), c]);
   const on = (ids: readonly string[]): Call[] => [...new Set(ids.flatMap((id) => byId.get(id) ?? []))];
-  return [oneCreate(e), actionsOnce(e, on), nothingAfterDeletion(e, on), serviceMatches(e), allReady(e), ownNamespaceOnly(e)];
+  return [oneCreate(e), actionsOnce(e, on), nothingAfterDeletion(e, on), serviceMatches(e, on), allReady(e), ownNamespaceOnly(e)];
 }
 
 type CallsOn = (ids: readonly string[]) => Call[];
@@ -206,7 +211,7 @@ function nothingAfterDeletion(e: Evidence, on: CallsOn): Verdict {
 }
 
 /** After the quiet tail the service holds what the live resources declare, and nothing a deletion removed. */
-function serviceMatches(e: Evidence): Verdict {
+function serviceMatches(e: Evidence, on: CallsOn): Verdict {
   const violations: string[] = [];
   const notes: string[] = [];
   let checked = 0;
@@ -261,15 +266,28 @@ function serviceMatches(e: Evidence): Verdict {
         // gone before its project existed at the service never had a member to revoke.
         const projectCreatedAt = Math.min(...projectOf(e, l).map((p) => createdAt.get(p.slug ?? "") ?? Infinity));
         const goneFirst = l.goneAt !== undefined && l.goneAt < projectCreatedAt;
-        // A membership whose Project went (Retain) before it had the project's id, with no project
-        // recorded on itself, is released without a call (docs/architecture.md, "Across a
-        // cluster's life"): it never reached the project's members, and the member the runner
-        // seeded stays. Counted apart; one that reached them and left the role is a violation.
         if (goneFirst) continue;
-        const prefixes = [...projectIds].map((id) => `/api/v1/projects/${id}/memberships`);
-        const reached = e.calls.some((c) => prefixes.some((prefix) => c.path.startsWith(prefix)));
-        if (reached) violations.push(`${key(l)} (Revoke): roles ${roles.join(",")}`);
-        else notes.push(`${key(l)} (Revoke): roles ${roles.join(",")} left; it never reached its project's members`);
+        // keyward owes the revoke once it has taken the membership on: its finalizer was seen, or
+        // it wrote this member's roles (only ever after the finalizer's write, src/engine/
+        // managed.ts), a PATCH naming the member's id. A lookup proves nothing: a pass on a copy
+        // read before the deletion looks the member up, finds the resource gone as it adds the
+        // finalizer, and writes nothing (seed 7's soak-04/m-p41, deleted by the churn's fourth
+        // step as its first pass with the project's id ran; docs/architecture.md, "A deleted
+        // object leaves nothing"). Nor does a call on another member of the project. Let go so,
+        // or without a call (its Project gone with Retain before it had the id, nothing recorded
+        // on itself: "Across a cluster's life"), it leaves the seeded member: counted apart.
+        const wrote =
+          member !== undefined &&
+          on([member.id]).some(
+            (c) =>
+              c.operation === "updateMembership" &&
+              [...projectIds].some((id) => c.path === `/api/v1/projects/${id}/memberships/${member.id}`),
+          );
+        if (l.heldFinalizer === true || wrote) violations.push(`${key(l)} (Revoke): roles ${roles.join(",")}`);
+        else
+          notes.push(
+            `${key(l)} (Revoke): roles ${roles.join(",")} left; keyward never took it on (no finalizer seen, no write of its member)`,
+          );
       }
     }
   }

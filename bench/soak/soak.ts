@@ -18,6 +18,7 @@ import { repoRoot } from "../../test/controlplane/binaries.ts";
 import { principalOf } from "../../test/emulator/pipeline.ts";
 import type { Faults, RecordedRequest } from "../../test/emulator/server.ts";
 import { ALLOWED_BASE_URLS_ANNOTATION, CREDENTIALS_LABEL } from "../../src/resources/provider/credentials.ts";
+import { FINALIZER } from "../../src/engine/meta.ts";
 import { parseRequestCounts } from "../support/apiserver-metrics.ts";
 import { judge, type Call, type FinalObject, type Lineage, type ServiceState, type Verdict } from "./judge.ts";
 import { brokenBuild, patches, type BrokenBuild } from "./broken.ts";
@@ -237,6 +238,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
         live.set(k, obj);
         // A create whose answer was lost (an apiserver restart) still gets its lineage.
         if (!lineages.has(k)) lineages.set(k, lineageOf(obj));
+        const l = lineages.get(k);
+        if (l && obj.metadata.finalizers?.includes(FINALIZER)) l.heldFinalizer = true;
       }
       for (const [k, l] of lineages) if (l.deleteRequestedAt !== undefined && l.goneAt === undefined && !listed.has(k)) l.goneAt = seenAt;
       peakLive = Math.max(peakLive, listed.size);
@@ -778,6 +781,10 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     writeFileSync(`${base}.json`, `${JSON.stringify({ ...report, samples, events }, null, 1)}\n`);
     // The call log as judged, one request a line: what a violation is read against afterwards.
     writeFileSync(`${base}-calls.jsonl`, calls.map((c) => `${JSON.stringify(c)}\n`).join(""));
+    // And the rest of the evidence: without each resource's delete and gone times, and the service's
+    // final state, a violation's resource could only be placed by replaying the seed's schedule.
+    writeFileSync(`${base}-lineages.jsonl`, [...lineages.values()].map((l) => `${JSON.stringify(l)}\n`).join(""));
+    writeFileSync(`${base}-state.json`, `${JSON.stringify(final, null, 1)}\n`);
     writeFileSync(
       `${base}.svg`,
       plotSvg(samples, events, `keyward soak, seed ${options.seed}, ${options.minutes} min, ${options.replicas} replica(s)`),
@@ -790,7 +797,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
 
 interface LiveObject {
   kind: Kind;
-  metadata: { name: string; namespace: string; generation?: number; uid?: string };
+  metadata: { name: string; namespace: string; generation?: number; uid?: string; finalizers?: string[] };
   spec?: Record<string, unknown>;
   status?: Record<string, unknown> & { conditions?: FinalObject["conditions"] };
 }

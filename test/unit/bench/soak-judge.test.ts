@@ -1,7 +1,7 @@
 // The soak's judge (bench/soak/judge.ts) on evidence written by hand: a run where everything held
 // passes, and each kind of breach is reported under its own invariant. Also the slope of health.ts.
 import { describe, expect, it } from "vitest";
-import { judge, type Call, type Evidence, type Lineage } from "../../../bench/soak/judge.ts";
+import { judge, type Call, type Evidence, type Lineage, type Verdict } from "../../../bench/soak/judge.ts";
 import { laterSlopes, metricSum, slope, type Sample } from "../../../bench/soak/health.ts";
 
 const lineage = (l: Partial<Lineage> & Pick<Lineage, "kind" | "name">): Lineage => ({
@@ -169,14 +169,18 @@ describe("the soak's judge", () => {
       users: { U1: { id: "U1", username: "alice@example.com" } },
       memberships: { M1: { id: "M1", projectId: "P1", userId: "U1", roles: [{ role: "member" }] } },
     };
-    // It reached the project's members (a lookup of its member) and left the role: a violation.
-    const reached = [...e.calls, call({ operation: "getMembershipDetails", path: "/api/v1/projects/P1/memberships/details", at: 1_500 })];
+    // keyward wrote its member's roles (so it held the finalizer) and left the role: a violation.
+    const reached = [
+      ...e.calls,
+      call({ operation: "updateMembership", method: "PATCH", path: "/api/v1/projects/P1/memberships/M1", at: 1_500 }),
+    ];
     const after = broken({ ...e, calls: reached, final, lineages: [...e.lineages, membership(2_000)] });
     expect(after["the service holds exactly what the live resources declare"]).toEqual(["ProjectMembership a/m-p1 (Revoke): roles member"]);
-    expect(broken({ ...e, calls: reached, final, lineages: [...e.lineages, membership(900)] })).toEqual({});
+    // Gone before its project's create landed, there was no member to revoke, whatever it held.
+    expect(broken({ ...e, final, lineages: [...e.lineages, { ...membership(900), heldFinalizer: true }] })).toEqual({});
   });
 
-  it("counts apart a Revoke membership released without a call: it never reached its project's members", () => {
+  it("counts apart a Revoke membership released without a call: keyward never took it on", () => {
     const e = evidence();
     const final = {
       ...e.final,
@@ -194,7 +198,110 @@ describe("the soak's judge", () => {
     const verdicts = judge({ ...e, final, lineages: [...e.lineages, gone] });
     const matches = verdicts.find((v) => v.name === "the service holds exactly what the live resources declare");
     expect(matches?.violations).toEqual([]);
-    expect(matches?.notes).toEqual(["ProjectMembership a/m-p1 (Revoke): roles member left; it never reached its project's members"]);
+    expect(matches?.notes).toEqual([
+      "ProjectMembership a/m-p1 (Revoke): roles member left; keyward never took it on (no finalizer seen, no write of its member)",
+    ]);
+  });
+
+  describe("a Revoke membership deleted as its first pass with the project's id ran (seed 7, 2026-11-29 22:09, kind)", () => {
+    // Every call of that run on project k7-04-p41 (id P), as recorded: its create, then one lookup
+    // of its members, by ProjectMembership soak-04/m-p41's first pass with the project's id. The
+    // churn's fourth step (seed 7 replays it) had deleted m-p41 33.1 to 34.3 s into the run, before
+    // that pass added keyward's finalizer: the pass found the resource gone and wrote nothing. Its
+    // Project went with Retain at 89 s, so the member the runner seeded kept role member. The
+    // report keeps no lineage times: these are the ones the schedule and the runner's lists give.
+    const P = "e4bdf18c-31a9-4be0-816e-e9ffe256e123";
+    const begin = 1_795_990_174_593;
+    const recorded: Call[] = [
+      {
+        at: 1_795_990_207_793,
+        method: "GET",
+        operation: "getProjectBySlug",
+        path: "/api/v1/projects/slug/k7-04-p41",
+        status: 404,
+        principal: "462e514b3ee2",
+      },
+      {
+        at: 1_795_990_208_215,
+        method: "POST",
+        operation: "createProject",
+        path: "/api/v2/workspace",
+        status: 200,
+        principal: "462e514b3ee2",
+        slug: "k7-04-p41",
+      },
+      {
+        at: 1_795_990_209_219,
+        method: "POST",
+        operation: "getMembershipDetails",
+        path: `/api/v1/projects/${P}/memberships/details`,
+        status: 200,
+        principal: "462e514b3ee2",
+      },
+    ];
+    const recordedCase = (over: { calls?: Call[]; heldFinalizer?: boolean } = {}): Evidence => ({
+      calls: over.calls ?? recorded,
+      lineages: [
+        lineage({
+          kind: "Project",
+          namespace: "soak-04",
+          name: "p41",
+          slug: "k7-04-p41",
+          deletionPolicy: "Retain",
+          deleteRequestedAt: begin + 89_000,
+          goneAt: begin + 90_000,
+        }),
+        lineage({
+          kind: "ProjectMembership",
+          namespace: "soak-04",
+          name: "m-p41",
+          projectName: "p41",
+          deletionPolicy: "Revoke",
+          deleteRequestedAt: begin + 33_700,
+          goneAt: begin + 35_500,
+          ...(over.heldFinalizer === undefined ? {} : { heldFinalizer: over.heldFinalizer }),
+        }),
+      ],
+      projectIdsBySlug: new Map([["k7-04-p41", new Set([P])]]),
+      syncIdsByName: new Map(),
+      principalsOf: new Map([["soak-04", new Set(["462e514b3ee2"])]]),
+      final: {
+        projects: { [P]: { id: P, slug: "k7-04-p41", description: "d41" } },
+        syncs: {},
+        // The member's id is not in the call log (keyward never wrote it): M41 stands for it.
+        memberships: { M41: { id: "M41", projectId: P, userId: "U1", roles: [{ role: "member" }] } },
+        users: { U1: { id: "U1", username: "alice@example.com" } },
+      },
+      prefix: "k7-",
+    });
+    const matches = (e: Evidence): Verdict | undefined =>
+      judge(e).find((v) => v.name === "the service holds exactly what the live resources declare");
+    const patch = (member: string, at: number): Call => ({
+      at,
+      method: "PATCH",
+      operation: "updateMembership",
+      path: `/api/v1/projects/${P}/memberships/${member}`,
+      status: 200,
+      principal: "462e514b3ee2",
+    });
+
+    it("counts it apart: a lookup of the project's members is no sign that keyward took it on", () => {
+      expect(broken(recordedCase())).toEqual({});
+      expect(matches(recordedCase())?.notes).toEqual([
+        "ProjectMembership soak-04/m-p41 (Revoke): roles member left; keyward never took it on (no finalizer seen, no write of its member)",
+      ]);
+    });
+
+    it("does not take a write of another member of the project for one of its own", () => {
+      const other = recordedCase({ calls: [...recorded, patch("M-OTHER", 1_795_990_209_500)] });
+      expect(matches(other)?.violations).toEqual([]);
+    });
+
+    it("reports it once keyward had taken it on: its finalizer seen, or a write of its member", () => {
+      const violation = ["ProjectMembership soak-04/m-p41 (Revoke): roles member"];
+      expect(matches(recordedCase({ heldFinalizer: true }))?.violations).toEqual(violation);
+      expect(matches(recordedCase({ calls: [...recorded, patch("M41", 1_795_990_209_500)] }))?.violations).toEqual(violation);
+    });
   });
 
   it("reports a live resource not Ready at its generation", () => {
