@@ -59,16 +59,7 @@ async function main(): Promise<void> {
 
   // Both versions, as a release serves them: the samples are v1beta1, converted by keyward's
   // webhook, run here beside the operator.
-  const crds = await installCrdsWithWebhook({
-    kubeconfig: cp.kubeconfig,
-    kubectl: (args, input) =>
-      new Promise((res, rej) => {
-        const child = execFile("kubectl", args, { env, cwd: root }, (error, stdout, stderr) =>
-          error ? rej(new Error(`kubectl ${args.slice(0, 2).join(" ")}: ${stderr.trim() || error.message}`)) : res(stdout),
-        );
-        child.stdin?.end(input ?? "");
-      }),
-  });
+  const crds = await installCrdsWithWebhook({ kubeconfig: cp.kubeconfig, kubectl: "kubectl", env });
   await kubectl(["apply", "-n", NAMESPACE, "-k", "config/samples/"]);
   console.log(`CRDs installed; samples applied in namespace ${NAMESPACE}`);
 

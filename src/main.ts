@@ -7,7 +7,7 @@ import { guardUncaughtExceptions } from "./process-guard.ts";
 import { loadKubeConfig, createKube, podNamespace } from "./kube/client.ts";
 import { setResponseBudget } from "./api/http.ts";
 import { createManager } from "./manager/manager.ts";
-import { MixedStorageError, mixedStorage, releaseFinalizers, stopConversion, stopDeployment } from "./uninstall.ts";
+import { refuseMixedStorage, releaseFinalizers, stopConversion, stopDeployment } from "./uninstall.ts";
 import { kinds as registry } from "./resources/registry.ts";
 import { callsService } from "./webhook/keeper.ts";
 import { crdNamesOf } from "./webhook/webhook.ts";
@@ -23,10 +23,7 @@ async function uninstall(config: Config, log: Logger): Promise<void> {
   const kc = loadKubeConfig(config.kubeconfig ? { kubeconfigPath: config.kubeconfig } : {});
   const kube = createKube(kc);
   // Refused before anything is done: keyward keeps running and the release stays until the rewrite.
-  if (config.webhookService) {
-    const mixed = await mixedStorage(kube, crdNamesOf(registry), callsService(podNamespace(), config.webhookService));
-    if (mixed.length > 0) throw new MixedStorageError(mixed);
-  }
+  if (config.webhookService) await refuseMixedStorage(kube, crdNamesOf(registry), callsService(podNamespace(), config.webhookService));
   if (config.stopDeployment) await stopDeployment(kube, config.stopDeployment, log);
   const released = await releaseFinalizers({
     kube,

@@ -176,6 +176,12 @@ export async function mixedStorage(
   return mixed;
 }
 
+/** Throws a MixedStorageError naming each of our CRDs that lists two stored versions. */
+export async function refuseMixedStorage(kube: Kube, crdNames: readonly string[], ours: (config: ClientConfig) => boolean): Promise<void> {
+  const mixed = await mixedStorage(kube, crdNames, ours);
+  if (mixed.length > 0) throw new MixedStorageError(mixed);
+}
+
 export class MixedStorageError extends Error {
   readonly mixed: MixedStorage[];
   constructor(mixed: MixedStorage[]) {
@@ -205,8 +211,7 @@ export async function stopConversion(
   ours: (config: ClientConfig) => boolean,
   log: Logger,
 ): Promise<string[]> {
-  const mixed = await mixedStorage(kube, crdNames, ours);
-  if (mixed.length > 0) throw new MixedStorageError(mixed);
+  await refuseMixedStorage(kube, crdNames, ours);
   const changed: string[] = [];
   for (const name of crdNames) {
     for (let attempt = 0; ; attempt++) {

@@ -4,6 +4,7 @@
 // process on the loopback and called by URL, with its own CA and certificate kept in a Secret and
 // the caBundle written into the CRDs the way it does in a release. The samples and the docs are
 // v1beta1, so everything that applies them needs v1beta1 served.
+import { execFile } from "node:child_process";
 import { KubeConfig } from "@kubernetes/client-node";
 import { servedCrd } from "../../src/crd/conversion-schema.ts";
 import { crdToYaml } from "../../src/crd/crd.ts";
@@ -23,17 +24,32 @@ export interface CrdsWithWebhook {
   stop(): Promise<void>;
 }
 
+type Kubectl = (args: string[], input?: string) => Promise<string>;
+
+/** Runs `kubectlPath` against `kubeconfig`: resolves to its stdout, rejects with its stderr. */
+function kubectlOn(kubectlPath: string, kubeconfig: string, env?: NodeJS.ProcessEnv): Kubectl {
+  return (args, input) =>
+    new Promise((resolve, reject) => {
+      const child = execFile(kubectlPath, ["--kubeconfig", kubeconfig, ...args], { env }, (error, stdout, stderr) => {
+        if (error) reject(new Error(`kubectl ${args.slice(0, 2).join(" ")} failed: ${stderr.trim() || error.message}`));
+        else resolve(stdout);
+      });
+      child.stdin?.end(input ?? "");
+    });
+}
+
 /**
  * Applies every kind's CRD serving both versions through a webhook at a free loopback port, starts
- * that webhook and resolves once each CRD answers a v1beta1 list. `kubectl` runs kubectl against
- * the cluster of `kubeconfig` and resolves to its stdout (rejecting when it fails).
+ * that webhook and resolves once an object converts. `kubectl` is the binary to run (found on
+ * `env`'s PATH when it is a bare name) against the cluster of `kubeconfig`.
  */
 export async function installCrdsWithWebhook(options: {
   kubeconfig: string;
-  kubectl: (args: string[], input?: string) => Promise<string>;
+  kubectl: string;
+  env?: NodeJS.ProcessEnv;
   timeoutMs?: number;
 }): Promise<CrdsWithWebhook> {
-  const { kubectl } = options;
+  const kubectl = kubectlOn(options.kubectl, options.kubeconfig, options.env);
   const timeoutMs = options.timeoutMs ?? 120_000;
   const port = await freePort();
   const url = `https://127.0.0.1:${port}/convert`;
@@ -85,11 +101,7 @@ export async function installCrdsWithWebhook(options: {
  * it has a certificate; a list of no objects converts nothing, so a probe object is written as
  * v1beta1 (stored as v1alpha1) and read back as v1beta1 before the suite starts.
  */
-async function waitForConversion(
-  kubectl: (args: string[], input?: string) => Promise<string>,
-  crdNames: string[],
-  timeoutMs: number,
-): Promise<void> {
+async function waitForConversion(kubectl: Kubectl, crdNames: string[], timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   const probe = JSON.stringify({
     apiVersion: "keyward.dev/v1beta1",

@@ -38,7 +38,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     return cluster.stop;
   }
   try {
-    const served = await installCrdsWithWebhook({ kubeconfig: cluster.kubeconfig, kubectl: kubectlOf(cluster) });
+    const served = await installCrdsWithWebhook({ kubeconfig: cluster.kubeconfig, kubectl: cluster.kubectl });
     log(`installed keyward's CRDs, v1beta1 converted by keyward's webhook at ${served.url}`);
     return async () => {
       await served.stop();
@@ -48,17 +48,6 @@ export default async function setup(project: TestProject): Promise<() => Promise
     await cluster.stop();
     throw error;
   }
-}
-
-function kubectlOf(cluster: Cluster): (args: string[], input?: string) => Promise<string> {
-  return (args, input) =>
-    new Promise((resolve, reject) => {
-      const child = execFile(cluster.kubectl, ["--kubeconfig", cluster.kubeconfig, ...args], (error, stdout, stderr) => {
-        if (error) reject(new Error(`kubectl ${args.slice(0, 2).join(" ")} failed: ${stderr.trim() || error.message}`));
-        else resolve(stdout);
-      });
-      child.stdin?.end(input ?? "");
-    });
 }
 
 interface Cluster {
