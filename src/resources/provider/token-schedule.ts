@@ -45,7 +45,9 @@ export class InvalidTokenLifetimeError extends Error {
 export function tokenExpiry(issuedAt: Date, expiresIn: number): Date | undefined {
   if (!Number.isFinite(expiresIn) || expiresIn < 0) throw new InvalidTokenLifetimeError(expiresIn);
   if (expiresIn === 0) return undefined;
-  return new Date(Math.min(issuedAt.getTime() + Math.min(expiresIn * 1000, MAX_TOKEN_LIFETIME_MS), LAST_DATE_MS));
+  // Whole milliseconds, rounded down: a fraction added to a date rounds to the nearest double,
+  // which can be a millisecond later than the service said (0.00099975 s on a 2039 date).
+  return new Date(Math.min(issuedAt.getTime() + Math.floor(Math.min(expiresIn * 1000, MAX_TOKEN_LIFETIME_MS)), LAST_DATE_MS));
 }
 
 export interface RenewalPlan {

@@ -37,6 +37,12 @@ const now = fc.oneof(fc.double(), fc.integer({ min: 0, max: 8_000_000_000_000 })
 const finite = (d: Date): boolean => Number.isFinite(d.getTime());
 
 describe("tokenExpiry on any expiresIn", () => {
+  it("is never a millisecond later than the service said, a fraction of one on a date past 2^41 ms included", () => {
+    // Once a flake of the property below: 2039-09-07 + 0.99976 ms rounded to + 1 ms.
+    const issued = new Date("2039-09-07T15:47:36.000Z");
+    expect((tokenExpiry(issued, 0.0009997558593750002) as Date).getTime() - issued.getTime()).toBe(0);
+  });
+
   it("is a real date within ten years, no expiry for 0, or the documented refusal", () => {
     fc.assert(
       fc.property(issuedAt, expiresIn, (issued, seconds) => {
