@@ -10,7 +10,7 @@ import type { Shard } from "./shard/shard.ts";
 import { createEventRecorder, type EventRecorder } from "./kube/events.ts";
 import { createController, type Controller, type ControllerOptions } from "./engine/controller.ts";
 import { defaultMaxInFlightPerNamespace } from "./engine/queue.ts";
-import { ANNOTATION_EXTERNAL_ID, EXTERNAL_ID_LABEL, holderLocks, type HolderLocks } from "./engine/holder.ts";
+import { ANNOTATION_EXTERNAL_ID, EXTERNAL_ID_LABEL, holderLocks, sweepLocksEvery, type HolderLocks } from "./engine/holder.ts";
 import { CREATE_GUARD_ANNOTATIONS } from "./engine/create-rule.ts";
 import { managedReconciler } from "./engine/managed.ts";
 import { type ManagedModule } from "./engine/module.ts";
@@ -54,6 +54,8 @@ export interface OperatorOptions {
    * Leases. Default "default" (an operator started in a test or a bench).
    */
   holderNamespace?: string;
+  /** How often the claim rule's locks whose resources are gone are swept (holder.ts); default 10 minutes. */
+  lockSweepIntervalMs?: number;
   /** The namespaces whose AccessTokens are served (--access-token-namespaces); empty or absent: every watched namespace. */
   accessTokenNamespaces?: readonly string[];
   /** The largest service response body read (--max-response-bytes); default the client's 16 MiB. */
@@ -117,6 +119,7 @@ export function createOperator(opts: OperatorOptions): Operator {
     createController(controllerOptions(kind, parts, { opts, kube, log, metrics, informers, claims, on })),
   );
   const names = controllerParts.map(({ kind }) => kind.ref.kind.toLowerCase());
+  let sweeps: { stop(): void } | undefined;
   const following = shard ? controllerParts.flatMap(({ kind }, i) => shard.follow(kind.ref, controllers[i] as Controller) ?? []) : [];
 
   return {
@@ -126,9 +129,17 @@ export function createOperator(opts: OperatorOptions): Operator {
     async start() {
       await cluster?.start();
       await Promise.all(controllers.map((c) => c.start()));
+      sweeps = sweepLocksEvery({
+        locks,
+        kinds: controllerParts.map(({ kind }) => kind.ref),
+        intervalMs: opts.lockSweepIntervalMs ?? 10 * 60_000,
+        leads: () => shard?.leadership.leads() ?? true,
+        log,
+      });
       log.info({ controllers: names, namespaces: opts.namespaces }, "keyward started");
     },
     async stop() {
+      sweeps?.stop();
       await Promise.all(controllers.map((c) => c.stop()));
       for (const off of following) off();
       caches.stop();

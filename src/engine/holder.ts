@@ -23,12 +23,24 @@
 //   record it anyway) before it acts, then reads the lock: an adopter that took it in the moment
 //   between the service's answer and the announcement holds the object, and the creator steps back.
 // Whichever of the two writes came first, the other's read sees it: two resources never both act.
-// Both may step back (each saw the other's write); the next pass settles it. The lock is released
-// when its holder is finalized.
+// Both may step back (each saw the other's write); the next pass settles it.
+//
+// A lock lives as long as its holder, and no longer. It goes (release, releaseGone, sweep):
+//   by its holder    the finalizer's last step; a pass that took it and then found its resource
+//                    deleted (before the finalizer was on); a claim that stepped back
+//   on the delete    the resource's delete event: every lock naming its UID, once the apiserver
+//                    confirms the resource gone (no finalizer ran: deletionPolicy Retain,
+//                    ObserveOnly, an id it no longer names)
+//   by the sweep     Stale locks the two above missed (a crash between a lock and its finalizer,
+//                    deletions while keyward was away): each lock read, then the kind's UIDs
+//                    listed, then deleted at the version read if its holder's UID is not among them
+// Each delete is conditional on the version read: a lock taken over meanwhile stays.
 import { createHash } from "node:crypto";
 import { resourcePath, type KindRef, type Kube } from "../kube/client.ts";
 import { getObject, isConflict, isKubeNotFound } from "../kube/objects.ts";
-import { kubeJson } from "../kube/rest.ts";
+import { keyOf } from "../kube/keys.ts";
+import { errorSummary, kubeJson } from "../kube/rest.ts";
+import type { Logger } from "../log.ts";
 import { leaseKind } from "../kube/lease.ts";
 import { listAll } from "../kube/watch.ts";
 import { ANNOTATION_CREATE_STARTED, createState } from "./create-rule.ts";
@@ -132,13 +144,43 @@ export async function claimHolder(
   return externalIdHolder(self, [...own.filter(opts.counts), ...read], claim.idField, claim.id);
 }
 
+/** The label naming the UID of a lock's holder, so every lock a resource holds is found by one list. */
+export const HOLDER_UID_LABEL = "keyward.dev/holder-uid";
+
+/** The UID a lock's holder identity names (namespace/name/uid). */
+export function holderUid(identity: string | undefined): string | undefined {
+  return parseIdentity(identity)?.uid;
+}
+
+/**
+ * The sweep's judgement (pure: the model test drives it): of `locks`, read before `live` (the UIDs
+ * of the kind's resources, listed after the locks), those whose holder is gone. A UID is never
+ * reused, so a holder missing from a later list was deleted before it; one in a namespace the list
+ * did not cover (`listed`) is not judged.
+ */
+export function staleLocks<L extends { holder?: string | undefined }>(
+  locks: readonly L[],
+  live: ReadonlySet<string>,
+  listed: (namespace: string) => boolean,
+): L[] {
+  return locks.filter((l) => {
+    const key = parseIdentity(l.holder);
+    if (!key) return true;
+    return listed(key.namespace) && !live.has(key.uid);
+  });
+}
+
 export interface HolderLocks {
   /** Takes the lock on `id` for `self` (or finds it already taken by `self`), or names its live holder. */
   acquire(ref: KindRef, id: string, self: KubeObject): Promise<{ held: true } | { held: false; holder: ObjectKey }>;
   /** The lock's state for `self` as the apiserver has it now. */
   state(ref: KindRef, id: string, self: KubeObject): Promise<LockState>;
-  /** Lets go of the lock on `id` when `self` holds it (its finalizer). */
+  /** Lets go of the lock on `id` when `self` holds it (a claim stepping back, its finalizer, a pass finding it deleted). */
   release(ref: KindRef, id: string, self: KubeObject): Promise<void>;
+  /** Lets go of every lock naming `gone` (its UID), once the apiserver confirms it gone: the delete event's step. Returns how many. */
+  releaseGone(ref: KindRef, gone: KubeObject): Promise<number>;
+  /** Deletes every lock of the served kinds whose holder is gone (staleLocks). Returns how many. */
+  sweep(kinds: readonly KindRef[]): Promise<number>;
   /** The resources of the kind labelled with `id`'s digest, fresh from the apiserver (every watched namespace). */
   labelled(ref: KindRef, id: string): Promise<KubeObject[]>;
 }
@@ -162,18 +204,59 @@ export function lockName(ref: KindRef, id: string): string {
 
 export const HOLDS_LABEL = "keyward.dev/holds";
 
+/** The lock Leases in keyward's namespace: each delete conditional on the version read. */
+function leaseStore(kube: Kube, namespace: string) {
+  const path = (name?: string): string => resourcePath(leaseKind, namespace, name);
+  const remove = (lease: Lease): Promise<boolean> =>
+    kubeJson(kube.access, {
+      method: "DELETE",
+      path: path(lease.metadata.name),
+      body: { apiVersion: "v1", kind: "DeleteOptions", preconditions: { resourceVersion: lease.metadata.resourceVersion } },
+    }).then(
+      () => true,
+      // Gone already, or taken over since it was read (another holder now): left as it is.
+      (err: unknown) => (isKubeNotFound(err) || isConflict(err) ? false : Promise.reject(err as Error)),
+    );
+  return {
+    read: (name: string): Promise<Lease | undefined> =>
+      kubeJson<Lease>(kube.access, { path: path(name) }).catch((err: unknown) =>
+        isKubeNotFound(err) ? undefined : Promise.reject(err as Error),
+      ),
+    /** Creates `lease`; false when one of its name exists (409). */
+    create: (lease: Lease): Promise<boolean> =>
+      kubeJson(kube.access, { method: "POST", path: path(), body: { apiVersion: "coordination.k8s.io/v1", kind: "Lease", ...lease } }).then(
+        () => true,
+        (err: unknown) => (isConflict(err) ? false : Promise.reject(err as Error)),
+      ),
+    /** Replaces a Lease at the version its metadata carries (a 409 when another wrote it since). */
+    replace: (lease: Lease): Promise<unknown> =>
+      kubeJson(kube.access, {
+        method: "PUT",
+        path: path(lease.metadata.name),
+        body: { apiVersion: "coordination.k8s.io/v1", kind: "Lease", ...lease },
+      }),
+    list: async (labelSelector: string): Promise<Lease[]> => (await listAll(kube, path(), { labelSelector })).items,
+    async removeAll(leases: readonly Lease[]): Promise<number> {
+      let removed = 0;
+      for (const l of leases) if (await remove(l)) removed++;
+      return removed;
+    },
+  };
+}
+
 /** The locks as Leases in `namespace` (keyward's own); `watched`: the namespaces keyward serves (none: all). */
 export function holderLocks(kube: Kube, namespace: string, watched: readonly string[]): HolderLocks {
-  const path = (name?: string): string => resourcePath(leaseKind, namespace, name);
-  const read = (name: string): Promise<Lease | undefined> =>
-    kubeJson<Lease>(kube.access, { path: path(name) }).catch((err: unknown) =>
-      isKubeNotFound(err) ? undefined : Promise.reject(err as Error),
-    );
+  const store = leaseStore(kube, namespace);
   const body = (ref: KindRef, id: string, self: KubeObject, metadata?: Lease["metadata"]): Lease => ({
     metadata: {
       ...metadata,
       name: lockName(ref, id),
-      labels: { ...metadata?.labels, [HOLDS_LABEL]: ref.kind.toLowerCase(), "app.kubernetes.io/managed-by": "keyward" },
+      labels: {
+        ...metadata?.labels,
+        [HOLDS_LABEL]: ref.kind.toLowerCase(),
+        [HOLDER_UID_LABEL]: self.metadata.uid ?? "",
+        "app.kubernetes.io/managed-by": "keyward",
+      },
       annotations: { ...metadata?.annotations, [ANNOTATION_EXTERNAL_ID]: id },
     },
     spec: { holderIdentity: holderIdentity(self) },
@@ -189,37 +272,20 @@ export function holderLocks(kube: Kube, namespace: string, watched: readonly str
     const state = lockState(holder, self, true);
     return state.state === "HeldBy" && !(await live(ref, holder)) ? { state: "Stale" } : state;
   };
-  const create = async (ref: KindRef, id: string, self: KubeObject): Promise<boolean> => {
-    try {
-      await kubeJson(kube.access, {
-        method: "POST",
-        path: path(),
-        body: { apiVersion: "coordination.k8s.io/v1", kind: "Lease", ...body(ref, id, self) },
-      });
-      return true;
-    } catch (err) {
-      if (isConflict(err)) return false;
-      throw err;
-    }
-  };
   return {
     async acquire(ref, id, self) {
-      if (await create(ref, id, self)) return { held: true };
-      const lease = await read(lockName(ref, id));
+      if (await store.create(body(ref, id, self))) return { held: true };
+      const lease = await store.read(lockName(ref, id));
       const state = await stateOf(ref, lease, self);
       if (state.state === "Held") return { held: true };
       if (state.state === "HeldBy") return { held: false, holder: state.holder };
       // Free (deleted since the 409) or Stale: taken on the version read; a 409 means another took
       // it first, and the caller's pass is retried to judge again.
-      if (!lease) return (await create(ref, id, self)) ? { held: true } : Promise.reject(conflict());
-      await kubeJson(kube.access, {
-        method: "PUT",
-        path: path(lease.metadata.name),
-        body: { apiVersion: "coordination.k8s.io/v1", kind: "Lease", ...body(ref, id, self, lease.metadata) },
-      });
+      if (!lease) return (await store.create(body(ref, id, self))) ? { held: true } : Promise.reject(conflict());
+      await store.replace(body(ref, id, self, lease.metadata));
       return { held: true };
     },
-    state: async (ref, id, self) => stateOf(ref, await read(lockName(ref, id)), self),
+    state: async (ref, id, self) => stateOf(ref, await store.read(lockName(ref, id)), self),
     async labelled(ref, id) {
       const labelSelector = `${EXTERNAL_ID_LABEL}=${idDigest(id)}`;
       const scopes = watched.length === 0 ? [undefined] : watched;
@@ -227,17 +293,94 @@ export function holderLocks(kube: Kube, namespace: string, watched: readonly str
       return lists.flatMap((l) => l.items);
     },
     async release(ref, id, self) {
-      const lease = await read(lockName(ref, id));
-      if (lease?.spec?.holderIdentity !== holderIdentity(self)) return;
-      await kubeJson(kube.access, {
-        method: "DELETE",
-        path: path(lease.metadata.name),
-        body: { apiVersion: "v1", kind: "DeleteOptions", preconditions: { resourceVersion: lease.metadata.resourceVersion } },
-      }).catch((err: unknown) => (isKubeNotFound(err) || isConflict(err) ? undefined : Promise.reject(err as Error)));
+      const lease = await store.read(lockName(ref, id));
+      if (lease?.spec?.holderIdentity === holderIdentity(self)) await store.removeAll([lease]);
     },
+    async releaseGone(ref, obj) {
+      const uid = obj.metadata.uid;
+      if (!uid) return 0;
+      const held = await store.list(`${HOLDS_LABEL}=${ref.kind.toLowerCase()},${HOLDER_UID_LABEL}=${uid}`);
+      const named = held.filter((l) => l.spec?.holderIdentity === holderIdentity(obj));
+      if (named.length === 0) return 0;
+      // The delete event may be the resource leaving this replica's share, not the apiserver.
+      if ((await getObject(kube, ref, keyOf(obj)))?.metadata.uid === uid) return 0;
+      return store.removeAll(named);
+    },
+    sweep: (served) => sweepStale(kube, store, watched, served),
   };
+}
+
+/** holderLocks' sweep: the locks first, then each kind's UIDs, so a holder missing from the later list was gone before it. */
+async function sweepStale(
+  kube: Kube,
+  store: ReturnType<typeof leaseStore>,
+  watched: readonly string[],
+  served: readonly KindRef[],
+): Promise<number> {
+  const leases = await store.list(HOLDS_LABEL);
+  const covered = (ns: string): boolean => watched.length === 0 || watched.includes(ns);
+  let swept = 0;
+  for (const ref of served) {
+    const kind = ref.kind.toLowerCase();
+    const locks = leases
+      .filter((l) => l.metadata.labels?.[HOLDS_LABEL] === kind)
+      .map((lease) => ({ lease, holder: lease.spec?.holderIdentity }));
+    if (locks.length === 0) continue;
+    const live = new Set<string>();
+    for (const ns of watched.length === 0 ? [undefined] : watched) {
+      const listed = await listAll(kube, resourcePath(ref, ns), { metadataOnly: true, pageSize: 1000, transform: uidOnly });
+      for (const o of listed.items) if (o.metadata.uid) live.add(o.metadata.uid);
+    }
+    swept += await store.removeAll(staleLocks(locks, live, covered).map((l) => l.lease));
+  }
+  return swept;
+}
+
+function uidOnly(o: KubeObject): KubeObject {
+  return { apiVersion: o.apiVersion, kind: o.kind, metadata: { name: o.metadata.name, uid: o.metadata.uid } } as KubeObject;
 }
 
 function conflict(): Error {
   return Object.assign(new Error("the holder lock was taken by another meanwhile"), { statusCode: 409 });
+}
+
+/**
+ * The sweep's schedule: once as keyward starts (what went while it was away), then every
+ * `intervalMs`, while `leads` (with sharding, the leader alone sweeps). A failed sweep is logged and
+ * the next one tries again.
+ */
+export function sweepLocksEvery(o: {
+  locks: HolderLocks;
+  kinds: readonly KindRef[];
+  intervalMs: number;
+  leads: () => boolean;
+  log: Logger;
+}): { stop(): void } {
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  // Not leading yet: looked at again soon, so a new leader sweeps without waiting a whole interval.
+  const notLeading = Math.min(o.intervalMs, 15_000);
+  const tick = async (): Promise<number> => {
+    if (!o.leads()) return notLeading;
+    const swept = await o.locks.sweep(o.kinds);
+    if (swept > 0) o.log.info({ swept }, "deleted holder locks whose resources are gone");
+    return o.intervalMs;
+  };
+  const arm = (delayMs: number): void => {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      void tick().then(arm, (err: unknown) => {
+        o.log.warn({ err: errorSummary(err) }, "could not sweep the holder locks; trying again later");
+        arm(o.intervalMs);
+      });
+    }, delayMs);
+    timer.unref();
+  };
+  arm(0);
+  return {
+    stop() {
+      stopped = true;
+      clearTimeout(timer);
+    },
+  };
 }

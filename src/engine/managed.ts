@@ -5,7 +5,8 @@
 // requeue intent lives here, once.
 import type { Logger } from "../log.ts";
 import type { Kube, KindRef } from "../kube/client.ts";
-import { getObject, isConflict, patchMetadata, type MetadataChange } from "../kube/objects.ts";
+import { getObject, isConflict, isKubeNotFound, patchMetadata, type MetadataChange } from "../kube/objects.ts";
+import { errorSummary } from "../kube/rest.ts";
 import { keyOf } from "../kube/keys.ts";
 import { slim, type SharedInformer } from "../kube/informer.ts";
 import type { EventRecorder } from "../kube/events.ts";
@@ -126,9 +127,11 @@ export function managedReconciler<Spec, Status, Conn, External>(
   };
   const written = createWrittenObjects();
   const ready = readyGauge(deps.metrics);
+  const releaseLocks = module.guardCreate !== false || module.holds === true ? lockReleaser(deps, module.ref) : () => undefined;
   deps.cache?.subscribe((type, obj) => {
-    if (type === "delete") written.forget(obj.metadata);
-    else written.seen(obj);
+    if (type !== "delete") return written.seen(obj);
+    written.forget(obj.metadata);
+    releaseLocks(obj);
   });
   const forget = (key: ObjectKey): void => {
     deps.claims?.release(key);
@@ -195,6 +198,10 @@ class Run<Spec, Status, Conn, External> {
   heldBack = false;
   /** The id whose lock this resource holds, as this pass found (holder.ts). */
   private lockedId: string | undefined;
+  /** The id whose lock this pass took (acquired, not found held). */
+  private lockTaken: string | undefined;
+  /** A write of this pass found the object gone from the apiserver. */
+  private deleted = false;
 
   constructor(
     module: ManagedModule<Spec, Status, Conn, External>,
@@ -230,6 +237,22 @@ class Run<Spec, Status, Conn, External> {
   }
 
   async reconcile(): Promise<Outcome> {
+    try {
+      return await this.pass();
+    } finally {
+      // Deleted under this pass (no finalizer held it): a lock the pass took goes with it, for the
+      // delete event's release may have run before the lock was taken (holder.ts).
+      if (this.deleted && this.lockTaken !== undefined) await this.releaseTaken(this.lockTaken);
+    }
+  }
+
+  private async releaseTaken(id: string): Promise<void> {
+    await this.deps.locks?.release(this.module.ref, id, this.obj as KubeObject).catch((err: unknown) => {
+      this.log.warn({ err: errorSummary(err) }, "could not release the holder lock of a deleted resource; the sweep will");
+    });
+  }
+
+  private async pass(): Promise<Outcome> {
     const meta = this.obj.metadata;
     const deleting = meta.deletionTimestamp !== undefined;
     const hasFinalizer = (meta.finalizers ?? []).includes(FINALIZER);
@@ -290,13 +313,13 @@ class Run<Spec, Status, Conn, External> {
     if (!locks) return undefined;
     const lock = await locks.acquire(this.module.ref, id, this.obj as KubeObject);
     if (!lock.held) return this.heldBy(lock.holder);
-    this.lockedId = id;
+    this.lockedId = this.lockTaken = id;
     // A creator that announced the id before the lock was taken holds it (holder.ts): read fresh
     // from the apiserver, not from a cache that may lag its announcement. The lock goes back.
     const announced = await this.announcedElsewhere(locks, guard.idField, id);
     if (!announced) return undefined;
     await locks.release(this.module.ref, id, this.obj as KubeObject);
-    this.lockedId = undefined;
+    this.lockedId = this.lockTaken = undefined;
     return this.heldBy(announced);
   }
 
@@ -334,11 +357,14 @@ class Run<Spec, Status, Conn, External> {
 
   /** ManagedContext.hold: the lock on `id`, taken for this resource or held by another. */
   private async holdLock(id: string): Promise<ObjectKey | undefined> {
+    // Its deletions would not release what it takes.
+    if (this.module.guardCreate === false && this.module.holds !== true)
+      throw new Error(`${this.module.ref.kind} takes locks but does not declare holds`);
     const locks = this.deps.locks;
     if (!locks) return undefined;
     const lock = await locks.acquire(this.module.ref, id, this.obj as KubeObject);
     if (!lock.held) return this.heldBy(lock.holder);
-    this.lockedId = id;
+    this.lockedId = this.lockTaken = id;
     return undefined;
   }
 
@@ -647,8 +673,10 @@ class Run<Spec, Status, Conn, External> {
 
   /**
    * Being deleted, a resource that records the id still deletes nothing while the id's lock names
-   * another live resource (two records left by a keyward before the lock): the lock decides. One
-   * read, on deletion only.
+   * another live resource that records it too (two records left by a keyward before the lock): the
+   * lock decides. A holder that does not record it is an adopter between its lock and its read of
+   * the announcements: it steps back on this resource's record, which stays until the deletion,
+   * so the deletion goes on (else the object would outlive both). Reads on deletion only.
    */
   private async lockedByAnother(obs: Observation<Status, External>, spec: Spec): Promise<ObjectKey | undefined> {
     const guard = this.module.guardCreate;
@@ -658,10 +686,12 @@ class Run<Spec, Status, Conn, External> {
     }
     const lock = await this.deps.locks.state(this.module.ref, id, this.obj as KubeObject);
     if (lock.state === "Held") this.lockedId = id;
-    return lock.state === "HeldBy" ? lock.holder : undefined;
+    if (lock.state !== "HeldBy") return undefined;
+    const holder = await getObject(this.deps.kube, this.module.ref, lock.holder);
+    return holder?.status?.[guard.idField] === id ? lock.holder : undefined;
   }
 
-  /** The finalizer's last step: the id's lock, if this resource holds one, goes with it. */
+  /** The finalizer's last step: the id's lock, if this resource holds one, goes with it (any other goes on the delete event). */
   private async releaseLock(): Promise<void> {
     if (this.lockedId !== undefined) await this.deps.locks?.release(this.module.ref, this.lockedId, this.obj as KubeObject);
   }
@@ -728,6 +758,9 @@ class Run<Spec, Status, Conn, External> {
       ...(this.actionEvent ? {} : { events: this.deps.events }),
       progress: this.progress,
       exact: this.exact,
+    }).catch((err: unknown) => {
+      if (isKubeNotFound(err)) this.deleted = true;
+      throw err;
     })) as KubeObject<unknown, Partial<Status>>;
   }
 
@@ -775,6 +808,7 @@ class Run<Spec, Status, Conn, External> {
       exact: exact || this.exact,
     });
     if (patched) this.obj = patched as KubeObject<unknown, Partial<Status>>;
+    else this.deleted = true;
     return patched !== undefined;
   }
 
@@ -786,6 +820,29 @@ class Run<Spec, Status, Conn, External> {
   private now(): Date {
     return this.deps.now?.() ?? new Date();
   }
+}
+
+/**
+ * A resource's delete event: the locks naming it go (holder.ts releaseGone), whether or not a
+ * finalizer of keyward's ran. One at a time, behind the events (a namespace deleted at once is
+ * many): a failure is logged and the sweep takes what is left.
+ */
+function lockReleaser(deps: ManagedDeps, ref: KindRef): (obj: KubeObject) => void {
+  let tail = Promise.resolve();
+  return (obj) => {
+    const locks = deps.locks;
+    if (!locks) return;
+    const where = { kind: ref.kind, namespace: obj.metadata.namespace, name: obj.metadata.name };
+    tail = tail.then(() =>
+      locks.releaseGone(ref, obj).then(
+        (released) => {
+          if (released > 0) deps.log.info({ ...where, released }, "released the holder locks of a deleted resource");
+        },
+        (err: unknown) =>
+          deps.log.warn({ ...where, err: errorSummary(err) }, "could not release the holder locks of a deleted resource; the sweep will"),
+      ),
+    );
+  };
 }
 
 function claimedBy(holder: ObjectKey, kind: string): Classification {

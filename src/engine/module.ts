@@ -134,6 +134,11 @@ export interface ManagedModule<Spec, Status, Conn, External = unknown> {
    */
   guardCreate: false | { idField: keyof Status & string };
   /**
+   * The kind takes the claim rule's lock on what is not an external id (ManagedContext.hold): its
+   * deletions release locks as a guarded kind's do. A guarded kind takes them anyway.
+   */
+  holds?: boolean;
+  /**
    * Status fields also kept in annotations (annotation → field), beside the guarded id, which is
    * always kept in keyward.dev/external-id: what must outlive the cluster (a handled action value).
    */

@@ -625,6 +625,8 @@ export function projectMembershipModule(deps: {
     ref,
     parseSpec: (raw) => specSchema.parse(raw),
     needsFinalizer: (spec) => spec.deletionPolicy === "Revoke",
+    // The lock on its member of the project (subjectHolder).
+    holds: true,
     connect: connectVia(deps.providers),
     observe: (c) => observe(listings, c),
     update: (c, obs) => update(listings, c, obs),

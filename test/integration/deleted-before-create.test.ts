@@ -7,9 +7,12 @@
 // no object there too. Likewise a ProjectMembership with deletionPolicy Revoke: its member's roles
 // are neither set nor revoked for it (the kind soak of seed 7 deleted soak-04/m-p41 so, and its
 // judge takes a write of the member for the sign that keyward had taken a membership on).
+// Nor may a lock of the claim rule it took after the lookup outlive it: the pass lets it go when
+// its write finds the object gone (the delete event came before the lock was taken).
 // Counted from the emulator's call log; the hold is released by the test, not by a timeout.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { KubeConfig } from "@kubernetes/client-node";
+import { CoordinationV1Api, type KubeConfig } from "@kubernetes/client-node";
+import { HOLDS_LABEL } from "../../src/engine/holder.ts";
 import { GROUP, VERSION } from "../../src/engine/types.ts";
 import type { Emulator } from "../emulator/server.ts";
 import type { RecordedRequest } from "../emulator/types.ts";
@@ -89,10 +92,11 @@ async function deletedWhileLookedUp(
   method = "GET",
 ): Promise<RecordedRequest[]> {
   const since = emulator.requests().length;
+  let uid: string | undefined;
   emulator.setFaults({ match: { method, pathPattern: lookup }, latencyMs: HOLD_CAP_MS });
   let logsAtRelease: number;
   try {
-    await createCustom(kc, ns.name, plural, object);
+    uid = (await createCustom(kc, ns.name, plural, object)).metadata.uid;
     await waitFor(() => Promise.resolve(emulator.heldRequests() > 0 ? true : undefined), {
       timeoutMs: 60_000,
       description: "the first pass's lookup held",
@@ -122,6 +126,9 @@ async function deletedWhileLookedUp(
       ),
     { timeoutMs: 60_000, description: "the held pass ended" },
   );
+  // No lock naming it is left (keyward's namespace is `default` here).
+  const leases = await kc.makeApiClient(CoordinationV1Api).listNamespacedLease({ namespace: "default", labelSelector: HOLDS_LABEL });
+  expect(leases.items.filter((l) => l.spec?.holderIdentity?.endsWith(`/${String(uid)}`)).map((l) => l.metadata?.name)).toEqual([]);
   const calls = emulator.requests().slice(since);
   // The lookup the test held did run: the pass went on from it with the object already gone.
   expect(calls.filter((r) => r.method === method && new RegExp(lookup).test(r.path)).length).toBeGreaterThanOrEqual(1);

@@ -41,6 +41,8 @@ export interface KeywardOptions {
   maxResponseBytes?: number;
   /** Where the claim rule's Leases go: keyward's own namespace (default: "default"). */
   holderNamespace?: string;
+  /** How often the claim rule's locks of gone resources are swept (default keyward's). */
+  lockSweepIntervalMs?: number;
 }
 
 export async function startKeyward(kc: KubeConfig, opts: KeywardOptions): Promise<RunningKeyward> {
@@ -63,6 +65,7 @@ export async function startKeyward(kc: KubeConfig, opts: KeywardOptions): Promis
     ...(opts.accessTokenNamespaces ? { accessTokenNamespaces: opts.accessTokenNamespaces } : {}),
     ...(opts.maxResponseBytes !== undefined ? { maxResponseBytes: opts.maxResponseBytes } : {}),
     ...(opts.holderNamespace !== undefined ? { holderNamespace: opts.holderNamespace } : {}),
+    ...(opts.lockSweepIntervalMs !== undefined ? { lockSweepIntervalMs: opts.lockSweepIntervalMs } : {}),
   });
   await operator.start();
   return { operator, logs, stop: () => operator.stop() };

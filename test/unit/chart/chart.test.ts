@@ -145,7 +145,7 @@ describe("default values", () => {
     expect(rulesOf(findDoc(defaults, "Role", "kw-keyward-leader-election"))).toEqual(leaseGrants("kw-keyward-leader"));
     // The claim rule's locks: Leases named by a digest of an id, in the release namespace only.
     expect(rulesOf(findDoc(defaults, "Role", "kw-keyward-holders"))).toEqual(
-      flattenRules([{ apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["get", "create", "update", "delete"] }]),
+      flattenRules([{ apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["get", "list", "create", "update", "delete"] }]),
     );
   });
 
