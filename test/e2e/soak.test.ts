@@ -1,5 +1,5 @@
 // The soak (bench/soak) on the e2e's cluster, as `npm run soak -- --on kind` runs it: the
-// release's chart with two sharded replicas, the emulator in the cluster, five minutes of the
+// release's chart with two sharded replicas, the emulator in the cluster, three minutes of the
 // seeded workload and fault schedule (service faults, keyward pods killed and evicted, the leader
 // among them, the kube-apiserver's container killed twice), a quiet tail, and the invariants
 // judged from outside. The soak installs, and at its end removes, its own release and namespaces
@@ -17,13 +17,13 @@ const broken = (report: SoakReport): string[] => report.invariants.filter((v) =>
 
 describe.skipIf(noKindNode)("the soak on kind", () => {
   it(
-    "keeps every invariant through churn, pod kills and evictions and apiserver restarts (seed 7, 5 minutes, 2 sharded replicas)",
+    "keeps every invariant through churn, pod kills and evictions and apiserver restarts (seed 7, 3 minutes, 2 sharded replicas)",
     { timeout: 25 * 60_000 },
     async () => {
       const e2e = context();
       const report = await runSoak({
         seed: 7,
-        minutes: 5,
+        minutes: 3,
         namespaces: 6,
         replicas: 2,
         tailMinutes: 6,
