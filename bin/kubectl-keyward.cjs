@@ -289,7 +289,7 @@ const RBAC = {
     {
       group: "coordination.k8s.io",
       resource: "leases",
-      verbs: ["get", "create", "update", "delete"],
+      verbs: ["get", "list", "create", "update", "delete"],
     },
   ],
 };

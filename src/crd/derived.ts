@@ -187,7 +187,7 @@ function controllerGrants(kinds: readonly Kind[]): Record<string, Grant[]> {
     ],
     credentials: [{ group: "", resource: "secrets", verbs: read }],
     // The claim rule's locks (src/engine/holder.ts), Leases of the release namespace.
-    holders: [{ group: "coordination.k8s.io", resource: "leases", verbs: ["get", "create", "update", "delete"] }],
+    holders: [{ group: "coordination.k8s.io", resource: "leases", verbs: ["get", "list", "create", "update", "delete"] }],
   };
 }
 
