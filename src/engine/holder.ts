@@ -320,19 +320,30 @@ async function sweepStale(
   const leases = await store.list(HOLDS_LABEL);
   const covered = (ns: string): boolean => watched.length === 0 || watched.includes(ns);
   let swept = 0;
+  // One kind's failure (a list refused, a continue token expired) leaves the others swept.
+  const failures: unknown[] = [];
   for (const ref of served) {
     const kind = ref.kind.toLowerCase();
     const locks = leases
       .filter((l) => l.metadata.labels?.[HOLDS_LABEL] === kind)
       .map((lease) => ({ lease, holder: lease.spec?.holderIdentity }));
     if (locks.length === 0) continue;
-    const live = new Set<string>();
-    for (const ns of watched.length === 0 ? [undefined] : watched) {
-      const listed = await listAll(kube, resourcePath(ref, ns), { metadataOnly: true, pageSize: 1000, transform: uidOnly });
-      for (const o of listed.items) if (o.metadata.uid) live.add(o.metadata.uid);
+    try {
+      const live = new Set<string>();
+      for (const ns of watched.length === 0 ? [undefined] : watched) {
+        const listed = await listAll(kube, resourcePath(ref, ns), { metadataOnly: true, pageSize: 1000, transform: uidOnly });
+        for (const o of listed.items) if (o.metadata.uid) live.add(o.metadata.uid);
+      }
+      swept += await store.removeAll(staleLocks(locks, live, covered).map((l) => l.lease));
+    } catch (err) {
+      failures.push(err);
     }
-    swept += await store.removeAll(staleLocks(locks, live, covered).map((l) => l.lease));
   }
+  if (failures.length > 0)
+    throw new AggregateError(
+      failures,
+      `the sweep of ${String(failures.length)} kind(s) failed after ${String(swept)} lock(s) were deleted`,
+    );
   return swept;
 }
 

@@ -675,8 +675,10 @@ class Run<Spec, Status, Conn, External> {
    * Being deleted, a resource that records the id still deletes nothing while the id's lock names
    * another live resource that records it too (two records left by a keyward before the lock): the
    * lock decides. A holder that does not record it is an adopter between its lock and its read of
-   * the announcements: it steps back on this resource's record, which stays until the deletion,
-   * so the deletion goes on (else the object would outlive both). Reads on deletion only.
+   * the announcements: it steps back on this resource's record (its status, found by the digest
+   * label), which stays until the deletion, so the deletion goes on (else the object would outlive
+   * both). A record without the label (an older keyward's) is not found by that read: the lock
+   * decides then. Reads on deletion only.
    */
   private async lockedByAnother(obs: Observation<Status, External>, spec: Spec): Promise<ObjectKey | undefined> {
     const guard = this.module.guardCreate;
@@ -687,6 +689,8 @@ class Run<Spec, Status, Conn, External> {
     const lock = await this.deps.locks.state(this.module.ref, id, this.obj as KubeObject);
     if (lock.state === "Held") this.lockedId = id;
     if (lock.state !== "HeldBy") return undefined;
+    // Only a record the adopter's fresh read finds (the digest label) makes it step back.
+    if (this.obj.metadata.labels?.[EXTERNAL_ID_LABEL] !== idDigest(id)) return lock.holder;
     const holder = await getObject(this.deps.kube, this.module.ref, lock.holder);
     return holder?.status?.[guard.idField] === id ? lock.holder : undefined;
   }
