@@ -147,11 +147,6 @@ export async function claimHolder(
 /** The label naming the UID of a lock's holder, so every lock a resource holds is found by one list. */
 export const HOLDER_UID_LABEL = "keyward.dev/holder-uid";
 
-/** The UID a lock's holder identity names (namespace/name/uid). */
-export function holderUid(identity: string | undefined): string | undefined {
-  return parseIdentity(identity)?.uid;
-}
-
 /**
  * The sweep's judgement (pure: the model test drives it): of `locks`, read before `live` (the UIDs
  * of the kind's resources, listed after the locks), those whose holder is gone. A UID is never
@@ -247,6 +242,7 @@ function leaseStore(kube: Kube, namespace: string) {
 /** The locks as Leases in `namespace` (keyward's own); `watched`: the namespaces keyward serves (none: all). */
 export function holderLocks(kube: Kube, namespace: string, watched: readonly string[]): HolderLocks {
   const store = leaseStore(kube, namespace);
+  const scopes = watched.length === 0 ? [undefined] : watched;
   const body = (ref: KindRef, id: string, self: KubeObject, metadata?: Lease["metadata"]): Lease => ({
     metadata: {
       ...metadata,
@@ -288,7 +284,6 @@ export function holderLocks(kube: Kube, namespace: string, watched: readonly str
     state: async (ref, id, self) => stateOf(ref, await store.read(lockName(ref, id)), self),
     async labelled(ref, id) {
       const labelSelector = `${EXTERNAL_ID_LABEL}=${idDigest(id)}`;
-      const scopes = watched.length === 0 ? [undefined] : watched;
       const lists = await Promise.all(scopes.map((ns) => listAll(kube, resourcePath(ref, ns), { labelSelector })));
       return lists.flatMap((l) => l.items);
     },
@@ -306,7 +301,7 @@ export function holderLocks(kube: Kube, namespace: string, watched: readonly str
       if ((await getObject(kube, ref, keyOf(obj)))?.metadata.uid === uid) return 0;
       return store.removeAll(named);
     },
-    sweep: (served) => sweepStale(kube, store, watched, served),
+    sweep: (served) => sweepStale(kube, store, scopes, served),
   };
 }
 
@@ -314,11 +309,11 @@ export function holderLocks(kube: Kube, namespace: string, watched: readonly str
 async function sweepStale(
   kube: Kube,
   store: ReturnType<typeof leaseStore>,
-  watched: readonly string[],
+  scopes: readonly (string | undefined)[],
   served: readonly KindRef[],
 ): Promise<number> {
   const leases = await store.list(HOLDS_LABEL);
-  const covered = (ns: string): boolean => watched.length === 0 || watched.includes(ns);
+  const covered = (ns: string): boolean => scopes.includes(undefined) || scopes.includes(ns);
   let swept = 0;
   // One kind's failure (a list refused, a continue token expired) leaves the others swept.
   const failures: unknown[] = [];
@@ -330,7 +325,7 @@ async function sweepStale(
     if (locks.length === 0) continue;
     try {
       const live = new Set<string>();
-      for (const ns of watched.length === 0 ? [undefined] : watched) {
+      for (const ns of scopes) {
         const listed = await listAll(kube, resourcePath(ref, ns), { metadataOnly: true, pageSize: 1000, transform: uidOnly });
         for (const o of listed.items) if (o.metadata.uid) live.add(o.metadata.uid);
       }

@@ -38,7 +38,15 @@ import {
 } from "./create-rule.ts";
 import { ANNOTATION_PAUSED, FINALIZER, withDurableFields, durableAnnotations, type DurableField, type DurableFields } from "./meta.ts";
 import { classifyError, mayHaveLanded, specErrorMessage, throttleDelay } from "./errors.ts";
-import { derivedContext, type ManagedContext, type ManagedModule, type Observation, type Readiness, type StatusPatch } from "./module.ts";
+import {
+  derivedContext,
+  takesLocks,
+  type ManagedContext,
+  type ManagedModule,
+  type Observation,
+  type Readiness,
+  type StatusPatch,
+} from "./module.ts";
 import {
   done,
   gone,
@@ -127,7 +135,7 @@ export function managedReconciler<Spec, Status, Conn, External>(
   };
   const written = createWrittenObjects();
   const ready = readyGauge(deps.metrics);
-  const releaseLocks = module.guardCreate !== false || module.holds === true ? lockReleaser(deps, module.ref) : () => undefined;
+  const releaseLocks = takesLocks(module) ? lockReleaser(deps, module.ref) : () => undefined;
   deps.cache?.subscribe((type, obj) => {
     if (type !== "delete") return written.seen(obj);
     written.forget(obj.metadata);
@@ -358,8 +366,7 @@ class Run<Spec, Status, Conn, External> {
   /** ManagedContext.hold: the lock on `id`, taken for this resource or held by another. */
   private async holdLock(id: string): Promise<ObjectKey | undefined> {
     // Its deletions would not release what it takes.
-    if (this.module.guardCreate === false && this.module.holds !== true)
-      throw new Error(`${this.module.ref.kind} takes locks but does not declare holds`);
+    if (!takesLocks(this.module)) throw new Error(`${this.module.ref.kind} takes locks but does not declare holds`);
     const locks = this.deps.locks;
     if (!locks) return undefined;
     const lock = await locks.acquire(this.module.ref, id, this.obj as KubeObject);

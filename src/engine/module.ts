@@ -176,3 +176,8 @@ export interface ManagedModule<Spec, Status, Conn, External = unknown> {
   /** The object is gone from Kubernetes: drop what the kind keeps per object (metric series, caches). */
   forget?: (key: ObjectKey) => void;
 }
+
+/** The kind takes the claim rule's locks: guarded (its adoptions) or declaring `holds`. */
+export function takesLocks(module: { guardCreate: false | object; holds?: boolean }): boolean {
+  return module.guardCreate !== false || module.holds === true;
+}

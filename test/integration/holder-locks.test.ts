@@ -16,6 +16,7 @@ import {
   createCustom,
   deleteCustom,
   getCustom,
+  memberRoles,
   startKeyward,
   startTestEnv,
   waitForObject,
@@ -104,13 +105,7 @@ describe("a lock goes with its holder", () => {
     const uid = await readyHolder("projectmemberships", "ana", membership("ana", MEMBERS[0] as string));
     await deleteCustom(kc, (env as TestEnv).ns.name, "projectmemberships", "ana");
     await lockGone(uid, "ana");
-    const res = await fetch(`${(env as TestEnv).emulator.url}/api/v1/projects/${PROJECT_ID}/memberships/details`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
-      body: JSON.stringify({ username: MEMBERS[0] }),
-    });
-    const body = (await res.json()) as { membership: { roles: { role: string }[] } };
-    expect(body.membership.roles.map((r) => r.role)).toEqual(["member"]);
+    expect(await memberRoles((env as TestEnv).emulator, TOKEN, PROJECT_ID, MEMBERS[0] as string)).toEqual(["member"]);
   });
 
   it("an adopted Project with deletionPolicy Retain: on its delete event, and the project stays", async () => {

@@ -315,3 +315,15 @@ export async function exposedTexts(
         );
   return { events, objects, all: [logs.join("\n"), events, objects] };
 }
+
+/** The roles the service gives `username` in `projectId`, asked with `token` as any client would. */
+export async function memberRoles(emulator: Emulator, token: string, projectId: string, username: string): Promise<string[]> {
+  const res = await fetch(`${emulator.url}/api/v1/projects/${projectId}/memberships/details`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    body: JSON.stringify({ username }),
+  });
+  if (!res.ok) throw new Error(`membership details of ${username} in ${projectId}: HTTP ${String(res.status)}`);
+  const body = (await res.json()) as { membership: { roles: { role: string }[] } };
+  return body.membership.roles.map((r) => r.role);
+}
