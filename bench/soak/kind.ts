@@ -42,14 +42,26 @@ export interface UpValues {
   has: (key: string) => boolean;
 }
 
-/** Runs hack/e2e/up.sh (builds or reuses the cluster, the release and the images) and reads its KEY=VALUE lines. */
-export async function upScript(): Promise<UpValues> {
+/**
+ * Runs hack/e2e/up.sh (builds or reuses the cluster, the release and the images) and reads its
+ * KEY=VALUE lines. A cold run builds for minutes (about 8 on 2 cores); one that passes
+ * `deadlineMs` is stopped and fails by name, instead of holding the e2e until CI's own limit.
+ */
+export async function upScript(deadlineMs = 40 * 60_000): Promise<UpValues> {
   const out = await new Promise<string>((resolvePromise, reject) => {
     const child = spawn("bash", [join(repoRoot, "hack", "e2e", "up.sh")], { cwd: repoRoot, stdio: ["ignore", "pipe", "inherit"] });
     let stdout = "";
+    const timer = setTimeout(() => {
+      child.kill("SIGTERM");
+      reject(new Error(`hack/e2e/up.sh did not finish within ${deadlineMs / 60_000} minutes: stopped`));
+    }, deadlineMs);
     child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
     child.on("error", reject);
-    child.on("close", (code) => (code === 0 ? resolvePromise(stdout) : reject(new Error(`hack/e2e/up.sh exited with ${code}`))));
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      if (code === 0) resolvePromise(stdout);
+      else reject(new Error(`hack/e2e/up.sh exited with ${code}`));
+    });
   });
   const values = new Map<string, string>();
   for (const line of out.split("\n")) {

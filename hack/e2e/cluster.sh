@@ -15,7 +15,7 @@ kind_() { PATH="$E2E_DIR/docker-shim:$PATH" KEYWARD_REAL_DOCKER="$(docker_cli)" 
 exists() { kind_ get clusters 2>/dev/null | grep -qx "$CLUSTER_NAME"; }
 answers() {
   [[ -f $KUBECONFIG_PATH ]] && kind_ get kubeconfig --name "$CLUSTER_NAME" >/dev/null 2>&1 &&
-    docker exec "$CLUSTER_NAME-control-plane" kubectl --kubeconfig /etc/kubernetes/admin.conf get --raw /readyz >/dev/null 2>&1
+    timeout 60 docker exec "$CLUSTER_NAME-control-plane" kubectl --kubeconfig /etc/kubernetes/admin.conf --request-timeout=20s get --raw /readyz >/dev/null 2>&1
 }
 
 # loaded IMAGE ID: the control-plane node has IMAGE with image id ID. Docker's short names are
@@ -23,7 +23,7 @@ answers() {
 loaded() {
   local ref=$1 first=${1%%/*}
   if [[ $ref != */* || ( $first != *.* && $first != *:* && $first != localhost ) ]]; then ref="docker.io/$ref"; fi
-  docker exec "$CLUSTER_NAME-control-plane" crictl inspecti -o go-template --template '{{.status.id}}' "$ref" 2>/dev/null | grep -qx "$2"
+  timeout 60 docker exec "$CLUSTER_NAME-control-plane" crictl --timeout 30s inspecti -o go-template --template '{{.status.id}}' "$ref" 2>/dev/null | grep -qx "$2"
 }
 
 case ${1:-} in

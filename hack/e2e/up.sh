@@ -35,13 +35,15 @@ fi
 # while its namespaces go, or it would reconcile their objects one last time): helm releases
 # first, then keyward's finalizers (on its objects and on the token Secrets it holds), then the
 # namespaces.
-kubectl() { "$kubectl_dir/kubectl" --kubeconfig "$kubeconfig" "$@"; }
+# Every request is bounded (kubectl has no timeout of its own): an apiserver that accepts and never
+# answers fails this script with kubectl's message instead of holding the e2e until CI's limit.
+kubectl() { "$kubectl_dir/kubectl" --kubeconfig "$kubeconfig" --request-timeout=60s "$@"; }
 # Only what the e2e creates: namespaces kw-e2e-*, its releases kw-e2e, kw-ns, kw-shard, kw-scale, kw-argo, kw-upgrade, kw-check, kw-conv.
 leftovers=$(kubectl get namespaces -o name | sed -n 's|^namespace/\(kw-e2e-.*\)$|\1|p')
 if [[ -n $leftovers ]]; then
   log "removing what an earlier run left: $(echo $leftovers)"
   for ns in $leftovers; do
-    for r in $("$helm" list -n "$ns" -q --kubeconfig "$kubeconfig"); do "$helm" uninstall "$r" -n "$ns" --wait --kubeconfig "$kubeconfig" >&2; done
+    for r in $(timeout 120 "$helm" list -n "$ns" -q --kubeconfig "$kubeconfig"); do "$helm" uninstall "$r" -n "$ns" --wait --timeout 5m --kubeconfig "$kubeconfig" >&2; done
   done
   # keyward's CRDs whose conversion webhook is gone or about to go with these namespaces: served
   # in their stored version alone with conversion None, as helm uninstall's hook leaves them, or
@@ -65,10 +67,11 @@ if [[ -n $leftovers ]]; then
       # A kind whose CRD is not installed (Argo CD's before its file ran) lists nothing.
       # -o name prints the kind's unqualified type: each object is patched through $kind instead.
       { kubectl get "$kind" -n "$ns" -o name 2>/dev/null || true; } | sed "s|^[^/]*/|$kind/|" |
-        xargs -r -P 4 -I{} "$kubectl_dir/kubectl" --kubeconfig "$kubeconfig" patch -n "$ns" {} --type merge -p '{"metadata":{"finalizers":null}}' >/dev/null
+        xargs -r -P 4 -I{} "$kubectl_dir/kubectl" --kubeconfig "$kubeconfig" --request-timeout=60s patch -n "$ns" {} --type merge -p '{"metadata":{"finalizers":null}}' >/dev/null
     done
   done
-  kubectl delete namespace $leftovers --wait=true --timeout=300s >&2
+  # Its own deadline: a request timeout would also cut the watch that --wait follows.
+  "$kubectl_dir/kubectl" --kubeconfig "$kubeconfig" delete namespace $leftovers --wait=true --timeout=300s >&2
 fi
 # Cluster-scoped objects of keyward installs that no helm release owns any more (Argo CD's).
 kubectl delete clusterrole,clusterrolebinding -l 'app.kubernetes.io/name in (keyward,keyward-webhook),app.kubernetes.io/instance in (kw-e2e,kw-ns,kw-shard,kw-scale,kw-argo,kw-upgrade,kw-check,kw-conv)' --ignore-not-found >&2
