@@ -56,6 +56,10 @@ interface Run {
   apiRequestsByKind: [string, number][];
   killToReconciledMs?: number;
   killedShare?: number;
+  /** From the killed replica's restart until it has reconciled every Project of its share again. */
+  restartToReconciledMs?: number;
+  /** VmHWM of every replica after the kill, the survivors' takeover and the restart (survivors first, the restarted last). */
+  peakRssAfterMb?: number[];
 }
 
 const progress = (line: string): void => console.error(`[shards.bench ${new Date().toISOString().slice(11, 19)}] ${line}`);
@@ -96,21 +100,19 @@ async function runOnce(ctx: Ctx, replicas: number): Promise<Run> {
   for (const ns of namespaces) await setUpNamespace(ctx, ns, { url: ctx.emulator.url, token: TOKEN });
   await ctx.core.createNamespace({ body: { metadata: { name: leaseNamespace } } });
   const identities = Array.from({ length: replicas }, (_, i) => `kw-${replicas}-${i}`);
-  const keywards = await Promise.all(
-    identities.map((identity) =>
-      startKeyward({
-        entry: "dist",
-        kubeconfigPath: ctx.cluster.kubeconfigPath,
-        namespace: namespaces.join(","),
-        resyncInterval: "1h",
-        logPath: join(ctx.logDir, `${identity}.log`),
-        extraArgs: [
-          ...["--sharding", "true", "--leader-elect", "true", "--leader-election-namespace", leaseNamespace, "--identity", identity],
-          ...["--lease-duration", LEASE.duration, "--renew-deadline", LEASE.renewDeadline, "--retry-period", LEASE.retryPeriod],
-        ],
-      }),
-    ),
-  );
+  const start = (identity: string, logName = identity): Promise<KeywardProcess> =>
+    startKeyward({
+      entry: "dist",
+      kubeconfigPath: ctx.cluster.kubeconfigPath,
+      namespace: namespaces.join(","),
+      resyncInterval: "1h",
+      logPath: join(ctx.logDir, `${logName}.log`),
+      extraArgs: [
+        ...["--sharding", "true", "--leader-elect", "true", "--leader-election-namespace", leaseNamespace, "--identity", identity],
+        ...["--lease-duration", LEASE.duration, "--renew-deadline", LEASE.renewDeadline, "--retry-period", LEASE.retryPeriod],
+      ],
+    });
+  const keywards = await Promise.all(identities.map((identity) => start(identity)));
   const watches: ReadyWatch[] = [];
   try {
     // Ready: the informers have listed, so the CRDs' storage answers the bench's watches too.
@@ -152,11 +154,20 @@ async function runOnce(ctx: Ctx, replicas: number): Promise<Run> {
       apiRequestsPerObject: keywardRequests / N,
       apiRequestsByKind,
     };
-    if (replicas > 1) Object.assign(run, await killOne(ctx, keywards, identities, leaseNamespace));
+    if (replicas > 1) {
+      const killed = await killOne(ctx, keywards, identities, leaseNamespace);
+      Object.assign(run, killed);
+      // The victim back under its identity, as the kubelet restarts a pod: it lists its share
+      // again while the survivors hand it over.
+      const restarted = await start(identities[killed.victim] ?? "", `${identities[killed.victim] ?? ""}-restarted`);
+      keywards.push(restarted);
+      run.restartToReconciledMs = await reconciledAfterRestart(restarted);
+      run.peakRssAfterMb = keywards.filter((k) => !k.hasExited()).map((k) => peakRssBytes(k.pid) / 2 ** 20);
+    }
     return run;
   } finally {
     for (const w of watches) w.stop();
-    await Promise.all(keywards.map((k) => k.stop(10_000)));
+    await Promise.all(keywards.filter((k) => !k.hasExited()).map((k) => k.stop(10_000)));
   }
 }
 
@@ -182,13 +193,15 @@ async function killOne(
   keywards: readonly KeywardProcess[],
   identities: readonly string[],
   leaseNamespace: string,
-): Promise<{ killToReconciledMs: number; killedShare: number }> {
+): Promise<{ killToReconciledMs: number; killedShare: number; victim: number }> {
   const leader = (
     await ctx.cluster.kubectl(["get", "lease", "keyward-leader", "-n", leaseNamespace, "-o", "jsonpath={.spec.holderIdentity}"])
   ).trim();
   const victim = identities.findIndex((id) => id !== leader);
   const victimId = identities[victim] ?? "";
-  const share = (await ctx.cluster.kubectl(["get", "projects.keyward.dev", "-A", "-l", `${SHARD_LABEL}=${victimId}`, "--no-headers"]))
+  const share = (
+    await ctx.cluster.kubectl(["get", `projects.${VERSION}.${GROUP}`, "-A", "-l", `${SHARD_LABEL}=${victimId}`, "--no-headers"])
+  )
     .split("\n")
     .filter((l) => l.trim() !== "").length;
   const survivors = keywards.filter((_, i) => i !== victim);
@@ -205,7 +218,30 @@ async function killOne(
   }
   const ms = Date.now() - killedAt;
   progress(`${victimId}'s share reconciled again ${(ms / 1000).toFixed(1)} s after the kill`);
-  return { killToReconciledMs: ms, killedShare: share };
+  return { killToReconciledMs: ms, killedShare: share, victim };
+}
+
+/**
+ * Waits until a restarted replica has reconciled every Project it caches, and what it caches has
+ * stopped growing (its share handed back); the time from its start.
+ */
+async function reconciledAfterRestart(restarted: KeywardProcess): Promise<number> {
+  const startedAt = Date.now();
+  await restarted.waitReady(120_000);
+  const deadline = startedAt + 300_000;
+  let previous = -1;
+  for (;;) {
+    const metrics = await restarted.metrics();
+    const cached = cachedOf(metrics);
+    const reconciled = total(parseReconciles(metrics, "project"));
+    if (cached > 0 && cached === previous && reconciled >= cached) break;
+    if (Date.now() > deadline) throw new Error(`the restarted replica did not take back its share in time (${reconciled} of ${cached})`);
+    previous = cached;
+    await sleep(2_000);
+  }
+  const ms = Date.now() - startedAt;
+  progress(`restarted replica reconciled its share (${String(previous)}) ${(ms / 1000).toFixed(1)} s after its start`);
+  return ms;
 }
 
 function report(cluster: BenchCluster, runs: readonly Run[]): void {
@@ -225,6 +261,8 @@ function report(cluster: BenchCluster, runs: readonly Run[]): void {
         "cached Projects per replica": r.cachedProjects.join(" / "),
         "apiserver requests / object": r.apiRequestsPerObject.toFixed(2),
         "kill → its share reconciled": r.killToReconciledMs === undefined ? "—" : `${s(r.killToReconciledMs)} (${r.killedShare ?? 0})`,
+        "restart → its share reconciled": s(r.restartToReconciledMs),
+        "peak RSS after kill and restart (MB)": r.peakRssAfterMb?.map((m) => m.toFixed(0)).join(" / ") ?? "—",
       })),
     ),
   );
@@ -232,7 +270,8 @@ function report(cluster: BenchCluster, runs: readonly Run[]): void {
     "peak RSS: VmHWM of each keyward process; then its resident set 2 s after all Ready, split into RssAnon (heap, malloc) and RssFile\n" +
       "(the node binary's and libraries' pages). apiserver requests: keyward's namespaced requests while creating (less the bench's creates),\n" +
       "shard labels and Lease renewals included. kill: SIGKILL of a replica that is not the leader, until the survivors' Project reconciles\n" +
-      "have grown by its share (Lease expiry + relabelling + first passes).",
+      "have grown by its share (Lease expiry + relabelling + first passes). restart: the killed replica started again under its identity,\n" +
+      "until it has reconciled every Project it caches and that count is steady; then every replica's VmHWM (the restarted one last).",
   );
   for (const r of runs) {
     console.log(`\n${r.replicas} replica(s), apiserver requests per object by verb and resource:`);
