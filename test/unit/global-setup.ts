@@ -1,6 +1,8 @@
 // Global setup of the `unit` project: the tools some unit tests run (helm and promtool for the
-// chart, lua5.1 and argocd for the Argo CD health checks) are made present here, so `npm ci && npm test` works on a fresh
-// machine as the README says. helm is built from its Go module into keyward's cache (minutes
+// chart, lua5.1 for the Argo CD health checks) are made present here, so `npm ci && npm test` works on a fresh
+// machine as the README says. (argocd, for the same checks, is built by the test that runs it:
+// vitest runs every project's global setup before the first test, and the integration project,
+// which runs first, needs none of it.) helm is built from its Go module into keyward's cache (minutes
 // the first time, reused after); lua5.1 comes from Debian's packages when we may install them.
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -31,18 +33,6 @@ function ensurePromtool(): void {
   process.env["KEYWARD_PROMTOOL"] = path;
 }
 
-// argocd (Argo CD's own Lua engine for the health-check tests): built from its Go module into
-// keyward's cache by hack/e2e/build-tools.sh (about 5 minutes the first time; .ci/run builds it
-// before the tests), reused after.
-function ensureArgocd(): void {
-  if (process.env["KEYWARD_ARGOCD"]) return;
-  const dir = execFileSync("bash", [join(root, "hack", "e2e", "build-tools.sh"), "argocd"], {
-    encoding: "utf8",
-    stdio: ["ignore", "pipe", "inherit"],
-  }).trim();
-  process.env["KEYWARD_ARGOCD"] = join(dir, "argocd");
-}
-
 function ensureLua(): void {
   if (process.env["KEYWARD_LUA"] || onPath("lua5.1")) return;
   if (process.getuid?.() !== 0 || !onPath("apt-get")) return; // the Argo CD test then fails with the install command
@@ -56,5 +46,4 @@ export default function setup(): void {
   ensureHelm();
   ensurePromtool();
   ensureLua();
-  ensureArgocd();
 }
