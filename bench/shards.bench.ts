@@ -155,11 +155,11 @@ async function runOnce(ctx: Ctx, replicas: number): Promise<Run> {
       apiRequestsByKind,
     };
     if (replicas > 1) {
-      const killed = await killOne(ctx, keywards, identities, leaseNamespace);
+      const { victimId, ...killed } = await killOne(ctx, keywards, identities, leaseNamespace);
       Object.assign(run, killed);
       // The victim back under its identity, as the kubelet restarts a pod: it lists its share
       // again while the survivors hand it over.
-      const restarted = await start(identities[killed.victim] ?? "", `${identities[killed.victim] ?? ""}-restarted`);
+      const restarted = await start(victimId, `${victimId}-restarted`);
       keywards.push(restarted);
       run.restartToReconciledMs = await reconciledAfterRestart(restarted);
       run.peakRssAfterMb = keywards.filter((k) => !k.hasExited()).map((k) => peakRssBytes(k.pid) / 2 ** 20);
@@ -193,7 +193,7 @@ async function killOne(
   keywards: readonly KeywardProcess[],
   identities: readonly string[],
   leaseNamespace: string,
-): Promise<{ killToReconciledMs: number; killedShare: number; victim: number }> {
+): Promise<{ killToReconciledMs: number; killedShare: number; victimId: string }> {
   const leader = (
     await ctx.cluster.kubectl(["get", "lease", "keyward-leader", "-n", leaseNamespace, "-o", "jsonpath={.spec.holderIdentity}"])
   ).trim();
@@ -218,7 +218,7 @@ async function killOne(
   }
   const ms = Date.now() - killedAt;
   progress(`${victimId}'s share reconciled again ${(ms / 1000).toFixed(1)} s after the kill`);
-  return { killToReconciledMs: ms, killedShare: share, victim };
+  return { killToReconciledMs: ms, killedShare: share, victimId };
 }
 
 /**
