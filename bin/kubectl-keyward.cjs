@@ -852,8 +852,11 @@ function idInStatus(obj, res) {
   return field === undefined ? undefined : text(obj.status?.[field]);
 }
 
-/** The claim rule's label: a digest of keyward.dev/external-id, which keyward derives from the id again (src/engine/holder.ts). */
-const ID_DIGEST_LABEL = `${GROUP}/external-id-digest`;
+/**
+ * The claim rule's labels: digests of keyward.dev/external-id and of the natural key a create was
+ * sent with, which keyward writes again as it works (src/engine/holder.ts).
+ */
+const CLAIM_LABELS = [`${GROUP}/external-id-digest`, `${GROUP}/natural-key-digest`];
 
 /** What keyward writes as it works, which Git must not hold: it would differ after every action. @param {string} key */
 const isKeywardRecord = (key) => IN_FLIGHT.includes(key) || CREATE_GUARD.includes(key) || key.startsWith(HANDLED_PREFIX);
@@ -880,7 +883,7 @@ function manifestOf(obj, res, opts = {}) {
   /** @type {Record<string, string>} */
   const labels = {};
   for (const [key, value] of Object.entries(obj.metadata.labels ?? {}))
-    if (!isShardLabel(key) && key !== ID_DIGEST_LABEL) labels[key] = value;
+    if (!isShardLabel(key) && !CLAIM_LABELS.includes(key)) labels[key] = value;
 
   const sortedLabels = sortedMap(labels);
   const sortedAnnotations = sortedMap(annotations);

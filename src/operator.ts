@@ -10,7 +10,14 @@ import type { Shard } from "./shard/shard.ts";
 import { createEventRecorder, type EventRecorder } from "./kube/events.ts";
 import { createController, type Controller, type ControllerOptions } from "./engine/controller.ts";
 import { defaultMaxInFlightPerNamespace } from "./engine/queue.ts";
-import { ANNOTATION_EXTERNAL_ID, EXTERNAL_ID_LABEL, holderLocks, sweepLocksEvery, type HolderLocks } from "./engine/holder.ts";
+import {
+  ANNOTATION_EXTERNAL_ID,
+  EXTERNAL_ID_LABEL,
+  holderLocks,
+  NATURAL_KEY_LABEL,
+  sweepLocksEvery,
+  type HolderLocks,
+} from "./engine/holder.ts";
 import { CREATE_GUARD_ANNOTATIONS } from "./engine/create-rule.ts";
 import { managedReconciler } from "./engine/managed.ts";
 import { type ManagedModule } from "./engine/module.ts";
@@ -236,7 +243,7 @@ function controllerOptions(
       // The annotations the kind says keyward writes on its own objects.
       ...(kind.metadata ?? []).filter((m) => m.what === "annotation" && m.by === "keyward" && m.on === undefined).map((m) => m.key),
     ],
-    ownLabels: [EXTERNAL_ID_LABEL],
+    ownLabels: [EXTERNAL_ID_LABEL, NATURAL_KEY_LABEL],
     watches: [...(parts.watches ?? []), ...referrerWatches(kind, d.on), ...(d.claims?.watches(kind.ref) ?? [])],
     ...(opts.stopGraceMs !== undefined ? { stopGraceMs: opts.stopGraceMs } : {}),
   };

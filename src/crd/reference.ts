@@ -5,7 +5,7 @@
 // docs site (VitePress, which compiles each page as a Vue template) renders: `{{` and `<` never
 // reach it unescaped.
 import { ANNOTATION_CREATE_STARTED, LEGACY_CREATE_PENDING, LEGACY_CREATE_SUCCEEDED } from "../engine/create-rule.ts";
-import { ANNOTATION_EXTERNAL_ID } from "../engine/holder.ts";
+import { ANNOTATION_EXTERNAL_ID, NATURAL_KEY_LABEL } from "../engine/holder.ts";
 import { DRAIN_LABEL, SHARD_LABEL } from "../shard/plan.ts";
 import type { Kind, MetadataKey } from "../resources/kind.ts";
 import type { JSONSchemaProps } from "./crd.ts";
@@ -137,13 +137,26 @@ export function fieldTable(node: JSONSchemaProps | undefined, path: string): str
 function registryKeys(k: Kind): MetadataKey[] {
   const keys: MetadataKey[] = [];
   if (k.externalId !== undefined) {
+    const key = k.naturalKey;
     keys.push(
       {
         key: ANNOTATION_EXTERNAL_ID,
         what: "annotation",
         by: "keyward",
-        doc: `A copy of status.${k.externalId}, kept in metadata because backups and exports drop status: an object restored or applied again without status finds the same external object instead of creating another. Set by hand on an object without status, it names an existing external object to take over, which must match the spec (else Synced=False ExternalIdMismatch).`,
+        doc: key
+          ? `A copy of status.${k.externalId}, written when the ${key.name} alone no longer names the external object (adopted, or its ${key.name} changed): an object restored or applied again without status finds the same external object instead of creating another. A ${k.ref.kind} keyward created is found again by its ${key.name} and its ${ANNOTATION_CREATE_STARTED} mark. Set by hand on an object without status, it names an existing external object to take over, which must match the spec (else Synced=False ExternalIdMismatch).`
+          : `A copy of status.${k.externalId}, kept in metadata because backups and exports drop status: an object restored or applied again without status finds the same external object instead of creating another. Set by hand on an object without status, it names an existing external object to take over, which must match the spec (else Synced=False ExternalIdMismatch).`,
       },
+      ...(key
+        ? [
+            {
+              key: NATURAL_KEY_LABEL,
+              what: "label" as const,
+              by: "keyward" as const,
+              doc: `A digest of the ${key.name} keyward creates the external object with, set in the write that marks the create before the call: another resource adopting that object waits for this one instead of taking it.`,
+            },
+          ]
+        : []),
       {
         key: ANNOTATION_CREATE_STARTED,
         what: "annotation",

@@ -14,8 +14,10 @@
 //   resource's (still through the claim rule: a same-named object of another may be what it
 //   found); absent, it may call again — the service keeps natural keys unique, so a late commit of
 //   the earlier attempt and this one cannot both land.
-// - Confirmed: the id is recorded (status and keyward.dev/external-id). The mark stays as a record
-//   of when.
+// - Confirmed: the id is recorded in status (and in keyward.dev/external-id, unless the natural key
+//   the mark's write announced names the object by itself: holder.ts). The mark stays as a record
+//   of when, and for a kind whose natural key names its object, of which object it is: a copy
+//   carrying it (copiedCreate) claims the object of its key.
 //
 // Being deleted while Started, the resource is released only once the mark is
 // LATE_COMMIT_WINDOW_MS old, looking by the natural key until then: an attempt the service applies
@@ -76,6 +78,17 @@ export function createState(annotations: Readonly<Record<string, string>>, id: u
   const ours = mark !== undefined && uid !== undefined && mark.split(" ")[1] === uid;
   const started = ours || annotations[LEGACY_CREATE_PENDING] !== undefined;
   return started && annotations[LEGACY_CREATE_SUCCEEDED] === undefined ? "Started" : "NotStarted";
+}
+
+/**
+ * A create-started mark of another object (another UID) and no id: this object is a copy (a backup
+ * restored, a manifest read and applied again) of one that created, or was creating, the object of
+ * its natural key. Its own state is NotStarted (it created nothing); for a kind whose natural key
+ * names its object (holder.ts), that object is its to claim, as an id in metadata would be.
+ */
+export function copiedCreate(annotations: Readonly<Record<string, string>>, id: unknown, uid: string | undefined): boolean {
+  const markUid = annotations[ANNOTATION_CREATE_STARTED]?.split(" ")[1];
+  return !hasId(id) && uid !== undefined && markUid !== undefined && markUid !== uid;
 }
 
 /** A create was started and not confirmed (Started): an object found by the natural key is this resource's. */

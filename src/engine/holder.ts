@@ -25,6 +25,25 @@
 // Whichever of the two writes came first, the other's read sees it: two resources never both act.
 // Both may step back (each saw the other's write); the next pass settles it.
 //
+// A kind whose natural key is the object's own (a project's slug: the service keeps it unique,
+// and a pass derives it from the object alone) announces it earlier instead: the create-started
+// mark's write carries the key's digest label (keyward.dev/natural-key-digest), before the call.
+// An adopter learns the id only from the service, so only after the create committed, so after
+// that write: its fresh read always sees the announcement, and it steps back (`creating`). The
+// creator then needs neither the id's announcement nor the lock read: its status write records
+// the id (three apiserver writes per create: mark, status, Event), provided it lands while its
+// mark still counts (KEY_CONFIRM_MS; after that it announces the id and reads the lock as above).
+// Two resources with the same key may both be creating, each unsure whether its attempt landed:
+// each then steps back for the other's announcement, so a pending creator that steps back
+// withdraws its own (the label goes): the next pass, the lock decides. Being deleted, a resource
+// that steps back for a creating one waits for it instead of letting go (else both could go,
+// and the object with neither).
+//
+// The id goes into metadata too (keyward.dev/external-id and its digest label) whenever the
+// announced key no longer names the object alone: an adoption, a rename at the service or in the
+// spec (before the update is sent), a stale mark. While it does, the object's natural key
+// (spec and name, which backups keep) and its create-started mark say which object it is.
+//
 // A lock lives as long as its holder, and no longer. It goes (release, releaseGone, sweep):
 //   by its holder    the finalizer's last step; a pass that took it and then found its resource
 //                    deleted (before the finalizer was on); a claim that stepped back
@@ -60,17 +79,68 @@ export function idDigest(id: string): string {
  */
 export const ANNOUNCEMENT_MS = 10 * 60_000;
 
+/** The label a create announces its natural key by (a digest: label values are short), for a kind whose key is the object's own. */
+export const NATURAL_KEY_LABEL = "keyward.dev/natural-key-digest";
+
+export function keyDigest(key: string): string {
+  return createHash("sha256").update(`natural-key ${key}`).digest("hex").slice(0, 40);
+}
+
 /**
- * Whether `o` holds `id` or is recording it: its status records it, or it announced it (label and
- * annotation) with a create-started mark of its own written less than ANNOUNCEMENT_MS before `now`.
+ * How long after its mark a creator that announced its natural key may still record its answer
+ * without announcing the id: its status write must land while the mark counts (ANNOUNCEMENT_MS),
+ * and may take the apiserver's request timeout (30 s) and clocks apart by some seconds.
  */
-export function announces(o: KubeObject, idField: string, id: string, now: number): boolean {
-  if (o.status?.[idField] === id) return true;
+export const KEY_CONFIRM_MS = ANNOUNCEMENT_MS - 2 * 60_000;
+
+/**
+ * A create-started mark of `o`'s own (its UID) written less than `windowMs` before `now`, with no
+ * id recorded (`id`: what status records, or undefined to ask of the mark alone).
+ */
+function startedWithin(o: KubeObject, id: unknown, now: number, windowMs: number): boolean {
   const annotations = o.metadata.annotations ?? {};
-  if (annotations[ANNOTATION_EXTERNAL_ID] !== id || o.metadata.labels?.[EXTERNAL_ID_LABEL] !== idDigest(id)) return false;
-  if (createState(annotations, undefined, o.metadata.uid) !== "Started") return false;
+  if (createState(annotations, id, o.metadata.uid) !== "Started") return false;
   const at = Date.parse(annotations[ANNOTATION_CREATE_STARTED]?.split(" ")[0] ?? "");
-  return Number.isFinite(at) && now - at < ANNOUNCEMENT_MS;
+  return Number.isFinite(at) && now - at < windowMs;
+}
+
+/**
+ * A creator that announced `key` (its label) with a mark that still lets it record its answer on
+ * that announcement alone (KEY_CONFIRM_MS).
+ */
+export function keyConfirms(o: KubeObject, idField: string, key: string, now: number): boolean {
+  return o.metadata.labels?.[NATURAL_KEY_LABEL] === keyDigest(key) && startedWithin(o, o.status?.[idField], now, KEY_CONFIRM_MS);
+}
+
+/**
+ * What an adopter that took the lock on `id` makes of another resource `o`, as the apiserver has it
+ * now: `holder` if o's status records the id, or o announced the id (label and annotation) with
+ * a create-started mark of its own younger than ANNOUNCEMENT_MS; `creating` if o announced the
+ * natural key `key` the object has (its label) with such a mark: a create of o's may be the one
+ * that committed. Undefined: o is no rival.
+ */
+export function rivalry(o: KubeObject, claim: { idField: string; id: string; key?: string | undefined }, now: number): Rivalry | undefined {
+  const { idField, id, key } = claim;
+  if (o.status?.[idField] === id) return "holder";
+  const labels = o.metadata.labels ?? {};
+  const announcedId = o.metadata.annotations?.[ANNOTATION_EXTERNAL_ID] === id && labels[EXTERNAL_ID_LABEL] === idDigest(id);
+  if (announcedId && startedWithin(o, undefined, now, ANNOUNCEMENT_MS)) return "holder";
+  // A resource recording another id (one gone at the service) clears it before it creates.
+  const announcedKey = key !== undefined && labels[NATURAL_KEY_LABEL] === keyDigest(key);
+  if (announcedKey && startedWithin(o, o.status?.[idField], now, ANNOUNCEMENT_MS)) return "creating";
+  return undefined;
+}
+
+export type Rivalry = "holder" | "creating";
+
+/**
+ * Whether the natural key `o` announced (its label) names its external object alone: its own
+ * create announced it, and the object still has that key (`observed`) as the spec wants it
+ * (`desired`). Otherwise the id goes into metadata, announced as a kind without a key announces it.
+ */
+export function keyAnnounced(o: Pick<KubeObject, "metadata">, observed: string | undefined, desired: string): boolean {
+  const label = o.metadata.labels?.[NATURAL_KEY_LABEL];
+  return label !== undefined && observed === desired && label === keyDigest(desired);
 }
 
 /**
@@ -176,8 +246,11 @@ export interface HolderLocks {
   releaseGone(ref: KindRef, gone: KubeObject): Promise<number>;
   /** Deletes every lock of the served kinds whose holder is gone (staleLocks). Returns how many. */
   sweep(kinds: readonly KindRef[]): Promise<number>;
-  /** The resources of the kind labelled with `id`'s digest, fresh from the apiserver (every watched namespace). */
-  labelled(ref: KindRef, id: string): Promise<KubeObject[]>;
+  /**
+   * The resources of the kind labelled with `id`'s digest, or with the natural key `key`'s, fresh
+   * from the apiserver (every watched namespace).
+   */
+  labelled(ref: KindRef, id: string, key?: string): Promise<KubeObject[]>;
 }
 
 interface Lease {
@@ -282,10 +355,14 @@ export function holderLocks(kube: Kube, namespace: string, watched: readonly str
       return { held: true };
     },
     state: async (ref, id, self) => stateOf(ref, await store.read(lockName(ref, id)), self),
-    async labelled(ref, id) {
-      const labelSelector = `${EXTERNAL_ID_LABEL}=${idDigest(id)}`;
-      const lists = await Promise.all(scopes.map((ns) => listAll(kube, resourcePath(ref, ns), { labelSelector })));
-      return lists.flatMap((l) => l.items);
+    async labelled(ref, id, key) {
+      const selectors = [`${EXTERNAL_ID_LABEL}=${idDigest(id)}`, ...(key === undefined ? [] : [`${NATURAL_KEY_LABEL}=${keyDigest(key)}`])];
+      const lists = await Promise.all(
+        selectors.flatMap((labelSelector) => scopes.map((ns) => listAll(kube, resourcePath(ref, ns), { labelSelector }))),
+      );
+      // One resource may carry both labels: listed once.
+      const seen = new Set<string>();
+      return lists.flatMap((l) => l.items).filter((o) => !seen.has(o.metadata.uid ?? "") && seen.add(o.metadata.uid ?? ""));
     },
     async release(ref, id, self) {
       const lease = await store.read(lockName(ref, id));

@@ -20,17 +20,22 @@ import { createSpecCache, type SpecCache } from "./spec-cache.ts";
 import { kindGauge, type Metrics } from "./metrics.ts";
 import {
   ANNOTATION_EXTERNAL_ID,
-  announces,
   claimHolder,
   EXTERNAL_ID_LABEL,
   externalIdHolder,
   idDigest,
+  keyAnnounced,
+  keyConfirms,
+  keyDigest,
+  NATURAL_KEY_LABEL,
+  rivalry,
   type HolderLocks,
 } from "./holder.ts";
 import {
   ANNOTATION_CREATE_STARTED,
   LEGACY_CREATE_PENDING,
   LEGACY_CREATE_SUCCEEDED,
+  copiedCreate,
   createStartedMark,
   createState,
   markAfterFailure,
@@ -210,6 +215,8 @@ class Run<Spec, Status, Conn, External> {
   private lockTaken: string | undefined;
   /** A write of this pass found the object gone from the apiserver. */
   private deleted = false;
+  /** The spec as this pass parsed it (undefined before, or when it does not parse). */
+  private spec: Spec | undefined;
 
   constructor(
     module: ManagedModule<Spec, Status, Conn, External>,
@@ -281,6 +288,7 @@ class Run<Spec, Status, Conn, External> {
     let spec: Spec;
     try {
       spec = this.deps.specs.parse(this.obj) as Spec;
+      this.spec = spec;
     } catch (err) {
       return this.fail({ reason: "InvalidSpec", message: specErrorMessage(err), retryable: false });
     }
@@ -306,42 +314,66 @@ class Run<Spec, Status, Conn, External> {
    * status records the id, earned by its own create or a claim — it goes on. Otherwise (adopted by
    * its slug or name, spec.syncId, an id from metadata, a pending create found by its natural key)
    * it becomes this resource's only by the claim rule (holder.ts): no other resource of the kind
-   * records it, and this one takes its lock. Returns the holder when it is another resource.
+   * records it, and this one takes its lock. Returns the rival when it is another resource: its
+   * holder, or one whose create of the natural key may be what committed (`creating`).
    * A create's own answer never comes here: its id is new.
    */
-  private async claim(obs: Observation<Status, External>, spec: Spec): Promise<ObjectKey | undefined> {
+  private async claim(obs: Observation<Status, External>, spec: Spec): Promise<Rival | undefined> {
     const guard = this.module.guardCreate;
     if (!guard || this.observesOnly(spec)) return undefined;
     const id = obs.exists ? obs.status[guard.idField] : undefined;
     if (typeof id !== "string" || id === "") return undefined;
     if ((this.obj.status as Record<string, unknown> | undefined)?.[guard.idField] === id) return undefined;
     const recorded = await this.holderOf(guard.idField, id);
-    if (recorded) return keyOf(recorded);
+    if (recorded) return { key: keyOf(recorded) };
     const locks = this.deps.locks;
     if (!locks) return undefined;
+    const key = this.naturalKey(spec);
+    if (key !== undefined) {
+      // A holder named by its key's label alone is in no cache of another replica's objects (the
+      // claim view shows keyward.dev/external-id): read fresh first, and a holder found is waited
+      // for without taking its lock (which would hold back a third resource in its name meanwhile).
+      const holder = await this.announcedElsewhere(locks, guard.idField, id, key);
+      if (holder && !holder.creating) return { key: this.heldBy(holder.key) };
+    }
     const lock = await locks.acquire(this.module.ref, id, this.obj as KubeObject);
-    if (!lock.held) return this.heldBy(lock.holder);
+    if (!lock.held) return { key: this.heldBy(lock.holder) };
     this.lockedId = this.lockTaken = id;
-    // A creator that announced the id before the lock was taken holds it (holder.ts): read fresh
-    // from the apiserver, not from a cache that may lag its announcement. The lock goes back.
-    const announced = await this.announcedElsewhere(locks, guard.idField, id);
-    if (!announced) return undefined;
+    // A creator that announced the id (or the natural key) before the lock was taken holds it, or
+    // may (holder.ts): read fresh from the apiserver, not from a cache that may lag its
+    // announcement. The lock goes back.
+    const rival = await this.announcedElsewhere(locks, guard.idField, id, key);
+    if (!rival) return undefined;
     await locks.release(this.module.ref, id, this.obj as KubeObject);
     this.lockedId = this.lockTaken = undefined;
-    return this.heldBy(announced);
+    if (!rival.creating) return { key: this.heldBy(rival.key) };
+    // Two pending creates of one key would each wait for the other: this one withdraws its own
+    // announcement, and the next pass the lock decides.
+    if (this.obj.metadata.labels?.[NATURAL_KEY_LABEL] !== undefined) await this.patchMeta({ labels: { [NATURAL_KEY_LABEL]: null } });
+    return rival;
   }
 
-  /** Another resource of the kind announcing `id` now (holder.ts announces), as the apiserver has them. */
-  private async announcedElsewhere(locks: HolderLocks, idField: string, id: string): Promise<ObjectKey | undefined> {
+  /** Another resource of the kind announcing `id` or the natural key `key` now (holder.ts rivalry), as the apiserver has them. */
+  private async announcedElsewhere(locks: HolderLocks, idField: string, id: string, key: string | undefined): Promise<Rival | undefined> {
     const now = this.now().getTime();
-    const other = (await locks.labelled(this.module.ref, id)).find(
-      (o) =>
-        o.metadata.uid !== this.obj.metadata.uid &&
-        o.metadata.annotations?.[ANNOTATION_PAUSED] !== "true" &&
-        !this.observesOnly(o.spec as Spec) &&
-        announces(o, idField, id, now),
-    );
-    return other ? keyOf(other) : undefined;
+    const rivals = (await locks.labelled(this.module.ref, id, key))
+      .filter(
+        (o) =>
+          o.metadata.uid !== this.obj.metadata.uid &&
+          o.metadata.annotations?.[ANNOTATION_PAUSED] !== "true" &&
+          !this.observesOnly(o.spec as Spec),
+      )
+      .map((o) => ({ key: keyOf(o), rivalry: rivalry(o, { idField, id, key }, now) }));
+    const holder = rivals.find((r) => r.rivalry === "holder");
+    if (holder) return { key: holder.key };
+    const creating = rivals.find((r) => r.rivalry === "creating");
+    return creating ? { key: creating.key, creating: true } : undefined;
+  }
+
+  /** The natural key the external object should have (guardCreate.naturalKey), for a kind that has one. */
+  private naturalKey(spec: Spec | undefined): string | undefined {
+    const key = this.module.guardCreate ? this.module.guardCreate.naturalKey : undefined;
+    return key && spec !== undefined ? key.of(spec, this.obj.metadata) : undefined;
   }
 
   /**
@@ -349,13 +381,17 @@ class Run<Spec, Status, Conn, External> {
    * write would record first anyway), then the lock read. An adopter that took the lock in the
    * moment between the service's answer and the announcement holds the object: this resource
    * records nothing of it and steps back, its create still pending (the next pass finds the object
-   * by its natural key and the claim rule keeps it with its holder).
+   * by its natural key and the claim rule keeps it with its holder). A kind with a natural key
+   * announced it with the mark, before the call: while that mark counts (KEY_CONFIRM_MS) every
+   * adopter steps back for it, and the status write records the id with no write or read more.
    */
-  private async announceCreated(id: unknown): Promise<ObjectKey | undefined> {
+  private async announceCreated(id: unknown, spec: Spec): Promise<ObjectKey | undefined> {
     const guard = this.module.guardCreate;
     const locks = this.deps.locks;
     if (!guard || !locks || typeof id !== "string" || id === "") return undefined;
-    await this.recordDurable();
+    const key = this.naturalKey(spec);
+    if (key !== undefined && keyConfirms(this.obj as KubeObject, guard.idField, key, this.now().getTime())) return undefined;
+    await this.recordDurable(true);
     const lock = await locks.state(this.module.ref, id, this.obj as KubeObject);
     if (lock.state !== "HeldBy") return undefined;
     await this.patchMeta({ annotations: { [ANNOTATION_EXTERNAL_ID]: null }, labels: { [EXTERNAL_ID_LABEL]: null } });
@@ -467,6 +503,10 @@ class Run<Spec, Status, Conn, External> {
       createPending:
         this.module.guardCreate !== false &&
         createState(annotations, this.kindStatus[this.module.guardCreate.idField], this.obj.metadata.uid) === "Started",
+      createCopied:
+        this.module.guardCreate !== false &&
+        this.module.guardCreate.naturalKey !== undefined &&
+        copiedCreate(annotations, this.kindStatus[this.module.guardCreate.idField], this.obj.metadata.uid),
       idFromMetadata: this.idFromMetadata,
       observeOnly: this.module.observeOnly?.(spec) ?? false,
       event: (type, reason, message) => this.deps.events.record(this.obj, type, reason, message),
@@ -491,7 +531,7 @@ class Run<Spec, Status, Conn, External> {
     const rival = await this.claim(observed, spec);
     if (rival) {
       this.forgetUnconfirmedId();
-      return this.fail(claimedBy(rival, this.module.ref.kind));
+      return this.fail(rival.creating ? creatingElsewhere(rival.key, this.module.ref.kind) : claimedBy(rival.key, this.module.ref.kind));
     }
     this.mergeStatus(observed.status);
     this.confirmId(observed);
@@ -515,8 +555,16 @@ class Run<Spec, Status, Conn, External> {
       c.event("Normal", "Created", "found the external object created before a restart; recorded it");
     } else if (c.idFromMetadata) {
       c.event("Normal", "ExternalIdFound", `found the external object ${ANNOTATION_EXTERNAL_ID} names; recorded it in status`);
+    } else if (c.createCopied) {
+      c.event(
+        "Normal",
+        "ExternalIdFound",
+        "found the external object its natural key names, created by the resource this one was restored from; recorded it in status",
+      );
     }
     if (!obs.upToDate && !c.observeOnly && this.module.update) {
+      // An update may change the natural key: the id goes into metadata first (holder.ts).
+      if (this.module.guardCreate && this.module.guardCreate.naturalKey) await this.recordDurable();
       const updated = await this.module.update(c, obs);
       this.mergeStatus(updated);
       c.event("Normal", "Updated", `updated ${obs.diff?.length ? obs.diff.join(", ") : "the external object"} to match the spec`);
@@ -559,24 +607,9 @@ class Run<Spec, Status, Conn, External> {
     if (!create) return done();
     const guard = this.module.guardCreate;
     const scope = guard && this.module.createScope ? await this.module.createScope(c) : undefined;
-    // Recorded before the call, in one patch with the finalizer, and only on the version of the
-    // object this pass read (a resourceVersion precondition: a stale read is a 409, never a
-    // second create). If keyward dies after the service accepted the create but before the id
-    // reached status, the next pass finds the object by its natural key.
+    const key = this.naturalKey(c.spec);
     const mark: MetadataChange = {
-      ...(guard
-        ? {
-            annotations: {
-              [ANNOTATION_CREATE_STARTED]: createStartedMark(this.now(), this.obj.metadata.uid, scope),
-              [LEGACY_CREATE_PENDING]: null,
-              [LEGACY_CREATE_SUCCEEDED]: null,
-              // An id of an external object that is gone: the create about to run replaces it.
-              [ANNOTATION_EXTERNAL_ID]: null,
-              ...this.scopeRecord(scope, addFinalizer),
-            },
-            labels: { [EXTERNAL_ID_LABEL]: null },
-          }
-        : {}),
+      ...(guard ? this.createStarted(scope, key, addFinalizer) : {}),
       ...(addFinalizer ? { finalizers: { add: FINALIZER } } : {}),
     };
     // The object read may be gone already: deleted before this pass added the finalizer (the
@@ -598,12 +631,15 @@ class Run<Spec, Status, Conn, External> {
       // spec change or the resync.
       const began = c.createPending ? "Started" : "NotStarted";
       if (guard && markAfterFailure(began, mayHaveLanded(err)) === "remove") {
-        await this.patchMeta({ annotations: { [ANNOTATION_CREATE_STARTED]: null } });
+        await this.patchMeta({
+          annotations: { [ANNOTATION_CREATE_STARTED]: null },
+          ...(key === undefined ? {} : { labels: { [NATURAL_KEY_LABEL]: null } }),
+        });
       }
       throw err;
     }
     this.mergeStatus(created.status);
-    const adopted = guard ? await this.announceCreated(created.status[guard.idField]) : undefined;
+    const adopted = guard ? await this.announceCreated(created.status[guard.idField], c.spec) : undefined;
     if (adopted) return this.fail(claimedBy(adopted, this.module.ref.kind));
     this.actionEvent = true;
     // Its status write records the id, which confirms the create: no write of its own.
@@ -616,6 +652,27 @@ class Run<Spec, Status, Conn, External> {
     return outcome;
   }
 
+  /**
+   * The create-started mark's change: recorded before the call, in one patch with the finalizer,
+   * and only on the version of the object this pass read (a resourceVersion precondition: a stale
+   * read is a 409, never a second create). If keyward dies after the service accepted the create
+   * but before the id reached status, the next pass finds the object by its natural key. The
+   * natural key's label rides in it: adopters step back for it (holder.ts).
+   */
+  private createStarted(scope: string | undefined, key: string | undefined, addFinalizer: boolean): MetadataChange {
+    return {
+      annotations: {
+        [ANNOTATION_CREATE_STARTED]: createStartedMark(this.now(), this.obj.metadata.uid, scope),
+        [LEGACY_CREATE_PENDING]: null,
+        [LEGACY_CREATE_SUCCEEDED]: null,
+        // An id of an external object that is gone: the create about to run replaces it.
+        [ANNOTATION_EXTERNAL_ID]: null,
+        ...this.scopeRecord(scope, addFinalizer),
+      },
+      labels: { [EXTERNAL_ID_LABEL]: null, ...(key === undefined ? {} : { [NATURAL_KEY_LABEL]: keyDigest(key) }) },
+    };
+  }
+
   private async finalize(spec: Spec): Promise<Outcome> {
     // Released without a word to the service when deletion does not call it: so deletionPolicy
     // Retain stays an escape hatch even when the ProviderConfig or its Secret is already gone.
@@ -626,9 +683,16 @@ class Run<Spec, Status, Conn, External> {
     const c = await this.context(spec);
     const obs = await this.module.observe(c);
     const rival = (await this.claim(obs, spec)) ?? (await this.lockedByAnother(obs, spec));
+    if (rival?.creating) {
+      // Another's create may be what committed, or this one's: letting go now, both could go and
+      // leave the object with neither (holder.ts). The deletion waits for that resource.
+      const pending = creatingElsewhere(rival.key, this.module.ref.kind);
+      await this.writeStatus({ ready: { type: "Ready", status: "False", reason: pending.reason, message: pending.message } });
+      return requeueAfter(CREATING_RETRY_MS);
+    }
     if (rival) {
       // Never this resource's (another holds it): released without a call.
-      c.event("Warning", "ExternalIdClaimed", `${claimedBy(rival, this.module.ref.kind).message}; released without deleting it`);
+      c.event("Warning", "ExternalIdClaimed", `${claimedBy(rival.key, this.module.ref.kind).message}; released without deleting it`);
       await this.patchMeta({ finalizers: { remove: FINALIZER } });
       return done();
     }
@@ -687,7 +751,7 @@ class Run<Spec, Status, Conn, External> {
    * both). A record without the label (an older keyward's) is not found by that read: the lock
    * decides then. Reads on deletion only.
    */
-  private async lockedByAnother(obs: Observation<Status, External>, spec: Spec): Promise<ObjectKey | undefined> {
+  private async lockedByAnother(obs: Observation<Status, External>, spec: Spec): Promise<Rival | undefined> {
     const guard = this.module.guardCreate;
     const id = guard && obs.exists ? obs.status[guard.idField] : undefined;
     if (!guard || !this.deps.locks || this.lockedId !== undefined || typeof id !== "string" || id === "" || this.observesOnly(spec)) {
@@ -696,10 +760,13 @@ class Run<Spec, Status, Conn, External> {
     const lock = await this.deps.locks.state(this.module.ref, id, this.obj as KubeObject);
     if (lock.state === "Held") this.lockedId = id;
     if (lock.state !== "HeldBy") return undefined;
-    // Only a record the adopter's fresh read finds (the digest label) makes it step back.
-    if (this.obj.metadata.labels?.[EXTERNAL_ID_LABEL] !== idDigest(id)) return lock.holder;
+    // Only a record the adopter's fresh read finds (a digest label: the id's, or the natural key's) makes it step back.
+    const labels = this.obj.metadata.labels ?? {};
+    const key = this.naturalKey(spec);
+    const found = labels[EXTERNAL_ID_LABEL] === idDigest(id) || (key !== undefined && labels[NATURAL_KEY_LABEL] === keyDigest(key));
+    if (!found) return { key: lock.holder };
     const holder = await getObject(this.deps.kube, this.module.ref, lock.holder);
-    return holder?.status?.[guard.idField] === id ? lock.holder : undefined;
+    return holder?.status?.[guard.idField] === id ? { key: lock.holder } : undefined;
   }
 
   /** The finalizer's last step: the id's lock, if this resource holds one, goes with it (any other goes on the delete event). */
@@ -775,12 +842,33 @@ class Run<Spec, Status, Conn, External> {
     })) as KubeObject<unknown, Partial<Status>>;
   }
 
-  /** The metadata that must outlive the cluster, and a new id's label: one patch, only when something differs. */
-  private async recordDurable(): Promise<void> {
+  /**
+   * The metadata that must outlive the cluster, and a new id's label: one patch, only when something
+   * differs. `announceId`: the id goes in whatever the natural key says (a creator whose mark no
+   * longer counts).
+   */
+  private async recordDurable(announceId = false): Promise<void> {
     const scope = this.module.scope ? this.kindStatus[this.module.scope.field] : undefined;
-    const annotations = { ...durableAnnotations(this.deps.durable, this.kindStatus), ...this.scopeRecord(scope, false) };
-    const labels = this.idLabel();
+    const recordsId = announceId || this.idInMetadata();
+    const durable = recordsId ? this.deps.durable : withoutId(this.deps.durable);
+    const annotations = { ...durableAnnotations(durable, this.kindStatus), ...this.scopeRecord(scope, false) };
+    const labels = recordsId ? this.idLabel() : undefined;
     if (Object.keys(annotations).length > 0 || labels) await this.patchMeta({ annotations, ...(labels ? { labels } : {}) });
+  }
+
+  /**
+   * Whether the id goes into metadata: always for a kind without a natural key; for one with, only
+   * when the key its create announced no longer names the object alone (holder.ts keyAnnounced):
+   * an adoption, a rename at the service or in the spec. Not judged without a spec (it did not
+   * parse): nothing is written then.
+   */
+  private idInMetadata(): boolean {
+    const guard = this.module.guardCreate;
+    if (!guard || !guard.naturalKey) return true;
+    const desired = this.naturalKey(this.spec);
+    if (desired === undefined) return false;
+    const observed = this.kindStatus[guard.naturalKey.field];
+    return !keyAnnounced(this.obj, typeof observed === "string" ? observed : undefined, desired);
   }
 
   /**
@@ -854,6 +942,31 @@ function lockReleaser(deps: ManagedDeps, ref: KindRef): (obj: KubeObject) => voi
       ),
     );
   };
+}
+
+/** Another resource of the kind found by the claim rule: its holder, or one whose create may be what committed. */
+interface Rival {
+  key: ObjectKey;
+  creating?: true;
+}
+
+/** How soon a resource waiting for another's pending create looks again: that create's status write follows its answer. */
+const CREATING_RETRY_MS = 5_000;
+
+function creatingElsewhere(rival: ObjectKey, kind: string): Classification {
+  const where = rival.namespace ? `${rival.namespace}/${rival.name}` : rival.name;
+  return {
+    reason: "CreatePending",
+    message: `${kind} ${where} is creating the external object with this natural key (its create's outcome is not recorded yet); this resource waits for it`,
+    retryable: true,
+    retryAfterMs: CREATING_RETRY_MS,
+  };
+}
+
+/** The durable fields without the guarded id's annotation (a natural key names the object). */
+function withoutId(fields: DurableFields): DurableFields {
+  const { [ANNOTATION_EXTERNAL_ID]: _id, ...rest } = fields;
+  return rest;
 }
 
 function claimedBy(holder: ObjectKey, kind: string): Classification {

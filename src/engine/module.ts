@@ -4,7 +4,7 @@
 import type { Logger } from "../log.ts";
 import type { Kube, KindRef } from "../kube/client.ts";
 import type { ReasonTable } from "./kind.ts";
-import type { KubeObject, ObjectKey } from "./types.ts";
+import type { KubeObject, ObjectKey, ObjectMeta } from "./types.ts";
 
 /**
  * The pass's context with a newer status (and, after a create, createPending false): built as a
@@ -26,6 +26,7 @@ export function derivedContext<Spec, Status, Conn>(
       return c.log;
     },
     createPending: fields.createPending ?? c.createPending,
+    createCopied: c.createCopied,
     idFromMetadata: c.idFromMetadata,
     observeOnly: c.observeOnly,
     event: c.event,
@@ -86,6 +87,14 @@ export interface ManagedContext<Spec, Status, Conn> {
   /** A create was recorded as pending and never confirmed: an object found by its natural key is ours. */
   createPending: boolean;
   /**
+   * A kind whose natural key names its external object (guardCreate.naturalKey): the object
+   * carries another object's create-started mark and no id, a copy (a backup restored) of one
+   * that created, or was creating, the object of its natural key. That object, found by the key,
+   * is this resource's to claim, as one named by keyward.dev/external-id would be (create-rule.ts
+   * copiedCreate); the claim rule still decides.
+   */
+  createCopied: boolean;
+  /**
    * The external id came from the keyward.dev/external-id annotation, not from this object's
    * status (a restore, an exported manifest, an id written by hand): observe must check that the
    * object it names matches the resource's natural key before treating it as its own, and throw
@@ -131,8 +140,11 @@ export interface ManagedModule<Spec, Status, Conn, External = unknown> {
   /**
    * The service assigns the id on create: a create-started mark must precede the call, and
    * `idField` is the status field the id goes into (its presence confirms the create).
+   * `naturalKey`: a key the service keeps unique that names the object and that a pass derives from
+   * the resource alone (a project's slug): the mark's write announces it (holder.ts), which spares
+   * the create the id's own announcement and the lock read.
    */
-  guardCreate: false | { idField: keyof Status & string };
+  guardCreate: false | { idField: keyof Status & string; naturalKey?: NaturalKey<Spec, Status> };
   /**
    * The kind takes the claim rule's lock on what is not an external id (ManagedContext.hold): its
    * deletions release locks as a guarded kind's do. A guarded kind takes them anyway.
@@ -175,6 +187,14 @@ export interface ManagedModule<Spec, Status, Conn, External = unknown> {
   observeOnly?: (spec: Spec) => boolean;
   /** The object is gone from Kubernetes: drop what the kind keeps per object (metric series, caches). */
   forget?: (key: ObjectKey) => void;
+}
+
+/** A natural key that names a kind's external object (guardCreate.naturalKey). */
+export interface NaturalKey<Spec, Status> {
+  /** The key the external object should have, from the spec and the resource's name. */
+  of(spec: Spec, meta: Pick<ObjectMeta, "name">): string;
+  /** The status field holding the key the external object has, as observed. */
+  field: keyof Status & string;
 }
 
 /** The kind takes the claim rule's locks: guarded (its adoptions) or declaring `holds`. */

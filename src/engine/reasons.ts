@@ -13,7 +13,7 @@ export const engineReasons = {
   ReconcilePaused: { means: "progress", argoCd: "Suspended", doc: "The keyward.dev/paused annotation stops reconciling." },
   ExternalIdFound: {
     means: "done",
-    doc: "keyward found the external object the keyward.dev/external-id annotation names (a restore, an exported manifest applied again) and recorded it in status.",
+    doc: "keyward found the external object the keyward.dev/external-id annotation names (a restore, an exported manifest applied again), or, for a Project restored from a backup, the project its slug names, and recorded it in status.",
   },
   ExternalIdMismatch: {
     means: "failed",
@@ -25,7 +25,7 @@ export const engineReasons = {
   },
   CreatePending: {
     means: "retrying",
-    doc: "A create's outcome is unknown: the service reports the object's natural key taken (keyward looks it up again and records it when it is this resource's own create, committed late), or, being deleted, a create may still land (the deletion looks again, and deletes what it finds, for a minute after the last attempt started, then lets the resource go).",
+    doc: "A create's outcome is unknown: the service reports the object's natural key taken (keyward looks it up again and records it when it is this resource's own create, committed late); being deleted, a create may still land (the deletion looks again, and deletes what it finds, for a minute after the last attempt started, then lets the resource go); or another resource is creating the object with the same natural key and this one waits for it.",
   },
   InvalidSpec: { means: "failed", doc: "The spec fails keyward's schema; the message names the fields." },
   NotFound: { means: "failed", doc: "The external object does not exist and keyward may not create it." },

@@ -9,7 +9,7 @@ import type { KindDescriptor } from "../engine/kind.ts";
 import type { ManagedModule } from "../engine/module.ts";
 import type { DurableField, DurableFields } from "../engine/meta.ts";
 import type { Metrics } from "../engine/metrics.ts";
-import type { KubeObject, Ownership, ReconcileFn } from "../engine/types.ts";
+import type { KubeObject, ObjectMeta, Ownership, ReconcileFn } from "../engine/types.ts";
 import type { ProviderResolver } from "./provider/resolver.ts";
 import type { MetadataKey } from "./common.ts";
 
@@ -93,6 +93,13 @@ export interface Kind extends KindDescriptor<KindDeps> {
    * id the service assigns on create, kept in metadata so a restore or an export finds the object.
    */
   externalId?: string;
+  /**
+   * With externalId: a key the service keeps unique that names the external object and derives
+   * from the resource alone (a project's slug). A create announces it with its create-started mark
+   * (src/engine/holder.ts), so keyward writes the id into metadata only when the key no longer tells
+   * the object (an adoption, a rename). `field`: the status field holding the key as observed.
+   */
+  naturalKey?: { of(spec: unknown, meta: Pick<ObjectMeta, "name">): string; field: string; name: string };
   /** Actions requested by annotation, by the plugin's verb. */
   actions?: Readonly<Record<string, ActionDescriptor>>;
   /** The other labels, annotations and finalizers keyward reads or writes for this kind. */
@@ -138,7 +145,20 @@ export function managedModuleOf<S, T, C, E>(kind: Kind, module: KindModule<S, T,
   return {
     ...module,
     ...(kind.reasons ? { reasons: kind.reasons } : {}),
-    guardCreate: idField === undefined ? false : { idField },
+    guardCreate:
+      idField === undefined
+        ? false
+        : {
+            idField,
+            ...(kind.naturalKey
+              ? {
+                  naturalKey: {
+                    of: (spec: S, meta) => kind.naturalKey?.of(spec, meta) ?? "",
+                    field: kind.naturalKey.field as keyof T & string,
+                  },
+                }
+              : {}),
+          },
     ...(Object.keys(durable).length > 0 ? { durable: durable as NonNullable<ManagedModule<S, T, C, E>["durable"]> } : {}),
     ...(scope?.scope !== undefined ? { scope: { annotation: scope.key, field: scope.scope as keyof T & string } } : {}),
   };

@@ -225,12 +225,13 @@ async function findProject(listing: SharedListing<Project>, c: Ctx): Promise<{ p
     if (byId) return { project: byId, adopted: false };
   }
   // While the resource is being deleted only what is known to be ours counts: a slug taken
-  // since by another team's project must never be adopted, then deleted.
-  if (deleting && !c.createPending) return undefined;
+  // since by another team's project must never be adopted, then deleted. A restored copy's
+  // project is the one its slug names (create-rule.ts copiedCreate), as it was for the original.
+  if (deleting && !c.createPending && !c.createCopied) return undefined;
   const slug = desiredSlug(c.spec, c.obj.metadata);
   const bySlug = await api.findProjectBySlug(slug);
   if (!bySlug) return undefined;
-  if (c.createPending || c.status.projectId === bySlug.id) return { project: bySlug, adopted: false };
+  if (c.createPending || c.createCopied || c.status.projectId === bySlug.id) return { project: bySlug, adopted: false };
   const policy = c.spec.creationPolicy ?? "Create";
   if (policy === "Create" && !c.observeOnly) throw alreadyExists(slug);
   return { project: bySlug, adopted: true };
@@ -511,6 +512,7 @@ export const kind: Kind = {
   wakesReferrers: { as: "project", watches: [dependentsWatch] },
   serviceIdFields: ["projectId"],
   externalId: "projectId",
+  naturalKey: { of: (spec, meta) => desiredSlug(spec as ProjectSpec, meta), field: "slug", name: "slug" },
   metadata: [pausedKey, finalizerKey("deletionPolicy is Delete")],
   controller: (d) => ({
     reconcile: d.managed(

@@ -6,6 +6,8 @@
 //   project the create was sent to, and the late commit deleted;
 // - two resources adopting one existing project at the same moment: exactly one holds it, and
 //   deleting the other deletes nothing;
+// - a resource adopting a project another is creating (its answer held) waits for the creator,
+//   which records it on the announcement of its slug alone;
 // - an id named in metadata alone (a paused resource that never confirmed it) holds nothing
 //   against a resource that can confirm it.
 // Counted from the emulator's call log, never from timing.
@@ -30,6 +32,7 @@ import {
   type TestEnv,
 } from "./support/keyward.ts";
 import type { KubeObject } from "../../src/engine/types.ts";
+import { keyDigest, NATURAL_KEY_LABEL } from "../../src/engine/holder.ts";
 
 const TOKEN = "kw-create-claim-token-5e81b2";
 const api = `${GROUP}/${VERSION}`;
@@ -344,6 +347,57 @@ describe("the claim rule", () => {
       await gone(holder.metadata.namespace ?? "", "projects", "twin");
       expect(ops("deleteProject", since).map((r) => r.path)).toEqual([`/api/v1/projects/${id}`]);
     }
+  });
+
+  it("has an adopter wait for a resource creating the same slug, which then holds it on its key's announcement alone", async () => {
+    // A's create commits at the service and its answer is held: meanwhile B, adopting by slug,
+    // finds the project. Only A's create-started write (its slug's digest label) can tell B.
+    const slug = "being-made";
+    await mergePatchCustom(kc, a.name, "providerconfigs", "default", { spec: { timeoutSeconds: 60 } });
+    const match = { method: "POST", pathPattern: "^/api/v2/workspace$" };
+    const since = emulator.requests().length;
+    emulator.setFaults({ match, latencyMs: HOLD_CAP_MS, latencyWhen: "after-handling" });
+    try {
+      await createCustom(kc, a.name, "projects", project("maker", { slug, deletionPolicy: "Delete" }));
+      await waitFor(() => Promise.resolve(emulator.heldRequests() > 0 ? true : undefined), {
+        timeoutMs: 30_000,
+        description: "A's create committed, its answer held",
+      });
+      await createCustom(kc, b.name, "projects", project("taker", { slug, creationPolicy: "CreateOrAdopt", deletionPolicy: "Delete" }));
+      const waiting = await waitForObject(kc, b.name, "projects", "taker", {
+        until: (o) => condition(o, "Synced")?.reason === "CreatePending",
+        timeoutMs: 30_000,
+        description: "B waiting for A",
+      });
+      expect(condition(waiting, "Synced")?.message).toContain(`${a.name}/maker is creating`);
+      expect(waiting.status?.["projectId"]).toBeUndefined();
+      expect(emulator.releaseHeld()).toBe(1);
+    } finally {
+      emulator.setFaults({});
+      await mergePatchCustom(kc, a.name, "providerconfigs", "default", { spec: { timeoutSeconds: 5 } });
+    }
+    const maker = await waitForObject(kc, a.name, "projects", "maker", { until: isReady, timeoutMs: 60_000, description: "A Ready" });
+    const id = String(maker.status?.["projectId"]);
+    // A recorded its answer in status alone: no id in metadata, its slug's announcement and mark in place.
+    expect(maker.metadata.annotations?.["keyward.dev/external-id"]).toBeUndefined();
+    expect(maker.metadata.labels?.["keyward.dev/external-id-digest"]).toBeUndefined();
+    expect(maker.metadata.labels?.[NATURAL_KEY_LABEL]).toBe(keyDigest(slug));
+    expect(maker.metadata.annotations?.["keyward.dev/create-started"]).toContain(maker.metadata.uid ?? "?");
+    const taker = await waitForObject(kc, b.name, "projects", "taker", {
+      until: (o) => condition(o, "Synced")?.reason === "ExternalIdClaimed",
+      timeoutMs: 60_000,
+      description: "B claimed by A",
+    });
+    expect(condition(taker, "Synced")?.message).toContain(`${a.name}/maker`);
+    expect(ops("createProject", since)).toHaveLength(1);
+    expect(ops("updateProject", since)).toHaveLength(0);
+
+    await deleteCustom(kc, b.name, "projects", "taker");
+    await gone(b.name, "projects", "taker");
+    expect(ops("deleteProject", since)).toHaveLength(0);
+    await deleteCustom(kc, a.name, "projects", "maker");
+    await gone(a.name, "projects", "maker");
+    expect(ops("deleteProject", since).map((r) => r.path)).toEqual([`/api/v1/projects/${id}`]);
   });
 
   it("counts no id named in metadata alone: a paused resource's annotation blocks no one", async () => {

@@ -14,7 +14,7 @@ import type { Emulator } from "../emulator/server.ts";
 import { connectionIds, loadDefaultSeed } from "../emulator/default-seed.ts";
 import { createTestNamespace, waitFor, type TestNamespace } from "../controlplane/testenv.ts";
 import { SHARD_LABEL } from "../../src/shard/plan.ts";
-import { ANNOTATION_EXTERNAL_ID } from "../../src/engine/holder.ts";
+import { ANNOTATION_EXTERNAL_ID, keyDigest, NATURAL_KEY_LABEL } from "../../src/engine/holder.ts";
 import type { KubeObject } from "../../src/engine/types.ts";
 import {
   condition,
@@ -128,7 +128,10 @@ describe("Projects naming one external project on two replicas", () => {
         description: "A's Project Ready on kw-a",
       });
       const projectId = String(held.status?.["projectId"]);
-      expect(held.metadata.annotations?.[ANNOTATION_EXTERNAL_ID]).toBe(projectId);
+      // Created by A: named by its slug's announcement, not by the id in metadata, so the claim view
+      // (external-id annotations) does not show it to kw-b; the fresh read after the lock does.
+      expect(held.metadata.annotations?.[ANNOTATION_EXTERNAL_ID]).toBeUndefined();
+      expect(held.metadata.labels?.[NATURAL_KEY_LABEL]).toBe(keyDigest(SLUG));
       // Creation timestamps have one-second resolution: team B's are clearly younger.
       await new Promise((r) => setTimeout(r, 1_100));
       const mark = emulator.requests().length;

@@ -7,6 +7,7 @@ import {
   LEGACY_CREATE_SUCCEEDED,
 } from "../../../src/engine/create-rule.ts";
 import {
+  copiedCreate,
   createScope,
   createState,
   duplicateAnswer,
@@ -45,6 +46,17 @@ describe("createUnconfirmed", () => {
     expect(createUnconfirmed({ [LEGACY_CREATE_PENDING]: at, [LEGACY_CREATE_SUCCEEDED]: at }, undefined)).toBe(false);
     expect(createUnconfirmed({ [LEGACY_CREATE_SUCCEEDED]: at }, undefined)).toBe(false);
     expect(createUnconfirmed({ [LEGACY_CREATE_PENDING]: at }, "p-1")).toBe(false);
+  });
+});
+
+describe("copiedCreate", () => {
+  it("is a mark of another UID on an object with no id: a copy of one that created, or was creating", () => {
+    const copied = { [ANNOTATION_CREATE_STARTED]: createStartedMark(new Date(at), "another-uid") };
+    expect(copiedCreate(copied, undefined, uid)).toBe(true);
+    expect(copiedCreate(copied, "p-1", uid), "an id recorded").toBe(false);
+    expect(copiedCreate({ [ANNOTATION_CREATE_STARTED]: mark }, undefined, uid), "its own mark").toBe(false);
+    expect(copiedCreate({ [ANNOTATION_CREATE_STARTED]: at }, undefined, uid), "a mark without a UID").toBe(false);
+    expect(copiedCreate({}, undefined, uid)).toBe(false);
   });
 });
 

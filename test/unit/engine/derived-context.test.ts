@@ -18,6 +18,7 @@ function passContext(): { c: ManagedContext<{ slug: string }, Status, string>; m
       return { made } as unknown as Logger;
     },
     createPending: true,
+    createCopied: false,
     idFromMetadata: false,
     observeOnly: false,
     event: () => undefined,

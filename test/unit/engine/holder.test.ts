@@ -1,19 +1,27 @@
 // The claim rule's pure parts (src/engine/holder.ts): the lock's states and what counts as
-// announcing an id. The protocol around them is driven by holder-model.test.ts.
+// announcing an id or a natural key. The protocol around them is driven by holder-model.test.ts.
 import { describe, expect, it } from "vitest";
 import {
   ANNOUNCEMENT_MS,
-  announces,
   EXTERNAL_ID_LABEL,
   holderIdentity,
   idDigest,
+  KEY_CONFIRM_MS,
+  keyAnnounced,
+  keyConfirms,
+  keyDigest,
   lockName,
   lockState,
+  NATURAL_KEY_LABEL,
+  rivalry,
 } from "../../../src/engine/holder.ts";
 import { createStartedMark } from "../../../src/engine/create-rule.ts";
 import type { KubeObject } from "../../../src/engine/types.ts";
 
-const obj = (uid: string, o: { status?: string; announced?: string; markUid?: string; markAt?: number } = {}): KubeObject => ({
+const obj = (
+  uid: string,
+  o: { status?: string; announced?: string; key?: string; markUid?: string; markAt?: number } = {},
+): KubeObject => ({
   apiVersion: "keyward.dev/v1alpha1",
   kind: "Project",
   metadata: {
@@ -24,7 +32,10 @@ const obj = (uid: string, o: { status?: string; announced?: string; markUid?: st
       ...(o.announced ? { "keyward.dev/external-id": o.announced } : {}),
       ...(o.markUid ? { "keyward.dev/create-started": createStartedMark(new Date(o.markAt ?? 0), o.markUid) } : {}),
     },
-    labels: o.announced ? { [EXTERNAL_ID_LABEL]: idDigest(o.announced) } : {},
+    labels: {
+      ...(o.announced ? { [EXTERNAL_ID_LABEL]: idDigest(o.announced) } : {}),
+      ...(o.key ? { [NATURAL_KEY_LABEL]: keyDigest(o.key) } : {}),
+    },
   },
   spec: {},
   ...(o.status ? { status: { projectId: o.status } } : {}),
@@ -46,19 +57,55 @@ describe("lockState", () => {
   });
 });
 
-describe("announces", () => {
+describe("rivalry", () => {
   const now = Date.parse("2026-11-29T00:00:00Z");
-  it("counts a status record, and a fresh announcement of a pending create of the object's own", () => {
-    expect(announces(obj("u-1", { status: "p-1" }), "projectId", "p-1", now)).toBe(true);
-    expect(announces(obj("u-1", { announced: "p-1", markUid: "u-1", markAt: now - 1000 }), "projectId", "p-1", now)).toBe(true);
+  const claim = { idField: "projectId", id: "p-1", key: "shop" };
+  it("a holder: a status record, or a fresh announcement of the id by a pending create of the object's own", () => {
+    expect(rivalry(obj("u-1", { status: "p-1" }), claim, now)).toBe("holder");
+    expect(rivalry(obj("u-1", { announced: "p-1", markUid: "u-1", markAt: now - 1000 }), claim, now)).toBe("holder");
   });
 
-  it("never an annotation alone, a copy's mark, a stale announcement, or another id", () => {
-    expect(announces(obj("u-1", { announced: "p-1" }), "projectId", "p-1", now)).toBe(false);
-    expect(announces(obj("u-1", { announced: "p-1", markUid: "u-copy", markAt: now - 1000 }), "projectId", "p-1", now)).toBe(false);
-    expect(announces(obj("u-1", { announced: "p-1", markUid: "u-1", markAt: now - ANNOUNCEMENT_MS - 1 }), "projectId", "p-1", now)).toBe(
-      false,
-    );
-    expect(announces(obj("u-1", { status: "p-2", announced: "p-2", markUid: "u-1", markAt: now }), "projectId", "p-1", now)).toBe(false);
+  it("creating: a fresh announcement of the natural key by a pending create of the object's own", () => {
+    expect(rivalry(obj("u-1", { key: "shop", markUid: "u-1", markAt: now - 1000 }), claim, now)).toBe("creating");
+    // Recording the id, it holds it; recording another (gone) id, it cannot be creating this one.
+    expect(rivalry(obj("u-1", { key: "shop", markUid: "u-1", markAt: now - 1000, status: "p-1" }), claim, now)).toBe("holder");
+    expect(rivalry(obj("u-1", { key: "shop", markUid: "u-1", markAt: now - 1000, status: "p-0" }), claim, now)).toBeUndefined();
+  });
+
+  it("never an annotation or a label alone, a copy's mark, a stale announcement, another id or key", () => {
+    expect(rivalry(obj("u-1", { announced: "p-1" }), claim, now)).toBeUndefined();
+    expect(rivalry(obj("u-1", { key: "shop" }), claim, now)).toBeUndefined();
+    expect(rivalry(obj("u-1", { announced: "p-1", markUid: "u-copy", markAt: now - 1000 }), claim, now)).toBeUndefined();
+    expect(rivalry(obj("u-1", { key: "shop", markUid: "u-copy", markAt: now - 1000 }), claim, now)).toBeUndefined();
+    expect(rivalry(obj("u-1", { announced: "p-1", markUid: "u-1", markAt: now - ANNOUNCEMENT_MS - 1 }), claim, now)).toBeUndefined();
+    expect(rivalry(obj("u-1", { key: "shop", markUid: "u-1", markAt: now - ANNOUNCEMENT_MS - 1 }), claim, now)).toBeUndefined();
+    expect(rivalry(obj("u-1", { status: "p-2", announced: "p-2", markUid: "u-1", markAt: now }), claim, now)).toBeUndefined();
+    expect(rivalry(obj("u-1", { key: "other", markUid: "u-1", markAt: now }), claim, now)).toBeUndefined();
+    // A kind without a natural key asks of the id alone.
+    expect(rivalry(obj("u-1", { key: "shop", markUid: "u-1", markAt: now }), { idField: "projectId", id: "p-1" }, now)).toBeUndefined();
+  });
+});
+
+describe("a create announced by its natural key", () => {
+  const now = Date.parse("2026-11-29T00:00:00Z");
+  it("confirms on the announcement alone while the mark is younger than KEY_CONFIRM_MS, with the label of the key", () => {
+    expect(keyConfirms(obj("u-1", { key: "shop", markUid: "u-1", markAt: now - 1000 }), "projectId", "shop", now)).toBe(true);
+    expect(keyConfirms(obj("u-1", { key: "shop", markUid: "u-1", markAt: now - KEY_CONFIRM_MS }), "projectId", "shop", now)).toBe(false);
+    expect(keyConfirms(obj("u-1", { key: "other", markUid: "u-1", markAt: now - 1000 }), "projectId", "shop", now)).toBe(false);
+    expect(keyConfirms(obj("u-1", { markUid: "u-1", markAt: now - 1000 }), "projectId", "shop", now)).toBe(false);
+    expect(KEY_CONFIRM_MS).toBeLessThan(ANNOUNCEMENT_MS);
+  });
+
+  it("names the object alone while the key announced is the one it has and the spec wants; else the id goes into metadata", () => {
+    const o = obj("u-1", { key: "shop" });
+    expect(keyAnnounced(o, "shop", "shop")).toBe(true);
+    expect(keyAnnounced(o, "shop", "shop-2"), "a rename in the spec").toBe(false);
+    expect(keyAnnounced(o, "renamed", "shop"), "a rename at the service").toBe(false);
+    expect(keyAnnounced(obj("u-1"), "shop", "shop"), "adopted: no key announced").toBe(false);
+  });
+
+  it("digests a key apart from an id of the same text", () => {
+    expect(keyDigest("shop")).toMatch(/^[0-9a-f]{40}$/);
+    expect(keyDigest("shop")).not.toBe(idDigest("shop"));
   });
 });

@@ -181,6 +181,7 @@ describe("the export's manifest of an object", () => {
           "shard.keyward.dev/drain": "keyward-1",
           "x.keyward.dev/y": "z",
           "keyward.dev/external-id-digest": "0f1e",
+          "keyward.dev/natural-key-digest": "2a3b",
         },
         annotations: {
           "kubectl.kubernetes.io/last-applied-configuration": "{}",

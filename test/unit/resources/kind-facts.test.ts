@@ -42,7 +42,11 @@ describe("each fact of a kind, declared once on its Kind record", () => {
 
   it("gives the engine's module the create guard on the external id, and the durable fields, of the Kind", () => {
     const project = managedModuleOf(byName("Project"), bare);
-    expect(project.guardCreate).toEqual({ idField: "projectId" });
+    expect(project.guardCreate).toMatchObject({ idField: "projectId", naturalKey: { field: "slug" } });
+    // The slug is the natural key its creates announce: the one a create is sent with.
+    const key = project.guardCreate ? project.guardCreate.naturalKey : undefined;
+    expect(key?.of({ slug: "shop-eu" }, { name: "shop" })).toBe("shop-eu");
+    expect(key?.of({}, { name: "payments-api" })).toBe("payments-api");
     const sync = managedModuleOf(byName("SecretSync"), bare);
     expect(sync.guardCreate).toEqual({ idField: "syncId" });
     expect(sync.durable).toEqual({
