@@ -329,13 +329,6 @@ class Run<Spec, Status, Conn, External> {
     const locks = this.deps.locks;
     if (!locks) return undefined;
     const key = this.naturalKey(spec);
-    if (key !== undefined) {
-      // A holder named by its key's label alone is in no cache of another replica's objects (the
-      // claim view shows keyward.dev/external-id): read fresh first, and a holder found is waited
-      // for without taking its lock (which would hold back a third resource in its name meanwhile).
-      const holder = await this.announcedElsewhere(locks, guard.idField, id, key);
-      if (holder && !holder.creating) return { key: this.heldBy(holder.key) };
-    }
     const lock = await locks.acquire(this.module.ref, id, this.obj as KubeObject);
     if (!lock.held) return { key: this.heldBy(lock.holder) };
     this.lockedId = this.lockTaken = id;
@@ -860,11 +853,13 @@ class Run<Spec, Status, Conn, External> {
    * Whether the id goes into metadata: always for a kind without a natural key; for one with, only
    * when the key its create announced no longer names the object alone (holder.ts keyAnnounced):
    * an adoption, a rename at the service or in the spec. Not judged without a spec (it did not
-   * parse): nothing is written then.
+   * parse): nothing is written then. With sharding, always: another replica sees a holder only in
+   * its claim view, which shows keyward.dev/external-id and not status (claims.ts), and a
+   * project renamed at the service would otherwise hide its holder from an adopter there.
    */
   private idInMetadata(): boolean {
     const guard = this.module.guardCreate;
-    if (!guard || !guard.naturalKey) return true;
+    if (!guard || !guard.naturalKey || this.deps.claims) return true;
     const desired = this.naturalKey(this.spec);
     if (desired === undefined) return false;
     const observed = this.kindStatus[guard.naturalKey.field];
