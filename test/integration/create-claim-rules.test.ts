@@ -32,7 +32,7 @@ import {
   type TestEnv,
 } from "./support/keyward.ts";
 import type { KubeObject } from "../../src/engine/types.ts";
-import { keyDigest, NATURAL_KEY_LABEL } from "../../src/engine/holder.ts";
+import { idDigest, keyDigest, NATURAL_KEY_LABEL } from "../../src/engine/holder.ts";
 
 const TOKEN = "kw-create-claim-token-5e81b2";
 const api = `${GROUP}/${VERSION}`;
@@ -398,6 +398,27 @@ describe("the claim rule", () => {
     await deleteCustom(kc, a.name, "projects", "maker");
     await gone(a.name, "projects", "maker");
     expect(ops("deleteProject", since).map((r) => r.path)).toEqual([`/api/v1/projects/${id}`]);
+  });
+
+  it("writes the id into metadata once the slug no longer names the project: a slug changed in the spec", async () => {
+    await createCustom(kc, a.name, "projects", project("renamed", { slug: "before-rename" }));
+    const created = await waitForObject(kc, a.name, "projects", "renamed", { until: isReady, timeoutMs: 60_000, description: "Ready" });
+    const id = String(created.status?.["projectId"]);
+    expect(created.metadata.annotations?.["keyward.dev/external-id"]).toBeUndefined();
+    expect(created.metadata.labels?.[NATURAL_KEY_LABEL]).toBe(keyDigest("before-rename"));
+    const since = emulator.requests().length;
+    await mergePatchCustom(kc, a.name, "projects", "renamed", { spec: { slug: "after-rename" } });
+    const renamed = await waitForObject(kc, a.name, "projects", "renamed", {
+      until: (o) => o.status?.["slug"] === "after-rename" && isReady(o),
+      timeoutMs: 60_000,
+      description: "renamed at the service",
+    });
+    // An adopter of the new slug could not find this holder by the old slug's label: the id is
+    // announced instead, as for a kind without a natural key.
+    expect(renamed.metadata.annotations?.["keyward.dev/external-id"]).toBe(id);
+    expect(renamed.metadata.labels?.["keyward.dev/external-id-digest"]).toBe(idDigest(id));
+    expect(ops("updateProject", since)).toHaveLength(1);
+    expect(renamed.status?.["projectId"]).toBe(id);
   });
 
   it("counts no id named in metadata alone: a paused resource's annotation blocks no one", async () => {
