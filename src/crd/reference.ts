@@ -143,9 +143,14 @@ function registryKeys(k: Kind): MetadataKey[] {
         key: ANNOTATION_EXTERNAL_ID,
         what: "annotation",
         by: "keyward",
-        doc: key
-          ? `A copy of status.${k.externalId}, written when the ${key.name} alone no longer names the external object (adopted, or its ${key.name} changed) and always with sharding: an object restored or applied again without status finds the same external object instead of creating another. A ${k.ref.kind} keyward created is found again by its ${key.name} and its ${ANNOTATION_CREATE_STARTED} mark. Set by hand on an object without status, it names an existing external object to take over, which must match the spec (else Synced=False ExternalIdMismatch).`
-          : `A copy of status.${k.externalId}, kept in metadata because backups and exports drop status: an object restored or applied again without status finds the same external object instead of creating another. Set by hand on an object without status, it names an existing external object to take over, which must match the spec (else Synced=False ExternalIdMismatch).`,
+        doc: [
+          key
+            ? `A copy of status.${k.externalId}, written when the ${key.name} alone no longer names the external object (adopted, or its ${key.name} changed) and always with sharding:`
+            : `A copy of status.${k.externalId}, kept in metadata because backups and exports drop status:`,
+          "an object restored or applied again without status finds the same external object instead of creating another.",
+          ...(key ? [`A ${k.ref.kind} keyward created is found again by its ${key.name} and its ${ANNOTATION_CREATE_STARTED} mark.`] : []),
+          "Set by hand on an object without status, it names an existing external object to take over, which must match the spec (else Synced=False ExternalIdMismatch).",
+        ].join(" "),
       },
       ...(key
         ? [

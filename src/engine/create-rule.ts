@@ -71,11 +71,14 @@ export function createScope(annotations: Readonly<Record<string, string>>, uid: 
 
 const hasId = (id: unknown): boolean => id !== undefined && id !== null && id !== "";
 
+/** The UID the create-started mark names (createStartedMark), if there is a mark. */
+const markUid = (annotations: Readonly<Record<string, string>>): string | undefined =>
+  annotations[ANNOTATION_CREATE_STARTED]?.split(" ")[1];
+
 /** The state of an object's create: its annotations, the id it records, its UID. */
 export function createState(annotations: Readonly<Record<string, string>>, id: unknown, uid: string | undefined): CreateState {
   if (hasId(id)) return "Confirmed";
-  const mark = annotations[ANNOTATION_CREATE_STARTED];
-  const ours = mark !== undefined && uid !== undefined && mark.split(" ")[1] === uid;
+  const ours = uid !== undefined && markUid(annotations) === uid;
   const started = ours || annotations[LEGACY_CREATE_PENDING] !== undefined;
   return started && annotations[LEGACY_CREATE_SUCCEEDED] === undefined ? "Started" : "NotStarted";
 }
@@ -87,8 +90,8 @@ export function createState(annotations: Readonly<Record<string, string>>, id: u
  * names its object (holder.ts), that object is its to claim, as an id in metadata would be.
  */
 export function copiedCreate(annotations: Readonly<Record<string, string>>, id: unknown, uid: string | undefined): boolean {
-  const markUid = annotations[ANNOTATION_CREATE_STARTED]?.split(" ")[1];
-  return !hasId(id) && uid !== undefined && markUid !== undefined && markUid !== uid;
+  const marked = markUid(annotations);
+  return !hasId(id) && uid !== undefined && marked !== undefined && marked !== uid;
 }
 
 /** A create was started and not confirmed (Started): an object found by the natural key is this resource's. */

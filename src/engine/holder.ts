@@ -105,11 +105,33 @@ function startedWithin(o: KubeObject, id: unknown, now: number, windowMs: number
 }
 
 /**
+ * `o` announced the natural key `key` (its label) with a create-started mark of its own written
+ * less than `windowMs` before `now`, and records no id (one gone at the service is cleared before
+ * a create).
+ */
+function announcesKey(o: KubeObject, idField: string, key: string, now: number, windowMs: number): boolean {
+  return o.metadata.labels?.[NATURAL_KEY_LABEL] === keyDigest(key) && startedWithin(o, o.status?.[idField], now, windowMs);
+}
+
+/**
  * A creator that announced `key` (its label) with a mark that still lets it record its answer on
  * that announcement alone (KEY_CONFIRM_MS).
  */
 export function keyConfirms(o: KubeObject, idField: string, key: string, now: number): boolean {
-  return o.metadata.labels?.[NATURAL_KEY_LABEL] === keyDigest(key) && startedWithin(o, o.status?.[idField], now, KEY_CONFIRM_MS);
+  return announcesKey(o, idField, key, now, KEY_CONFIRM_MS);
+}
+
+/**
+ * The labels, and their values, by which the claim rule's fresh read finds the resources announcing
+ * `id` (or, a kind with one, the natural key `key`): HolderLocks.labelled lists by them.
+ */
+export function claimLabels(id: string, key: string | undefined): [label: string, value: string][] {
+  return [[EXTERNAL_ID_LABEL, idDigest(id)], ...(key === undefined ? [] : [[NATURAL_KEY_LABEL, keyDigest(key)] as [string, string]])];
+}
+
+/** Whether `o` carries one of claimLabels(id, key): the claim rule's fresh read finds it. */
+export function foundByClaimLabels(o: Pick<KubeObject, "metadata">, id: string, key: string | undefined): boolean {
+  return claimLabels(id, key).some(([label, value]) => o.metadata.labels?.[label] === value);
 }
 
 /**
@@ -125,9 +147,7 @@ export function rivalry(o: KubeObject, claim: { idField: string; id: string; key
   const labels = o.metadata.labels ?? {};
   const announcedId = o.metadata.annotations?.[ANNOTATION_EXTERNAL_ID] === id && labels[EXTERNAL_ID_LABEL] === idDigest(id);
   if (announcedId && startedWithin(o, undefined, now, ANNOUNCEMENT_MS)) return "holder";
-  // A resource recording another id (one gone at the service) clears it before it creates.
-  const announcedKey = key !== undefined && labels[NATURAL_KEY_LABEL] === keyDigest(key);
-  if (announcedKey && startedWithin(o, o.status?.[idField], now, ANNOUNCEMENT_MS)) return "creating";
+  if (key !== undefined && announcesKey(o, idField, key, now, ANNOUNCEMENT_MS)) return "creating";
   return undefined;
 }
 
@@ -356,7 +376,7 @@ export function holderLocks(kube: Kube, namespace: string, watched: readonly str
     },
     state: async (ref, id, self) => stateOf(ref, await store.read(lockName(ref, id)), self),
     async labelled(ref, id, key) {
-      const selectors = [`${EXTERNAL_ID_LABEL}=${idDigest(id)}`, ...(key === undefined ? [] : [`${NATURAL_KEY_LABEL}=${keyDigest(key)}`])];
+      const selectors = claimLabels(id, key).map(([label, value]) => `${label}=${value}`);
       const lists = await Promise.all(
         selectors.flatMap((labelSelector) => scopes.map((ns) => listAll(kube, resourcePath(ref, ns), { labelSelector }))),
       );

@@ -23,6 +23,7 @@ import {
   claimHolder,
   EXTERNAL_ID_LABEL,
   externalIdHolder,
+  foundByClaimLabels,
   idDigest,
   keyAnnounced,
   keyConfirms,
@@ -753,11 +754,8 @@ class Run<Spec, Status, Conn, External> {
     const lock = await this.deps.locks.state(this.module.ref, id, this.obj as KubeObject);
     if (lock.state === "Held") this.lockedId = id;
     if (lock.state !== "HeldBy") return undefined;
-    // Only a record the adopter's fresh read finds (a digest label: the id's, or the natural key's) makes it step back.
-    const labels = this.obj.metadata.labels ?? {};
-    const key = this.naturalKey(spec);
-    const found = labels[EXTERNAL_ID_LABEL] === idDigest(id) || (key !== undefined && labels[NATURAL_KEY_LABEL] === keyDigest(key));
-    if (!found) return { key: lock.holder };
+    // Only a record the adopter's fresh read finds (holder.ts claimLabels) makes it step back.
+    if (!foundByClaimLabels(this.obj, id, this.naturalKey(spec))) return { key: lock.holder };
     const holder = await getObject(this.deps.kube, this.module.ref, lock.holder);
     return holder?.status?.[guard.idField] === id ? { key: lock.holder } : undefined;
   }

@@ -99,7 +99,7 @@ export interface Kind extends KindDescriptor<KindDeps> {
    * (src/engine/holder.ts), so keyward writes the id into metadata only when the key no longer tells
    * the object (an adoption, a rename). `field`: the status field holding the key as observed.
    */
-  naturalKey?: { of(spec: unknown, meta: Pick<ObjectMeta, "name">): string; field: string; name: string };
+  naturalKey?: { of: (spec: unknown, meta: Pick<ObjectMeta, "name">) => string; field: string; name: string };
   /** Actions requested by annotation, by the plugin's verb. */
   actions?: Readonly<Record<string, ActionDescriptor>>;
   /** The other labels, annotations and finalizers keyward reads or writes for this kind. */
@@ -142,23 +142,12 @@ export function managedModuleOf<S, T, C, E>(kind: Kind, module: KindModule<S, T,
   const idField = kind.externalId as (keyof T & string) | undefined;
   const durable = kindDurableFields(kind);
   const scope = kind.metadata?.find((m) => m.scope !== undefined);
+  const key = kind.naturalKey;
   return {
     ...module,
     ...(kind.reasons ? { reasons: kind.reasons } : {}),
     guardCreate:
-      idField === undefined
-        ? false
-        : {
-            idField,
-            ...(kind.naturalKey
-              ? {
-                  naturalKey: {
-                    of: (spec: S, meta) => kind.naturalKey?.of(spec, meta) ?? "",
-                    field: kind.naturalKey.field as keyof T & string,
-                  },
-                }
-              : {}),
-          },
+      idField === undefined ? false : { idField, ...(key ? { naturalKey: { of: key.of, field: key.field as keyof T & string } } : {}) },
     ...(Object.keys(durable).length > 0 ? { durable: durable as NonNullable<ManagedModule<S, T, C, E>["durable"]> } : {}),
     ...(scope?.scope !== undefined ? { scope: { annotation: scope.key, field: scope.scope as keyof T & string } } : {}),
   };

@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import {
   ANNOUNCEMENT_MS,
   EXTERNAL_ID_LABEL,
+  foundByClaimLabels,
   holderIdentity,
   idDigest,
   KEY_CONFIRM_MS,
@@ -102,6 +103,13 @@ describe("a create announced by its natural key", () => {
     expect(keyAnnounced(o, "shop", "shop-2"), "a rename in the spec").toBe(false);
     expect(keyAnnounced(o, "renamed", "shop"), "a rename at the service").toBe(false);
     expect(keyAnnounced(obj("u-1"), "shop", "shop"), "adopted: no key announced").toBe(false);
+  });
+
+  it("is found by the fresh read by either label: the id's, or (a kind with one) the natural key's", () => {
+    expect(foundByClaimLabels(obj("u-1", { announced: "p-1" }), "p-1", undefined)).toBe(true);
+    expect(foundByClaimLabels(obj("u-1", { key: "shop" }), "p-1", "shop")).toBe(true);
+    expect(foundByClaimLabels(obj("u-1", { key: "shop" }), "p-1", undefined), "no key asked of").toBe(false);
+    expect(foundByClaimLabels(obj("u-1", { key: "other", announced: "p-2" }), "p-1", "shop")).toBe(false);
   });
 
   it("digests a key apart from an id of the same text", () => {
