@@ -407,10 +407,27 @@ function columnPath(jsonPath: string, edits: readonly Edit[]): string {
   return path;
 }
 
+/**
+ * The fields of a kind's v1alpha1 that lists may select on: the status field recording the external
+ * id, by which the claim rule's fresh read finds a holder wherever it is reconciled
+ * (src/engine/holder.ts claimFieldSelector).
+ */
+export function selectableFields(kind: Kind): { jsonPath: string }[] {
+  return kind.externalId === undefined ? [] : [{ jsonPath: `.status.${kind.externalId}` }];
+}
+
+/** A kind's v1alpha1 as served: its generated version with its selectable fields. */
+function v1alpha1Version(kind: Kind): CustomResourceDefinitionVersion {
+  const [alpha] = crdFromSources(kind.crd).spec.versions;
+  if (!alpha) throw new Error(`${kind.ref.kind}: no generated version`);
+  const fields = selectableFields(kind);
+  return fields.length > 0 ? { ...alpha, selectableFields: fields } : alpha;
+}
+
 /** The v1beta1 version of a kind's CRD: not storage (v1alpha1 stays that in this release). */
 export function v1beta1Version(kind: Kind): CustomResourceDefinitionVersion {
-  const [alpha] = crdFromSources(kind.crd).spec.versions;
-  const columns: PrinterColumn[] | undefined = alpha?.additionalPrinterColumns?.map((c) => ({
+  const alpha = v1alpha1Version(kind);
+  const columns: PrinterColumn[] | undefined = alpha.additionalPrinterColumns?.map((c) => ({
     ...c,
     jsonPath: columnPath(c.jsonPath, kind.conversion.edits),
   }));
@@ -421,6 +438,9 @@ export function v1beta1Version(kind: Kind): CustomResourceDefinitionVersion {
     schema: { openAPIV3Schema: v1beta1Schema(kind) },
     subresources: { status: {} },
     ...(columns ? { additionalPrinterColumns: columns } : {}),
+    ...(alpha.selectableFields
+      ? { selectableFields: alpha.selectableFields.map((f) => ({ jsonPath: columnPath(f.jsonPath, kind.conversion.edits) })) }
+      : {}),
   };
 }
 
@@ -437,7 +457,8 @@ export const WEBHOOK_SERVICE = { namespace: "keyward-system", name: "keyward-web
  * cert-manager's CA injector).
  */
 export function servedCrd(kind: Kind, clientConfig: WebhookClientConfig = { service: { ...WEBHOOK_SERVICE } }): CustomResourceDefinition {
-  const crd = crdFromSources(kind.crd);
+  const generated = crdFromSources(kind.crd);
+  const crd = { ...generated, spec: { ...generated.spec, versions: [v1alpha1Version(kind)] } };
   if (kind.conversion.from === kind.conversion.to) return crd;
   return {
     ...crd,

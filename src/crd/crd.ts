@@ -17,6 +17,8 @@ export interface CustomResourceDefinitionVersion {
   schema: { openAPIV3Schema: JSONSchemaProps };
   subresources: { status: Record<string, never> };
   additionalPrinterColumns?: PrinterColumn[];
+  /** Fields a list or watch may select on (`--field-selector`), besides metadata.name and metadata.namespace. */
+  selectableFields?: { jsonPath: string }[];
 }
 
 // A type alias (not an interface) so it is also a Record<string, unknown>.

@@ -145,7 +145,7 @@ function registryKeys(k: Kind): MetadataKey[] {
         by: "keyward",
         doc: [
           key
-            ? `A copy of status.${k.externalId}, written when the ${key.name} alone no longer names the external object (adopted, or its ${key.name} changed) and always with sharding:`
+            ? `A copy of status.${k.externalId}, written when the ${key.name} alone no longer names the external object (adopted, or its ${key.name} changed):`
             : `A copy of status.${k.externalId}, kept in metadata because backups and exports drop status:`,
           "an object restored or applied again without status finds the same external object instead of creating another.",
           ...(key ? [`A ${k.ref.kind} keyward created is found again by its ${key.name} and its ${ANNOTATION_CREATE_STARTED} mark.`] : []),
@@ -242,6 +242,16 @@ function kindSection(k: Kind, versionName: string): string[] {
   );
   const schema = version.schema.openAPIV3Schema;
   lines.push("### Printer columns", "", ...columnsTable(version.additionalPrinterColumns ?? []));
+  const selectable = version.selectableFields ?? [];
+  if (selectable.length > 0) {
+    const field = selectable[0]?.jsonPath.slice(1) ?? "";
+    lines.push(
+      "### Selectable fields",
+      "",
+      `Besides ${mdCode("metadata.name")} and ${mdCode("metadata.namespace")}, lists and watches select on: ${selectable.map((f) => mdCode(f.jsonPath.slice(1))).join(", ")}. Which resource records an external id: ${mdCode(`kubectl get ${crd.spec.names.plural}.${version.name}.${crd.spec.group} -A --field-selector ${field}=<id>`)}.`,
+      "",
+    );
+  }
   for (const part of ["spec", "status"] as const) {
     const node = schema.properties?.[part];
     lines.push(`### ${part}`, "");

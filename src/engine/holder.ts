@@ -17,8 +17,9 @@
 // - an adopter (any id but its own create's answer) takes a Lease per (kind, id) in keyward's own
 //   namespace, created atomically (the apiserver answers 409 to the second), taken over from a gone
 //   holder only at the version read (a 409 again if two try); then it lists, fresh from the
-//   apiserver, the resources announcing the id (the external-id-digest label) and steps back if one
-//   does: a creator that announced first;
+//   apiserver, the resources recording the id (its status field, one of the CRD's selectableFields)
+//   or announcing it (the external-id-digest label), and steps back if one does: a creator that
+//   announced first, or a holder this replica does not cache (sharding);
 // - a creator announces its new id (the label and keyward.dev/external-id, in the write that would
 //   record it anyway) before it acts, then reads the lock: an adopter that took it in the moment
 //   between the service's answer and the announcement holds the object, and the creator steps back.
@@ -123,15 +124,31 @@ export function keyConfirms(o: KubeObject, idField: string, key: string, now: nu
 
 /**
  * The labels, and their values, by which the claim rule's fresh read finds the resources announcing
- * `id` (or, a kind with one, the natural key `key`): HolderLocks.labelled lists by them.
+ * `id` (or, a kind with one, the natural key `key`): HolderLocks.claimants lists by them, and by
+ * the status field that records the id (claimFieldSelector).
  */
 export function claimLabels(id: string, key: string | undefined): [label: string, value: string][] {
   return [[EXTERNAL_ID_LABEL, idDigest(id)], ...(key === undefined ? [] : [[NATURAL_KEY_LABEL, keyDigest(key)] as [string, string]])];
 }
 
-/** Whether `o` carries one of claimLabels(id, key): the claim rule's fresh read finds it. */
-export function foundByClaimLabels(o: Pick<KubeObject, "metadata">, id: string, key: string | undefined): boolean {
-  return claimLabels(id, key).some(([label, value]) => o.metadata.labels?.[label] === value);
+/**
+ * The field selector listing the resources whose status records `id` (`status.<idField>`, one of
+ * the kind's CRD selectableFields: src/crd). It finds a holder wherever it is reconciled, by the
+ * record itself: a replica's cache holds only its share, and a holder created under its natural
+ * key carries no id in metadata.
+ */
+export function claimFieldSelector(idField: string, id: string): string {
+  // The apiserver's field selector syntax: `\`, `,` and `=` in a value are escaped with `\`.
+  return `status.${idField}=${id.replace(/[\\,=]/g, (c) => `\\${c}`)}`;
+}
+
+/** Whether the claim rule's fresh read for `id` (or the natural key `key`) finds `o`: by its status record or one of claimLabels. */
+export function foundByClaimRead(
+  o: Pick<KubeObject, "metadata" | "status">,
+  claim: { idField: string; id: string; key?: string | undefined },
+): boolean {
+  if (o.status?.[claim.idField] === claim.id) return true;
+  return claimLabels(claim.id, claim.key).some(([label, value]) => o.metadata.labels?.[label] === value);
 }
 
 /**
@@ -267,10 +284,11 @@ export interface HolderLocks {
   /** Deletes every lock of the served kinds whose holder is gone (staleLocks). Returns how many. */
   sweep(kinds: readonly KindRef[]): Promise<number>;
   /**
-   * The resources of the kind labelled with `id`'s digest, or with the natural key `key`'s, fresh
-   * from the apiserver (every watched namespace).
+   * The resources of the kind the claim rule's fresh read finds for `id` (foundByClaimRead): those
+   * whose status records it, or labelled with its digest or the natural key `key`'s, fresh from the
+   * apiserver (every watched namespace).
    */
-  labelled(ref: KindRef, id: string, key?: string): Promise<KubeObject[]>;
+  claimants(ref: KindRef, claim: { idField: string; id: string; key?: string | undefined }): Promise<KubeObject[]>;
 }
 
 interface Lease {
@@ -375,12 +393,13 @@ export function holderLocks(kube: Kube, namespace: string, watched: readonly str
       return { held: true };
     },
     state: async (ref, id, self) => stateOf(ref, await store.read(lockName(ref, id)), self),
-    async labelled(ref, id, key) {
-      const selectors = claimLabels(id, key).map(([label, value]) => `${label}=${value}`);
-      const lists = await Promise.all(
-        selectors.flatMap((labelSelector) => scopes.map((ns) => listAll(kube, resourcePath(ref, ns), { labelSelector }))),
-      );
-      // One resource may carry both labels: listed once.
+    async claimants(ref, { idField, id, key }) {
+      const selectors = [
+        ...claimLabels(id, key).map(([label, value]) => ({ labelSelector: `${label}=${value}` })),
+        { fieldSelector: claimFieldSelector(idField, id) },
+      ];
+      const lists = await Promise.all(selectors.flatMap((selector) => scopes.map((ns) => listAll(kube, resourcePath(ref, ns), selector))));
+      // One resource may be found by more than one selector: listed once.
       const seen = new Set<string>();
       return lists.flatMap((l) => l.items).filter((o) => !seen.has(o.metadata.uid ?? "") && seen.add(o.metadata.uid ?? ""));
     },

@@ -23,7 +23,7 @@ import {
   claimHolder,
   EXTERNAL_ID_LABEL,
   externalIdHolder,
-  foundByClaimLabels,
+  foundByClaimRead,
   idDigest,
   keyAnnounced,
   keyConfirms,
@@ -350,7 +350,7 @@ class Run<Spec, Status, Conn, External> {
   /** Another resource of the kind announcing `id` or the natural key `key` now (holder.ts rivalry), as the apiserver has them. */
   private async announcedElsewhere(locks: HolderLocks, idField: string, id: string, key: string | undefined): Promise<Rival | undefined> {
     const now = this.now().getTime();
-    const rivals = (await locks.labelled(this.module.ref, id, key))
+    const rivals = (await locks.claimants(this.module.ref, { idField, id, key }))
       .filter(
         (o) =>
           o.metadata.uid !== this.obj.metadata.uid &&
@@ -513,7 +513,7 @@ class Run<Spec, Status, Conn, External> {
         this.requestedRequeueMs = Math.min(ms, this.requestedRequeueMs ?? ms);
       },
       hold: (id) => this.holdLock(id),
-      recording: (ref, id) => this.deps.locks?.labelled(ref, id) ?? Promise.resolve([]),
+      recording: (ref, idField, id) => this.deps.locks?.claimants(ref, { idField, id }) ?? Promise.resolve([]),
     };
   }
 
@@ -740,10 +740,10 @@ class Run<Spec, Status, Conn, External> {
    * Being deleted, a resource that records the id still deletes nothing while the id's lock names
    * another live resource that records it too (two records left by a keyward before the lock): the
    * lock decides. A holder that does not record it is an adopter between its lock and its read of
-   * the announcements: it steps back on this resource's record (its status, found by the digest
-   * label), which stays until the deletion, so the deletion goes on (else the object would outlive
-   * both). A record without the label (an older keyward's) is not found by that read: the lock
-   * decides then. Reads on deletion only.
+   * the announcements: it steps back on this resource's record (its status, which that read lists
+   * by), which stays until the deletion, so the deletion goes on (else the object would outlive
+   * both). An id this resource names but does not record, and announces by no label, is not found
+   * by that read: the lock decides then. Reads on deletion only.
    */
   private async lockedByAnother(obs: Observation<Status, External>, spec: Spec): Promise<Rival | undefined> {
     const guard = this.module.guardCreate;
@@ -754,8 +754,8 @@ class Run<Spec, Status, Conn, External> {
     const lock = await this.deps.locks.state(this.module.ref, id, this.obj as KubeObject);
     if (lock.state === "Held") this.lockedId = id;
     if (lock.state !== "HeldBy") return undefined;
-    // Only a record the adopter's fresh read finds (holder.ts claimLabels) makes it step back.
-    if (!foundByClaimLabels(this.obj, id, this.naturalKey(spec))) return { key: lock.holder };
+    // Only a record the adopter's fresh read finds (holder.ts foundByClaimRead) makes it step back.
+    if (!foundByClaimRead(this.obj, { idField: guard.idField, id, key: this.naturalKey(spec) })) return { key: lock.holder };
     const holder = await getObject(this.deps.kube, this.module.ref, lock.holder);
     return holder?.status?.[guard.idField] === id ? { key: lock.holder } : undefined;
   }
@@ -851,13 +851,13 @@ class Run<Spec, Status, Conn, External> {
    * Whether the id goes into metadata: always for a kind without a natural key; for one with, only
    * when the key its create announced no longer names the object alone (holder.ts keyAnnounced):
    * an adoption, a rename at the service or in the spec. Not judged without a spec (it did not
-   * parse): nothing is written then. With sharding, always: another replica sees a holder only in
-   * its claim view, which shows keyward.dev/external-id and not status (claims.ts), and a
-   * project renamed at the service would otherwise hide its holder from an adopter there.
+   * parse): nothing is written then. A holder whose key no longer names its object is still found
+   * by the claim rule's fresh read, by its status record (holder.ts claimFieldSelector), on every
+   * replica.
    */
   private idInMetadata(): boolean {
     const guard = this.module.guardCreate;
-    if (!guard || !guard.naturalKey || this.deps.claims) return true;
+    if (!guard || !guard.naturalKey) return true;
     const desired = this.naturalKey(this.spec);
     if (desired === undefined) return false;
     const observed = this.kindStatus[guard.naturalKey.field];

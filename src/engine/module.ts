@@ -119,10 +119,11 @@ export interface ManagedContext<Spec, Status, Conn> {
    */
   hold: (id: string) => Promise<ObjectKey | undefined>;
   /**
-   * The resources of `ref` that record the external id `id` (the claim rule's label, holder.ts)
-   * in every watched namespace, fresh from the apiserver; none without the claim rule's locks.
+   * The resources of `ref` that record the external id `id` in their status field `idField`, or
+   * announce it (the claim rule's fresh read, holder.ts claimants), in every watched namespace,
+   * fresh from the apiserver; none without the claim rule's locks.
    */
-  recording: (ref: KindRef, id: string) => Promise<KubeObject[]>;
+  recording: (ref: KindRef, idField: string, id: string) => Promise<KubeObject[]>;
 }
 
 export interface ManagedModule<Spec, Status, Conn, External = unknown> {

@@ -28,6 +28,7 @@ export async function listAll(
   path: string,
   opts: {
     labelSelector?: string;
+    fieldSelector?: string;
     pageSize?: number;
     signal?: AbortSignal;
     metadataOnly?: boolean;
@@ -41,7 +42,7 @@ export async function listAll(
   do {
     const page = await kubeJson<ListPage>(kube.access, {
       path,
-      query: { limit: opts.pageSize ?? 500, continue: token, labelSelector: opts.labelSelector },
+      query: { limit: opts.pageSize ?? 500, continue: token, labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector },
       ...(opts.metadataOnly ? { accept: METADATA_LIST_ACCEPT } : {}),
       ...(opts.signal ? { signal: opts.signal } : {}),
     });

@@ -77,7 +77,7 @@ export async function projectIdForCleanup(c: CleanupContext): Promise<string | u
 export async function recordedProject(c: CleanupContext): Promise<string | undefined> {
   const recorded = projectRecordedIn(c.obj);
   if (recorded === undefined) return undefined;
-  const others = (await c.recording(projectRef, recorded)).filter(
+  const others = (await c.recording(projectRef, "projectId", recorded)).filter(
     (p) =>
       p.metadata.namespace !== c.key.namespace &&
       ((p.status as { projectId?: string } | undefined)?.projectId === recorded ||

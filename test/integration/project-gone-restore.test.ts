@@ -239,3 +239,41 @@ it("does not act on another namespace's project that a membership's metadata nam
   expect(await bobRoles(seedIds.demoProject)).toEqual(before);
   await stop();
 });
+
+it("does not act on another namespace's project that it created, named by a membership's metadata", async () => {
+  if (!other) throw new Error("no second namespace");
+  await start();
+  // Team B's Project creates its project: its slug and create-started mark name it in metadata, and
+  // its status records the id (no keyward.dev/external-id: the claim rule finds it by that record).
+  await createCustom(kc, other.name, "projects", {
+    apiVersion: api,
+    kind: "Project",
+    metadata: { name: "theirs-created" },
+    spec: { slug: "theirs-created" },
+  });
+  const theirs = await waitForObject(kc, other.name, "projects", "theirs-created", {
+    until: isReady,
+    timeoutMs: 60_000,
+    description: "B's created Project",
+  });
+  const projectId = String(theirs.status?.["projectId"]);
+  expect(theirs.metadata.annotations?.["keyward.dev/external-id"]).toBeUndefined();
+  // Bob is a member there, added at the service by hand: no resource manages (or locks) his roles.
+  emulator.addMember({ projectId, username: seedIds.bob, roles: [{ role: "member" }] });
+  expect(await bobRoles(projectId)).toEqual(["member"]);
+
+  const since = emulator.requests().length;
+  const forged = membership("forged-created", "gone") as KubeObject;
+  forged.metadata = { ...forged.metadata, annotations: { "keyward.dev/project-id": projectId }, finalizers: ["keyward.dev/finalizer"] };
+  await createCustom(kc, ns.name, "projectmemberships", forged);
+  await deleteCustom(kc, ns.name, "projectmemberships", "forged-created");
+  await waitFor(gone(ns.name, "projectmemberships", "forged-created"), { timeoutMs: 60_000, description: "forged membership released" });
+  const membershipCalls = emulator
+    .requests()
+    .slice(since)
+    .filter((r) => r.method !== "GET" && r.operation.toLowerCase().includes("membership"));
+  expect(membershipCalls.map((r) => r.operation)).toEqual([]);
+  expect(await bobRoles(projectId)).toEqual(["member"]);
+  await stop();
+  await lose(other.name, "projects", "theirs-created");
+});

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CoordinationV1Api, V1MicroTime, type KubeConfig } from "@kubernetes/client-node";
 import type { Emulator } from "../emulator/server.ts";
 import { connectionIds, loadDefaultSeed } from "../emulator/default-seed.ts";
-import { createTestNamespace, waitFor, type TestNamespace } from "../controlplane/testenv.ts";
+import { createTestNamespace, kubectlStdout, waitFor, type TestNamespace } from "../controlplane/testenv.ts";
 import { SHARD_LABEL } from "../../src/shard/plan.ts";
 import { ANNOTATION_EXTERNAL_ID, keyDigest, NATURAL_KEY_LABEL } from "../../src/engine/holder.ts";
 import type { KubeObject } from "../../src/engine/types.ts";
@@ -128,9 +128,9 @@ describe("Projects naming one external project on two replicas", () => {
         description: "A's Project Ready on kw-a",
       });
       const projectId = String(held.status?.["projectId"]);
-      // With sharding the id goes into metadata too, where the other replica's claim view sees it;
-      // the slug's label, written with the create-started mark, covers the moment before.
-      expect(held.metadata.annotations?.[ANNOTATION_EXTERNAL_ID]).toBe(projectId);
+      // A created project is named in metadata by its slug's label and the create-started mark, not
+      // its id: the other replica's claim view does not show it, the adopters' fresh read does.
+      expect(held.metadata.annotations?.[ANNOTATION_EXTERNAL_ID]).toBeUndefined();
       expect(held.metadata.labels?.[NATURAL_KEY_LABEL]).toBe(keyDigest(SLUG));
       // Creation timestamps have one-second resolution: team B's are clearly younger.
       await new Promise((r) => setTimeout(r, 1_100));
@@ -183,6 +183,67 @@ describe("Projects naming one external project on two replicas", () => {
       expect(calls("createProject")).toBe(1);
       expect(calls("deleteProject")).toBe(0);
       expect(writes(mark).map((w) => w.split(" ")[0])).toEqual(["updateProject"]);
+    },
+  );
+
+  it(
+    "finds a holder on the other replica by its status when its project was renamed at the service, which its slug no longer names",
+    { timeout: 180_000 },
+    async () => {
+      const [a, b] = teams;
+      if (!a || !b) throw new Error("no namespaces");
+      const [ownerA, ownerB] = MEMBERS;
+      const created = "renamed-shard-claims";
+      const renamed = "renamed-shard-claims-b";
+      await createCustom(kc, a.name, "projects", project("renamed", ownerA, { slug: created }));
+      const held = await waitForObject(kc, a.name, "projects", "renamed", {
+        until: isReady,
+        timeoutMs: 60_000,
+        description: "A's Project Ready on kw-a",
+      });
+      const projectId = String(held.status?.["projectId"]);
+      expect(held.metadata.annotations?.[ANNOTATION_EXTERNAL_ID]).toBeUndefined();
+      // Renamed at the service by hand: A's slug label names the old slug, its metadata no id, and A
+      // is not woken (its resync is 10 minutes).
+      const res = await fetch(`${emulator.url}/api/v1/projects/${projectId}`, {
+        method: "PATCH",
+        headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+        body: JSON.stringify({ slug: renamed }),
+      });
+      expect(res.status).toBe(200);
+      // What the API reference tells a user to run to find the resource that records an id.
+      const listed = await kubectlStdout([
+        "get",
+        "projects.v1alpha1.keyward.dev",
+        "-A",
+        "--field-selector",
+        `status.projectId=${projectId}`,
+        "-o",
+        'jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name}{"\\n"}{end}',
+      ]);
+      expect(listed.trim().split("\n")).toEqual([`${a.name}/renamed`]);
+      await new Promise((r) => setTimeout(r, 1_100));
+      const mark = emulator.requests().length;
+
+      // B, on the other replica, adopts the new slug: it finds A by A's status, after the lock.
+      await createCustom(
+        kc,
+        b.name,
+        "projects",
+        project("renamed", ownerB, { slug: renamed, creationPolicy: "Adopt", description: "taken" }),
+      );
+      const claimed = await synced(b.name, "renamed");
+      console.info(`B's Project: Synced ${condition(claimed, "Synced")?.reason ?? ""}; service writes: ${JSON.stringify(writes(mark))}`);
+      expect(condition(claimed, "Synced")?.reason).toBe("ExternalIdClaimed");
+      expect(condition(claimed, "Synced")?.message).toContain(`${a.name}/renamed`);
+      expect(claimed.status?.["projectId"]).toBeUndefined();
+      expect(writes(mark)).toEqual([]);
+      await deleteCustom(kc, b.name, "projects", "renamed");
+      await waitFor(async () => ((await getCustom(kc, b.name, "projects", "renamed")) === undefined ? true : undefined), {
+        timeoutMs: 60_000,
+        description: "B's Project released",
+      });
+      expect(writes(mark)).toEqual([]);
     },
   );
 

@@ -31,6 +31,7 @@ import { createState, duplicateAnswer, markAfterFailure, type CreateState } from
 import {
   EXTERNAL_ID_LABEL,
   externalIdHolder,
+  foundByClaimRead,
   holderIdentity,
   idDigest,
   keyDigest,
@@ -217,7 +218,9 @@ function* claim(w: World, r: Res, id: string, pass: Pass): Generator<void, "ours
   yield;
   const now = clock(w);
   const key = w.rules.announce === "key" ? SLUG : undefined;
-  const rivals = w.res.filter((x) => x.i !== r.i && !x.gone).map((x) => rivalry(obj(x), { idField: "projectId", id, key }, now));
+  const claimed = { idField: "projectId", id, key };
+  // What the apiserver lists by the claim read's selectors (holder.ts claimants), nothing else.
+  const rivals = w.res.filter((x) => x.i !== r.i && !x.gone && foundByClaimRead(obj(x), claimed)).map((x) => rivalry(obj(x), claimed, now));
   const rival = rivals.includes("holder") ? "holder" : rivals.includes("creating") ? "creating" : undefined;
   if (!rival) return "ours";
   releaseOwn(w, id, r);

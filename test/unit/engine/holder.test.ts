@@ -4,7 +4,8 @@ import { describe, expect, it } from "vitest";
 import {
   ANNOUNCEMENT_MS,
   EXTERNAL_ID_LABEL,
-  foundByClaimLabels,
+  claimFieldSelector,
+  foundByClaimRead,
   holderIdentity,
   idDigest,
   KEY_CONFIRM_MS,
@@ -105,11 +106,20 @@ describe("a create announced by its natural key", () => {
     expect(keyAnnounced(obj("u-1"), "shop", "shop"), "adopted: no key announced").toBe(false);
   });
 
-  it("is found by the fresh read by either label: the id's, or (a kind with one) the natural key's", () => {
-    expect(foundByClaimLabels(obj("u-1", { announced: "p-1" }), "p-1", undefined)).toBe(true);
-    expect(foundByClaimLabels(obj("u-1", { key: "shop" }), "p-1", "shop")).toBe(true);
-    expect(foundByClaimLabels(obj("u-1", { key: "shop" }), "p-1", undefined), "no key asked of").toBe(false);
-    expect(foundByClaimLabels(obj("u-1", { key: "other", announced: "p-2" }), "p-1", "shop")).toBe(false);
+  it("is found by the fresh read by its status record or either label: the id's, or (a kind with one) the natural key's", () => {
+    const found = (o: KubeObject, id: string, key: string | undefined): boolean => foundByClaimRead(o, { idField: "projectId", id, key });
+    expect(found(obj("u-1", { announced: "p-1" }), "p-1", undefined)).toBe(true);
+    expect(found(obj("u-1", { key: "shop" }), "p-1", "shop")).toBe(true);
+    expect(found(obj("u-1", { key: "shop" }), "p-1", undefined), "no key asked of").toBe(false);
+    expect(found(obj("u-1", { key: "other", announced: "p-2" }), "p-1", "shop")).toBe(false);
+    // A holder created under a key since renamed: its labels name nothing of p-1, its record does.
+    expect(found(obj("u-1", { key: "other", status: "p-1" }), "p-1", "shop")).toBe(true);
+    expect(found(obj("u-1", { status: "p-2" }), "p-1", "shop")).toBe(false);
+  });
+
+  it("selects the status record by a field selector, its value escaped as the apiserver parses it", () => {
+    expect(claimFieldSelector("projectId", "p-1")).toBe("status.projectId=p-1");
+    expect(claimFieldSelector("syncId", String.raw`a,b=c\d`)).toBe(String.raw`status.syncId=a\,b\=c\\d`);
   });
 
   it("digests a key apart from an id of the same text", () => {
