@@ -63,6 +63,11 @@ export interface OperatorOptions {
   holderNamespace?: string;
   /** How often the claim rule's locks whose resources are gone are swept (holder.ts); default 10 minutes. */
   lockSweepIntervalMs?: number;
+  /**
+   * The clock the engine dates create-started marks by and judges their age with; default the
+   * system's. Tests move it to reach windows of minutes (holder.ts KEY_CONFIRM_MS).
+   */
+  clock?: () => Date;
   /** The namespaces whose AccessTokens are served (--access-token-namespaces); empty or absent: every watched namespace. */
   accessTokenNamespaces?: readonly string[];
   /** The largest service response body read (--max-response-bytes); default the client's 16 MiB. */
@@ -99,7 +104,7 @@ export function createOperator(opts: OperatorOptions): Operator {
   const { providers, cluster } = providerPlumbing(plumbingOptions(opts), { kube, log, events, metrics });
   const { shard } = opts;
   const locks = holderLocks(direct, opts.holderNamespace ?? "default", opts.namespaces);
-  const managed = managedFactory({ kube, events, log, metrics, informers, claims, shard, locks });
+  const managed = managedFactory({ kube, events, log, metrics, informers, claims, shard, locks, clock: opts.clock });
   const deps: Omit<KindDeps, "managed"> = {
     kube,
     events,
@@ -188,6 +193,7 @@ function managedFactory(d: {
   claims: ClaimViews | undefined;
   shard: Shard | undefined;
   locks: HolderLocks;
+  clock: (() => Date) | undefined;
 }): ManagedFactory {
   return (module, peers) => {
     const claimed = module.guardCreate ? d.claims?.of(module.ref) : undefined;
@@ -201,6 +207,7 @@ function managedFactory(d: {
       ...(d.shard ? { ownership: d.shard } : {}),
       ...(claimed ? { claims: claimed } : {}),
       locks: d.locks,
+      ...(d.clock ? { now: d.clock } : {}),
     });
   };
 }

@@ -8,7 +8,7 @@ import { ANNOTATION_CREATE_STARTED, LEGACY_CREATE_PENDING, LEGACY_CREATE_SUCCEED
 import { ANNOTATION_EXTERNAL_ID, NATURAL_KEY_LABEL } from "../engine/holder.ts";
 import { DRAIN_LABEL, SHARD_LABEL } from "../shard/plan.ts";
 import type { Kind, MetadataKey } from "../resources/kind.ts";
-import type { JSONSchemaProps } from "./crd.ts";
+import type { CustomResourceDefinition, CustomResourceDefinitionVersion, JSONSchemaProps } from "./crd.ts";
 import { servedCrd, v1beta1Prose } from "./conversion-schema.ts";
 
 export const apiReferenceFile = "docs/reference/api.md";
@@ -222,6 +222,20 @@ function columnsTable(columns: readonly { name: string; type: string; jsonPath: 
   ];
 }
 
+/** The fields a version's lists select on besides name and namespace (its CRD's selectableFields), with the line that finds a holder. */
+function selectableSection(crd: CustomResourceDefinition, version: CustomResourceDefinitionVersion): string[] {
+  const fields = (version.selectableFields ?? []).map((f) => f.jsonPath.slice(1));
+  const [first] = fields;
+  if (first === undefined) return [];
+  const find = `kubectl get ${crd.spec.names.plural}.${version.name}.${crd.spec.group} -A --field-selector ${first}=<id>`;
+  return [
+    "### Selectable fields",
+    "",
+    `Besides ${mdCode("metadata.name")} and ${mdCode("metadata.namespace")}, lists and watches select on: ${fields.map(mdCode).join(", ")}. Which resource records an external id: ${mdCode(find)}.`,
+    "",
+  ];
+}
+
 function kindSection(k: Kind, versionName: string): string[] {
   const crd = servedCrd(k);
   const version = crd.spec.versions.find((v) => v.name === versionName);
@@ -242,16 +256,7 @@ function kindSection(k: Kind, versionName: string): string[] {
   );
   const schema = version.schema.openAPIV3Schema;
   lines.push("### Printer columns", "", ...columnsTable(version.additionalPrinterColumns ?? []));
-  const selectable = version.selectableFields ?? [];
-  if (selectable.length > 0) {
-    const field = selectable[0]?.jsonPath.slice(1) ?? "";
-    lines.push(
-      "### Selectable fields",
-      "",
-      `Besides ${mdCode("metadata.name")} and ${mdCode("metadata.namespace")}, lists and watches select on: ${selectable.map((f) => mdCode(f.jsonPath.slice(1))).join(", ")}. Which resource records an external id: ${mdCode(`kubectl get ${crd.spec.names.plural}.${version.name}.${crd.spec.group} -A --field-selector ${field}=<id>`)}.`,
-      "",
-    );
-  }
+  lines.push(...selectableSection(crd, version));
   for (const part of ["spec", "status"] as const) {
     const node = schema.properties?.[part];
     lines.push(`### ${part}`, "");

@@ -279,10 +279,13 @@ export interface HolderLocks {
   state(ref: KindRef, id: string, self: KubeObject): Promise<LockState>;
   /** Lets go of the lock on `id` when `self` holds it (a claim stepping back, its finalizer, a pass finding it deleted). */
   release(ref: KindRef, id: string, self: KubeObject): Promise<void>;
-  /** Lets go of every lock naming `gone` (its UID), once the apiserver confirms it gone: the delete event's step. Returns how many. */
-  releaseGone(ref: KindRef, gone: KubeObject): Promise<number>;
-  /** Deletes every lock of the served kinds whose holder is gone (staleLocks). Returns how many. */
-  sweep(kinds: readonly KindRef[]): Promise<number>;
+  /**
+   * Lets go of every lock naming one of `gone` (their UIDs), each once the apiserver confirms its
+   * resource gone: the delete events' step, one list for them all. Returns how many.
+   */
+  releaseGone(ref: KindRef, gone: readonly KubeObject[]): Promise<number>;
+  /** Deletes every lock of the served kinds whose holder is gone (staleLocks). Returns how many; `signal` stops it between requests. */
+  sweep(kinds: readonly KindRef[], signal?: AbortSignal): Promise<number>;
   /**
    * The resources of the kind the claim rule's fresh read finds for `id` (foundByClaimRead): those
    * whose status records it, or labelled with its digest or the natural key `key`'s, fresh from the
@@ -341,10 +344,14 @@ function leaseStore(kube: Kube, namespace: string) {
         path: path(lease.metadata.name),
         body: { apiVersion: "coordination.k8s.io/v1", kind: "Lease", ...lease },
       }),
-    list: async (labelSelector: string): Promise<Lease[]> => (await listAll(kube, path(), { labelSelector })).items,
-    async removeAll(leases: readonly Lease[]): Promise<number> {
+    list: async (labelSelector: string, signal?: AbortSignal): Promise<Lease[]> =>
+      (await listAll(kube, path(), { labelSelector, ...(signal ? { signal } : {}) })).items,
+    async removeAll(leases: readonly Lease[], signal?: AbortSignal): Promise<number> {
       let removed = 0;
-      for (const l of leases) if (await remove(l)) removed++;
+      for (const l of leases) {
+        signal?.throwIfAborted();
+        if (await remove(l)) removed++;
+      }
       return removed;
     },
   };
@@ -407,17 +414,22 @@ export function holderLocks(kube: Kube, namespace: string, watched: readonly str
       const lease = await store.read(lockName(ref, id));
       if (lease?.spec?.holderIdentity === holderIdentity(self)) await store.removeAll([lease]);
     },
-    async releaseGone(ref, obj) {
-      const uid = obj.metadata.uid;
-      if (!uid) return 0;
-      const held = await store.list(`${HOLDS_LABEL}=${ref.kind.toLowerCase()},${HOLDER_UID_LABEL}=${uid}`);
-      const named = held.filter((l) => l.spec?.holderIdentity === holderIdentity(obj));
-      if (named.length === 0) return 0;
-      // The delete event may be the resource leaving this replica's share, not the apiserver.
-      if ((await getObject(kube, ref, keyOf(obj)))?.metadata.uid === uid) return 0;
-      return store.removeAll(named);
+    async releaseGone(ref, gone) {
+      const withUid = gone.filter((o) => o.metadata.uid);
+      if (withUid.length === 0) return 0;
+      const uids = [...new Set(withUid.map((o) => o.metadata.uid))].join(",");
+      const held = await store.list(`${HOLDS_LABEL}=${ref.kind.toLowerCase()},${HOLDER_UID_LABEL} in (${uids})`);
+      let removed = 0;
+      for (const obj of withUid) {
+        const named = held.filter((l) => l.spec?.holderIdentity === holderIdentity(obj));
+        if (named.length === 0) continue;
+        // The delete event may be the resource leaving this replica's share, not the apiserver.
+        if ((await getObject(kube, ref, keyOf(obj)))?.metadata.uid === obj.metadata.uid) continue;
+        removed += await store.removeAll(named);
+      }
+      return removed;
     },
-    sweep: (served) => sweepStale(kube, store, scopes, served),
+    sweep: (served, signal) => sweepStale(kube, store, scopes, served, signal),
   };
 }
 
@@ -427,8 +439,9 @@ async function sweepStale(
   store: ReturnType<typeof leaseStore>,
   scopes: readonly (string | undefined)[],
   served: readonly KindRef[],
+  signal: AbortSignal | undefined,
 ): Promise<number> {
-  const leases = await store.list(HOLDS_LABEL);
+  const leases = await store.list(HOLDS_LABEL, signal);
   const covered = (ns: string): boolean => scopes.includes(undefined) || scopes.includes(ns);
   let swept = 0;
   // One kind's failure (a list refused, a continue token expired) leaves the others swept.
@@ -442,11 +455,20 @@ async function sweepStale(
     try {
       const live = new Set<string>();
       for (const ns of scopes) {
-        const listed = await listAll(kube, resourcePath(ref, ns), { metadataOnly: true, pageSize: 1000, transform: uidOnly });
+        const listed = await listAll(kube, resourcePath(ref, ns), {
+          metadataOnly: true,
+          pageSize: 1000,
+          transform: uidOnly,
+          ...(signal ? { signal } : {}),
+        });
         for (const o of listed.items) if (o.metadata.uid) live.add(o.metadata.uid);
       }
-      swept += await store.removeAll(staleLocks(locks, live, covered).map((l) => l.lease));
+      swept += await store.removeAll(
+        staleLocks(locks, live, covered).map((l) => l.lease),
+        signal,
+      );
     } catch (err) {
+      if (signal?.aborted) throw err;
       failures.push(err);
     }
   }
@@ -467,6 +489,42 @@ function conflict(): Error {
 }
 
 /**
+ * A resource's delete event: the locks naming it go (releaseGone), whether or not a finalizer of
+ * keyward's ran. Behind the events, in batches of the deletions seen meanwhile (a namespace deleted
+ * at once is many: one list per batch, not per resource): a failure is logged and the sweep takes
+ * what is left.
+ */
+export function releaseOnDelete(locks: HolderLocks, ref: KindRef, log: Logger): (gone: KubeObject) => void {
+  const pending: KubeObject[] = [];
+  let draining = false;
+  const drain = async (): Promise<void> => {
+    while (pending.length > 0) {
+      const batch = pending.splice(0, RELEASE_BATCH);
+      try {
+        const released = await locks.releaseGone(ref, batch);
+        if (released > 0) log.info({ kind: ref.kind, deleted: batch.length, released }, "released the holder locks of deleted resources");
+      } catch (err) {
+        log.warn(
+          { kind: ref.kind, deleted: batch.length, err: errorSummary(err) },
+          "could not release the holder locks of deleted resources; the sweep will",
+        );
+      }
+    }
+    // In the same turn as the last check: a deletion seen after it starts a drain of its own.
+    draining = false;
+  };
+  return (gone) => {
+    pending.push(gone);
+    if (draining) return;
+    draining = true;
+    void drain();
+  };
+}
+
+/** The most deleted resources one list of their locks names (a label selector of their UIDs: about 4 KB). */
+export const RELEASE_BATCH = 100;
+
+/**
  * The sweep's schedule: once as keyward starts (what went while it was away), then every
  * `intervalMs`, while `leads` (with sharding, the leader alone sweeps). A failed sweep is logged and
  * the next one tries again.
@@ -479,19 +537,21 @@ export function sweepLocksEvery(o: {
   log: Logger;
 }): { stop(): void } {
   let timer: NodeJS.Timeout | undefined;
-  let stopped = false;
+  // A sweep under way when keyward stops sends nothing more (a leader stepping down sweeps no longer).
+  const stopping = new AbortController();
   // Not leading yet: looked at again soon, so a new leader sweeps without waiting a whole interval.
   const notLeading = Math.min(o.intervalMs, 15_000);
   const tick = async (): Promise<number> => {
     if (!o.leads()) return notLeading;
-    const swept = await o.locks.sweep(o.kinds);
+    const swept = await o.locks.sweep(o.kinds, stopping.signal);
     if (swept > 0) o.log.info({ swept }, "deleted holder locks whose resources are gone");
     return o.intervalMs;
   };
   const arm = (delayMs: number): void => {
-    if (stopped) return;
+    if (stopping.signal.aborted) return;
     timer = setTimeout(() => {
       void tick().then(arm, (err: unknown) => {
+        if (stopping.signal.aborted) return;
         o.log.warn({ err: errorSummary(err) }, "could not sweep the holder locks; trying again later");
         arm(o.intervalMs);
       });
@@ -501,7 +561,7 @@ export function sweepLocksEvery(o: {
   arm(0);
   return {
     stop() {
-      stopped = true;
+      stopping.abort();
       clearTimeout(timer);
     },
   };

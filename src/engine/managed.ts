@@ -29,6 +29,7 @@ import {
   keyConfirms,
   keyDigest,
   NATURAL_KEY_LABEL,
+  releaseOnDelete,
   rivalry,
   type HolderLocks,
 } from "./holder.ts";
@@ -141,7 +142,7 @@ export function managedReconciler<Spec, Status, Conn, External>(
   };
   const written = createWrittenObjects();
   const ready = readyGauge(deps.metrics);
-  const releaseLocks = takesLocks(module) ? lockReleaser(deps, module.ref) : () => undefined;
+  const releaseLocks = takesLocks(module) && deps.locks ? releaseOnDelete(deps.locks, module.ref, deps.log) : () => undefined;
   deps.cache?.subscribe((type, obj) => {
     if (type !== "delete") return written.seen(obj);
     written.forget(obj.metadata);
@@ -912,29 +913,6 @@ class Run<Spec, Status, Conn, External> {
   private now(): Date {
     return this.deps.now?.() ?? new Date();
   }
-}
-
-/**
- * A resource's delete event: the locks naming it go (holder.ts releaseGone), whether or not a
- * finalizer of keyward's ran. One at a time, behind the events (a namespace deleted at once is
- * many): a failure is logged and the sweep takes what is left.
- */
-function lockReleaser(deps: ManagedDeps, ref: KindRef): (obj: KubeObject) => void {
-  let tail = Promise.resolve();
-  return (obj) => {
-    const locks = deps.locks;
-    if (!locks) return;
-    const where = { kind: ref.kind, namespace: obj.metadata.namespace, name: obj.metadata.name };
-    tail = tail.then(() =>
-      locks.releaseGone(ref, obj).then(
-        (released) => {
-          if (released > 0) deps.log.info({ ...where, released }, "released the holder locks of a deleted resource");
-        },
-        (err: unknown) =>
-          deps.log.warn({ ...where, err: errorSummary(err) }, "could not release the holder locks of a deleted resource; the sweep will"),
-      ),
-    );
-  };
 }
 
 /** Another resource of the kind found by the claim rule: its holder, or one whose create may be what committed. */

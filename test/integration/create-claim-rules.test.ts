@@ -32,7 +32,7 @@ import {
   type TestEnv,
 } from "./support/keyward.ts";
 import type { KubeObject } from "../../src/engine/types.ts";
-import { idDigest, keyDigest, NATURAL_KEY_LABEL } from "../../src/engine/holder.ts";
+import { idDigest, KEY_CONFIRM_MS, keyDigest, NATURAL_KEY_LABEL } from "../../src/engine/holder.ts";
 
 const TOKEN = "kw-create-claim-token-5e81b2";
 const api = `${GROUP}/${VERSION}`;
@@ -43,6 +43,8 @@ let emulator: Emulator;
 let a: TestNamespace;
 let b: TestNamespace;
 let c: TestNamespace;
+/** How far keyward's engine clock runs ahead of the system's: a test moves it to reach windows of minutes. */
+let clockAheadMs = 0;
 
 beforeAll(async () => {
   env = await startTestEnv({ prefix: "rules-a", token: TOKEN, emulator: { seed: loadDefaultSeed(), jobDelayMs: 50 }, keyward: false });
@@ -53,7 +55,11 @@ beforeAll(async () => {
   env.onStop(() => c.cleanup());
   await installProvider(kc, b.name, emulator.url, TOKEN);
   await installProvider(kc, c.name, emulator.url, TOKEN);
-  const keyward = await startKeyward(kc, { namespaces: [a.name, b.name, c.name], resyncIntervalMs: 2_000 });
+  const keyward = await startKeyward(kc, {
+    namespaces: [a.name, b.name, c.name],
+    resyncIntervalMs: 2_000,
+    clock: () => new Date(Date.now() + clockAheadMs),
+  });
   env.onStop(() => keyward.stop());
 });
 
@@ -398,6 +404,57 @@ describe("the claim rule", () => {
     await deleteCustom(kc, a.name, "projects", "maker");
     await gone(a.name, "projects", "maker");
     expect(ops("deleteProject", since).map((r) => r.path)).toEqual([`/api/v1/projects/${id}`]);
+  });
+
+  it("announces the id and reads the lock when its answer comes after its slug's announcement stopped confirming it", async () => {
+    // A's create commits and its answer is held; meanwhile 8.5 minutes pass on keyward's clock: A's
+    // mark no longer lets it record the answer on its slug's announcement alone (KEY_CONFIRM_MS),
+    // though an adopter still waits for it (ANNOUNCEMENT_MS).
+    const slug = "answered-late";
+    await mergePatchCustom(kc, a.name, "providerconfigs", "default", { spec: { timeoutSeconds: 60 } });
+    const since = emulator.requests().length;
+    emulator.setFaults({
+      match: { method: "POST", pathPattern: "^/api/v2/workspace$" },
+      latencyMs: HOLD_CAP_MS,
+      latencyWhen: "after-handling",
+    });
+    try {
+      await createCustom(kc, a.name, "projects", project("late", { slug, deletionPolicy: "Delete" }));
+      await waitFor(() => Promise.resolve(emulator.heldRequests() > 0 ? true : undefined), {
+        timeoutMs: 30_000,
+        description: "A's create committed, its answer held",
+      });
+      clockAheadMs = KEY_CONFIRM_MS + 30_000;
+      await createCustom(kc, b.name, "projects", project("late-taker", { slug, creationPolicy: "CreateOrAdopt" }));
+      await waitForObject(kc, b.name, "projects", "late-taker", {
+        until: (o) => condition(o, "Synced")?.reason === "CreatePending",
+        timeoutMs: 30_000,
+        description: "B waiting for A",
+      });
+      expect(emulator.releaseHeld()).toBe(1);
+      const late = await waitForObject(kc, a.name, "projects", "late", { until: isReady, timeoutMs: 60_000, description: "A Ready" });
+      const id = String(late.status?.["projectId"]);
+      // The fallback: the id announced in metadata (then the lock read, which B let go).
+      expect(late.metadata.annotations?.["keyward.dev/external-id"]).toBe(id);
+      expect(late.metadata.labels?.["keyward.dev/external-id-digest"]).toBe(idDigest(id));
+      const taker = await waitForObject(kc, b.name, "projects", "late-taker", {
+        until: (o) => condition(o, "Synced")?.reason === "ExternalIdClaimed",
+        timeoutMs: 60_000,
+        description: "B claimed by A",
+      });
+      expect(condition(taker, "Synced")?.message).toContain(`${a.name}/late`);
+      expect(ops("createProject", since)).toHaveLength(1);
+      expect(ops("updateProject", since)).toHaveLength(0);
+    } finally {
+      clockAheadMs = 0;
+      emulator.setFaults({});
+      await mergePatchCustom(kc, a.name, "providerconfigs", "default", { spec: { timeoutSeconds: 5 } });
+    }
+    await deleteCustom(kc, b.name, "projects", "late-taker");
+    await gone(b.name, "projects", "late-taker");
+    await deleteCustom(kc, a.name, "projects", "late");
+    await gone(a.name, "projects", "late");
+    expect(ops("deleteProject", since)).toHaveLength(1);
   });
 
   it("writes the id into metadata once the slug no longer names the project: a slug changed in the spec", async () => {

@@ -43,6 +43,8 @@ export interface KeywardOptions {
   holderNamespace?: string;
   /** How often the claim rule's locks of gone resources are swept (default keyward's). */
   lockSweepIntervalMs?: number;
+  /** The engine's clock (OperatorOptions.clock). */
+  clock?: () => Date;
 }
 
 export async function startKeyward(kc: KubeConfig, opts: KeywardOptions): Promise<RunningKeyward> {
@@ -66,6 +68,7 @@ export async function startKeyward(kc: KubeConfig, opts: KeywardOptions): Promis
     ...(opts.maxResponseBytes !== undefined ? { maxResponseBytes: opts.maxResponseBytes } : {}),
     ...(opts.holderNamespace !== undefined ? { holderNamespace: opts.holderNamespace } : {}),
     ...(opts.lockSweepIntervalMs !== undefined ? { lockSweepIntervalMs: opts.lockSweepIntervalMs } : {}),
+    ...(opts.clock ? { clock: opts.clock } : {}),
   });
   await operator.start();
   return { operator, logs, stop: () => operator.stop() };

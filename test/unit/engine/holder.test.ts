@@ -1,6 +1,7 @@
 // The claim rule's pure parts (src/engine/holder.ts): the lock's states and what counts as
-// announcing an id or a natural key. The protocol around them is driven by holder-model.test.ts.
-import { describe, expect, it } from "vitest";
+// announcing an id or a natural key, and the sweep's schedule. The protocol around them is driven by
+// holder-model.test.ts.
+import { describe, expect, it, vi } from "vitest";
 import {
   ANNOUNCEMENT_MS,
   EXTERNAL_ID_LABEL,
@@ -15,10 +16,17 @@ import {
   lockName,
   lockState,
   NATURAL_KEY_LABEL,
+  releaseOnDelete,
+  RELEASE_BATCH,
   rivalry,
+  sweepLocksEvery,
+  type HolderLocks,
 } from "../../../src/engine/holder.ts";
 import { createStartedMark } from "../../../src/engine/create-rule.ts";
 import type { KubeObject } from "../../../src/engine/types.ts";
+import type { KindRef } from "../../../src/kube/client.ts";
+import { createLogger } from "../../../src/log.ts";
+import { Writable } from "node:stream";
 
 const obj = (
   uid: string,
@@ -125,5 +133,68 @@ describe("a create announced by its natural key", () => {
   it("digests a key apart from an id of the same text", () => {
     expect(keyDigest("shop")).toMatch(/^[0-9a-f]{40}$/);
     expect(keyDigest("shop")).not.toBe(idDigest("shop"));
+  });
+});
+
+describe("sweepLocksEvery", () => {
+  it("stops a sweep under way when it is stopped: its signal aborts, nothing is logged, none follows", async () => {
+    const lines: string[] = [];
+    const log = createLogger({ level: "info" }, new Writable({ write: (chunk: Buffer, _enc, cb) => (lines.push(chunk.toString()), cb()) }));
+    const signals: AbortSignal[] = [];
+    let release: (() => void) | undefined;
+    const locks = {
+      sweep: (_kinds: readonly KindRef[], signal?: AbortSignal) => {
+        if (signal) signals.push(signal);
+        // A sweep that waits on the apiserver until its signal aborts (as listAll's request does).
+        return new Promise<number>((_resolve, reject) => {
+          release = () => reject(signal?.reason as Error);
+          signal?.addEventListener("abort", () => release?.());
+        });
+      },
+    } as unknown as HolderLocks;
+    const sweeps = sweepLocksEvery({ locks, kinds: [], intervalMs: 1, leads: () => true, log });
+    await vi.waitFor(() => expect(signals).toHaveLength(1));
+    expect(signals[0]?.aborted).toBe(false);
+    sweeps.stop();
+    expect(signals[0]?.aborted).toBe(true);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(signals).toHaveLength(1);
+    expect(lines.filter((l) => l.includes("could not sweep"))).toEqual([]);
+  });
+});
+
+describe("releaseOnDelete", () => {
+  const gone = (uid: string): KubeObject => obj(uid);
+  const stubLocks = (answer: (batch: readonly KubeObject[]) => Promise<number>) => {
+    const batches: string[][] = [];
+    const locks = {
+      releaseGone: (_ref: KindRef, batch: readonly KubeObject[]) => {
+        batches.push(batch.map((o) => o.metadata.uid ?? ""));
+        return answer(batch);
+      },
+    } as unknown as HolderLocks;
+    return { locks, batches };
+  };
+  const ref = { group: "keyward.dev", version: "v1alpha1", kind: "Project", plural: "projects" } as KindRef;
+
+  it("lists the locks of the deletions seen while a list is under way in one batch, not one list each", async () => {
+    const { locks, batches } = stubLocks((batch) => new Promise((r) => setTimeout(() => r(batch.length), 5)));
+    const release = releaseOnDelete(locks, ref, createLogger({ level: "silent" }));
+    for (const uid of ["u-1", "u-2", "u-3", "u-4", "u-5"]) release(gone(uid));
+    await vi.waitFor(() => expect(batches.flat()).toHaveLength(5));
+    expect(batches).toEqual([["u-1"], ["u-2", "u-3", "u-4", "u-5"]]);
+    // Drained: the next deletion starts a list of its own.
+    await new Promise((r) => setTimeout(r, 10));
+    release(gone("u-6"));
+    await vi.waitFor(() => expect(batches).toEqual([["u-1"], ["u-2", "u-3", "u-4", "u-5"], ["u-6"]]));
+  });
+
+  it("goes on after a failed list (the sweep takes what it left), and caps a batch", async () => {
+    let calls = 0;
+    const { locks, batches } = stubLocks((batch) => (calls++ === 0 ? Promise.reject(new Error("refused")) : Promise.resolve(batch.length)));
+    const release = releaseOnDelete(locks, ref, createLogger({ level: "silent" }));
+    for (let i = 0; i < RELEASE_BATCH + 3; i++) release(gone(`u-${String(i)}`));
+    await vi.waitFor(() => expect(batches.flat()).toHaveLength(RELEASE_BATCH + 3));
+    expect(batches.map((b) => b.length)).toEqual([1, RELEASE_BATCH, 2]);
   });
 });
