@@ -331,6 +331,14 @@ class Run<Spec, Status, Conn, External> {
     const locks = this.deps.locks;
     if (!locks) return undefined;
     const key = this.naturalKey(spec);
+    if (this.deps.claims && key !== undefined) {
+      // A holder recorded in status alone (a Project keyward created) is in no cache of another
+      // replica's objects, and the claim view shows only keyward.dev/external-id: read fresh first,
+      // and a holder found is waited for without taking its lock, which would otherwise name this
+      // resource to every other adopter of the id until it stepped back.
+      const holder = await this.announcedElsewhere(locks, guard.idField, id, key);
+      if (holder && !holder.creating) return { key: this.heldBy(holder.key) };
+    }
     const lock = await locks.acquire(this.module.ref, id, this.obj as KubeObject);
     if (!lock.held) return { key: this.heldBy(lock.holder) };
     this.lockedId = this.lockTaken = id;

@@ -7,7 +7,8 @@ import { Writable } from "node:stream";
 import type { CoreV1Event } from "@kubernetes/client-node";
 import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { crdFromSources, crdToYaml } from "../../../src/crd/crd.ts";
+import { crdToYaml } from "../../../src/crd/crd.ts";
+import { servedCrd } from "../../../src/crd/conversion-schema.ts";
 import { ANNOTATION_CREATE_STARTED, LEGACY_CREATE_PENDING, LEGACY_CREATE_SUCCEEDED } from "../../../src/engine/create-rule.ts";
 import { ANNOTATION_PAUSED, FINALIZER } from "../../../src/engine/meta.ts";
 import { GROUP, VERSION, type Condition, type KubeObject } from "../../../src/engine/types.ts";
@@ -31,7 +32,8 @@ import { storeError, WidgetStore, type WidgetOp } from "../../support/widget/sto
 
 const store = new WidgetStore({ paintReads: 1 });
 const widget = widgetKind(store);
-const crd = crdFromSources(widget.crd);
+// As every kind's CRD is served (src/crd): the claim rule lists by its selectable external id.
+const crd = servedCrd(widget);
 const resource = `${ref.plural}.${ref.group}`;
 const apis = testApis();
 const logs: string[] = [];
