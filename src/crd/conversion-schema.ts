@@ -416,17 +416,19 @@ export function selectableFields(kind: Kind): { jsonPath: string }[] {
   return kind.externalId === undefined ? [] : [{ jsonPath: `.status.${kind.externalId}` }];
 }
 
-/** A kind's v1alpha1 as served: its generated version with its selectable fields. */
-function v1alpha1Version(kind: Kind): CustomResourceDefinitionVersion {
-  const [alpha] = crdFromSources(kind.crd).spec.versions;
+/** A kind's v1alpha1 as served: its generated version (of `generated`, its CRD from src/crd) with its selectable fields. */
+function servedAlpha(kind: Kind, generated: CustomResourceDefinition): CustomResourceDefinitionVersion {
+  const [alpha] = generated.spec.versions;
   if (!alpha) throw new Error(`${kind.ref.kind}: no generated version`);
   const fields = selectableFields(kind);
   return fields.length > 0 ? { ...alpha, selectableFields: fields } : alpha;
 }
 
-/** The v1beta1 version of a kind's CRD: not storage (v1alpha1 stays that in this release). */
-export function v1beta1Version(kind: Kind): CustomResourceDefinitionVersion {
-  const alpha = v1alpha1Version(kind);
+/** The v1beta1 version of a kind's CRD, from its v1alpha1 as served: not storage (v1alpha1 stays that in this release). */
+export function v1beta1Version(
+  kind: Kind,
+  alpha: CustomResourceDefinitionVersion = servedAlpha(kind, crdFromSources(kind.crd)),
+): CustomResourceDefinitionVersion {
   const columns: PrinterColumn[] | undefined = alpha.additionalPrinterColumns?.map((c) => ({
     ...c,
     jsonPath: columnPath(c.jsonPath, kind.conversion.edits),
@@ -458,13 +460,14 @@ export const WEBHOOK_SERVICE = { namespace: "keyward-system", name: "keyward-web
  */
 export function servedCrd(kind: Kind, clientConfig: WebhookClientConfig = { service: { ...WEBHOOK_SERVICE } }): CustomResourceDefinition {
   const generated = crdFromSources(kind.crd);
-  const crd = { ...generated, spec: { ...generated.spec, versions: [v1alpha1Version(kind)] } };
+  const alpha = servedAlpha(kind, generated);
+  const crd = { ...generated, spec: { ...generated.spec, versions: [alpha] } };
   if (kind.conversion.from === kind.conversion.to) return crd;
   return {
     ...crd,
     spec: {
       ...crd.spec,
-      versions: [...crd.spec.versions, v1beta1Version(kind)],
+      versions: [alpha, v1beta1Version(kind, alpha)],
       conversion: { strategy: "Webhook", webhook: { conversionReviewVersions: ["v1"], clientConfig } },
     },
   };
